@@ -1,0 +1,175 @@
+"""The one exception tree of asynckubelet.
+
+Every adapter (Docker, netlink, CNI binaries, the filesystem) turns the outside world's
+errors into one of these, chained with ``raise ... from e``, so callers catch by meaning
+and never by library::
+
+    AsyncKubeletError
+     ├── ManifestError                 a manifest was rejected; carries every FieldError
+     ├── DockerError                   anything the Docker engine said or failed to say
+     │    ├── RuntimeUnavailable       the daemon cannot be reached (transient: retried)
+     │    ├── DockerAPIError           the daemon answered with an error status
+     │    │    ├── NotFound            404: no such container, image, network or exec
+     │    │    │    └── ImageNotFound  the image is not present locally
+     │    │    ├── Conflict            409: name in use, container not running, ...
+     │    │    └── ServerBusy          5xx that is worth another try (transient: retried)
+     │    └── ImageError               pulling or naming an image failed
+     │         ├── ImagePullError      ErrImagePull
+     │         ├── ImageNeverPull      ErrImageNeverPull
+     │         └── InvalidImageName    InvalidImageName
+     ├── ContainerConfigError          CreateContainerConfigError: the spec cannot be made
+     │                                 into a container (missing ConfigMap, bad env, ...)
+     ├── SandboxError                  FailedCreatePodSandBox
+     │    └── NetworkError             the network plugin failed (NetworkNotReady, ...)
+     └── PodError                      a pod-level failure (unknown pod, terminated, ...)
+
+``kubelet_reason`` on the runtime errors holds the name the kubelet uses in container
+waiting reasons and events, so status and event code need no mapping table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "AsyncKubeletError",
+    "Conflict",
+    "ContainerConfigError",
+    "DockerAPIError",
+    "DockerError",
+    "FieldError",
+    "ImageError",
+    "ImageNeverPull",
+    "ImageNotFound",
+    "ImagePullError",
+    "InvalidImageName",
+    "ManifestError",
+    "NetworkError",
+    "NotFound",
+    "PodError",
+    "RuntimeUnavailable",
+    "SandboxError",
+    "ServerBusy",
+]
+
+
+class AsyncKubeletError(Exception):
+    """Base of every error asynckubelet raises on purpose."""
+
+    kubelet_reason: str = "Error"
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with one field, in the API server's shape.
+
+    ``str()`` gives ``<field path>: <Reason>: <detail>``, e.g.
+    ``spec.containers[1].ports[0].containerPort: Invalid value: 70000: must be between
+    1 and 65535, inclusive``.
+    """
+
+    field: str
+    reason: str
+    detail: str = ""
+    source: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.field}: {self.reason}"
+        if self.detail:
+            text += f": {self.detail}"
+        return text
+
+
+class ManifestError(AsyncKubeletError):
+    """A manifest was rejected. ``errors`` lists every problem found, not only the first."""
+
+    kubelet_reason = "Invalid"
+
+    def __init__(self, message: str, errors: list[FieldError] | None = None) -> None:
+        self.errors: list[FieldError] = list(errors or [])
+        if self.errors:
+            details = "\n".join(f"  {e.source + ': ' if e.source else ''}{e}" for e in self.errors)
+            message = f"{message}\n{details}"
+        super().__init__(message)
+
+
+class DockerError(AsyncKubeletError):
+    """Anything the Docker engine said, or failed to say."""
+
+
+class RuntimeUnavailable(DockerError):
+    """The Docker daemon cannot be reached (no socket, connection refused or reset)."""
+
+    kubelet_reason = "RuntimeUnavailable"
+
+
+class DockerAPIError(DockerError):
+    """The daemon answered with an error status."""
+
+    def __init__(self, message: str, *, status: int = 500) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(DockerAPIError):
+    """404: no such container, image, network or exec instance."""
+
+    def __init__(self, message: str, *, status: int = 404) -> None:
+        super().__init__(message, status=status)
+
+
+class ImageNotFound(NotFound):
+    """The image is not present on the engine."""
+
+
+class Conflict(DockerAPIError):
+    """409: the name is in use, the container is not running, and the like."""
+
+    def __init__(self, message: str, *, status: int = 409) -> None:
+        super().__init__(message, status=status)
+
+
+class ServerBusy(DockerAPIError):
+    """A 5xx answer that a later attempt may not get (daemon busy, restarting)."""
+
+
+class ImageError(DockerError):
+    """Pulling or naming an image failed."""
+
+    def __init__(self, message: str, *, image: str = "") -> None:
+        super().__init__(message)
+        self.image = image
+
+
+class ImagePullError(ImageError):
+    kubelet_reason = "ErrImagePull"
+
+
+class ImageNeverPull(ImageError):
+    kubelet_reason = "ErrImageNeverPull"
+
+
+class InvalidImageName(ImageError):
+    kubelet_reason = "InvalidImageName"
+
+
+class ContainerConfigError(AsyncKubeletError):
+    """The container spec cannot be made into a container."""
+
+    kubelet_reason = "CreateContainerConfigError"
+
+
+class SandboxError(AsyncKubeletError):
+    """The pod sandbox could not be created or started."""
+
+    kubelet_reason = "FailedCreatePodSandBox"
+
+
+class NetworkError(SandboxError):
+    """The network plugin failed to set up or tear down a pod's network."""
+
+    kubelet_reason = "NetworkNotReady"
+
+
+class PodError(AsyncKubeletError):
+    """A pod-level failure."""

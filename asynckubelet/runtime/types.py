@@ -1,0 +1,95 @@
+"""Records of what the runtime sees on Docker.
+
+These are the data that the pure parts (``compute_pod_actions``, ``status.generate``) are
+functions of. They are rebuilt from Docker alone (names, labels and inspect output), so an
+agent that restarts sees the same records it would have seen had it kept running. The
+shapes follow the kubelet's ``kubecontainer.PodStatus`` / ``kubecontainer.Status`` /
+``runtimeapi.PodSandboxStatus``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class ContainerState(enum.Enum):
+    """The kubelet's ``kubecontainer.State``."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    EXITED = "exited"
+    UNKNOWN = "unknown"
+
+
+class SandboxState(enum.Enum):
+    READY = "ready"
+    NOTREADY = "notready"
+
+
+@dataclass(frozen=True)
+class ContainerStatus:
+    """One container instance on Docker (current or dead), as the kubelet sees it."""
+
+    id: str
+    """Docker container id (full)."""
+    name: str
+    """The container's name in the pod spec."""
+    state: ContainerState
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int = 0
+    reason: str = ""
+    """``OOMKilled``, ``Error``, ``Completed``, ``ContainerCannotRun``... ('' while running)."""
+    message: str = ""
+    image: str = ""
+    """The image as the spec named it."""
+    image_id: str = ""
+    """``docker-pullable://...`` or ``docker://sha256:...``."""
+    hash: str = ""
+    """Spec hash of the container at creation (``naming.hash_container``)."""
+    restart_count: int = 0
+    sandbox_id: str = ""
+
+    @property
+    def container_id(self) -> str:
+        """The Kubernetes ``containerID`` form: ``docker://<id>``."""
+        return f"docker://{self.id}"
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    """One pause-container sandbox of the pod."""
+
+    id: str
+    attempt: int
+    state: SandboxState
+    created_at: datetime
+    ip: str = ""
+    additional_ips: tuple[str, ...] = ()
+    host_network: bool = False
+
+
+@dataclass(frozen=True)
+class PodRuntimeStatus:
+    """Everything Docker holds about one pod.
+
+    ``sandboxes`` and ``containers`` are sorted newest first (by creation time), as the
+    kubelet's ``GetPodStatus`` returns them.
+    """
+
+    uid: str
+    name: str
+    namespace: str
+    sandboxes: tuple[SandboxStatus, ...] = ()
+    containers: tuple[ContainerStatus, ...] = ()
+    ips: tuple[str, ...] = field(default=())
+
+    def find_container(self, name: str) -> ContainerStatus | None:
+        """The newest instance of the named container, or None."""
+        for c in self.containers:
+            if c.name == name:
+                return c
+        return None
