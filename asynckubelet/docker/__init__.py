@@ -1,1 +1,29 @@
-"""docker."""
+"""The Docker adapter: typed calls, error mapping and transient retries.
+
+Nothing outside this package imports aiodocker.
+"""
+
+from asynckubelet.docker.client import DockerClient, default_docker_url
+from asynckubelet.docker.types import (
+    ContainerConfig,
+    ContainerInspect,
+    ContainerSummary,
+    Event,
+    ExecResult,
+    HostConfig,
+    ImageInspect,
+    LogLine,
+)
+
+__all__ = [
+    "ContainerConfig",
+    "ContainerInspect",
+    "ContainerSummary",
+    "DockerClient",
+    "Event",
+    "ExecResult",
+    "HostConfig",
+    "ImageInspect",
+    "LogLine",
+    "default_docker_url",
+]

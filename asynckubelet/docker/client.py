@@ -1,0 +1,479 @@
+"""The Docker adapter: the only code in the project that talks to aiodocker.
+
+Each call is typed, maps failures into the project's exception tree
+(:mod:`asynckubelet.docker.errors`) and retries only transient failures (daemon
+unreachable, connection reset, a busy 5xx) with bounded exponential backoff and jitter.
+Calls that are not idempotent are made safe to retry: a create that raced a lost answer
+finds the container it made by name instead of failing with a conflict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+import os
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar, cast
+
+import aiodocker
+import aiohttp
+import anyio
+from loguru import logger
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
+
+from asynckubelet import errors
+from asynckubelet.docker.errors import is_transient, map_error
+from asynckubelet.docker.types import (
+    ContainerConfig,
+    ContainerInspect,
+    ContainerSummary,
+    Event,
+    ExecResult,
+    ImageInspect,
+    LogLine,
+)
+
+T = TypeVar("T")
+
+_STREAM_NAMES = {0: "stdout", 1: "stdout", 2: "stderr"}
+
+
+def _log_retry(state: RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome else None
+    logger.warning("docker call failed ({}), attempt {}; retrying", exc, state.attempt_number)
+
+
+class DockerClient:
+    """An async Docker Engine client.
+
+    ``url`` is a ``unix://`` or ``tcp://`` address; ``None`` follows ``DOCKER_HOST`` and
+    then the default socket. ``retry_attempts`` and ``retry_max_delay`` bound the retries
+    of transient failures (the daemon restarting, a dropped connection).
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        retry_attempts: int = 5,
+        retry_max_delay: float = 10.0,
+        retry_initial_wait: float = 0.1,
+    ) -> None:
+        self._url = url
+        self._docker: aiodocker.Docker | None = None
+        self._retry_attempts = retry_attempts
+        self._retry_max_delay = retry_max_delay
+        self._retry_initial_wait = retry_initial_wait
+
+    async def __aenter__(self) -> Self:
+        self._connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _connect(self) -> aiodocker.Docker:
+        if self._docker is None:
+            try:
+                self._docker = aiodocker.Docker(url=self._url)
+            except (ValueError, OSError, aiodocker.DockerError) as e:
+                raise errors.RuntimeUnavailable(f"no Docker engine to connect to: {e}") from e
+        return self._docker
+
+    @property
+    def url(self) -> str:
+        return str(self._connect().docker_host)
+
+    async def close(self) -> None:
+        if self._docker is not None:
+            docker, self._docker = self._docker, None
+            with anyio.CancelScope(shield=True):
+                await docker.close()
+
+    async def _call(
+        self, what: str, fn: Callable[[aiodocker.Docker], Awaitable[T]], *, retry: bool = True
+    ) -> T:
+        """Run one API call with error mapping and, when ``retry``, transient retries."""
+
+        async def once() -> T:
+            try:
+                return await fn(self._connect())
+            except errors.AsyncKubeletError:
+                raise
+            except (aiodocker.DockerError, aiohttp.ClientError, OSError, TimeoutError) as e:
+                raise map_error(e, what=what) from e
+
+        if not retry:
+            return await once()
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_transient),
+            stop=stop_after_attempt(self._retry_attempts) | stop_after_delay(self._retry_max_delay),
+            wait=wait_exponential_jitter(initial=self._retry_initial_wait, max=2.0),
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await once()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- system ---------------------------------------------------------------------------
+
+    async def version(self) -> dict[str, Any]:
+        return await self._call("version", lambda d: d.version())
+
+    async def ping(self) -> bool:
+        """True when the daemon answers; never raises, never retries."""
+        try:
+            await self._call("ping", lambda d: d.version(), retry=False)
+        except errors.DockerError:
+            return False
+        return True
+
+    # -- containers -----------------------------------------------------------------------
+
+    async def create_container(self, config: ContainerConfig, *, name: str) -> str:
+        """Create a container and return its id.
+
+        A retried create whose first attempt did reach the daemon answers 409 for the name;
+        then the container already made under that name is returned when its labels are
+        ours, so a lost answer never duplicates a container.
+        """
+        attempts = 0
+
+        async def create(d: aiodocker.Docker) -> str:
+            nonlocal attempts
+            attempts += 1
+            try:
+                c = await d.containers.create(config=cast(Any, config), name=name)
+            except aiodocker.DockerError as e:
+                if e.status == 409 and attempts > 1:
+                    info = cast(ContainerInspect, await d.containers.container(name).show())
+                    labels = info.get("Config", {}).get("Labels") or {}
+                    if labels == (config.get("Labels") or {}):
+                        return info["Id"]
+                if e.status == 404 and "image" in str(e.message).lower():
+                    raise errors.ImageNotFound(
+                        f"container {name}: image {config.get('Image')!r} is not present: "
+                        f"{e.message}"
+                    ) from e
+                raise
+            return str(c.id)
+
+        return await self._call(f"create container {name}", create)
+
+    async def start_container(self, container_id: str) -> None:
+        async def start(d: aiodocker.Docker) -> None:
+            await d.containers.container(container_id).start()
+
+        await self._call(f"start container {container_id[:12]}", start)
+
+    async def stop_container(self, container_id: str, *, grace_period: float) -> None:
+        """SIGTERM (or the image's stop signal), then SIGKILL after ``grace_period`` seconds."""
+        seconds = max(0, math.ceil(grace_period))
+
+        async def stop(d: aiodocker.Docker) -> None:
+            await d.containers.container(container_id).stop(
+                t=seconds, timeout=aiohttp.ClientTimeout(total=seconds + 30)
+            )
+
+        await self._call(f"stop container {container_id[:12]}", stop)
+
+    async def kill_container(self, container_id: str, *, signal: str = "SIGKILL") -> None:
+        async def kill(d: aiodocker.Docker) -> None:
+            await d.containers.container(container_id).kill(signal=signal)
+
+        await self._call(f"kill container {container_id[:12]}", kill)
+
+    async def remove_container(
+        self, container_id: str, *, force: bool = True, missing_ok: bool = True
+    ) -> None:
+        """Remove a container (and its anonymous volumes); absent is fine when ``missing_ok``."""
+
+        async def remove(d: aiodocker.Docker) -> None:
+            await d.containers.container(container_id).delete(force=force, v=True)
+
+        try:
+            await self._call(f"remove container {container_id[:12]}", remove)
+        except errors.NotFound:
+            if not missing_ok:
+                raise
+        except errors.Conflict as e:
+            if "already in progress" not in str(e):
+                raise
+
+    async def inspect_container(self, container_id: str) -> ContainerInspect:
+        async def show(d: aiodocker.Docker) -> ContainerInspect:
+            return cast(ContainerInspect, await d.containers.container(container_id).show())
+
+        return await self._call(f"inspect container {container_id[:12]}", show)
+
+    async def list_containers(
+        self,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        name: str | None = None,
+        all: bool = True,
+    ) -> list[ContainerSummary]:
+        """Containers whose labels match (``None`` value: the key is present)."""
+        filters: dict[str, list[str]] = {}
+        if labels:
+            filters["label"] = [k if v is None else f"{k}={v}" for k, v in labels.items()]
+        if name:
+            filters["name"] = [name]
+
+        async def lst(d: aiodocker.Docker) -> list[ContainerSummary]:
+            rows = await d._query_json(
+                "containers/json", params={"all": all, "filters": json.dumps(filters)}
+            )
+            return cast(list[ContainerSummary], rows)
+
+        return await self._call("list containers", lst)
+
+    async def wait_container(self, container_id: str) -> int:
+        """Wait until the container exits and return its exit code."""
+
+        async def wait(d: aiodocker.Docker) -> int:
+            res = await d.containers.container(container_id).wait(timeout=None)
+            return int(res.get("StatusCode", -1))
+
+        return await self._call(f"wait container {container_id[:12]}", wait)
+
+    async def logs(
+        self,
+        container_id: str,
+        *,
+        follow: bool = False,
+        stdout: bool = True,
+        stderr: bool = True,
+        tail: int | None = None,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> AsyncIterator[LogLine]:
+        """The container's output, a line at a time, each tagged with its stream."""
+        params: dict[str, Any] = {
+            "stdout": stdout,
+            "stderr": stderr,
+            "follow": follow,
+            "timestamps": timestamps,
+            "tail": "all" if tail is None else str(tail),
+        }
+        if since is not None:
+            params["since"] = f"{since:.9f}"
+        info = await self.inspect_container(container_id)
+        tty = bool(info.get("Config", {}).get("Tty"))
+        docker = self._connect()
+        buffers = {"stdout": b"", "stderr": b""}
+        try:
+            async with docker._query(
+                f"containers/{container_id}/logs",
+                method="GET",
+                params=params,
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+            ) as response:
+                async for stream, data in _frames(response.content, tty=tty):
+                    buf = buffers[stream] + data
+                    *lines, buffers[stream] = buf.split(b"\n")
+                    for line in lines:
+                        yield LogLine(stream, line.decode(errors="replace"))
+        except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
+            raise map_error(e, what=f"logs of container {container_id[:12]}") from e
+        for stream, rest in buffers.items():
+            if rest:
+                yield LogLine(stream, rest.decode(errors="replace"))
+
+    async def exec_run(
+        self,
+        container_id: str,
+        cmd: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        user: str = "",
+        workdir: str | None = None,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        """Run ``cmd`` in a running container, wait for it to end and collect its output.
+
+        On ``timeout`` the output so far is dropped and :class:`TimeoutError` is raised; the
+        process goes on in the container, as Docker gives no way to stop an exec.
+        """
+
+        async def run(d: aiodocker.Docker) -> ExecResult:
+            container = d.containers.container(container_id)
+            ex = await container.exec(
+                list(cmd), stdout=True, stderr=True, user=user, environment=env, workdir=workdir
+            )
+            out: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
+            async with ex.start(detach=False) as stream:
+                while True:
+                    msg = await stream.read_out()
+                    if msg is None:
+                        break
+                    out.setdefault(msg.stream, bytearray()).extend(msg.data)
+            code: int | None = None
+            for _ in range(200):
+                info = await ex.inspect()
+                if not info.get("Running") and info.get("ExitCode") is not None:
+                    code = int(info["ExitCode"])
+                    break
+                await anyio.sleep(0.01)
+            return ExecResult(
+                exit_code=-1 if code is None else code, stdout=bytes(out[1]), stderr=bytes(out[2])
+            )
+
+        with anyio.fail_after(timeout):
+            return await self._call(f"exec in container {container_id[:12]}", run, retry=False)
+
+    async def events(
+        self, *, filters: Mapping[str, Sequence[str]] | None = None, since: float | None = None
+    ) -> AsyncIterator[Event]:
+        """Docker's event stream, until the daemon closes it (then the iterator ends)."""
+        wanted = {k: list(v) for k, v in (filters or {}).items()}
+        params: dict[str, Any] = {"filters": json.dumps(wanted)}
+        if since is not None:
+            params["since"] = f"{since:.9f}"
+        docker = self._connect()
+        try:
+            async with docker._query(
+                "events",
+                method="GET",
+                params=params,
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+            ) as response:
+                async for line in response.content:
+                    if line.strip():
+                        yield cast(Event, json.loads(line))
+        except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
+            raise map_error(e, what="events") from e
+
+    # -- images ---------------------------------------------------------------------------
+
+    async def inspect_image(self, ref: str) -> ImageInspect:
+        async def inspect(d: aiodocker.Docker) -> ImageInspect:
+            return cast(ImageInspect, await d.images.inspect(ref))
+
+        try:
+            return await self._call(f"image {ref}", inspect)
+        except errors.NotFound as e:
+            raise errors.ImageNotFound(f"image {ref!r} is not present") from e
+
+    async def image_exists(self, ref: str) -> bool:
+        try:
+            await self.inspect_image(ref)
+        except errors.ImageNotFound:
+            return False
+        return True
+
+    async def pull_image(self, ref: str, *, auth: Mapping[str, str] | None = None) -> None:
+        """Pull ``ref``; ``auth`` is a registry auth object (username/password/serveraddress).
+
+        Any failure, including one the daemon reports mid-stream, is an
+        :class:`~asynckubelet.errors.ImagePullError` naming the image.
+        """
+        headers: dict[str, str] = {}
+        if auth:
+            headers["X-Registry-Auth"] = (
+                base64.urlsafe_b64encode(json.dumps(dict(auth)).encode()).decode()
+            )
+        params = {"fromImage": ref}
+
+        async def pull(d: aiodocker.Docker) -> None:
+            async with d._query(
+                "images/create",
+                "POST",
+                params=params,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+            ) as response:
+                async for line in response.content:
+                    if not line.strip():
+                        continue
+                    item = json.loads(line)
+                    if "error" in item or "errorDetail" in item:
+                        detail = item.get("errorDetail", {}).get("message") or item.get("error")
+                        raise errors.ImagePullError(
+                            f'failed to pull image "{ref}": {detail}', image=ref
+                        )
+
+        try:
+            await self._call(f"pull image {ref}", pull)
+        except errors.ImageError:
+            raise
+        except errors.RuntimeUnavailable:
+            raise
+        except errors.DockerError as e:
+            raise errors.ImagePullError(f'failed to pull image "{ref}": {e}', image=ref) from e
+
+    async def load_image(self, data: bytes) -> None:
+        """Load a ``docker save``-format archive (``POST /images/load``)."""
+
+        async def load(d: aiodocker.Docker) -> None:
+            async with d._query(
+                "images/load",
+                "POST",
+                data=data,
+                headers={"Content-Type": "application/x-tar"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+            ) as response:
+                body = await response.read()
+            for line in body.splitlines():
+                if line.strip():
+                    item = json.loads(line)
+                    if "error" in item or "errorDetail" in item:
+                        raise errors.ImageError(f"loading image failed: {item}")
+
+        await self._call("load image", load)
+
+    async def remove_image(self, ref: str, *, force: bool = False) -> None:
+        async def remove(d: aiodocker.Docker) -> None:
+            await d.images.delete(ref, force=force)
+
+        try:
+            await self._call(f"remove image {ref}", remove)
+        except errors.NotFound:
+            pass
+
+    async def tag_image(self, ref: str, *, repo: str, tag: str) -> None:
+        async def do_tag(d: aiodocker.Docker) -> None:
+            await d.images.tag(ref, repo, tag=tag)
+
+        await self._call(f"tag image {ref}", do_tag)
+
+
+async def _frames(
+    content: aiohttp.StreamReader, *, tty: bool
+) -> AsyncIterator[tuple[str, bytes]]:
+    """Split Docker's multiplexed stream (8-byte header frames) unless it is a TTY's raw one."""
+    if tty:
+        async for chunk in content.iter_any():
+            yield "stdout", chunk
+        return
+    while True:
+        try:
+            header = await content.readexactly(8)
+        except asyncio.IncompleteReadError:
+            return
+        kind, size = struct.unpack(">BxxxL", header)
+        data = await content.readexactly(size) if size else b""
+        yield _STREAM_NAMES.get(kind, "stdout"), data
+
+
+def default_docker_url() -> str | None:
+    """``DOCKER_HOST`` when set, else None (aiodocker then finds the default socket)."""
+    return os.environ.get("DOCKER_HOST") or None

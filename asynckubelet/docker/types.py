@@ -1,0 +1,153 @@
+"""Typed shapes of the raw Docker Engine API JSON (API 1.41 and later) that we read or send.
+
+Only the keys the project uses are declared; Docker sends more. ``total=False`` because
+the daemon omits empty values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+
+class HostConfig(TypedDict, total=False):
+    NetworkMode: str
+    IpcMode: str
+    PidMode: str
+    UTSMode: str
+    Binds: list[str]
+    Mounts: list[dict[str, Any]]
+    PortBindings: dict[str, list[dict[str, str]]]
+    CapAdd: list[str]
+    CapDrop: list[str]
+    Privileged: bool
+    ReadonlyRootfs: bool
+    SecurityOpt: list[str]
+    GroupAdd: list[str]
+    Memory: int
+    MemorySwap: int
+    NanoCpus: int
+    CpuShares: int
+    CpuQuota: int
+    CpuPeriod: int
+    CgroupParent: str
+    OomScoreAdj: int
+    Sysctls: dict[str, str]
+    ShmSize: int
+    Tmpfs: dict[str, str]
+    ExtraHosts: list[str]
+    Dns: list[str]
+    DnsSearch: list[str]
+    DnsOptions: list[str]
+    Init: bool
+    AutoRemove: bool
+    RestartPolicy: dict[str, Any]
+    Ulimits: list[dict[str, Any]]
+    LogConfig: dict[str, Any]
+
+
+class ContainerConfig(TypedDict, total=False):
+    """Body of ``POST /containers/create``."""
+
+    Image: str
+    Cmd: list[str] | None
+    Entrypoint: list[str] | None
+    Env: list[str]
+    WorkingDir: str
+    User: str
+    Hostname: str
+    Domainname: str
+    Labels: dict[str, str]
+    Tty: bool
+    OpenStdin: bool
+    StdinOnce: bool
+    AttachStdin: bool
+    AttachStdout: bool
+    AttachStderr: bool
+    ExposedPorts: dict[str, dict[str, Any]]
+    StopSignal: str
+    StopTimeout: int
+    HostConfig: HostConfig
+
+
+class ContainerStateJSON(TypedDict, total=False):
+    Status: str
+    Running: bool
+    Paused: bool
+    Restarting: bool
+    OOMKilled: bool
+    Dead: bool
+    Pid: int
+    ExitCode: int
+    Error: str
+    StartedAt: str
+    FinishedAt: str
+
+
+class ContainerInspect(TypedDict, total=False):
+    """``GET /containers/{id}/json``."""
+
+    Id: str
+    Name: str
+    Created: str
+    Image: str
+    State: ContainerStateJSON
+    Config: ContainerConfig
+    HostConfig: HostConfig
+    NetworkSettings: dict[str, Any]
+    Mounts: list[dict[str, Any]]
+    RestartCount: int
+
+
+class ContainerSummary(TypedDict, total=False):
+    """One row of ``GET /containers/json``."""
+
+    Id: str
+    Names: list[str]
+    Image: str
+    ImageID: str
+    Created: int
+    State: str
+    Status: str
+    Labels: dict[str, str]
+
+
+class ImageInspect(TypedDict, total=False):
+    Id: str
+    RepoTags: list[str]
+    RepoDigests: list[str]
+    Config: dict[str, Any]
+    Size: int
+
+
+class Event(TypedDict, total=False):
+    """One message of ``GET /events``."""
+
+    Type: str
+    Action: str
+    Actor: dict[str, Any]
+    status: str
+    id: str
+    time: int
+    timeNano: int
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The outcome of a command run with ``exec``, waited for to the end."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def output(self) -> str:
+        return (self.stdout + self.stderr).decode(errors="replace")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a container's output; ``stream`` is ``stdout`` or ``stderr``."""
+
+    stream: str
+    text: str
