@@ -124,7 +124,9 @@ class DockerClient:
         retrying = AsyncRetrying(
             retry=retry_if_exception(is_transient),
             stop=stop_after_attempt(self._retry_attempts) | stop_after_delay(self._retry_max_delay),
-            wait=wait_exponential_jitter(initial=self._retry_initial_wait, max=2.0),
+            wait=wait_exponential_jitter(
+                multiplier=self._retry_initial_wait, max=2.0, jitter=self._retry_initial_wait
+            ),
             before_sleep=_log_retry,
             reraise=True,
         )

@@ -1,0 +1,167 @@
+"""The Docker adapter's error mapping and retry rules, without a daemon."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiodocker
+import aiohttp
+import pytest
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.docker.errors import is_transient, map_error
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected"),
+    [
+        (aiodocker.DockerError(900, "Cannot connect to Docker Engine"), errors.RuntimeUnavailable),
+        (aiodocker.DockerError(404, "No such container: x"), errors.NotFound),
+        (aiodocker.DockerError(404, "No such image: busybox:1"), errors.ImageNotFound),
+        (aiodocker.DockerError(409, "Conflict. The container name is in use"), errors.Conflict),
+        (aiodocker.DockerError(503, "service unavailable"), errors.ServerBusy),
+        (aiodocker.DockerError(502, "bad gateway"), errors.ServerBusy),
+        (aiodocker.DockerError(500, "driver failed: device or resource busy"), errors.ServerBusy),
+        (aiodocker.DockerError(500, "OCI runtime create failed"), errors.DockerAPIError),
+        (aiodocker.DockerError(400, "invalid reference format"), errors.DockerAPIError),
+        (aiohttp.ServerDisconnectedError(), errors.RuntimeUnavailable),
+        (ConnectionResetError(104, "Connection reset by peer"), errors.RuntimeUnavailable),
+        (TimeoutError(), errors.RuntimeUnavailable),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, type) else repr(v)[:40],
+)
+def test_docker_failures_map_to_the_exception_tree(raised: BaseException, expected: type) -> None:
+    mapped = map_error(raised, what="container x")
+    assert type(mapped) is expected
+    assert str(mapped).startswith("container x: ")
+
+
+def test_a_plain_500_is_not_mistaken_for_a_busy_daemon() -> None:
+    mapped = map_error(aiodocker.DockerError(500, "OCI runtime create failed"))
+    assert not isinstance(mapped, errors.ServerBusy)
+    assert not is_transient(mapped)
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (errors.RuntimeUnavailable("down"), True),
+        (errors.ServerBusy("busy", status=503), True),
+        (errors.NotFound("gone"), False),
+        (errors.Conflict("in use"), False),
+        (errors.DockerAPIError("bad", status=400), False),
+        (errors.ImagePullError("nope"), False),
+    ],
+)
+def test_only_unavailable_and_busy_are_transient(error: Exception, transient: bool) -> None:
+    assert is_transient(error) is transient
+
+
+def _client(attempts: int = 4) -> DockerClient:
+    return DockerClient(
+        url="unix:///nonexistent/docker.sock",
+        retry_attempts=attempts,
+        retry_max_delay=5.0,
+        retry_initial_wait=0.001,
+    )
+
+
+class _Failing:
+    """A call that raises the given errors in turn, then returns ``"ok"``."""
+
+    def __init__(self, *raises: BaseException) -> None:
+        self.raises = list(raises)
+        self.calls = 0
+
+    async def __call__(self, _docker: Any) -> str:
+        self.calls += 1
+        if self.raises:
+            raise self.raises.pop(0)
+        return "ok"
+
+
+async def test_transient_failures_are_retried_until_success() -> None:
+    call = _Failing(aiodocker.DockerError(900, "down"), aiodocker.DockerError(503, "busy"))
+    async with _client() as client:
+        assert await client._call("thing", call) == "ok"
+    assert call.calls == 3
+
+
+async def test_retries_are_bounded_and_the_last_error_is_raised() -> None:
+    call = _Failing(*[aiodocker.DockerError(900, "down")] * 10)
+    async with _client(attempts=3) as client:
+        with pytest.raises(errors.RuntimeUnavailable):
+            await client._call("thing", call)
+    assert call.calls == 3
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        aiodocker.DockerError(404, "No such container"),
+        aiodocker.DockerError(409, "name in use"),
+        aiodocker.DockerError(400, "bad request"),
+        aiodocker.DockerError(500, "OCI runtime create failed"),
+    ],
+    ids=["not found", "conflict", "bad request", "plain 500"],
+)
+async def test_permanent_failures_are_not_retried(raised: BaseException) -> None:
+    call = _Failing(raised)
+    async with _client() as client:
+        with pytest.raises(errors.DockerError):
+            await client._call("thing", call)
+    assert call.calls == 1
+
+
+class _FakeContainers:
+    """aiodocker's ``containers`` namespace whose first create is answered but lost."""
+
+    def __init__(self, labels: dict[str, str]) -> None:
+        self.labels = labels
+        self.creates = 0
+
+    async def create(self, *, config: Any, name: str) -> Any:
+        self.creates += 1
+        if self.creates == 1:
+            raise aiodocker.DockerError(900, "connection reset after the daemon created it")
+        raise aiodocker.DockerError(409, f'Conflict. The name "/{name}" is already in use')
+
+    def container(self, name: str) -> Any:
+        labels = self.labels
+
+        class _C:
+            async def show(self) -> dict[str, Any]:
+                return {"Id": "abc123", "Config": {"Labels": labels}}
+
+        return _C()
+
+
+async def test_a_retried_create_returns_the_container_its_lost_first_attempt_made() -> None:
+    labels = {"io.asynckubelet.node": "n1"}
+    async with _client() as client:
+        docker = client._connect()
+        fake = _FakeContainers(labels)
+        docker.containers = fake  # type: ignore[assignment]
+        cid = await client.create_container({"Image": "x", "Labels": labels}, name="akl_a")
+    assert cid == "abc123"
+    assert fake.creates == 2
+
+
+async def test_a_create_conflict_with_someone_elses_container_is_an_error() -> None:
+    async with _client() as client:
+        docker = client._connect()
+        docker.containers = _FakeContainers({"other": "owner"})  # type: ignore[assignment]
+        with pytest.raises(errors.Conflict):
+            await client.create_container(
+                {"Image": "x", "Labels": {"io.asynckubelet.node": "n1"}}, name="akl_a"
+            )
+
+
+async def test_an_unreachable_daemon_is_reported_as_unavailable_and_ping_is_false() -> None:
+    async with _client(attempts=2) as client:
+        assert await client.ping() is False
+        with pytest.raises(errors.RuntimeUnavailable):
+            await client.version()
