@@ -13,10 +13,11 @@ and never by library::
      │    │    │    └── ImageNotFound  the image is not present locally
      │    │    ├── Conflict            409: name in use, container not running, ...
      │    │    └── ServerBusy          5xx that is worth another try (transient: retried)
-     │    └── ImageError               pulling or naming an image failed
+     │    └── ImageError               pulling, naming or building an image failed
      │         ├── ImagePullError      ErrImagePull
      │         ├── ImageNeverPull      ErrImageNeverPull
-     │         └── InvalidImageName    InvalidImageName
+     │         ├── InvalidImageName    InvalidImageName
+     │         └── ImageBuildError     an offline image (pause, busybox) cannot be made
      ├── ContainerConfigError          CreateContainerConfigError: the spec cannot be made
      │                                 into a container (missing ConfigMap, bad env, ...)
      ├── SandboxError                  FailedCreatePodSandBox
@@ -38,6 +39,7 @@ __all__ = [
     "DockerAPIError",
     "DockerError",
     "FieldError",
+    "ImageBuildError",
     "ImageError",
     "ImageNeverPull",
     "ImageNotFound",
@@ -134,7 +136,7 @@ class ServerBusy(DockerAPIError):
 
 
 class ImageError(DockerError):
-    """Pulling or naming an image failed."""
+    """Pulling, naming or building an image failed."""
 
     def __init__(self, message: str, *, image: str = "") -> None:
         super().__init__(message)
@@ -151,6 +153,10 @@ class ImageNeverPull(ImageError):
 
 class InvalidImageName(ImageError):
     kubelet_reason = "InvalidImageName"
+
+
+class ImageBuildError(ImageError):
+    """An image could not be made from local material (no compiler, no static busybox)."""
 
 
 class ContainerConfigError(AsyncKubeletError):
