@@ -1,1 +1,93 @@
-"""network."""
+"""Pod networking: the plugin interface the runtime calls between sandbox and containers.
+
+A plugin gives the pod sandbox its network after the pause container starts and takes it
+away when the sandbox goes. It must work from the sandbox id alone (after a crash the
+sandbox process may be gone) and report whether the node's network is ready at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class PortMapping:
+    container_port: int
+    host_port: int
+    protocol: str = "TCP"
+    host_ip: str = ""
+
+
+@dataclass(frozen=True)
+class PodNetworkRequest:
+    """What a plugin knows about the pod whose sandbox it sets up."""
+
+    sandbox_id: str
+    pod_name: str
+    namespace: str
+    uid: str
+    netns_path: str = ""
+    """``/proc/<pid>/ns/net`` of the pause container, when the node can enter it."""
+    port_mappings: tuple[PortMapping, ...] = ()
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    ips: tuple[str, ...] = field(default=())
+
+
+@runtime_checkable
+class NetworkPlugin(Protocol):
+    name: str
+
+    def sandbox_network_mode(self, *, host_network: bool) -> str:
+        """Docker ``NetworkMode`` of the pause container."""
+        ...
+
+    async def setup_pod(self, request: PodNetworkRequest) -> PodNetwork: ...
+
+    async def teardown_pod(self, *, sandbox_id: str) -> None:
+        """Idempotent; works when the sandbox no longer exists."""
+        ...
+
+    async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork | None:
+        """The pod's IPs, or None when the plugin reports no network state at all."""
+        ...
+
+    async def status(self) -> tuple[bool, str]:
+        """Whether the node's network is ready, and why not."""
+        ...
+
+
+class LoopbackPlugin:
+    """A network of loopback only: the pod's containers reach each other on 127.0.0.1.
+
+    It reports no network state, so the runtime never waits for a pod IP.
+    """
+
+    name = "loopback"
+
+    def sandbox_network_mode(self, *, host_network: bool) -> str:
+        return "host" if host_network else "none"
+
+    async def setup_pod(self, request: PodNetworkRequest) -> PodNetwork:
+        return PodNetwork()
+
+    async def teardown_pod(self, *, sandbox_id: str) -> None:
+        return None
+
+    async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork | None:
+        return None
+
+    async def status(self) -> tuple[bool, str]:
+        return True, ""
+
+
+__all__ = [
+    "LoopbackPlugin",
+    "NetworkPlugin",
+    "PodNetwork",
+    "PodNetworkRequest",
+    "PortMapping",
+]

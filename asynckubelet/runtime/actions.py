@@ -150,7 +150,7 @@ def pod_sandbox_changed(pod: Pod, status: PodRuntimeStatus) -> SandboxChange:
         return SandboxChange(
             True, max_attempt + 1, "", "Sandbox for pod has changed. Need to start a new one"
         )
-    if not host_network and not newest.ip:
+    if not host_network and newest.ip == "":
         return SandboxChange(
             True,
             max_attempt + 1,

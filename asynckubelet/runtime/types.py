@@ -67,7 +67,9 @@ class SandboxStatus:
     attempt: int
     state: SandboxState
     created_at: datetime
-    ip: str = ""
+    ip: str | None = ""
+    """The pod IP; ``""`` when the network has none, None when the network plugin reports
+    no network state at all (a loopback-only network), as the kubelet's nil ``Network``."""
     additional_ips: tuple[str, ...] = ()
     host_network: bool = False
 

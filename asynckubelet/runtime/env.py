@@ -1,0 +1,133 @@
+"""A container's environment and command line, as the kubelet builds them.
+
+``envFrom`` sources come first, then ``env`` entries in order; each ``value`` is expanded
+against the variables defined before it; ``command`` and ``args`` are expanded against the
+final environment. A missing ConfigMap, Secret or key that is not optional is a
+``CreateContainerConfigError`` with the kubelet's message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from asynckubelet import errors
+from asynckubelet.runtime.expansion import expand
+from asynckubelet.runtime.resources import resource_field_value
+
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+
+
+@dataclass(frozen=True)
+class PodContext:
+    """What the environment may refer to beyond the pod spec itself."""
+
+    node_name: str = ""
+    host_ip: str = ""
+    pod_ips: tuple[str, ...] = ()
+    configmaps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """ConfigMaps of the pod's namespace: name -> data."""
+    secrets: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
+    """Secrets of the pod's namespace: name -> decoded data."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    env: tuple[tuple[str, str], ...]
+    command: list[str] | None
+    args: list[str] | None
+    skipped: tuple[str, ...] = ()
+    """envFrom keys dropped because they are not valid variable names (kubelet: an event)."""
+
+
+def _field_value(pod: Any, path: str, ctx: PodContext) -> str:
+    meta = pod.metadata
+    simple = {
+        "metadata.name": meta.name or "",
+        "metadata.namespace": meta.namespace or "",
+        "metadata.uid": meta.uid or "",
+        "spec.nodeName": pod.spec.nodeName or ctx.node_name,
+        "spec.serviceAccountName": pod.spec.serviceAccountName or "",
+        "status.hostIP": ctx.host_ip,
+        "status.hostIPs": ctx.host_ip,
+        "status.podIP": ctx.pod_ips[0] if ctx.pod_ips else "",
+        "status.podIPs": ",".join(ctx.pod_ips),
+    }
+    if path in simple:
+        return simple[path]
+    match = re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path)
+    if match:
+        source = (meta.labels if match.group(1) == "labels" else meta.annotations) or {}
+        return str(source.get(match.group(2), ""))
+    raise errors.ContainerConfigError(f"unsupported fieldRef fieldPath: {path!r}")
+
+
+def _lookup_ref(kind: str, ref: Any, ns: str, ctx: PodContext) -> str | None:
+    store: Mapping[str, Mapping[str, str | bytes]]
+    store = ctx.configmaps if kind == "ConfigMap" else ctx.secrets
+    optional = bool(ref.optional)
+    obj = store.get(ref.name)
+    if obj is None:
+        if optional:
+            return None
+        raise errors.ContainerConfigError(f'{kind.lower()} "{ref.name}" not found')
+    if ref.key not in obj:
+        if optional:
+            return None
+        raise errors.ContainerConfigError(f"couldn't find key {ref.key} in {kind} {ns}/{ref.name}")
+    value = obj[ref.key]
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def make_environment(pod: Any, container: Any, ctx: PodContext) -> Environment:
+    """Resolve ``envFrom``, ``env``, ``command`` and ``args`` of ``container``."""
+    ns = pod.metadata.namespace or "default"
+    env: dict[str, str] = {}
+    skipped: list[str] = []
+    for source in container.envFrom or []:
+        prefix = source.prefix or ""
+        store: Mapping[str, Mapping[str, str | bytes]]
+        if source.configMapRef is not None:
+            kind, ref, store = "ConfigMap", source.configMapRef, ctx.configmaps
+        elif source.secretRef is not None:
+            kind, ref, store = "Secret", source.secretRef, ctx.secrets
+        else:
+            continue
+        data = store.get(ref.name)
+        if data is None:
+            if ref.optional:
+                continue
+            raise errors.ContainerConfigError(f'{kind.lower()} "{ref.name}" not found')
+        for key, raw in data.items():
+            name = prefix + key
+            if not _ENV_NAME.match(name):
+                skipped.append(name)
+                continue
+            env[name] = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+    for var in container.env or []:
+        if var.valueFrom is None:
+            env[var.name] = expand(var.value or "", env)
+            continue
+        source = var.valueFrom
+        value: str | None
+        if source.fieldRef is not None:
+            value = _field_value(pod, source.fieldRef.fieldPath, ctx)
+        elif source.configMapKeyRef is not None:
+            value = _lookup_ref("ConfigMap", source.configMapKeyRef, ns, ctx)
+        elif source.secretKeyRef is not None:
+            value = _lookup_ref("Secret", source.secretKeyRef, ns, ctx)
+        elif source.resourceFieldRef is not None:
+            value = _resource_value(container, source.resourceFieldRef)
+        else:
+            value = None
+        if value is not None:
+            env[var.name] = value
+    command = [expand(c, env) for c in container.command] if container.command else None
+    args = [expand(a, env) for a in container.args] if container.args else None
+    return Environment(env=tuple(env.items()), command=command, args=args, skipped=tuple(skipped))
+
+
+def _resource_value(container: Any, ref: Any) -> str:
+    return resource_field_value(container, ref.resource, ref.divisor)

@@ -1,0 +1,182 @@
+"""The image manager: pull policies, registry auth from pull secrets, shared pulls.
+
+The kubelet's ``EnsureImageExists``: ``Never`` uses only what is present
+(``ErrImageNeverPull``), ``IfNotPresent`` pulls when absent, ``Always`` pulls every time a
+container starts. Unlike the kubelet's default serial puller, pulls run concurrently, and a
+pull already in flight for the same image (from any pod) is joined rather than repeated.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from loguru import logger
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+
+_DOMAIN_RE = re.compile(r"^(localhost|[^/]*[.:][^/]*)(/|$)")
+_REFERENCE_RE = re.compile(
+    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    r"(?::[0-9]+)?)/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
+DOCKER_HUB = "docker.io"
+
+
+def validate_image_name(image: str) -> None:
+    """Raise ``InvalidImageName`` unless ``image`` parses as a Docker reference."""
+    if not image or not _REFERENCE_RE.match(image):
+        raise errors.InvalidImageName(
+            f'Failed to apply default image tag "{image}": couldn\'t parse image name '
+            f'"{image}": invalid reference format',
+            image=image,
+        )
+
+
+def registry_of(image: str) -> str:
+    """The registry host of an image reference (``docker.io`` when none is named)."""
+    match = _DOMAIN_RE.match(image)
+    return match.group(1) if match else DOCKER_HUB
+
+
+def with_default_tag(image: str) -> str:
+    """``busybox`` -> ``busybox:latest``; tagged or digest references unchanged."""
+    last = image.rsplit("/", 1)[-1]
+    if "@" in image or ":" in last:
+        return image
+    return f"{image}:latest"
+
+
+@dataclass(frozen=True)
+class RegistryAuth:
+    """Credentials for one registry, from a pull secret."""
+
+    server: str
+    username: str = ""
+    password: str = ""
+    auth: str = ""
+
+    def header(self) -> dict[str, str]:
+        user, password = self.username, self.password
+        if self.auth and not user:
+            user, _, password = base64.b64decode(self.auth).decode().partition(":")
+        return {"username": user, "password": password, "serveraddress": self.server}
+
+
+def _normalise_server(server: str) -> str:
+    server = re.sub(r"^https?://", "", server).rstrip("/")
+    if server.endswith("/v1") or server.endswith("/v2"):
+        server = server[:-3]
+    if server in ("index.docker.io", "registry-1.docker.io"):
+        return DOCKER_HUB
+    return server
+
+
+def auths_from_secrets(secrets: Iterable[tuple[str, Mapping[str, bytes]]]) -> list[RegistryAuth]:
+    """Registry credentials from ``(type, data)`` of ``kubernetes.io/dockerconfigjson`` and
+    ``kubernetes.io/dockercfg`` Secrets. Other types and unreadable data are skipped."""
+    found: list[RegistryAuth] = []
+    for kind, data in secrets:
+        try:
+            if kind == "kubernetes.io/dockerconfigjson":
+                entries = json.loads(data[".dockerconfigjson"]).get("auths", {})
+            elif kind == "kubernetes.io/dockercfg":
+                entries = json.loads(data[".dockercfg"])
+            else:
+                continue
+        except (KeyError, ValueError):
+            continue
+        for server, entry in entries.items():
+            found.append(
+                RegistryAuth(
+                    server=_normalise_server(server),
+                    username=str(entry.get("username", "")),
+                    password=str(entry.get("password", "")),
+                    auth=str(entry.get("auth", "")),
+                )
+            )
+    return found
+
+
+class ImageManager:
+    """Ensures images are present, joining pulls that are already in flight."""
+
+    def __init__(self, docker: DockerClient) -> None:
+        self._docker = docker
+        self._inflight: dict[str, _Pull] = {}
+
+    async def is_present(self, image: str) -> bool:
+        return await self._docker.image_exists(image)
+
+    async def ensure(
+        self, image: str, *, policy: str, auths: Iterable[RegistryAuth] = ()
+    ) -> tuple[bool, str]:
+        """Make ``image`` present per ``policy``; returns (pulled, message for events).
+
+        Raises ``InvalidImageName``, ``ImageNeverPull`` or ``ImagePullError``.
+        """
+        validate_image_name(image)
+        present = await self.is_present(image)
+        if policy == "Never":
+            if present:
+                return False, f'Container image "{image}" already present on machine'
+            raise errors.ImageNeverPull(
+                f'Container image "{image}" is not present with pull policy of Never',
+                image=image,
+            )
+        if present and policy != "Always":
+            return False, f'Container image "{image}" already present on machine'
+        started = anyio.current_time()
+        await self.pull(image, auths=auths)
+        took = anyio.current_time() - started
+        return True, f'Successfully pulled image "{image}" in {took:.3f}s'
+
+    async def pull(self, image: str, *, auths: Iterable[RegistryAuth] = ()) -> None:
+        """Pull ``image``, or wait for the pull of it already running."""
+        ref = with_default_tag(image)
+        pull = self._inflight.get(ref)
+        if pull is None:
+            pull = _Pull()
+            self._inflight[ref] = pull
+            try:
+                await self._pull_with_auths(ref, list(auths))
+            except errors.DockerError as e:
+                pull.error = e
+                raise
+            finally:
+                pull.done.set()
+                del self._inflight[ref]
+            return
+        await pull.done.wait()
+        if pull.error is not None:
+            raise pull.error
+
+    async def _pull_with_auths(self, ref: str, auths: list[RegistryAuth]) -> None:
+        registry = registry_of(ref)
+        matching = [a for a in auths if a.server == registry]
+        logger.debug("pulling image {} ({} credential(s))", ref, len(matching))
+        last: errors.DockerError | None = None
+        candidates: list[RegistryAuth | None] = [*matching] or [None]
+        for auth in candidates:
+            try:
+                await self._docker.pull_image(ref, auth=auth.header() if auth else None)
+                return
+            except errors.ImagePullError as e:
+                last = e
+        assert last is not None
+        raise last
+
+
+class _Pull:
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.error: Any = None

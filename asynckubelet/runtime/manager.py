@@ -1,0 +1,730 @@
+"""``RuntimeManager``: the kubelet's ``SyncPod``, ``KillPod`` and ``GetPodStatus`` on Docker.
+
+``sync_pod`` decides nothing itself: :func:`~asynckubelet.runtime.actions.compute_pod_actions`
+decides, and this module carries the :class:`~asynckubelet.runtime.actions.PodActions` out
+in the kubelet's order (kill pod or unwanted containers, sandbox and network, init
+containers one at a time, app containers concurrently), recording one result per step.
+Independent work runs concurrently: image pulls for every container start at the
+beginning of the sync, and app containers are created and started together.
+
+State lives in Docker only (names and labels), so a manager that is restarted, or a
+process that dies half-way, converges on the next call. Cleanup of half-made objects runs
+shielded from cancellation.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
+
+import anyio
+from lightkube.models.core_v1 import Container, Pod
+from loguru import logger
+
+from asynckubelet import errors
+from asynckubelet.docker import ContainerInspect, DockerClient
+from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
+from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PodNetworkRequest, PortMapping
+from asynckubelet.runtime import backoff as backoff_mod
+from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime import naming
+from asynckubelet.runtime.actions import PodActions, compute_pod_actions
+from asynckubelet.runtime.env import PodContext, make_environment
+from asynckubelet.runtime.images import ImageManager, RegistryAuth
+from asynckubelet.runtime.probes import ProbeResult
+from asynckubelet.runtime.resources import host_config_resources
+from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError, SyncResult
+from asynckubelet.runtime.types import (
+    ContainerState,
+    ContainerStatus,
+    PodRuntimeStatus,
+    SandboxState,
+)
+
+MINIMUM_GRACE_PERIOD = 2
+"""Seconds: the kubelet's ``minimumGracePeriodInSeconds``."""
+DEFAULT_GRACE_PERIOD = 30
+
+
+class EventRecorder:
+    """Receives the Kubernetes-style events of the runtime; the default drops them."""
+
+    def __call__(
+        self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
+    ) -> None:
+        logger.bind(pod=_pod_ref(pod), container=container).debug("{} {}", reason, message)
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """How the runtime manager works on this node."""
+
+    node_name: str = field(default_factory=socket.gethostname)
+    """Ownership label of everything created; objects of other nodes are never touched."""
+    pause_image: str | None = None
+    """None: the locally built ``asynckubelet.local/pause`` when present, else
+    ``registry.k8s.io/pause:3.10``."""
+    docker_url: str | None = None
+
+
+def _pod_ref(pod: Pod) -> str:
+    name, ns, _ = ctr.pod_identity(pod)
+    return f"{ns}/{name}"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class RuntimeManager:
+    """Pod lifecycle on one Docker engine. Use as ``async with RuntimeManager(...) as rm``."""
+
+    def __init__(
+        self,
+        config: RuntimeConfig | None = None,
+        *,
+        docker: DockerClient | None = None,
+        network: NetworkPlugin | None = None,
+        events: EventRecorder | Callable[..., None] | None = None,
+    ) -> None:
+        self.config = config or RuntimeConfig()
+        self._own_docker = docker is None
+        self.docker = docker or DockerClient(url=self.config.docker_url)
+        self.network: NetworkPlugin = network or LoopbackPlugin()
+        self.events: Callable[..., None] = events or EventRecorder()
+        self.images = ImageManager(self.docker)
+        self._image_ids: dict[str, str] = {}
+        self._pause_image: str | None = self.config.pause_image
+
+    async def __aenter__(self) -> Self:
+        if self._own_docker:
+            await self.docker.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._own_docker:
+            await self.docker.close()
+
+    @property
+    def node(self) -> str:
+        return self.config.node_name
+
+    # -- status ---------------------------------------------------------------------------
+
+    async def _inspect_all(self, ids: Iterable[str]) -> list[ContainerInspect]:
+        found: list[ContainerInspect] = []
+
+        async def one(cid: str) -> None:
+            try:
+                found.append(await self.docker.inspect_container(cid))
+            except errors.NotFound:
+                pass
+
+        async with anyio.create_task_group() as tg:
+            for cid in ids:
+                tg.start_soon(one, cid)
+        return found
+
+    async def _image_id(self, image_ref: str) -> str:
+        """``docker-pullable://repo@sha256:...`` when the image has a digest, else
+        ``docker://sha256:...``, as cri-dockerd reports it."""
+        if image_ref in self._image_ids:
+            return self._image_ids[image_ref]
+        try:
+            info = await self.docker.inspect_image(image_ref)
+        except errors.ImageNotFound:
+            return f"docker://{image_ref}"
+        digests = info.get("RepoDigests") or []
+        value = f"docker-pullable://{digests[0]}" if digests else f"docker://{info.get('Id', '')}"
+        self._image_ids[image_ref] = value
+        return value
+
+    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
+        """Everything Docker holds about the pod, newest first, from Docker alone."""
+        rows = await self.docker.list_containers(
+            labels={naming.LABEL_NODE: self.node, naming.LABEL_POD_UID: uid}
+        )
+        infos = await self._inspect_all(r["Id"] for r in rows)
+        sandboxes = []
+        containers = []
+        for info in infos:
+            labels = ctr.labels_of(info)
+            if labels.get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
+                ip: str | None = None
+                if info.get("State", {}).get("Running"):
+                    net = await self.network.get_pod_network_status(sandbox_id=info["Id"])
+                    ip = (net.ips[0] if net.ips else "") if net is not None else None
+                sandboxes.append(ctr.sandbox_status_from_inspect(info, ip=ip))
+            elif labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER:
+                image_id = await self._image_id(info.get("Image", ""))
+                containers.append(ctr.container_status_from_inspect(info, image_id=image_id))
+        sandboxes.sort(key=lambda s: (s.created_at, s.attempt), reverse=True)
+        containers.sort(key=lambda c: (c.created_at, c.restart_count), reverse=True)
+        ips: tuple[str, ...] = ()
+        if sandboxes and sandboxes[0].ip:
+            ips = (sandboxes[0].ip,)
+        return PodRuntimeStatus(
+            uid=uid,
+            name=name,
+            namespace=namespace,
+            sandboxes=tuple(sandboxes),
+            containers=tuple(containers),
+            ips=ips,
+        )
+
+    async def get_status_of(self, pod: Pod) -> PodRuntimeStatus:
+        name, ns, uid = ctr.pod_identity(pod)
+        return await self.get_pod_status(uid=uid, name=name, namespace=ns)
+
+    async def list_pod_uids(self) -> dict[str, tuple[str, str]]:
+        """uid -> (namespace, name) of every pod with objects of this node on Docker."""
+        rows = await self.docker.list_containers(labels={naming.LABEL_NODE: self.node})
+        pods: dict[str, tuple[str, str]] = {}
+        for row in rows:
+            labels = row.get("Labels") or {}
+            uid = labels.get(naming.LABEL_POD_UID)
+            if uid:
+                pods[uid] = (
+                    labels.get(naming.LABEL_POD_NAMESPACE, ""),
+                    labels.get(naming.LABEL_POD_NAME, ""),
+                )
+        return pods
+
+    # -- sync -----------------------------------------------------------------------------
+
+    async def sync_pod(
+        self,
+        pod: Pod,
+        status: PodRuntimeStatus | None = None,
+        *,
+        context: PodContext | None = None,
+        pull_secrets: Sequence[tuple[str, Mapping[str, bytes]]] = (),
+        backoff: backoff_mod.Backoff | None = None,
+        image_backoff: backoff_mod.Backoff | None = None,
+        liveness: Mapping[str, ProbeResult] | None = None,
+        startup: Mapping[str, ProbeResult] | None = None,
+    ) -> PodSyncResult:
+        """Bring the pod on Docker one step closer to its spec; the kubelet's ``SyncPod``.
+
+        ``pull_secrets`` are ``(type, data)`` of the pod's image pull Secrets.
+        """
+        if status is None:
+            status = await self.get_status_of(pod)
+        actions = compute_pod_actions(pod, status, liveness=liveness or {}, startup=startup or {})
+        result = PodSyncResult()
+        run = _Sync(
+            self,
+            pod,
+            status,
+            actions,
+            result,
+            context=context or PodContext(node_name=self.node),
+            auths=_auths(pull_secrets),
+            backoff=backoff if backoff is not None else backoff_mod.Backoff(),
+            image_backoff=image_backoff if image_backoff is not None else backoff_mod.Backoff(),
+        )
+        await run.execute()
+        return result
+
+    # -- kill -----------------------------------------------------------------------------
+
+    def grace_period_of(self, pod: Pod | None, override: float | None) -> float:
+        if override is not None:
+            return max(float(override), 0.0)
+        if pod is not None and pod.spec is not None:
+            if pod.metadata is not None and pod.metadata.deletionGracePeriodSeconds is not None:
+                return float(pod.metadata.deletionGracePeriodSeconds)
+            if pod.spec.terminationGracePeriodSeconds is not None:
+                return float(pod.spec.terminationGracePeriodSeconds)
+        return float(DEFAULT_GRACE_PERIOD)
+
+    async def kill_container(
+        self,
+        pod: Pod | None,
+        status: ContainerStatus,
+        *,
+        grace_period: float,
+        reason: str = "",
+        message: str = "",
+        result: PodSyncResult | None = None,
+    ) -> None:
+        """Stop one container: its stop signal, then SIGKILL after the grace period (>= 2 s)."""
+        step = (result or PodSyncResult()).add(SyncAction.KILL_CONTAINER, status.name)
+        if pod is not None:
+            text = message or f"Stopping container {status.name}"
+            self.events(pod, type="Normal", reason="Killing", message=text, container=status.name)
+        grace = max(grace_period, MINIMUM_GRACE_PERIOD)
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.docker.stop_container(status.id, grace_period=grace)
+        except errors.NotFound:
+            pass
+        except errors.DockerError as e:
+            step.fail(SyncError.KILL_CONTAINER, str(e))
+
+    async def kill_pod(
+        self,
+        pod: Pod | None = None,
+        status: PodRuntimeStatus | None = None,
+        *,
+        grace_period: float | None = None,
+    ) -> PodSyncResult:
+        """Stop everything of the pod, gracefully and in order; idempotent.
+
+        Regular containers stop first (together), then sidecars in reverse order, then
+        anything else still running; then the sandbox, then the pod's network.
+        """
+        if status is None:
+            assert pod is not None
+            status = await self.get_status_of(pod)
+        result = PodSyncResult()
+        grace = self.grace_period_of(pod, grace_period)
+        running = [c for c in status.containers if c.state is ContainerState.RUNNING]
+        kinds = {c.id: self._kind_of(pod, c) for c in running}
+        regular = [c for c in running if kinds[c.id] == "regular"]
+        sidecars = [c for c in running if kinds[c.id] == "sidecar"]
+        others = [c for c in running if kinds[c.id] not in ("regular", "sidecar")]
+        order = self._sidecar_order(pod)
+        sidecars.sort(key=lambda c: order.get(c.name, 0), reverse=True)
+        started = anyio.current_time()
+
+        def left() -> float:
+            return max(grace - (anyio.current_time() - started), 0.0)
+
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                for c in regular + others:
+                    tg.start_soon(self._kill_in_group, pod, c, grace, result)
+            for c in sidecars:
+                await self.kill_container(pod, c, grace_period=left(), result=result)
+            for sandbox in status.sandboxes:
+                await self._stop_sandbox(sandbox.id, result)
+        return result
+
+    async def _kill_in_group(
+        self, pod: Pod | None, c: ContainerStatus, grace: float, result: PodSyncResult
+    ) -> None:
+        await self.kill_container(pod, c, grace_period=grace, result=result)
+
+    def _kind_of(self, pod: Pod | None, c: ContainerStatus) -> str:
+        if pod is not None:
+            return ctr.container_type(pod, c.name)
+        return "regular"
+
+    @staticmethod
+    def _sidecar_order(pod: Pod | None) -> dict[str, int]:
+        if pod is None or pod.spec is None:
+            return {}
+        return {c.name: i for i, c in enumerate(pod.spec.initContainers or [])}
+
+    async def _stop_sandbox(self, sandbox_id: str, result: PodSyncResult) -> None:
+        step = result.add(SyncAction.KILL_POD_SANDBOX, sandbox_id[:12])
+        net = result.add(SyncAction.TEARDOWN_NETWORK, sandbox_id[:12])
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.network.teardown_pod(sandbox_id=sandbox_id)
+            except errors.AsyncKubeletError as e:
+                net.fail(SyncError.TEARDOWN_NETWORK, str(e))
+            try:
+                await self.docker.stop_container(sandbox_id, grace_period=MINIMUM_GRACE_PERIOD)
+            except errors.NotFound:
+                pass
+            except errors.DockerError as e:
+                step.fail(SyncError.KILL_POD_SANDBOX, str(e))
+
+    async def remove_pod(self, *, uid: str) -> list[str]:
+        """Remove every Docker object of the pod (after :meth:`kill_pod`); returns the ids."""
+        rows = await self.docker.list_containers(
+            labels={naming.LABEL_NODE: self.node, naming.LABEL_POD_UID: uid}
+        )
+        rows.sort(
+            key=lambda r: (r.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX
+        )
+        with anyio.CancelScope(shield=True):
+            for row in rows:
+                if (row.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
+                    await self.network.teardown_pod(sandbox_id=row["Id"])
+                await self.docker.remove_container(row["Id"], force=True)
+        return [r["Id"] for r in rows]
+
+    async def garbage_collect(self, status: PodRuntimeStatus) -> list[str]:
+        """Remove dead containers but the newest dead instance of each container name, and
+        dead sandboxes but the newest that no remaining container uses; returns the ids."""
+        doomed = set(dead_instances_to_remove(status))
+        kept_sandboxes = {c.sandbox_id for c in status.containers if c.id not in doomed}
+        for s in status.sandboxes[1:]:
+            if s.state is not SandboxState.READY and s.id not in kept_sandboxes:
+                doomed.add(s.id)
+        with anyio.CancelScope(shield=True):
+            for cid in doomed:
+                await self.docker.remove_container(cid, force=True)
+        return sorted(doomed)
+
+    # -- sandbox image -------------------------------------------------------------------
+
+    async def pause_image(self) -> str:
+        if self._pause_image is None:
+            local = await self.docker.image_exists(DEFAULT_PAUSE_TAG)
+            self._pause_image = DEFAULT_PAUSE_TAG if local else REGISTRY_PAUSE_IMAGE
+        return self._pause_image
+
+
+def dead_instances_to_remove(status: PodRuntimeStatus) -> list[str]:
+    """Ids of dead container instances beyond the newest dead one of each name."""
+    seen_dead: set[str] = set()
+    doomed: list[str] = []
+    for c in status.containers:
+        if c.state is ContainerState.RUNNING:
+            continue
+        if c.name in seen_dead:
+            doomed.append(c.id)
+        else:
+            seen_dead.add(c.name)
+    return doomed
+
+
+def _auths(pull_secrets: Sequence[tuple[str, Mapping[str, bytes]]]) -> list[RegistryAuth]:
+    from asynckubelet.runtime.images import auths_from_secrets
+
+    return auths_from_secrets(pull_secrets)
+
+
+class _Sync:
+    """One ``sync_pod`` call: carries out a :class:`PodActions` in the kubelet's order."""
+
+    def __init__(
+        self,
+        rm: RuntimeManager,
+        pod: Pod,
+        status: PodRuntimeStatus,
+        actions: PodActions,
+        result: PodSyncResult,
+        *,
+        context: PodContext,
+        auths: list[RegistryAuth],
+        backoff: backoff_mod.Backoff,
+        image_backoff: backoff_mod.Backoff,
+    ) -> None:
+        self.rm = rm
+        self.pod = pod
+        self.status = status
+        self.actions = actions
+        self.result = result
+        self.context = context
+        self.auths = auths
+        self.backoff = backoff
+        self.image_backoff = image_backoff
+        self.pulls: dict[str, _PullTask] = {}
+        assert pod.spec is not None
+        self.spec = pod.spec
+
+    def event(self, type: str, reason: str, message: str, container: str | None = None) -> None:
+        self.rm.events(self.pod, type=type, reason=reason, message=message, container=container)
+
+    async def execute(self) -> None:
+        actions = self.actions
+        if actions.create_sandbox and self.status.sandboxes:
+            self.event(
+                "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created."
+            )
+        if actions.kill_pod:
+            killed = await self.rm.kill_pod(self.pod, self.status)
+            self.result.results.extend(killed.results)
+            if not killed.ok:
+                return
+            if actions.create_sandbox:
+                await self._purge_init_containers()
+        else:
+            await self._kill_unwanted()
+        to_start = (
+            [self.spec.initContainers[i] for i in actions.init_containers_to_start]
+            if (self.spec.initContainers)
+            else []
+        )
+        app = [self.spec.containers[i] for i in actions.containers_to_start]
+        if not (actions.create_sandbox or to_start or app):
+            return
+        async with anyio.create_task_group() as tg:
+            for container in to_start + app:
+                self._prefetch(tg, container)
+            try:
+                await self._run(actions, to_start, app)
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _run(self, actions: PodActions, init: list[Container], app: list[Container]) -> None:
+        sandbox_id = actions.sandbox_id
+        if actions.create_sandbox:
+            created = await self._create_sandbox(actions.attempt)
+            if created is None:
+                return
+            sandbox_id = created
+        self.sandbox_id = sandbox_id
+        for container in init:
+            ok = await self._start(container, init=True)
+            if not ok and container.restartPolicy != "Always":
+                return
+        async with anyio.create_task_group() as tg:
+            for container in app:
+                tg.start_soon(self._start, container, False)
+
+    async def _kill_unwanted(self) -> None:
+        to_kill = list(self.actions.containers_to_kill.values())
+        if not to_kill:
+            return
+        by_id = {c.id: c for c in self.status.containers}
+        grace = self.rm.grace_period_of(self.pod, None)
+        async with anyio.create_task_group() as tg:
+            for info in to_kill:
+                status = by_id.get(info.container_id)
+                if status is None:
+                    continue
+                tg.start_soon(self._kill_one, status, grace, info.message)
+
+    async def _kill_one(self, status: ContainerStatus, grace: float, message: str) -> None:
+        await self.rm.kill_container(
+            self.pod, status, grace_period=grace, message=message, result=self.result
+        )
+
+    async def _purge_init_containers(self) -> None:
+        names = {c.name for c in self.spec.initContainers or []}
+        with anyio.CancelScope(shield=True):
+            for c in self.status.containers:
+                if c.name in names and c.state is not ContainerState.RUNNING:
+                    await self.rm.docker.remove_container(c.id, force=True)
+
+    async def _create_sandbox(self, attempt: int) -> str | None:
+        step = self.result.add(SyncAction.CREATE_POD_SANDBOX, ctr.pod_identity(self.pod)[0])
+        host_network = bool(self.spec.hostNetwork)
+        mode = self.rm.network.sandbox_network_mode(host_network=host_network)
+        sandbox_id: str | None = None
+        try:
+            image = await self.rm.pause_image()
+            if not await self.rm.docker.image_exists(image):
+                await self.rm.images.pull(image)
+            name, config = ctr.sandbox_config(
+                self.pod, node=self.rm.node, attempt=attempt, image=image, network_mode=mode
+            )
+            sandbox_id = await self.rm.docker.create_container(config, name=name)
+            await self.rm.docker.start_container(sandbox_id)
+            ips: tuple[str, ...] = ()
+            if not host_network:
+                net_step = self.result.add(SyncAction.SETUP_NETWORK, name)
+                info = await self.rm.docker.inspect_container(sandbox_id)
+                pid = info.get("State", {}).get("Pid", 0)
+                request = PodNetworkRequest(
+                    sandbox_id=sandbox_id,
+                    pod_name=ctr.pod_identity(self.pod)[0],
+                    namespace=ctr.pod_identity(self.pod)[1],
+                    uid=ctr.pod_identity(self.pod)[2],
+                    netns_path=f"/proc/{pid}/ns/net" if pid else "",
+                    port_mappings=_port_mappings(self.pod),
+                )
+                try:
+                    net = await self.rm.network.setup_pod(request)
+                except errors.AsyncKubeletError as e:
+                    net_step.fail(SyncError.SETUP_NETWORK, str(e))
+                    raise
+                ips = net.ips
+            self.context = PodContext(
+                node_name=self.context.node_name,
+                host_ip=self.context.host_ip,
+                pod_ips=ips,
+                configmaps=self.context.configmaps,
+                secrets=self.context.secrets,
+            )
+            return sandbox_id
+        except (errors.AsyncKubeletError, OSError) as e:
+            message = f"Failed to create pod sandbox: {e}"
+            step.fail(SyncError.CREATE_POD_SANDBOX, message)
+            self.event("Warning", "FailedCreatePodSandBox", message)
+            if sandbox_id is not None:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self.rm.network.teardown_pod(sandbox_id=sandbox_id)
+                    finally:
+                        await self.rm.docker.remove_container(sandbox_id, force=True)
+            return None
+        except BaseException:
+            if sandbox_id is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.rm.docker.remove_container(sandbox_id, force=True)
+            raise
+
+    # -- images ---------------------------------------------------------------------------
+
+    def _prefetch(self, tg: anyio.abc.TaskGroup, container: Container) -> None:
+        image = container.image or ""
+        if image in self.pulls:
+            return
+        task = _PullTask(self, container)
+        self.pulls[image] = task
+        tg.start_soon(task.run)
+
+    async def _ensure_image(self, container: Container, step: SyncResult) -> bool:
+        task = self.pulls.get(container.image or "")
+        if task is None:
+            task = _PullTask(self, container)
+            await task.run()
+        await task.done.wait()
+        if task.error is not None:
+            error, message = task.error
+            step.fail(error, message)
+            return False
+        return True
+
+    # -- containers -----------------------------------------------------------------------
+
+    async def _start(self, container: Container, init: bool) -> bool:
+        action = SyncAction.INIT_CONTAINER if init else SyncAction.START_CONTAINER
+        step = self.result.add(action, container.name)
+        check = backoff_mod.should_back_off(
+            backoff=self.backoff, pod=self.pod, container=container, status=self.status
+        )
+        if check.in_backoff:
+            step.fail(SyncError.CRASH_LOOP_BACK_OFF, check.message)
+            self.event("Warning", "BackOff", check.event_message, container.name)
+            return False
+        if not await self._ensure_image(container, step):
+            return False
+        previous = self.status.find_container(container.name)
+        restart_count = previous.restart_count + 1 if previous is not None else 0
+        try:
+            environment = make_environment(self.pod, container, self.context)
+            resources = host_config_resources(container)
+        except errors.ContainerConfigError as e:
+            step.fail(SyncError.CREATE_CONTAINER_CONFIG, str(e))
+            self.event("Warning", "Failed", f"Error: {e}", container.name)
+            return False
+        name, config = ctr.container_config(
+            self.pod,
+            container,
+            node=self.rm.node,
+            sandbox_id=self.sandbox_id,
+            restart_count=restart_count,
+            environment=environment,
+            extra_host=resources,
+        )
+        docker = self.rm.docker
+        cid: str | None = None
+        try:
+            try:
+                cid = await docker.create_container(config, name=name)
+            except errors.Conflict:
+                await self._remove_stale(name)
+                cid = await docker.create_container(config, name=name)
+        except errors.DockerError as e:
+            step.fail(SyncError.CREATE_CONTAINER, str(e))
+            self.event("Warning", "Failed", f"Error: {e}", container.name)
+            return False
+        self.event("Normal", "Created", f"Created container {container.name}", container.name)
+        try:
+            await docker.start_container(cid)
+        except errors.DockerError as e:
+            step.fail(SyncError.RUN_CONTAINER, str(e))
+            self.event("Warning", "Failed", f"Error: {e}", container.name)
+            return False
+        self.event("Normal", "Started", f"Started container {container.name}", container.name)
+        return True
+
+    async def _remove_stale(self, name: str) -> None:
+        """A container of this name exists from a sync that died before starting it."""
+        rows = await self.rm.docker.list_containers(
+            labels={naming.LABEL_NODE: self.rm.node}, name=f"^/{name}$"
+        )
+        for row in rows:
+            if row.get("State") != "running":
+                await self.rm.docker.remove_container(row["Id"], force=True)
+
+
+class _PullTask:
+    """One image of one sync: checked, pulled if needed, with pull back-off."""
+
+    def __init__(self, sync: _Sync, container: Container) -> None:
+        self.sync = sync
+        self.container = container
+        self.done = anyio.Event()
+        self.error: tuple[SyncError, str] | None = None
+        self.started = False
+
+    async def run(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        try:
+            await self._run()
+        finally:
+            self.done.set()
+
+    async def _run(self) -> None:
+        sync = self.sync
+        image = self.container.image or ""
+        policy = self.container.imagePullPolicy or "IfNotPresent"
+        name = self.container.name
+        key = backoff_mod.image_pull_key(pod_uid=sync.status.uid, image=image)
+        now = _now()
+        try:
+            present = policy != "Always" and await sync.rm.images.is_present(image)
+        except errors.DockerError as e:
+            self.error = (SyncError.IMAGE_PULL, str(e))
+            return
+        if present:
+            sync.event(
+                "Normal", "Pulled", f'Container image "{image}" already present on machine', name
+            )
+            return
+        if policy != "Never" and sync.image_backoff.is_in_backoff_since_update(key, event_time=now):
+            message = backoff_mod.image_pull_back_off_message(image)
+            self.error = (SyncError.IMAGE_PULL_BACK_OFF, message)
+            sync.event("Normal", "BackOff", message, name)
+            return
+        if policy != "Never":
+            sync.event("Normal", "Pulling", f'Pulling image "{image}"', name)
+        try:
+            _, message = await sync.rm.images.ensure(image, policy=policy, auths=sync.auths)
+        except errors.InvalidImageName as e:
+            self.error = (SyncError.INVALID_IMAGE_NAME, str(e))
+            sync.event("Warning", "InspectFailed", str(e), name)
+            return
+        except errors.ImageNeverPull as e:
+            self.error = (SyncError.IMAGE_NEVER_PULL, str(e))
+            sync.event("Warning", "ErrImageNeverPull", str(e), name)
+            return
+        except errors.DockerError as e:
+            sync.image_backoff.next(key, event_time=now)
+            self.error = (SyncError.IMAGE_PULL, str(e))
+            sync.event("Warning", "Failed", f'Failed to pull image "{image}": {e}', name)
+            sync.event("Warning", "Failed", "Error: ErrImagePull", name)
+            return
+        sync.event("Normal", "Pulled", message, name)
+
+
+def _port_mappings(pod: Pod) -> tuple[PortMapping, ...]:
+    found: list[PortMapping] = []
+    spec = pod.spec
+    if spec is None:
+        return ()
+    for c in list(spec.initContainers or []) + list(spec.containers or []):
+        for p in c.ports or []:
+            if p.hostPort:
+                found.append(
+                    PortMapping(
+                        container_port=p.containerPort,
+                        host_port=p.hostPort,
+                        protocol=p.protocol or "TCP",
+                        host_ip=p.hostIP or "",
+                    )
+                )
+    return tuple(found)
+
+
+__all__ = ["EventRecorder", "RuntimeConfig", "RuntimeManager"]
