@@ -576,6 +576,8 @@ class _Sync:
             task = _PullTask(self, container)
             await task.run()
         await task.done.wait()
+        for type, reason, message in task.events:
+            self.event(type, reason, message, container.name)
         if task.error is not None:
             error, message = task.error
             step.fail(error, message)
@@ -647,13 +649,18 @@ class _Sync:
 
 
 class _PullTask:
-    """One image of one sync: checked, pulled if needed, with pull back-off."""
+    """One image of one sync: checked, pulled if needed, with pull back-off.
+
+    Several containers of the pod may use the image; the work is done once and its
+    events are replayed for each container, as the kubelet reports them per container.
+    """
 
     def __init__(self, sync: _Sync, container: Container) -> None:
         self.sync = sync
         self.container = container
         self.done = anyio.Event()
         self.error: tuple[SyncError, str] | None = None
+        self.events: list[tuple[str, str, str]] = []
         self.started = False
 
     async def run(self) -> None:
@@ -665,11 +672,13 @@ class _PullTask:
         finally:
             self.done.set()
 
+    def _event(self, type: str, reason: str, message: str) -> None:
+        self.events.append((type, reason, message))
+
     async def _run(self) -> None:
         sync = self.sync
         image = self.container.image or ""
         policy = self.container.imagePullPolicy or "IfNotPresent"
-        name = self.container.name
         key = backoff_mod.image_pull_key(pod_uid=sync.status.uid, image=image)
         now = _now()
         try:
@@ -678,34 +687,32 @@ class _PullTask:
             self.error = (SyncError.IMAGE_PULL, str(e))
             return
         if present:
-            sync.event(
-                "Normal", "Pulled", f'Container image "{image}" already present on machine', name
-            )
+            self._event("Normal", "Pulled", f'Container image "{image}" already present on machine')
             return
         if policy != "Never" and sync.image_backoff.is_in_backoff_since_update(key, event_time=now):
             message = backoff_mod.image_pull_back_off_message(image)
             self.error = (SyncError.IMAGE_PULL_BACK_OFF, message)
-            sync.event("Normal", "BackOff", message, name)
+            self._event("Normal", "BackOff", message)
             return
         if policy != "Never":
-            sync.event("Normal", "Pulling", f'Pulling image "{image}"', name)
+            self._event("Normal", "Pulling", f'Pulling image "{image}"')
         try:
             _, message = await sync.rm.images.ensure(image, policy=policy, auths=sync.auths)
         except errors.InvalidImageName as e:
             self.error = (SyncError.INVALID_IMAGE_NAME, str(e))
-            sync.event("Warning", "InspectFailed", str(e), name)
+            self._event("Warning", "InspectFailed", str(e))
             return
         except errors.ImageNeverPull as e:
             self.error = (SyncError.IMAGE_NEVER_PULL, str(e))
-            sync.event("Warning", "ErrImageNeverPull", str(e), name)
+            self._event("Warning", "ErrImageNeverPull", str(e))
             return
         except errors.DockerError as e:
             sync.image_backoff.next(key, event_time=now)
             self.error = (SyncError.IMAGE_PULL, str(e))
-            sync.event("Warning", "Failed", f'Failed to pull image "{image}": {e}', name)
-            sync.event("Warning", "Failed", "Error: ErrImagePull", name)
+            self._event("Warning", "Failed", f'Failed to pull image "{image}": {e}')
+            self._event("Warning", "Failed", "Error: ErrImagePull")
             return
-        sync.event("Normal", "Pulled", message, name)
+        self._event("Normal", "Pulled", message)
 
 
 def _port_mappings(pod: Pod) -> tuple[PortMapping, ...]:
