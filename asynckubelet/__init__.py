@@ -1,5 +1,7 @@
 """asynckubelet: the kubelet's pod lifecycle on asyncio, driving a Docker engine directly."""
 
+from loguru import logger
+
 from asynckubelet.errors import (
     AsyncKubeletError,
     Conflict,
@@ -22,6 +24,9 @@ from asynckubelet.errors import (
 )
 
 __version__ = "0.1.0"
+
+# A library logs only when its user asks: ``logger.enable("asynckubelet")`` (the CLI does).
+logger.disable("asynckubelet")
 
 __all__ = [
     "AsyncKubeletError",

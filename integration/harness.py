@@ -76,13 +76,19 @@ class PrivateDockerd:
     def start(self, *, timeout: float = 60.0) -> None:
         args = [
             "dockerd",
-            "--host", self.url,
-            "--data-root", str(self.root / "data"),
-            "--exec-root", str(self.root / "exec"),
-            "--pidfile", str(self.root / "dockerd.pid"),
+            "--host",
+            self.url,
+            "--data-root",
+            str(self.root / "data"),
+            "--exec-root",
+            str(self.root / "exec"),
+            "--pidfile",
+            str(self.root / "dockerd.pid"),
             "--bridge=none",
-            "--containerd-namespace", f"akl-{self.root.name[-8:]}",
-            "--containerd-plugins-namespace", f"akl-p-{self.root.name[-8:]}",
+            "--containerd-namespace",
+            f"akl-{self.root.name[-8:]}",
+            "--containerd-plugins-namespace",
+            f"akl-p-{self.root.name[-8:]}",
         ]
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(

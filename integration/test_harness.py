@@ -86,7 +86,9 @@ def test_a_failing_test_still_has_its_containers_removed(
         )
     )
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={pytester.path}",
     )
     result.assert_outcomes(failed=1)
     node = record.read_text()

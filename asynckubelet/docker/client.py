@@ -390,9 +390,9 @@ class DockerClient:
         """
         headers: dict[str, str] = {}
         if auth:
-            headers["X-Registry-Auth"] = (
-                base64.urlsafe_b64encode(json.dumps(dict(auth)).encode()).decode()
-            )
+            headers["X-Registry-Auth"] = base64.urlsafe_b64encode(
+                json.dumps(dict(auth)).encode()
+            ).decode()
         params = {"fromImage": ref}
 
         async def pull(d: aiodocker.Docker) -> None:
@@ -458,9 +458,7 @@ class DockerClient:
         await self._call(f"tag image {ref}", do_tag)
 
 
-async def _frames(
-    content: aiohttp.StreamReader, *, tty: bool
-) -> AsyncIterator[tuple[str, bytes]]:
+async def _frames(content: aiohttp.StreamReader, *, tty: bool) -> AsyncIterator[tuple[str, bytes]]:
     """Split Docker's multiplexed stream (8-byte header frames) unless it is a TTY's raw one."""
     if tty:
         async for chunk in content.iter_any():
