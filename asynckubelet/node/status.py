@@ -1,0 +1,752 @@
+"""The Kubernetes PodStatus of a pod, generated from what Docker holds: a pure function.
+
+Users read a pod through its status (``kubectl get`` and ``describe``, controllers, the
+CLI here), so it must say what the kubelet would say, word for word: the same phase, the
+same five conditions with the same reasons and messages, the same container states and
+waiting reasons. Keeping it a pure function of data (the pod, the runtime's records, the
+prober's verdicts, the reasons the last sync failed, the previous status and the time)
+makes each of those rules a table test, and lets the agent regenerate status at any time.
+
+The logic follows the kubelet's ``generateAPIPodStatus``, ``convertToAPIContainerStatuses``
+and ``getPhase`` (``pkg/kubelet/kubelet_pods.go``), the prober manager's
+``UpdatePodStatus`` (ready/started), the condition generators in
+``pkg/kubelet/status/generate.go``, the status manager's start time and transition times,
+and ``GetPodQOS`` (``pkg/apis/core/v1/helper/qos``). ``kubectl_status`` and
+``ready_string`` are kubectl's ``printPod`` STATUS and READY columns.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+
+from lightkube.models.core_v1 import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    HostIP,
+    Pod,
+    PodCondition,
+    PodIP,
+    PodSpec,
+    PodStatus,
+)
+from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
+
+from asynckubelet.runtime import actions
+from asynckubelet.runtime import types as rt
+
+PENDING = "Pending"
+RUNNING = "Running"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED})
+
+POD_READY_TO_START_CONTAINERS = "PodReadyToStartContainers"
+INITIALIZED = "Initialized"
+READY = "Ready"
+CONTAINERS_READY = "ContainersReady"
+POD_SCHEDULED = "PodScheduled"
+KUBELET_CONDITIONS = frozenset(
+    {POD_READY_TO_START_CONTAINERS, INITIALIZED, READY, CONTAINERS_READY, POD_SCHEDULED}
+)
+
+CONTAINER_CREATING = "ContainerCreating"
+POD_INITIALIZING = "PodInitializing"
+CONTAINER_STATUS_UNKNOWN = "ContainerStatusUnknown"
+COMPLETED = "Completed"
+ERROR = "Error"
+
+UNKNOWN_CONTAINER_STATUSES = "UnknownContainerStatuses"
+POD_COMPLETED = "PodCompleted"
+POD_FAILED = "PodFailed"
+CONTAINERS_NOT_READY = "ContainersNotReady"
+CONTAINERS_NOT_INITIALIZED = "ContainersNotInitialized"
+READINESS_GATES_NOT_READY = "ReadinessGatesNotReady"
+
+GUARANTEED = "Guaranteed"
+BURSTABLE = "Burstable"
+BEST_EFFORT = "BestEffort"
+
+_NO_REASONS: Mapping[str, tuple[str, str]] = {}
+_NO_VERDICTS: Mapping[str, bool] = {}
+
+
+def generate(
+    pod: Pod,
+    runtime: rt.PodRuntimeStatus,
+    *,
+    now: datetime,
+    waiting_reasons: Mapping[str, tuple[str, str]] = _NO_REASONS,
+    readiness: Mapping[str, bool] = _NO_VERDICTS,
+    started: Mapping[str, bool] = _NO_VERDICTS,
+    host_ip: str = "",
+    host_ips: Sequence[str] = (),
+    previous: PodStatus | None = None,
+    pod_is_terminal: bool = False,
+) -> PodStatus:
+    """The pod's API status, as the kubelet would report it now.
+
+    ``waiting_reasons`` maps a container name to the ``(reason, message)`` its last start
+    failed with (``CrashLoopBackOff``, ``ErrImagePull``...: the kubelet's reason cache).
+    ``readiness`` and ``started`` map a container name to the readiness and startup probe
+    verdicts of its current instance; a container with such a probe and no verdict is not
+    ready / not started. ``previous`` is the last status generated (the status manager's
+    copy), else ``pod.status`` serves. ``pod_is_terminal`` says the pod worker has decided
+    the pod is finished, so stopped containers make the phase terminal.
+    """
+    spec = _spec(pod)
+    api = pod.status or PodStatus()
+    old = previous if previous is not None else api
+    inits = list(spec.initContainers or [])
+    has_init = bool(inits)
+
+    status = PodStatus(qosClass=qos_class(pod))
+    pod_ips = _sort_pod_ips(_runtime_ips(runtime))
+    if pod_ips:
+        status.podIPs = [PodIP(ip=ip) for ip in pod_ips]
+        status.podIP = pod_ips[0]
+    status.containerStatuses = _convert_statuses(
+        pod,
+        runtime,
+        previous=list(old.containerStatuses or []),
+        containers=list(spec.containers),
+        has_init=has_init,
+        is_init=False,
+        waiting_reasons=waiting_reasons,
+    )
+    status.initContainerStatuses = _convert_statuses(
+        pod,
+        runtime,
+        previous=list(old.initContainerStatuses or []),
+        containers=inits,
+        has_init=has_init,
+        is_init=True,
+        waiting_reasons=waiting_reasons,
+    )
+
+    phase = get_phase(
+        spec,
+        [*status.containerStatuses, *status.initContainerStatuses],
+        pod_is_terminal=pod_is_terminal,
+    )
+    if phase not in TERMINAL_PHASES:
+        if old.phase in TERMINAL_PHASES:
+            phase = old.phase
+        elif api.phase in TERMINAL_PHASES:
+            phase = api.phase
+    if phase == old.phase:
+        status.reason = old.reason or api.reason
+        status.message = old.message or api.message
+    if api.phase in TERMINAL_PHASES:
+        phase = api.phase
+    status.phase = phase
+
+    _set_probe_fields(spec, status, readiness=readiness, started=started)
+
+    all_statuses = [*status.initContainerStatuses, *status.containerStatuses]
+    conditions = [
+        copy.deepcopy(c) for c in api.conditions or [] if c.type not in KUBELET_CONDITIONS
+    ]
+    conditions.append(ready_to_start_containers_condition(pod, runtime))
+    conditions.append(initialized_condition(spec, all_statuses, phase))
+    conditions.append(ready_condition(spec, conditions, all_statuses, phase))
+    conditions.append(containers_ready_condition(spec, all_statuses, phase))
+    conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
+    status.conditions = _with_transition_times(conditions, old.conditions or [], now=now)
+
+    ips = [ip for ip in [host_ip, *host_ips] if ip]
+    ips = list(dict.fromkeys(ips))
+    if ips:
+        status.hostIP = ips[0]
+        status.hostIPs = [HostIP(ip=ip) for ip in ips[:2]]
+        if spec.hostNetwork and not status.podIP:
+            status.podIP = ips[0]
+            status.podIPs = [PodIP(ip=ip) for ip in ips[:2]]
+
+    status.startTime = old.startTime or api.startTime or now
+    return status
+
+
+def get_phase(
+    spec: PodSpec, statuses: Sequence[V1ContainerStatus], *, pod_is_terminal: bool = False
+) -> str:
+    """The kubelet's ``getPhase`` over regular and init container statuses."""
+    by_name = {s.name: s for s in statuses}
+    pending_init = failed_init = 0
+    unknown = running = waiting = stopped = succeeded = 0
+    inits = list(spec.initContainers or [])
+    for c in inits:
+        if actions.is_restartable_init_container(c):
+            continue
+        s = by_name.get(c.name)
+        state = _state(s)
+        if s is None or state.running is not None:
+            pending_init += 1
+        elif state.terminated is not None:
+            if state.terminated.exitCode != 0:
+                failed_init += 1
+        elif state.waiting is not None:
+            last = s.lastState.terminated if s.lastState is not None else None
+            if last is None:
+                pending_init += 1
+            elif last.exitCode != 0:
+                failed_init += 1
+        else:
+            pending_init += 1
+    for c in inits:
+        if not actions.is_restartable_init_container(c):
+            continue
+        s = by_name.get(c.name)
+        if s is None:
+            unknown += 1
+            continue
+        state = _state(s)
+        if state.running is not None:
+            if not s.started:
+                pending_init += 1
+            running += 1
+        elif state.terminated is not None:
+            pass
+        elif state.waiting is not None:
+            if s.lastState is None or s.lastState.terminated is None:
+                pending_init += 1
+                waiting += 1
+        else:
+            pending_init += 1
+            unknown += 1
+    for c in spec.containers:
+        s = by_name.get(c.name)
+        if s is None:
+            unknown += 1
+            continue
+        state = _state(s)
+        if state.running is not None:
+            running += 1
+        elif state.terminated is not None:
+            stopped += 1
+            if state.terminated.exitCode == 0:
+                succeeded += 1
+        elif state.waiting is not None:
+            if s.lastState is not None and s.lastState.terminated is not None:
+                stopped += 1
+            else:
+                waiting += 1
+        else:
+            unknown += 1
+
+    policy = spec.restartPolicy or actions.RESTART_ALWAYS
+    if failed_init > 0 and policy == actions.RESTART_NEVER:
+        return FAILED
+    if (pending_init > 0 and not has_any_regular_container_started(spec, statuses)) or waiting:
+        return PENDING
+    if running > 0 and unknown == 0:
+        return RUNNING
+    if running == 0 and stopped > 0 and unknown == 0:
+        if pod_is_terminal:
+            return SUCCEEDED if stopped == succeeded else FAILED
+        if policy == actions.RESTART_ALWAYS:
+            return RUNNING
+        if stopped == succeeded:
+            return SUCCEEDED
+        if policy == actions.RESTART_NEVER:
+            return FAILED
+        return RUNNING
+    return PENDING
+
+
+def has_any_regular_container_started(spec: PodSpec, statuses: Sequence[V1ContainerStatus]) -> bool:
+    """True once any regular container has run (running or terminated)."""
+    names = {c.name for c in spec.containers}
+    for s in statuses:
+        if s.name in names and s.state is not None:
+            if s.state.running is not None or s.state.terminated is not None:
+                return True
+    return False
+
+
+def ready_to_start_containers_condition(pod: Pod, runtime: rt.PodRuntimeStatus) -> PodCondition:
+    """True once the pod has a sandbox with networking that needs no replacing."""
+    changed = actions.pod_sandbox_changed(pod, runtime).changed
+    return PodCondition(type=POD_READY_TO_START_CONTAINERS, status="False" if changed else "True")
+
+
+def initialized_condition(
+    spec: PodSpec, statuses: Sequence[V1ContainerStatus], phase: str
+) -> PodCondition:
+    """The kubelet's ``GeneratePodInitializedCondition``."""
+    by_name = {s.name: s for s in statuses}
+    unknown: list[str] = []
+    incomplete: list[str] = []
+    for c in spec.initContainers or []:
+        s = by_name.get(c.name)
+        if s is None:
+            unknown.append(c.name)
+        elif not _init_container_initialized(c, s):
+            incomplete.append(c.name)
+    if phase == SUCCEEDED and not unknown:
+        return PodCondition(type=INITIALIZED, status="True", reason=POD_COMPLETED)
+    if has_any_regular_container_started(spec, statuses):
+        return PodCondition(type=INITIALIZED, status="True")
+    messages = []
+    if unknown:
+        messages.append(f"containers with unknown status: {_go_list(unknown)}")
+    if incomplete:
+        messages.append(f"containers with incomplete status: {_go_list(incomplete)}")
+    if messages:
+        return PodCondition(
+            type=INITIALIZED,
+            status="False",
+            reason=CONTAINERS_NOT_INITIALIZED,
+            message=", ".join(messages),
+        )
+    return PodCondition(type=INITIALIZED, status="True")
+
+
+def containers_ready_condition(
+    spec: PodSpec, statuses: Sequence[V1ContainerStatus], phase: str
+) -> PodCondition:
+    """The kubelet's ``GenerateContainersReadyCondition``."""
+    by_name = {s.name: s for s in statuses}
+    unknown: list[str] = []
+    unready: list[str] = []
+    sidecars = [c for c in spec.initContainers or [] if actions.is_restartable_init_container(c)]
+    for c in [*sidecars, *spec.containers]:
+        s = by_name.get(c.name)
+        if s is None:
+            unknown.append(c.name)
+        elif not s.ready:
+            unready.append(c.name)
+    if (phase == SUCCEEDED and not unknown) or phase == FAILED:
+        return PodCondition(
+            type=CONTAINERS_READY,
+            status="False",
+            reason=POD_COMPLETED if phase == SUCCEEDED else POD_FAILED,
+        )
+    messages = []
+    if unknown:
+        messages.append(f"containers with unknown status: {_go_list(unknown)}")
+    if unready:
+        messages.append(f"containers with unready status: {_go_list(unready)}")
+    if messages:
+        return PodCondition(
+            type=CONTAINERS_READY,
+            status="False",
+            reason=CONTAINERS_NOT_READY,
+            message=", ".join(messages),
+        )
+    return PodCondition(type=CONTAINERS_READY, status="True")
+
+
+def ready_condition(
+    spec: PodSpec,
+    conditions: Sequence[PodCondition],
+    statuses: Sequence[V1ContainerStatus],
+    phase: str,
+) -> PodCondition:
+    """The kubelet's ``GeneratePodReadyCondition``, readiness gates included."""
+    containers = containers_ready_condition(spec, statuses, phase)
+    if containers.status != "True":
+        return PodCondition(
+            type=READY,
+            status=containers.status,
+            reason=containers.reason,
+            message=containers.message,
+        )
+    by_type = {c.type: c for c in conditions}
+    messages = []
+    for gate in spec.readinessGates or []:
+        c = by_type.get(gate.conditionType)
+        if c is None:
+            messages.append(
+                f'corresponding condition of pod readiness gate "{gate.conditionType}"'
+                " does not exist."
+            )
+        elif c.status != "True":
+            messages.append(
+                f'the status of pod readiness gate "{gate.conditionType}" is not "True",'
+                f" but {c.status}"
+            )
+    if messages:
+        return PodCondition(
+            type=READY,
+            status="False",
+            reason=READINESS_GATES_NOT_READY,
+            message=", ".join(messages),
+        )
+    return PodCondition(type=READY, status="True")
+
+
+def qos_class(pod: Pod) -> str:
+    """The pod's QoS class: the kubelet's ``GetPodQOS``.
+
+    Requests missing for a resource with a limit count as equal to the limit, as the API
+    server's defaulting makes them.
+    """
+    if pod.status is not None and pod.status.qosClass:
+        return pod.status.qosClass
+    spec = _spec(pod)
+    requests: dict[str, Decimal] = {}
+    limits: dict[str, Decimal] = {}
+    guaranteed = True
+    for c in [*spec.containers, *(spec.initContainers or [])]:
+        res = c.resources
+        c_limits = dict(res.limits or {}) if res is not None else {}
+        c_requests = dict(res.requests or {}) if res is not None else {}
+        for name, value in c_limits.items():
+            c_requests.setdefault(name, value)
+        for name, value in c_requests.items():
+            q = _quantity(value)
+            if name in ("cpu", "memory") and q > 0:
+                requests[name] = requests.get(name, Decimal(0)) + q
+        found = set()
+        for name, value in c_limits.items():
+            q = _quantity(value)
+            if name in ("cpu", "memory") and q > 0:
+                found.add(name)
+                limits[name] = limits.get(name, Decimal(0)) + q
+        if not {"cpu", "memory"} <= found:
+            guaranteed = False
+    if not requests and not limits:
+        return BEST_EFFORT
+    if guaranteed and all(limits.get(n) == q for n, q in requests.items()):
+        if len(requests) == len(limits):
+            return GUARANTEED
+    return BURSTABLE
+
+
+def kubectl_status(pod: Pod, status: PodStatus) -> str:
+    """The STATUS column of ``kubectl get pods`` (kubectl's ``printPod``)."""
+    return _print_pod(pod, status)[0]
+
+
+def ready_string(pod: Pod, status: PodStatus) -> str:
+    """The READY column of ``kubectl get pods``: ready / total, sidecars counted."""
+    _, ready, total = _print_pod(pod, status)
+    return f"{ready}/{total}"
+
+
+def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
+    """kubectl's ``printPod``: the STATUS text, ready containers and total containers."""
+    spec = _spec(pod)
+    reason = status.reason or status.phase or ""
+    for cond in status.conditions or []:
+        if cond.type == POD_SCHEDULED and cond.reason == "SchedulingGated":
+            reason = "SchedulingGated"
+    inits = {c.name: c for c in spec.initContainers or []}
+    total = len(spec.containers) + sum(
+        1 for c in inits.values() if actions.is_restartable_init_container(c)
+    )
+    ready = 0
+    initializing = False
+    for i, cs in enumerate(status.initContainerStatuses or []):
+        state = _state(cs)
+        term = state.terminated
+        spec_c = inits.get(cs.name)
+        if term is not None and term.exitCode == 0:
+            continue
+        if spec_c is not None and actions.is_restartable_init_container(spec_c) and cs.started:
+            ready += 1 if cs.ready else 0
+            continue
+        if term is not None:
+            if term.reason:
+                reason = f"Init:{term.reason}"
+            elif term.signal:
+                reason = f"Init:Signal:{term.signal}"
+            else:
+                reason = f"Init:ExitCode:{term.exitCode}"
+        elif (
+            state.waiting is not None
+            and state.waiting.reason
+            and state.waiting.reason != POD_INITIALIZING
+        ):
+            reason = f"Init:{state.waiting.reason}"
+        else:
+            reason = f"Init:{i}/{len(spec.initContainers or [])}"
+        initializing = True
+        break
+    if not initializing or _condition_true(status, INITIALIZED):
+        has_running = False
+        for cs in reversed(status.containerStatuses or []):
+            state = _state(cs)
+            if state.waiting is not None and state.waiting.reason:
+                reason = state.waiting.reason
+            elif state.terminated is not None and state.terminated.reason:
+                reason = state.terminated.reason
+            elif state.terminated is not None:
+                if state.terminated.signal:
+                    reason = f"Signal:{state.terminated.signal}"
+                else:
+                    reason = f"ExitCode:{state.terminated.exitCode}"
+            elif cs.ready and state.running is not None:
+                has_running = True
+                ready += 1
+        if reason == COMPLETED and has_running:
+            reason = RUNNING if _condition_true(status, READY) else "NotReady"
+    deleted = pod.metadata is not None and pod.metadata.deletionTimestamp is not None
+    if deleted and status.reason == "NodeLost":
+        reason = "Unknown"
+    elif deleted and status.phase not in TERMINAL_PHASES:
+        reason = "Terminating"
+    return reason, ready, total
+
+
+def _spec(pod: Pod) -> PodSpec:
+    if pod.spec is None:
+        raise ValueError("the pod has no spec")
+    return pod.spec
+
+
+def _state(status: V1ContainerStatus | None) -> ContainerState:
+    if status is None or status.state is None:
+        return ContainerState()
+    return status.state
+
+
+def _condition_true(status: PodStatus, kind: str) -> bool:
+    for c in status.conditions or []:
+        if c.type == kind:
+            return c.status == "True"
+    return False
+
+
+def _go_list(names: Sequence[str]) -> str:
+    return "[" + " ".join(names) + "]"
+
+
+def _init_container_initialized(c: Container, status: V1ContainerStatus) -> bool:
+    if actions.is_restartable_init_container(c):
+        return bool(status.started)
+    return bool(status.ready)
+
+
+def _runtime_ips(runtime: rt.PodRuntimeStatus) -> list[str]:
+    if runtime.ips:
+        return list(runtime.ips)
+    if runtime.sandboxes and runtime.sandboxes[0].state is rt.SandboxState.READY:
+        newest = runtime.sandboxes[0]
+        return [ip for ip in [newest.ip, *newest.additional_ips] if ip]
+    return []
+
+
+def _sort_pod_ips(ips: Sequence[str]) -> list[str]:
+    """The first IPv4 then the first IPv6 address, as the kubelet orders pod IPs."""
+    out: list[str] = []
+    for version in (4, 6):
+        for ip in ips:
+            try:
+                if ipaddress.ip_address(ip).version == version:
+                    out.append(ip)
+                    break
+            except ValueError:
+                continue
+    return out
+
+
+def _quantity(value: object) -> Decimal:
+    """A Kubernetes resource quantity (``100m``, ``1Gi``, ``1e3``) as a number."""
+    text = str(value).strip()
+    binary = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+    decimal = {"n": "1e-9", "u": "1e-6", "m": "1e-3", "k": "1e3", "M": "1e6", "G": "1e9"}
+    decimal |= {"T": "1e12", "P": "1e15", "E": "1e18"}
+    try:
+        if text[-2:] in binary:
+            return Decimal(text[:-2]) * binary[text[-2:]]
+        if text[-1:] in decimal:
+            return Decimal(text[:-1]) * Decimal(decimal[text[-1:]])
+        return Decimal(text)
+    except (InvalidOperation, IndexError):
+        return Decimal(0)
+
+
+def _with_transition_times(
+    conditions: list[PodCondition], old: Sequence[PodCondition], *, now: datetime
+) -> list[PodCondition]:
+    previous = {c.type: c for c in old}
+    for c in conditions:
+        before = previous.get(c.type)
+        if c.lastTransitionTime is None:
+            if before is not None and before.status == c.status and before.lastTransitionTime:
+                c.lastTransitionTime = before.lastTransitionTime
+            else:
+                c.lastTransitionTime = now
+    return conditions
+
+
+def _convert_statuses(
+    pod: Pod,
+    runtime: rt.PodRuntimeStatus,
+    *,
+    previous: list[V1ContainerStatus],
+    containers: list[Container],
+    has_init: bool,
+    is_init: bool,
+    waiting_reasons: Mapping[str, tuple[str, str]],
+) -> list[V1ContainerStatus]:
+    """The kubelet's ``convertToAPIContainerStatuses`` for one list of containers."""
+    old = {s.name: s for s in previous}
+    default_reason = POD_INITIALIZING if has_init else CONTAINER_CREATING
+    statuses: dict[str, V1ContainerStatus] = {}
+    for c in containers:
+        status = V1ContainerStatus(
+            name=c.name,
+            image=c.image or "",
+            imageID="",
+            ready=False,
+            restartCount=0,
+            state=ContainerState(waiting=ContainerStateWaiting(reason=default_reason)),
+        )
+        before = old.get(c.name)
+        if before is not None:
+            if before.state is not None and before.state.terminated is not None:
+                status = copy.deepcopy(before)
+            else:
+                status.restartCount = before.restartCount
+                status.lastState = copy.deepcopy(before.lastState)
+        statuses[c.name] = status
+
+    present = {cs.name for cs in runtime.containers}
+    for c in containers:
+        before = old.get(c.name)
+        if c.name in present or before is None or before.state is None:
+            continue
+        if before.state.terminated is not None or before.state.running is None:
+            continue
+        status = statuses[c.name]
+        waiting = status.state.waiting if status.state is not None else None
+        if waiting is None or waiting.reason != default_reason:
+            continue
+        if status.lastState is not None and status.lastState.terminated is not None:
+            continue
+        status.lastState = ContainerState(
+            terminated=ContainerStateTerminated(
+                exitCode=137,
+                reason=CONTAINER_STATUS_UNKNOWN,
+                message=(
+                    "The container could not be located when the pod was deleted."
+                    "  The container used to be Running"
+                ),
+            )
+        )
+        if pod.metadata is None or pod.metadata.deletionTimestamp is None:
+            status.restartCount += 1
+
+    seen: dict[str, int] = {}
+    newest_first = sorted(runtime.containers, key=lambda cs: cs.created_at, reverse=True)
+    for cs in newest_first:
+        if cs.name not in statuses or seen.get(cs.name, 0) >= 2:
+            continue
+        converted = _convert_one(cs, old.get(cs.name))
+        if seen.get(cs.name, 0) == 0:
+            statuses[cs.name] = converted
+        else:
+            statuses[cs.name].lastState = converted.state
+        seen[cs.name] = seen.get(cs.name, 0) + 1
+
+    for c in containers:
+        if is_init:
+            found = runtime.find_container(c.name)
+            if (
+                found is not None
+                and found.state is rt.ContainerState.EXITED
+                and found.exit_code == 0
+            ):
+                continue
+        if not actions.should_container_be_restarted(c, pod=pod, status=runtime):
+            continue
+        cached = waiting_reasons.get(c.name)
+        if cached is None:
+            continue
+        status = statuses[c.name]
+        if status.state is not None and status.state.terminated is not None:
+            status.lastState = status.state
+        status.state = ContainerState(
+            waiting=ContainerStateWaiting(reason=cached[0], message=cached[1] or None)
+        )
+
+    if is_init:
+        return [statuses[c.name] for c in containers]
+    return [statuses[name] for name in sorted(statuses)]
+
+
+def _convert_one(cs: rt.ContainerStatus, before: V1ContainerStatus | None) -> V1ContainerStatus:
+    status = V1ContainerStatus(
+        name=cs.name,
+        image=cs.image,
+        imageID=cs.image_id,
+        ready=False,
+        restartCount=cs.restart_count,
+        containerID=cs.container_id,
+    )
+    if cs.state is rt.ContainerState.RUNNING:
+        status.state = ContainerState(running=ContainerStateRunning(startedAt=cs.started_at))
+    elif cs.state is rt.ContainerState.CREATED:
+        status.state = ContainerState(waiting=ContainerStateWaiting())
+    elif cs.state is rt.ContainerState.EXITED:
+        status.state = ContainerState(
+            terminated=ContainerStateTerminated(
+                exitCode=cs.exit_code,
+                reason=cs.reason or (COMPLETED if cs.exit_code == 0 else ERROR),
+                message=cs.message or None,
+                startedAt=cs.started_at,
+                finishedAt=cs.finished_at,
+                containerID=cs.container_id,
+            )
+        )
+    elif before is not None and before.state is not None and before.state.running is not None:
+        status.state = ContainerState(
+            terminated=ContainerStateTerminated(
+                exitCode=137,
+                reason=CONTAINER_STATUS_UNKNOWN,
+                message="The container could not be located when the pod was terminated",
+            )
+        )
+        status.restartCount = before.restartCount + 1
+    else:
+        status.state = ContainerState(waiting=ContainerStateWaiting())
+    return status
+
+
+def _set_probe_fields(
+    spec: PodSpec,
+    status: PodStatus,
+    *,
+    readiness: Mapping[str, bool],
+    started: Mapping[str, bool],
+) -> None:
+    """The prober manager's ``UpdatePodStatus``: ``started`` and ``ready`` per container."""
+    regular = {c.name: c for c in spec.containers}
+    inits = {c.name: c for c in spec.initContainers or []}
+    for cs in status.containerStatuses or []:
+        c = regular[cs.name]
+        cs.started = _is_started(c, cs, started)
+        cs.ready = cs.started and _is_ready(c, cs, readiness)
+    for cs in status.initContainerStatuses or []:
+        c = inits[cs.name]
+        cs.started = _is_started(c, cs, started)
+        if not actions.is_restartable_init_container(c):
+            term = _state(cs).terminated
+            cs.ready = term is not None and term.exitCode == 0
+        else:
+            cs.ready = cs.started and _is_ready(c, cs, readiness)
+
+
+def _is_started(c: Container, cs: V1ContainerStatus, started: Mapping[str, bool]) -> bool:
+    if _state(cs).running is None:
+        return False
+    if c.name in started:
+        return started[c.name]
+    return c.startupProbe is None
+
+
+def _is_ready(c: Container, cs: V1ContainerStatus, readiness: Mapping[str, bool]) -> bool:
+    if _state(cs).running is None:
+        return False
+    if readiness.get(c.name):
+        return True
+    return c.readinessProbe is None
