@@ -1,1 +1,35 @@
-"""manifests."""
+"""Kubernetes v1 manifests, loaded, defaulted, validated and admitted as an API server would.
+
+Users bring YAML written for real clusters; the same file must mean the same thing here, and
+a mistake must be caught before anything is created, in the words a Kubernetes user already
+knows. The stages live in their own modules: ``loading`` (files, documents, the pipeline),
+``strict`` (unknown fields and types, from the lightkube-models schema), ``defaults``
+(``SetDefaults_Pod``), ``validation`` (``ValidatePod``), ``security`` (Pod Security
+Standards), ``quantity`` (resource quantities) and ``honour`` (fields accepted but not acted
+on by a single node).
+"""
+
+from asynckubelet.manifests.loading import (
+    ManifestReport,
+    Manifests,
+    Source,
+    inspect_manifests,
+    inspect_manifests_text,
+    load_manifests,
+    load_manifests_text,
+    pod_uid,
+)
+from asynckubelet.manifests.security import LEVELS, Level
+
+__all__ = [
+    "LEVELS",
+    "Level",
+    "ManifestReport",
+    "Manifests",
+    "Source",
+    "inspect_manifests",
+    "inspect_manifests_text",
+    "load_manifests",
+    "load_manifests_text",
+    "pod_uid",
+]

@@ -1,0 +1,86 @@
+"""Fields a single node accepts but does not act on, each reported as a warning.
+
+Users bring manifests written for clusters, full of scheduling and identity fields that mean
+nothing without a scheduler, a service-account controller or an API server. Rejecting them
+would make every real manifest fail; dropping them silently is the complaint users have
+about other tools. So each one that is set yields one warning naming the field and saying
+why this node does not honour it.
+"""
+
+from __future__ import annotations
+
+from lightkube.models.core_v1 import Pod
+
+from asynckubelet.errors import FieldError
+from asynckubelet.manifests.messages import ignored
+from asynckubelet.manifests.validation import VOLUME_TYPES
+
+__all__ = ["SUPPORTED_VOLUME_TYPES", "unhonoured_fields"]
+
+_NO_SCHEDULER = "there is no scheduler: the pod runs here whatever it asks for"
+_NO_API = "there is no API server"
+
+_SPEC_FIELDS: tuple[tuple[str, str], ...] = (
+    ("nodeSelector", _NO_SCHEDULER),
+    ("affinity", _NO_SCHEDULER),
+    ("tolerations", _NO_SCHEDULER),
+    ("topologySpreadConstraints", _NO_SCHEDULER),
+    ("priorityClassName", f"{_NO_SCHEDULER}, and nothing is preempted"),
+    ("priority", f"{_NO_SCHEDULER}, and nothing is preempted"),
+    ("preemptionPolicy", f"{_NO_SCHEDULER}, and nothing is preempted"),
+    ("schedulingGates", f"{_NO_SCHEDULER}, and {_NO_API} to remove the gates"),
+    ("readinessGates", f"{_NO_API} to set the conditions they wait for"),
+    ("serviceAccountName", f"{_NO_API} to issue service-account credentials"),
+    ("serviceAccount", f"{_NO_API} to issue service-account credentials"),
+    ("runtimeClassName", "every container runs on the Docker engine's default runtime"),
+    ("overhead", "no RuntimeClass accounts for pod overhead"),
+    ("resourceClaims", "there is no dynamic resource allocation"),
+)
+
+SUPPORTED_VOLUME_TYPES = frozenset(
+    {"emptyDir", "hostPath", "configMap", "secret", "downwardAPI", "projected"}
+)
+_PROJECTED_UNSUPPORTED = ("serviceAccountToken", "clusterTrustBundle", "podCertificate")
+
+
+def unhonoured_fields(pod: Pod, *, node_name: str) -> list[FieldError]:
+    """One warning per field set on ``pod`` that this node accepts but does not honour."""
+    spec = pod.spec
+    if spec is None:
+        return []
+    warnings = [
+        ignored(f"spec.{field}", why)
+        for field, why in _SPEC_FIELDS
+        if getattr(spec, field, None) not in (None, [], {}, "")
+    ]
+    if spec.schedulerName not in (None, "", "default-scheduler"):
+        warnings.append(ignored("spec.schedulerName", _NO_SCHEDULER))
+    if spec.nodeName and spec.nodeName != node_name:
+        warnings.append(
+            ignored("spec.nodeName", f"the pod runs on this node ({node_name}) regardless")
+        )
+    if spec.automountServiceAccountToken:
+        warnings.append(
+            ignored(
+                "spec.automountServiceAccountToken",
+                f"{_NO_API} to issue service-account tokens",
+            )
+        )
+    for i, vol in enumerate(spec.volumes or []):
+        path = f"spec.volumes[{i}]"
+        for kind in VOLUME_TYPES:
+            if kind not in SUPPORTED_VOLUME_TYPES and getattr(vol, kind, None) is not None:
+                warnings.append(
+                    ignored(f"{path}.{kind}", f"{kind} volumes are not supported by this node")
+                )
+        if vol.projected is not None:
+            for j, source in enumerate(vol.projected.sources or []):
+                for kind in _PROJECTED_UNSUPPORTED:
+                    if getattr(source, kind, None) is not None:
+                        warnings.append(
+                            ignored(
+                                f"{path}.projected.sources[{j}].{kind}",
+                                f"{_NO_API} to issue it, so it is not mounted",
+                            )
+                        )
+    return warnings

@@ -1,0 +1,522 @@
+"""Reading manifests: files, directories, stdin, multi-document YAML and ``kind: List``.
+
+This is the one entry point from text to typed objects. Each document goes through the
+same stages as on an API server (strict decode, defaulting, validation, then Pod Security
+admission once every Namespace document has been seen), and every problem in every document
+is collected, tagged with ``file[document index]``, so one run shows the user everything.
+
+The result holds lightkube-models objects as the API server would store them: a Secret's
+``data`` is base64 text with ``stringData`` merged in, and the decoded bytes live beside it
+in ``Manifests.secret_data``, keyed by ``(namespace, name)``, so nothing downstream decodes
+twice or sees ``stringData``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import yaml
+from lightkube.models.core_v1 import ConfigMap, Namespace, Pod, Secret
+
+from asynckubelet.errors import FieldError, ManifestError
+from asynckubelet.manifests import defaults, honour, security, strict, validation
+from asynckubelet.manifests.messages import (
+    go_quote,
+    ignored,
+    invalid,
+    not_supported,
+    required,
+)
+from asynckubelet.manifests.security import ENFORCE_LABEL, LEVELS, Level
+
+__all__ = [
+    "DOCUMENT",
+    "ManifestReport",
+    "Manifests",
+    "Source",
+    "inspect_manifests",
+    "inspect_manifests_text",
+    "load_manifests",
+    "load_manifests_text",
+    "pod_uid",
+]
+
+DOCUMENT = "<document>"
+"""The field named by errors about a whole document (YAML syntax, not an object)."""
+
+Source = str | os.PathLike[str]
+_SUFFIXES = (".yaml", ".yml", ".json")
+_KINDS: dict[str, type] = {
+    "ConfigMap": ConfigMap,
+    "Namespace": Namespace,
+    "Pod": Pod,
+    "Secret": Secret,
+}
+_SUPPORTED_KINDS = ("ConfigMap", "List", "Namespace", "Pod", "Secret")
+_UID_NAMESPACE = uuid.UUID("6f1d3c0e-8a4b-5c2d-9e7f-a1b2c3d4e5f6")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Manifests:
+    """What was accepted, ready for the node.
+
+    ``pods`` are defaulted and validated and carry their UID in ``metadata.uid``;
+    ``secret_data`` maps ``(namespace, name)`` to each Secret's decoded bytes; ``warnings``
+    lists fields that were accepted but are not honoured (and unknown fields when lenient).
+    """
+
+    pods: tuple[Pod, ...] = ()
+    configmaps: tuple[ConfigMap, ...] = ()
+    secrets: tuple[Secret, ...] = ()
+    secret_data: Mapping[tuple[str, str], Mapping[str, bytes]] = field(default_factory=dict)
+    warnings: tuple[FieldError, ...] = ()
+
+
+@dataclass(frozen=True)
+class ManifestReport:
+    """The full verdict on some input: what would be accepted, and every error found."""
+
+    manifests: Manifests
+    errors: tuple[FieldError, ...] = ()
+
+    @property
+    def accepted(self) -> bool:
+        return not self.errors
+
+    @property
+    def warnings(self) -> tuple[FieldError, ...]:
+        return self.manifests.warnings
+
+
+def pod_uid(*, node_name: str, namespace: str, name: str) -> str:
+    """The UID of a pod that has none: the same on every load, on the same node."""
+    return str(uuid.uuid5(_UID_NAMESPACE, f"{node_name}/{namespace}/{name}"))
+
+
+def load_manifests(
+    source: Source | Sequence[Source],
+    *,
+    lenient: bool = False,
+    pod_security: Level = "baseline",
+    allow_namespace_override: bool = True,
+    node_name: str | None = None,
+) -> Manifests:
+    """Load, default, validate and admit manifests; raise :class:`ManifestError` if any fail.
+
+    ``source`` is a file, a directory (its ``*.yaml``, ``*.yml`` and ``*.json`` files),
+    ``"-"`` for stdin, or a sequence of those.
+    """
+    report = inspect_manifests(
+        source,
+        lenient=lenient,
+        pod_security=pod_security,
+        allow_namespace_override=allow_namespace_override,
+        node_name=node_name,
+    )
+    return _accepted_or_raise(report)
+
+
+def load_manifests_text(
+    text: str,
+    *,
+    source_name: str = "<text>",
+    lenient: bool = False,
+    pod_security: Level = "baseline",
+    allow_namespace_override: bool = True,
+    node_name: str | None = None,
+) -> Manifests:
+    """:func:`load_manifests` for YAML already in memory."""
+    report = inspect_manifests_text(
+        text,
+        source_name=source_name,
+        lenient=lenient,
+        pod_security=pod_security,
+        allow_namespace_override=allow_namespace_override,
+        node_name=node_name,
+    )
+    return _accepted_or_raise(report)
+
+
+def inspect_manifests(
+    source: Source | Sequence[Source],
+    *,
+    lenient: bool = False,
+    pod_security: Level = "baseline",
+    allow_namespace_override: bool = True,
+    node_name: str | None = None,
+) -> ManifestReport:
+    """Like :func:`load_manifests`, but return the errors instead of raising them."""
+    loader = _Loader.create(
+        lenient=lenient,
+        level=pod_security,
+        allow_namespace_override=allow_namespace_override,
+        node_name=node_name,
+    )
+    for name, text in _read_sources(source, loader):
+        loader.add_text(text, name)
+    return loader.finish()
+
+
+def inspect_manifests_text(
+    text: str,
+    *,
+    source_name: str = "<text>",
+    lenient: bool = False,
+    pod_security: Level = "baseline",
+    allow_namespace_override: bool = True,
+    node_name: str | None = None,
+) -> ManifestReport:
+    """Like :func:`load_manifests_text`, but return the errors instead of raising them."""
+    loader = _Loader.create(
+        lenient=lenient,
+        level=pod_security,
+        allow_namespace_override=allow_namespace_override,
+        node_name=node_name,
+    )
+    loader.add_text(text, source_name)
+    return loader.finish()
+
+
+def _accepted_or_raise(report: ManifestReport) -> Manifests:
+    if report.errors:
+        n = len(report.errors)
+        raise ManifestError(
+            f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", list(report.errors)
+        )
+    return report.manifests
+
+
+def _read_sources(source: Source | Sequence[Source], loader: _Loader) -> Iterator[tuple[str, str]]:
+    items: Sequence[Source] = [source] if isinstance(source, (str, os.PathLike)) else source
+    for item in items:
+        name = os.fspath(item)
+        if name == "-":
+            yield "<stdin>", sys.stdin.read()
+            continue
+        path = Path(name)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix in _SUFFIXES and p.is_file())
+        else:
+            files = [path]
+        for file in files:
+            try:
+                yield str(file), file.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                loader.errors.append(
+                    FieldError(DOCUMENT, "Not found", go_quote(str(file)), source=str(file))
+                )
+            except (OSError, UnicodeDecodeError) as e:
+                loader.errors.append(FieldError(DOCUMENT, "Unreadable", str(e), source=str(file)))
+
+
+class _YAMLLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML with Kubernetes' reading of it: timestamps stay strings, and a key given
+    twice in one mapping is an error (``kubectl``'s strict decoding) instead of last-wins."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[str, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
+                earlier = seen.get(key_node.value)
+                if earlier is not None:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f'mapping key "{key_node.value}" already defined at line '
+                        f"{earlier.start_mark.line + 1}",
+                        key_node.start_mark,
+                    )
+                seen[key_node.value] = key_node
+        return cast(dict[Any, Any], super().construct_mapping(node, deep=deep))
+
+
+@dataclass
+class _Loader:
+    lenient: bool
+    level: Level
+    allow_namespace_override: bool
+    node_name: str
+    errors: list[FieldError] = field(default_factory=list)
+    warnings: list[FieldError] = field(default_factory=list)
+    pods: dict[tuple[str, str], tuple[Pod, str]] = field(default_factory=dict)
+    configmaps: dict[tuple[str, str], tuple[ConfigMap, str]] = field(default_factory=dict)
+    secrets: dict[tuple[str, str], tuple[Secret, str]] = field(default_factory=dict)
+    secret_data: dict[tuple[str, str], dict[str, bytes]] = field(default_factory=dict)
+    levels: dict[str, Level] = field(default_factory=dict)
+
+    @classmethod
+    def create(
+        cls, *, lenient: bool, level: Level, allow_namespace_override: bool, node_name: str | None
+    ) -> _Loader:
+        if level not in LEVELS:
+            raise ValueError(f"pod security level must be one of {', '.join(LEVELS)}: {level!r}")
+        return cls(
+            lenient=lenient,
+            level=level,
+            allow_namespace_override=allow_namespace_override,
+            node_name=node_name or socket.gethostname(),
+        )
+
+    def add_text(self, text: str, name: str) -> None:
+        try:
+            for index, doc in enumerate(yaml.load_all(text, Loader=_YAMLLoader)):
+                self.add_document(doc, f"{name}[{index}]")
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            problem = getattr(e, "problem", None) or str(e)
+            self.errors.append(
+                FieldError(DOCUMENT, "Invalid YAML", f"{where}{problem}", source=name)
+            )
+        except RecursionError:
+            self.errors.append(
+                FieldError(DOCUMENT, "Invalid YAML", "nested too deeply", source=name)
+            )
+
+    def add_document(self, doc: Any, source: str) -> None:
+        if doc is None:
+            return
+        if not isinstance(doc, dict):
+            self._error(invalid(DOCUMENT, type(doc).__name__, "must be an object"), source)
+            return
+        kind = doc.get("kind")
+        if kind == "List":
+            items = doc.get("items")
+            if not isinstance(items, list):
+                self._error(invalid("items", str(items), "must be a list"), source)
+                return
+            for j, item in enumerate(items):
+                self._add_object(item, source, f"items[{j}].")
+            return
+        self._add_object(doc, source, "")
+
+    def _error(self, error: FieldError, source: str, prefix: str = "") -> None:
+        path = f"{prefix}{error.field}" if prefix and error.field != DOCUMENT else error.field
+        self.errors.append(FieldError(path, error.reason, error.detail, source=source))
+
+    def _warn(self, warning: FieldError, source: str, prefix: str = "") -> None:
+        path = f"{prefix}{warning.field}" if prefix else warning.field
+        self.warnings.append(FieldError(path, warning.reason, warning.detail, source=source))
+
+    def _add_object(self, doc: Any, source: str, prefix: str) -> None:
+        if not isinstance(doc, dict):
+            self._error(invalid(DOCUMENT, type(doc).__name__, "must be an object"), source, prefix)
+            return
+        kind = doc.get("kind")
+        if not kind:
+            self._error(required("kind"), source, prefix)
+            return
+        if kind not in _KINDS:
+            shown = kind if isinstance(kind, str) else str(kind)
+            self._error(not_supported("kind", shown, _SUPPORTED_KINDS), source, prefix)
+            return
+        api_version = doc.get("apiVersion")
+        if not api_version:
+            self._error(required("apiVersion"), source, prefix)
+            return
+        if api_version != "v1":
+            self._error(not_supported("apiVersion", str(api_version), ("v1",)), source, prefix)
+            return
+        problems = strict.check_document(doc, _KINDS[kind])
+        for path in problems.unknown:
+            detail = f"unknown field {go_quote(path)}"
+            if self.lenient:
+                self._warn(FieldError(path, "Ignored", detail), source, prefix)
+            else:
+                self._error(FieldError(path, "strict decoding error", detail), source, prefix)
+        if problems.errors:
+            for error in problems.errors:
+                self._error(error, source, prefix)
+            return
+        if kind == "Pod":
+            self._add_pod(doc, source, prefix)
+        elif kind == "ConfigMap":
+            self._add_configmap(doc, source, prefix)
+        elif kind == "Secret":
+            self._add_secret(doc, source, prefix)
+        else:
+            self._add_namespace(doc, source, prefix)
+
+    def _build(self, cls: type[_T], doc: dict[str, Any], source: str, prefix: str) -> _T | None:
+        try:
+            return cast(_T, cls.from_dict(doc))  # type: ignore[attr-defined]
+        except (TypeError, ValueError) as e:
+            text = str(e)
+            where = text.rpartition("at `$.")[2].rstrip("`") if "at `$." in text else DOCUMENT
+            self._error(FieldError(where, "Invalid value", text.split(" - at ")[0]), source, prefix)
+            return None
+
+    def _add_pod(self, doc: dict[str, Any], source: str, prefix: str) -> None:
+        defaults.default_pod(doc)
+        meta = doc["metadata"]
+        status = doc.pop("status", None)
+        if status:
+            why = "status is reported by the node, never read"
+            self._warn(ignored("status", why), source, prefix)
+        if not meta.get("uid") and meta.get("name"):
+            meta["uid"] = pod_uid(
+                node_name=self.node_name, namespace=meta["namespace"], name=meta["name"]
+            )
+        pod = self._build(Pod, doc, source, prefix)
+        if pod is None:
+            return
+        for warning in honour.unhonoured_fields(pod, node_name=self.node_name):
+            self._warn(warning, source, prefix)
+        errors = validation.validate_pod(pod)
+        for error in errors:
+            self._error(error, source, prefix)
+        if errors:
+            return
+        key = (meta["namespace"], meta["name"])
+        self._replace(self.pods, key, (pod, source), "pod", source, prefix)
+
+    def _replace(
+        self,
+        table: dict[tuple[str, str], tuple[_T, str]],
+        key: tuple[str, str],
+        entry: tuple[_T, str],
+        kind: str,
+        source: str,
+        prefix: str,
+    ) -> None:
+        earlier = table.pop(key, None)
+        if earlier is not None:
+            self._warn(
+                FieldError(
+                    "metadata.name",
+                    "Duplicate value",
+                    f"{go_quote(key[1])}: {kind} {key[0]}/{key[1]} is also defined in "
+                    f"{earlier[1]}; this later definition replaces it",
+                ),
+                source,
+                prefix,
+            )
+        table[key] = entry
+
+    def _add_configmap(self, doc: dict[str, Any], source: str, prefix: str) -> None:
+        defaults.default_configmap(doc)
+        cm = self._build(ConfigMap, doc, source, prefix)
+        if cm is None:
+            return
+        errors = validation.validate_object_meta(cm.metadata, namespaced=True)
+        errors += validation.validate_configmap_data(cm.data, cm.binaryData)
+        for error in errors:
+            self._error(error, source, prefix)
+        if not errors and cm.metadata is not None and cm.metadata.name:
+            key = (cm.metadata.namespace or "default", cm.metadata.name)
+            self._replace(self.configmaps, key, (cm, source), "configmap", source, prefix)
+
+    def _add_secret(self, doc: dict[str, Any], source: str, prefix: str) -> None:
+        defaults.default_secret(doc)
+        decoded: dict[str, bytes] = {}
+        errors: list[FieldError] = []
+        for key, value in (doc.get("data") or {}).items():
+            try:
+                decoded[key] = base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                errors.append(
+                    FieldError(
+                        f"data[{key}]",
+                        "Invalid value",
+                        f"illegal base64 data at input byte {_bad_base64_offset(value)}",
+                    )
+                )
+        for key, value in (doc.pop("stringData", None) or {}).items():
+            decoded[key] = value.encode("utf-8")
+        doc["data"] = {k: base64.b64encode(v).decode("ascii") for k, v in decoded.items()}
+        secret = self._build(Secret, doc, source, prefix)
+        if secret is None:
+            return
+        errors += validation.validate_object_meta(secret.metadata, namespaced=True)
+        errors += validation.validate_secret_data(decoded)
+        for error in errors:
+            self._error(error, source, prefix)
+        if not errors and secret.metadata is not None and secret.metadata.name:
+            key = (secret.metadata.namespace or "default", secret.metadata.name)
+            self._replace(self.secrets, key, (secret, source), "secret", source, prefix)
+            self.secret_data[key] = decoded
+
+    def _add_namespace(self, doc: dict[str, Any], source: str, prefix: str) -> None:
+        ns = self._build(Namespace, doc, source, prefix)
+        if ns is None:
+            return
+        errors = validation.validate_object_meta(ns.metadata, namespaced=False, label_name=True)
+        labels = (ns.metadata.labels if ns.metadata else None) or {}
+        level = labels.get(ENFORCE_LABEL)
+        path = f"metadata.labels[{ENFORCE_LABEL}]"
+        if level is not None and level not in LEVELS:
+            errors.append(
+                invalid(path, str(level), "must be one of privileged, baseline, restricted")
+            )
+        for error in errors:
+            self._error(error, source, prefix)
+        if errors or level is None or ns.metadata is None or not ns.metadata.name:
+            return
+        version = labels.get(security.ENFORCE_VERSION_LABEL)
+        if version not in (None, "latest"):
+            self._warn(
+                ignored(
+                    f"metadata.labels[{security.ENFORCE_VERSION_LABEL}]",
+                    "only the latest policy version is enforced",
+                ),
+                source,
+                prefix,
+            )
+        if self.allow_namespace_override:
+            self.levels[ns.metadata.name] = cast(Level, level)
+        else:
+            self._warn(
+                ignored(path, f'this node enforces "{self.level}:latest" in every namespace'),
+                source,
+                prefix,
+            )
+
+    def finish(self) -> ManifestReport:
+        pods = []
+        for (namespace, _), (pod, source) in self.pods.items():
+            level = self.levels.get(namespace, self.level)
+            results = security.check_pod(pod, level=level)
+            if results:
+                self.errors.append(
+                    FieldError(
+                        "spec",
+                        "Forbidden",
+                        security.violation_message(level, results),
+                        source=source,
+                    )
+                )
+            else:
+                pods.append(pod)
+        manifests = Manifests(
+            pods=tuple(pods),
+            configmaps=tuple(cm for cm, _ in self.configmaps.values()),
+            secrets=tuple(s for s, _ in self.secrets.values()),
+            secret_data=dict(self.secret_data),
+            warnings=tuple(self.warnings),
+        )
+        return ManifestReport(manifests, tuple(self.errors))
+
+
+def _bad_base64_offset(value: str) -> int:
+    alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+    for i, ch in enumerate(value):
+        if ch == "=":
+            return i if i < len(value) - 2 or len(value) % 4 else len(value)
+        if ch not in alphabet:
+            return i
+    return len(value) - len(value) % 4

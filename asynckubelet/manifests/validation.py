@@ -1,0 +1,838 @@
+"""``ValidatePod``: the API server's checks on a defaulted Pod, every error collected.
+
+A user fixes a manifest in one pass only if they see every problem at once, worded as a
+cluster would word it (``pkg/apis/core/validation``). The order of checks follows upstream
+(volumes, containers, init containers, ephemeral containers, then pod-level fields), so
+error lists read like ``kubectl``'s. ConfigMaps, Secrets and Namespaces get the object-meta
+and key checks the API server applies to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from lightkube.models.core_v1 import (
+    Container,
+    ContainerPort,
+    EnvFromSource,
+    EnvVar,
+    EphemeralContainer,
+    HTTPGetAction,
+    Lifecycle,
+    LifecycleHandler,
+    Pod,
+    PodSpec,
+    Probe,
+    ResourceRequirements,
+    SecurityContext,
+    Volume,
+    VolumeMount,
+)
+from lightkube.models.meta_v1 import ObjectMeta
+
+from asynckubelet.errors import FieldError
+from asynckubelet.manifests.messages import (
+    duplicate,
+    forbidden,
+    invalid,
+    is_config_map_key,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_env_var_name,
+    is_qualified_name,
+    is_valid_label_value,
+    is_valid_port_name,
+    is_valid_port_num,
+    not_found,
+    not_supported,
+    range_error,
+    required,
+    too_long,
+)
+from asynckubelet.manifests.quantity import (
+    QUANTITY_FORMAT_MESSAGE,
+    Quantity,
+    QuantityError,
+    parse_quantity,
+)
+
+__all__ = [
+    "VOLUME_TYPES",
+    "validate_configmap_data",
+    "validate_object_meta",
+    "validate_pod",
+    "validate_secret_data",
+]
+
+AnyContainer = Container | EphemeralContainer
+
+# validateVolumeSource's order, which decides which source "may not specify more than 1".
+VOLUME_TYPES = (
+    "emptyDir",
+    "hostPath",
+    "gitRepo",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "flocker",
+    "persistentVolumeClaim",
+    "rbd",
+    "cinder",
+    "cephfs",
+    "quobyte",
+    "downwardAPI",
+    "fc",
+    "flexVolume",
+    "configMap",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "storageos",
+    "projected",
+    "scaleIO",
+    "csi",
+    "ephemeral",
+    "image",
+)
+_INT32_MAX = 2**31 - 1
+_NEGATIVE = "must be greater than or equal to 0"
+_INIT_ONLY_ALWAYS = "may not be set for init containers without restartPolicy=Always"
+_EPHEMERAL_FORBIDDEN = "cannot be set for an Ephemeral Container"
+_STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+_ENV_FIELD_PATHS = (
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.hostIP",
+    "status.hostIPs",
+    "status.podIP",
+    "status.podIPs",
+)
+_RESOURCE_FIELD_PATHS = (
+    "limits.cpu",
+    "limits.ephemeral-storage",
+    "limits.memory",
+    "requests.cpu",
+    "requests.ephemeral-storage",
+    "requests.memory",
+)
+_HOST_PATH_TYPES = (
+    "",
+    "BlockDevice",
+    "CharDevice",
+    "Directory",
+    "DirectoryOrCreate",
+    "File",
+    "FileOrCreate",
+    "Socket",
+)
+_FILE_MODE = "must be a number between 0 and 0777 (octal), both inclusive"
+_MAX_DATA_BYTES = 1024 * 1024
+_MAX_ANNOTATION_BYTES = 256 * 1024
+
+
+def _names(errs: list[FieldError], path: str, value: str, msgs: Iterable[str]) -> None:
+    errs.extend(invalid(path, value, m) for m in msgs)
+
+
+def validate_object_meta(
+    meta: ObjectMeta | None, *, namespaced: bool, label_name: bool = False
+) -> list[FieldError]:
+    """``ValidateObjectMeta``: name, namespace, labels and annotations."""
+    errs: list[FieldError] = []
+    meta = meta or ObjectMeta()
+    if not meta.name:
+        errs.append(required("metadata.name", "name or generateName is required"))
+    else:
+        check = is_dns1123_label if label_name else is_dns1123_subdomain
+        _names(errs, "metadata.name", meta.name, check(meta.name))
+    if namespaced and meta.namespace:
+        _names(errs, "metadata.namespace", meta.namespace, is_dns1123_label(meta.namespace))
+    for key, value in (meta.labels or {}).items():
+        _names(errs, "metadata.labels", key, is_qualified_name(key))
+        if not isinstance(value, str):
+            errs.append(invalid(f"metadata.labels[{key}]", str(value), "must be a string"))
+        else:
+            _names(errs, "metadata.labels", value, is_valid_label_value(value))
+    annotations = meta.annotations or {}
+    size = 0
+    for key, value in annotations.items():
+        _names(errs, "metadata.annotations", key, is_qualified_name(key.lower()))
+        size += len(key) + len(str(value))
+    if size > _MAX_ANNOTATION_BYTES:
+        errs.append(too_long("metadata.annotations", _MAX_ANNOTATION_BYTES))
+    return errs
+
+
+def validate_configmap_data(
+    data: Mapping[str, Any] | None, binary_data: Mapping[str, Any] | None
+) -> list[FieldError]:
+    errs: list[FieldError] = []
+    size = 0
+    for key, value in (data or {}).items():
+        _names(errs, f"data[{key}]", key, is_config_map_key(key))
+        if binary_data and key in binary_data:
+            errs.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
+        size += len(str(value))
+    for key, value in (binary_data or {}).items():
+        _names(errs, f"binaryData[{key}]", key, is_config_map_key(key))
+        size += len(str(value))
+    if size > _MAX_DATA_BYTES:
+        errs.append(too_long("", _MAX_DATA_BYTES))
+    return errs
+
+
+def validate_secret_data(data: Mapping[str, bytes]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    size = 0
+    for key, value in data.items():
+        _names(errs, f"data[{key}]", key, is_config_map_key(key))
+        size += len(value)
+    if size > _MAX_DATA_BYTES:
+        errs.append(too_long("data", _MAX_DATA_BYTES))
+    return errs
+
+
+def validate_pod(pod: Pod) -> list[FieldError]:
+    """Every problem ``ValidatePod`` would report for this defaulted pod."""
+    errs = validate_object_meta(pod.metadata, namespaced=True)
+    spec = pod.spec
+    if spec is None:
+        errs.append(required("spec.containers"))
+        return errs
+    errs.extend(_validate_pod_spec(spec))
+    return errs
+
+
+def _validate_pod_spec(spec: PodSpec) -> list[FieldError]:
+    errs: list[FieldError] = []
+    grace = spec.terminationGracePeriodSeconds
+    volumes = _validate_volumes(spec.volumes or [], errs)
+    _validate_containers(spec, volumes, grace, errs)
+    _validate_init_containers(spec, volumes, grace, errs)
+    _validate_ephemeral_containers(spec, volumes, errs)
+    if spec.hostNetwork:
+        for ci, ctr in enumerate(spec.containers or []):
+            for pi, port in enumerate(ctr.ports or []):
+                if (port.hostPort or 0) != port.containerPort:
+                    errs.append(
+                        invalid(
+                            f"spec.containers[{ci}].ports[{pi}].hostPort",
+                            port.hostPort or 0,
+                            "must match `containerPort` when `hostNetwork` is true",
+                        )
+                    )
+    _enum(errs, "spec.restartPolicy", spec.restartPolicy, ("Always", "OnFailure", "Never"))
+    _enum(
+        errs,
+        "spec.dnsPolicy",
+        spec.dnsPolicy,
+        ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"),
+    )
+    for key, value in (spec.nodeSelector or {}).items():
+        _names(errs, "spec.nodeSelector", key, is_qualified_name(key))
+        _names(errs, "spec.nodeSelector", str(value), is_valid_label_value(str(value)))
+    _validate_pod_security_context(spec, errs)
+    if spec.dnsPolicy == "None":
+        if spec.dnsConfig is None:
+            errs.append(
+                required("spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None")
+            )
+        elif not spec.dnsConfig.nameservers:
+            errs.append(
+                required(
+                    "spec.dnsConfig.nameservers",
+                    "must provide at least one DNS nameserver when `dnsPolicy` is None",
+                )
+            )
+    seen_gates: set[str] = set()
+    for i, gate in enumerate(spec.schedulingGates or []):
+        _names(errs, f"spec.schedulingGates[{i}]", gate.name, is_qualified_name(gate.name))
+        if gate.name in seen_gates:
+            errs.append(duplicate(f"spec.schedulingGates[{i}]", gate.name))
+        seen_gates.add(gate.name)
+    for field in ("serviceAccountName", "nodeName", "priorityClassName"):
+        value = getattr(spec, field)
+        if value:
+            _names(errs, f"spec.{field}", value, is_dns1123_subdomain(value))
+    deadline = spec.activeDeadlineSeconds
+    if deadline is not None and not 1 <= deadline <= _INT32_MAX:
+        errs.append(invalid("spec.activeDeadlineSeconds", deadline, range_error(1, _INT32_MAX)))
+    for field in ("hostname", "subdomain"):
+        value = getattr(spec, field)
+        if value:
+            _names(errs, f"spec.{field}", value, is_dns1123_label(value))
+    return errs
+
+
+def _enum(errs: list[FieldError], path: str, value: str | None, allowed: Sequence[str]) -> None:
+    if not value:
+        errs.append(required(path))
+    elif value not in allowed:
+        errs.append(not_supported(path, value, allowed))
+
+
+def _validate_volumes(volumes: Sequence[Volume], errs: list[FieldError]) -> dict[str, Volume]:
+    valid: dict[str, Volume] = {}
+    seen: set[str] = set()
+    for i, vol in enumerate(volumes):
+        path = f"spec.volumes[{i}]"
+        vol_errs = _validate_volume_source(vol, path)
+        if not vol.name:
+            vol_errs.append(required(f"{path}.name"))
+        else:
+            _names(vol_errs, f"{path}.name", vol.name, is_dns1123_label(vol.name))
+        if vol.name in seen:
+            vol_errs.append(duplicate(f"{path}.name", vol.name))
+        if vol_errs:
+            errs.extend(vol_errs)
+        else:
+            seen.add(vol.name)
+            valid[vol.name] = vol
+    return valid
+
+
+def _validate_volume_source(vol: Volume, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    count = 0
+    for kind in VOLUME_TYPES:
+        source = getattr(vol, kind, None)
+        if source is None:
+            continue
+        if count:
+            errs.append(forbidden(f"{path}.{kind}", "may not specify more than 1 volume type"))
+            continue
+        count += 1
+    if count == 0:
+        errs.append(required(path, "must specify a volume type"))
+    if vol.hostPath is not None:
+        if not vol.hostPath.path:
+            errs.append(required(f"{path}.hostPath.path"))
+        if vol.hostPath.type not in _HOST_PATH_TYPES:
+            errs.append(not_supported(f"{path}.hostPath.type", vol.hostPath.type, _HOST_PATH_TYPES))
+    if vol.emptyDir is not None and vol.emptyDir.sizeLimit is not None:
+        _quantity(errs, f"{path}.emptyDir.sizeLimit", vol.emptyDir.sizeLimit)
+    for kind in ("secret", "configMap", "downwardAPI", "projected"):
+        source = getattr(vol, kind)
+        mode = getattr(source, "defaultMode", None) if source is not None else None
+        if mode is not None and not 0 <= mode <= 0o777:
+            errs.append(invalid(f"{path}.{kind}.defaultMode", mode, _FILE_MODE))
+    return errs
+
+
+def _quantity(errs: list[FieldError], path: str, text: str) -> Quantity | None:
+    try:
+        return parse_quantity(text)
+    except QuantityError:
+        errs.append(invalid(path, text, QUANTITY_FORMAT_MESSAGE))
+        return None
+
+
+def _validate_containers(
+    spec: PodSpec, volumes: Mapping[str, Volume], grace: int | None, errs: list[FieldError]
+) -> None:
+    containers = spec.containers or []
+    if not containers:
+        errs.append(required("spec.containers"))
+        return
+    names: set[str] = set()
+    for i, ctr in enumerate(containers):
+        path = f"spec.containers[{i}]"
+        _validate_container_common(ctr, volumes, path, errs)
+        if ctr.name in names:
+            errs.append(duplicate(f"{path}.name", ctr.name))
+        else:
+            names.add(ctr.name)
+        if ctr.lifecycle is not None:
+            _validate_lifecycle(ctr.lifecycle, grace, f"{path}.lifecycle", errs)
+        _validate_probe(ctr.livenessProbe, f"{path}.livenessProbe", errs, single_success=True)
+        _validate_probe(ctr.readinessProbe, f"{path}.readinessProbe", errs, readiness=True)
+        _validate_probe(ctr.startupProbe, f"{path}.startupProbe", errs, single_success=True)
+        if ctr.restartPolicy is not None:
+            errs.append(
+                forbidden(f"{path}.restartPolicy", "may not be set for non-init containers")
+            )
+    _host_port_conflicts(containers, "spec.containers", 0, errs)
+
+
+def _host_port_conflicts(
+    containers: Sequence[Container], path: str, offset: int, errs: list[FieldError]
+) -> None:
+    seen: set[str] = set()
+    for ci, ctr in enumerate(containers, start=offset):
+        for pi, port in enumerate(ctr.ports or []):
+            if not port.hostPort:
+                continue
+            key = f"{port.protocol or ''}/{port.hostIP or ''}/{port.hostPort}"
+            if key in seen:
+                errs.append(duplicate(f"{path}[{ci}].ports[{pi}].hostPort", key))
+            seen.add(key)
+
+
+def _validate_init_containers(
+    spec: PodSpec, volumes: Mapping[str, Volume], grace: int | None, errs: list[FieldError]
+) -> None:
+    names = {c.name for c in spec.containers or []}
+    for i, ctr in enumerate(spec.initContainers or []):
+        path = f"spec.initContainers[{i}]"
+        _validate_container_common(ctr, volumes, path, errs)
+        restartable = False
+        if ctr.restartPolicy is not None:
+            if ctr.restartPolicy != "Always":
+                errs.append(not_supported(f"{path}.restartPolicy", ctr.restartPolicy, ("Always",)))
+            restartable = ctr.restartPolicy == "Always"
+        if ctr.name in names:
+            errs.append(duplicate(f"{path}.name", ctr.name))
+        elif ctr.name:
+            names.add(ctr.name)
+        _host_port_conflicts([ctr], "spec.initContainers", i, errs)
+        if restartable:
+            if ctr.lifecycle is not None:
+                _validate_lifecycle(ctr.lifecycle, grace, f"{path}.lifecycle", errs)
+            _validate_probe(ctr.livenessProbe, f"{path}.livenessProbe", errs, single_success=True)
+            _validate_probe(ctr.readinessProbe, f"{path}.readinessProbe", errs, readiness=True)
+            _validate_probe(ctr.startupProbe, f"{path}.startupProbe", errs, single_success=True)
+        else:
+            for field in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe"):
+                if getattr(ctr, field) is not None:
+                    errs.append(forbidden(f"{path}.{field}", _INIT_ONLY_ALWAYS))
+
+
+def _validate_ephemeral_containers(
+    spec: PodSpec, volumes: Mapping[str, Volume], errs: list[FieldError]
+) -> None:
+    ephemeral = spec.ephemeralContainers or []
+    if not ephemeral:
+        return
+    others = {c.name for c in (spec.containers or []) + (spec.initContainers or [])}
+    names = set(others)
+    for i, ec in enumerate(ephemeral):
+        path = f"spec.ephemeralContainers[{i}]"
+        _validate_container_common(ec, volumes, path, errs)
+        if ec.name in names:
+            errs.append(duplicate(f"{path}.name", ec.name))
+        else:
+            names.add(ec.name)
+        if ec.targetContainerName and ec.targetContainerName not in others:
+            errs.append(not_found(f"{path}.targetContainerName", ec.targetContainerName))
+        for field in (
+            "ports",
+            "resources",
+            "livenessProbe",
+            "readinessProbe",
+            "startupProbe",
+            "lifecycle",
+            "resizePolicy",
+            "restartPolicy",
+        ):
+            if getattr(ec, field):
+                errs.append(forbidden(f"{path}.{field}", _EPHEMERAL_FORBIDDEN))
+        for mi, mount in enumerate(ec.volumeMounts or []):
+            for field in ("subPath", "subPathExpr"):
+                if getattr(mount, field):
+                    errs.append(
+                        forbidden(f"{path}.volumeMounts[{mi}].{field}", _EPHEMERAL_FORBIDDEN)
+                    )
+
+
+def _validate_container_common(
+    ctr: AnyContainer, volumes: Mapping[str, Volume], path: str, errs: list[FieldError]
+) -> None:
+    if not ctr.name:
+        errs.append(required(f"{path}.name"))
+    else:
+        _names(errs, f"{path}.name", ctr.name, is_dns1123_label(ctr.name))
+    if not ctr.image:
+        errs.append(required(f"{path}.image"))
+    _enum(
+        errs,
+        f"{path}.terminationMessagePolicy",
+        ctr.terminationMessagePolicy,
+        ("File", "FallbackToLogsOnError"),
+    )
+    _validate_ports(ctr.ports or [], f"{path}.ports", errs)
+    _validate_env(ctr.env or [], f"{path}.env", errs)
+    _validate_env_from(ctr.envFrom or [], f"{path}.envFrom", errs)
+    _validate_volume_mounts(ctr.volumeMounts or [], volumes, f"{path}.volumeMounts", errs)
+    _enum(errs, f"{path}.imagePullPolicy", ctr.imagePullPolicy, ("Always", "IfNotPresent", "Never"))
+    if ctr.resources is not None:
+        _validate_resources(ctr.resources, f"{path}.resources", errs)
+    if ctr.securityContext is not None:
+        _validate_security_context(ctr.securityContext, f"{path}.securityContext", errs)
+
+
+def _validate_ports(ports: Sequence[ContainerPort], path: str, errs: list[FieldError]) -> None:
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        idx = f"{path}[{i}]"
+        if port.name:
+            msgs = is_valid_port_name(port.name)
+            if msgs:
+                _names(errs, f"{idx}.name", port.name, msgs)
+            elif port.name in names:
+                errs.append(duplicate(f"{idx}.name", port.name))
+            else:
+                names.add(port.name)
+        if port.containerPort == 0:
+            errs.append(required(f"{idx}.containerPort"))
+        else:
+            errs.extend(
+                invalid(f"{idx}.containerPort", port.containerPort, m)
+                for m in is_valid_port_num(port.containerPort)
+            )
+        if port.hostPort:
+            errs.extend(
+                invalid(f"{idx}.hostPort", port.hostPort, m)
+                for m in is_valid_port_num(port.hostPort)
+            )
+        if not port.protocol:
+            errs.append(required(f"{idx}.protocol"))
+        elif port.protocol not in ("SCTP", "TCP", "UDP"):
+            errs.append(not_supported(f"{idx}.protocol", port.protocol, ("SCTP", "TCP", "UDP")))
+
+
+def _validate_env(env: Sequence[EnvVar], path: str, errs: list[FieldError]) -> None:
+    for i, var in enumerate(env):
+        idx = f"{path}[{i}]"
+        if not var.name:
+            errs.append(required(f"{idx}.name"))
+        else:
+            _names(errs, f"{idx}.name", var.name, is_env_var_name(var.name))
+        source = var.valueFrom
+        if source is None:
+            continue
+        vpath = f"{idx}.valueFrom"
+        count = 0
+        if source.fieldRef is not None:
+            count += 1
+            ref = source.fieldRef
+            fpath = f"{vpath}.fieldRef"
+            if not ref.apiVersion:
+                errs.append(required(f"{fpath}.apiVersion"))
+            elif not ref.fieldPath:
+                errs.append(required(f"{fpath}.fieldPath"))
+            elif ref.apiVersion != "v1":
+                errs.append(
+                    invalid(
+                        f"{fpath}.fieldPath",
+                        ref.fieldPath,
+                        f'error converting fieldPath: unsupported version "{ref.apiVersion}"',
+                    )
+                )
+            else:
+                _validate_env_field_path(ref.fieldPath, fpath, errs)
+        if source.resourceFieldRef is not None:
+            count += 1
+            res = source.resourceFieldRef
+            rpath = f"{vpath}.resourceFieldRef"
+            if not res.resource:
+                errs.append(required(f"{rpath}.resource"))
+            elif res.resource not in _RESOURCE_FIELD_PATHS and not res.resource.startswith(
+                ("requests.hugepages-", "limits.hugepages-")
+            ):
+                errs.append(not_supported(f"{rpath}.resource", res.resource, _RESOURCE_FIELD_PATHS))
+            if res.divisor is not None:
+                _quantity(errs, f"{rpath}.divisor", res.divisor)
+        for kind in ("configMapKeyRef", "secretKeyRef"):
+            ref_any = getattr(source, kind)
+            if ref_any is None:
+                continue
+            count += 1
+            kpath = f"{vpath}.{kind}"
+            name = ref_any.name or ""
+            _names(errs, f"{kpath}.name", name, is_dns1123_subdomain(name))
+            if not ref_any.key:
+                errs.append(required(f"{kpath}.key"))
+            else:
+                _names(errs, f"{kpath}.key", ref_any.key, is_config_map_key(ref_any.key))
+        if getattr(source, "fileKeyRef", None) is not None:
+            count += 1
+        if count == 0:
+            errs.append(
+                invalid(
+                    vpath,
+                    "",
+                    "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` "
+                    "or `secretKeyRef`",
+                )
+            )
+        elif var.value:
+            errs.append(invalid(vpath, "", "may not be specified when `value` is not empty"))
+        elif count > 1:
+            errs.append(invalid(vpath, "", "may not have more than one field specified at a time"))
+
+
+def _validate_env_field_path(field_path: str, path: str, errs: list[FieldError]) -> None:
+    base, bracket, rest = field_path.partition("[")
+    if bracket:
+        if base not in ("metadata.labels", "metadata.annotations") or not rest.endswith("]"):
+            errs.append(invalid(path, base, "does not support subscript"))
+            return
+        key = rest[:-1].strip("'\"")
+        if base == "metadata.annotations":
+            key = key.lower()
+        _names(errs, path, key, is_qualified_name(key))
+    elif field_path not in _ENV_FIELD_PATHS:
+        errs.append(not_supported(f"{path}.fieldPath", field_path, _ENV_FIELD_PATHS))
+
+
+def _validate_env_from(sources: Sequence[EnvFromSource], path: str, errs: list[FieldError]) -> None:
+    for i, source in enumerate(sources):
+        idx = f"{path}[{i}]"
+        if source.prefix:
+            _names(errs, f"{idx}.prefix", source.prefix, is_env_var_name(source.prefix))
+        count = 0
+        for kind in ("configMapRef", "secretRef"):
+            ref = getattr(source, kind)
+            if ref is None:
+                continue
+            count += 1
+            if not ref.name:
+                errs.append(required(f"{idx}.{kind}.name"))
+            else:
+                _names(errs, f"{idx}.{kind}.name", ref.name, is_dns1123_subdomain(ref.name))
+        if count == 0:
+            errs.append(invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
+        elif count > 1:
+            errs.append(invalid(path, "", "may not have more than one field specified at a time"))
+
+
+def _validate_volume_mounts(
+    mounts: Sequence[VolumeMount],
+    volumes: Mapping[str, Volume],
+    path: str,
+    errs: list[FieldError],
+) -> None:
+    mount_points: set[str] = set()
+    for i, mount in enumerate(mounts):
+        idx = f"{path}[{i}]"
+        if not mount.name:
+            errs.append(required(f"{idx}.name"))
+        if mount.name not in volumes:
+            errs.append(not_found(f"{idx}.name", mount.name))
+        if not mount.mountPath:
+            errs.append(required(f"{idx}.mountPath"))
+        if mount.mountPath in mount_points:
+            errs.append(invalid(f"{idx}.mountPath", mount.mountPath, "must be unique"))
+        mount_points.add(mount.mountPath)
+        if mount.subPath and mount.subPathExpr:
+            errs.append(
+                invalid(
+                    f"{idx}.subPathExpr",
+                    mount.subPathExpr,
+                    "subPathExpr and subPath are mutually exclusive",
+                )
+            )
+        for field in ("subPath", "subPathExpr"):
+            sub = getattr(mount, field)
+            if sub and (sub.startswith("/") or ".." in sub.split("/")):
+                why = "must be a relative path" if sub.startswith("/") else "must not contain '..'"
+                errs.append(invalid(f"{path}.{field}", sub, why))
+
+
+def _validate_resources(res: ResourceRequirements, path: str, errs: list[FieldError]) -> None:
+    limits: dict[str, Quantity] = {}
+    lim_path, req_path = f"{path}.limits", f"{path}.requests"
+    for name, text in (res.limits or {}).items():
+        key = f"{lim_path}[{name}]"
+        _validate_resource_name(name, key, errs)
+        q = _quantity(errs, key, str(text))
+        if q is not None:
+            _validate_quantity_value(name, q, key, errs)
+            limits[name] = q
+    for name, text in (res.requests or {}).items():
+        key = f"{req_path}[{name}]"
+        _validate_resource_name(name, key, errs)
+        q = _quantity(errs, key, str(text))
+        if q is None:
+            continue
+        _validate_quantity_value(name, q, key, errs)
+        limit = limits.get(name)
+        overcommit = _overcommit_allowed(name)
+        if limit is not None:
+            if q != limit and not overcommit:
+                errs.append(invalid(req_path, str(q), f"must be equal to {name} limit of {limit}"))
+            elif q > limit:
+                errs.append(
+                    invalid(
+                        req_path, str(q), f"must be less than or equal to {name} limit of {limit}"
+                    )
+                )
+        elif not overcommit and name not in (res.limits or {}):
+            errs.append(required(lim_path, "Limit must be set for non overcommitable resources"))
+
+
+def _is_native(name: str) -> bool:
+    return "/" not in name or name.split("/", 1)[0].endswith("kubernetes.io")
+
+
+def _overcommit_allowed(name: str) -> bool:
+    return _is_native(name) and not name.startswith("hugepages-")
+
+
+def _validate_resource_name(name: str, path: str, errs: list[FieldError]) -> None:
+    msgs = is_qualified_name(name)
+    if msgs:
+        _names(errs, path, name, msgs)
+        return
+    if "/" not in name:
+        if name not in _STANDARD_RESOURCES and not name.startswith("hugepages-"):
+            errs.append(invalid(path, name, "must be a standard resource for containers"))
+    elif _is_native(name):
+        errs.append(invalid(path, name, "must be a standard resource for containers"))
+
+
+def _validate_quantity_value(name: str, q: Quantity, path: str, errs: list[FieldError]) -> None:
+    if q.value < 0:
+        errs.append(invalid(path, str(q), _NEGATIVE))
+    if not _is_native(name) and not q.is_integer():
+        errs.append(invalid(path, str(q), "must be an integer"))
+
+
+def _validate_security_context(sc: SecurityContext, path: str, errs: list[FieldError]) -> None:
+    for field in ("runAsUser", "runAsGroup"):
+        value = getattr(sc, field)
+        if value is not None and not 0 <= value <= _INT32_MAX:
+            errs.append(invalid(f"{path}.{field}", value, range_error(0, _INT32_MAX)))
+    if sc.procMount is not None and sc.procMount not in ("Default", "Unmasked"):
+        errs.append(not_supported(f"{path}.procMount", sc.procMount, ("Default", "Unmasked")))
+    if sc.allowPrivilegeEscalation is False:
+        if sc.privileged:
+            errs.append(
+                invalid(
+                    path,
+                    "",
+                    "cannot set `allowPrivilegeEscalation` to false and `privileged` to true",
+                )
+            )
+        added = (sc.capabilities.add or []) if sc.capabilities is not None else []
+        if "CAP_SYS_ADMIN" in added or "SYS_ADMIN" in added:
+            errs.append(
+                invalid(
+                    path,
+                    "",
+                    "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` "
+                    "CAP_SYS_ADMIN",
+                )
+            )
+
+
+def _validate_pod_security_context(spec: PodSpec, errs: list[FieldError]) -> None:
+    sc = spec.securityContext
+    if sc is None:
+        return
+    path = "spec.securityContext"
+    for field in ("runAsUser", "runAsGroup", "fsGroup"):
+        value = getattr(sc, field)
+        if value is not None and not 0 <= value <= _INT32_MAX:
+            errs.append(invalid(f"{path}.{field}", value, range_error(0, _INT32_MAX)))
+    for i, gid in enumerate(sc.supplementalGroups or []):
+        if not 0 <= gid <= _INT32_MAX:
+            errs.append(invalid(f"{path}.supplementalGroups[{i}]", gid, range_error(0, _INT32_MAX)))
+
+
+def _validate_lifecycle(
+    lifecycle: Lifecycle, grace: int | None, path: str, errs: list[FieldError]
+) -> None:
+    for hook in ("postStart", "preStop"):
+        handler: LifecycleHandler | None = getattr(lifecycle, hook)
+        if handler is not None:
+            _validate_handler(handler, grace, f"{path}.{hook}", errs)
+
+
+def _validate_probe(
+    probe: Probe | None,
+    path: str,
+    errs: list[FieldError],
+    *,
+    single_success: bool = False,
+    readiness: bool = False,
+) -> None:
+    if probe is None:
+        return
+    _validate_handler(probe, None, path, errs)
+    for field in (
+        "initialDelaySeconds",
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ):
+        value = getattr(probe, field)
+        if value is not None and value < 0:
+            errs.append(invalid(f"{path}.{field}", value, _NEGATIVE))
+    tgps = probe.terminationGracePeriodSeconds
+    if tgps is not None and tgps <= 0:
+        errs.append(
+            invalid(f"{path}.terminationGracePeriodSeconds", tgps, "must be greater than 0")
+        )
+    if readiness and tgps is not None:
+        errs.append(
+            invalid(
+                f"{path}.terminationGracePeriodSeconds",
+                tgps,
+                "must not be set for readinessProbes",
+            )
+        )
+    if single_success and probe.successThreshold != 1:
+        errs.append(invalid(f"{path}.successThreshold", probe.successThreshold, "must be 1"))
+
+
+_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc", "sleep")
+
+
+def _validate_handler(
+    handler: Probe | LifecycleHandler, grace: int | None, path: str, errs: list[FieldError]
+) -> None:
+    count = 0
+    for kind in _HANDLERS:
+        action = getattr(handler, kind, None)
+        if action is None:
+            continue
+        if count:
+            errs.append(forbidden(f"{path}.{kind}", "may not specify more than 1 handler type"))
+            continue
+        count += 1
+        apath = f"{path}.{kind}"
+        if kind == "exec":
+            if not action.command:
+                errs.append(required(f"{apath}.command"))
+        elif kind == "httpGet":
+            _validate_http_get(action, apath, errs)
+        elif kind == "tcpSocket":
+            _validate_port_ref(action.port, f"{apath}.port", errs)
+        elif kind == "grpc":
+            _validate_port_ref(action.port, f"{apath}.port", errs)
+        elif grace is not None and not 0 <= action.seconds <= grace:
+            errs.append(
+                invalid(
+                    apath,
+                    action.seconds,
+                    f"must be non-negative and less than terminationGracePeriodSeconds ({grace})",
+                )
+            )
+    if count == 0:
+        errs.append(required(path, "must specify a handler type"))
+
+
+def _validate_http_get(action: HTTPGetAction, path: str, errs: list[FieldError]) -> None:
+    if not action.path:
+        errs.append(required(f"{path}.path"))
+    _validate_port_ref(action.port, f"{path}.port", errs)
+    if action.scheme not in ("HTTP", "HTTPS"):
+        errs.append(not_supported(f"{path}.scheme", action.scheme or "", ("HTTP", "HTTPS")))
+
+
+def _validate_port_ref(port: int | str, path: str, errs: list[FieldError]) -> None:
+    if isinstance(port, int):
+        errs.extend(invalid(path, port, m) for m in is_valid_port_num(port))
+    else:
+        errs.extend(invalid(path, port, m) for m in is_valid_port_name(port))
