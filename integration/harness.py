@@ -17,13 +17,9 @@ removed after the test, whether it passed or not.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -32,7 +28,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from asynckubelet import errors
 from asynckubelet.docker import DockerClient
+from asynckubelet.docker.engine import Dockerd
 from asynckubelet.images import build as image_build
 from asynckubelet.runtime import naming
 
@@ -63,72 +61,7 @@ def _answers(url: str | None) -> bool:
         return False
 
 
-class PrivateDockerd:
-    """A dockerd of our own: its own socket and directories, no default bridge."""
-
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="akl-dockerd-"))
-        self.socket = self.root / "docker.sock"
-        self.url = f"unix://{self.socket}"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = self.root / "dockerd.log"
-
-    def start(self, *, timeout: float = 60.0) -> None:
-        args = [
-            "dockerd",
-            "--host",
-            self.url,
-            "--data-root",
-            str(self.root / "data"),
-            "--exec-root",
-            str(self.root / "exec"),
-            "--pidfile",
-            str(self.root / "dockerd.pid"),
-            "--bridge=none",
-            "--containerd-namespace",
-            f"akl-{self.root.name[-8:]}",
-            "--containerd-plugins-namespace",
-            f"akl-p-{self.root.name[-8:]}",
-        ]
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
-                args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"dockerd exited at start:\n{self.log.read_text()[-3000:]}")
-            if self.socket.exists() and _answers(self.url):
-                return
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"dockerd did not answer in {timeout}s:\n{self.log.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
-        self.process = None
-        self._unmount_below(self.root)
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    @staticmethod
-    def _unmount_below(root: Path) -> None:
-        with contextlib.suppress(OSError):
-            mounts = [
-                line.split()[4]
-                for line in Path("/proc/self/mountinfo").read_text().splitlines()
-                if line.split()[4].startswith(str(root))
-            ]
-            for mount in sorted(mounts, key=len, reverse=True):
-                subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
-
-
-def _find_or_start_engine() -> tuple[Engine | None, PrivateDockerd | None, str]:
+def _find_or_start_engine() -> tuple[Engine | None, Dockerd | None, str]:
     host = os.environ.get("DOCKER_HOST")
     private_wanted = os.environ.get(PRIVATE_ENV) == "1"
     if host and not private_wanted:
@@ -141,11 +74,12 @@ def _find_or_start_engine() -> tuple[Engine | None, PrivateDockerd | None, str]:
         return None, None, "no Docker engine answers and not root to start one"
     if shutil.which("dockerd") is None:
         return None, None, "no Docker engine answers and dockerd is not installed"
-    daemon = PrivateDockerd()
+    root = Path(tempfile.mkdtemp(prefix="akl-dockerd-"))
+    daemon = Dockerd(root=root, name=f"akltest-{root.name[-8:]}")
     try:
         daemon.start()
-    except RuntimeError as e:
-        daemon.stop()
+    except errors.RuntimeUnavailable as e:
+        daemon.stop(remove=True)
         return None, None, f"starting a private dockerd failed: {e}"
     return Engine(url=daemon.url, private=True), daemon, ""
 
@@ -158,17 +92,20 @@ def docker_engine() -> Iterator[Engine]:
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"{REQUIRE_ENV}=1 but no Docker engine: {why}", pytrace=False)
         pytest.skip(f"no Docker engine: {why}")
-    previous = os.environ.get("DOCKER_HOST")
+    # Subprocesses (the CLI, nested pytest runs) use this same engine.
+    saved = {k: os.environ.get(k) for k in ("DOCKER_HOST", PRIVATE_ENV)}
     os.environ["DOCKER_HOST"] = engine.url
+    os.environ.pop(PRIVATE_ENV, None)
     try:
         yield engine
     finally:
-        if previous is None:
-            os.environ.pop("DOCKER_HOST", None)
-        else:
-            os.environ["DOCKER_HOST"] = previous
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         if daemon is not None:
-            daemon.stop()
+            daemon.stop(remove=True)
 
 
 @pytest.fixture(scope="session")

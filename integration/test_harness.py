@@ -62,8 +62,12 @@ async def test_owned_containers_are_removed_and_others_are_left(
 
 
 def test_a_failing_test_still_has_its_containers_removed(
-    pytester: pytest.Pytester, docker_engine: Engine, test_images: dict[str, str]
+    pytester: pytest.Pytester,
+    docker_engine: Engine,
+    test_images: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
     record = pytester.path / "node.txt"
     pytester.makeconftest("from integration.conftest import *  # noqa: F403\n")
     pytester.makepyfile(

@@ -33,6 +33,7 @@ from tenacity import (
 )
 
 from asynckubelet import errors
+from asynckubelet.docker.engine import resolve_docker_url
 from asynckubelet.docker.errors import is_transient, map_error
 from asynckubelet.docker.types import (
     ContainerConfig,
@@ -57,9 +58,10 @@ def _log_retry(state: RetryCallState) -> None:
 class DockerClient:
     """An async Docker Engine client.
 
-    ``url`` is a ``unix://`` or ``tcp://`` address; ``None`` follows ``DOCKER_HOST`` and
-    then the default socket. ``retry_attempts`` and ``retry_max_delay`` bound the retries
-    of transient failures (the daemon restarting, a dropped connection).
+    ``url`` is a ``unix://`` or ``tcp://`` address; ``None`` follows ``DOCKER_HOST``, then
+    the default socket, then the project's own engine (``asynckubelet engine start``).
+    ``retry_attempts`` and ``retry_max_delay`` bound the retries of transient failures
+    (the daemon restarting, a dropped connection).
     """
 
     def __init__(
@@ -91,7 +93,7 @@ class DockerClient:
     def _connect(self) -> aiodocker.Docker:
         if self._docker is None:
             try:
-                self._docker = aiodocker.Docker(url=self._url)
+                self._docker = aiodocker.Docker(url=resolve_docker_url(self._url))
             except (ValueError, OSError, aiodocker.DockerError) as e:
                 raise errors.RuntimeUnavailable(f"no Docker engine to connect to: {e}") from e
         return self._docker

@@ -1,0 +1,3 @@
+from asynckubelet.cli import main
+
+main()
