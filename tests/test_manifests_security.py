@@ -231,7 +231,7 @@ def test_namespace_override_can_be_refused_by_the_node() -> None:
 def test_an_unknown_level_label_is_an_error() -> None:
     report = inspect_manifests_text(json.dumps(namespace("infra", "open")))
     assert [str(e) for e in report.errors] == [
-        "metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: \"open\": "
+        'metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "open": '
         "must be one of privileged, baseline, restricted"
     ]
 

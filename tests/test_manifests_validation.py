@@ -21,7 +21,8 @@ LABEL_MSG = (
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
     "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    r"regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    "regex used for validation is "
+    r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 ENV_MSG = (
     "a valid environment variable name must consist of alphabetic characters, digits, '_', "
@@ -200,7 +201,9 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ),
     (
         "port names are unique",
-        set_ctr(ports=[{"name": "http", "containerPort": 80}, {"name": "http", "containerPort": 81}]),
+        set_ctr(
+            ports=[{"name": "http", "containerPort": 80}, {"name": "http", "containerPort": 81}]
+        ),
         'spec.containers[0].ports[1].name: Duplicate value: "http"',
     ),
     (
@@ -341,7 +344,7 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     (
         "env fieldRef paths are the supported ones",
         set_ctr(env=[{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.hostname"}}}]),
-        'spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: '
+        "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: "
         '"spec.hostname": supported values: "metadata.name", "metadata.namespace", '
         '"metadata.uid", "spec.nodeName", "spec.serviceAccountName", "status.hostIP", '
         '"status.hostIPs", "status.podIP", "status.podIPs"',
@@ -382,7 +385,9 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ),
     (
         "extended resources are not overcommitted",
-        set_ctr(resources={"limits": {"example.com/dongle": 2}, "requests": {"example.com/dongle": 1}}),
+        set_ctr(
+            resources={"limits": {"example.com/dongle": 2}, "requests": {"example.com/dongle": 1}}
+        ),
         'spec.containers[0].resources.requests: Invalid value: "1": '
         "must be equal to example.com/dongle limit of 2",
     ),
@@ -498,7 +503,8 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     (
         "activeDeadlineSeconds is not negative",
         set_spec(activeDeadlineSeconds=-5),
-        "spec.activeDeadlineSeconds: Invalid value: -5: must be between 1 and 2147483647, inclusive",
+        "spec.activeDeadlineSeconds: Invalid value: -5: "
+        "must be between 1 and 2147483647, inclusive",
     ),
     (
         "dnsPolicy None needs a dnsConfig",
