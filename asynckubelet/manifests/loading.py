@@ -321,7 +321,7 @@ class _Loader:
         if not kind:
             self._error(required("kind"), source, prefix)
             return
-        if kind not in _KINDS:
+        if not isinstance(kind, str) or kind not in _KINDS:
             shown = kind if isinstance(kind, str) else str(kind)
             self._error(not_supported("kind", shown, _SUPPORTED_KINDS), source, prefix)
             return
