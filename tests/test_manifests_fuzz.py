@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asynckubelet.errors import ManifestError
-from asynckubelet.manifests import load_manifests_text
+from asynckubelet.manifests import LEVELS, load_manifests_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
 
@@ -175,7 +175,7 @@ def test_any_manifest_yields_field_errors_and_nothing_else(data: st.DataObject) 
         text = yaml.dump_all(docs, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
     if data.draw(st.integers(min_value=0, max_value=9)) == 0:
         text = _damage(text, data)
-    level = data.draw(st.sampled_from(["privileged", "baseline", "restricted"]))
+    level = data.draw(st.sampled_from(LEVELS))
     try:
         load_manifests_text(
             text,

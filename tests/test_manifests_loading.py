@@ -43,7 +43,7 @@ def only_pod(text: str, **kwargs: Any) -> Pod:
 
 
 def pod_dict(text: str = POD, **kwargs: Any) -> dict[str, Any]:
-    return only_pod(text, **kwargs).to_dict()  # type: ignore[no-any-return]
+    return only_pod(text, **kwargs).to_dict()
 
 
 # --- sources ------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def test_a_directory_loads_yaml_yml_and_json_files_only(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(json.dumps({**_pod_doc(), "metadata": {"name": "web-c"}}))
     (tmp_path / "notes.txt").write_text("not a manifest")
     manifests = load_manifests(tmp_path, node_name="n")
-    assert sorted(p.metadata.name for p in manifests.pods if p.metadata) == [
+    assert sorted(str(p.metadata.name) for p in manifests.pods if p.metadata) == [
         "web",
         "web-b",
         "web-c",

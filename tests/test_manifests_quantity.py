@@ -52,4 +52,4 @@ def test_comparison_is_exact_across_notations() -> None:
 
 def test_booleans_are_not_quantities() -> None:
     with pytest.raises(QuantityError):
-        parse_quantity(True)  # type: ignore[arg-type]
+        parse_quantity(True)

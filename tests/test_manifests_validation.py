@@ -49,7 +49,7 @@ def errors_of(doc: Doc) -> list[str]:
     return [str(e) for e in report.errors]
 
 
-def edit(change: Callable[[Doc], None]) -> Doc:
+def edit(change: Callable[[Doc], object]) -> Doc:
     doc = base_pod()
     change(doc)
     return doc
@@ -59,8 +59,10 @@ def ctr(doc: Doc, i: int = 0) -> Doc:
     return doc["spec"]["containers"][i]  # type: ignore[no-any-return]
 
 
-def add_container(doc: Doc, **fields: Any) -> None:
-    doc["spec"]["containers"].append({"name": "side", "image": "busybox:1", **fields})
+def add_container(doc: Doc, **fields: Any) -> Doc:
+    added = {"name": "side", "image": "busybox:1", **fields}
+    doc["spec"]["containers"].append(added)
+    return added
 
 
 def set_spec(**fields: Any) -> Callable[[Doc], None]:
@@ -80,7 +82,7 @@ def init(**fields: Any) -> Callable[[Doc], None]:
 
 EXEC = {"exec": {"command": ["true"]}}
 
-CASES: list[tuple[str, Callable[[Doc], None], str]] = [
+CASES: list[tuple[str, Callable[[Doc], object], str]] = [
     (
         "pod name is a DNS-1123 subdomain",
         lambda d: d["metadata"].update(name="Web_1"),
@@ -535,7 +537,7 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
 
 @pytest.mark.parametrize(("rule", "change", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_rule_is_reported_in_the_api_servers_words(
-    rule: str, change: Callable[[Doc], None], expected: str
+    rule: str, change: Callable[[Doc], object], expected: str
 ) -> None:
     assert expected in errors_of(edit(change))
 
