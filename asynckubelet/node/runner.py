@@ -1,0 +1,285 @@
+"""Running pods in the foreground: one pod worker per pod, woken by Docker's events.
+
+``asynckubelet run`` and library users who want "run these pods, show their output, tell
+me how they ended" use :func:`run_pods`. Each pod gets the kubelet's loop in miniature:
+read the pod's state from Docker, turn it into a Kubernetes ``PodStatus``, stop when the
+phase is terminal, otherwise ``sync_pod`` and sleep until Docker reports a change for the
+pod (or a second passes, for back-off expiry and missed events). Each container instance
+gets a log follower as soon as it is seen, so no output is lost, not even a crashed
+attempt's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import anyio
+import anyio.abc
+from lightkube.models.core_v1 import Pod, PodStatus
+from loguru import logger
+
+from asynckubelet import errors
+from asynckubelet.docker import LogLine
+from asynckubelet.manifests import Manifests
+from asynckubelet.node.status import generate
+from asynckubelet.runtime import backoff as backoff_mod
+from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime import naming
+from asynckubelet.runtime.env import PodContext
+from asynckubelet.runtime.manager import RuntimeManager
+from asynckubelet.runtime.results import PodSyncResult
+from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+
+LogSink = Callable[[Pod, str, LogLine], None]
+StatusSink = Callable[[Pod, PodStatus], None]
+TERMINAL_PHASES = ("Succeeded", "Failed")
+RESYNC_INTERVAL = 1.0
+
+
+@dataclass
+class PodOutcome:
+    """How a pod's run ended."""
+
+    pod: Pod
+    status: PodStatus | None = None
+    exit_code: int = 0
+    """The first non-zero exit code among the pod's containers (by finish time), else 0."""
+    stopped: bool = False
+    """True when the run was stopped (signal, cancel) before the pod reached a terminal phase."""
+    error: str = ""
+
+    @property
+    def phase(self) -> str:
+        return (self.status.phase if self.status else None) or "Unknown"
+
+
+@dataclass
+class RunOptions:
+    keep: bool = False
+    """Leave the pod's containers on Docker after the run."""
+    grace_period: float | None = None
+    contexts: dict[str, PodContext] = field(default_factory=dict)
+    """Per pod uid: ConfigMaps, Secrets and addresses the pod's env may refer to."""
+    pull_secrets: dict[str, list[tuple[str, dict[str, bytes]]]] = field(default_factory=dict)
+
+
+def pod_context(manifests: Manifests, pod: Pod, *, node_name: str) -> PodContext:
+    """The ConfigMaps and Secrets of the pod's namespace, for its environment and volumes."""
+    ns = (pod.metadata.namespace if pod.metadata else None) or "default"
+    configmaps: dict[str, dict[str, str]] = {}
+    for cm in manifests.configmaps:
+        if cm.metadata is not None and (cm.metadata.namespace or "default") == ns:
+            configmaps[cm.metadata.name or ""] = dict(cm.data or {})
+    secrets = {name: dict(data) for (sns, name), data in manifests.secret_data.items() if sns == ns}
+    return PodContext(node_name=node_name, configmaps=configmaps, secrets=secrets)
+
+
+def pull_secrets(manifests: Manifests, pod: Pod) -> list[tuple[str, dict[str, bytes]]]:
+    """``(type, data)`` of the pod's ``imagePullSecrets`` found among the manifests."""
+    ns = (pod.metadata.namespace if pod.metadata else None) or "default"
+    types = {
+        ((s.metadata.namespace or "default"), s.metadata.name or ""): s.type or "Opaque"
+        for s in manifests.secrets
+        if s.metadata is not None
+    }
+    found = []
+    for ref in (pod.spec.imagePullSecrets if pod.spec else None) or []:
+        key = (ns, ref.name or "")
+        if key in manifests.secret_data:
+            found.append((types.get(key, "Opaque"), dict(manifests.secret_data[key])))
+    return found
+
+
+def options_from_manifests(
+    manifests: Manifests,
+    *,
+    node_name: str,
+    keep: bool = False,
+    grace_period: float | None = None,
+) -> RunOptions:
+    """Run options carrying each pod's ConfigMaps, Secrets and pull secrets."""
+    options = RunOptions(keep=keep, grace_period=grace_period)
+    for pod in manifests.pods:
+        uid = (pod.metadata.uid if pod.metadata else None) or ""
+        options.contexts[uid] = pod_context(manifests, pod, node_name=node_name)
+        options.pull_secrets[uid] = pull_secrets(manifests, pod)
+    return options
+
+
+def first_failure_exit_code(runtime: PodRuntimeStatus) -> int:
+    failed = [
+        c
+        for c in runtime.containers
+        if c.state is ContainerState.EXITED and c.exit_code != 0 and c.finished_at is not None
+    ]
+    if not failed:
+        return 0
+    return min(failed, key=lambda c: c.finished_at or c.created_at).exit_code
+
+
+class PodWorker:
+    """Drives one pod until it ends or ``stop`` is set."""
+
+    def __init__(
+        self,
+        rm: RuntimeManager,
+        pod: Pod,
+        *,
+        on_log: LogSink | None = None,
+        on_status: StatusSink | None = None,
+        options: RunOptions | None = None,
+    ) -> None:
+        self.rm = rm
+        self.pod = pod
+        self.name, self.namespace, self.uid = ctr.pod_identity(pod)
+        self.on_log = on_log
+        self.on_status = on_status
+        self.options = options or RunOptions()
+        self.backoff = backoff_mod.Backoff()
+        self.image_backoff = backoff_mod.Backoff()
+        self.wake = anyio.Event()
+        self.followed: set[str] = set()
+        self.outcome = PodOutcome(pod=pod)
+
+    async def run(self, stop: anyio.Event) -> PodOutcome:
+        async with anyio.create_task_group() as logs:
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._watch_events, name=f"pleg {self.namespace}/{self.name}")
+                    try:
+                        await self._loop(stop, logs)
+                    finally:
+                        tg.cancel_scope.cancel()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._finish(stop)
+        return self.outcome
+
+    async def _loop(self, stop: anyio.Event, logs: anyio.abc.TaskGroup) -> None:
+        result = PodSyncResult()
+        previous: PodStatus | None = None
+        context = self.options.contexts.get(self.uid) or PodContext(node_name=self.rm.node)
+        pull_secrets = self.options.pull_secrets.get(self.uid, [])
+        while not stop.is_set():
+            self.wake = anyio.Event()
+            runtime = await self.rm.get_pod_status(
+                uid=self.uid, name=self.name, namespace=self.namespace
+            )
+            self._follow_new(runtime, logs)
+            status = generate(
+                self.pod,
+                runtime,
+                waiting_reasons=result.waiting_reasons(),
+                previous=previous,
+                now=datetime.now(UTC),
+            )
+            previous = status
+            self.outcome.status = status
+            self.outcome.exit_code = first_failure_exit_code(runtime)
+            if self.on_status is not None:
+                self.on_status(self.pod, status)
+            if status.phase in TERMINAL_PHASES:
+                return
+            result = await self.rm.sync_pod(
+                self.pod,
+                runtime,
+                context=context,
+                pull_secrets=pull_secrets,
+                backoff=self.backoff,
+                image_backoff=self.image_backoff,
+            )
+            await self.rm.garbage_collect(runtime)
+            with anyio.move_on_after(RESYNC_INTERVAL):
+                async with anyio.create_task_group() as waiters:
+
+                    async def until(event: anyio.Event) -> None:
+                        await event.wait()
+                        waiters.cancel_scope.cancel()
+
+                    waiters.start_soon(until, self.wake)
+                    waiters.start_soon(until, stop)
+        self.outcome.stopped = True
+
+    def _follow_new(self, runtime: PodRuntimeStatus, tg: anyio.abc.TaskGroup) -> None:
+        if self.on_log is None:
+            return
+        for c in runtime.containers:
+            if c.id in self.followed or c.state is ContainerState.CREATED:
+                continue
+            self.followed.add(c.id)
+            tg.start_soon(self._follow, c.id, c.name, name=f"logs {self.name}/{c.name}")
+
+    async def _follow(self, container_id: str, container: str) -> None:
+        assert self.on_log is not None
+        try:
+            async for line in self.rm.docker.logs(container_id, follow=True):
+                self.on_log(self.pod, container, line)
+        except errors.NotFound:
+            pass
+        except errors.DockerError as e:
+            logger.warning("logs of {}/{} ended: {}", self.name, container, e)
+
+    async def _watch_events(self) -> None:
+        filters = {
+            "type": ["container"],
+            "label": [f"{naming.LABEL_POD_UID}={self.uid}", f"{naming.LABEL_NODE}={self.rm.node}"],
+        }
+        delay = 0.1
+        while True:
+            try:
+                async for event in self.rm.docker.events(filters=filters):
+                    delay = 0.1
+                    if event.get("Action", "").split(":")[0] in (
+                        "start",
+                        "die",
+                        "oom",
+                        "destroy",
+                        "create",
+                    ):
+                        self.wake.set()
+            except errors.DockerError as e:
+                logger.debug("event stream for {} lost ({}); reconnecting", self.name, e)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    async def _finish(self, stop: anyio.Event) -> None:
+        """Stop the pod if it is still running, then remove it unless asked to keep it."""
+        try:
+            runtime = await self.rm.get_pod_status(
+                uid=self.uid, name=self.name, namespace=self.namespace
+            )
+            if any(c.state is ContainerState.RUNNING for c in runtime.containers) or any(
+                s.state.value == "ready" for s in runtime.sandboxes
+            ):
+                await self.rm.kill_pod(self.pod, runtime, grace_period=self.options.grace_period)
+            if not self.options.keep:
+                await self.rm.remove_pod(uid=self.uid)
+        except errors.AsyncKubeletError as e:
+            self.outcome.error = str(e)
+            logger.error("cleaning up pod {}/{} failed: {}", self.namespace, self.name, e)
+
+
+async def run_pods(
+    rm: RuntimeManager,
+    pods: Sequence[Pod],
+    *,
+    stop: anyio.Event | None = None,
+    on_log: LogSink | None = None,
+    on_status: StatusSink | None = None,
+    options: RunOptions | None = None,
+) -> list[PodOutcome]:
+    """Run ``pods`` concurrently until each ends (or ``stop`` is set); clean up after them.
+
+    A pod ends when its phase is terminal: with ``restartPolicy: Always`` that is never,
+    so such a run lasts until ``stop``.
+    """
+    stop = stop or anyio.Event()
+    workers = [
+        PodWorker(rm, pod, on_log=on_log, on_status=on_status, options=options) for pod in pods
+    ]
+    async with anyio.create_task_group() as tg:
+        for w in workers:
+            tg.start_soon(w.run, stop, name=f"pod {w.namespace}/{w.name}")
+    return [w.outcome for w in workers]
