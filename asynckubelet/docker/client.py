@@ -392,9 +392,7 @@ class DockerClient:
         """
         headers: dict[str, str] = {}
         if auth:
-            headers["X-Registry-Auth"] = base64.urlsafe_b64encode(
-                json.dumps(dict(auth)).encode()
-            ).decode()
+            headers["X-Registry-Auth"] = _auth_header(auth)
         params = {"fromImage": ref}
 
         async def pull(d: aiodocker.Docker) -> None:
@@ -423,6 +421,29 @@ class DockerClient:
             raise
         except errors.DockerError as e:
             raise errors.ImagePullError(f'failed to pull image "{ref}": {e}', image=ref) from e
+
+    async def push_image(self, ref: str, *, auth: Mapping[str, str] | None = None) -> None:
+        """Push ``ref`` to its registry; a failure the daemon reports mid-stream is an error."""
+        repo, _, tag = ref.rpartition(":")
+        if "/" in tag or not repo:
+            repo, tag = ref, "latest"
+        headers = {"X-Registry-Auth": _auth_header(auth or {})}
+
+        async def push(d: aiodocker.Docker) -> None:
+            async with d._query(
+                f"images/{repo}/push",
+                "POST",
+                params={"tag": tag},
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+            ) as response:
+                async for line in response.content:
+                    if line.strip():
+                        item = json.loads(line)
+                        if "error" in item or "errorDetail" in item:
+                            raise errors.ImageError(f"pushing {ref} failed: {item.get('error')}")
+
+        await self._call(f"push image {ref}", push)
 
     async def load_image(self, data: bytes) -> None:
         """Load a ``docker save``-format archive (``POST /images/load``)."""
@@ -474,6 +495,11 @@ async def _frames(content: aiohttp.StreamReader, *, tty: bool) -> AsyncIterator[
         kind, size = struct.unpack(">BxxxL", header)
         data = await content.readexactly(size) if size else b""
         yield _STREAM_NAMES.get(kind, "stdout"), data
+
+
+def _auth_header(auth: Mapping[str, str]) -> str:
+    """Docker's ``X-Registry-Auth``: URL-safe base64 of the auth object's JSON."""
+    return base64.urlsafe_b64encode(json.dumps(dict(auth)).encode()).decode()
 
 
 def default_docker_url() -> str | None:

@@ -34,7 +34,7 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.actions import PodActions, compute_pod_actions
 from asynckubelet.runtime.env import PodContext, make_environment
-from asynckubelet.runtime.images import ImageManager, RegistryAuth
+from asynckubelet.runtime.images import ImageManager, RegistryAuth, validate_image_name
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.resources import host_config_resources
 from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError, SyncResult
@@ -681,6 +681,12 @@ class _PullTask:
         policy = self.container.imagePullPolicy or "IfNotPresent"
         key = backoff_mod.image_pull_key(pod_uid=sync.status.uid, image=image)
         now = _now()
+        try:
+            validate_image_name(image)
+        except errors.InvalidImageName as e:
+            self.error = (SyncError.INVALID_IMAGE_NAME, str(e))
+            self._event("Warning", "InspectFailed", str(e))
+            return
         try:
             present = policy != "Always" and await sync.rm.images.is_present(image)
         except errors.DockerError as e:
