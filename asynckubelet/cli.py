@@ -235,6 +235,7 @@ def run(
     _setup_logging(verbose)
     from asynckubelet.manifests import LEVELS, load_manifests
     from asynckubelet.node.runner import options_from_manifests, run_pods
+    from asynckubelet.node.volumes import VolumeManager, default_root
 
     node = node_name or os.environ.get("ASYNCKUBELET_NODE_NAME") or None
     if pod_security not in LEVELS:
@@ -266,7 +267,8 @@ def run(
 
     async def go() -> list[int]:
         stop = anyio.Event()
-        async with RuntimeManager(config) as rm:
+        volumes = VolumeManager(root=default_root(config.node_name), node_name=config.node_name)
+        async with RuntimeManager(config, volumes=volumes) as rm:
             if not await rm.docker.ping():
                 raise errors.RuntimeUnavailable(
                     f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running?"

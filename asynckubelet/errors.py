@@ -20,6 +20,7 @@ and never by library::
      │         └── ImageBuildError     an offline image (pause, busybox) cannot be made
      ├── ContainerConfigError          CreateContainerConfigError: the spec cannot be made
      │                                 into a container (missing ConfigMap, bad env, ...)
+     ├── VolumeError                   FailedMount: a pod volume cannot be set up
      ├── SandboxError                  FailedCreatePodSandBox
      │    └── NetworkError             the network plugin failed (NetworkNotReady, ...)
      └── PodError                      a pod-level failure (unknown pod, terminated, ...)
@@ -52,6 +53,7 @@ __all__ = [
     "RuntimeUnavailable",
     "SandboxError",
     "ServerBusy",
+    "VolumeError",
 ]
 
 
@@ -163,6 +165,16 @@ class ContainerConfigError(AsyncKubeletError):
     """The container spec cannot be made into a container."""
 
     kubelet_reason = "CreateContainerConfigError"
+
+
+class VolumeError(AsyncKubeletError):
+    """A volume of the pod cannot be set up (missing ConfigMap, hostPath type check, ...)."""
+
+    kubelet_reason = "FailedMount"
+
+    def __init__(self, message: str, *, volume: str) -> None:
+        super().__init__(message)
+        self.volume = volume
 
 
 class SandboxError(AsyncKubeletError):

@@ -474,6 +474,49 @@ class DockerClient:
         except errors.NotFound:
             pass
 
+    # -- volumes --------------------------------------------------------------------------
+
+    async def create_volume(self, name: str, *, labels: Mapping[str, str]) -> dict[str, Any]:
+        """Create a local named volume (idempotent in Docker) and return its inspect JSON."""
+
+        async def create(d: aiodocker.Docker) -> dict[str, Any]:
+            body = {"Name": name, "Labels": dict(labels)}
+            data = await d._query_json(
+                "volumes/create",
+                "POST",
+                data=json.dumps(body),
+                headers={"Content-Type": "application/json"},
+            )
+            return cast(dict[str, Any], data)
+
+        return await self._call(f"create volume {name}", create)
+
+    async def inspect_volume(self, name: str) -> dict[str, Any]:
+        async def show(d: aiodocker.Docker) -> dict[str, Any]:
+            return cast(dict[str, Any], await d._query_json(f"volumes/{name}"))
+
+        return await self._call(f"inspect volume {name}", show)
+
+    async def list_volumes(self, *, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        filters = {"label": [f"{k}={v}" for k, v in labels.items()]}
+
+        async def lst(d: aiodocker.Docker) -> list[dict[str, Any]]:
+            data = await d._query_json("volumes", params={"filters": json.dumps(filters)})
+            return cast(list[dict[str, Any]], data.get("Volumes") or [])
+
+        return await self._call("list volumes", lst)
+
+    async def remove_volume(self, name: str) -> None:
+        """Remove a named volume; absent is fine."""
+
+        async def remove(d: aiodocker.Docker) -> None:
+            await d._query_json(f"volumes/{name}", "DELETE")
+
+        try:
+            await self._call(f"remove volume {name}", remove)
+        except errors.NotFound:
+            pass
+
     async def tag_image(self, ref: str, *, repo: str, tag: str) -> None:
         async def do_tag(d: aiodocker.Docker) -> None:
             await d.images.tag(ref, repo, tag=tag)

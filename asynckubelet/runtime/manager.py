@@ -44,6 +44,7 @@ from asynckubelet.runtime.types import (
     PodRuntimeStatus,
     SandboxState,
 )
+from asynckubelet.runtime.volumes import VolumeProvider
 
 MINIMUM_GRACE_PERIOD = 2
 """Seconds: the kubelet's ``minimumGracePeriodInSeconds``."""
@@ -90,8 +91,11 @@ class RuntimeManager:
         docker: DockerClient | None = None,
         network: NetworkPlugin | None = None,
         events: EventRecorder | Callable[..., None] | None = None,
+        volumes: VolumeProvider | None = None,
     ) -> None:
         self.config = config or RuntimeConfig()
+        self.volumes = volumes
+        """Pod volumes; None: volumes are not mounted (the node normally hands one in)."""
         self._own_docker = docker is None
         self.docker = docker or DockerClient(url=self.config.docker_url)
         self.network: NetworkPlugin = network or LoopbackPlugin()
@@ -354,6 +358,8 @@ class RuntimeManager:
                 if (row.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
                     await self.network.teardown_pod(sandbox_id=row["Id"])
                 await self.docker.remove_container(row["Id"], force=True)
+            if self.volumes is not None:
+                await self.volumes.teardown_pod(uid=uid)
         return [r["Id"] for r in rows]
 
     async def garbage_collect(self, status: PodRuntimeStatus) -> list[str]:
@@ -453,6 +459,8 @@ class _Sync:
         app = [self.spec.containers[i] for i in actions.containers_to_start]
         if not (actions.create_sandbox or to_start or app):
             return
+        if not await self._setup_volumes():
+            return
         async with anyio.create_task_group() as tg:
             for container in to_start + app:
                 self._prefetch(tg, container)
@@ -476,6 +484,18 @@ class _Sync:
         async with anyio.create_task_group() as tg:
             for container in app:
                 tg.start_soon(self._start, container, False)
+
+    async def _setup_volumes(self) -> bool:
+        """The kubelet's ``WaitForAttachAndMount``: no container starts before its volumes."""
+        provider = self.rm.volumes
+        if provider is None or not self.spec.volumes:
+            return True
+        try:
+            await provider.setup_pod(self.pod, context=self.context, docker=self.rm.docker)
+        except errors.VolumeError as e:
+            self.event("Warning", "FailedMount", str(e))
+            return False
+        return True
 
     async def _kill_unwanted(self) -> None:
         to_kill = list(self.actions.containers_to_kill.values())
@@ -603,6 +623,11 @@ class _Sync:
         try:
             environment = make_environment(self.pod, container, self.context)
             resources = host_config_resources(container)
+            if self.rm.volumes is not None and container.volumeMounts:
+                mounts = await self.rm.volumes.mounts_for(
+                    self.pod, container, environment=dict(environment.env)
+                )
+                resources["Mounts"] = [m.to_docker() for m in mounts]
         except errors.ContainerConfigError as e:
             step.fail(SyncError.CREATE_CONTAINER_CONFIG, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)

@@ -1,0 +1,510 @@
+"""The kubelet's volume manager on one machine: pod volumes as host directories.
+
+Each pod gets a state directory laid out as the kubelet's
+(``<root>/<uid>/volumes/kubernetes.io~<plugin>/<name>``) and every container of the pod
+bind-mounts from it, so containers of one pod share their volumes as on a cluster.
+ConfigMap, Secret, downward API and projected volumes are written with the kubelet's
+atomic-writer layout (a timestamped directory, a ``..data`` symlink swapped with one
+``rename``, user-visible names that are symlinks through ``..data``), so a change of the
+source object replaces every file at once and readers never see half an update. Memory
+emptyDirs and Secrets live on tmpfs mounts (when the node may mount; else plain
+directories). A ``persistentVolumeClaim`` is a named Docker volume, created when absent
+and kept after the pod. Everything else is removed with the pod.
+
+This needs the Docker engine to see the node's filesystem (a local daemon).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import stat
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from lightkube.models.core_v1 import Container, Pod, Volume
+from loguru import logger
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.manifests.quantity import parse_quantity
+from asynckubelet.runtime import naming
+from asynckubelet.runtime.env import PodContext
+from asynckubelet.runtime.expansion import expand
+from asynckubelet.runtime.resources import resource_field_value
+from asynckubelet.runtime.volumes import PROPAGATION, Mount
+
+DEFAULT_MODE = 0o644
+LABEL_CLAIM = "io.asynckubelet.pvc"
+LABEL_CLAIM_NAMESPACE = "io.asynckubelet.pvc.namespace"
+DATA_DIR = "..data"
+
+PLUGINS = {
+    "emptyDir": "kubernetes.io~empty-dir",
+    "configMap": "kubernetes.io~configmap",
+    "secret": "kubernetes.io~secret",
+    "downwardAPI": "kubernetes.io~downward-api",
+    "projected": "kubernetes.io~projected",
+}
+
+Payload = dict[str, tuple[bytes, int]]
+"""Relative file path -> (content, mode) of an atomic-writer volume."""
+
+
+def default_root(node_name: str) -> Path:
+    """``/var/lib/asynckubelet/<node>/pods`` as root, else under ``$XDG_STATE_HOME``."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/asynckubelet") / node_name / "pods"
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "asynckubelet" / node_name / "pods"
+
+
+def claim_volume_name(*, namespace: str, claim: str) -> str:
+    """The Docker volume that stands for a PersistentVolumeClaim."""
+    return f"{naming.NAME_PREFIX}-pvc-{namespace}-{claim}"
+
+
+def failed_mount_message(volume: str, reason: str) -> str:
+    """The kubelet's ``FailedMount`` event text."""
+    return f'MountVolume.SetUp failed for volume "{volume}" : {reason}'
+
+
+# -- hostPath ----------------------------------------------------------------------------
+
+
+def check_host_path(path: str, type_: str | None) -> None:
+    """The kubelet's ``checkTypeInternal``: create or check what ``type`` asks for."""
+    p = Path(path)
+    kind = type_ or ""
+    if kind == "":
+        return
+    mode = p.stat().st_mode if p.exists() else None
+    if kind == "DirectoryOrCreate":
+        if mode is None:
+            p.mkdir(mode=0o755, parents=True, exist_ok=True)
+            return
+        kind = "Directory"
+    if kind == "FileOrCreate":
+        if mode is None:
+            try:
+                p.touch(mode=0o644)
+            except OSError as e:
+                raise errors.VolumeError(
+                    f"open {path}: {(e.strerror or str(e)).lower()}", volume=""
+                ) from e
+            return
+        kind = "File"
+    checks: dict[str, tuple[Callable[[int], bool], str]] = {
+        "Directory": (stat.S_ISDIR, "a directory"),
+        "File": (stat.S_ISREG, "a file"),
+        "Socket": (stat.S_ISSOCK, "a socket file"),
+        "CharDevice": (stat.S_ISCHR, "a character device"),
+        "BlockDevice": (stat.S_ISBLK, "a block device"),
+    }
+    if kind not in checks:
+        raise errors.VolumeError(f"{type_} is an invalid volume type", volume="")
+    test, what = checks[kind]
+    if mode is None or not test(mode):
+        raise errors.VolumeError(f"hostPath type check failed: {path} is not {what}", volume="")
+
+
+# -- atomic writer ----------------------------------------------------------------------
+
+
+def _current_payload(target: Path) -> Payload | None:
+    data = target / DATA_DIR
+    if not data.is_symlink():
+        return None
+    base = target / os.readlink(data)
+    found: Payload = {}
+    for dirpath, _, files in os.walk(base):
+        for f in files:
+            full = Path(dirpath) / f
+            found[str(full.relative_to(base))] = (
+                full.read_bytes(),
+                stat.S_IMODE(full.stat().st_mode),
+            )
+    return found
+
+
+def write_atomic(target: Path, payload: Payload, *, gid: int | None = None) -> bool:
+    """The kubelet's ``AtomicWriter.Write``; returns False when nothing changed."""
+    target.mkdir(parents=True, exist_ok=True)
+    if _current_payload(target) == payload:
+        return False
+    stamp = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime())
+    ts_name = f"..{stamp}.{secrets.token_hex(5)}"
+    ts_dir = target / ts_name
+    ts_dir.mkdir(mode=0o755)
+    for rel, (content, mode) in payload.items():
+        path = ts_dir / rel
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        path.write_bytes(content)
+        os.chmod(path, mode)
+        if gid is not None:
+            os.chown(path, -1, gid)
+    old = os.readlink(target / DATA_DIR) if (target / DATA_DIR).is_symlink() else None
+    tmp = target / "..data_tmp"
+    if tmp.is_symlink():
+        tmp.unlink()
+    os.symlink(ts_name, tmp)
+    os.replace(tmp, target / DATA_DIR)
+    visible = {rel.split("/", 1)[0] for rel in payload}
+    for name in visible:
+        link = target / name
+        if not link.is_symlink():
+            os.symlink(f"{DATA_DIR}/{name}", link)
+    for entry in target.iterdir():
+        if not entry.name.startswith("..") and entry.name not in visible and entry.is_symlink():
+            entry.unlink()
+    if old is not None and old != ts_name:
+        shutil.rmtree(target / old, ignore_errors=True)
+    return True
+
+
+# -- payloads ---------------------------------------------------------------------------
+
+
+def _items_payload(
+    kind: str,
+    name: str,
+    data: Mapping[str, bytes] | None,
+    items: list[Any] | None,
+    default_mode: int | None,
+    optional: bool,
+) -> Payload:
+    """ConfigMap/Secret volume files (kubelet ``MakePayload``)."""
+    mode = DEFAULT_MODE if default_mode is None else default_mode
+    if data is None:
+        if optional:
+            return {}
+        raise errors.VolumeError(f'{kind.lower()} "{name}" not found', volume="")
+    if not items:
+        return {k: (v, mode) for k, v in data.items()}
+    payload: Payload = {}
+    for item in items:
+        if item.key not in data:
+            if optional:
+                continue
+            what = "config key" if kind == "ConfigMap" else "secret key"
+            raise errors.VolumeError(
+                f"{kind.lower()} references non-existent {what}: {item.key}", volume=""
+            )
+        payload[item.path] = (data[item.key], mode if item.mode is None else item.mode)
+    return payload
+
+
+def _quoted_map(values: Mapping[str, str] | None) -> str:
+    return "\n".join(f"{k}={json.dumps(str(v))}" for k, v in sorted((values or {}).items()))
+
+
+def _downward_field(pod: Pod, path: str) -> str:
+    meta = pod.metadata
+    assert meta is not None and pod.spec is not None
+    simple = {
+        "metadata.name": meta.name or "",
+        "metadata.namespace": meta.namespace or "default",
+        "metadata.uid": meta.uid or "",
+        "metadata.labels": _quoted_map(meta.labels),
+        "metadata.annotations": _quoted_map(meta.annotations),
+    }
+    if path in simple:
+        return simple[path]
+    for kind, source in (("labels", meta.labels), ("annotations", meta.annotations)):
+        prefix = f"metadata.{kind}['"
+        if path.startswith(prefix) and path.endswith("']"):
+            return str((source or {}).get(path[len(prefix) : -2], ""))
+    raise errors.VolumeError(f"unsupported fieldPath: {path}", volume="")
+
+
+def _downward_payload(pod: Pod, items: list[Any] | None, default_mode: int | None) -> Payload:
+    mode = DEFAULT_MODE if default_mode is None else default_mode
+    payload: Payload = {}
+    assert pod.spec is not None
+    for item in items or []:
+        if item.fieldRef is not None:
+            value = _downward_field(pod, item.fieldRef.fieldPath)
+        elif item.resourceFieldRef is not None:
+            ref = item.resourceFieldRef
+            containers = list(pod.spec.initContainers or []) + list(pod.spec.containers or [])
+            target = next((c for c in containers if c.name == ref.containerName), None)
+            if target is None:
+                raise errors.VolumeError(
+                    f"container {ref.containerName!r} of resourceFieldRef not found", volume=""
+                )
+            try:
+                value = resource_field_value(target, ref.resource, ref.divisor)
+            except errors.ContainerConfigError as e:
+                raise errors.VolumeError(str(e), volume="") from e
+        else:
+            continue
+        payload[item.path] = (value.encode(), mode if item.mode is None else item.mode)
+    return payload
+
+
+def _configmap_bytes(context: PodContext, name: str) -> dict[str, bytes] | None:
+    data = context.configmaps.get(name)
+    return None if data is None else {k: str(v).encode() for k, v in data.items()}
+
+
+def volume_payload(pod: Pod, volume: Volume, context: PodContext) -> Payload:
+    """The files of a ConfigMap, Secret, downward API or projected volume."""
+    if volume.configMap is not None:
+        cm = volume.configMap
+        name = cm.name or ""
+        return _items_payload(
+            "ConfigMap",
+            name,
+            _configmap_bytes(context, name),
+            cm.items,
+            cm.defaultMode,
+            bool(cm.optional),
+        )
+    if volume.secret is not None:
+        sec = volume.secret
+        name = sec.secretName or ""
+        data = context.secrets.get(name)
+        return _items_payload(
+            "Secret",
+            name,
+            None if data is None else dict(data),
+            sec.items,
+            sec.defaultMode,
+            bool(sec.optional),
+        )
+    if volume.downwardAPI is not None:
+        return _downward_payload(pod, volume.downwardAPI.items, volume.downwardAPI.defaultMode)
+    assert volume.projected is not None
+    mode = volume.projected.defaultMode
+    payload: Payload = {}
+    for source in volume.projected.sources or []:
+        if source.configMap is not None:
+            name = source.configMap.name or ""
+            payload.update(
+                _items_payload(
+                    "ConfigMap",
+                    name,
+                    _configmap_bytes(context, name),
+                    source.configMap.items,
+                    mode,
+                    bool(source.configMap.optional),
+                )
+            )
+        elif source.secret is not None:
+            name = source.secret.name or ""
+            data = context.secrets.get(name)
+            payload.update(
+                _items_payload(
+                    "Secret",
+                    name,
+                    None if data is None else dict(data),
+                    source.secret.items,
+                    mode,
+                    bool(source.secret.optional),
+                )
+            )
+        elif source.downwardAPI is not None:
+            payload.update(_downward_payload(pod, source.downwardAPI.items, mode))
+    return payload
+
+
+def set_volume_ownership(path: Path, gid: int, *, read_only: bool) -> None:
+    """The kubelet's ``SetVolumeOwnership``: group ``gid``, group rw (ro), setgid dirs."""
+    mask = 0o440 if read_only else 0o660
+    for dirpath, dirs, files in os.walk(path):
+        for name in [*dirs, *files, None]:
+            full = Path(dirpath) if name is None else Path(dirpath) / name
+            if full.is_symlink():
+                continue
+            os.chown(full, -1, gid)
+            mode = stat.S_IMODE(full.stat().st_mode) | mask
+            if full.is_dir():
+                mode |= stat.S_ISGID | 0o110
+            os.chmod(full, mode)
+
+
+# -- the manager ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    source: str
+    kind: str
+    read_only: bool = False
+    host_path: str = ""
+    """Where a Docker volume's data is on the node (for ``subPath``)."""
+
+
+class VolumeManager:
+    """Pod volumes under ``root`` (one directory per pod UID); a runtime ``VolumeProvider``."""
+
+    def __init__(self, *, root: Path, node_name: str, use_tmpfs: bool | None = None) -> None:
+        self.root = root
+        self.node_name = node_name
+        self.use_tmpfs = os.geteuid() == 0 if use_tmpfs is None else use_tmpfs
+        self._prepared: dict[str, dict[str, _Prepared]] = {}
+
+    def pod_dir(self, uid: str) -> Path:
+        return self.root / uid
+
+    def volume_dir(self, uid: str, plugin: str, name: str) -> Path:
+        return self.pod_dir(uid) / "volumes" / PLUGINS[plugin] / name
+
+    async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerClient) -> None:
+        assert pod.metadata is not None and pod.spec is not None
+        uid = pod.metadata.uid or ""
+        prepared: dict[str, _Prepared] = {}
+        for volume in pod.spec.volumes or []:
+            try:
+                prepared[volume.name] = await self._setup_one(pod, volume, context, docker)
+            except errors.VolumeError as e:
+                raise errors.VolumeError(
+                    failed_mount_message(volume.name, str(e)), volume=volume.name
+                ) from e
+            except OSError as e:
+                raise errors.VolumeError(
+                    failed_mount_message(volume.name, str(e)), volume=volume.name
+                ) from e
+        self._prepared[uid] = prepared
+
+    async def _setup_one(
+        self, pod: Pod, volume: Volume, context: PodContext, docker: DockerClient
+    ) -> _Prepared:
+        assert pod.metadata is not None and pod.spec is not None
+        uid = pod.metadata.uid or ""
+        ctx = pod.spec.securityContext
+        fs_group = ctx.fsGroup if ctx is not None else None
+        if volume.hostPath is not None:
+            await anyio.to_thread.run_sync(
+                check_host_path, volume.hostPath.path, volume.hostPath.type
+            )
+            return _Prepared(source=volume.hostPath.path, kind="bind")
+        if volume.persistentVolumeClaim is not None:
+            claim = volume.persistentVolumeClaim
+            namespace = pod.metadata.namespace or "default"
+            name = claim_volume_name(namespace=namespace, claim=claim.claimName)
+            info = await docker.create_volume(
+                name,
+                labels={
+                    naming.LABEL_NODE: self.node_name,
+                    LABEL_CLAIM: claim.claimName,
+                    LABEL_CLAIM_NAMESPACE: namespace,
+                },
+            )
+            return _Prepared(
+                source=name,
+                kind="volume",
+                read_only=bool(claim.readOnly),
+                host_path=str(info.get("Mountpoint", "")),
+            )
+        if volume.emptyDir is not None:
+            path = self.volume_dir(uid, "emptyDir", volume.name)
+            if not path.is_dir():
+                path.mkdir(mode=0o777, parents=True)
+                os.chmod(path, 0o777)
+            if volume.emptyDir.medium == "Memory":
+                size = volume.emptyDir.sizeLimit
+                await self._tmpfs(path, size=str(size) if size else None)
+            if fs_group is not None:
+                await anyio.to_thread.run_sync(
+                    lambda: set_volume_ownership(path, fs_group, read_only=False)
+                )
+            return _Prepared(source=str(path), kind="bind")
+        for plugin in ("configMap", "secret", "downwardAPI", "projected"):
+            if getattr(volume, plugin) is not None:
+                payload = volume_payload(pod, volume, context)
+                path = self.volume_dir(uid, plugin, volume.name)
+                if plugin in ("secret", "projected") and not path.exists():
+                    path.mkdir(mode=0o755, parents=True)
+                    await self._tmpfs(path, size=None)
+                await anyio.to_thread.run_sync(
+                    lambda: write_atomic(path, payload, gid=fs_group)  # noqa: B023
+                )
+                return _Prepared(source=str(path), kind="bind", read_only=True)
+        raise errors.VolumeError("volume type is not supported on this node", volume=volume.name)
+
+    async def _tmpfs(self, path: Path, *, size: str | None) -> None:
+        if not self.use_tmpfs or await anyio.to_thread.run_sync(os.path.ismount, path):
+            return
+        options = "mode=0777" if size is None else f"mode=0777,size={_bytes(size)}"
+        try:
+            await anyio.run_process(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)])
+        except (OSError, Exception) as e:
+            logger.warning("tmpfs for {} not mounted ({}); using a plain directory", path, e)
+
+    async def mounts_for(
+        self, pod: Pod, container: Container, *, environment: Mapping[str, str]
+    ) -> list[Mount]:
+        assert pod.metadata is not None
+        prepared = self._prepared.get(pod.metadata.uid or "", {})
+        mounts: list[Mount] = []
+        for vm in container.volumeMounts or []:
+            volume = prepared.get(vm.name)
+            if volume is None:
+                raise errors.ContainerConfigError(
+                    f"cannot find volume {vm.name!r} to mount into container {container.name!r}"
+                )
+            sub = vm.subPath or ""
+            if vm.subPathExpr:
+                sub = expand(vm.subPathExpr, environment)
+            source, kind = volume.source, volume.kind
+            if sub:
+                if kind == "volume":
+                    source, kind = volume.host_path, "bind"
+                source = await anyio.to_thread.run_sync(
+                    lambda: prepare_sub_path(source, sub, vm.name, container.name)  # noqa: B023
+                )
+            mounts.append(
+                Mount(
+                    target=vm.mountPath,
+                    source=source,
+                    kind=kind,
+                    read_only=bool(vm.readOnly) or volume.read_only,
+                    propagation=PROPAGATION.get(vm.mountPropagation, ""),
+                )
+            )
+        return mounts
+
+    async def teardown_pod(self, *, uid: str) -> None:
+        self._prepared.pop(uid, None)
+        pod_dir = self.pod_dir(uid)
+        if not pod_dir.exists():
+            return
+        volumes = pod_dir / "volumes"
+        if volumes.exists():
+            for plugin_dir in volumes.iterdir():
+                for vol in plugin_dir.iterdir():
+                    if await anyio.to_thread.run_sync(os.path.ismount, vol):
+                        await anyio.run_process(["umount", str(vol)], check=False)
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(pod_dir, ignore_errors=True))
+
+
+def prepare_sub_path(source: str, sub: str, volume: str, container: str) -> str:
+    """A ``subPath`` inside the volume: created as a directory when absent, never outside."""
+    base = os.path.realpath(source)
+    if os.path.isabs(sub) or ".." in Path(sub).parts:
+        raise errors.ContainerConfigError(
+            f"failed to prepare subPath for volumeMount {volume!r} of container {container!r}"
+        )
+    path = os.path.join(source, sub)
+    if not os.path.lexists(path):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    real = os.path.realpath(path)
+    if real != base and not real.startswith(base + os.sep):
+        raise errors.ContainerConfigError(
+            f"failed to prepare subPath for volumeMount {volume!r} of container {container!r}"
+        )
+    return real
+
+
+def _bytes(quantity: str) -> int:
+    return int(parse_quantity(quantity).value)
+
+
+__all__ = ["VolumeManager", "check_host_path", "claim_volume_name", "write_atomic"]

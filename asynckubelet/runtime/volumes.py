@@ -1,0 +1,74 @@
+"""The runtime's view of pod volumes: mounts as data, made ready by someone else.
+
+The kubelet's volume manager is node-level work (directories, tmpfs, atomic writers,
+Docker volumes), and arrows point from ``node`` to ``runtime``. So the runtime defines
+the small :class:`VolumeProvider` interface it calls, and the node hands it an
+implementation (:class:`asynckubelet.node.volumes.VolumeManager`). The runtime asks for
+three things: make the pod's volumes ready before a sync starts containers, give the
+mounts of one container, and remove the pod's volumes when the pod is removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lightkube.models.core_v1 import Container, Pod
+
+from asynckubelet.docker import DockerClient
+from asynckubelet.runtime.env import PodContext
+
+PROPAGATION = {
+    None: "",
+    "None": "",
+    "HostToContainer": "rslave",
+    "Bidirectional": "rshared",
+}
+"""``volumeMounts[].mountPropagation`` to Docker's bind propagation (``""``: Docker's default)."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One mount of a container, in terms Docker understands."""
+
+    target: str
+    source: str
+    """A host path (``bind``) or a Docker volume name (``volume``)."""
+    kind: str = "bind"
+    read_only: bool = False
+    propagation: str = ""
+
+    def to_docker(self) -> dict[str, Any]:
+        """The entry of ``HostConfig.Mounts``."""
+        mount: dict[str, Any] = {
+            "Type": self.kind,
+            "Source": self.source,
+            "Target": self.target,
+            "ReadOnly": self.read_only,
+        }
+        if self.kind == "bind" and self.propagation:
+            mount["BindOptions"] = {"Propagation": self.propagation}
+        return mount
+
+
+class VolumeProvider(Protocol):
+    """What the runtime needs from the node's volume manager."""
+
+    async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerClient) -> None:
+        """Make every volume of the pod ready (idempotent; refreshes ConfigMap/Secret files).
+
+        Raises :class:`~asynckubelet.errors.VolumeError` naming the volume that failed.
+        """
+
+    async def mounts_for(
+        self, pod: Pod, container: Container, *, environment: Mapping[str, str]
+    ) -> list[Mount]:
+        """The mounts of ``container`` (after :meth:`setup_pod`).
+
+        Raises :class:`~asynckubelet.errors.ContainerConfigError` when a ``subPath`` cannot
+        be prepared.
+        """
+
+    async def teardown_pod(self, *, uid: str) -> None:
+        """Remove everything made for the pod (named persistent volumes are kept)."""

@@ -1,0 +1,91 @@
+"""Running one manifest's pod to its end on real Docker, collecting output and events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from lightkube.models.core_v1 import Pod
+
+from asynckubelet.docker import DockerClient, LogLine
+from asynckubelet.manifests import load_manifests_text
+from asynckubelet.node.runner import PodOutcome, options_from_manifests, run_pods
+from asynckubelet.node.volumes import VolumeManager
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
+
+
+@dataclass
+class Run:
+    outcome: PodOutcome
+    lines: list[str] = field(default_factory=list)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def reasons(self) -> list[str]:
+        return [e[1] for e in self.events]
+
+    def messages(self, reason: str) -> list[str]:
+        return [e[2] for e in self.events if e[1] == reason]
+
+
+@dataclass
+class Events:
+    seen: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def __call__(
+        self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
+    ) -> None:
+        self.seen.append((type, reason, message))
+
+
+def make_manager(
+    docker: DockerClient, node: str, root: Path, events: Events | None = None
+) -> RuntimeManager:
+    return RuntimeManager(
+        RuntimeConfig(node_name=node, pause_image=PAUSE_IMAGE),
+        docker=docker,
+        events=events,
+        volumes=VolumeManager(root=root, node_name=node),
+    )
+
+
+async def run_manifest(
+    docker: DockerClient,
+    text: str,
+    *,
+    node: str,
+    root: Path,
+    timeout: float = 60,
+    stop_after: float | None = None,
+    pod_security: str = "baseline",
+) -> Run:
+    """Run the manifest's pod until it ends (or ``stop_after`` seconds); it is then removed."""
+    manifests = load_manifests_text(
+        text.replace("BUSYBOX", BUSYBOX_IMAGE),
+        node_name=node,
+        pod_security=pod_security,  # type: ignore[arg-type]
+    )
+    events = Events()
+    lines: list[str] = []
+    options = options_from_manifests(manifests, node_name=node, grace_period=2)
+    stop = anyio.Event()
+
+    def on_log(pod: Pod, container: str, line: LogLine) -> None:
+        lines.append(f"{container}: {line.text}")
+
+    async with make_manager(docker, node, root, events) as rm:
+        with anyio.fail_after(timeout):
+            async with anyio.create_task_group() as tg:
+                if stop_after is not None:
+
+                    async def later() -> None:
+                        await anyio.sleep(stop_after)
+                        stop.set()
+
+                    tg.start_soon(later)
+                outcomes = await run_pods(
+                    rm, manifests.pods, stop=stop, on_log=on_log, options=options
+                )
+                tg.cancel_scope.cancel()
+    return Run(outcome=outcomes[0], lines=lines, events=events.seen)
