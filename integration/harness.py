@@ -122,9 +122,22 @@ def test_images(docker_engine: Engine) -> dict[str, str]:
 
 
 @pytest.fixture
-def node_name() -> str:
-    """A node name unique to this test: the ownership label of everything it makes."""
-    return f"akltest-{uuid.uuid4().hex[:10]}"
+def node_name(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A node name unique to this test: the ownership label of everything it makes.
+
+    When the test uses the engine, every container labelled with it is removed afterwards,
+    whether the test passed or not (sync tests included, which cannot use ``docker``).
+    """
+    name = f"akltest-{uuid.uuid4().hex[:10]}"
+    yield name
+    if "docker_engine" in request.fixturenames:
+        engine: Engine = request.getfixturevalue("docker_engine")
+
+        async def cleanup() -> None:
+            async with DockerClient(url=engine.url) as client:
+                await remove_owned(client, name)
+
+        anyio.run(cleanup)
 
 
 async def remove_owned(client: DockerClient, node: str) -> list[str]:
