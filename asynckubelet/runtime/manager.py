@@ -529,12 +529,14 @@ class _Sync:
         sandbox_id: str | None = None
         try:
             image = await self.rm.pause_image()
-            if not await self.rm.docker.image_exists(image):
-                await self.rm.images.pull(image)
             name, config = ctr.sandbox_config(
                 self.pod, node=self.rm.node, attempt=attempt, image=image, network_mode=mode
             )
-            sandbox_id = await self.rm.docker.create_container(config, name=name)
+            try:
+                sandbox_id = await self.rm.docker.create_container(config, name=name)
+            except errors.ImageNotFound:
+                await self.rm.images.pull(image)
+                sandbox_id = await self.rm.docker.create_container(config, name=name)
             await self.rm.docker.start_container(sandbox_id)
             ips: tuple[str, ...] = ()
             if not host_network:
