@@ -22,6 +22,7 @@ from asynckubelet.errors import (
     SandboxError,
     ServerBusy,
 )
+from asynckubelet.node.kubelet import Kubelet, KubeletConfig
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,8 @@ __all__ = [
     "ImageNotFound",
     "ImagePullError",
     "InvalidImageName",
+    "Kubelet",
+    "KubeletConfig",
     "ManifestError",
     "NetworkError",
     "NotFound",

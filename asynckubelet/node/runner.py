@@ -23,6 +23,7 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.docker import LogLine
 from asynckubelet.manifests import Manifests
+from asynckubelet.node.prober import Prober
 from asynckubelet.node.status import generate
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
@@ -130,9 +131,19 @@ class PodWorker:
         on_log: LogSink | None = None,
         on_status: StatusSink | None = None,
         options: RunOptions | None = None,
+        own_events: bool = True,
+        exit_on_terminal: bool = True,
+        resync_interval: float = RESYNC_INTERVAL,
     ) -> None:
         self.rm = rm
         self.pod = pod
+        self.own_events = own_events
+        """Watch Docker's events for this pod itself (False: a PLEG calls :meth:`poke`)."""
+        self.exit_on_terminal = exit_on_terminal
+        """Return once the phase is terminal (False: stay, idle, until stopped)."""
+        self.resync_interval = resync_interval
+        self.leave_running = False
+        """When stopped, leave the pod's containers as they are (for a later adoption)."""
         self.name, self.namespace, self.uid = ctr.pod_identity(pod)
         self.on_log = on_log
         self.on_status = on_status
@@ -142,12 +153,25 @@ class PodWorker:
         self.wake = anyio.Event()
         self.followed: set[str] = set()
         self.outcome = PodOutcome(pod=pod)
+        self.prober = Prober(docker=rm.docker, events=rm.events, on_change=self.poke)
+
+    def poke(self) -> None:
+        """Something about the pod changed: look again now."""
+        self.wake.set()
+
+    def update(self, pod: Pod) -> None:
+        """A new desired state for the same pod (UID); the next iteration syncs to it."""
+        self.pod = pod
+        self.outcome.pod = pod
+        self.wake.set()
 
     async def run(self, stop: anyio.Event) -> PodOutcome:
         async with anyio.create_task_group() as logs:
             try:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._watch_events, name=f"pleg {self.namespace}/{self.name}")
+                    await tg.start(self.prober.run, name=f"prober {self.namespace}/{self.name}")
+                    if self.own_events:
+                        tg.start_soon(self._watch_events, name=f"pleg {self.namespace}/{self.name}")
                     try:
                         await self._loop(stop, logs)
                     finally:
@@ -160,17 +184,20 @@ class PodWorker:
     async def _loop(self, stop: anyio.Event, logs: anyio.abc.TaskGroup) -> None:
         result = PodSyncResult()
         previous: PodStatus | None = None
-        context = self.options.contexts.get(self.uid) or PodContext(node_name=self.rm.node)
-        pull_secrets = self.options.pull_secrets.get(self.uid, [])
         while not stop.is_set():
             self.wake = anyio.Event()
+            context = self.options.contexts.get(self.uid) or PodContext(node_name=self.rm.node)
+            pull_secrets = self.options.pull_secrets.get(self.uid, [])
             runtime = await self.rm.get_pod_status(
                 uid=self.uid, name=self.name, namespace=self.namespace
             )
             self._follow_new(runtime, logs)
+            self.prober.update(self.pod, runtime)
             status = generate(
                 self.pod,
                 runtime,
+                readiness=self.prober.readiness(),
+                started=self.prober.started(),
                 waiting_reasons=result.waiting_reasons(),
                 previous=previous,
                 now=datetime.now(UTC),
@@ -181,7 +208,10 @@ class PodWorker:
             if self.on_status is not None:
                 self.on_status(self.pod, status)
             if status.phase in TERMINAL_PHASES:
-                return
+                if self.exit_on_terminal:
+                    return
+                await self._idle(stop)
+                continue
             result = await self.rm.sync_pod(
                 self.pod,
                 runtime,
@@ -189,9 +219,11 @@ class PodWorker:
                 pull_secrets=pull_secrets,
                 backoff=self.backoff,
                 image_backoff=self.image_backoff,
+                liveness=self.prober.liveness,
+                startup=self.prober.startup,
             )
             await self.rm.garbage_collect(runtime)
-            with anyio.move_on_after(RESYNC_INTERVAL):
+            with anyio.move_on_after(self.resync_interval):
                 async with anyio.create_task_group() as waiters:
 
                     async def until(event: anyio.Event) -> None:
@@ -201,6 +233,18 @@ class PodWorker:
                     waiters.start_soon(until, self.wake)
                     waiters.start_soon(until, stop)
         self.outcome.stopped = True
+
+    async def _idle(self, stop: anyio.Event) -> None:
+        """A terminal pod is not synced; wait for a change, a stop or the next resync."""
+        with anyio.move_on_after(self.resync_interval):
+            async with anyio.create_task_group() as waiters:
+
+                async def until(event: anyio.Event) -> None:
+                    await event.wait()
+                    waiters.cancel_scope.cancel()
+
+                waiters.start_soon(until, self.wake)
+                waiters.start_soon(until, stop)
 
     def _follow_new(self, runtime: PodRuntimeStatus, tg: anyio.abc.TaskGroup) -> None:
         if self.on_log is None:
@@ -246,6 +290,8 @@ class PodWorker:
 
     async def _finish(self, stop: anyio.Event) -> None:
         """Stop the pod if it is still running, then remove it unless asked to keep it."""
+        if self.leave_running:
+            return
         try:
             runtime = await self.rm.get_pod_status(
                 uid=self.uid, name=self.name, namespace=self.namespace

@@ -1,0 +1,189 @@
+"""Reading pods from Docker and the state dir: for the node itself and for other processes.
+
+``asynckubelet get``, ``describe``, ``logs`` and ``exec`` must work whether a daemon runs
+or not. State lives in Docker (labels) and in the state dir (the manifest directory, the
+status files the daemon writes, the events file), so any process can rebuild a pod's view:
+the spec from the daemon's status file or the manifest directory, the containers from
+Docker, the status through the same pure :func:`~asynckubelet.node.status.generate`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from lightkube.models.core_v1 import Container, Pod, PodSpec
+from lightkube.models.meta_v1 import ObjectMeta
+
+from asynckubelet import errors
+from asynckubelet.manifests import Level, load_manifests
+from asynckubelet.node import sources, status_manager
+from asynckubelet.node.status import generate
+from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime.manager import RuntimeManager
+from asynckubelet.runtime.types import ContainerStatus
+
+PID_FILE = "serve.pid"
+DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
+
+
+@dataclass(frozen=True)
+class StateDir:
+    """Where a node keeps its files."""
+
+    root: Path
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events.jsonl"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.root / PID_FILE
+
+
+def default_state_dir() -> Path:
+    """``/var/lib/asynckubelet`` for root, else ``$XDG_STATE_HOME/asynckubelet``."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/asynckubelet")
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "asynckubelet"
+
+
+def daemon_pid(state: Path) -> int | None:
+    """The pid of the ``serve`` daemon using ``state``, when one runs."""
+    try:
+        pid = int((state / PID_FILE).read_text().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid
+
+
+def manifest_pods(directory: Path, *, node_name: str, pod_security: Level) -> dict[str, Pod]:
+    """uid -> pod of every loadable manifest in ``directory`` (broken files skipped)."""
+    found: dict[str, Pod] = {}
+    if not directory.is_dir():
+        return found
+    for path in sorted(directory.iterdir()):
+        if not sources.is_manifest(path):
+            continue
+        try:
+            manifests = load_manifests(path, pod_security=pod_security, node_name=node_name)
+        except (errors.ManifestError, OSError):
+            continue
+        for pod in manifests.pods:
+            found[ctr.pod_identity(pod)[2]] = pod
+    return found
+
+
+def synthetic_pod(
+    *, name: str, namespace: str, uid: str, runtime_containers: list[ContainerStatus]
+) -> Pod:
+    """A pod spec rebuilt from Docker alone, for pods whose manifest is nowhere to be found."""
+    names: dict[str, str] = {}
+    for c in sorted(runtime_containers, key=lambda c: c.created_at):
+        names.setdefault(c.name, c.image)
+    return Pod(
+        apiVersion="v1",
+        kind="Pod",
+        metadata=ObjectMeta(name=name, namespace=namespace, uid=uid),
+        spec=PodSpec(containers=[Container(name=n, image=i) for n, i in names.items()]),
+    )
+
+
+async def read_pods(
+    rm: RuntimeManager, *, state: Path, pod_security: Level = "privileged"
+) -> list[Pod]:
+    """Every pod of the node, with status, as the daemon sees it (or would, were it running)."""
+    files = status_manager.read_status_files(state)
+    alive = daemon_pid(state) is not None
+    specs = manifest_pods(StateDir(state).manifests, node_name=rm.node, pod_security=pod_security)
+    on_docker = await rm.list_pod_uids()
+    pods: list[Pod] = []
+    now = datetime.now(UTC)
+    for uid in sorted(set(files) | set(specs) | set(on_docker)):
+        saved = files.get(uid)
+        if alive and saved is not None:
+            pods.append(saved)
+            continue
+        if uid not in on_docker and uid not in specs:
+            continue
+        if saved is not None:
+            pod = saved
+        elif uid in specs:
+            pod = specs[uid]
+        else:
+            ns, name = on_docker[uid]
+            pod = synthetic_pod(name=name, namespace=ns, uid=uid, runtime_containers=[])
+        name, ns, _ = ctr.pod_identity(pod)
+        runtime = await rm.get_pod_status(uid=uid, name=name, namespace=ns)
+        if uid not in specs and saved is None:
+            pod = synthetic_pod(
+                name=name, namespace=ns, uid=uid, runtime_containers=list(runtime.containers)
+            )
+        previous = saved.status if saved is not None else None
+        pod.status = generate(pod, runtime, now=now, previous=previous)
+        pods.append(pod)
+    return pods
+
+
+def find_pod(pods: list[Pod], *, namespace: str, name: str) -> Pod:
+    for pod in pods:
+        pname, pns, _ = ctr.pod_identity(pod)
+        if (pns, pname) == (namespace, name):
+            return pod
+    raise errors.NotFound(f'pods "{name}" not found')
+
+
+def default_container(pod: Pod, container: str | None) -> tuple[str, str]:
+    """The container a command acts on, and a notice when it was chosen for the user.
+
+    As kubectl: the ``kubectl.kubernetes.io/default-container`` annotation, else the first
+    container; a name that is not in the pod is an error naming the valid ones.
+    """
+    name, _, _ = ctr.pod_identity(pod)
+    spec = pod.spec or PodSpec(containers=[])
+    names = [c.name for c in spec.containers]
+    inits = [c.name for c in spec.initContainers or []]
+    if container:
+        if container not in names and container not in inits:
+            choices = ", ".join(names + inits)
+            raise errors.NotFound(
+                f"container {container} is not valid for pod {name}; choose one of: [{choices}]"
+            )
+        return container, ""
+    annotations = (pod.metadata.annotations if pod.metadata else None) or {}
+    chosen = annotations.get(DEFAULT_CONTAINER_ANNOTATION) or (names[0] if names else "")
+    if not chosen:
+        raise errors.NotFound(f"pod {name} has no containers")
+    notice = ""
+    if len(names) > 1 and DEFAULT_CONTAINER_ANNOTATION not in annotations:
+        notice = f'Defaulted container "{chosen}" out of: {", ".join(names + inits)}'
+    return chosen, notice
+
+
+async def container_instance(
+    rm: RuntimeManager, pod: Pod, *, container: str, previous: bool = False
+) -> ContainerStatus:
+    """The current (or, with ``previous``, the last dead) instance of a pod's container."""
+    name, ns, uid = ctr.pod_identity(pod)
+    runtime = await rm.get_pod_status(uid=uid, name=name, namespace=ns)
+    instances = [c for c in runtime.containers if c.name == container]
+    if previous:
+        if len(instances) < 2:
+            raise errors.NotFound(
+                f'previous terminated container "{container}" in pod "{name}" not found'
+            )
+        return instances[1]
+    if not instances:
+        raise errors.NotFound(
+            f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+        )
+    return instances[0]

@@ -1,0 +1,226 @@
+"""The event recorder: Kubernetes-style events about pods, counted, kept and written down.
+
+``kubectl describe`` ends with the pod's events (``Pulling``, ``Created``, ``BackOff``...),
+and users read them first when a pod misbehaves. The kubelet's recorder aggregates repeats
+of the same event into one with a ``count`` and first/last timestamps; this one does the
+same, keeps a bounded history in memory for the library (``Kubelet.events()``), and appends
+every change to a bounded JSON-lines file in the state dir, so that ``describe`` in another
+process (or after a restart) shows the same events.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from lightkube.models.core_v1 import Pod
+from loguru import logger
+
+from asynckubelet.runtime import containers as ctr
+
+EVENTS_FILE = "events.jsonl"
+MAX_EVENTS = 1000
+"""Distinct events kept in memory and, once the file is compacted, on disk."""
+
+
+@dataclass(frozen=True)
+class PodEvent:
+    """One (aggregated) event about a pod, as ``kubectl describe`` shows it."""
+
+    namespace: str
+    pod: str
+    uid: str
+    type: str
+    """``Normal`` or ``Warning``."""
+    reason: str
+    message: str
+    first_timestamp: datetime
+    last_timestamp: datetime
+    count: int = 1
+    container: str | None = None
+    source: str = "kubelet"
+
+    @property
+    def field_path(self) -> str:
+        """The ``involvedObject.fieldPath`` of the event (``spec.containers{name}``)."""
+        return f"spec.containers{{{self.container}}}" if self.container else ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.uid, self.type, self.reason, self.message, self.container or "")
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["first_timestamp"] = self.first_timestamp.isoformat()
+        data["last_timestamp"] = self.last_timestamp.isoformat()
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> PodEvent:
+        return cls(
+            namespace=str(data["namespace"]),
+            pod=str(data["pod"]),
+            uid=str(data["uid"]),
+            type=str(data["type"]),
+            reason=str(data["reason"]),
+            message=str(data["message"]),
+            first_timestamp=datetime.fromisoformat(str(data["first_timestamp"])),
+            last_timestamp=datetime.fromisoformat(str(data["last_timestamp"])),
+            count=int(str(data.get("count", 1))),
+            container=str(data["container"]) if data.get("container") else None,
+            source=str(data.get("source") or "kubelet"),
+        )
+
+
+EventSink = Callable[[PodEvent], None]
+
+
+class EventRecorder:
+    """Callable as the runtime's ``events=``: ``recorder(pod, type=, reason=, message=)``."""
+
+    def __init__(
+        self,
+        *,
+        path: Path | None = None,
+        node_name: str = "",
+        max_events: int = MAX_EVENTS,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.path = path
+        self.node_name = node_name
+        self.max_events = max_events
+        self._clock = clock
+        self._events: OrderedDict[tuple[str, str, str, str, str], PodEvent] = OrderedDict()
+        self._sinks: list[EventSink] = []
+        self._lines_written = _count_lines(path) if path is not None else 0
+
+    def __call__(
+        self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
+    ) -> None:
+        name, namespace, uid = ctr.pod_identity(pod)
+        now = self._clock()
+        event = PodEvent(
+            namespace=namespace,
+            pod=name,
+            uid=uid,
+            type=type,
+            reason=reason,
+            message=message,
+            container=container,
+            first_timestamp=now,
+            last_timestamp=now,
+            source=f"kubelet, {self.node_name}" if self.node_name else "kubelet",
+        )
+        old = self._events.pop(event.key, None)
+        if old is not None:
+            event = replace(old, count=old.count + 1, last_timestamp=now)
+        self._events[event.key] = event
+        while len(self._events) > self.max_events:
+            self._events.popitem(last=False)
+        logger.bind(pod=f"{namespace}/{name}", container=container).info(
+            "{} {}: {}", type, reason, message
+        )
+        self._append(event)
+        for sink in list(self._sinks):
+            sink(event)
+
+    def subscribe(self, sink: EventSink) -> Callable[[], None]:
+        """Call ``sink`` with every new or repeated event; returns the unsubscribe function."""
+        self._sinks.append(sink)
+        return lambda: self._sinks.remove(sink) if sink in self._sinks else None
+
+    def list(self, *, uid: str | None = None) -> list[PodEvent]:
+        """Events in the order they last happened, those of one pod when ``uid`` is given."""
+        found = [e for e in self._events.values() if uid is None or e.uid == uid]
+        return sorted(found, key=lambda e: e.last_timestamp)
+
+    def forget(self, uid: str) -> None:
+        for key in [k for k in self._events if k[0] == uid]:
+            del self._events[key]
+
+    def _append(self, event: PodEvent) -> None:
+        if self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(event.to_json()) + "\n")
+            self._lines_written += 1
+            if self._lines_written > 2 * self.max_events:
+                self._compact()
+        except OSError as e:
+            logger.warning("cannot write events to {}: {}", self.path, e)
+
+    def _compact(self) -> None:
+        assert self.path is not None
+        latest = read_events(self.path)[-self.max_events :]
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text("".join(json.dumps(e.to_json()) + "\n" for e in latest), encoding="utf-8")
+        tmp.replace(self.path)
+        self._lines_written = len(latest)
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
+def read_events(path: Path, *, uid: str | None = None) -> list[PodEvent]:
+    """The events in a recorder's file, latest record of each, oldest first.
+
+    Lines that do not parse (a write cut short by a crash) are skipped.
+    """
+    latest: dict[tuple[str, str, str, str, str], PodEvent] = {}
+    try:
+        with path.open(encoding="utf-8") as f:
+            lines: Iterable[str] = list(f)
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            event = PodEvent.from_json(json.loads(line))
+        except (ValueError, KeyError, TypeError):
+            continue
+        if uid is None or event.uid == uid:
+            latest.pop(event.key, None)
+            latest[event.key] = event
+    return sorted(latest.values(), key=lambda e: e.last_timestamp)
+
+
+def age(since: datetime, *, now: datetime) -> str:
+    """kubectl's ``HumanDuration``: ``5s``, ``3m20s``, ``2d3h``."""
+    seconds = max(0, math.floor((now - since).total_seconds()))
+    if seconds < 60 * 2:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        rest = seconds % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 60 * 3:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if days < 365 * 8:
+        rest = days % 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{years}y"

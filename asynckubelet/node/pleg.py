@@ -1,0 +1,102 @@
+"""The pod lifecycle event generator: which pod changed on Docker, told at once.
+
+The kubelet's PLEG relists the runtime every second and compares; Docker also pushes
+events, so here the event stream wakes the right pod worker as soon as one of its
+containers starts, dies, is OOM-killed or removed, and a periodic relist catches what the
+stream missed (events lost while dockerd restarted, or before the stream connected). The
+stream reconnects with exponential backoff; neither an engine restart nor a lost
+connection stops the node.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import anyio
+import anyio.abc
+from loguru import logger
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.runtime import naming
+
+WAKING_ACTIONS = frozenset({"create", "start", "die", "oom", "destroy", "kill", "stop"})
+RELIST_PERIOD = 5.0
+
+
+class PLEG:
+    """Calls ``wake(uid)`` for every pod whose containers changed on Docker."""
+
+    def __init__(
+        self,
+        docker: DockerClient,
+        *,
+        node_name: str,
+        wake: Callable[[str], None],
+        relist_period: float = RELIST_PERIOD,
+        on_relist: Callable[[float], None] | None = None,
+    ) -> None:
+        self.docker = docker
+        self.node_name = node_name
+        self.wake = wake
+        self.relist_period = relist_period
+        self.on_relist = on_relist
+        self._seen: dict[str, tuple[str, str]] = {}
+        self.connected = False
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch, name="pleg events")
+            tg.start_soon(self._relist_loop, name="pleg relist")
+            task_status.started()
+
+    async def _watch(self) -> None:
+        filters = {"type": ["container"], "label": [f"{naming.LABEL_NODE}={self.node_name}"]}
+        delay = 0.1
+        while True:
+            try:
+                async for event in self.docker.events(filters=filters):
+                    self.connected = True
+                    delay = 0.1
+                    action = event.get("Action", "").split(":")[0]
+                    if action not in WAKING_ACTIONS:
+                        continue
+                    attributes = (event.get("Actor") or {}).get("Attributes") or {}
+                    uid = attributes.get(naming.LABEL_POD_UID)
+                    if uid:
+                        self.wake(uid)
+            except errors.DockerError as e:
+                logger.debug("docker event stream lost ({}); reconnecting in {:.1f}s", e, delay)
+            self.connected = False
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            await self.relist()
+
+    async def _relist_loop(self) -> None:
+        while True:
+            await self.relist()
+            await anyio.sleep(self.relist_period)
+
+    async def relist(self) -> None:
+        """List this node's containers, and wake each pod whose containers changed."""
+        started = time.monotonic()
+        try:
+            rows = await self.docker.list_containers(labels={naming.LABEL_NODE: self.node_name})
+        except errors.DockerError as e:
+            logger.warning("relist failed: {}", e)
+            return
+        now: dict[str, tuple[str, str]] = {}
+        for row in rows:
+            uid = (row.get("Labels") or {}).get(naming.LABEL_POD_UID, "")
+            now[row["Id"]] = (uid, str(row.get("State", "")))
+        changed = {uid for cid, (uid, state) in now.items() if self._seen.get(cid) != (uid, state)}
+        changed |= {uid for cid, (uid, _) in self._seen.items() if cid not in now}
+        self._seen = now
+        for uid in changed:
+            if uid:
+                self.wake(uid)
+        if self.on_relist is not None:
+            self.on_relist(time.monotonic() - started)

@@ -1,0 +1,145 @@
+"""The status manager: the latest ``PodStatus`` of every pod, versioned, with watchers.
+
+Pod workers produce statuses; readers (the library's ``get``/``wait``/``watch``, the HTTP
+``/pods`` endpoint, ``asynckubelet get`` in another process) consume them. A version
+number that grows on every change lets a watcher know it missed nothing. With a state
+dir, every change is also written (atomically) as the full v1 Pod with its status to
+``<state>/pods/<uid>.json``, so that commands run in another process see what the daemon
+sees, waiting reasons such as ``CrashLoopBackOff`` included.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+import anyio
+from lightkube.models.core_v1 import Pod, PodStatus
+from loguru import logger
+
+from asynckubelet.runtime import containers as ctr
+
+PODS_DIR = "pods"
+
+
+@dataclass(frozen=True)
+class PodRecord:
+    """A pod as the node last saw it: its spec and metadata, its status, and a version."""
+
+    pod: Pod
+    status: PodStatus
+    version: int
+
+    @property
+    def uid(self) -> str:
+        return ctr.pod_identity(self.pod)[2]
+
+    def api_object(self) -> Pod:
+        """The full v1 Pod: the desired pod with ``status`` set (a copy)."""
+        pod = copy.deepcopy(self.pod)
+        pod.status = copy.deepcopy(self.status)
+        if pod.apiVersion is None:
+            pod.apiVersion = "v1"
+        if pod.kind is None:
+            pod.kind = "Pod"
+        return pod
+
+
+Watcher = Callable[[PodRecord | None, str], None]
+"""Called with the new record (or None when the pod is gone) and the pod's uid."""
+
+
+class StatusManager:
+    """Holds one :class:`PodRecord` per pod uid."""
+
+    def __init__(self, *, state_dir: Path | None = None) -> None:
+        self._records: dict[str, PodRecord] = {}
+        self._version = 0
+        self._watchers: list[Watcher] = []
+        self._changed = anyio.Event()
+        self._dir = state_dir / PODS_DIR if state_dir is not None else None
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def get(self, uid: str) -> PodRecord | None:
+        return self._records.get(uid)
+
+    def find(self, namespace: str, name: str) -> PodRecord | None:
+        for record in self._records.values():
+            pname, pns, _ = ctr.pod_identity(record.pod)
+            if (pns, pname) == (namespace, name):
+                return record
+        return None
+
+    def list(self) -> list[PodRecord]:
+        return sorted(self._records.values(), key=lambda r: ctr.pod_identity(r.pod)[1::-1])
+
+    def set(self, pod: Pod, status: PodStatus) -> PodRecord:
+        """Record ``status`` as the pod's latest; a change bumps the version and notifies."""
+        uid = ctr.pod_identity(pod)[2]
+        old = self._records.get(uid)
+        if old is not None and old.status == status and old.pod == pod:
+            return old
+        self._version += 1
+        record = PodRecord(pod=pod, status=status, version=self._version)
+        self._records[uid] = record
+        self._write(record)
+        self._notify(record, uid)
+        return record
+
+    def remove(self, uid: str) -> None:
+        if self._records.pop(uid, None) is None:
+            return
+        self._version += 1
+        if self._dir is not None:
+            (self._dir / f"{uid}.json").unlink(missing_ok=True)
+        self._notify(None, uid)
+
+    def subscribe(self, watcher: Watcher) -> Callable[[], None]:
+        self._watchers.append(watcher)
+        return lambda: self._watchers.remove(watcher) if watcher in self._watchers else None
+
+    async def changed(self) -> None:
+        """Wait until the next change of any pod."""
+        await self._changed.wait()
+
+    def _notify(self, record: PodRecord | None, uid: str) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+        for watcher in list(self._watchers):
+            watcher(record, uid)
+
+    def _write(self, record: PodRecord) -> None:
+        if self._dir is None:
+            return
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+            target = self._dir / f"{record.uid}.json"
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(record.api_object().to_dict()), encoding="utf-8")
+            tmp.replace(target)
+        except OSError as e:
+            logger.warning("cannot write the status of pod {}: {}", record.uid, e)
+
+
+def read_status_files(state_dir: Path) -> dict[str, Pod]:
+    """uid -> the v1 Pod (with status) that a daemon last wrote for it."""
+    found: dict[str, Pod] = {}
+    directory = state_dir / PODS_DIR
+    if not directory.is_dir():
+        return found
+    for path in directory.glob("*.json"):
+        try:
+            pod = cast(Pod, Pod.from_dict(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            logger.debug("skipping unreadable status file {}: {}", path, e)
+            continue
+        found[path.stem] = pod
+    return found

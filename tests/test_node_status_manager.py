@@ -1,0 +1,94 @@
+"""The status manager: versions, watchers and the status files other processes read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import pytest
+from lightkube.models.core_v1 import Container, Pod, PodSpec, PodStatus
+from lightkube.models.meta_v1 import ObjectMeta
+
+from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
+
+
+def pod(uid: str = "u1", name: str = "web") -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name=name, namespace="default", uid=uid),
+        spec=PodSpec(containers=[Container(name="a", image="busybox")]),
+    )
+
+
+def test_a_changed_status_bumps_the_version() -> None:
+    manager = StatusManager()
+    first = manager.set(pod(), PodStatus(phase="Pending"))
+    second = manager.set(pod(), PodStatus(phase="Running"))
+    assert second.version == first.version + 1
+
+
+def test_an_unchanged_status_keeps_the_version_and_notifies_nobody() -> None:
+    manager = StatusManager()
+    manager.set(pod(), PodStatus(phase="Running"))
+    calls: list[str] = []
+    manager.subscribe(lambda record, uid: calls.append(uid))
+    manager.set(pod(), PodStatus(phase="Running"))
+    assert calls == []
+
+
+def test_watchers_see_changes_and_removals() -> None:
+    manager = StatusManager()
+    seen: list[tuple[str | None, str]] = []
+
+    def watcher(record: PodRecord | None, uid: str) -> None:
+        seen.append((record.status.phase if record else None, uid))
+
+    manager.subscribe(watcher)
+    manager.set(pod(), PodStatus(phase="Running"))
+    manager.remove("u1")
+    assert seen == [("Running", "u1"), (None, "u1")]
+
+
+def test_find_looks_pods_up_by_namespace_and_name() -> None:
+    manager = StatusManager()
+    manager.set(pod(uid="u2", name="db"), PodStatus(phase="Running"))
+    record = manager.find("default", "db")
+    assert record is not None and record.uid == "u2"
+
+
+def test_the_api_object_is_a_full_v1_pod_with_status() -> None:
+    manager = StatusManager()
+    record = manager.set(pod(), PodStatus(phase="Running"))
+    obj = record.api_object()
+    assert (obj.apiVersion, obj.kind, obj.status.phase if obj.status else None) == (
+        "v1",
+        "Pod",
+        "Running",
+    )
+
+
+def test_status_files_round_trip_and_vanish_with_the_pod(tmp_path: Path) -> None:
+    manager = StatusManager(state_dir=tmp_path)
+    manager.set(pod(), PodStatus(phase="Running"))
+    files = read_status_files(tmp_path)
+    assert files["u1"].status is not None and files["u1"].status.phase == "Running"
+    manager.remove("u1")
+    assert read_status_files(tmp_path) == {}
+
+
+@pytest.mark.anyio
+async def test_changed_wakes_a_waiter_on_the_next_change() -> None:
+    manager = StatusManager()
+    woke = anyio.Event()
+
+    async def waiter(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        changed = manager.changed()
+        task_status.started()
+        await changed
+        woke.set()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(waiter)
+        manager.set(pod(), PodStatus(phase="Running"))
+        with anyio.fail_after(5):
+            await woke.wait()
