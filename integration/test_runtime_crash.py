@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import anyio
+import pytest
 from lightkube.models.core_v1 import PodStatus
 
 from asynckubelet.docker import DockerClient
@@ -113,3 +114,23 @@ def test_a_pod_converges_after_its_syncing_process_is_killed_at_random_points(
     for _ in range(TRIALS):
         _kill_worker_at_random(manifest, node_name, rng)
         anyio.run(converge_and_check)
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_sync_leaves_no_half_made_container_or_sandbox(
+    docker: DockerClient, node_name: str
+) -> None:
+    pod = pod_from(MANIFEST, node=node_name)
+    rng = random.Random(int.from_bytes(os.urandom(4), "big"))
+    async with manager(docker, node_name) as rm:
+        for _ in range(TRIALS):
+            await rm.kill_pod(pod, grace_period=0)
+            with anyio.move_on_after(rng.uniform(0.0, 0.8)):
+                while True:
+                    await rm.sync_pod(pod)
+                    await anyio.sleep(0.01)
+            rows = await docker.list_containers(labels={"io.asynckubelet.node": node_name})
+            states = Counter(str(r.get("State")) for r in rows)
+            assert states["created"] == 0, rows
+        driver = Driver(rm, pod)
+        await driver.until(_converged, timeout=60)

@@ -26,7 +26,7 @@ from lightkube.models.core_v1 import Container, Pod
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import ContainerInspect, DockerClient
+from asynckubelet.docker import ContainerConfig, ContainerInspect, DockerClient
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PodNetworkRequest, PortMapping
 from asynckubelet.runtime import backoff as backoff_mod
@@ -579,7 +579,10 @@ class _Sync:
         except BaseException:
             if sandbox_id is not None:
                 with anyio.CancelScope(shield=True):
-                    await self.rm.docker.remove_container(sandbox_id, force=True)
+                    try:
+                        await self.rm.network.teardown_pod(sandbox_id=sandbox_id)
+                    finally:
+                        await self.rm.docker.remove_container(sandbox_id, force=True)
             raise
 
     # -- images ---------------------------------------------------------------------------
@@ -643,8 +646,18 @@ class _Sync:
             environment=environment,
             extra_host=resources,
         )
+        # Created and started as one step: a cancelled caller never leaves a container
+        # that was made but not started.
+        with anyio.CancelScope(shield=True):
+            cid = await self._create_and_start(container, name, config, step)
+        if cid is None:
+            return False
+        return True
+
+    async def _create_and_start(
+        self, container: Container, name: str, config: ContainerConfig, step: SyncResult
+    ) -> str | None:
         docker = self.rm.docker
-        cid: str | None = None
         try:
             try:
                 cid = await docker.create_container(config, name=name)
@@ -654,16 +667,16 @@ class _Sync:
         except errors.DockerError as e:
             step.fail(SyncError.CREATE_CONTAINER, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)
-            return False
+            return None
         self.event("Normal", "Created", f"Created container {container.name}", container.name)
         try:
             await docker.start_container(cid)
         except errors.DockerError as e:
             step.fail(SyncError.RUN_CONTAINER, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)
-            return False
+            return None
         self.event("Normal", "Started", f"Started container {container.name}", container.name)
-        return True
+        return cid
 
     async def _remove_stale(self, name: str) -> None:
         """A container of this name exists from a sync that died before starting it."""
