@@ -41,6 +41,10 @@ class PodNetwork:
 class NetworkPlugin(Protocol):
     name: str
 
+    async def start(self) -> None:
+        """Make the node network ready and release what dead sandboxes left behind."""
+        ...
+
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         """Docker ``NetworkMode`` of the pause container."""
         ...
@@ -67,6 +71,9 @@ class LoopbackPlugin:
     """
 
     name = "loopback"
+
+    async def start(self) -> None:
+        return None
 
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         return "host" if host_network else "none"

@@ -1,0 +1,413 @@
+"""The ``bridge`` backend: pod networking done by us, over netlink, on a local daemon.
+
+The kubelet's ``kubenet`` in a few hundred lines: one Linux bridge for the node with the
+gateway address of the pod CIDR, and per pod a veth pair whose host end (named after the
+sandbox id, so the name is our ownership mark) is a bridge port in hairpin mode and whose
+other end is moved into the sandbox's network namespace as ``eth0`` with an address from
+the file-based IPAM and a default route via the bridge. iptables masquerades pod egress and
+DNATs hostPorts, from 127.0.0.1 too (``route_localnet`` on the bridge).
+
+All netlink work goes through pyroute2's ``AsyncIPRoute``. A socket inside the pod's
+namespace is opened in a worker thread that enters the namespace (``setns`` is per
+thread), so the event loop is never blocked and never changes namespace.
+
+Crash safety: a per-pod record (``pods/<sandbox id>.json``) is written before anything is
+created and marked ready after everything is; teardown undoes everything in reverse and
+deletes the record last. The record is therefore the journal: whatever a killed agent left
+behind is found from the sandbox id alone, and the start-up sweep tears down the pods
+whose sandbox no longer runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import ipaddress
+import json
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from loguru import logger
+from pyroute2 import AsyncIPRoute
+from pyroute2.netlink.exceptions import NetlinkError
+
+from asynckubelet import errors
+from asynckubelet.network import PodNetwork, PodNetworkRequest
+from asynckubelet.network.ipam import FileIPAM
+from asynckubelet.network.iptables import DNAT, IPTables
+
+DEFAULT_BRIDGE = "akl0"
+DEFAULT_POD_CIDR = "10.137.0.0/16"
+DEFAULT_STATE_DIR = Path("/var/lib/asynckubelet/network")
+LINK_PREFIX = "akl"
+"""Host ends of pod veths are ``akl`` + the first 12 characters of the sandbox id."""
+
+_CLONE_NEWNET = 0x40000000
+_IFNAMSIZ = 15
+
+
+def veth_name(sandbox_id: str) -> str:
+    return f"{LINK_PREFIX}{sandbox_id[:12]}"
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    bridge: str = DEFAULT_BRIDGE
+    pod_cidr: str = DEFAULT_POD_CIDR
+    state_dir: Path = DEFAULT_STATE_DIR
+    masquerade: bool = True
+    hairpin: bool = True
+    mtu: int | None = None
+    iptables: str = "iptables"
+    sandbox_exists: Callable[[str], Awaitable[bool]] | None = field(default=None, compare=False)
+    """Whether a sandbox still runs, for the start-up sweep; None: no sweep."""
+
+
+def _netlink_error(what: str, e: Exception) -> errors.NetworkError:
+    return errors.NetworkError(f"{what}: {e}")
+
+
+def _open_netns_socket(path: str) -> socket.socket:
+    """A NETLINK_ROUTE socket inside the namespace at ``path``, made in this thread."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(path, os.O_RDONLY)
+        try:
+            if libc.setns(target, _CLONE_NEWNET) != 0:
+                code = ctypes.get_errno()
+                raise OSError(code, f"setns into {path}: {os.strerror(code)}")
+            try:
+                return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 0)
+            finally:
+                if libc.setns(own, _CLONE_NEWNET) != 0:
+                    code = ctypes.get_errno()
+                    raise OSError(code, f"cannot return to the node namespace: {code}")
+        finally:
+            os.close(target)
+    finally:
+        os.close(own)
+
+
+async def _in_netns(path: str) -> AsyncIPRoute:
+    try:
+        sock = await anyio.to_thread.run_sync(_open_netns_socket, path)
+    except OSError as e:
+        raise errors.NetworkError(f"cannot enter the sandbox network namespace {path}: {e}") from e
+    return AsyncIPRoute(use_socket=sock)
+
+
+async def _index(ipr: AsyncIPRoute, name: str) -> int | None:
+    found = await ipr.link_lookup(ifname=name)
+    return int(found[0]) if found else None
+
+
+class BridgePlugin:
+    """The node bridge, per-pod veths, file IPAM and iptables; root on a local daemon."""
+
+    name = "bridge"
+
+    def __init__(self, config: BridgeConfig | None = None) -> None:
+        self.config = config or BridgeConfig()
+        bridge = self.config.bridge
+        if not bridge or len(bridge) > _IFNAMSIZ or "/" in bridge or " " in bridge:
+            raise errors.NetworkError(f"bridge name {bridge!r} is not a valid interface name")
+        try:
+            self.subnet = ipaddress.ip_network(self.config.pod_cidr)
+        except ValueError as e:
+            raise errors.NetworkError(f"pod CIDR {self.config.pod_cidr!r}: {e}") from e
+        if self.subnet.version != 4:
+            raise errors.NetworkError(f"pod CIDR {self.subnet}: only IPv4 is supported")
+        self.root = self.config.state_dir / bridge
+        self.ipam = FileIPAM(directory=self.root / "ipam", subnet=str(self.subnet))
+        self.iptables = IPTables(binary=self.config.iptables)
+        self._ready = False
+        self._lock = anyio.Lock()
+
+    def sandbox_network_mode(self, *, host_network: bool) -> str:
+        return "host" if host_network else "none"
+
+    # -- node network ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Make the node network ready and sweep what dead sandboxes left behind."""
+        await self.ensure_node_network()
+        await self.sweep()
+
+    async def ensure_node_network(self) -> None:
+        async with self._lock:
+            if self._ready:
+                return
+            await self._ensure_bridge()
+            await self.iptables.setup_network(
+                bridge=self.config.bridge,
+                subnet=str(self.subnet),
+                masquerade=self.config.masquerade,
+            )
+            await anyio.to_thread.run_sync(self._sysctls)
+            self._ready = True
+
+    def _sysctls(self) -> None:
+        for path in (
+            "/proc/sys/net/ipv4/ip_forward",
+            f"/proc/sys/net/ipv4/conf/{self.config.bridge}/route_localnet",
+        ):
+            try:
+                with open(path) as f:
+                    if f.read().strip() == "1":
+                        continue
+                with open(path, "w") as f:
+                    f.write("1")
+            except OSError as e:
+                raise errors.NetworkError(f"cannot set {path}: {e}") from e
+
+    async def _overlapping_route(self, ipr: AsyncIPRoute, bridge_index: int | None) -> str | None:
+        names = {}
+        async for link in await ipr.link("dump"):
+            names[link["index"]] = link.get("ifname")
+        async for route in await ipr.route("dump", family=socket.AF_INET, table=254):
+            dst = route.get("dst")
+            length = route["dst_len"]
+            if not dst or length == 0:
+                continue
+            if bridge_index is not None and route.get("oif") == bridge_index:
+                continue
+            network = ipaddress.ip_network(f"{dst}/{length}", strict=False)
+            if network.overlaps(self.subnet):
+                return f"{network} dev {names.get(route.get('oif'), '?')}"
+        return None
+
+    async def _ensure_bridge(self) -> None:
+        bridge = self.config.bridge
+        gateway = self.ipam.gateway
+        try:
+            async with AsyncIPRoute() as ipr:
+                index = await _index(ipr, bridge)
+                overlap = await self._overlapping_route(ipr, index)
+                if overlap is not None:
+                    raise errors.NetworkError(
+                        f"pod CIDR {self.subnet} overlaps the host route {overlap}; "
+                        "choose another pod CIDR"
+                    )
+                if index is None:
+                    try:
+                        await ipr.link("add", ifname=bridge, kind="bridge")
+                    except NetlinkError as e:
+                        if e.code != errno.EEXIST:
+                            raise
+                    index = await _index(ipr, bridge)
+                    if index is None:
+                        raise errors.NetworkError(f"bridge {bridge} vanished after creation")
+                have = {
+                    a.get("address") async for a in await ipr.addr("dump", index=index, family=2)
+                }
+                if gateway not in have:
+                    try:
+                        await ipr.addr(
+                            "add", index=index, address=gateway, prefixlen=self.subnet.prefixlen
+                        )
+                    except NetlinkError as e:
+                        if e.code != errno.EEXIST:
+                            raise
+                settings: dict[str, Any] = {"state": "up"}
+                if self.config.mtu:
+                    settings["mtu"] = self.config.mtu
+                await ipr.link("set", index=index, **settings)
+        except NetlinkError as e:
+            raise _netlink_error(f"setting up bridge {bridge}", e) from e
+
+    async def remove_node_network(self) -> None:
+        """Delete the bridge, our iptables chains and the state (tests, uninstall)."""
+        with anyio.CancelScope(shield=True):
+            await self.iptables.remove_network(bridge=self.config.bridge)
+            try:
+                async with AsyncIPRoute() as ipr:
+                    index = await _index(ipr, self.config.bridge)
+                    if index is not None:
+                        await ipr.link("del", index=index)
+            except NetlinkError as e:
+                if e.code != errno.ENODEV:
+                    raise _netlink_error(f"deleting bridge {self.config.bridge}", e) from e
+            await anyio.to_thread.run_sync(self._remove_state)
+            self._ready = False
+
+    def _remove_state(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    async def status(self) -> tuple[bool, str]:
+        if os.geteuid() != 0:
+            return False, "the bridge backend needs root to manage links"
+        if not self.iptables.available():
+            return False, f"{self.config.iptables} not found"
+        try:
+            await self.ensure_node_network()
+        except errors.NetworkError as e:
+            return False, str(e)
+        return True, ""
+
+    async def sweep(self) -> list[str]:
+        """Tear down every pod whose sandbox no longer runs; returns their sandbox ids."""
+        check = self.config.sandbox_exists
+        if check is None:
+            return []
+        known = set(await anyio.to_thread.run_sync(self._recorded))
+        known |= set((await self.ipam.allocations()).values())
+        gone = [sid for sid in sorted(known) if not await check(sid)]
+        for sid in gone:
+            logger.info("network: releasing what gone sandbox {} left", sid[:12])
+            await self.teardown_pod(sandbox_id=sid)
+        return gone
+
+    # -- pod records ----------------------------------------------------------------------
+
+    def _record_path(self, sandbox_id: str) -> Path:
+        return self.root / "pods" / f"{sandbox_id}.json"
+
+    def _recorded(self) -> list[str]:
+        folder = self.root / "pods"
+        if not folder.is_dir():
+            return []
+        return [p.stem for p in folder.glob("*.json")]
+
+    def _write_record(self, sandbox_id: str, record: dict[str, Any]) -> None:
+        path = self._record_path(sandbox_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        with open(tmp, "w") as f:
+            json.dump(record, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def _read_record(self, sandbox_id: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self._record_path(sandbox_id).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    # -- pods -----------------------------------------------------------------------------
+
+    async def setup_pod(self, request: PodNetworkRequest) -> PodNetwork:
+        sid = request.sandbox_id
+        if not request.netns_path:
+            raise errors.NetworkError(
+                f"the bridge backend needs the network namespace of sandbox {sid[:12]}"
+            )
+        await self.ensure_node_network()
+        record: dict[str, Any] = {
+            "sandbox_id": sid,
+            "pod": f"{request.namespace}/{request.pod_name}",
+            "uid": request.uid,
+            "veth": veth_name(sid),
+            "ready": False,
+        }
+        await anyio.to_thread.run_sync(self._write_record, sid, record)
+        try:
+            allocation = await self.ipam.allocate(sandbox_id=sid)
+            await self._plug(request, allocation.address, allocation.prefixlen)
+            await self.iptables.add_hostports(
+                bridge=self.config.bridge,
+                sandbox_id=sid,
+                maps=[
+                    DNAT(
+                        host_port=p.host_port,
+                        pod_ip=allocation.address,
+                        container_port=p.container_port,
+                        protocol=p.protocol,
+                        host_ip=p.host_ip,
+                    )
+                    for p in request.port_mappings
+                ],
+            )
+            record.update(ip=allocation.address, ready=True)
+            await anyio.to_thread.run_sync(self._write_record, sid, record)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.teardown_pod(sandbox_id=sid)
+            raise
+        logger.bind(pod=record["pod"]).debug(
+            "network: {} on {}", allocation.address, record["veth"]
+        )
+        return PodNetwork(ips=(allocation.address,))
+
+    async def _plug(self, request: PodNetworkRequest, address: str, prefixlen: int) -> None:
+        host = veth_name(request.sandbox_id)
+        gateway = self.ipam.gateway
+        try:
+            async with AsyncIPRoute() as ipr:
+                stale = await _index(ipr, host)
+                if stale is not None:
+                    await ipr.link("del", index=stale)
+                bridge = await _index(ipr, self.config.bridge)
+                if bridge is None:
+                    raise errors.NetworkError(f"bridge {self.config.bridge} does not exist")
+                peer: dict[str, Any] = {"ifname": "eth0", "net_ns_fd": request.netns_path}
+                if self.config.mtu:
+                    peer["mtu"] = self.config.mtu
+                await ipr.link("add", ifname=host, kind="veth", peer=peer)
+                index = await _index(ipr, host)
+                if index is None:
+                    raise errors.NetworkError(f"veth {host} vanished after creation")
+                settings: dict[str, Any] = {"master": bridge, "state": "up"}
+                if self.config.mtu:
+                    settings["mtu"] = self.config.mtu
+                await ipr.link("set", index=index, **settings)
+                if self.config.hairpin:
+                    await ipr.brport("set", index=index, mode=1)
+            inside = await _in_netns(request.netns_path)
+            async with inside as ns:
+                lo = await _index(ns, "lo")
+                if lo is not None:
+                    await ns.link("set", index=lo, state="up")
+                eth0 = await _index(ns, "eth0")
+                if eth0 is None:
+                    raise errors.NetworkError("eth0 did not arrive in the sandbox namespace")
+                await ns.addr("add", index=eth0, address=address, prefixlen=prefixlen)
+                await ns.link("set", index=eth0, state="up")
+                await ns.route("add", dst="0.0.0.0/0", gateway=gateway)
+        except NetlinkError as e:
+            what = f"plugging sandbox {request.sandbox_id[:12]} into the bridge"
+            raise _netlink_error(what, e) from e
+
+    async def teardown_pod(self, *, sandbox_id: str) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.iptables.remove_hostports(bridge=self.config.bridge, sandbox_id=sandbox_id)
+            try:
+                async with AsyncIPRoute() as ipr:
+                    index = await _index(ipr, veth_name(sandbox_id))
+                    if index is not None:
+                        await ipr.link("del", index=index)
+            except NetlinkError as e:
+                if e.code != errno.ENODEV:
+                    raise _netlink_error(f"deleting veth {veth_name(sandbox_id)}", e) from e
+            await self.ipam.release(sandbox_id=sandbox_id)
+            await anyio.to_thread.run_sync(self._drop_record, sandbox_id)
+
+    def _drop_record(self, sandbox_id: str) -> None:
+        self._record_path(sandbox_id).unlink(missing_ok=True)
+
+    async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork | None:
+        record = await anyio.to_thread.run_sync(self._read_record, sandbox_id)
+        if record is None or not record.get("ready") or not record.get("ip"):
+            return PodNetwork()
+        return PodNetwork(ips=(str(record["ip"]),))
+
+
+__all__ = [
+    "DEFAULT_BRIDGE",
+    "DEFAULT_POD_CIDR",
+    "DEFAULT_STATE_DIR",
+    "LINK_PREFIX",
+    "BridgeConfig",
+    "BridgePlugin",
+    "veth_name",
+]

@@ -1,0 +1,81 @@
+"""Choosing the network backend by name, as ``--network`` does.
+
+``auto`` follows where the daemon is: a local daemon (a unix socket) and a process that
+may manage links (root) get the ``bridge`` backend, whose pods the node reaches directly;
+anything else (a remote or rootless daemon, Docker Desktop) gets ``loopback``, the only
+other backend that needs no access to the containers' namespaces.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.network import LoopbackPlugin, NetworkPlugin
+from asynckubelet.network.bridge import (
+    DEFAULT_BRIDGE,
+    DEFAULT_POD_CIDR,
+    DEFAULT_STATE_DIR,
+    BridgeConfig,
+    BridgePlugin,
+)
+
+BACKENDS = ("auto", "bridge", "loopback")
+
+
+def is_local_daemon(url: str | None) -> bool:
+    return url is None or url.startswith("unix://") or url.startswith("/")
+
+
+def choose_backend(*, docker_url: str | None, euid: int | None = None) -> tuple[str, str]:
+    """The backend ``auto`` stands for here, and why."""
+    euid = os.geteuid() if euid is None else euid
+    if not is_local_daemon(docker_url):
+        return "loopback", f"the Docker daemon at {docker_url} is not local"
+    if euid != 0:
+        return "loopback", "not root: cannot manage links"
+    return "bridge", "local Docker daemon and root"
+
+
+def make_network_plugin(
+    name: str,
+    *,
+    docker: DockerClient | None = None,
+    state_dir: Path = DEFAULT_STATE_DIR,
+    bridge: str = DEFAULT_BRIDGE,
+    pod_cidr: str = DEFAULT_POD_CIDR,
+    masquerade: bool = True,
+) -> NetworkPlugin:
+    """The backend called ``name`` (one of :data:`BACKENDS`)."""
+    if name == "auto":
+        name, _ = choose_backend(docker_url=docker.url if docker is not None else None)
+    if name == "loopback":
+        return LoopbackPlugin()
+    if name == "bridge":
+        return BridgePlugin(
+            BridgeConfig(
+                bridge=bridge,
+                pod_cidr=pod_cidr,
+                state_dir=state_dir,
+                masquerade=masquerade,
+                sandbox_exists=_sandbox_runs(docker) if docker is not None else None,
+            )
+        )
+    raise errors.NetworkError(f"network backend must be one of {', '.join(BACKENDS)}, not {name!r}")
+
+
+def _sandbox_runs(docker: DockerClient) -> Callable[[str], Awaitable[bool]]:
+    async def runs(sandbox_id: str) -> bool:
+        try:
+            info = await docker.inspect_container(sandbox_id)
+        except errors.NotFound:
+            return False
+        return bool(info.get("State", {}).get("Running"))
+
+    return runs
+
+
+__all__ = ["BACKENDS", "choose_backend", "is_local_daemon", "make_network_plugin"]

@@ -1,0 +1,401 @@
+"""The ``bridge`` backend on real netlink, iptables and Docker, through the runtime.
+
+Every test gets its own bridge (named after the test's node), its own /24 pod CIDR and its
+own state directory; the bridge, its iptables chains and state are removed afterwards.
+Traffic goes only to the pods the test made and to the node's own addresses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from lightkube.models.core_v1 import Pod
+from pyroute2 import AsyncIPRoute
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.manifests import load_manifests_text
+from asynckubelet.network import PodNetworkRequest, PortMapping
+from asynckubelet.network.bridge import LINK_PREFIX, BridgeConfig, BridgePlugin, veth_name
+from asynckubelet.network.factory import make_network_plugin
+from asynckubelet.runtime import naming
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
+from integration.runtime_helpers import Driver
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the bridge backend needs root"),
+]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _free_cidr() -> str:
+    taken = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+    for _ in range(100):
+        cidr = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}.0/24"
+        if cidr.split("/")[0].rsplit(".", 1)[0] + "." not in taken:
+            return cidr
+    raise AssertionError("no free /24 found")
+
+
+def pod_from(text: str, *, node: str) -> Pod:
+    """hostPort and hostNetwork need the privileged Pod Security level."""
+    manifests = load_manifests_text(
+        text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node, pod_security="privileged"
+    )
+    return manifests.pods[0]
+
+
+def _bridge_name(node: str) -> str:
+    return f"akb{node[-10:]}"
+
+
+@pytest.fixture
+async def plugin(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> AsyncIterator[BridgePlugin]:
+    made = make_network_plugin(
+        "bridge",
+        docker=docker,
+        state_dir=tmp_path / "net",
+        bridge=_bridge_name(node_name),
+        pod_cidr=_free_cidr(),
+    )
+    assert isinstance(made, BridgePlugin)
+    await made.start()
+    try:
+        yield made
+    finally:
+        from integration.harness import remove_owned
+
+        with anyio.CancelScope(shield=True):
+            await remove_owned(docker, node_name)
+            await made.remove_node_network()
+
+
+@pytest.fixture
+async def rm(docker: DockerClient, node_name: str, plugin: BridgePlugin) -> RuntimeManager:
+    return RuntimeManager(
+        RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE), docker=docker, network=plugin
+    )
+
+
+async def _links() -> set[str]:
+    async with AsyncIPRoute() as ipr:
+        return {str(link.get("ifname")) async for link in await ipr.link("dump")}
+
+
+def _iptables_rules() -> str:
+    return subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+
+
+async def _running(rm: RuntimeManager, text: str, node: str) -> tuple[Driver, str]:
+    driver = Driver(rm, pod_from(text, node=node))
+    status = await driver.until(lambda s: s.phase == "Running" and bool(s.podIP))
+    assert status.podIP is not None
+    return driver, status.podIP
+
+
+def _server(name: str, port: int = 8080, host_port: int | None = None) -> str:
+    ports = f"ports: [{{containerPort: {port}, hostPort: {host_port}}}]" if host_port else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  containers:
+  - name: web
+    image: BUSYBOX
+    command: ["sh", "-c", "echo hi-from-{name} > /tmp/index.html; httpd -f -p {port} -h /tmp"]
+    {ports}
+  - name: shell
+    image: BUSYBOX
+    command: ["sleep", "3600"]
+"""
+
+
+async def _container_id(docker: DockerClient, node: str, pod: str, container: str) -> str:
+    rows = await docker.list_containers(
+        labels={naming.LABEL_NODE: node, naming.LABEL_POD_NAME: pod}
+    )
+    for row in rows:
+        if (row.get("Labels") or {}).get(naming.LABEL_CONTAINER_NAME) == container:
+            return row["Id"]
+    raise AssertionError(f"no container {container} in pod {pod}")
+
+
+async def _fetch_in(docker: DockerClient, cid: str, address: str, port: int) -> str:
+    script = (
+        f"for i in $(seq 30); do printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' "
+        f"| nc -w 2 {address} {port} && exit 0; sleep 0.2; done; exit 1"
+    )
+    result = await docker.exec_run(cid, ["sh", "-c", script], timeout=30)
+    return result.stdout.decode(errors="replace")
+
+
+def _fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+async def test_two_pods_reach_each_other_by_pod_ip(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    _, ip_a = await _running(rm, _server("a"), node_name)
+    _, ip_b = await _running(rm, _server("b"), node_name)
+    assert ip_a != ip_b
+    shell_b = await _container_id(docker, node_name, "b", "shell")
+    assert "hi-from-a" in await _fetch_in(docker, shell_b, ip_a, 8080)
+
+
+async def test_a_container_reaches_its_sibling_on_localhost(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    await _running(rm, _server("solo"), node_name)
+    shell = await _container_id(docker, node_name, "solo", "shell")
+    assert "hi-from-solo" in await _fetch_in(docker, shell, "127.0.0.1", 8080)
+
+
+async def test_the_node_reaches_the_pod_ip(rm: RuntimeManager, node_name: str) -> None:
+    _, ip = await _running(rm, _server("reach"), node_name)
+    text = await anyio.to_thread.run_sync(_fetch, f"http://{ip}:8080/index.html")
+    assert text == "hi-from-reach\n"
+
+
+async def test_a_host_port_answers_on_127_0_0_1(rm: RuntimeManager, node_name: str) -> None:
+    port = random.randint(20000, 29999)
+    await _running(rm, _server("hp", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(_fetch, f"http://127.0.0.1:{port}/index.html")
+    assert text == "hi-from-hp\n"
+
+
+async def test_a_host_port_answers_on_the_nodes_address(rm: RuntimeManager, node_name: str) -> None:
+    node_ip = _node_address()
+    port = random.randint(30000, 39999)
+    await _running(rm, _server("hpn", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(_fetch, f"http://{node_ip}:{port}/index.html")
+    assert text == "hi-from-hpn\n"
+
+
+async def test_a_pod_reaches_its_own_host_port_through_the_node_hairpin(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    node_ip = _node_address()
+    port = random.randint(40000, 49999)
+    await _running(rm, _server("hair", host_port=port), node_name)
+    shell = await _container_id(docker, node_name, "hair", "shell")
+    assert "hi-from-hair" in await _fetch_in(docker, shell, node_ip, port)
+
+
+def _node_address() -> str:
+    out = subprocess.run(
+        ["ip", "-4", "-o", "route", "get", "192.0.2.200"], capture_output=True, text=True
+    ).stdout
+    words = out.split()
+    if "src" not in words:
+        pytest.skip("the node has no IPv4 source address")
+    return words[words.index("src") + 1]
+
+
+async def test_a_host_network_pod_sees_the_hosts_interfaces(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: hostnet}
+spec:
+  hostNetwork: true
+  containers:
+  - name: shell
+    image: BUSYBOX
+    command: ["sleep", "3600"]
+"""
+    driver = Driver(rm, pod_from(text, node=node_name))
+    await driver.until(lambda s: s.phase == "Running")
+    shell = await _container_id(docker, node_name, "hostnet", "shell")
+    seen = (await docker.exec_run(shell, ["ip", "-o", "link"], timeout=10)).stdout.decode()
+    names = {line.split(":")[1].strip().split("@")[0] for line in seen.splitlines()}
+    assert names == await _links()
+    assert not any(n.startswith(LINK_PREFIX) and n != plugin_bridge(rm) for n in names - {"lo"})
+
+
+def plugin_bridge(rm: RuntimeManager) -> str:
+    network = rm.network
+    assert isinstance(network, BridgePlugin)
+    return network.config.bridge
+
+
+async def test_after_pod_deletion_no_link_allocation_or_nat_rule_remains(
+    rm: RuntimeManager, plugin: BridgePlugin, node_name: str
+) -> None:
+    port = random.randint(20000, 49999)
+    driver, ip = await _running(rm, _server("gone", host_port=port), node_name)
+    assert driver.runtime is not None
+    sandbox_id = driver.runtime.sandboxes[0].id
+    assert veth_name(sandbox_id) in await _links()
+    assert f"{ip}:8080" in _iptables_rules()
+    await rm.kill_pod(driver.pod)
+    await rm.remove_pod(uid=driver.runtime.uid)
+    assert veth_name(sandbox_id) not in await _links()
+    assert await plugin.ipam.allocations() == {}
+    assert f"{ip}:8080" not in _iptables_rules()
+    assert sandbox_id[:16] not in _iptables_rules()
+    assert list((plugin.root / "pods").glob("*.json")) == []
+
+
+async def test_teardown_is_idempotent_and_needs_only_the_sandbox_id(
+    plugin: BridgePlugin, docker: DockerClient, node_name: str
+) -> None:
+    sandbox = await _pause(docker, node_name)
+    await plugin.setup_pod(_request(sandbox, await _pid(docker, sandbox)))
+    await docker.remove_container(sandbox, force=True)
+    await plugin.teardown_pod(sandbox_id=sandbox)
+    await plugin.teardown_pod(sandbox_id=sandbox)
+    assert await plugin.ipam.allocations() == {}
+    assert await plugin.get_pod_network_status(sandbox_id=sandbox) is not None
+
+
+async def test_a_pod_cidr_overlapping_a_host_route_is_refused(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    route = (await anyio.run_process(["ip", "-4", "route"])).stdout.decode()
+    host_net = next(line.split()[0] for line in route.splitlines() if "/" in line.split()[0])
+    made = BridgePlugin(
+        BridgeConfig(bridge=_bridge_name(node_name), pod_cidr=host_net, state_dir=tmp_path)
+    )
+    try:
+        with pytest.raises(errors.NetworkError, match=f"pod CIDR {host_net} overlaps the host"):
+            await made.ensure_node_network()
+        assert _bridge_name(node_name) not in await _links()
+    finally:
+        await made.remove_node_network()
+
+
+async def test_the_sweep_releases_what_a_removed_sandbox_left(
+    docker: DockerClient, node_name: str, tmp_path: Path, plugin: BridgePlugin
+) -> None:
+    sandbox = await _pause(docker, node_name)
+    await plugin.setup_pod(_request(sandbox, await _pid(docker, sandbox)))
+    await docker.remove_container(sandbox, force=True)
+    again = make_network_plugin(
+        "bridge",
+        docker=docker,
+        state_dir=plugin.config.state_dir,
+        bridge=plugin.config.bridge,
+        pod_cidr=plugin.config.pod_cidr,
+    )
+    await again.start()
+    assert await plugin.ipam.allocations() == {}
+    assert sandbox[:16] not in _iptables_rules()
+
+
+async def _pause(docker: DockerClient, node: str) -> str:
+    cid = await docker.create_container(
+        {
+            "Image": PAUSE_IMAGE,
+            "Labels": {naming.LABEL_NODE: node},
+            "HostConfig": {"NetworkMode": "none"},
+        },
+        name=f"{node}-pause-{random.randint(0, 10**9)}",
+    )
+    await docker.start_container(cid)
+    return cid
+
+
+async def _pid(docker: DockerClient, cid: str) -> int:
+    return int((await docker.inspect_container(cid))["State"]["Pid"])
+
+
+def _request(sandbox: str, pid: int, ports: tuple[PortMapping, ...] = ()) -> PodNetworkRequest:
+    return PodNetworkRequest(
+        sandbox_id=sandbox,
+        pod_name="p",
+        namespace="default",
+        uid="u",
+        netns_path=f"/proc/{pid}/ns/net",
+        port_mappings=ports,
+    )
+
+
+async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
+    plugin: BridgePlugin, docker: DockerClient, node_name: str
+) -> None:
+    before_links = await _links()
+    before_rules = _iptables_rules().count("AKLP-")
+    held: dict[str, str] = {}
+    live: list[str] = []
+    for cycle in range(200):
+        sandbox = await _pause(docker, node_name)
+        net = await plugin.setup_pod(
+            _request(sandbox, await _pid(docker, sandbox), (PortMapping(80, 50000 + cycle),))
+        )
+        (ip,) = net.ips
+        assert ip not in held, f"cycle {cycle}: {ip} handed out twice"
+        held[ip] = sandbox
+        live.append(sandbox)
+        if len(live) > 3:
+            old = live.pop(0)
+            await plugin.teardown_pod(sandbox_id=old)
+            held = {k: v for k, v in held.items() if v != old}
+            await docker.remove_container(old, force=True)
+    for sandbox in live:
+        await plugin.teardown_pod(sandbox_id=sandbox)
+        await docker.remove_container(sandbox, force=True)
+    assert await _links() == before_links
+    assert await plugin.ipam.allocations() == {}
+    assert _iptables_rules().count("AKLP-") == before_rules
+
+
+async def test_an_agent_killed_during_setup_leaks_nothing_after_restart(
+    plugin: BridgePlugin, docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    rng = random.Random()
+    before_links = await _links()
+    for trial in range(12):
+        sandbox = await _pause(docker, node_name)
+        pid = await _pid(docker, sandbox)
+        spec = {
+            "bridge": plugin.config.bridge,
+            "cidr": plugin.config.pod_cidr,
+            "state": str(plugin.config.state_dir),
+            "sandbox": sandbox,
+            "netns": f"/proc/{pid}/ns/net",
+        }
+        worker = await anyio.open_process(
+            [
+                sys.executable,
+                str(REPO / "integration" / "network_setup_worker.py"),
+                json.dumps(spec),
+            ],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert worker.stdout is not None
+        await worker.stdout.receive()
+        await anyio.sleep(rng.uniform(0, 0.06))
+        worker.kill()
+        await worker.wait()
+        status = await plugin.get_pod_network_status(sandbox_id=sandbox)
+        assert status is not None
+        if trial % 2:
+            await plugin.teardown_pod(sandbox_id=sandbox)
+            await docker.remove_container(sandbox, force=True)
+        else:
+            await docker.remove_container(sandbox, force=True)
+            await plugin.sweep()
+        assert await plugin.ipam.allocations() == {}, f"trial {trial}"
+        assert sandbox[:16] not in _iptables_rules(), f"trial {trial}"
+        assert veth_name(sandbox) not in await _links(), f"trial {trial}"
+    assert await _links() == before_links
