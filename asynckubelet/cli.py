@@ -223,6 +223,20 @@ def run(
         bool, typer.Option("--lenient", help="Unknown fields warn instead of failing.")
     ] = False,
     color: Annotated[bool, typer.Option("--color/--no-color", help="Colour the prefixes.")] = True,
+    network: Annotated[
+        str,
+        typer.Option(
+            "--network",
+            help="Pod network: auto (bridge for a local daemon as root, else loopback), "
+            "bridge, loopback.",
+        ),
+    ] = "auto",
+    pod_cidr: Annotated[
+        str, typer.Option("--pod-cidr", help="Pod addresses of the bridge network.")
+    ] = "10.137.0.0/16",
+    bridge: Annotated[
+        str, typer.Option("--bridge", help="Node bridge of the bridge network.")
+    ] = "akl0",
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
 ) -> None:
@@ -234,12 +248,15 @@ def run(
     """
     _setup_logging(verbose)
     from asynckubelet.manifests import LEVELS, load_manifests
+    from asynckubelet.network.factory import BACKENDS, make_network_plugin
     from asynckubelet.node.runner import options_from_manifests, run_pods
     from asynckubelet.node.volumes import VolumeManager, default_root
 
     node = node_name or os.environ.get("ASYNCKUBELET_NODE_NAME") or None
     if pod_security not in LEVELS:
         raise _fail(f"--pod-security must be one of {', '.join(LEVELS)}, not {pod_security!r}")
+    if network not in BACKENDS:
+        raise _fail(f"--network must be one of {', '.join(BACKENDS)}, not {network!r}")
     try:
         manifests = load_manifests(
             files if len(files) > 1 else files[0],
@@ -273,6 +290,10 @@ def run(
                 raise errors.RuntimeUnavailable(
                     f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running?"
                 )
+            rm.network = make_network_plugin(
+                network, docker=rm.docker, bridge=bridge, pod_cidr=pod_cidr
+            )
+            await rm.network.start()
             async with anyio.create_task_group() as tg:
 
                 async def signals() -> None:

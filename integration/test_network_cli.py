@@ -1,0 +1,81 @@
+"""``asynckubelet run --network``: the backend choice seen from the command line."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import pytest
+
+from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
+
+REPO = Path(__file__).resolve().parent.parent
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: addr}
+spec:
+  restartPolicy: Never
+  containers:
+    - name: show
+      image: BUSYBOX
+      command: ["sh", "-c", "ip -4 -o addr show eth0 | awk '{print $4}'; ip route | head -1"]
+"""
+
+
+def _run(tmp_path: Path, node: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(textwrap.dedent(POD).replace("BUSYBOX", BUSYBOX_IMAGE))
+    return subprocess.run(
+        [
+            *(sys.executable, "-m", "asynckubelet", "run", str(manifest)),
+            *("--node-name", node, "--pause-image", PAUSE_IMAGE, "--no-color", *extra),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the bridge backend needs root")
+def test_run_with_the_bridge_network_gives_the_pod_an_address_of_the_pod_cidr(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    bridge = f"akc{node_name[-10:]}"
+    cidr = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}.0/24"
+    prefix = cidr.rsplit(".", 1)[0]
+    try:
+        proc = _run(
+            tmp_path, node_name, "--network", "bridge", "--bridge", bridge, "--pod-cidr", cidr
+        )
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stdout.splitlines()
+        assert lines[0].startswith(f"addr/show | {prefix}.") and lines[0].endswith("/24")
+        assert lines[1] == f"addr/show | default via {prefix}.1 dev eth0 "
+    finally:
+        plugin = BridgePlugin(BridgeConfig(bridge=bridge, pod_cidr=cidr))
+        anyio.run(plugin.remove_node_network)
+
+
+def test_run_with_the_loopback_network_gives_the_pod_no_interface_but_lo(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    proc = _run(tmp_path, node_name, "--network", "loopback")
+    assert "addr/show | ip: can't find device 'eth0'" in proc.stderr.splitlines()
+    assert proc.stdout == ""
+
+
+def test_an_unknown_network_backend_is_refused_naming_the_choices(
+    tmp_path: Path, docker_engine: Engine, node_name: str
+) -> None:
+    proc = _run(tmp_path, node_name, "--network", "weave")
+    assert proc.returncode == 1
+    assert "--network must be one of auto, bridge, loopback, not 'weave'" in proc.stderr
