@@ -21,7 +21,6 @@ import copy
 import ipaddress
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
 
 from lightkube.models.core_v1 import (
     Container,
@@ -40,6 +39,7 @@ from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
 
 from asynckubelet.runtime import actions
 from asynckubelet.runtime import types as rt
+from asynckubelet.runtime.qos import qos_class
 
 PENDING = "Pending"
 RUNNING = "Running"
@@ -69,9 +69,6 @@ CONTAINERS_NOT_READY = "ContainersNotReady"
 CONTAINERS_NOT_INITIALIZED = "ContainersNotInitialized"
 READINESS_GATES_NOT_READY = "ReadinessGatesNotReady"
 
-GUARANTEED = "Guaranteed"
-BURSTABLE = "Burstable"
-BEST_EFFORT = "BestEffort"
 
 _NO_REASONS: Mapping[str, tuple[str, str]] = {}
 _NO_VERDICTS: Mapping[str, bool] = {}
@@ -382,44 +379,6 @@ def ready_condition(
     return PodCondition(type=READY, status="True")
 
 
-def qos_class(pod: Pod) -> str:
-    """The pod's QoS class: the kubelet's ``GetPodQOS``.
-
-    Requests missing for a resource with a limit count as equal to the limit, as the API
-    server's defaulting makes them.
-    """
-    if pod.status is not None and pod.status.qosClass:
-        return pod.status.qosClass
-    spec = _spec(pod)
-    requests: dict[str, Decimal] = {}
-    limits: dict[str, Decimal] = {}
-    guaranteed = True
-    for c in [*spec.containers, *(spec.initContainers or [])]:
-        res = c.resources
-        c_limits = dict(res.limits or {}) if res is not None else {}
-        c_requests = dict(res.requests or {}) if res is not None else {}
-        for name, value in c_limits.items():
-            c_requests.setdefault(name, value)
-        for name, value in c_requests.items():
-            q = _quantity(value)
-            if name in ("cpu", "memory") and q > 0:
-                requests[name] = requests.get(name, Decimal(0)) + q
-        found = set()
-        for name, value in c_limits.items():
-            q = _quantity(value)
-            if name in ("cpu", "memory") and q > 0:
-                found.add(name)
-                limits[name] = limits.get(name, Decimal(0)) + q
-        if not {"cpu", "memory"} <= found:
-            guaranteed = False
-    if not requests and not limits:
-        return BEST_EFFORT
-    if guaranteed and all(limits.get(n) == q for n, q in requests.items()):
-        if len(requests) == len(limits):
-            return GUARANTEED
-    return BURSTABLE
-
-
 def kubectl_status(pod: Pod, status: PodStatus) -> str:
     """The STATUS column of ``kubectl get pods`` (kubectl's ``printPod``)."""
     return _print_pod(pod, status)[0]
@@ -546,22 +505,6 @@ def _sort_pod_ips(ips: Sequence[str]) -> list[str]:
             except ValueError:
                 continue
     return out
-
-
-def _quantity(value: object) -> Decimal:
-    """A Kubernetes resource quantity (``100m``, ``1Gi``, ``1e3``) as a number."""
-    text = str(value).strip()
-    binary = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-    decimal = {"n": "1e-9", "u": "1e-6", "m": "1e-3", "k": "1e3", "M": "1e6", "G": "1e9"}
-    decimal |= {"T": "1e12", "P": "1e15", "E": "1e18"}
-    try:
-        if text[-2:] in binary:
-            return Decimal(text[:-2]) * binary[text[-2:]]
-        if text[-1:] in decimal:
-            return Decimal(text[:-1]) * Decimal(decimal[text[-1:]])
-        return Decimal(text)
-    except (InvalidOperation, IndexError):
-        return Decimal(0)
 
 
 def _with_transition_times(
