@@ -14,7 +14,8 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet.docker import ExecResult
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node.prober import Prober, http_probe, tcp_probe
+from asynckubelet.node.prober import Prober
+from asynckubelet.runtime.hooks import http_probe, tcp_probe
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
 

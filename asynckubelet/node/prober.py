@@ -13,26 +13,14 @@ The verdicts feed the pure deciders: ``liveness``/``startup`` keyed by Docker co
 id go to ``compute_pod_actions``; ``readiness``/``started`` keyed by container name go to
 ``status.generate``.
 
-``httpGet`` and ``tcpSocket`` connect from the node to the pod IP. A pod without a
-reachable IP (the loopback-only network) is probed from inside its network namespace:
-a worker thread enters the sandbox's namespace with ``setns(2)`` (which changes only the
-calling thread), opens the socket there and returns to the node's namespace; the socket
-keeps the namespace it was made in. That needs a local daemon and root, and no tools in
-the image. The HTTP exchange then runs on that socket in the same thread.
+The handlers themselves (exec, HTTP and TCP from the node or through the pod's network
+namespace) are :mod:`asynckubelet.runtime.hooks`, shared with lifecycle hooks.
 """
 
 from __future__ import annotations
 
-import ctypes
-import http.client
-import os
-import socket
-import ssl
-import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -41,6 +29,7 @@ from loguru import logger
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
+from asynckubelet.runtime.hooks import Target, run_handler
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
 
@@ -53,27 +42,7 @@ INITIAL = {
     STARTUP: ProbeResult.UNKNOWN,
 }
 """The kubelet's initial results: live until proven dead, not ready until proven ready."""
-MAX_PROBE_OUTPUT = 10 * 1024
-"""Bytes of a probe's output kept for the event (kubelet ``maxReadLength``)."""
-CLONE_NEWNET = 0x40000000
-
 EventSink = Callable[..., None]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    result: ProbeResult
-    output: str = ""
-    error: str = ""
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a probe goes: the container, the pod IP and, failing that, the pod's netns."""
-
-    container_id: str
-    host: str
-    netns: str | None
 
 
 def _probe_of(container: Container, kind: str) -> Probe | None:
@@ -82,173 +51,6 @@ def _probe_of(container: Container, kind: str) -> Probe | None:
         READINESS: container.readinessProbe,
         STARTUP: container.startupProbe,
     }[kind]
-
-
-def _port(value: Any, container: Container) -> int:
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if text.isdigit():
-        return int(text)
-    for p in container.ports or []:
-        if p.name == text:
-            return int(p.containerPort)
-    raise ValueError(f"couldn't find port: {text} in {container.name}")
-
-
-def _setns(path: str) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"setns {path}: {os.strerror(err)}")
-    finally:
-        os.close(fd)
-
-
-def connect(host: str, port: int, *, timeout: float, netns: str | None) -> socket.socket:
-    """A TCP connection to ``host:port``, made inside ``netns`` when given (call in a thread)."""
-    if netns is None:
-        return socket.create_connection((host, port), timeout=timeout)
-    own = f"/proc/{os.getpid()}/task/{threading.get_native_id()}/ns/net"
-    home = os.open(own, os.O_RDONLY)
-    try:
-        _setns(netns)
-        try:
-            return socket.create_connection((host, port), timeout=timeout)
-        finally:
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.setns(home, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "cannot return to the node's network namespace")
-    finally:
-        os.close(home)
-
-
-def _dial_error(host: str, port: int, e: OSError) -> str:
-    if isinstance(e, TimeoutError | socket.timeout):
-        return f"dial tcp {host}:{port}: i/o timeout"
-    reason = (e.strerror or str(e)).lower()
-    return f"dial tcp {host}:{port}: connect: {reason}"
-
-
-def tcp_probe(host: str, port: int, *, timeout: float, netns: str | None) -> Outcome:
-    """The kubelet's ``tcp.DoTCPProbe``: success when the connection is accepted."""
-    try:
-        connect(host, port, timeout=timeout, netns=netns).close()
-    except OSError as e:
-        return Outcome(ProbeResult.FAILURE, _dial_error(host, port, e))
-    return Outcome(ProbeResult.SUCCESS)
-
-
-def http_probe(
-    *,
-    scheme: str,
-    host: str,
-    port: int,
-    path: str,
-    headers: Mapping[str, str],
-    timeout: float,
-    netns: str | None,
-) -> Outcome:
-    """The kubelet's ``http.DoHTTPProbe``: 200-399 is success; TLS is not verified."""
-    url = f"{scheme.lower()}://{_host_port(host, port)}{path}"
-    try:
-        sock = connect(host, port, timeout=timeout, netns=netns)
-    except OSError as e:
-        return Outcome(ProbeResult.FAILURE, f'Get "{url}": {_dial_error(host, port, e)}')
-    try:
-        conn: http.client.HTTPConnection
-        if scheme.upper() == "HTTPS":
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ctx)
-            sock = ctx.wrap_socket(sock, server_hostname=host)
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=timeout)
-        conn.sock = sock
-        sent = {"User-Agent": "kube-probe/1.33", "Accept": "*/*", **headers}
-        conn.request("GET", path or "/", headers=sent)
-        response = conn.getresponse()
-        body = response.read(MAX_PROBE_OUTPUT).decode(errors="replace")
-        status = response.status
-    except TimeoutError:
-        return Outcome(
-            ProbeResult.FAILURE,
-            f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting '
-            "headers)",
-        )
-    except (OSError, http.client.HTTPException) as e:
-        return Outcome(ProbeResult.FAILURE, f'Get "{url}": {e}')
-    finally:
-        sock.close()
-    if 200 <= status < 400:
-        return Outcome(ProbeResult.SUCCESS, body)
-    return Outcome(ProbeResult.FAILURE, f"HTTP probe failed with statuscode: {status}")
-
-
-def _host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-async def run_handler(
-    handler: Any,
-    container: Container,
-    target: Target,
-    *,
-    docker: DockerClient,
-    timeout: float,
-) -> Outcome:
-    """Run one ``exec``/``httpGet``/``tcpSocket``/``grpc`` handler (probes and hooks)."""
-    if handler.exec is not None:
-        command = list(handler.exec.command or [])
-        try:
-            result = await docker.exec_run(target.container_id, command, timeout=timeout)
-        except TimeoutError:
-            return Outcome(ProbeResult.FAILURE, f"command {' '.join(command)!r} timed out")
-        except errors.DockerError as e:
-            return Outcome(ProbeResult.UNKNOWN, error=str(e))
-        output = result.output[:MAX_PROBE_OUTPUT]
-        if result.exit_code == 0:
-            return Outcome(ProbeResult.SUCCESS, output)
-        return Outcome(ProbeResult.FAILURE, output)
-    if handler.httpGet is not None:
-        get = handler.httpGet
-        try:
-            port = _port(get.port, container)
-        except ValueError as e:
-            return Outcome(ProbeResult.UNKNOWN, error=str(e))
-        host = get.host or target.host
-        headers = {h.name: h.value for h in get.httpHeaders or []}
-        path = get.path or "/"
-        if not path.startswith("/"):
-            path = "/" + path
-        return await anyio.to_thread.run_sync(
-            lambda: http_probe(
-                scheme=get.scheme or "HTTP",
-                host=host,
-                port=port,
-                path=path,
-                headers=headers,
-                timeout=timeout,
-                netns=None if get.host else target.netns,
-            )
-        )
-    if handler.tcpSocket is not None:
-        sock = handler.tcpSocket
-        try:
-            port = _port(sock.port, container)
-        except ValueError as e:
-            return Outcome(ProbeResult.UNKNOWN, error=str(e))
-        host = sock.host or target.host
-        netns = None if sock.host else target.netns
-        return await anyio.to_thread.run_sync(
-            lambda: tcp_probe(host, port, timeout=timeout, netns=netns)
-        )
-    if getattr(handler, "grpc", None) is not None:
-        return Outcome(ProbeResult.UNKNOWN, error="gRPC probes are not supported on this node")
-    return Outcome(ProbeResult.UNKNOWN, error=f"missing probe handler for {container.name}")
 
 
 class _Worker:
@@ -454,4 +256,4 @@ class Prober:
         return self._netns[sandbox]
 
 
-__all__ = ["Prober", "http_probe", "run_handler", "tcp_probe"]
+__all__ = ["Prober"]

@@ -31,7 +31,7 @@ from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PodNetworkRequest, PortMapping
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import naming
+from asynckubelet.runtime import hooks, naming
 from asynckubelet.runtime.actions import PodActions, compute_pod_actions
 from asynckubelet.runtime.env import PodContext, make_environment
 from asynckubelet.runtime.images import ImageManager, RegistryAuth, validate_image_name
@@ -266,7 +266,12 @@ class RuntimeManager:
         if pod is not None:
             text = message or f"Stopping container {status.name}"
             self.events(pod, type="Normal", reason="Killing", message=text, container=status.name)
-        grace = max(grace_period, MINIMUM_GRACE_PERIOD)
+        grace = grace_period
+        spec = _container_spec(pod, status.name)
+        if grace > 0 and pod is not None and spec is not None and spec.lifecycle is not None:
+            if spec.lifecycle.preStop is not None:
+                grace -= await self._pre_stop(pod, spec, status, grace)
+        grace = max(grace, MINIMUM_GRACE_PERIOD)
         try:
             with anyio.CancelScope(shield=True):
                 await self.docker.stop_container(status.id, grace_period=grace)
@@ -274,6 +279,56 @@ class RuntimeManager:
             pass
         except errors.DockerError as e:
             step.fail(SyncError.KILL_CONTAINER, str(e))
+
+    async def _pre_stop(
+        self, pod: Pod, spec: Container, status: ContainerStatus, grace: float
+    ) -> float:
+        """Run ``preStop`` for at most ``grace`` seconds; returns the seconds it took."""
+        assert spec.lifecycle is not None
+        started = anyio.current_time()
+        with anyio.CancelScope(shield=True):
+            target = await self.hook_target(
+                pod, container_id=status.id, sandbox_id=status.sandbox_id
+            )
+            message: str | None = None
+            with anyio.move_on_after(grace):
+                message = await hooks.run_hook(
+                    spec.lifecycle.preStop,
+                    pod,
+                    spec,
+                    target,
+                    docker=self.docker,
+                    timeout=grace,
+                )
+        if message is not None:
+            logger.bind(pod=_pod_ref(pod), container=spec.name).warning("preStop: {}", message)
+            self.events(
+                pod,
+                type="Warning",
+                reason="FailedPreStopHook",
+                message="PreStopHook failed",
+                container=spec.name,
+            )
+        return anyio.current_time() - started
+
+    async def hook_target(self, pod: Pod, *, container_id: str, sandbox_id: str) -> hooks.Target:
+        """Where a hook's or probe's HTTP/TCP goes: the pod IP, else the sandbox netns."""
+        if pod.spec is not None and pod.spec.hostNetwork:
+            return hooks.Target(container_id=container_id, host="127.0.0.1", netns=None)
+        try:
+            net = await self.network.get_pod_network_status(sandbox_id=sandbox_id)
+        except errors.AsyncKubeletError:
+            net = None
+        if net is not None and net.ips:
+            return hooks.Target(container_id=container_id, host=net.ips[0], netns=None)
+        netns: str | None = None
+        try:
+            info = await self.docker.inspect_container(sandbox_id)
+            pid = info.get("State", {}).get("Pid", 0)
+            netns = f"/proc/{pid}/ns/net" if pid else None
+        except errors.DockerError:
+            pass
+        return hooks.Target(container_id=container_id, host="127.0.0.1", netns=netns)
 
     async def kill_pod(
         self,
@@ -382,6 +437,15 @@ class RuntimeManager:
             local = await self.docker.image_exists(DEFAULT_PAUSE_TAG)
             self._pause_image = DEFAULT_PAUSE_TAG if local else REGISTRY_PAUSE_IMAGE
         return self._pause_image
+
+
+def _container_spec(pod: Pod | None, name: str) -> Container | None:
+    if pod is None or pod.spec is None:
+        return None
+    for c in list(pod.spec.initContainers or []) + list(pod.spec.containers or []):
+        if c.name == name:
+            return c
+    return None
 
 
 def dead_instances_to_remove(status: PodRuntimeStatus) -> list[str]:
@@ -652,7 +716,38 @@ class _Sync:
             cid = await self._create_and_start(container, name, config, step)
         if cid is None:
             return False
+        lifecycle = container.lifecycle
+        if lifecycle is not None and lifecycle.postStart is not None:
+            return await self._post_start(container, cid, step)
         return True
+
+    async def _post_start(self, container: Container, cid: str, step: SyncResult) -> bool:
+        """Run ``postStart``; on failure kill the container, as ``kuberuntime`` does."""
+        assert container.lifecycle is not None
+        target = await self.rm.hook_target(self.pod, container_id=cid, sandbox_id=self.sandbox_id)
+        message = await hooks.run_hook(
+            container.lifecycle.postStart,
+            self.pod,
+            container,
+            target,
+            docker=self.rm.docker,
+            timeout=None,
+        )
+        if message is None:
+            return True
+        step.fail(SyncError.POST_START_HOOK, message)
+        self.event("Warning", "FailedPostStartHook", "PostStartHook failed", container.name)
+        started = ContainerStatus(
+            id=cid, name=container.name, state=ContainerState.RUNNING, created_at=_now()
+        )
+        await self.rm.kill_container(
+            self.pod,
+            started,
+            grace_period=self.rm.grace_period_of(self.pod, None),
+            message="FailedPostStartHook",
+            result=self.result,
+        )
+        return False
 
     async def _create_and_start(
         self, container: Container, name: str, config: ContainerConfig, step: SyncResult

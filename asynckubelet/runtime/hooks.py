@@ -1,0 +1,279 @@
+"""Handlers shared by probes and lifecycle hooks, and the kubelet's hook runner.
+
+A handler (``exec``, ``httpGet``, ``tcpSocket``, ``sleep``) runs against one container.
+``httpGet`` and ``tcpSocket`` connect from the node to the pod IP; a pod without a
+reachable IP (the loopback-only network) is reached inside its network namespace: a
+worker thread enters the sandbox's namespace with ``setns(2)`` (which changes only the
+calling thread), opens the socket there and returns to the node's namespace; the socket
+keeps the namespace it was made in, and the HTTP exchange runs on it in the same thread.
+That needs a local daemon and root, and no tools in the image.
+
+Hooks follow ``kuberuntime``: ``postStart`` runs right after the start and its failure
+kills the container (``FailedPostStartHook``); ``preStop`` runs before the stop signal,
+bounded by the grace period, and its time is taken from that period. Hook event texts
+never carry the handler's output (it may hold secrets), as in the kubelet.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import http.client
+import json
+import os
+import socket
+import ssl
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from lightkube.models.core_v1 import Container, Pod
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.runtime.probes import ProbeResult
+
+MAX_PROBE_OUTPUT = 10 * 1024
+"""Bytes of a probe's output kept for the event (kubelet ``maxReadLength``)."""
+CLONE_NEWNET = 0x40000000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: ProbeResult
+    output: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a probe goes: the container, the pod IP and, failing that, the pod's netns."""
+
+    container_id: str
+    host: str
+    netns: str | None
+
+
+def _port(value: Any, container: Container) -> int:
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    if text.isdigit():
+        return int(text)
+    for p in container.ports or []:
+        if p.name == text:
+            return int(p.containerPort)
+    raise ValueError(f"couldn't find port: {text} in {container.name}")
+
+
+def _setns(path: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns {path}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+def connect(host: str, port: int, *, timeout: float, netns: str | None) -> socket.socket:
+    """A TCP connection to ``host:port``, made inside ``netns`` when given (call in a thread)."""
+    if netns is None:
+        return socket.create_connection((host, port), timeout=timeout)
+    own = f"/proc/{os.getpid()}/task/{threading.get_native_id()}/ns/net"
+    home = os.open(own, os.O_RDONLY)
+    try:
+        _setns(netns)
+        try:
+            return socket.create_connection((host, port), timeout=timeout)
+        finally:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.setns(home, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "cannot return to the node's network namespace")
+    finally:
+        os.close(home)
+
+
+def _dial_error(host: str, port: int, e: OSError) -> str:
+    if isinstance(e, TimeoutError | socket.timeout):
+        return f"dial tcp {host}:{port}: i/o timeout"
+    reason = (e.strerror or str(e)).lower()
+    return f"dial tcp {host}:{port}: connect: {reason}"
+
+
+def tcp_probe(host: str, port: int, *, timeout: float, netns: str | None) -> Outcome:
+    """The kubelet's ``tcp.DoTCPProbe``: success when the connection is accepted."""
+    try:
+        connect(host, port, timeout=timeout, netns=netns).close()
+    except OSError as e:
+        return Outcome(ProbeResult.FAILURE, _dial_error(host, port, e))
+    return Outcome(ProbeResult.SUCCESS)
+
+
+def http_probe(
+    *,
+    scheme: str,
+    host: str,
+    port: int,
+    path: str,
+    headers: Mapping[str, str],
+    timeout: float,
+    netns: str | None,
+) -> Outcome:
+    """The kubelet's ``http.DoHTTPProbe``: 200-399 is success; TLS is not verified."""
+    url = f"{scheme.lower()}://{_host_port(host, port)}{path}"
+    try:
+        sock = connect(host, port, timeout=timeout, netns=netns)
+    except OSError as e:
+        return Outcome(ProbeResult.FAILURE, f'Get "{url}": {_dial_error(host, port, e)}')
+    try:
+        conn: http.client.HTTPConnection
+        if scheme.upper() == "HTTPS":
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ctx)
+            sock = ctx.wrap_socket(sock, server_hostname=host)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        conn.sock = sock
+        sent = {"User-Agent": "kube-probe/1.33", "Accept": "*/*", **headers}
+        conn.request("GET", path or "/", headers=sent)
+        response = conn.getresponse()
+        body = response.read(MAX_PROBE_OUTPUT).decode(errors="replace")
+        status = response.status
+    except TimeoutError:
+        return Outcome(
+            ProbeResult.FAILURE,
+            f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting '
+            "headers)",
+        )
+    except (OSError, http.client.HTTPException) as e:
+        return Outcome(ProbeResult.FAILURE, f'Get "{url}": {e}')
+    finally:
+        sock.close()
+    if 200 <= status < 400:
+        return Outcome(ProbeResult.SUCCESS, body)
+    return Outcome(ProbeResult.FAILURE, f"HTTP probe failed with statuscode: {status}")
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+async def run_handler(
+    handler: Any,
+    container: Container,
+    target: Target,
+    *,
+    docker: DockerClient,
+    timeout: float,
+) -> Outcome:
+    """Run one ``exec``/``httpGet``/``tcpSocket``/``grpc`` handler (probes and hooks)."""
+    if handler.exec is not None:
+        command = list(handler.exec.command or [])
+        try:
+            result = await docker.exec_run(target.container_id, command, timeout=timeout)
+        except TimeoutError:
+            return Outcome(ProbeResult.FAILURE, f"command {' '.join(command)!r} timed out")
+        except errors.DockerError as e:
+            return Outcome(ProbeResult.UNKNOWN, error=str(e))
+        output = result.output[:MAX_PROBE_OUTPUT]
+        if result.exit_code == 0:
+            return Outcome(ProbeResult.SUCCESS, output)
+        return Outcome(ProbeResult.FAILURE, output)
+    if handler.httpGet is not None:
+        get = handler.httpGet
+        try:
+            port = _port(get.port, container)
+        except ValueError as e:
+            return Outcome(ProbeResult.UNKNOWN, error=str(e))
+        host = get.host or target.host
+        headers = {h.name: h.value for h in get.httpHeaders or []}
+        path = get.path or "/"
+        if not path.startswith("/"):
+            path = "/" + path
+        return await anyio.to_thread.run_sync(
+            lambda: http_probe(
+                scheme=get.scheme or "HTTP",
+                host=host,
+                port=port,
+                path=path,
+                headers=headers,
+                timeout=timeout,
+                netns=None if get.host else target.netns,
+            )
+        )
+    if handler.tcpSocket is not None:
+        sock = handler.tcpSocket
+        try:
+            port = _port(sock.port, container)
+        except ValueError as e:
+            return Outcome(ProbeResult.UNKNOWN, error=str(e))
+        host = sock.host or target.host
+        netns = None if sock.host else target.netns
+        return await anyio.to_thread.run_sync(
+            lambda: tcp_probe(host, port, timeout=timeout, netns=netns)
+        )
+    if getattr(handler, "sleep", None) is not None:
+        await anyio.sleep(float(handler.sleep.seconds or 0))
+        return Outcome(ProbeResult.SUCCESS)
+    if getattr(handler, "grpc", None) is not None:
+        return Outcome(ProbeResult.UNKNOWN, error="gRPC probes are not supported on this node")
+    return Outcome(ProbeResult.UNKNOWN, error=f"missing probe handler for {container.name}")
+
+
+def _pod_ref(pod: Pod) -> str:
+    meta = pod.metadata
+    assert meta is not None
+    return f"{meta.name}_{meta.namespace or 'default'}({meta.uid or ''})"
+
+
+async def run_hook(
+    handler: Any,
+    pod: Pod,
+    container: Container,
+    target: Target,
+    *,
+    docker: DockerClient,
+    timeout: float | None,
+) -> str | None:
+    """Run a lifecycle handler; None on success, else the kubelet's failure message."""
+    if handler.sleep is not None:
+        seconds = float(handler.sleep.seconds or 0)
+        await anyio.sleep(seconds if timeout is None else min(seconds, timeout))
+        return None
+    if handler.exec is not None:
+        command = list(handler.exec.command or [])
+        joined = " ".join(command)
+        try:
+            result = await docker.exec_run(target.container_id, command, timeout=timeout)
+        except TimeoutError:
+            error, output = f"command '{joined}' timed out", ""
+        except errors.DockerError as e:
+            error, output = str(e), ""
+        else:
+            if result.exit_code == 0:
+                return None
+            stderr = result.stderr.decode(errors="replace")
+            error = f"command '{joined}' exited with {result.exit_code}: {stderr}"
+            output = result.output
+        return (
+            f"Exec lifecycle hook ([{joined}]) for Container {json.dumps(container.name)} in Pod "
+            f"{json.dumps(_pod_ref(pod))} failed - error: {error}, message: {json.dumps(output)}"
+        )
+    if handler.httpGet is not None:
+        outcome = await run_handler(
+            handler, container, target, docker=docker, timeout=timeout or 10.0
+        )
+        if outcome.result is ProbeResult.SUCCESS or outcome.output.startswith("HTTP probe"):
+            return None
+        return (
+            f'HTTP lifecycle hook ({handler.httpGet.path or "/"}) for Container "{container.name}" '
+            f'in Pod "{_pod_ref(pod)}" failed - error: {outcome.output or outcome.error}'
+        )
+    if handler.tcpSocket is not None:
+        return None
+    return f'missing lifecycle handler for container "{container.name}"'
