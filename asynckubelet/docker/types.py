@@ -97,6 +97,8 @@ class ContainerInspect(TypedDict, total=False):
     NetworkSettings: dict[str, Any]
     Mounts: list[dict[str, Any]]
     RestartCount: int
+    ResolvConfPath: str
+    HostsPath: str
 
 
 class ContainerSummary(TypedDict, total=False):
