@@ -14,24 +14,24 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
-from lightkube.models.core_v1 import Pod
 from pyroute2 import AsyncIPRoute
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
-from asynckubelet.manifests import load_manifests_text
 from asynckubelet.network import PodNetworkRequest, PortMapping
 from asynckubelet.network.bridge import LINK_PREFIX, BridgeConfig, BridgePlugin, veth_name
 from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
+from integration.harness import PAUSE_IMAGE
+from integration.network_helpers import bridge_name, pod_from
 from integration.runtime_helpers import Driver
+
+pytest_plugins = ["integration.network_fixtures"]
 
 pytestmark = [
     pytest.mark.anyio,
@@ -39,50 +39,6 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _free_cidr() -> str:
-    taken = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
-    for _ in range(100):
-        cidr = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}.0/24"
-        if cidr.split("/")[0].rsplit(".", 1)[0] + "." not in taken:
-            return cidr
-    raise AssertionError("no free /24 found")
-
-
-def pod_from(text: str, *, node: str) -> Pod:
-    """hostPort and hostNetwork need the privileged Pod Security level."""
-    manifests = load_manifests_text(
-        text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node, pod_security="privileged"
-    )
-    return manifests.pods[0]
-
-
-def _bridge_name(node: str) -> str:
-    return f"akb{node[-10:]}"
-
-
-@pytest.fixture
-async def plugin(
-    docker: DockerClient, node_name: str, tmp_path: Path
-) -> AsyncIterator[BridgePlugin]:
-    made = make_network_plugin(
-        "bridge",
-        docker=docker,
-        state_dir=tmp_path / "net",
-        bridge=_bridge_name(node_name),
-        pod_cidr=_free_cidr(),
-    )
-    assert isinstance(made, BridgePlugin)
-    await made.start()
-    try:
-        yield made
-    finally:
-        from integration.harness import remove_owned
-
-        with anyio.CancelScope(shield=True):
-            await remove_owned(docker, node_name)
-            await made.remove_node_network()
 
 
 @pytest.fixture
@@ -274,12 +230,12 @@ async def test_a_pod_cidr_overlapping_a_host_route_is_refused(
     route = (await anyio.run_process(["ip", "-4", "route"])).stdout.decode()
     host_net = next(line.split()[0] for line in route.splitlines() if "/" in line.split()[0])
     made = BridgePlugin(
-        BridgeConfig(bridge=_bridge_name(node_name), pod_cidr=host_net, state_dir=tmp_path)
+        BridgeConfig(bridge=bridge_name(node_name), pod_cidr=host_net, state_dir=tmp_path)
     )
     try:
         with pytest.raises(errors.NetworkError, match=f"pod CIDR {host_net} overlaps the host"):
             await made.ensure_node_network()
-        assert _bridge_name(node_name) not in await _links()
+        assert bridge_name(node_name) not in await _links()
     finally:
         await made.remove_node_network()
 

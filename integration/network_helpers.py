@@ -1,0 +1,33 @@
+"""Helpers of the network integration tests: free pod CIDRs, bridge names, pods."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+from lightkube.models.core_v1 import Pod
+
+from asynckubelet.manifests import load_manifests_text
+from integration.harness import BUSYBOX_IMAGE
+
+
+def free_cidr() -> str:
+    """A random /24 of 10.200.0.0-10.250.255.0 that no host route covers."""
+    taken = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+    for _ in range(100):
+        cidr = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}.0/24"
+        if cidr.split("/")[0].rsplit(".", 1)[0] + "." not in taken:
+            return cidr
+    raise AssertionError("no free /24 found")
+
+
+def pod_from(text: str, *, node: str) -> Pod:
+    """A pod from YAML at the privileged level (hostPort, hostNetwork)."""
+    manifests = load_manifests_text(
+        text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node, pod_security="privileged"
+    )
+    return manifests.pods[0]
+
+
+def bridge_name(node: str) -> str:
+    return f"akb{node[-10:]}"
