@@ -33,8 +33,8 @@ from tenacity import (
 )
 
 from asynckubelet import errors
-from asynckubelet.docker.engine import resolve_docker_url
-from asynckubelet.docker.errors import is_transient, map_error
+from asynckubelet.docker.engine import Endpoint, EngineTLS, engine_endpoint, tls_handshake_error
+from asynckubelet.docker.errors import is_transient, map_error, tls_problem
 from asynckubelet.docker.types import (
     ContainerConfig,
     ContainerInspect,
@@ -60,6 +60,8 @@ class DockerClient:
 
     ``url`` is a ``unix://`` or ``tcp://`` address; ``None`` follows ``DOCKER_HOST``, then
     the default socket, then the project's own engine (``asynckubelet engine start``).
+    ``tls`` configures TLS towards a ``tcp://`` engine; ``None`` reads ``DOCKER_TLS_VERIFY``,
+    ``DOCKER_TLS`` and ``DOCKER_CERT_PATH`` as the Docker CLI does.
     ``retry_attempts`` and ``retry_max_delay`` bound the retries of transient failures
     (the daemon restarting, a dropped connection).
     """
@@ -68,11 +70,15 @@ class DockerClient:
         self,
         *,
         url: str | None = None,
+        tls: EngineTLS | None = None,
         retry_attempts: int = 5,
         retry_max_delay: float = 10.0,
         retry_initial_wait: float = 0.1,
     ) -> None:
         self._url = url
+        self._tls = tls
+        self._address: str | None = None
+        self._endpoint: Endpoint | None = None
         self._docker: aiodocker.Docker | None = None
         self._retry_attempts = retry_attempts
         self._retry_max_delay = retry_max_delay
@@ -92,21 +98,35 @@ class DockerClient:
 
     def _connect(self) -> aiodocker.Docker:
         if self._docker is None:
+            endpoint = engine_endpoint(self._url, tls=self._tls)
+            self._address = endpoint.address
+            self._endpoint = endpoint
             try:
-                self._docker = aiodocker.Docker(url=resolve_docker_url(self._url))
+                self._docker = aiodocker.Docker(url=endpoint.url, ssl_context=endpoint.tls)
             except (ValueError, OSError, aiodocker.DockerError) as e:
                 raise errors.RuntimeUnavailable(f"no Docker engine to connect to: {e}") from e
         return self._docker
 
     @property
     def url(self) -> str:
-        return str(self._connect().docker_host)
+        """The engine's address as given (``unix://...``, ``tcp://host:port``)."""
+        docker = self._connect()
+        return self._address or str(docker.docker_host)
 
     async def close(self) -> None:
         if self._docker is not None:
             docker, self._docker = self._docker, None
             with anyio.CancelScope(shield=True):
                 await docker.close()
+
+    async def _explain_tls_failure(self, what: str) -> None:
+        """Raise the TLS problem behind a dropped connection to a TLS engine, if there is one."""
+        endpoint = self._endpoint
+        if endpoint is None or endpoint.tls is None:
+            return
+        failure = await anyio.to_thread.run_sync(tls_handshake_error, endpoint)
+        if failure is not None:
+            raise map_error(failure, what=what, address=self._address) from failure
 
     async def _call(
         self, what: str, fn: Callable[[aiodocker.Docker], Awaitable[T]], *, retry: bool = True
@@ -119,7 +139,10 @@ class DockerClient:
             except errors.AsyncKubeletError:
                 raise
             except (aiodocker.DockerError, aiohttp.ClientError, OSError, TimeoutError) as e:
-                raise map_error(e, what=what) from e
+                mapped = map_error(e, what=what, address=self._address)
+                if isinstance(mapped, errors.RuntimeUnavailable) and tls_problem(e) is None:
+                    await self._explain_tls_failure(what)
+                raise mapped from e
 
         if not retry:
             return await once()
@@ -143,10 +166,16 @@ class DockerClient:
         return await self._call("version", lambda d: d.version())
 
     async def ping(self) -> bool:
-        """True when the daemon answers; never raises, never retries."""
+        """True when the daemon answers, False when it does not; never retries.
+
+        An engine that answers but refuses this client (a TLS certificate problem, plain
+        HTTP to its TLS port) raises RuntimeUnavailable saying so: no wait can change that.
+        """
         try:
             await self._call("ping", lambda d: d.version(), retry=False)
-        except errors.DockerError:
+        except errors.DockerError as e:
+            if isinstance(e, errors.RuntimeUnavailable) and not is_transient(e):
+                raise
             return False
         return True
 

@@ -6,6 +6,12 @@ can start a dockerd of its own: its own socket, data root, exec root and pid fil
 ``--bridge=none`` so it creates no network of its own. The test harness starts a
 throw-away one per session; ``asynckubelet engine start`` a persistent one that later
 commands find by themselves.
+
+A remote engine (a CI job's ``docker:dind`` service) is reached over ``tcp://`` with TLS,
+configured the way the Docker CLI reads it: ``DOCKER_TLS_VERIFY`` (verify the engine
+against ``ca.pem``), ``DOCKER_TLS`` (encrypt without verifying) and ``DOCKER_CERT_PATH``
+(``ca.pem``, ``cert.pem``, ``key.pem``; default ``~/.docker``). Only that CA is trusted, and
+the engine's certificate must name the address it is reached at.
 """
 
 from __future__ import annotations
@@ -15,15 +21,21 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from asynckubelet import errors
 
-DEFAULT_SOCKET = Path("/var/run/docker.sock")
-OWN_ENGINE_ROOT = Path("/var/lib/asynckubelet/engine")
-OWN_ENGINE_SOCKET = Path("/run/asynckubelet/docker.sock")
+DEFAULT_SOCKET = Path(os.environ.get("ASYNCKUBELET_DEFAULT_DOCKER_SOCKET", "/var/run/docker.sock"))
+"""Docker's usual socket (overridable for unusual layouts)."""
+OWN_ENGINE_ROOT = Path(os.environ.get("ASYNCKUBELET_ENGINE_ROOT", "/var/lib/asynckubelet/engine"))
+OWN_ENGINE_SOCKET = Path(
+    os.environ.get("ASYNCKUBELET_ENGINE_SOCKET", "/run/asynckubelet/docker.sock")
+)
 
 
 def socket_answers(path: Path) -> bool:
@@ -50,6 +62,134 @@ def resolve_docker_url(url: str | None = None) -> str | None:
         return f"unix://{DEFAULT_SOCKET}"
     if socket_answers(OWN_ENGINE_SOCKET):
         return f"unix://{OWN_ENGINE_SOCKET}"
+    return None
+
+
+@dataclass(frozen=True)
+class EngineTLS:
+    """TLS towards a ``tcp://`` engine: ``verify`` the engine against ``cert_path/ca.pem``,
+    and present ``cert_path/cert.pem`` with ``key.pem`` when both exist."""
+
+    verify: bool
+    cert_path: Path
+
+    @property
+    def ca(self) -> Path:
+        return self.cert_path / "ca.pem"
+
+    @property
+    def cert(self) -> Path:
+        return self.cert_path / "cert.pem"
+
+    @property
+    def key(self) -> Path:
+        return self.cert_path / "key.pem"
+
+
+def tls_from_environment(environ: Mapping[str, str] | None = None) -> EngineTLS | None:
+    """The Docker CLI's TLS settings: any non-empty ``DOCKER_TLS_VERIFY`` verifies, a
+    non-empty ``DOCKER_TLS`` alone encrypts only; None when neither is set."""
+    env = os.environ if environ is None else environ
+    verify = bool(env.get("DOCKER_TLS_VERIFY"))
+    if not verify and not env.get("DOCKER_TLS"):
+        return None
+    cert_path = Path(env.get("DOCKER_CERT_PATH") or Path.home() / ".docker")
+    return EngineTLS(verify=verify, cert_path=cert_path)
+
+
+def tls_context(settings: EngineTLS, *, address: str) -> ssl.SSLContext:
+    """The client context for ``settings``; a missing or unreadable file raises
+    RuntimeUnavailable naming the engine and the file."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    where = f"Docker engine at {address}"
+    if settings.verify:
+        try:
+            context.load_verify_locations(cafile=settings.ca)
+        except (OSError, ssl.SSLError) as e:
+            raise errors.RuntimeUnavailable(
+                f"{where}: DOCKER_TLS_VERIFY is set but the CA certificate {settings.ca} "
+                f"cannot be used ({_reason(e)}); set DOCKER_CERT_PATH to the folder with "
+                "ca.pem, cert.pem and key.pem"
+            ) from e
+    else:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if settings.cert.exists() or settings.key.exists():
+        try:
+            context.load_cert_chain(certfile=settings.cert, keyfile=settings.key)
+        except (OSError, ssl.SSLError) as e:
+            raise errors.RuntimeUnavailable(
+                f"{where}: the client certificate {settings.cert} with key {settings.key} "
+                f"cannot be used ({_reason(e)})"
+            ) from e
+    return context
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return str(exc.reason)
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how to reach an engine: ``address`` as the user gave it (for messages),
+    ``url`` for the HTTP client (``tcp://`` made ``http://`` or ``https://``), and the TLS
+    context when the connection is encrypted."""
+
+    address: str | None
+    url: str | None
+    tls: ssl.SSLContext | None
+    tls_settings: EngineTLS | None = None
+
+
+def engine_endpoint(url: str | None = None, *, tls: EngineTLS | None = None) -> Endpoint:
+    """The endpoint for ``url`` (else ``DOCKER_HOST``, the default socket, our own engine)
+    with ``tls`` (else the environment's settings, which apply to ``tcp://`` only)."""
+    address = resolve_docker_url(url)
+    if address is None or not address.startswith(("tcp://", "http://", "https://")):
+        return Endpoint(address=address, url=address, tls=None)
+    settings = tls if tls is not None else tls_from_environment()
+    rest = address.split("://", 1)[1]
+    if settings is None:
+        plain = address if address.startswith("https://") else f"http://{rest}"
+        return Endpoint(address=address, url=plain, tls=None)
+    return Endpoint(
+        address=address,
+        url=f"https://{rest}",
+        tls=tls_context(settings, address=address),
+        tls_settings=settings,
+    )
+
+
+def tls_handshake_error(endpoint: Endpoint, *, timeout: float = 5.0) -> ssl.SSLError | None:
+    """Shake hands once with the engine, capped at TLS 1.2, and return the TLS error, if any.
+
+    Under TLS 1.3 an engine checks the client's certificate after the handshake, and its
+    refusal often reaches the client as a bare connection reset; with TLS 1.2 the refusal
+    is an alert inside the handshake, so this tells the two apart. Blocking; None when the
+    handshake succeeds or the engine cannot be reached at all.
+    """
+    if endpoint.tls_settings is None or endpoint.address is None:
+        return None
+    hostport = endpoint.address.split("://", 1)[1].split("/", 1)[0]
+    host, _, port = hostport.rpartition(":")
+    host = host.strip("[]") or hostport
+    context = tls_context(endpoint.tls_settings, address=endpoint.address)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        with (
+            socket.create_connection((host, int(port or 2376)), timeout=timeout) as raw,
+            context.wrap_socket(raw, server_hostname=host) as wrapped,
+        ):
+            wrapped.getpeercert()
+    except ssl.SSLError as e:
+        return e
+    except (OSError, ValueError):
+        return None
     return None
 
 

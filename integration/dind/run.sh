@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Shape A of Docker-in-Docker CI: run the integration tests inside a DinD container, the
+# agent and its Docker daemon together in it (as on a GitHub-style runner whose job has its
+# own dockerd). Builds the image and the dependency folder when missing, mounts the
+# repository read-only, and removes the container, its volumes and every temp folder at
+# the end, whatever happens.
+#
+# Usage: run.sh [PYTEST ARGS...]   (default: the integration suite without the tests that
+# start DinD containers themselves, `integration -m "not dind"`)
+# Environment: PYTHON (pip for the dependency folder), AKL_DIND_KEEP_IMAGE (always kept).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+
+t0=$SECONDS
+image="$("$here/build.sh")"
+t_build=$((SECONDS - t0))
+deps="$("$here/deps.sh" "$image")"
+site="/usr/local/lib/python$(cat "$deps/.python-version")/dist-packages"
+mapfile -t flags < <("$here/docker-flags.sh" "$image")
+
+if [ "$#" -eq 0 ]; then
+    set -- integration -m "not dind"
+fi
+
+name="akl-dind-a-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
+work="$(mktemp -d /tmp/akl-dind-run.XXXXXX)"
+cleanup() {
+    docker rm -f -v "$name" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+echo "run.sh: image $image (ready in ${t_build}s), dependencies $deps" >&2
+t1=$SECONDS
+status=0
+docker run --name "$name" --rm --network none "${flags[@]}" \
+    --label io.asynckubelet.dind=shape-a \
+    -v "$repo:/src:ro" -v "$deps:$site:ro" -v "$work:/work" \
+    -e PYTHONPATH=/src -e PYTHONDONTWRITEBYTECODE=1 \
+    -e ASYNCKUBELET_REQUIRE_DOCKER=1 -e TMPDIR=/work \
+    -w /src "$image" \
+    python3 -m pytest -p no:cacheprovider --basetemp=/work/pytest "$@" || status=$?
+echo "run.sh: tests inside DinD took $((SECONDS - t1))s, exit $status" >&2
+exit "$status"

@@ -1,0 +1,167 @@
+"""Shape B of Docker-in-Docker CI: the agent outside, the daemon in a DinD container that it
+reaches only over ``tcp://`` with TLS (``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``), as a
+CI job talks to a ``docker:dind`` service. The agent cannot enter that daemon's namespaces,
+so everything here goes through the Docker API."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.docker.engine import EngineTLS
+from asynckubelet.images import build as image_build
+from asynckubelet.runtime import naming
+from integration.dind import remote, tls
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
+
+pytestmark = pytest.mark.dind
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def daemon(docker_engine: Engine) -> Iterator[remote.RemoteDaemon]:
+    """A TLS-only DinD daemon with the test images loaded, removed after the module."""
+    name = f"akltest-dind-{uuid.uuid4().hex[:8]}"
+    with remote.tls_daemon(
+        engine=docker_engine.url, name=name, labels={naming.LABEL_NODE: name}
+    ) as daemon:
+
+        async def load() -> None:
+            async with DockerClient(url=daemon.url, tls=daemon.tls) as client:
+                await image_build.build_busybox_image(client, tag=BUSYBOX_IMAGE)
+                await image_build.build_pause_image(client, tag=PAUSE_IMAGE)
+
+        anyio.run(load)
+        yield daemon
+
+
+def _owned(daemon: remote.RemoteDaemon, node: str) -> list[str]:
+    async def go() -> list[str]:
+        async with DockerClient(url=daemon.url, tls=daemon.tls) as client:
+            rows = await client.list_containers(labels={naming.LABEL_NODE: node})
+            return [r["Id"] for r in rows]
+
+    return anyio.run(go)
+
+
+def _run_cli(
+    manifest: Path, *, daemon: remote.RemoteDaemon, node: str, cert_path: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **daemon.environment(), "PYTHONPATH": str(REPO)}
+    if cert_path is not None:
+        env["DOCKER_CERT_PATH"] = str(cert_path)
+    return subprocess.run(
+        [
+            sys.executable, "-m", "asynckubelet", "run", str(manifest),
+            "--docker-host", daemon.url, "--node-name", node,
+            "--pause-image", PAUSE_IMAGE, "--no-color",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )  # fmt: skip
+
+
+def _foreign_client_certs(daemon: remote.RemoteDaemon, folder: Path) -> Path:
+    """A DOCKER_CERT_PATH trusting the daemon, with a client certificate it does not trust."""
+    other = tls.make_ca(folder / "other-ca", name="not-the-daemons-ca")
+    certs = tls.client_material(other, folder=folder / "foreign-client")
+    shutil.copyfile(daemon.ca.cert, certs / "ca.pem")
+    return certs
+
+
+def _untrusting_certs(daemon: remote.RemoteDaemon, folder: Path) -> Path:
+    """A DOCKER_CERT_PATH with the daemon's client certificate but another CA."""
+    other = tls.make_ca(folder / "other-ca", name="not-the-daemons-ca")
+    certs = folder / "untrusting"
+    certs.mkdir()
+    for file in ("cert.pem", "key.pem"):
+        shutil.copyfile(daemon.cert_path / file, certs / file)
+    shutil.copyfile(other.cert, certs / "ca.pem")
+    return certs
+
+
+def test_a_pod_with_an_init_and_two_app_containers_runs_to_completion_over_tls(
+    tmp_path: Path, daemon: remote.RemoteDaemon, node_name: str
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        textwrap.dedent(
+            """
+            apiVersion: v1
+            kind: Pod
+            metadata: {name: remote}
+            spec:
+              restartPolicy: Never
+              initContainers:
+                - name: prepare
+                  image: BUSYBOX
+                  command: ["sh", "-c", "echo prepared"]
+              containers:
+                - name: first
+                  image: BUSYBOX
+                  command: ["sh", "-c", "echo first done"]
+                - name: second
+                  image: BUSYBOX
+                  command: ["sh", "-c", "sleep 1; echo second done"]
+            """
+        ).replace("BUSYBOX", BUSYBOX_IMAGE)
+    )
+    proc = _run_cli(manifest, daemon=daemon, node=node_name)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "remote/prepare | prepared" in lines
+    assert "remote/first | first done" in lines
+    assert "remote/second | second done" in lines
+    assert lines.index("remote/prepare | prepared") < lines.index("remote/first | first done")
+    assert _owned(daemon, node_name) == []
+
+
+def test_an_untrusted_engine_certificate_is_reported_with_the_daemons_address(
+    tmp_path: Path, daemon: remote.RemoteDaemon, node_name: str
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+        f"    - {{name: c, image: {BUSYBOX_IMAGE}}}\n"
+    )
+    proc = _run_cli(
+        manifest, daemon=daemon, node=node_name, cert_path=_untrusting_certs(daemon, tmp_path)
+    )
+    assert proc.returncode != 0
+    assert f"cannot talk to the Docker engine at {daemon.url} over TLS" in proc.stderr
+    assert "the engine's certificate is not trusted" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.anyio
+async def test_a_client_certificate_the_engine_does_not_trust_is_reported_as_refused(
+    tmp_path: Path, daemon: remote.RemoteDaemon
+) -> None:
+    certs = _foreign_client_certs(daemon, tmp_path)
+    async with DockerClient(url=daemon.url, tls=EngineTLS(verify=True, cert_path=certs)) as c:
+        with pytest.raises(errors.RuntimeUnavailable) as caught:
+            await c.version()
+    assert f"the Docker engine at {daemon.url} over TLS" in str(caught.value)
+    assert "the engine refused this client's certificate" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_the_engine_is_not_reachable_without_tls(daemon: remote.RemoteDaemon) -> None:
+    async with DockerClient(url=daemon.url, tls=None, retry_attempts=1) as c:
+        with pytest.raises(errors.RuntimeUnavailable) as caught:
+            await c.version()
+    assert f"the Docker engine at {daemon.url} speaks TLS only" in str(caught.value)
