@@ -51,6 +51,22 @@ def socket_answers(path: Path) -> bool:
     return True
 
 
+def api_answers(path: Path, *, timeout: float = 2.0) -> bool:
+    """Whether a Docker API on the unix socket answers ``GET /_ping`` with 200 (a daemon
+    accepts on its socket before it can serve, and may still fail to start)."""
+    if not path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(str(path))
+            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            head = s.recv(64)
+        except OSError:
+            return False
+    return head.startswith(b"HTTP/1.") and head[9:12] == b"200"
+
+
 def resolve_docker_url(url: str | None = None) -> str | None:
     """The engine to use: ``url``, else ``DOCKER_HOST``, else the default socket, else our
     own engine's socket when it answers; None lets the client library choose."""
@@ -241,7 +257,7 @@ class Dockerd:
                 raise errors.RuntimeUnavailable(
                     f"dockerd exited at start (log {self.log}):\n{self._log_tail()}"
                 )
-            if socket_answers(self.socket):
+            if api_answers(self.socket):
                 return
             time.sleep(0.1)
         self.stop(remove=False)
