@@ -471,6 +471,19 @@ class VolumeManager:
             )
         return mounts
 
+    async def termination_log(self, pod: Pod, container: Container, *, restart_count: int) -> str:
+        assert pod.metadata is not None
+        directory = self.pod_dir(pod.metadata.uid or "") / "containers" / container.name
+        path = directory / f"{restart_count}-{secrets.token_hex(4)}"
+
+        def make() -> None:
+            directory.mkdir(parents=True, exist_ok=True)
+            path.touch()
+            os.chmod(path, 0o666)
+
+        await anyio.to_thread.run_sync(make)
+        return str(path)
+
     async def teardown_pod(self, *, uid: str) -> None:
         self._prepared.pop(uid, None)
         pod_dir = self.pod_dir(uid)

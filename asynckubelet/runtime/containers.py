@@ -14,7 +14,7 @@ from typing import Any
 from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet.docker.types import ContainerConfig, ContainerInspect, HostConfig
-from asynckubelet.runtime import naming
+from asynckubelet.runtime import naming, security
 from asynckubelet.runtime.env import Environment
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, SandboxState, SandboxStatus
 
@@ -94,15 +94,12 @@ def sandbox_config(
 
 
 def _user(container: Container, pod: Pod) -> str:
-    ctx = container.securityContext
-    pctx = pod.spec.securityContext if pod.spec else None
-    uid = (ctx.runAsUser if ctx else None) or (pctx.runAsUser if pctx else None)
-    gid = (ctx.runAsGroup if ctx else None) or (pctx.runAsGroup if pctx else None)
-    if uid is None and ctx is not None and ctx.runAsUser == 0:
-        uid = 0
-    if uid is None:
+    eff = security.effective(pod, container)
+    if eff.run_as_user is None:
         return ""
-    return f"{uid}:{gid}" if gid is not None else str(uid)
+    if eff.run_as_group is None:
+        return str(eff.run_as_user)
+    return f"{eff.run_as_user}:{eff.run_as_group}"
 
 
 def container_config(

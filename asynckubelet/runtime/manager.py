@@ -14,6 +14,7 @@ shielded from cancellation.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +30,10 @@ from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, ContainerInspect, DockerClient
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PodNetworkRequest, PortMapping
+from asynckubelet.network.dns import DNSSettings, write_pod_files
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import hooks, naming
+from asynckubelet.runtime import hooks, naming, security
 from asynckubelet.runtime.actions import PodActions, compute_pod_actions
 from asynckubelet.runtime.env import PodContext, make_environment
 from asynckubelet.runtime.images import ImageManager, RegistryAuth, validate_image_name
@@ -44,11 +46,16 @@ from asynckubelet.runtime.types import (
     PodRuntimeStatus,
     SandboxState,
 )
-from asynckubelet.runtime.volumes import VolumeProvider
+from asynckubelet.runtime.volumes import Mount, VolumeProvider
 
 MINIMUM_GRACE_PERIOD = 2
 """Seconds: the kubelet's ``minimumGracePeriodInSeconds``."""
 DEFAULT_GRACE_PERIOD = 30
+DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+MAX_TERMINATION_MESSAGE = 4096
+"""Bytes of the termination message file read (kubelet ``MaxContainerTerminationMessageLength``)."""
+MAX_TERMINATION_LOG_LINES = 80
+MAX_TERMINATION_LOG_BYTES = 2048
 
 
 class EventRecorder:
@@ -70,6 +77,8 @@ class RuntimeConfig:
     """None: the locally built ``asynckubelet.local/pause`` when present, else
     ``registry.k8s.io/pause:3.10``."""
     docker_url: str | None = None
+    dns: DNSSettings = field(default_factory=DNSSettings)
+    """Cluster DNS, cluster domain and the node's resolver file, for pods' resolv.conf."""
 
 
 def _pod_ref(pod: Pod) -> str:
@@ -170,7 +179,10 @@ class RuntimeManager:
                 sandboxes.append(ctr.sandbox_status_from_inspect(info, ip=ip))
             elif labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER:
                 image_id = await self._image_id(info.get("Image", ""))
-                containers.append(ctr.container_status_from_inspect(info, image_id=image_id))
+                status = ctr.container_status_from_inspect(info, image_id=image_id)
+                if status.state is ContainerState.EXITED:
+                    status = await self._with_termination_message(info, status)
+                containers.append(status)
         sandboxes.sort(key=lambda s: (s.created_at, s.attempt), reverse=True)
         containers.sort(key=lambda c: (c.created_at, c.restart_count), reverse=True)
         ips: tuple[str, ...] = ()
@@ -184,6 +196,33 @@ class RuntimeManager:
             containers=tuple(containers),
             ips=ips,
         )
+
+    async def _with_termination_message(
+        self, info: ContainerInspect, status: ContainerStatus
+    ) -> ContainerStatus:
+        """The kubelet's ``getTerminationMessage``: the file, else (policy) the logs' tail."""
+        labels = ctr.labels_of(info)
+        path = labels.get(naming.LABEL_TERMINATION_MESSAGE_PATH, DEFAULT_TERMINATION_MESSAGE_PATH)
+        source = next(
+            (m.get("Source") for m in info.get("Mounts") or [] if m.get("Destination") == path),
+            None,
+        )
+        message = ""
+        if source:
+            message = await anyio.to_thread.run_sync(_read_termination_file, source)
+        policy = labels.get(naming.LABEL_TERMINATION_MESSAGE_POLICY, "File")
+        if not message and policy == "FallbackToLogsOnError" and status.exit_code != 0:
+            lines: list[str] = []
+            try:
+                async for line in self.docker.logs(status.id, tail=MAX_TERMINATION_LOG_LINES):
+                    lines.append(line.text)
+            except errors.DockerError:
+                lines = []
+            text = "\n".join(lines)
+            message = text[-MAX_TERMINATION_LOG_BYTES:] + ("\n" if lines else "")
+        if not message:
+            return status
+        return dataclasses.replace(status, message=message)
 
     async def get_status_of(self, pod: Pod) -> PodRuntimeStatus:
         name, ns, uid = ctr.pod_identity(pod)
@@ -439,6 +478,14 @@ class RuntimeManager:
         return self._pause_image
 
 
+def _read_termination_file(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_TERMINATION_MESSAGE).decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _container_spec(pod: Pod | None, name: str) -> Container | None:
     if pod is None or pod.spec is None:
         return None
@@ -621,6 +668,14 @@ class _Sync:
                     net_step.fail(SyncError.SETUP_NETWORK, str(e))
                     raise
                 ips = net.ips
+            await write_pod_files(
+                docker=self.rm.docker,
+                pod=self.pod,
+                sandbox_id=sandbox_id,
+                pod_ips=ips,
+                settings=self.rm.config.dns,
+                event=self.event,
+            )
             self.context = PodContext(
                 node_name=self.context.node_name,
                 host_ip=self.context.host_ip,
@@ -692,11 +747,25 @@ class _Sync:
         try:
             environment = make_environment(self.pod, container, self.context)
             resources = host_config_resources(container)
+            resources.update(security.host_config_security(self.pod, container))
+            if security.effective(self.pod, container).run_as_non_root:
+                image = await self.rm.docker.inspect_image(container.image or "")
+                security.verify_run_as_non_root(
+                    self.pod, container, image_user_field=image.get("Config", {}).get("User") or ""
+                )
             if self.rm.volumes is not None and container.volumeMounts:
                 mounts = await self.rm.volumes.mounts_for(
                     self.pod, container, environment=dict(environment.env)
                 )
                 resources["Mounts"] = [m.to_docker() for m in mounts]
+            if self.rm.volumes is not None:
+                log = await self.rm.volumes.termination_log(
+                    self.pod, container, restart_count=restart_count
+                )
+                target = container.terminationMessagePath or DEFAULT_TERMINATION_MESSAGE_PATH
+                resources.setdefault("Mounts", []).append(
+                    Mount(target=target, source=log).to_docker()
+                )
         except errors.ContainerConfigError as e:
             step.fail(SyncError.CREATE_CONTAINER_CONFIG, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)

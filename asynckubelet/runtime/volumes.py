@@ -70,5 +70,8 @@ class VolumeProvider(Protocol):
         be prepared.
         """
 
+    async def termination_log(self, pod: Pod, container: Container, *, restart_count: int) -> str:
+        """A fresh, empty, world-writable file for the instance's termination message."""
+
     async def teardown_pod(self, *, uid: str) -> None:
         """Remove everything made for the pod (named persistent volumes are kept)."""

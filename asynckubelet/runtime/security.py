@@ -1,0 +1,161 @@
+"""The pod's and container's ``securityContext`` as Docker settings, and runAsNonRoot.
+
+The container's fields override the pod's (the kubelet's
+``DetermineEffectiveSecurityContext``). The result is cri-dockerd's translation:
+capabilities to ``CapAdd``/``CapDrop``, ``allowPrivilegeEscalation: false`` to
+``no-new-privileges``, seccomp profiles to ``seccomp=`` options (no profile means
+``Unconfined``, as on a kubelet without ``SeccompDefault``), supplemental groups and
+``fsGroup`` to ``GroupAdd``. The pod's Pod Security level was checked when the manifest
+was admitted; this module only carries out what was admitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lightkube.models.core_v1 import Container, Pod
+
+from asynckubelet import errors
+from asynckubelet.docker.types import HostConfig
+
+DEFAULT_SECCOMP_ROOT = Path("/var/lib/asynckubelet/seccomp")
+"""Where ``Localhost`` seccomp profiles are looked up (the kubelet's ``<root>/seccomp``)."""
+
+
+@dataclass(frozen=True)
+class Effective:
+    """The fields of the effective security context this module uses."""
+
+    run_as_user: int | None
+    run_as_group: int | None
+    run_as_non_root: bool | None
+    privileged: bool
+    read_only_root: bool
+    allow_privilege_escalation: bool | None
+    cap_add: tuple[str, ...]
+    cap_drop: tuple[str, ...]
+    seccomp_type: str | None
+    seccomp_localhost: str | None
+
+
+def effective(pod: Pod, container: Container) -> Effective:
+    """The kubelet's ``DetermineEffectiveSecurityContext``: container over pod."""
+    psc: Any = pod.spec.securityContext if pod.spec is not None else None
+    csc: Any = container.securityContext
+
+    def pick(name: str) -> Any:
+        value = getattr(csc, name, None) if csc is not None else None
+        if value is None and psc is not None:
+            value = getattr(psc, name, None)
+        return value
+
+    caps = csc.capabilities if csc is not None else None
+    seccomp = pick("seccompProfile")
+    return Effective(
+        run_as_user=pick("runAsUser"),
+        run_as_group=pick("runAsGroup"),
+        run_as_non_root=pick("runAsNonRoot"),
+        privileged=bool(csc is not None and csc.privileged),
+        read_only_root=bool(csc is not None and csc.readOnlyRootFilesystem),
+        allow_privilege_escalation=csc.allowPrivilegeEscalation if csc is not None else None,
+        cap_add=tuple(caps.add or []) if caps is not None else (),
+        cap_drop=tuple(caps.drop or []) if caps is not None else (),
+        seccomp_type=seccomp.type if seccomp is not None else None,
+        seccomp_localhost=seccomp.localhostProfile if seccomp is not None else None,
+    )
+
+
+def _pod_ref(pod: Pod) -> str:
+    meta = pod.metadata
+    assert meta is not None
+    return f"{meta.name}_{meta.namespace or 'default'}({meta.uid or ''})"
+
+
+def image_user(config_user: str) -> tuple[int | None, str]:
+    """(uid, username) of an image's ``User``: ``""`` is root, a name has no uid."""
+    user = config_user.split(":", 1)[0]
+    if user == "":
+        return 0, ""
+    if user.isdigit():
+        return int(user), ""
+    return None, user
+
+
+def verify_run_as_non_root(pod: Pod, container: Container, *, image_user_field: str) -> None:
+    """The kubelet's ``verifyRunAsNonRoot``; raises ``ContainerConfigError`` with its text."""
+    eff = effective(pod, container)
+    if not eff.run_as_non_root:
+        return
+    ref = f'(pod: "{_pod_ref(pod)}", container: {container.name})'
+    if eff.run_as_user is not None:
+        if eff.run_as_user == 0:
+            raise errors.ContainerConfigError(f"container's runAsUser breaks non-root policy {ref}")
+        return
+    uid, name = image_user(image_user_field)
+    if uid == 0:
+        raise errors.ContainerConfigError(
+            f"container has runAsNonRoot and image will run as root {ref}"
+        )
+    if uid is None and name:
+        raise errors.ContainerConfigError(
+            f"container has runAsNonRoot and image has non-numeric user ({name}), "
+            f"cannot verify user is non-root {ref}"
+        )
+
+
+def _cap(name: str) -> str:
+    return name if name.upper() == "ALL" or name.upper().startswith("CAP_") else f"CAP_{name}"
+
+
+def _seccomp_option(eff: Effective, seccomp_root: Path) -> str:
+    kind = eff.seccomp_type or "Unconfined"
+    if kind == "RuntimeDefault":
+        return ""
+    if kind == "Localhost":
+        path = seccomp_root / (eff.seccomp_localhost or "")
+        try:
+            return f"seccomp={path.read_text()}"
+        except OSError as e:
+            raise errors.ContainerConfigError(
+                f'cannot load seccomp profile "{path}": {(e.strerror or str(e)).lower()}'
+            ) from e
+    return "seccomp=unconfined"
+
+
+def host_config_security(
+    pod: Pod, container: Container, *, seccomp_root: Path = DEFAULT_SECCOMP_ROOT
+) -> HostConfig:
+    """Docker ``HostConfig`` entries for the effective security context."""
+    eff = effective(pod, container)
+    host: HostConfig = {}
+    if eff.privileged:
+        host["Privileged"] = True
+    if eff.cap_add:
+        host["CapAdd"] = [_cap(c) for c in eff.cap_add]
+    if eff.cap_drop:
+        host["CapDrop"] = [_cap(c) for c in eff.cap_drop]
+    if eff.read_only_root:
+        host["ReadonlyRootfs"] = True
+    options: list[str] = []
+    if eff.allow_privilege_escalation is False:
+        options.append("no-new-privileges")
+    if not eff.privileged:
+        seccomp = _seccomp_option(eff, seccomp_root)
+        if seccomp:
+            options.append(seccomp)
+    if options:
+        host["SecurityOpt"] = options
+    psc = pod.spec.securityContext if pod.spec is not None else None
+    groups: list[str] = []
+    if psc is not None:
+        if psc.fsGroup is not None:
+            groups.append(str(psc.fsGroup))
+        groups.extend(str(g) for g in psc.supplementalGroups or [])
+    if groups:
+        host["GroupAdd"] = list(dict.fromkeys(groups))
+    return host
+
+
+__all__ = ["effective", "host_config_security", "image_user", "verify_run_as_non_root"]

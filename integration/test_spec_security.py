@@ -1,0 +1,169 @@
+"""Security contexts on real Docker, read back from inside the container."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from asynckubelet.docker import DockerClient
+from asynckubelet.manifests import load_manifests_text
+from asynckubelet.node.status import generate
+from integration.harness import BUSYBOX_IMAGE
+from integration.spec_helpers import Events, make_manager, run_manifest
+
+pytestmark = pytest.mark.anyio
+
+
+def _pod(name: str, container_extra: str, pod_extra: str = "") -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+{pod_extra}
+  containers:
+  - name: app
+    image: BUSYBOX
+{container_extra}
+"""
+
+
+async def _lines(docker: DockerClient, node: str, root: Path, text: str) -> list[str]:
+    run = await run_manifest(docker, text, node=node, root=root, pod_security="privileged")
+    return run.lines
+
+
+async def test_run_as_user_group_supplemental_groups_and_fs_group_set_the_process_ids(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "ids",
+        """
+    command: [sh, -c, "id; stat -c %g /data"]
+    volumeMounts: [{name: data, mountPath: /data}]
+""",
+        """
+  securityContext: {runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [4000], fsGroup: 2000}
+  volumes: [{name: data, emptyDir: {}}]
+""",
+    )
+    lines = await _lines(docker, node_name, tmp_path, text)
+    assert lines[0].startswith("app: uid=1000 gid=3000 groups=")
+    assert "2000" in lines[0] and "4000" in lines[0]
+    assert lines[1] == "app: 2000"
+
+
+async def test_run_as_non_root_refuses_an_image_that_runs_as_root(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "nonroot", "    command: [sh, -c, 'true']\n    securityContext: {runAsNonRoot: true}"
+    )
+    pod = load_manifests_text(text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node_name).pods[0]
+    events = Events()
+    async with make_manager(docker, node_name, tmp_path, events) as rm:
+        result = await rm.sync_pod(pod)
+        runtime = await rm.get_status_of(pod)
+    assert pod.metadata is not None
+    message = (
+        "container has runAsNonRoot and image will run as root "
+        f'(pod: "nonroot_default({pod.metadata.uid})", container: app)'
+    )
+    status = generate(pod, runtime, waiting_reasons=result.waiting_reasons(), now=datetime.now(UTC))
+    assert status.containerStatuses is not None
+    state = status.containerStatuses[0].state
+    assert state is not None and state.waiting is not None
+    assert (state.waiting.reason, state.waiting.message) == ("CreateContainerConfigError", message)
+    assert ("Warning", "Failed", f"Error: {message}") in events.seen
+
+
+async def test_run_as_non_root_with_a_non_root_user_runs(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "nonrootok",
+        "    command: [id, -u]\n    securityContext: {runAsNonRoot: true, runAsUser: 1234}",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == ["app: 1234"]
+
+
+async def test_capabilities_drop_all_and_add_one(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "caps",
+        """
+    command: [sh, -c, "grep CapEff /proc/self/status"]
+    securityContext: {capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}
+""",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == ["app: CapEff:\t0000000000000400"]
+
+
+async def test_a_read_only_root_filesystem_refuses_writes(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "rofs",
+        """
+    command: [sh, -c, "touch /x 2>/dev/null || echo refused"]
+    securityContext: {readOnlyRootFilesystem: true}
+""",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == ["app: refused"]
+
+
+async def test_no_privilege_escalation_sets_no_new_privs(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "nnp",
+        """
+    command: [sh, -c, "grep NoNewPrivs /proc/self/status"]
+    securityContext: {allowPrivilegeEscalation: false}
+""",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == ["app: NoNewPrivs:\t1"]
+
+
+@pytest.mark.parametrize(
+    ("context", "mode"),
+    [
+        ("{}", "0"),
+        ("{seccompProfile: {type: Unconfined}}", "0"),
+        ("{seccompProfile: {type: RuntimeDefault}}", "2"),
+    ],
+)
+async def test_seccomp_profiles_follow_the_kubelet_default_of_unconfined(
+    docker: DockerClient, node_name: str, tmp_path: Path, context: str, mode: str
+) -> None:
+    text = _pod(
+        "seccomp",
+        f"""
+    command: [sh, -c, "grep '^Seccomp:' /proc/self/status"]
+    securityContext: {context}
+""",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == [f"app: Seccomp:\t{mode}"]
+
+
+async def test_namespaced_sysctls_are_set_for_the_pod(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "sysctl",
+        "    command: [cat, /proc/sys/kernel/shm_rmid_forced]",
+        "  securityContext: {sysctls: [{name: kernel.shm_rmid_forced, value: '1'}]}",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == ["app: 1"]
+
+
+@pytest.mark.skip(
+    reason="privileged containers cannot start on this machine: it withholds CAP_SYS_RESOURCE "
+    "and runc refuses ('unable to apply caps: operation not permitted'); see MACHINE-NOTES"
+)
+async def test_a_privileged_container_has_every_capability() -> None:
+    pass
