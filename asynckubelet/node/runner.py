@@ -24,7 +24,7 @@ from asynckubelet import errors
 from asynckubelet.docker import LogLine
 from asynckubelet.manifests import Manifests
 from asynckubelet.node.prober import Prober
-from asynckubelet.node.status import generate
+from asynckubelet.node.status import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, generate
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
@@ -208,6 +208,16 @@ class PodWorker:
             if self.on_status is not None:
                 self.on_status(self.pod, status)
             if status.phase in TERMINAL_PHASES:
+                if status.reason == DEADLINE_EXCEEDED and any(
+                    c.state is ContainerState.RUNNING for c in runtime.containers
+                ):
+                    self.rm.events(
+                        self.pod,
+                        type="Normal",
+                        reason=DEADLINE_EXCEEDED,
+                        message=DEADLINE_EXCEEDED_MESSAGE,
+                    )
+                    await self.rm.kill_pod(self.pod, runtime)
                 if self.exit_on_terminal:
                     return
                 await self._idle(stop)

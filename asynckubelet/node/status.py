@@ -143,6 +143,11 @@ def generate(
     if api.phase in TERMINAL_PHASES:
         phase = api.phase
     status.phase = phase
+    start = old.startTime or api.startTime or now
+    if phase not in TERMINAL_PHASES and past_active_deadline(spec, start=start, now=now):
+        phase = status.phase = "Failed"
+        status.reason = DEADLINE_EXCEEDED
+        status.message = DEADLINE_EXCEEDED_MESSAGE
 
     _set_probe_fields(spec, status, readiness=readiness, started=started)
 
@@ -166,8 +171,18 @@ def generate(
             status.podIP = ips[0]
             status.podIPs = [PodIP(ip=ip) for ip in ips[:2]]
 
-    status.startTime = old.startTime or api.startTime or now
+    status.startTime = start
     return status
+
+
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than the specified deadline"
+
+
+def past_active_deadline(spec: PodSpec, *, start: datetime, now: datetime) -> bool:
+    """The kubelet's ``activeDeadlineHandler.pastActiveDeadline``, from the pod's start time."""
+    deadline = spec.activeDeadlineSeconds
+    return deadline is not None and (now - start).total_seconds() >= deadline
 
 
 def get_phase(
