@@ -43,7 +43,7 @@ from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
 from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_secrets
 from asynckubelet.node.sources import ManifestDirSource
 from asynckubelet.node.status import kubectl_status
-from asynckubelet.node.status_manager import PodRecord, StatusManager
+from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult
@@ -180,6 +180,7 @@ class Kubelet:
         self._started: set[str] = set()
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
+        self._saved: dict[str, Pod] = {}
         self.manifest_source: ManifestDirSource | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -198,6 +199,7 @@ class Kubelet:
                 )
             if self.config.state_dir is not None:
                 self.config.state_dir.mkdir(parents=True, exist_ok=True)
+                self._saved = read_status_files(self.config.state_dir)
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
         except BaseException:
@@ -332,7 +334,7 @@ class Kubelet:
         entry.source = source
         entry.worker.options.contexts.update(options.contexts)
         entry.worker.options.pull_secrets.update(options.pull_secrets)
-        if entry.worker.pod != pod:
+        if (entry.worker.pod.spec, entry.worker.pod.metadata) != (pod.spec, pod.metadata):
             logger.bind(pod=f"{ns}/{name}").info("pod spec changed; syncing to the new spec")
             entry.worker.update(pod)
         else:
@@ -341,6 +343,11 @@ class Kubelet:
     def _start_worker(self, pod: Pod, source: str, options: RunOptions) -> None:
         assert self._tg is not None, "the Kubelet is not running; use `async with`"
         name, ns, uid = ctr.pod_identity(pod)
+        saved = self._saved.pop(uid, None)
+        if saved is not None and saved.status is not None and pod.status is None:
+            # An adopted pod keeps its start time, transition times and terminal phase.
+            pod = copy.deepcopy(pod)
+            pod.status = saved.status
         worker = PodWorker(
             self.runtime,
             pod,

@@ -1,0 +1,94 @@
+"""Interactive exec sessions: a command in a container with its stdin, output and terminal.
+
+``asynckubelet exec -it`` needs what ``exec_run`` cannot give: the command's input fed
+while it runs, its output as it comes, a pseudo-terminal that follows the user's window
+size, and the exit code at the end. Docker's attach stream is hijacked HTTP; aiodocker's
+``Stream`` carries it, and closing only our writing half tells the command its input ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+import aiodocker
+import aiohttp
+import anyio
+
+from asynckubelet.docker.client import DockerClient
+from asynckubelet.docker.errors import map_error
+
+
+class ExecSession:
+    """A running exec: read its output, write its input, resize its terminal."""
+
+    def __init__(self, exec_: aiodocker.execs.Exec, stream: aiodocker.stream.Stream) -> None:
+        self._exec = exec_
+        self._stream = stream
+
+    async def read(self) -> tuple[int, bytes] | None:
+        """``(1 stdout | 2 stderr, data)``, or None at the end of the output."""
+        try:
+            message = await self._stream.read_out()
+        except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
+            raise map_error(e, what="exec output") from e
+        if message is None:
+            return None
+        return int(message.stream), bytes(message.data)
+
+    async def write(self, data: bytes) -> None:
+        try:
+            await self._stream.write_in(data)
+        except (aiohttp.ClientError, OSError, RuntimeError) as e:
+            raise map_error(OSError(str(e)), what="exec input") from e
+
+    def close_input(self) -> None:
+        """End the command's stdin, keep reading its output."""
+        resp = getattr(self._stream, "_resp", None)
+        connection = getattr(resp, "connection", None)
+        transport = getattr(connection, "transport", None)
+        if transport is not None and transport.can_write_eof():
+            transport.write_eof()
+
+    async def resize(self, *, rows: int, columns: int) -> None:
+        try:
+            await self._exec.resize(h=rows, w=columns)
+        except aiodocker.DockerError:
+            pass
+
+    async def exit_code(self) -> int:
+        """The command's exit code, once Docker reports it ended (-1 if it never does)."""
+        for _ in range(500):
+            info = await self._exec.inspect()
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            await anyio.sleep(0.01)
+        return -1
+
+
+@asynccontextmanager
+async def exec_session(
+    client: DockerClient,
+    container_id: str,
+    cmd: Sequence[str],
+    *,
+    stdin: bool,
+    tty: bool,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[ExecSession]:
+    """Start ``cmd`` in the container, attached; the session closes on exit."""
+    docker = client._connect()
+    try:
+        container = docker.containers.container(container_id)
+        exec_ = await container.exec(
+            list(cmd), stdout=True, stderr=True, stdin=stdin, tty=tty, environment=env
+        )
+        stream = exec_.start(detach=False)
+        await stream.__aenter__()
+    except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
+        raise map_error(e, what=f"exec in container {container_id[:12]}") from e
+    try:
+        yield ExecSession(exec_, stream)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stream.close()

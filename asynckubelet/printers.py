@@ -1,0 +1,331 @@
+"""kubectl's output for pods: the ``get pods`` table and the ``describe pod`` page.
+
+People read these outputs with years of kubectl habit: the same columns, the same STATUS
+words, the same ``2 (5s ago)`` restarts and the same ``describe`` sections let them find
+things where they look. These are pure functions of the v1 Pod (with status) and its
+events, so the command line only fetches and prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from lightkube.models.core_v1 import Container, ContainerStatus, Pod, PodSpec
+
+from asynckubelet.node.events import PodEvent, age
+from asynckubelet.node.status import kubectl_status, ready_string
+from asynckubelet.runtime import containers as ctr
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Go's duration syntax as kubectl takes it (``5s``, ``2m30s``, ``1h``) in seconds."""
+    pos = 0
+    total = 0.0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise ValueError(f"invalid duration {text!r}: use a number and a unit, e.g. 30s, 5m, 1h")
+    return total
+
+
+def _spec(pod: Pod) -> PodSpec:
+    return pod.spec or PodSpec(containers=[])
+
+
+def _time(value: datetime | str | None) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def created(pod: Pod) -> datetime | None:
+    """When the pod began, for AGE: its creation time, else its start time."""
+    meta = pod.metadata
+    if meta is not None and meta.creationTimestamp is not None:
+        return _time(meta.creationTimestamp)
+    return _time(pod.status.startTime) if pod.status else None
+
+
+def restarts(pod: Pod, *, now: datetime) -> str:
+    """The RESTARTS column: total restarts, with the age of the last one (kubectl 1.22+)."""
+    status = pod.status
+    if status is None:
+        return "0"
+    total = 0
+    last: datetime | None = None
+    for cs in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
+        total += cs.restartCount or 0
+        term = cs.lastState.terminated if cs.lastState is not None else None
+        finished = _time(term.finishedAt) if term is not None else None
+        if finished is not None and (last is None or finished > last):
+            last = finished
+    if total and last is not None:
+        return f"{total} ({age(last, now=now)} ago)"
+    return str(total)
+
+
+def _table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width + 3) for cell, width in zip(row, widths, strict=True)]
+        lines.append("".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def pod_table(
+    pods: Sequence[Pod],
+    *,
+    node_name: str,
+    now: datetime,
+    wide: bool = False,
+    all_namespaces: bool = False,
+) -> str:
+    """``kubectl get pods`` (``-o wide``, ``-A``)."""
+    header = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    if all_namespaces:
+        header.insert(0, "NAMESPACE")
+    if wide:
+        header += ["IP", "NODE"]
+    rows = [header]
+    for pod in pods:
+        name, ns, _ = ctr.pod_identity(pod)
+        status = pod.status
+        since = created(pod)
+        row = [
+            name,
+            ready_string(pod, status) if status else f"0/{len(_spec(pod).containers)}",
+            kubectl_status(pod, status) if status else "Unknown",
+            restarts(pod, now=now),
+            age(since, now=now) if since is not None else "<unknown>",
+        ]
+        if all_namespaces:
+            row.insert(0, ns)
+        if wide:
+            row += [(status.podIP if status else None) or "<none>", node_name]
+        rows.append(row)
+    return _table(rows)
+
+
+def _when(value: datetime | str | None) -> str:
+    t = _time(value)
+    return t.strftime("%a, %d %b %Y %H:%M:%S %z") if t is not None else ""
+
+
+def _map(values: dict[str, str] | None, indent: int) -> list[str]:
+    if not values:
+        return ["<none>"]
+    items = sorted(values.items())
+    return [f"{k}={v}" for k, v in items[:1]] + [" " * indent + f"{k}={v}" for k, v in items[1:]]
+
+
+def _state_lines(label: str, state: object, pad: int) -> list[str]:
+    running = getattr(state, "running", None)
+    waiting = getattr(state, "waiting", None)
+    terminated = getattr(state, "terminated", None)
+    lines: list[str] = []
+
+    def field(name: str, value: object) -> None:
+        lines.append(f"      {(name + ':').ljust(pad - 2)}{value}")
+
+    head = f"    {(label + ':').ljust(pad)}"
+    if running is not None:
+        lines.append(head + "Running")
+        field("Started", _when(running.startedAt))
+    elif terminated is not None:
+        lines.append(head + "Terminated")
+        field("Reason", terminated.reason or "")
+        if terminated.message:
+            field("Message", terminated.message)
+        field("Exit Code", terminated.exitCode)
+        if terminated.signal:
+            field("Signal", terminated.signal)
+        field("Started", _when(terminated.startedAt))
+        field("Finished", _when(terminated.finishedAt))
+    elif waiting is not None:
+        lines.append(head + "Waiting")
+        if waiting.reason:
+            field("Reason", waiting.reason)
+        if waiting.message:
+            field("Message", waiting.message)
+    else:
+        lines.append(head + "<none>" if label == "Last State" else head + "Waiting")
+    return lines
+
+
+def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:
+    pad = 16
+    lines = [f"  {c.name}:"]
+
+    def field(name: str, value: object) -> None:
+        lines.append(f"    {(name + ':').ljust(pad)}{value}")
+
+    if cs is not None and cs.containerID:
+        field("Container ID", cs.containerID)
+    field("Image", c.image or "")
+    field("Image ID", (cs.imageID if cs else "") or "")
+    ports = [f"{p.containerPort}/{p.protocol or 'TCP'}" for p in c.ports or []]
+    field("Port", ", ".join(ports) or "<none>")
+    host_ports = [f"{p.hostPort or 0}/{p.protocol or 'TCP'}" for p in c.ports or []]
+    field("Host Port", ", ".join(host_ports) or "<none>")
+    if c.command:
+        lines.append("    Command:")
+        lines += [f"      {part}" for part in c.command]
+    if c.args:
+        lines.append("    Args:")
+        lines += [f"      {part}" for part in c.args]
+    lines += _state_lines("State", cs.state if cs else None, pad)
+    if (
+        cs is not None
+        and cs.lastState is not None
+        and (cs.lastState.terminated or cs.lastState.running or cs.lastState.waiting)
+    ):
+        lines += _state_lines("Last State", cs.lastState, pad)
+    field("Ready", "True" if cs is not None and cs.ready else "False")
+    field("Restart Count", cs.restartCount if cs is not None else 0)
+    if c.env:
+        lines.append("    Environment:")
+        for env in c.env:
+            if env.valueFrom is not None:
+                ref = env.valueFrom
+                if ref.secretKeyRef is not None:
+                    key, secret = ref.secretKeyRef.key, ref.secretKeyRef.name
+                    shown = f"<set to the key '{key}' in secret '{secret}'>"
+                elif ref.configMapKeyRef is not None:
+                    shown = (
+                        f"<set to the key '{ref.configMapKeyRef.key}' of config map "
+                        f"'{ref.configMapKeyRef.name}'>"
+                    )
+                elif ref.fieldRef is not None:
+                    shown = f" ({ref.fieldRef.apiVersion or 'v1'}:{ref.fieldRef.fieldPath})"
+                else:
+                    shown = "<set from a reference>"
+            else:
+                shown = env.value or ""
+            lines.append(f"      {env.name}:  {shown}")
+    else:
+        field("Environment", "<none>")
+    mounts = [
+        f"{m.mountPath} from {m.name} ({'ro' if m.readOnly else 'rw'})"
+        for m in c.volumeMounts or []
+    ]
+    if mounts:
+        lines.append("    Mounts:")
+        lines += [f"      {m}" for m in mounts]
+    else:
+        field("Mounts", "<none>")
+    return lines
+
+
+def _event_lines(events: Sequence[PodEvent], *, now: datetime) -> list[str]:
+    if not events:
+        return ["Events:            <none>"]
+    rows = [
+        ["Type", "Reason", "Age", "From", "Message"],
+        ["----", "------", "----", "----", "-------"],
+    ]
+    for e in events:
+        shown_age = age(e.last_timestamp, now=now)
+        if e.count > 1:
+            shown_age = f"{shown_age} (x{e.count} over {age(e.first_timestamp, now=now)})"
+        rows.append([e.type, e.reason, shown_age, e.source, e.message])
+    table = _table(rows)
+    return ["Events:"] + ["  " + line for line in table.splitlines()]
+
+
+def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: datetime) -> str:
+    """``kubectl describe pod``: metadata, containers, conditions, volumes, then events."""
+    meta = pod.metadata
+    spec = _spec(pod)
+    status = pod.status
+    name, ns, _ = ctr.pod_identity(pod)
+    pad = 18
+
+    def field(label: str, value: object) -> str:
+        return f"{(label + ':').ljust(pad)}{value}"
+
+    host_ip = (status.hostIP if status else None) or ""
+    lines = [
+        field("Name", name),
+        field("Namespace", ns),
+        field("Priority", spec.priority or 0),
+        field("Service Account", spec.serviceAccountName or "default"),
+        field("Node", f"{node_name}/{host_ip}" if host_ip else node_name),
+        field("Start Time", _when(status.startTime if status else None)),
+        field("Labels", "\n".join(_map(meta.labels if meta else None, pad))),
+        field("Annotations", "\n".join(_map(meta.annotations if meta else None, pad))),
+    ]
+    shown = (status.phase if status else None) or "Unknown"
+    if meta is not None and meta.deletionTimestamp is not None:
+        shown = "Terminating (lasts <invalid>)"
+        grace = meta.deletionGracePeriodSeconds
+        lines.append(
+            field(
+                "Status",
+                shown.replace("<invalid>", age(_time(meta.deletionTimestamp) or now, now=now)),
+            )
+        )
+        if grace is not None:
+            lines.append(field("Termination Grace Period", f"{grace}s"))
+    else:
+        lines.append(field("Status", shown))
+    if status is not None and status.reason:
+        lines.append(field("Reason", status.reason))
+    if status is not None and status.message:
+        lines.append(field("Message", status.message))
+    lines.append(field("IP", (status.podIP if status else None) or ""))
+    ips = [ip.ip for ip in (status.podIPs if status else None) or []]
+    if ips:
+        lines.append("IPs:")
+        lines += [f"  IP:  {ip}" for ip in ips]
+    else:
+        lines.append(field("IPs", "<none>"))
+    init_statuses = {c.name: c for c in (status.initContainerStatuses if status else None) or []}
+    statuses = {c.name: c for c in (status.containerStatuses if status else None) or []}
+    if spec.initContainers:
+        lines.append("Init Containers:")
+        for c in spec.initContainers:
+            lines += _container_lines(c, init_statuses.get(c.name))
+    lines.append("Containers:")
+    for c in spec.containers:
+        lines += _container_lines(c, statuses.get(c.name))
+    conditions = (status.conditions if status else None) or []
+    if conditions:
+        lines.append("Conditions:")
+        width = max(len("Type"), *(len(c.type) for c in conditions)) + 3
+        lines.append(f"  {'Type'.ljust(width)}Status")
+        lines += [f"  {c.type.ljust(width)}{c.status} " for c in conditions]
+    volumes = spec.volumes or []
+    if volumes:
+        lines.append("Volumes:")
+        for v in volumes:
+            lines.append(f"  {v.name}:")
+            kind = next(
+                (k for k, val in v.to_dict().items() if k != "name" and val is not None), "unknown"
+            )
+            lines.append(f"    Type:       {kind}")
+    else:
+        lines.append(field("Volumes", "<none>"))
+    lines.append(field("QoS Class", (status.qosClass if status else None) or "BestEffort"))
+    lines.append(field("Node-Selectors", "\n".join(_map(spec.nodeSelector, pad))))
+    tolerations = [
+        f"{t.key or ''}{'=' + t.value if t.value else ''}:{t.effect or ''}"
+        for t in spec.tolerations or []
+    ]
+    lines.append(field("Tolerations", ("\n" + " " * pad).join(tolerations) or "<none>"))
+    lines += _event_lines(events, now=now)
+    return "\n".join(lines)
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)

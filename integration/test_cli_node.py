@@ -1,0 +1,397 @@
+"""``asynckubelet serve`` with apply/get/describe/logs/exec/delete, end to end on Docker.
+
+``serve`` runs as a subprocess with a temporary state dir, the test's node name and a free
+loopback port; the other commands run as a user would run them, as separate processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from asynckubelet.docker import DockerClient
+from asynckubelet.runtime import naming
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+
+REPO = Path(__file__).resolve().parent.parent
+
+WEB = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  terminationGracePeriodSeconds: 3
+  containers:
+  - name: a
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' TERM; echo hello from a; while true; do sleep 0.2; done"]
+    env: [{name: WHO, value: VALUE}]
+  - name: b
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+"""
+
+CRASHER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: crasher}
+spec:
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "echo run at $(date +%s%N); sleep 0.5; exit 3"]
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Node:
+    state: Path
+    node_name: str
+    port: int
+    engine: Engine
+    process: subprocess.Popen[str] | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "ASYNCKUBELET_STATE_DIR": str(self.state),
+            "ASYNCKUBELET_NODE_NAME": self.node_name,
+            "ASYNCKUBELET_PAUSE_IMAGE": PAUSE_IMAGE,
+        }
+
+    def cli(
+        self, *args: str, timeout: float = 120, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "asynckubelet", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.env,
+            input=input,
+        )
+
+    def start(self) -> None:
+        log = (self.state.parent / "serve.log").open("a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "asynckubelet", "serve", "--listen", f"127.0.0.1:{self.port}"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if self.get("/healthz") == "ok":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("serve did not answer /healthz: " + self.log())
+
+    def log(self) -> str:
+        return (self.state.parent / "serve.log").read_text()
+
+    def get(self, path: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as r:
+            return str(r.read().decode())
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(timeout=60)
+        self.process = None
+
+    def containers(self) -> dict[str, str]:
+        """name -> id of this node's running app containers."""
+
+        async def go() -> dict[str, str]:
+            async with DockerClient(url=self.engine.url) as client:
+                rows = await client.list_containers(
+                    labels={
+                        naming.LABEL_NODE: self.node_name,
+                        naming.LABEL_TYPE: naming.TYPE_CONTAINER,
+                    }
+                )
+            return {
+                (r.get("Labels") or {})[naming.LABEL_CONTAINER_NAME]: r["Id"]
+                for r in rows
+                if r.get("State") == "running"
+            }
+
+        return anyio.run(go)
+
+    def owned(self) -> int:
+        async def go() -> int:
+            async with DockerClient(url=self.engine.url) as client:
+                return len(await client.list_containers(labels={naming.LABEL_NODE: self.node_name}))
+
+        return anyio.run(go)
+
+
+@pytest.fixture
+def node(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> Iterator[Node]:
+    n = Node(state=tmp_path / "state", node_name=node_name, port=free_port(), engine=docker_engine)
+    n.start()
+    try:
+        yield n
+    finally:
+        n.stop()
+
+        async def clean() -> None:
+            async with DockerClient(url=docker_engine.url) as client:
+                await remove_owned(client, node_name)
+
+        anyio.run(clean)
+
+
+def manifest(tmp_path: Path, text: str, *, name: str = "web.yaml", value: str = "one") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).replace("BUSYBOX", BUSYBOX_IMAGE).replace("VALUE", value))
+    return path
+
+
+def apply_web(node: Node, tmp_path: Path, value: str = "one") -> None:
+    proc = node.cli(
+        "apply", "-f", str(manifest(tmp_path, WEB, value=value)), "--wait", "--timeout", "60"
+    )
+    assert proc.returncode == 0, proc.stderr + node.log()
+
+
+def test_apply_wait_starts_the_pod_and_get_shows_kubectls_columns(
+    node: Node, tmp_path: Path
+) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli("get", "pods")
+    header, row = proc.stdout.splitlines()
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert row.split()[:4] == ["web", "2/2", "Running", "0"]
+
+
+def test_get_wide_adds_ip_and_node(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    header, row = node.cli("get", "pods", "-o", "wide").stdout.splitlines()
+    assert header.split()[-2:] == ["IP", "NODE"]
+    assert row.split()[-1] == node.node_name
+
+
+def test_get_yaml_prints_a_v1_pod_with_status(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    pod = yaml.safe_load(node.cli("get", "pods", "web", "-o", "yaml").stdout)
+    assert (pod["apiVersion"], pod["kind"], pod["status"]["phase"]) == ("v1", "Pod", "Running")
+
+
+def test_get_json_lists_pods_of_all_namespaces(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    document = json.loads(node.cli("get", "pods", "-A", "-o", "json").stdout)
+    assert [p["metadata"]["name"] for p in document["items"]] == ["web"]
+
+
+def test_get_of_a_missing_pod_fails_as_kubectl_does(node: Node) -> None:
+    proc = node.cli("get", "pods", "nope")
+    assert proc.returncode == 1
+    assert 'pods "nope" not found' in proc.stderr
+
+
+def test_an_edited_env_restarts_only_that_container(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path, value="one")
+    before = node.containers()
+    proc = node.cli(
+        "apply", "-f", str(manifest(tmp_path, WEB, value="two")), "--wait", "--timeout", "60"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pod/web configured" in proc.stdout
+    after = node.containers()
+    assert after["b"] == before["b"]
+    assert after["a"] != before["a"]
+    assert node.cli("exec", "web", "-c", "a", "--", "sh", "-c", "echo $WHO").stdout == "two\n"
+
+
+def test_deleting_the_manifest_file_removes_the_pod(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    (node.state / "manifests" / "web.yaml").unlink()
+    deadline = time.monotonic() + 60
+    while node.owned() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert node.owned() == 0
+
+
+def test_delete_pod_stops_it_and_reports_it(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli("delete", "pod", "web", "--grace-period", "1")
+    assert (proc.returncode, proc.stdout) == (0, 'pod "web" deleted\n')
+    assert node.owned() == 0
+
+
+def test_delete_by_file_removes_its_pods(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli("delete", "-f", str(tmp_path / "web.yaml"))
+    assert proc.returncode == 0, proc.stderr
+    assert node.owned() == 0
+
+
+def test_describe_shows_containers_conditions_and_events(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    text = node.cli("describe", "pod", "web").stdout
+    assert text.splitlines()[0].split() == ["Name:", "web"]
+    assert "Containers:\n  a:\n" in text
+    assert "Conditions:" in text
+    events = text[text.index("Events:") :]
+    assert "Started" in events and "Started container a" in events
+
+
+def test_logs_prints_the_default_container_with_a_notice(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli("logs", "web")
+    assert proc.stdout == "hello from a\n"
+    assert 'Defaulted container "a" out of: a, b' in proc.stderr
+
+
+def test_logs_previous_shows_the_dead_instance(node: Node, tmp_path: Path) -> None:
+    proc = node.cli("apply", "-f", str(manifest(tmp_path, CRASHER, name="crasher.yaml")))
+    assert proc.returncode == 0, proc.stderr
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        previous = node.cli("logs", "crasher", "-p")
+        if previous.returncode == 0:
+            break
+        time.sleep(0.5)
+    current = node.cli("logs", "crasher")
+    assert previous.returncode == 0, previous.stderr
+    assert previous.stdout.startswith("run at ")
+    assert current.stdout.startswith("run at ")
+    assert previous.stdout != current.stdout
+
+
+def test_logs_previous_without_a_dead_instance_is_an_error(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli("logs", "web", "-c", "b", "--previous")
+    assert proc.returncode == 1
+    assert 'previous terminated container "b" in pod "web" not found' in proc.stderr
+
+
+def test_logs_follow_continues_across_a_restart(node: Node, tmp_path: Path) -> None:
+    proc = node.cli("apply", "-f", str(manifest(tmp_path, CRASHER, name="crasher.yaml")))
+    assert proc.returncode == 0
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "asynckubelet", "logs", "crasher", "-f"],
+        env=node.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 90
+    while node.cli("logs", "crasher", "-p").returncode != 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(12)
+    follower.send_signal(signal.SIGINT)
+    out, _ = follower.communicate(timeout=30)
+    assert len([line for line in out.splitlines() if line.startswith("run at ")]) >= 2
+
+
+def test_exec_returns_the_commands_exit_code_and_output(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli("exec", "web", "-c", "a", "--", "sh", "-c", "echo $WHO; echo oops >&2; exit 3")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "one\n", "oops\n")
+
+
+def test_exec_i_passes_stdin(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli(
+        "exec", "-i", "web", "-c", "a", "--", "sh", "-c", "read x; echo got $x", input="hi\n"
+    )
+    assert (proc.returncode, proc.stdout) == (0, "got hi\n")
+
+
+def test_exec_t_runs_the_command_on_a_terminal(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli("exec", "-t", "web", "-c", "a", "--", "sh", "-c", "test -t 1 && echo tty")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "tty"
+
+
+def test_the_http_endpoints_answer(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    assert node.get("/healthz") == "ok"
+    pods = json.loads(node.get("/pods"))
+    assert pods["kind"] == "PodList"
+    assert [p["metadata"]["name"] for p in pods["items"]] == ["web"]
+    assert node.get("/containerLogs/default/web/a?tailLines=1") == "hello from a\n"
+
+
+def test_metrics_parse_as_prometheus_text(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    families = {f.name: f for f in text_string_to_metric_families(node.get("/metrics"))}
+    (running,) = families["kubelet_running_pods"].samples
+    assert running.value == 1
+    assert "kubelet_pod_start_duration_seconds" in families
+    assert "kubelet_pleg_relist_duration_seconds" in families
+    assert "process_resident_memory_bytes" in families
+
+
+def test_a_killed_node_restarted_adopts_every_pod_without_restarts(
+    node: Node, tmp_path: Path
+) -> None:
+    apply_web(node, tmp_path)
+    before = node.containers()
+    node.stop(signal.SIGKILL)
+    node.start()
+    time.sleep(3)
+    assert node.containers() == before
+    row = node.cli("get", "pods").stdout.splitlines()[1].split()
+    assert row[:4] == ["web", "2/2", "Running", "0"]
+
+
+def test_apply_rejects_an_invalid_manifest_and_writes_nothing(node: Node, tmp_path: Path) -> None:
+    bad = manifest(tmp_path, WEB.replace("name: web", "name: Web_Bad"), name="bad.yaml")
+    proc = node.cli("apply", "-f", str(bad))
+    assert proc.returncode == 1
+    assert "metadata.name" in proc.stderr
+    assert not list((node.state / "manifests").glob("*.yaml"))
+
+
+def test_apply_wait_fails_with_the_reason_when_the_image_is_missing(
+    node: Node, tmp_path: Path
+) -> None:
+    path = tmp_path / "missing.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """
+            apiVersion: v1
+            kind: Pod
+            metadata: {name: missing}
+            spec:
+              containers:
+              - {name: m, image: akltest.local/missing:1, imagePullPolicy: Never}
+            """
+        )
+    )
+    proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "5")
+    assert proc.returncode == 1
+    assert "ErrImageNeverPull" in proc.stderr

@@ -1,0 +1,148 @@
+"""kubectl's pod table and describe page, and the parsing of durations and addresses."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from lightkube.models.core_v1 import (
+    Container,
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStatus,
+    Pod,
+    PodCondition,
+    PodSpec,
+    PodStatus,
+)
+from lightkube.models.meta_v1 import ObjectMeta
+
+from asynckubelet.node.events import PodEvent
+from asynckubelet.printers import describe_pod, parse_duration, pod_table, restarts
+from asynckubelet.server import check_listen, parse_listen
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def running_pod(*, restart_count: int = 0, finished: datetime | None = None) -> Pod:
+    last = ContainerState()
+    if finished is not None:
+        last = ContainerState(
+            terminated=ContainerStateTerminated(exitCode=1, reason="Error", finishedAt=finished)
+        )
+    return Pod(
+        metadata=ObjectMeta(name="web", namespace="default", uid="u1"),
+        spec=PodSpec(containers=[Container(name="a", image="busybox")]),
+        status=PodStatus(
+            phase="Running",
+            startTime=NOW - timedelta(minutes=5),
+            podIP="10.0.0.5",
+            conditions=[PodCondition(type="Ready", status="True")],
+            containerStatuses=[
+                ContainerStatus(
+                    name="a",
+                    image="busybox",
+                    imageID="",
+                    ready=True,
+                    restartCount=restart_count,
+                    state=ContainerState(running=ContainerStateRunning(startedAt=NOW)),
+                    lastState=last,
+                )
+            ],
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("5s", 5), ("2m", 120), ("1h", 3600), ("2m30s", 150), ("500ms", 0.5), ("1.5h", 5400)],
+)
+def test_durations_are_parsed_as_go_writes_them(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "5", "s", "5x", "5s garbage", "-5s"])
+def test_a_malformed_duration_is_refused_with_an_example(text: str) -> None:
+    with pytest.raises(ValueError, match=r"e\.g\. 30s"):
+        parse_duration(text)
+
+
+def test_the_table_has_kubectls_columns_and_values() -> None:
+    header, row = pod_table([running_pod()], node_name="n1", now=NOW).splitlines()
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert row.split() == ["web", "1/1", "Running", "0", "5m"]
+
+
+def test_wide_adds_ip_and_node_and_all_namespaces_adds_namespace() -> None:
+    header, row = pod_table(
+        [running_pod()], node_name="n1", now=NOW, wide=True, all_namespaces=True
+    ).splitlines()
+    assert header.split()[0] == "NAMESPACE"
+    assert row.split()[-2:] == ["10.0.0.5", "n1"]
+
+
+def test_restarts_show_the_age_of_the_last_one() -> None:
+    pod = running_pod(restart_count=2, finished=NOW - timedelta(seconds=7))
+    assert restarts(pod, now=NOW) == "2 (7s ago)"
+
+
+def test_describe_ends_with_the_events_repeats_counted() -> None:
+    event = PodEvent(
+        namespace="default",
+        pod="web",
+        uid="u1",
+        type="Warning",
+        reason="BackOff",
+        message="Back-off restarting failed container a",
+        first_timestamp=NOW - timedelta(minutes=3),
+        last_timestamp=NOW - timedelta(seconds=10),
+        count=4,
+        container="a",
+    )
+    text = describe_pod(running_pod(), [event], node_name="n1", now=NOW)
+    last = text.splitlines()[-1].split(None, 6)
+    assert last[:2] == ["Warning", "BackOff"]
+    assert "10s (x4 over 3m)" in text.splitlines()[-1]
+
+
+def test_describe_without_events_says_none() -> None:
+    text = describe_pod(running_pod(), [], node_name="n1", now=NOW)
+    assert text.splitlines()[-1] == "Events:            <none>"
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("127.0.0.1:10255", ("127.0.0.1", 10255)),
+        ("[::1]:80", ("::1", 80)),
+        (":9", ("127.0.0.1", 9)),
+    ],
+)
+def test_listen_addresses_are_split_into_host_and_port(value: str, parsed: tuple[str, int]) -> None:
+    assert parse_listen(value) == parsed
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1", "host:port", "1.2.3.4:70000"])
+def test_a_malformed_listen_address_is_refused(value: str) -> None:
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        parse_listen(value)
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("127.0.0.1", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("10.1.2.3", False),
+    ],
+)
+def test_only_loopback_is_allowed_without_the_explicit_flag(host: str, allowed: bool) -> None:
+    if allowed:
+        check_listen(host, allow_remote=False)
+    else:
+        with pytest.raises(ValueError, match="--allow-remote"):
+            check_listen(host, allow_remote=False)
+    check_listen(host, allow_remote=True)
