@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -290,7 +291,7 @@ async def test_downward_api_and_projected_volumes_hold_labels_names_and_limits(
     - -c
     - >-
       cat /info/labels; echo; cat /info/mem; echo;
-      cat /all/color /all/password /all/name
+      cat /all/color /all/password /all/name; echo
     volumeMounts: [{name: info, mountPath: /info}, {name: all, mountPath: /all}]
 """,
         )
@@ -362,3 +363,37 @@ def test_the_pod_context_of_a_manifest_carries_its_config_maps_for_volumes(
     ctx = pod_context(manifests, manifests.pods[0], node_name=node_name)
     assert ctx.configmaps["settings"]["color"] == "blue"
     assert ctx.secrets["creds"]["password"] == b"s3cret"
+
+
+async def test_a_changed_config_map_replaces_the_mounted_files_in_a_running_pod(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = (
+        _pod(
+            "refresh",
+            """
+  volumes: [{name: cfg, configMap: {name: settings}}]
+  containers:
+  - name: app
+    image: BUSYBOX
+    command: [sleep, "3600"]
+    volumeMounts: [{name: cfg, mountPath: /cfg}]
+""",
+        )
+        + CONFIG
+    ).replace("BUSYBOX", BUSYBOX_IMAGE)
+    manifests = load_manifests_text(text, node_name=node_name)
+    pod = manifests.pods[0]
+    context = pod_context(manifests, pod, node_name=node_name)
+    changed = replace(context, configmaps={"settings": {"color": "red"}})
+    async with make_manager(docker, node_name, tmp_path) as rm:
+        await rm.sync_pod(pod, context=context)
+        runtime = await rm.get_status_of(pod)
+        app = runtime.containers[0].id
+        before = await docker.exec_run(app, ["cat", "/cfg/color"])
+        await rm.sync_pod(pod, runtime, context=changed)
+        after = await docker.exec_run(app, ["sh", "-c", "cat /cfg/color; ls /cfg"])
+        await rm.kill_pod(pod, grace_period=0)
+        await rm.remove_pod(uid=runtime.uid)
+    assert before.output == "blue"
+    assert after.output == "redcolor\n"

@@ -349,6 +349,7 @@ class VolumeManager:
         self.node_name = node_name
         self.use_tmpfs = os.geteuid() == 0 if use_tmpfs is None else use_tmpfs
         self._prepared: dict[str, dict[str, _Prepared]] = {}
+        self._claims: dict[str, _Prepared] = {}
 
     def pod_dir(self, uid: str) -> Path:
         return self.root / uid
@@ -389,6 +390,8 @@ class VolumeManager:
             claim = volume.persistentVolumeClaim
             namespace = pod.metadata.namespace or "default"
             name = claim_volume_name(namespace=namespace, claim=claim.claimName)
+            if name in self._claims:
+                return self._claims[name]
             info = await docker.create_volume(
                 name,
                 labels={
@@ -397,17 +400,19 @@ class VolumeManager:
                     LABEL_CLAIM_NAMESPACE: namespace,
                 },
             )
-            return _Prepared(
+            self._claims[name] = _Prepared(
                 source=name,
                 kind="volume",
                 read_only=bool(claim.readOnly),
                 host_path=str(info.get("Mountpoint", "")),
             )
+            return self._claims[name]
         if volume.emptyDir is not None:
             path = self.volume_dir(uid, "emptyDir", volume.name)
-            if not path.is_dir():
-                path.mkdir(mode=0o777, parents=True)
-                os.chmod(path, 0o777)
+            if path.is_dir():
+                return _Prepared(source=str(path), kind="bind")
+            path.mkdir(mode=0o777, parents=True)
+            os.chmod(path, 0o777)
             if volume.emptyDir.medium == "Memory":
                 size = volume.emptyDir.sizeLimit
                 await self._tmpfs(path, size=str(size) if size else None)

@@ -34,7 +34,13 @@ from asynckubelet.network.dns import DNSSettings, write_pod_files
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, naming, security
-from asynckubelet.runtime.actions import PodActions, compute_pod_actions
+from asynckubelet.runtime.actions import (
+    KILL_REASON_LIVENESS_PROBE,
+    KILL_REASON_STARTUP_PROBE,
+    ContainerToKill,
+    PodActions,
+    compute_pod_actions,
+)
 from asynckubelet.runtime.env import PodContext, make_environment
 from asynckubelet.runtime.images import ImageManager, RegistryAuth, validate_image_name
 from asynckubelet.runtime.probes import ProbeResult
@@ -568,9 +574,8 @@ class _Sync:
             else []
         )
         app = [self.spec.containers[i] for i in actions.containers_to_start]
-        if not (actions.create_sandbox or to_start or app):
-            return
-        if not await self._setup_volumes():
+        volumes_ready = await self._setup_volumes()
+        if not (actions.create_sandbox or to_start or app) or not volumes_ready:
             return
         async with anyio.create_task_group() as tg:
             for container in to_start + app:
@@ -619,7 +624,20 @@ class _Sync:
                 status = by_id.get(info.container_id)
                 if status is None:
                     continue
-                tg.start_soon(self._kill_one, status, grace, info.message)
+                tg.start_soon(self._kill_one, status, self._probe_grace(info, grace), info.message)
+
+    def _probe_grace(self, info: ContainerToKill, grace: float) -> float:
+        """A probe's own ``terminationGracePeriodSeconds`` when it is why the kill happens."""
+        spec = _container_spec(self.pod, info.name)
+        if spec is None:
+            return grace
+        probe = {
+            KILL_REASON_LIVENESS_PROBE: spec.livenessProbe,
+            KILL_REASON_STARTUP_PROBE: spec.startupProbe,
+        }.get(info.reason)
+        if probe is not None and probe.terminationGracePeriodSeconds is not None:
+            return float(probe.terminationGracePeriodSeconds)
+        return grace
 
     async def _kill_one(self, status: ContainerStatus, grace: float, message: str) -> None:
         await self.rm.kill_container(
