@@ -165,9 +165,8 @@ async def main(rounds: int, many: int) -> None:
         await docker.close()
     med = {k: statistics.median(v) for k, v in results.items()}
     for key, values in results.items():
-        print(
-            f"{key:>8}: median {med[key]:.3f}s  (n={len(values)}, min {min(values):.3f}s, max {max(values):.3f}s)"
-        )
+        spread = f"n={len(values)}, min {min(values):.3f}s, max {max(values):.3f}s"
+        print(f"{key:>8}: median {med[key]:.3f}s  ({spread})")
     print(f"ratio 1 pod: {med['akl 1'] / med['raw 1']:.3f}")
     print(f"ratio {many} pods: {med[f'akl {many}'] / med[f'raw {many}']:.3f}")
 
