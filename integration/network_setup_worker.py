@@ -1,7 +1,8 @@
 """A process that sets up one pod's bridge network, for tests that kill it half-way.
 
-argv[1] is JSON: bridge, cidr, state, sandbox, netns. It prints ``ready`` once imported,
-then calls ``setup_pod`` with a hostPort mapping, so a kill lands inside the setup.
+argv[1] is JSON: sandbox, netns, state, and either bridge and cidr (the bridge backend) or
+``backend: cni`` and conf_dir. It prints ``ready`` once imported, then calls ``setup_pod``
+with a hostPort mapping, so a kill lands inside the setup.
 """
 
 from __future__ import annotations
@@ -12,14 +13,23 @@ from pathlib import Path
 
 import anyio
 
-from asynckubelet.network import PodNetworkRequest, PortMapping
+from asynckubelet.network import NetworkPlugin, PodNetworkRequest, PortMapping
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
+from asynckubelet.network.cni import CNIConfig, CNIPlugin
 
 
 async def main(spec: dict[str, str]) -> None:
-    plugin = BridgePlugin(
-        BridgeConfig(bridge=spec["bridge"], pod_cidr=spec["cidr"], state_dir=Path(spec["state"]))
-    )
+    plugin: NetworkPlugin
+    if spec.get("backend") == "cni":
+        plugin = CNIPlugin(
+            CNIConfig(conf_dirs=(Path(spec["conf_dir"]),), cache_dir=Path(spec["state"]) / "cni")
+        )
+    else:
+        plugin = BridgePlugin(
+            BridgeConfig(
+                bridge=spec["bridge"], pod_cidr=spec["cidr"], state_dir=Path(spec["state"])
+            )
+        )
     print("ready", flush=True)
     await plugin.setup_pod(
         PodNetworkRequest(

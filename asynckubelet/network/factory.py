@@ -9,7 +9,7 @@ other backend that needs no access to the containers' namespaces.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from asynckubelet import errors
@@ -22,8 +22,9 @@ from asynckubelet.network.bridge import (
     BridgeConfig,
     BridgePlugin,
 )
+from asynckubelet.network.cni import CNIConfig, CNIPlugin
 
-BACKENDS = ("auto", "bridge", "loopback")
+BACKENDS = ("auto", "bridge", "cni", "loopback")
 
 
 def is_local_daemon(url: str | None) -> bool:
@@ -48,6 +49,8 @@ def make_network_plugin(
     bridge: str = DEFAULT_BRIDGE,
     pod_cidr: str = DEFAULT_POD_CIDR,
     masquerade: bool = True,
+    cni_conf_dirs: Sequence[Path] | None = None,
+    cni_plugin_dirs: Sequence[Path] | None = None,
 ) -> NetworkPlugin:
     """The backend called ``name`` (one of :data:`BACKENDS`)."""
     if name == "auto":
@@ -61,6 +64,16 @@ def make_network_plugin(
                 pod_cidr=pod_cidr,
                 state_dir=state_dir,
                 masquerade=masquerade,
+                sandbox_exists=_sandbox_runs(docker) if docker is not None else None,
+            )
+        )
+    if name == "cni":
+        defaults = CNIConfig()
+        return CNIPlugin(
+            CNIConfig(
+                conf_dirs=tuple(cni_conf_dirs or defaults.conf_dirs),
+                plugin_dirs=tuple(cni_plugin_dirs or defaults.plugin_dirs),
+                cache_dir=state_dir / "cni",
                 sandbox_exists=_sandbox_runs(docker) if docker is not None else None,
             )
         )

@@ -127,6 +127,9 @@ class IPTables:
             if line.startswith("-N ") and len(line.split()) > 1
         ]
 
+    async def delete_rule(self, chain: str, rule: Sequence[str], *, table: str) -> None:
+        await self._quiet("-D", chain, *rule, table=table)
+
     async def delete_jumps(self, chain: str, target: str, *, table: str) -> None:
         for rule in await self.rules(chain, table=table):
             if "-j" in rule and rule[rule.index("-j") + 1] == target:

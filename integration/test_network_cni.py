@@ -1,0 +1,320 @@
+"""The ``cni`` backend running Debian's reference plugins (bridge, host-local, portmap,
+loopback) from /usr/lib/cni, through the runtime.
+
+Every test writes its own configuration list (its own network name, bridge, /24 and
+host-local data directory) and removes the bridge afterwards; the plugins' own DEL removes
+everything per pod, which is what the tests check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pyroute2 import AsyncIPRoute
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.network import PodNetworkRequest, PortMapping
+from asynckubelet.network.cni import CNIConfig, CNIPlugin, parse_config
+from asynckubelet.network.factory import make_network_plugin
+from asynckubelet.runtime import naming
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from integration.harness import PAUSE_IMAGE, remove_owned
+from integration.network_helpers import free_cidr, pod_from
+from integration.runtime_helpers import Driver
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(os.geteuid() != 0, reason="CNI plugins need root"),
+    pytest.mark.skipif(not Path("/usr/lib/cni/bridge").exists(), reason="no CNI plugins"),
+]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _conflist(name: str, bridge: str, subnet: str, data_dir: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((REPO / "cni" / "10-asynckubelet.conflist").read_text())
+    doc["name"] = name
+    doc["plugins"][0]["bridge"] = bridge
+    doc["plugins"][0]["ipam"]["ranges"] = [[{"subnet": subnet}]]
+    doc["plugins"][0]["ipam"]["dataDir"] = str(data_dir)
+    return doc
+
+
+class Net:
+    def __init__(self, tmp_path: Path, node: str) -> None:
+        self.name = f"akn-{node[-10:]}"
+        self.bridge = f"akn{node[-10:]}"
+        self.subnet = free_cidr()
+        self.conf_dir = tmp_path / "net.d"
+        self.data_dir = tmp_path / "ipam"
+        self.state = tmp_path / "state"
+        self.conf_dir.mkdir()
+        doc = _conflist(self.name, self.bridge, self.subnet, self.data_dir)
+        (self.conf_dir / "10-test.conflist").write_text(json.dumps(doc))
+
+    def plugin(self, docker: DockerClient | None = None) -> CNIPlugin:
+        made = make_network_plugin(
+            "cni", docker=docker, state_dir=self.state, cni_conf_dirs=[self.conf_dir]
+        )
+        assert isinstance(made, CNIPlugin)
+        return made
+
+    def allocations(self) -> list[str]:
+        folder = self.data_dir / self.name
+        if not folder.is_dir():
+            return []
+        return [p.name for p in folder.iterdir() if p.name[0].isdigit()]
+
+    def cache_entries(self) -> list[str]:
+        folder = self.state / "cni" / "results"
+        return [p.name for p in folder.iterdir()] if folder.is_dir() else []
+
+
+@pytest.fixture
+async def net(docker: DockerClient, node_name: str, tmp_path: Path) -> AsyncIterator[Net]:
+    made = Net(tmp_path, node_name)
+    try:
+        yield made
+    finally:
+        with anyio.CancelScope(shield=True):
+            await remove_owned(docker, node_name)
+            async with AsyncIPRoute() as ipr:
+                found = await ipr.link_lookup(ifname=made.bridge)
+                if found:
+                    await ipr.link("del", index=found[0])
+
+
+@pytest.fixture
+async def rm(docker: DockerClient, node_name: str, net: Net) -> RuntimeManager:
+    plugin = net.plugin(docker)
+    await plugin.start()
+    return RuntimeManager(
+        RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE), docker=docker, network=plugin
+    )
+
+
+def _server(name: str, host_port: int | None = None) -> str:
+    ports = f"ports: [{{containerPort: 8080, hostPort: {host_port}}}]" if host_port else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  containers:
+  - name: web
+    image: BUSYBOX
+    command: ["sh", "-c", "echo hi-from-{name} > /tmp/index.html; httpd -f -p 8080 -h /tmp"]
+    {ports}
+  - name: shell
+    image: BUSYBOX
+    command: ["sleep", "3600"]
+"""
+
+
+async def _running(rm: RuntimeManager, text: str, node: str) -> tuple[Driver, str]:
+    driver = Driver(rm, pod_from(text, node=node))
+    status = await driver.until(lambda s: s.phase == "Running" and bool(s.podIP))
+    assert status.podIP is not None
+    return driver, status.podIP
+
+
+async def _shell(docker: DockerClient, node: str, pod: str) -> str:
+    rows = await docker.list_containers(
+        labels={naming.LABEL_NODE: node, naming.LABEL_POD_NAME: pod}
+    )
+    return next(
+        r["Id"] for r in rows if (r.get("Labels") or {}).get(naming.LABEL_CONTAINER_NAME) == "shell"
+    )
+
+
+async def _fetch_in(docker: DockerClient, cid: str, address: str, port: int) -> str:
+    script = (
+        f"for i in $(seq 30); do printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' "
+        f"| nc -w 2 {address} {port} && exit 0; sleep 0.2; done; exit 1"
+    )
+    return (await docker.exec_run(cid, ["sh", "-c", script], timeout=30)).stdout.decode()
+
+
+def _fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+def _iptables() -> str:
+    return subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+
+
+async def test_two_pods_reach_each_other_and_the_node_reaches_them(
+    rm: RuntimeManager, docker: DockerClient, node_name: str, net: Net
+) -> None:
+    _, ip_a = await _running(rm, _server("a"), node_name)
+    _, ip_b = await _running(rm, _server("b"), node_name)
+    prefix = net.subnet.rsplit(".", 1)[0] + "."
+    assert ip_a.startswith(prefix) and ip_b.startswith(prefix) and ip_a != ip_b
+    assert "hi-from-a" in await _fetch_in(docker, await _shell(docker, node_name, "b"), ip_a, 8080)
+    assert await anyio.to_thread.run_sync(_fetch, f"http://{ip_b}:8080/index.html") == (
+        "hi-from-b\n"
+    )
+
+
+async def test_a_container_reaches_its_sibling_on_localhost(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    await _running(rm, _server("solo"), node_name)
+    shell = await _shell(docker, node_name, "solo")
+    assert "hi-from-solo" in await _fetch_in(docker, shell, "127.0.0.1", 8080)
+
+
+async def test_a_host_port_answers_on_127_0_0_1_through_portmap(
+    rm: RuntimeManager, node_name: str
+) -> None:
+    port = random.randint(20000, 49999)
+    await _running(rm, _server("hp", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(_fetch, f"http://127.0.0.1:{port}/index.html")
+    assert text == "hi-from-hp\n"
+
+
+async def test_after_pod_deletion_no_link_allocation_rule_or_cache_entry_remains(
+    rm: RuntimeManager, node_name: str, net: Net
+) -> None:
+    port = random.randint(20000, 49999)
+    driver, ip = await _running(rm, _server("gone", host_port=port), node_name)
+    assert driver.runtime is not None
+    sandbox = driver.runtime.sandboxes[0].id
+    assert net.allocations() == [ip]
+    assert len(net.cache_entries()) == 1
+    assert sandbox in _iptables()
+    await rm.kill_pod(driver.pod)
+    await rm.remove_pod(uid=driver.runtime.uid)
+    assert net.allocations() == []
+    assert net.cache_entries() == []
+    assert sandbox not in _iptables()
+    assert not await _bridge_ports(net.bridge)
+
+
+async def _bridge_ports(bridge: str) -> list[str]:
+    async with AsyncIPRoute() as ipr:
+        found = await ipr.link_lookup(ifname=bridge)
+        if not found:
+            return []
+        return [
+            str(link.get("ifname"))
+            async for link in await ipr.link("dump")
+            if link.get("master") == found[0]
+        ]
+
+
+async def test_del_after_a_restart_and_a_config_change_uses_the_cached_config(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    sandbox = await _pause(docker, node_name)
+    first = net.plugin(docker)
+    network = await first.setup_pod(await _request(docker, sandbox, (PortMapping(80, 51234),)))
+    assert network.ips and net.allocations() == list(network.ips)
+    (net.conf_dir / "10-test.conflist").write_text('{"cniVersion": "1.0.0", "name": "other"}')
+    restarted = CNIPlugin(CNIConfig(conf_dirs=(net.conf_dir,), cache_dir=net.state / "cni"))
+    assert await restarted.get_pod_network_status(sandbox_id=sandbox) == network
+    await restarted.teardown_pod(sandbox_id=sandbox)
+    await restarted.teardown_pod(sandbox_id=sandbox)
+    assert net.allocations() == []
+    assert net.cache_entries() == []
+    assert sandbox not in _iptables()
+
+
+async def test_check_passes_on_a_healthy_attachment(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    sandbox = await _pause(docker, node_name)
+    plugin = net.plugin(docker)
+    await plugin.setup_pod(await _request(docker, sandbox))
+    await plugin.check_pod(sandbox_id=sandbox)
+    await plugin.teardown_pod(sandbox_id=sandbox)
+
+
+async def test_a_plugins_error_json_becomes_a_network_error_and_nothing_is_left(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    doc = _conflist(net.name, net.bridge, "10.0.0.0/33", net.data_dir)
+    (net.conf_dir / "10-test.conflist").write_text(json.dumps(doc))
+    sandbox = await _pause(docker, node_name)
+    plugin = net.plugin(docker)
+    with pytest.raises(errors.NetworkError, match=r"CNI plugin bridge ADD failed \(code \d+\): "):
+        await plugin.setup_pod(await _request(docker, sandbox))
+    assert net.cache_entries() == []
+
+
+def test_a_configuration_without_plugins_is_refused_naming_the_field() -> None:
+    with pytest.raises(errors.NetworkError, match="plugins: at least one required"):
+        parse_config(b'{"cniVersion": "1.0.0", "name": "x", "plugins": []}', source="x.conflist")
+
+
+async def test_an_agent_killed_during_add_leaks_nothing_after_restart(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    rng = random.Random()
+    for trial in range(10):
+        sandbox = await _pause(docker, node_name)
+        pid = int((await docker.inspect_container(sandbox))["State"]["Pid"])
+        spec = {
+            "backend": "cni",
+            "conf_dir": str(net.conf_dir),
+            "state": str(net.state),
+            "sandbox": sandbox,
+            "netns": f"/proc/{pid}/ns/net",
+        }
+        worker = await anyio.open_process(
+            [
+                sys.executable,
+                str(REPO / "integration" / "network_setup_worker.py"),
+                json.dumps(spec),
+            ],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert worker.stdout is not None
+        await worker.stdout.receive()
+        await anyio.sleep(rng.uniform(0, 0.15))
+        worker.kill()
+        await worker.wait()
+        await docker.remove_container(sandbox, force=True)
+        await net.plugin(docker).start()
+        assert net.allocations() == [], f"trial {trial}"
+        assert net.cache_entries() == [], f"trial {trial}"
+        assert sandbox not in _iptables(), f"trial {trial}"
+
+
+async def _pause(docker: DockerClient, node: str) -> str:
+    cid = await docker.create_container(
+        {
+            "Image": PAUSE_IMAGE,
+            "Labels": {naming.LABEL_NODE: node},
+            "HostConfig": {"NetworkMode": "none"},
+        },
+        name=f"{node}-pause-{random.randint(0, 10**9)}",
+    )
+    await docker.start_container(cid)
+    return cid
+
+
+async def _request(
+    docker: DockerClient, sandbox: str, ports: tuple[PortMapping, ...] = ()
+) -> PodNetworkRequest:
+    pid = int((await docker.inspect_container(sandbox))["State"]["Pid"])
+    return PodNetworkRequest(
+        sandbox_id=sandbox,
+        pod_name="p",
+        namespace="default",
+        uid="u",
+        netns_path=f"/proc/{pid}/ns/net",
+        port_mappings=ports,
+    )
