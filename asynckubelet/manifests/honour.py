@@ -38,7 +38,15 @@ _SPEC_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 SUPPORTED_VOLUME_TYPES = frozenset(
-    {"emptyDir", "hostPath", "configMap", "secret", "downwardAPI", "projected"}
+    {
+        "emptyDir",
+        "hostPath",
+        "configMap",
+        "secret",
+        "downwardAPI",
+        "projected",
+        "persistentVolumeClaim",
+    }
 )
 _PROJECTED_UNSUPPORTED = ("serviceAccountToken", "clusterTrustBundle", "podCertificate")
 

@@ -53,6 +53,9 @@ PLUGINS = {
     "projected": "kubernetes.io~projected",
 }
 
+SUPPORTED = (*PLUGINS, "hostPath", "persistentVolumeClaim")
+"""Volume types this node sets up; the manifest loader warns about the others."""
+
 Payload = dict[str, tuple[bytes, int]]
 """Relative file path -> (content, mode) of an atomic-writer volume."""
 
@@ -362,6 +365,9 @@ class VolumeManager:
         uid = pod.metadata.uid or ""
         prepared: dict[str, _Prepared] = {}
         for volume in pod.spec.volumes or []:
+            if not any(getattr(volume, kind, None) is not None for kind in SUPPORTED):
+                logger.debug("volume {} of an unsupported type is not mounted", volume.name)
+                continue
             try:
                 prepared[volume.name] = await self._setup_one(pod, volume, context, docker)
             except errors.VolumeError as e:
@@ -451,6 +457,9 @@ class VolumeManager:
         mounts: list[Mount] = []
         for vm in container.volumeMounts or []:
             volume = prepared.get(vm.name)
+            declared = {v.name for v in (pod.spec.volumes if pod.spec else None) or []}
+            if volume is None and vm.name in declared:
+                continue
             if volume is None:
                 raise errors.ContainerConfigError(
                     f"cannot find volume {vm.name!r} to mount into container {container.name!r}"
