@@ -291,3 +291,9 @@ async def test_two_container_pod_shares_the_page_the_debian_container_wrote(
     page = await run.exec("nginx-container", "wget", "-qO-", "http://127.0.0.1/")
     assert page == "Hello from the debian container\n"
     assert run.status.phase == "Running"
+
+
+async def test_a_projected_service_account_token_gives_an_empty_volume(run_example: Any) -> None:
+    run = await run_example("pod-projected-svc-token.yaml")
+    await run.wait(_running("nginx"))
+    assert await run.exec("nginx", "ls", "/var/run/secrets/tokens") == ""
