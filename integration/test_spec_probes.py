@@ -7,6 +7,8 @@ busybox's ``httpd`` in the image.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ import pytest
 from lightkube.models.core_v1 import PodStatus
 
 from asynckubelet.docker import DockerClient
+from asynckubelet.runtime.hooks import HEALTH_CHECK, grpc_probe
+from asynckubelet.runtime.probes import ProbeResult
 from integration.spec_helpers import run_manifest
 
 pytestmark = pytest.mark.anyio
@@ -225,3 +229,84 @@ async def test_an_exec_probe_that_outlives_its_timeout_fails_as_timed_out(
         until_event="Readiness probe failed",
     )
     assert "Readiness probe failed: command 'sleep 5' timed out" in run.messages("Unhealthy")
+
+
+@pytest.fixture
+def grpc_health_port() -> Iterator[int]:
+    """A gRPC health server on the node's loopback, answering SERVING."""
+    grpc = pytest.importorskip("grpc")
+
+    class Health(grpc.GenericRpcHandler):  # type: ignore[misc,name-defined]
+        def service(self, details: Any) -> Any:
+            if details.method != HEALTH_CHECK:
+                return None
+            return grpc.unary_unary_rpc_method_handler(lambda request, context: b"\x08\x01")
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers((Health(),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield int(port)
+    server.stop(None)
+
+
+async def test_a_grpc_readiness_probe_of_a_host_network_pod_makes_it_ready(
+    docker: DockerClient, node_name: str, tmp_path: Path, grpc_health_port: int
+) -> None:
+    text = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: grpcready}}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: BUSYBOX
+    command: [sleep, "3600"]
+    readinessProbe:
+      grpc: {{port: {grpc_health_port}}}
+      periodSeconds: 1
+"""
+    run = await run_manifest(
+        docker,
+        text,
+        node=node_name,
+        root=tmp_path,
+        pod_security="privileged",
+        until=lambda s: bool(_cs(s) and _cs(s).ready),
+    )
+    assert _cs(run.statuses[-1]).ready is True
+
+
+async def test_a_grpc_probe_inside_the_pod_namespace_reports_the_refused_connection(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("grpc")
+    text = _pod(
+        "grpcns",
+        """
+  - name: app
+    image: BUSYBOX
+    command: [sleep, "3600"]
+    readinessProbe:
+      grpc: {port: 9999}
+      periodSeconds: 1
+""",
+    )
+    run = await run_manifest(
+        docker, text, node=node_name, root=tmp_path, until_event="Readiness probe failed"
+    )
+    assert (
+        'Readiness probe failed: error: failed to connect service at "127.0.0.1:9999": '
+        "dial tcp 127.0.0.1:9999: connect: connection refused"
+    ) in run.messages("Unhealthy")
+
+
+async def test_a_grpc_probe_through_a_namespace_relay_reaches_the_server(
+    grpc_health_port: int,
+) -> None:
+    outcome = await grpc_probe(
+        "127.0.0.1", grpc_health_port, service="", timeout=2, netns="/proc/self/ns/net"
+    )
+    assert (outcome.result, outcome.output) == (ProbeResult.SUCCESS, "service healthy")

@@ -16,6 +16,8 @@ never carry the handler's output (it may hold secrets), as in the kubelet.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import http.client
 import json
@@ -23,7 +25,7 @@ import os
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,8 +223,154 @@ async def run_handler(
         await anyio.sleep(float(handler.sleep.seconds or 0))
         return Outcome(ProbeResult.SUCCESS)
     if getattr(handler, "grpc", None) is not None:
-        return Outcome(ProbeResult.UNKNOWN, error="gRPC probes are not supported on this node")
+        probe = handler.grpc
+        return await grpc_probe(
+            target.host,
+            int(probe.port),
+            service=probe.service or "",
+            timeout=timeout,
+            netns=target.netns,
+        )
     return Outcome(ProbeResult.UNKNOWN, error=f"missing probe handler for {container.name}")
+
+
+HEALTH_CHECK = "/grpc.health.v1.Health/Check"
+SERVING_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
+
+
+def _health_request(service: str) -> bytes:
+    """``grpc.health.v1.HealthCheckRequest{service}`` in protobuf wire form."""
+    data = service.encode()
+    return (b"\x0a" + _varint(len(data)) + data) if data else b""
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _health_status(response: bytes) -> int:
+    """The ``status`` (field 1, varint) of a ``HealthCheckResponse``; 0 when absent."""
+    if len(response) >= 2 and response[0] == 0x08:
+        return response[1] & 0x7F
+    return 0
+
+
+def _go_duration(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+async def grpc_probe(
+    host: str, port: int, *, service: str, timeout: float, netns: str | None
+) -> Outcome:
+    """The kubelet's gRPC probe: ``grpc.health.v1.Health/Check``, success on ``SERVING``.
+
+    Needs the ``grpc`` extra (grpcio). Inside a pod's network namespace, the connection is
+    made there and relayed through a loopback port of the node for the gRPC client.
+    """
+    try:
+        import grpc  # type: ignore[import-untyped]
+        import grpc.aio  # type: ignore[import-untyped]
+    except ImportError:
+        return Outcome(
+            ProbeResult.UNKNOWN,
+            error="gRPC probes need grpcio: pip install 'asynckubelet[grpc]'",
+        )
+    addr = _host_port(host, port)
+    async with contextlib.AsyncExitStack() as stack:
+        dial = addr
+        if netns is not None:
+            try:
+                sock = await anyio.to_thread.run_sync(
+                    lambda: connect(host, port, timeout=timeout, netns=netns)
+                )
+            except OSError as e:
+                return Outcome(
+                    ProbeResult.FAILURE,
+                    f'error: failed to connect service at "{addr}": {_dial_error(host, port, e)}',
+                )
+            dial = await stack.enter_async_context(_relay(sock))
+        channel = grpc.aio.insecure_channel(
+            dial, options=[("grpc.primary_user_agent", "kube-probe/1.33")]
+        )
+        stack.push_async_callback(channel.close)
+        try:
+            with anyio.fail_after(timeout):
+                await channel.channel_ready()
+        except TimeoutError:
+            return Outcome(
+                ProbeResult.FAILURE,
+                f'timeout: failed to connect service "{addr}" within {_go_duration(timeout)}: '
+                "context deadline exceeded",
+            )
+        check = channel.unary_unary(
+            HEALTH_CHECK,
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        try:
+            response = await check(_health_request(service), timeout=timeout)
+        except grpc.aio.AioRpcError as e:
+            code = e.code()
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                return Outcome(
+                    ProbeResult.FAILURE,
+                    "this server does not implement the grpc health protocol "
+                    f"(grpc.health.v1.Health): {e.details()}",
+                )
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return Outcome(
+                    ProbeResult.FAILURE,
+                    f"timeout: health rpc did not complete within {_go_duration(timeout)}",
+                )
+            return Outcome(
+                ProbeResult.FAILURE,
+                "error: health rpc probe failed: rpc error: code = "
+                f"{code.name.title().replace('_', '')} desc = {e.details()}",
+            )
+        status = _health_status(response)
+        if status != 1:
+            name = SERVING_STATUS.get(status, str(status))
+            return Outcome(ProbeResult.FAILURE, f'service unhealthy (responded with "{name}")')
+        return Outcome(ProbeResult.SUCCESS, "service healthy")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@contextlib.asynccontextmanager
+async def _relay(sock: socket.socket) -> AsyncIterator[str]:
+    """A loopback port of the node whose one connection is piped to ``sock``."""
+    sock.setblocking(False)
+    upstream_reader, upstream_writer = await asyncio.open_connection(sock=sock)
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    tasks: list[asyncio.Task[None]] = []
+
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        tasks.append(asyncio.ensure_future(pipe(reader, upstream_writer)))
+        tasks.append(asyncio.ensure_future(pipe(upstream_reader, writer)))
+
+    server = await asyncio.start_server(accepted, host="127.0.0.1", port=0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.close()
+        for task in tasks:
+            task.cancel()
+        upstream_writer.close()
 
 
 def _pod_ref(pod: Pod) -> str:
