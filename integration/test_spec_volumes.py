@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import pod_context
 from asynckubelet.node.status import generate
-from asynckubelet.node.volumes import LABEL_CLAIM, claim_volume_name
+from asynckubelet.node.volumes import LABEL_CLAIM, claim_volume_name, default_root
 from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
 from integration.spec_helpers import Events, make_manager, run_manifest
 
 pytestmark = pytest.mark.anyio
@@ -397,3 +401,85 @@ async def test_a_changed_config_map_replaces_the_mounted_files_in_a_running_pod(
         await rm.remove_pod(uid=runtime.uid)
     assert before.output == "blue"
     assert after.output == "redcolor\n"
+
+
+def test_the_run_command_mounts_volumes_and_leaves_no_pod_directory(
+    docker_engine: object, test_images: dict[str, str], node_name: str, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        _pod(
+            "clivol",
+            """
+  volumes: [{name: cfg, configMap: {name: settings}}, {name: s, secret: {secretName: creds}}]
+  containers:
+  - name: show
+    image: BUSYBOX
+    command: [sh, -c, "cat /cfg/color; echo; cat /s/password; echo"]
+    volumeMounts: [{name: cfg, mountPath: /cfg}, {name: s, mountPath: /s}]
+""",
+        ).replace("BUSYBOX", BUSYBOX_IMAGE)
+        + CONFIG
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "asynckubelet",
+            "run",
+            str(manifest),
+            "--node-name",
+            node_name,
+            "--pause-image",
+            PAUSE_IMAGE,
+            "--no-color",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["clivol/show | blue", "clivol/show | s3cret"]
+    pods = default_root(node_name)
+    assert not pods.exists() or list(pods.iterdir()) == []
+    shutil.rmtree(pods.parent, ignore_errors=True)
+
+
+async def test_host_to_container_propagation_shows_a_mount_made_later_on_the_node(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    host = tmp_path / "shared"
+    host.mkdir()
+    await anyio.run_process(["mount", "--bind", str(host), str(host)])
+    await anyio.run_process(["mount", "--make-rshared", str(host)])
+    (host / "later").mkdir()
+    text = _pod(
+        "propagation",
+        f"""
+  volumes: [{{name: h, hostPath: {{path: {host}}}}}]
+  containers:
+  - name: show
+    image: BUSYBOX
+    command: [sh, -c, "while [ ! -f /h/later/marker ]; do sleep 0.1; done; cat /h/later/marker"]
+    volumeMounts: [{{name: h, mountPath: /h, mountPropagation: HostToContainer}}]
+""",
+    )
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (inner / "marker").write_text("propagated\n")
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def mount_later() -> None:
+                await anyio.sleep(1)
+                await anyio.run_process(["mount", "--bind", str(inner), str(host / "later")])
+
+            tg.start_soon(mount_later)
+            run = await run_manifest(
+                docker, text, node=node_name, root=tmp_path / "pods", pod_security="privileged"
+            )
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.run_process(["umount", "-R", str(host)], check=False)
+    assert run.lines == ["show: propagated"]
