@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -32,6 +33,7 @@ from asynckubelet import errors
 from asynckubelet.docker import DockerClient
 from asynckubelet.docker.engine import Dockerd
 from asynckubelet.images import build as image_build
+from asynckubelet.node.volumes import default_root
 from asynckubelet.runtime import naming
 
 TEST_IMAGE_PREFIX = "akltest.local"
@@ -125,8 +127,9 @@ def test_images(docker_engine: Engine) -> dict[str, str]:
 def node_name(request: pytest.FixtureRequest) -> Iterator[str]:
     """A node name unique to this test: the ownership label of everything it makes.
 
-    When the test uses the engine, every container labelled with it is removed afterwards,
-    whether the test passed or not (sync tests included, which cannot use ``docker``).
+    When the test uses the engine, every container and volume labelled with it is removed
+    afterwards, whether the test passed or not (sync tests included, which cannot use
+    ``docker``); so is the node's state directory (pod volumes, termination logs).
     """
     name = f"akltest-{uuid.uuid4().hex[:10]}"
     yield name
@@ -138,6 +141,19 @@ def node_name(request: pytest.FixtureRequest) -> Iterator[str]:
                 await remove_owned(client, name)
 
         anyio.run(cleanup)
+    remove_node_state(name)
+
+
+def remove_node_state(node: str) -> None:
+    """Unmount and remove ``/var/lib/asynckubelet/<node>`` (what ``asynckubelet run`` makes)."""
+    state = default_root(node).parent
+    if not state.exists():
+        return
+    with open("/proc/mounts") as f:
+        mounts = [line.split()[1] for line in f]
+    for mount in sorted((m for m in mounts if m.startswith(f"{state}/")), reverse=True):
+        subprocess.run(["umount", mount], check=False, capture_output=True)
+    shutil.rmtree(state, ignore_errors=True)
 
 
 async def remove_owned(client: DockerClient, node: str) -> list[str]:
@@ -147,6 +163,8 @@ async def remove_owned(client: DockerClient, node: str) -> list[str]:
     rows.sort(key=lambda r: (r.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX)
     for row in rows:
         await client.remove_container(row["Id"], force=True)
+    for volume in await client.list_volumes(labels={naming.LABEL_NODE: node}):
+        await client.remove_volume(volume["Name"])
     return [r["Id"] for r in rows]
 
 

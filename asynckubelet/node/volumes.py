@@ -16,6 +16,7 @@ This needs the Docker engine to see the node's filesystem (a local daemon).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -349,6 +350,8 @@ class VolumeManager:
 
     def __init__(self, *, root: Path, node_name: str, use_tmpfs: bool | None = None) -> None:
         self.root = root
+        self._made = [p for p in (root.parent, root) if not p.exists()]
+        """Directories this manager will create, removed again once no pod is left."""
         self.node_name = node_name
         self.use_tmpfs = os.geteuid() == 0 if use_tmpfs is None else use_tmpfs
         self._prepared: dict[str, dict[str, _Prepared]] = {}
@@ -501,8 +504,6 @@ class VolumeManager:
     async def teardown_pod(self, *, uid: str) -> None:
         self._prepared.pop(uid, None)
         pod_dir = self.pod_dir(uid)
-        if not pod_dir.exists():
-            return
         volumes = pod_dir / "volumes"
         if volumes.exists():
             for plugin_dir in volumes.iterdir():
@@ -510,6 +511,9 @@ class VolumeManager:
                     if await anyio.to_thread.run_sync(os.path.ismount, vol):
                         await anyio.run_process(["umount", str(vol)], check=False)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(pod_dir, ignore_errors=True))
+        for made in reversed(self._made):
+            with contextlib.suppress(OSError):
+                made.rmdir()
 
 
 def prepare_sub_path(source: str, sub: str, volume: str, container: str) -> str:
