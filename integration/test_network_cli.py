@@ -78,4 +78,4 @@ def test_an_unknown_network_backend_is_refused_naming_the_choices(
 ) -> None:
     proc = _run(tmp_path, node_name, "--network", "weave")
     assert proc.returncode == 1
-    assert "--network must be one of auto, bridge, cni, loopback, not 'weave'" in proc.stderr
+    assert "--network must be one of auto, bridge, cni, docker, loopback, not 'weave'" in proc.stderr

@@ -552,6 +552,50 @@ class DockerClient:
 
         await self._call(f"tag image {ref}", do_tag)
 
+    async def create_network(
+        self, name: str, *, labels: Mapping[str, str], options: Mapping[str, str] | None = None
+    ) -> str:
+        """Create a user-defined bridge network; returns its id."""
+        body: dict[str, Any] = {
+            "Name": name,
+            "Driver": "bridge",
+            "CheckDuplicate": True,
+            "Labels": dict(labels),
+            "Options": dict(options or {}),
+        }
+
+        async def create(d: aiodocker.Docker) -> str:
+            network = await d.networks.create(body)
+            return str(network.id)
+
+        return await self._call(f"create network {name}", create, retry=False)
+
+    async def inspect_network(self, name: str) -> dict[str, Any]:
+        async def show(d: aiodocker.Docker) -> dict[str, Any]:
+            return cast(dict[str, Any], await d._query_json(f"networks/{name}"))
+
+        return await self._call(f"inspect network {name}", show)
+
+    async def list_networks(self, *, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        filters = {"label": [f"{k}={v}" for k, v in labels.items()]}
+
+        async def lst(d: aiodocker.Docker) -> list[dict[str, Any]]:
+            data = await d._query_json("networks", params={"filters": json.dumps(filters)})
+            return cast(list[dict[str, Any]], data)
+
+        return await self._call("list networks", lst)
+
+    async def remove_network(self, name: str) -> None:
+        """Remove a network; absent is fine."""
+
+        async def remove(d: aiodocker.Docker) -> None:
+            await d._query_json(f"networks/{name}", "DELETE")
+
+        try:
+            await self._call(f"remove network {name}", remove)
+        except errors.NotFound:
+            pass
+
 
 async def _frames(content: aiohttp.StreamReader, *, tty: bool) -> AsyncIterator[tuple[str, bytes]]:
     """Split Docker's multiplexed stream (8-byte header frames) unless it is a TTY's raw one."""

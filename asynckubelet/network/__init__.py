@@ -8,7 +8,9 @@ sandbox process may be gone) and report whether the node's network is ready at a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from asynckubelet.docker.types import HostConfig
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,15 @@ class PodNetworkRequest:
 
 
 @dataclass(frozen=True)
+class SandboxExtra:
+    """What a backend adds to the pause container's Docker config: a Docker-managed
+    network publishes hostPorts through ``PortBindings`` and ``ExposedPorts``."""
+
+    host_config: HostConfig = field(default_factory=lambda: HostConfig())
+    exposed_ports: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PodNetwork:
     ips: tuple[str, ...] = field(default=())
 
@@ -47,6 +58,12 @@ class NetworkPlugin(Protocol):
 
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         """Docker ``NetworkMode`` of the pause container."""
+        ...
+
+    def sandbox_extra(
+        self, *, host_network: bool, port_mappings: tuple[PortMapping, ...]
+    ) -> SandboxExtra:
+        """Additions to the pause container's Docker config (empty for most backends)."""
         ...
 
     async def setup_pod(self, request: PodNetworkRequest) -> PodNetwork: ...
@@ -78,6 +95,11 @@ class LoopbackPlugin:
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         return "host" if host_network else "none"
 
+    def sandbox_extra(
+        self, *, host_network: bool, port_mappings: tuple[PortMapping, ...]
+    ) -> SandboxExtra:
+        return SandboxExtra()
+
     async def setup_pod(self, request: PodNetworkRequest) -> PodNetwork:
         return PodNetwork()
 
@@ -97,4 +119,5 @@ __all__ = [
     "PodNetwork",
     "PodNetworkRequest",
     "PortMapping",
+    "SandboxExtra",
 ]

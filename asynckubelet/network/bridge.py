@@ -38,7 +38,7 @@ from pyroute2 import AsyncIPRoute
 from pyroute2.netlink.exceptions import NetlinkError
 
 from asynckubelet import errors
-from asynckubelet.network import PodNetwork, PodNetworkRequest
+from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
 from asynckubelet.network.ipam import FileIPAM
 from asynckubelet.network.iptables import DNAT, IPTables
 
@@ -132,6 +132,11 @@ class BridgePlugin:
 
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         return "host" if host_network else "none"
+
+    def sandbox_extra(
+        self, *, host_network: bool, port_mappings: tuple[PortMapping, ...]
+    ) -> SandboxExtra:
+        return SandboxExtra()
 
     # -- node network ---------------------------------------------------------------------
 

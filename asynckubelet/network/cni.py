@@ -30,7 +30,7 @@ import anyio.to_thread
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.network import PodNetwork, PodNetworkRequest
+from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
 from asynckubelet.network.iptables import IPTables
 
 DEFAULT_CONF_DIR = Path("/etc/cni/net.d")
@@ -122,6 +122,11 @@ class CNIPlugin:
 
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         return "host" if host_network else "none"
+
+    def sandbox_extra(
+        self, *, host_network: bool, port_mappings: tuple[PortMapping, ...]
+    ) -> SandboxExtra:
+        return SandboxExtra()
 
     @property
     def network(self) -> NetworkConfigList:

@@ -2,13 +2,14 @@
 
 ``auto`` follows where the daemon is: a local daemon (a unix socket) and a process that
 may manage links (root) get the ``bridge`` backend, whose pods the node reaches directly;
-anything else (a remote or rootless daemon, Docker Desktop) gets ``loopback``, the only
-other backend that needs no access to the containers' namespaces.
+anything else (a remote or rootless daemon, Docker Desktop) gets ``docker``, a network
+Docker manages itself, since this process cannot enter the containers' namespaces there.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -23,8 +24,9 @@ from asynckubelet.network.bridge import (
     BridgePlugin,
 )
 from asynckubelet.network.cni import CNIConfig, CNIPlugin
+from asynckubelet.network.dockernet import DockerNetworkPlugin
 
-BACKENDS = ("auto", "bridge", "cni", "loopback")
+BACKENDS = ("auto", "bridge", "cni", "docker", "loopback")
 
 
 def is_local_daemon(url: str | None) -> bool:
@@ -35,9 +37,9 @@ def choose_backend(*, docker_url: str | None, euid: int | None = None) -> tuple[
     """The backend ``auto`` stands for here, and why."""
     euid = os.geteuid() if euid is None else euid
     if not is_local_daemon(docker_url):
-        return "loopback", f"the Docker daemon at {docker_url} is not local"
+        return "docker", f"the Docker daemon at {docker_url} is not local"
     if euid != 0:
-        return "loopback", "not root: cannot manage links"
+        return "docker", "not root: cannot manage links"
     return "bridge", "local Docker daemon and root"
 
 
@@ -51,6 +53,7 @@ def make_network_plugin(
     masquerade: bool = True,
     cni_conf_dirs: Sequence[Path] | None = None,
     cni_plugin_dirs: Sequence[Path] | None = None,
+    node_name: str | None = None,
 ) -> NetworkPlugin:
     """The backend called ``name`` (one of :data:`BACKENDS`)."""
     if name == "auto":
@@ -67,6 +70,10 @@ def make_network_plugin(
                 sandbox_exists=_sandbox_runs(docker) if docker is not None else None,
             )
         )
+    if name == "docker":
+        if docker is None:
+            raise errors.NetworkError("the docker network backend needs a Docker client")
+        return DockerNetworkPlugin(docker=docker, node_name=node_name or socket.gethostname())
     if name == "cni":
         defaults = CNIConfig()
         return CNIPlugin(

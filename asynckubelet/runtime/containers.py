@@ -51,8 +51,14 @@ def sandbox_config(
     image: str,
     network_mode: str,
     extra_labels: Mapping[str, str] | None = None,
+    extra_host: HostConfig | None = None,
+    exposed_ports: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[str, ContainerConfig]:
-    """Name and Docker config of the pause container for ``attempt``."""
+    """Name and Docker config of the pause container for ``attempt``.
+
+    ``extra_host`` and ``exposed_ports`` come from the network backend (a Docker-managed
+    network publishes hostPorts on the sandbox).
+    """
     name, ns, uid = pod_identity(pod)
     spec = pod.spec
     assert spec is not None
@@ -80,11 +86,15 @@ def sandbox_config(
         host["PidMode"] = "host"
     if spec.securityContext is not None and spec.securityContext.sysctls:
         host["Sysctls"] = {s.name: s.value for s in spec.securityContext.sysctls}
+    if extra_host:
+        host.update(extra_host)
     config: ContainerConfig = {
         "Image": image,
         "Labels": labels,
         "HostConfig": host,
     }
+    if exposed_ports:
+        config["ExposedPorts"] = {k: dict(v) for k, v in exposed_ports.items()}
     if network_mode != "host":
         config["Hostname"] = hostname(pod)
     return (

@@ -117,11 +117,20 @@ class RuntimeManager:
         self.events: Callable[..., None] = events or EventRecorder()
         self.images = ImageManager(self.docker)
         self._image_ids: dict[str, str] = {}
+        self._inspected: dict[str, tuple[str, str, ContainerStatus | ContainerInspect]] = {}
+        """Container id -> (pod uid, Docker state, record). An instance's inspect output
+        changes only with its state, so a relist re-inspects only what changed state."""
         self._pause_image: str | None = self.config.pause_image
 
     async def __aenter__(self) -> Self:
         if self._own_docker:
             await self.docker.__aenter__()
+        try:
+            await self.network.start()
+        except BaseException:
+            if self._own_docker:
+                await self.docker.close()
+            raise
         return self
 
     async def __aexit__(
@@ -172,23 +181,36 @@ class RuntimeManager:
         rows = await self.docker.list_containers(
             labels={naming.LABEL_NODE: self.node, naming.LABEL_POD_UID: uid}
         )
-        infos = await self._inspect_all(r["Id"] for r in rows)
-        sandboxes = []
-        containers = []
-        for info in infos:
+        states = {r["Id"]: str(r.get("State", "")) for r in rows}
+        cache = self._inspected
+        for cid in [c for c, (owner, _, _) in cache.items() if owner == uid and c not in states]:
+            del cache[cid]
+        stale = [cid for cid, state in states.items() if cid not in cache or cache[cid][1] != state]
+        for info in await self._inspect_all(stale):
             labels = ctr.labels_of(info)
+            cid = info.get("Id", "")
             if labels.get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
-                ip: str | None = None
-                if info.get("State", {}).get("Running"):
-                    net = await self.network.get_pod_network_status(sandbox_id=info["Id"])
-                    ip = (net.ips[0] if net.ips else "") if net is not None else None
-                sandboxes.append(ctr.sandbox_status_from_inspect(info, ip=ip))
+                cache[cid] = (uid, states.get(cid, ""), info)
             elif labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER:
                 image_id = await self._image_id(info.get("Image", ""))
                 status = ctr.container_status_from_inspect(info, image_id=image_id)
                 if status.state is ContainerState.EXITED:
                     status = await self._with_termination_message(info, status)
-                containers.append(status)
+                cache[cid] = (uid, states.get(cid, ""), status)
+        sandboxes = []
+        containers = []
+        for cid in states:
+            if cid not in cache:
+                continue
+            record = cache[cid][2]
+            if isinstance(record, ContainerStatus):
+                containers.append(record)
+                continue
+            ip: str | None = None
+            if record.get("State", {}).get("Running"):
+                net = await self.network.get_pod_network_status(sandbox_id=cid)
+                ip = (net.ips[0] if net.ips else "") if net is not None else None
+            sandboxes.append(ctr.sandbox_status_from_inspect(record, ip=ip))
         sandboxes.sort(key=lambda s: (s.created_at, s.attempt), reverse=True)
         containers.sort(key=lambda c: (c.created_at, c.restart_count), reverse=True)
         ips: tuple[str, ...] = ()
@@ -651,6 +673,18 @@ class _Sync:
                 if c.name in names and c.state is not ContainerState.RUNNING:
                     await self.rm.docker.remove_container(c.id, force=True)
 
+    async def _make_sandbox(self, config: ContainerConfig, name: str) -> str:
+        """Create and start the pause container as one step a cancelled caller cannot split;
+        a sandbox that fails to start is removed."""
+        with anyio.CancelScope(shield=True):
+            sandbox_id = await self.rm.docker.create_container(config, name=name)
+            try:
+                await self.rm.docker.start_container(sandbox_id)
+            except BaseException:
+                await self.rm.docker.remove_container(sandbox_id, force=True)
+                raise
+        return sandbox_id
+
     async def _create_sandbox(self, attempt: int) -> str | None:
         step = self.result.add(SyncAction.CREATE_POD_SANDBOX, ctr.pod_identity(self.pod)[0])
         host_network = bool(self.spec.hostNetwork)
@@ -658,15 +692,23 @@ class _Sync:
         sandbox_id: str | None = None
         try:
             image = await self.rm.pause_image()
+            extra = self.rm.network.sandbox_extra(
+                host_network=host_network, port_mappings=_port_mappings(self.pod)
+            )
             name, config = ctr.sandbox_config(
-                self.pod, node=self.rm.node, attempt=attempt, image=image, network_mode=mode
+                self.pod,
+                node=self.rm.node,
+                attempt=attempt,
+                image=image,
+                network_mode=mode,
+                extra_host=extra.host_config,
+                exposed_ports=extra.exposed_ports,
             )
             try:
-                sandbox_id = await self.rm.docker.create_container(config, name=name)
+                sandbox_id = await self._make_sandbox(config, name)
             except errors.ImageNotFound:
                 await self.rm.images.pull(image)
-                sandbox_id = await self.rm.docker.create_container(config, name=name)
-            await self.rm.docker.start_container(sandbox_id)
+                sandbox_id = await self._make_sandbox(config, name)
             ips: tuple[str, ...] = ()
             if not host_network:
                 net_step = self.result.add(SyncAction.SETUP_NETWORK, name)

@@ -1,0 +1,160 @@
+"""The ``docker`` backend: pods on a Docker-managed network of the node, hostPorts
+published by Docker, through the runtime."""
+
+from __future__ import annotations
+
+import random
+import urllib.request
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from asynckubelet import errors
+from asynckubelet.docker import DockerClient
+from asynckubelet.network.dockernet import DockerNetworkPlugin, network_name
+from asynckubelet.network.factory import make_network_plugin
+from asynckubelet.runtime import naming
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from integration.harness import PAUSE_IMAGE, remove_owned
+from integration.network_helpers import pod_from
+from integration.runtime_helpers import Driver
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def plugin(docker: DockerClient, node_name: str) -> AsyncIterator[DockerNetworkPlugin]:
+    made = make_network_plugin("docker", docker=docker, node_name=node_name)
+    assert isinstance(made, DockerNetworkPlugin)
+    try:
+        yield made
+    finally:
+        with anyio.CancelScope(shield=True):
+            await remove_owned(docker, node_name)
+            await made.remove_network()
+
+
+@pytest.fixture
+async def rm(
+    docker: DockerClient, node_name: str, plugin: DockerNetworkPlugin
+) -> AsyncIterator[RuntimeManager]:
+    async with RuntimeManager(
+        RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE), docker=docker, network=plugin
+    ) as manager:
+        yield manager
+
+
+def _server(name: str, host_port: int | None = None) -> str:
+    ports = f"ports: [{{containerPort: 8080, hostPort: {host_port}}}]" if host_port else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  containers:
+  - name: web
+    image: BUSYBOX
+    command: ["sh", "-c", "echo hi-from-{name} > /tmp/index.html; httpd -f -p 8080 -h /tmp"]
+    {ports}
+  - name: shell
+    image: BUSYBOX
+    command: ["sleep", "3600"]
+"""
+
+
+async def _running(rm: RuntimeManager, text: str, node: str) -> tuple[Driver, str]:
+    driver = Driver(rm, pod_from(text, node=node))
+    status = await driver.until(lambda s: s.phase == "Running" and bool(s.podIP))
+    assert status.podIP is not None
+    return driver, status.podIP
+
+
+async def _shell(docker: DockerClient, node: str, pod: str) -> str:
+    rows = await docker.list_containers(
+        labels={naming.LABEL_NODE: node, naming.LABEL_POD_NAME: pod}
+    )
+    return next(
+        r["Id"] for r in rows if (r.get("Labels") or {}).get(naming.LABEL_CONTAINER_NAME) == "shell"
+    )
+
+
+async def _fetch_in(docker: DockerClient, cid: str, address: str, port: int) -> str:
+    script = (
+        f"for i in $(seq 30); do printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' "
+        f"| nc -w 2 {address} {port} && exit 0; sleep 0.2; done; exit 1"
+    )
+    return (await docker.exec_run(cid, ["sh", "-c", script], timeout=30)).stdout.decode()
+
+
+def _fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+async def test_the_nodes_network_is_made_on_demand_and_labelled_with_the_node(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    info = await docker.inspect_network(network_name(node_name))
+    assert info["Labels"] == {naming.LABEL_NODE: node_name}
+    assert info["Driver"] == "bridge"
+
+
+async def test_two_pods_reach_each_other_by_pod_ip(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    _, ip_a = await _running(rm, _server("a"), node_name)
+    _, ip_b = await _running(rm, _server("b"), node_name)
+    assert ip_a != ip_b
+    assert "hi-from-a" in await _fetch_in(docker, await _shell(docker, node_name, "b"), ip_a, 8080)
+
+
+async def test_the_sandbox_is_on_the_nodes_network_and_containers_join_it(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    driver, _ = await _running(rm, _server("joined"), node_name)
+    assert driver.runtime is not None
+    sandbox = await docker.inspect_container(driver.runtime.sandboxes[0].id)
+    assert sandbox["HostConfig"]["NetworkMode"] == network_name(node_name)
+    shell = await _shell(docker, node_name, "joined")
+    assert "hi-from-joined" in await _fetch_in(docker, shell, "127.0.0.1", 8080)
+
+
+async def test_a_host_port_is_published_by_docker_and_answers_on_127_0_0_1(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    port = random.randint(20000, 49999)
+    driver, _ = await _running(rm, _server("hp", host_port=port), node_name)
+    assert driver.runtime is not None
+    sandbox = await docker.inspect_container(driver.runtime.sandboxes[0].id)
+    assert sandbox["HostConfig"]["PortBindings"] == {
+        "8080/tcp": [{"HostIp": "", "HostPort": str(port)}]
+    }
+    text = await anyio.to_thread.run_sync(_fetch, f"http://127.0.0.1:{port}/index.html")
+    assert text == "hi-from-hp\n"
+
+
+async def test_after_pod_deletion_no_docker_network_endpoint_remains(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    driver, _ = await _running(rm, _server("gone"), node_name)
+    assert driver.runtime is not None
+    before = await docker.inspect_network(network_name(node_name))
+    assert len(before["Containers"]) == 1
+    await rm.kill_pod(driver.pod)
+    await rm.remove_pod(uid=driver.runtime.uid)
+    after = await docker.inspect_network(network_name(node_name))
+    assert after["Containers"] == {}
+
+
+async def test_a_same_named_network_of_someone_else_is_refused(
+    docker: DockerClient, node_name: str
+) -> None:
+    name = network_name(node_name)
+    await docker.create_network(name, labels={})
+    try:
+        plugin = DockerNetworkPlugin(docker=docker, node_name=node_name)
+        with pytest.raises(errors.NetworkError, match="exists but is not node"):
+            await plugin.start()
+    finally:
+        await docker.remove_network(name)
