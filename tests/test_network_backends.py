@@ -1,0 +1,145 @@
+"""Backend choice and the CNI backend's pure parts: configuration, results, plugin errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from asynckubelet import errors
+from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PortMapping, SandboxExtra
+from asynckubelet.network.cni import (
+    CNIConfig,
+    CNIPlugin,
+    _ips,
+    _plugin_error,
+    load_config,
+    parse_config,
+)
+from asynckubelet.network.dockernet import DockerNetworkPlugin, network_name
+from asynckubelet.network.factory import choose_backend, make_network_plugin
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("url", "euid", "backend"),
+    [
+        ("unix:///var/run/docker.sock", 0, "bridge"),
+        (None, 0, "bridge"),
+        ("unix:///var/run/docker.sock", 1000, "docker"),
+        ("tcp://10.0.0.5:2376", 0, "docker"),
+        ("ssh://user@host", 0, "docker"),
+    ],
+)
+def test_auto_picks_bridge_only_for_a_local_daemon_as_root(
+    url: str | None, euid: int, backend: str
+) -> None:
+    assert choose_backend(docker_url=url, euid=euid)[0] == backend
+
+
+def test_an_unknown_backend_name_is_refused_naming_the_choices() -> None:
+    with pytest.raises(errors.NetworkError, match="one of auto, bridge, cni, docker, loopback"):
+        make_network_plugin("flannel")
+
+
+@pytest.mark.parametrize("name", ["loopback", "bridge", "cni"])
+def test_every_backend_satisfies_the_plugin_protocol(name: str, tmp_path: Path) -> None:
+    assert isinstance(make_network_plugin(name, state_dir=tmp_path), NetworkPlugin)
+
+
+def test_the_loopback_backend_adds_nothing_to_the_sandbox() -> None:
+    extra = LoopbackPlugin().sandbox_extra(
+        host_network=False, port_mappings=(PortMapping(80, 8080),)
+    )
+    assert extra == SandboxExtra()
+
+
+def test_the_docker_backend_publishes_host_ports_on_the_sandbox() -> None:
+    plugin = DockerNetworkPlugin(docker=None, node_name="n1")  # type: ignore[arg-type]
+    extra = plugin.sandbox_extra(
+        host_network=False,
+        port_mappings=(PortMapping(8080, 18080), PortMapping(53, 1053, "UDP", "127.0.0.1")),
+    )
+    assert extra.host_config == {
+        "PortBindings": {
+            "8080/tcp": [{"HostIp": "", "HostPort": "18080"}],
+            "53/udp": [{"HostIp": "127.0.0.1", "HostPort": "1053"}],
+        }
+    }
+    assert extra.exposed_ports == {"8080/tcp": {}, "53/udp": {}}
+    assert plugin.sandbox_network_mode(host_network=False) == "akl-n1"
+    assert plugin.sandbox_network_mode(host_network=True) == "host"
+
+
+def test_a_docker_network_name_keeps_only_characters_docker_accepts() -> None:
+    assert network_name("my node/1") == "akl-my-node-1"
+
+
+def test_the_projects_conflist_chains_bridge_portmap_firewall_and_loopback() -> None:
+    network = load_config([REPO / "cni"])
+    assert network.cni_version == "1.0.0"
+    assert [p["type"] for p in network.plugins] == ["bridge", "portmap", "firewall", "loopback"]
+    assert network.plugins[0]["ipam"]["type"] == "host-local"
+
+
+def test_a_single_plugin_conf_becomes_a_list_of_one() -> None:
+    network = parse_config(b'{"cniVersion": "0.4.0", "name": "lo", "type": "loopback"}')
+    assert [p["type"] for p in network.plugins] == ["loopback"]
+    assert json.loads(network.raw)["plugins"][0]["type"] == "loopback"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"[1]", "not a JSON object"),
+        (b"{", "not JSON"),
+        (b'{"cniVersion": "1.0.0", "plugins": [{"type": "x"}]}', "name: required"),
+        (b'{"cniVersion": "9.9.9", "name": "n", "plugins": [{"type": "x"}]}', "cniVersion '9.9.9'"),
+        (b'{"cniVersion": "1.0.0", "name": "n", "plugins": [{}]}', r"plugins\[0\].type: required"),
+    ],
+)
+def test_bad_configurations_are_refused_naming_the_field(text: bytes, message: str) -> None:
+    with pytest.raises(errors.NetworkError, match=message):
+        parse_config(text, source="test.conflist")
+
+
+def test_no_configuration_anywhere_is_a_network_error_naming_the_directories(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(
+        errors.NetworkError, match=f"no CNI network configuration found in {tmp_path}"
+    ):
+        load_config([tmp_path])
+
+
+def test_the_pod_ips_are_the_results_addresses_not_on_lo() -> None:
+    result = {
+        "interfaces": [{"name": "cni0"}, {"name": "veth1"}, {"name": "eth0"}, {"name": "lo"}],
+        "ips": [
+            {"interface": 2, "address": "10.1.0.5/24"},
+            {"interface": 3, "address": "127.0.0.1/8"},
+            {"interface": 2, "address": "fd00::5/64"},
+        ],
+    }
+    assert _ips(result) == ("10.1.0.5", "fd00::5")
+
+
+def test_a_plugins_error_json_is_quoted_with_code_message_and_details() -> None:
+    out = json.dumps({"cniVersion": "1.0.0", "code": 7, "msg": "bad subnet", "details": "x/33"})
+    assert _plugin_error("bridge", "ADD", out, b"") == (
+        "CNI plugin bridge ADD failed (code 7): bad subnet: x/33"
+    )
+
+
+def test_a_plugin_failing_without_json_is_quoted_from_stderr() -> None:
+    assert _plugin_error("bridge", "DEL", "", b"boom\n") == "CNI plugin bridge DEL failed: boom"
+
+
+@pytest.mark.anyio
+async def test_a_missing_plugin_binary_makes_the_cni_backend_not_ready(tmp_path: Path) -> None:
+    plugin = CNIPlugin(CNIConfig(conf_dirs=(REPO / "cni",), plugin_dirs=(tmp_path,)))
+    ready, why = await plugin.status()
+    assert not ready
+    assert why == f"CNI plugin 'bridge' not found in {tmp_path}"
