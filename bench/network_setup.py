@@ -1,0 +1,139 @@
+"""Pod network setup and teardown time per backend, beside the bare netlink sequence.
+
+For each round a pause container is started (not timed), then for each path its setup and
+its teardown are timed:
+
+- ``raw``: bare pyroute2 calls, the least a bridge backend must do: veth with the peer
+  moved into the namespace, bridge port up, address, link up and default route inside.
+- ``bridge``: ``BridgePlugin.setup_pod`` / ``teardown_pod`` (IPAM file, pod record,
+  veth, namespace setup, hostPort chain).
+- ``cni``: ``CNIPlugin`` running the project's conflist (bridge, host-local, portmap,
+  firewall, loopback) from /usr/lib/cni.
+
+Run as root: ``python bench/network_setup.py [--rounds N]``. Uses its own bridges, pod
+CIDRs and state directory, all removed at the end. Prints medians in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from pyroute2 import AsyncIPRoute
+
+from asynckubelet.docker import DockerClient
+from asynckubelet.images import build as image_build
+from asynckubelet.network import PodNetworkRequest, PortMapping
+from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, _in_netns
+from asynckubelet.network.cni import CNIConfig, CNIPlugin
+from asynckubelet.runtime import naming
+
+PAUSE = image_build.DEFAULT_PAUSE_TAG
+NODE = "akl-bench-net"
+REPO = Path(__file__).resolve().parent.parent
+
+
+async def raw(netns: str, index: int) -> tuple[float, float]:
+    host = f"aklraw{index % 1000}"
+    started = time.perf_counter()
+    async with AsyncIPRoute() as ipr:
+        bridge = (await ipr.link_lookup(ifname="aklbenchraw"))[0]
+        await ipr.link("add", ifname=host, kind="veth", peer={"ifname": "eth0", "net_ns_fd": netns})
+        veth = (await ipr.link_lookup(ifname=host))[0]
+        await ipr.link("set", index=veth, master=bridge, state="up")
+    async with await _in_netns(netns) as ns:
+        eth0 = (await ns.link_lookup(ifname="eth0"))[0]
+        await ns.addr("add", index=eth0, address="10.252.0.2", prefixlen=24)
+        await ns.link("set", index=eth0, state="up")
+        await ns.route("add", dst="0.0.0.0/0", gateway="10.252.0.1")
+    setup = time.perf_counter() - started
+    started = time.perf_counter()
+    async with AsyncIPRoute() as ipr:
+        await ipr.link("del", index=(await ipr.link_lookup(ifname=host))[0])
+    return setup, time.perf_counter() - started
+
+
+async def main(rounds: int) -> None:
+    state = Path(tempfile.mkdtemp(prefix="akl-bench-net-"))
+    conf_dir = state / "net.d"
+    conf_dir.mkdir()
+    doc = json.loads((REPO / "cni" / "10-asynckubelet.conflist").read_text())
+    doc["name"] = "akl-bench"
+    doc["plugins"][0]["bridge"] = "aklbenchcni"
+    doc["plugins"][0]["ipam"]["ranges"] = [[{"subnet": "10.253.0.0/24"}]]
+    doc["plugins"][0]["ipam"]["dataDir"] = str(state / "cni-ipam")
+    (conf_dir / "10-bench.conflist").write_text(json.dumps(doc))
+    bridge = BridgePlugin(
+        BridgeConfig(bridge="aklbenchbr", pod_cidr="10.251.0.0/24", state_dir=state)
+    )
+    cni = CNIPlugin(CNIConfig(conf_dirs=(conf_dir,), cache_dir=state / "cni"))
+    times: dict[str, list[tuple[float, float]]] = {"raw": [], "bridge": [], "cni": []}
+    async with DockerClient() as docker:
+        if not await docker.image_exists(PAUSE):
+            await image_build.build_pause_image(docker, tag=PAUSE)
+        async with AsyncIPRoute() as ipr:
+            await ipr.link("add", ifname="aklbenchraw", kind="bridge")
+            index = (await ipr.link_lookup(ifname="aklbenchraw"))[0]
+            await ipr.addr("add", index=index, address="10.252.0.1", prefixlen=24)
+            await ipr.link("set", index=index, state="up")
+        await bridge.ensure_node_network()
+        try:
+            for i in range(rounds):
+                for path in ("raw", "bridge", "cni"):
+                    cid = await docker.create_container(
+                        {
+                            "Image": PAUSE,
+                            "Labels": {naming.LABEL_NODE: NODE},
+                            "HostConfig": {"NetworkMode": "none"},
+                        },
+                        name=f"akl-bench-net-{path}-{i}",
+                    )
+                    try:
+                        await docker.start_container(cid)
+                        pid = (await docker.inspect_container(cid))["State"]["Pid"]
+                        netns = f"/proc/{pid}/ns/net"
+                        if path == "raw":
+                            times[path].append(await raw(netns, i))
+                            continue
+                        plugin = bridge if path == "bridge" else cni
+                        request = PodNetworkRequest(
+                            sandbox_id=cid,
+                            pod_name="bench",
+                            namespace="default",
+                            uid="u",
+                            netns_path=netns,
+                            port_mappings=(PortMapping(80, 40000 + i),),
+                        )
+                        started = time.perf_counter()
+                        await plugin.setup_pod(request)
+                        setup = time.perf_counter() - started
+                        started = time.perf_counter()
+                        await plugin.teardown_pod(sandbox_id=cid)
+                        times[path].append((setup, time.perf_counter() - started))
+                    finally:
+                        await docker.remove_container(cid, force=True)
+        finally:
+            await bridge.remove_node_network()
+            async with AsyncIPRoute() as ipr:
+                for name in ("aklbenchraw", "aklbenchcni"):
+                    found = await ipr.link_lookup(ifname=name)
+                    if found:
+                        await ipr.link("del", index=found[0])
+            shutil.rmtree(state, ignore_errors=True)
+    print(f"{rounds} rounds, medians in ms (setup / teardown):")
+    for path, pairs in times.items():
+        setup = statistics.median(p[0] for p in pairs) * 1000
+        teardown = statistics.median(p[1] for p in pairs) * 1000
+        print(f"  {path:7s} {setup:7.1f} / {teardown:7.1f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    anyio.run(main, parser.parse_args().rounds)
