@@ -232,8 +232,9 @@ def run(
         str,
         typer.Option(
             "--network",
-            help="Pod network: auto (bridge for a local daemon as root, else loopback), "
-            "bridge, loopback.",
+            help="Pod network: auto (bridge for a local daemon as root, else docker), "
+            "bridge, cni (plugins from /opt/cni/bin:/usr/lib/cni, config from /etc/cni/net.d "
+            "else the project's cni/), docker (a Docker network of the node), loopback.",
         ),
     ] = "auto",
     pod_cidr: Annotated[
@@ -296,7 +297,11 @@ def run(
                     f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running?"
                 )
             rm.network = make_network_plugin(
-                network, docker=rm.docker, bridge=bridge, pod_cidr=pod_cidr
+                network,
+                docker=rm.docker,
+                bridge=bridge,
+                pod_cidr=pod_cidr,
+                node_name=config.node_name,
             )
             await rm.network.start()
             async with anyio.create_task_group() as tg:
@@ -1163,6 +1168,7 @@ async def _exec_interactive(
 ) -> int:
     """Attach the terminal to the command: input, output, window size, raw mode."""
     import shutil
+    import stat
     import termios
     import tty as tty_mod
 
@@ -1175,21 +1181,22 @@ async def _exec_interactive(
             size = shutil.get_terminal_size()
             await session.resize(rows=size.lines, columns=size.columns)
         if raw:
-            tty_mod.setraw(sys.stdin.fileno())
+            tty_mod.setraw(sys.stdin.fileno(), termios.TCSANOW)
         try:
             async with anyio.create_task_group() as tg:
 
                 async def pump_in() -> None:
-                    stream = anyio.wrap_file(sys.stdin.buffer)
+                    fd = sys.stdin.fileno()
+                    # A regular file cannot be polled; it is read at once, never blocking.
+                    pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
                     while True:
-                        data = await anyio.to_thread.run_sync(
-                            os.read, sys.stdin.fileno(), 4096, abandon_on_cancel=True
-                        )
+                        if pollable:
+                            await anyio.wait_readable(fd)
+                        data = os.read(fd, 65536)
                         if not data:
                             session.close_input()
                             return
                         await session.write(data)
-                    del stream
 
                 async def resizes() -> None:
                     with anyio.open_signal_receiver(signal.SIGWINCH) as sigs:
@@ -1197,15 +1204,26 @@ async def _exec_interactive(
                             size = shutil.get_terminal_size()
                             await session.resize(rows=size.lines, columns=size.columns)
 
+                async def pump_out() -> None:
+                    while (chunk := await session.read()) is not None:
+                        target = sys.stderr.buffer if chunk[0] == 2 else sys.stdout.buffer
+                        target.write(chunk[1])
+                        target.flush()
+                    tg.cancel_scope.cancel()
+
+                async def until_exited() -> None:
+                    # Docker may keep an attached stream open after the command ended.
+                    while await session.running():  # noqa: ASYNC110
+                        await anyio.sleep(0.2)
+                    await anyio.sleep(0.2)
+                    tg.cancel_scope.cancel()
+
                 if stdin:
                     tg.start_soon(pump_in)
                 if tty:
                     tg.start_soon(resizes)
-                while (chunk := await session.read()) is not None:
-                    target = sys.stderr.buffer if chunk[0] == 2 else sys.stdout.buffer
-                    target.write(chunk[1])
-                    target.flush()
-                tg.cancel_scope.cancel()
+                tg.start_soon(until_exited)
+                await pump_out()
         finally:
             if saved is not None:
                 termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)

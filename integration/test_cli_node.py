@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -395,3 +396,86 @@ def test_apply_wait_fails_with_the_reason_when_the_image_is_missing(
     proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "5")
     assert proc.returncode == 1
     assert "ErrImageNeverPull" in proc.stderr
+
+
+def test_exec_it_through_a_pseudo_terminal_follows_the_window_size(
+    node: Node, tmp_path: Path
+) -> None:
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    apply_web(node, tmp_path)
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "asynckubelet", "exec", "-it", "web", "-c", "a", "--", "sh"],
+        env=node.env,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    os.write(controller, b"stty size; exit 7\n")
+    output = b""
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:
+        readable, _, _ = select.select([controller], [], [], 0.2)
+        if readable:
+            try:
+                output += os.read(controller, 4096)
+            except OSError:
+                break
+    proc.wait(timeout=30)
+    os.close(controller)
+    assert proc.returncode == 7
+    assert b"33 111" in output
+
+
+def test_serve_refuses_a_non_loopback_address_without_the_flag(
+    tmp_path: Path, docker_engine: Engine, node_name: str
+) -> None:
+    n = Node(state=tmp_path / "state", node_name=node_name, port=0, engine=docker_engine)
+    proc = n.cli("serve", "--listen", "0.0.0.0:0", timeout=30)
+    assert proc.returncode == 2
+    assert "--allow-remote" in proc.stderr
+
+
+def test_doctor_reports_the_engine_and_the_state_dir(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    n = Node(state=tmp_path / "state", node_name=node_name, port=0, engine=docker_engine)
+    proc = n.cli("doctor")
+    assert "Docker engine at" in proc.stdout and "version" in proc.stdout
+    assert f"pause image {PAUSE_IMAGE}: present" in proc.stdout
+    assert f"state dir {tmp_path / 'state'}: writable" in proc.stdout
+
+
+def test_doctor_gives_a_fix_for_an_unwritable_state_dir(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    n = Node(state=blocker / "state", node_name=node_name, port=0, engine=docker_engine)
+    proc = n.cli("doctor")
+    assert proc.returncode == 1
+    assert "not writable" in proc.stdout
+    assert "fix: pass --state-dir DIR" in proc.stdout
+
+
+def test_container_logs_endpoint_serves_the_previous_instance(node: Node, tmp_path: Path) -> None:
+    proc = node.cli("apply", "-f", str(manifest(tmp_path, CRASHER, name="crasher.yaml")))
+    assert proc.returncode == 0
+    deadline = time.monotonic() + 60
+    while node.cli("logs", "crasher", "-p").returncode != 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert node.get("/containerLogs/default/crasher/c?previous=true").startswith("run at ")
+
+
+def test_container_logs_endpoint_answers_404_for_an_unknown_pod(node: Node) -> None:
+    with pytest.raises(urllib.error.HTTPError) as info:
+        node.get("/containerLogs/default/nope/c")
+    assert info.value.code == 404

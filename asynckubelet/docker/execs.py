@@ -56,6 +56,10 @@ class ExecSession:
         except aiodocker.DockerError:
             pass
 
+    async def running(self) -> bool:
+        info = await self._exec.inspect()
+        return bool(info.get("Running")) or info.get("ExitCode") is None
+
     async def exit_code(self) -> int:
         """The command's exit code, once Docker reports it ended (-1 if it never does)."""
         for _ in range(500):

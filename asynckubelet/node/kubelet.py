@@ -44,10 +44,12 @@ from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_se
 from asynckubelet.node.sources import ManifestDirSource
 from asynckubelet.node.status import kubectl_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
+from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+from asynckubelet.runtime.volumes import VolumeProvider
 
 API_SOURCE = "api"
 CONDITIONS = (
@@ -145,9 +147,13 @@ class Kubelet:
         *,
         docker: DockerClient | None = None,
         network: NetworkPlugin | None = None,
+        volumes: VolumeProvider | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
         state = self.config.state_dir
+        if volumes is None:
+            root = state / "volumes" if state is not None else default_root(self.config.node_name)
+            volumes = VolumeManager(root=root, node_name=self.config.node_name)
         self.recorder = EventRecorder(
             path=access.StateDir(state).events if state is not None else None,
             node_name=self.config.node_name,
@@ -162,6 +168,7 @@ class Kubelet:
             docker=docker,
             network=network,
             events=self.recorder,
+            volumes=volumes,
         )
         self.metrics = NodeMetrics(
             running_pods=self._running_pods, running_containers=self._running_containers
