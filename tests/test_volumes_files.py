@@ -6,12 +6,14 @@ import os
 import socket
 from pathlib import Path
 
+import anyio
 import pytest
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.volumes import (
+    VolumeManager,
     check_host_path,
     prepare_sub_path,
     volume_payload,
@@ -207,3 +209,19 @@ def test_a_sub_path_whose_symlink_leads_out_of_the_volume_is_refused(tmp_path: P
     os.symlink("/etc", tmp_path / "vol" / "escape")
     with pytest.raises(errors.ContainerConfigError, match="failed to prepare subPath"):
         prepare_sub_path(str(tmp_path / "vol"), "escape", "v", "c")
+
+
+def test_termination_log_files_of_instances_before_the_previous_one_are_removed(
+    tmp_path: Path,
+) -> None:
+    pod = _pod_with("{name: v, emptyDir: {}}")
+    assert pod.spec is not None
+    container = pod.spec.containers[0]
+    manager = VolumeManager(root=tmp_path, node_name="n", use_tmpfs=False)
+
+    async def four_starts() -> list[str]:
+        return [await manager.termination_log(pod, container, restart_count=n) for n in range(4)]
+
+    paths = anyio.run(four_starts)
+    assert [Path(p).exists() for p in paths] == [False, False, True, True]
+    assert all((Path(p).stat().st_mode & 0o777) == 0o666 for p in paths[2:])

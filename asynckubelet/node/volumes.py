@@ -489,12 +489,18 @@ class VolumeManager:
         return mounts
 
     async def termination_log(self, pod: Pod, container: Container, *, restart_count: int) -> str:
+        """A new file per instance; files older than the previous instance's are removed,
+        as garbage collection keeps only the newest dead instance."""
         assert pod.metadata is not None
         directory = self.pod_dir(pod.metadata.uid or "") / "containers" / container.name
         path = directory / f"{restart_count}-{secrets.token_hex(4)}"
 
         def make() -> None:
             directory.mkdir(parents=True, exist_ok=True)
+            for old in directory.iterdir():
+                count = old.name.split("-", 1)[0]
+                if count.isdigit() and int(count) < restart_count - 1:
+                    old.unlink(missing_ok=True)
             path.touch()
             os.chmod(path, 0o666)
 
