@@ -479,3 +479,20 @@ def test_container_logs_endpoint_answers_404_for_an_unknown_pod(node: Node) -> N
     with pytest.raises(urllib.error.HTTPError) as info:
         node.get("/containerLogs/default/nope/c")
     assert info.value.code == 404
+
+
+def test_get_shows_crash_loop_back_off_and_describe_the_back_off_event(
+    node: Node, tmp_path: Path
+) -> None:
+    proc = node.cli("apply", "-f", str(manifest(tmp_path, CRASHER, name="crasher.yaml")))
+    assert proc.returncode == 0
+    deadline = time.monotonic() + 60
+    status = ""
+    while time.monotonic() < deadline and status != "CrashLoopBackOff":
+        lines = node.cli("get", "pods", "crasher").stdout.splitlines()
+        status = lines[1].split()[2] if len(lines) > 1 else ""
+        time.sleep(0.5)
+    assert status == "CrashLoopBackOff"
+    events = node.cli("describe", "pod", "crasher").stdout.split("Events:")[1]
+    assert "BackOff" in events
+    assert "Back-off restarting failed container c" in events
