@@ -228,7 +228,7 @@ async def test_an_exec_probe_that_outlives_its_timeout_fails_as_timed_out(
         root=tmp_path,
         until_event="Readiness probe failed",
     )
-    assert "Readiness probe failed: command 'sleep 5' timed out" in run.messages("Unhealthy")
+    assert 'Readiness probe failed: command "sleep 5" timed out' in run.messages("Unhealthy")
 
 
 @pytest.fixture

@@ -179,7 +179,8 @@ async def run_handler(
         try:
             result = await docker.exec_run(target.container_id, command, timeout=timeout)
         except TimeoutError:
-            return Outcome(ProbeResult.FAILURE, f"command {' '.join(command)!r} timed out")
+            joined = json.dumps(" ".join(command))
+            return Outcome(ProbeResult.FAILURE, f"command {joined} timed out")
         except errors.DockerError as e:
             return Outcome(ProbeResult.UNKNOWN, error=str(e))
         output = result.output[:MAX_PROBE_OUTPUT]
@@ -399,7 +400,7 @@ async def run_hook(
         try:
             result = await docker.exec_run(target.container_id, command, timeout=timeout)
         except TimeoutError:
-            error, output = f"command '{joined}' timed out", ""
+            error, output = f"command {json.dumps(joined)} timed out", ""
         except errors.DockerError as e:
             error, output = str(e), ""
         else:
