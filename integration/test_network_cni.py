@@ -111,6 +111,7 @@ apiVersion: v1
 kind: Pod
 metadata: {{name: {name}}}
 spec:
+  terminationGracePeriodSeconds: 1
   containers:
   - name: web
     image: BUSYBOX
@@ -318,3 +319,25 @@ async def _request(
         netns_path=f"/proc/{pid}/ns/net",
         port_mappings=ports,
     )
+
+
+async def test_a_host_network_pod_sees_the_hosts_interfaces(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: hostnet}
+spec:
+  hostNetwork: true
+  containers:
+  - name: shell
+    image: BUSYBOX
+    command: ["sleep", "3600"]
+"""
+    driver = Driver(rm, pod_from(text, node=node_name))
+    await driver.until(lambda s: s.phase == "Running")
+    shell = await _shell(docker, node_name, "hostnet")
+    cmd = ["cat", "/sys/class/net/eth0/address"]
+    seen = (await docker.exec_run(shell, cmd, timeout=10)).stdout.decode().strip()
+    assert seen == (await anyio.Path("/sys/class/net/eth0/address").read_text()).strip()

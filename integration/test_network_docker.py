@@ -52,6 +52,7 @@ apiVersion: v1
 kind: Pod
 metadata: {{name: {name}}}
 spec:
+  terminationGracePeriodSeconds: 1
   containers:
   - name: web
     image: BUSYBOX
@@ -158,3 +159,35 @@ async def test_a_same_named_network_of_someone_else_is_refused(
             await plugin.start()
     finally:
         await docker.remove_network(name)
+
+
+async def test_a_host_network_pod_sees_the_hosts_interfaces(
+    rm: RuntimeManager, docker: DockerClient, node_name: str
+) -> None:
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: hostnet}
+spec:
+  hostNetwork: true
+  containers:
+  - name: shell
+    image: BUSYBOX
+    command: ["sleep", "3600"]
+"""
+    driver = Driver(rm, pod_from(text, node=node_name))
+    await driver.until(lambda s: s.phase == "Running")
+    assert driver.runtime is not None
+    sandbox = await docker.inspect_container(driver.runtime.sandboxes[0].id)
+    assert sandbox["HostConfig"]["NetworkMode"] == "host"
+    shell = await _shell(docker, node_name, "hostnet")
+    assert await _mac_in(docker, shell) == await _host_mac()
+
+
+async def _mac_in(docker: DockerClient, cid: str) -> str:
+    cmd = ["cat", "/sys/class/net/eth0/address"]
+    return (await docker.exec_run(cid, cmd, timeout=10)).stdout.decode().strip()
+
+
+async def _host_mac() -> str:
+    return (await anyio.Path("/sys/class/net/eth0/address").read_text()).strip()
