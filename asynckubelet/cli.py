@@ -8,6 +8,7 @@ what the pod printed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
@@ -243,6 +244,17 @@ def run(
     bridge: Annotated[
         str, typer.Option("--bridge", help="Node bridge of the bridge network.")
     ] = "akl0",
+    cluster_dns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cluster-dns",
+            help="Cluster DNS server for ClusterFirst pods (repeatable); none: they fall "
+            "back to the node's resolver, with a MissingClusterDNS warning.",
+        ),
+    ] = None,
+    cluster_domain: Annotated[
+        str, typer.Option("--cluster-domain", help="Cluster domain of the pods' DNS search.")
+    ] = "cluster.local",
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
 ) -> None:
@@ -254,6 +266,7 @@ def run(
     """
     _setup_logging(verbose)
     from asynckubelet.manifests import LEVELS, load_manifests
+    from asynckubelet.network.dns import DNSSettings
     from asynckubelet.network.factory import BACKENDS, make_network_plugin
     from asynckubelet.node.runner import options_from_manifests, run_pods
     from asynckubelet.node.volumes import VolumeManager, default_root
@@ -282,6 +295,8 @@ def run(
     config = RuntimeConfig(pause_image=pause_image, docker_url=docker_host)
     if node:
         config = RuntimeConfig(node_name=node, pause_image=pause_image, docker_url=docker_host)
+    dns = DNSSettings(cluster_dns=tuple(cluster_dns or ()), cluster_domain=cluster_domain)
+    config = dataclasses.replace(config, dns=dns)
     renderer = _Renderer(color=color and out.is_terminal)
     options = options_from_manifests(
         manifests, node_name=config.node_name, keep=keep, grace_period=grace_period

@@ -78,4 +78,45 @@ def test_an_unknown_network_backend_is_refused_naming_the_choices(
 ) -> None:
     proc = _run(tmp_path, node_name, "--network", "weave")
     assert proc.returncode == 1
-    assert "--network must be one of auto, bridge, cni, docker, loopback, not 'weave'" in proc.stderr
+    assert (
+        "--network must be one of auto, bridge, cni, docker, loopback, not 'weave'" in proc.stderr
+    )
+
+
+def test_run_with_a_cluster_dns_gives_cluster_first_pods_the_cluster_resolver(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = tmp_path / "dns.yaml"
+    manifest.write_text(
+        textwrap.dedent(
+            """
+            apiVersion: v1
+            kind: Pod
+            metadata: {name: dns}
+            spec:
+              restartPolicy: Never
+              containers:
+                - name: show
+                  image: BUSYBOX
+                  command: ["cat", "/etc/resolv.conf"]
+            """
+        ).replace("BUSYBOX", BUSYBOX_IMAGE)
+    )
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "asynckubelet", "run", str(manifest), "--no-color"),
+            *("--node-name", node_name, "--pause-image", PAUSE_IMAGE, "--network", "loopback"),
+            *("--cluster-dns", "10.96.0.10", "--cluster-domain", "example.internal"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "dns/show | nameserver 10.96.0.10"
+    assert lines[1].startswith(
+        "dns/show | search default.svc.example.internal svc.example.internal example.internal"
+    )
+    assert lines[-1] == "dns/show | options ndots:5"
