@@ -92,3 +92,11 @@ async def test_changed_wakes_a_waiter_on_the_next_change() -> None:
         manager.set(pod(), PodStatus(phase="Running"))
         with anyio.fail_after(5):
             await woke.wait()
+
+
+def test_prune_removes_files_of_pods_no_longer_held(tmp_path: Path) -> None:
+    StatusManager(state_dir=tmp_path).set(pod(uid="gone"), PodStatus(phase="Running"))
+    manager = StatusManager(state_dir=tmp_path)
+    manager.set(pod(uid="kept"), PodStatus(phase="Running"))
+    assert manager.prune() == ["gone"]
+    assert set(read_status_files(tmp_path)) == {"kept"}

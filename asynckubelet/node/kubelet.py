@@ -634,6 +634,8 @@ class Kubelet:
 
     async def housekeeping(self) -> builtins.list[str]:
         """Kill and remove this node's pods that no source wants; returns their uids."""
+        self._saved.clear()
+        self.status.prune()
         removed = []
         for uid, (ns, name) in (await self.runtime.list_pod_uids()).items():
             if uid in self._entries:

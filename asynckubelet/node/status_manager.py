@@ -10,6 +10,7 @@ sees, waiting reasons such as ``CrashLoopBackOff`` included.
 
 from __future__ import annotations
 
+import builtins
 import copy
 import json
 import os
@@ -101,6 +102,15 @@ class StatusManager:
         if self._dir is not None:
             (self._dir / f"{uid}.json").unlink(missing_ok=True)
         self._notify(None, uid)
+
+    def prune(self) -> builtins.list[str]:
+        """Remove status files of pods this manager does not hold (left by a killed daemon)."""
+        if self._dir is None or not self._dir.is_dir():
+            return []
+        stale = [p for p in self._dir.glob("*.json") if p.stem not in self._records]
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return [p.stem for p in stale]
 
     def subscribe(self, watcher: Watcher) -> Callable[[], None]:
         self._watchers.append(watcher)
