@@ -483,3 +483,25 @@ async def test_host_to_container_propagation_shows_a_mount_made_later_on_the_nod
         with anyio.CancelScope(shield=True):
             await anyio.run_process(["umount", "-R", str(host)], check=False)
     assert run.lines == ["show: propagated"]
+
+
+async def test_a_disk_empty_dir_over_its_size_limit_gets_the_pod_evicted(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "evicted",
+        """
+  volumes: [{name: scratch, emptyDir: {sizeLimit: 1Mi}}]
+  containers:
+  - name: fill
+    image: BUSYBOX
+    command: [sh, -c, "dd if=/dev/zero of=/scratch/big bs=1024 count=2048; sleep 3600"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+""",
+    )
+    run = await run_manifest(docker, text, node=node_name, root=tmp_path, timeout=90)
+    status = run.outcome.status
+    message = 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '
+    assert status is not None
+    assert (status.phase, status.reason, status.message) == ("Failed", "Evicted", message)
+    assert ("Warning", "Evicted", message) in run.events

@@ -25,6 +25,7 @@ from asynckubelet.docker import LogLine
 from asynckubelet.manifests import Manifests
 from asynckubelet.node.prober import Prober
 from asynckubelet.node.status import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, generate
+from asynckubelet.node.volumes import VolumeManager
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
@@ -37,6 +38,8 @@ LogSink = Callable[[Pod, str, LogLine], None]
 StatusSink = Callable[[Pod, PodStatus], None]
 TERMINAL_PHASES = ("Succeeded", "Failed")
 RESYNC_INTERVAL = 1.0
+EVICTION_INTERVAL = 10.0
+"""Seconds between emptyDir usage checks (the kubelet's eviction monitoring period)."""
 
 
 @dataclass
@@ -154,6 +157,7 @@ class PodWorker:
         self.followed: set[str] = set()
         self.outcome = PodOutcome(pod=pod)
         self.prober = Prober(docker=rm.docker, events=rm.events, on_change=self.poke)
+        self._next_eviction = 0.0
 
     def poke(self) -> None:
         """Something about the pod changed: look again now."""
@@ -202,6 +206,8 @@ class PodWorker:
                 previous=previous,
                 now=datetime.now(UTC),
             )
+            if status.phase not in TERMINAL_PHASES:
+                await self._evict_if_over_limit(status, runtime)
             previous = status
             self.outcome.status = status
             self.outcome.exit_code = first_failure_exit_code(runtime)
@@ -243,6 +249,20 @@ class PodWorker:
                     waiters.start_soon(until, self.wake)
                     waiters.start_soon(until, stop)
         self.outcome.stopped = True
+
+    async def _evict_if_over_limit(self, status: PodStatus, runtime: PodRuntimeStatus) -> None:
+        """The eviction manager's emptyDir check, every ``EVICTION_INTERVAL`` seconds: a pod
+        over a ``sizeLimit`` is killed at once and failed with reason ``Evicted``."""
+        volumes = self.rm.volumes
+        if not isinstance(volumes, VolumeManager) or anyio.current_time() < self._next_eviction:
+            return
+        self._next_eviction = anyio.current_time() + EVICTION_INTERVAL
+        message = await volumes.empty_dir_over_limit(self.pod)
+        if message is None:
+            return
+        self.rm.events(self.pod, type="Warning", reason="Evicted", message=message)
+        status.phase, status.reason, status.message = "Failed", "Evicted", message
+        await self.rm.kill_pod(self.pod, runtime, grace_period=0)
 
     async def _idle(self, stop: anyio.Event) -> None:
         """A terminal pod is not synced; wait for a change, a stop or the next resync."""

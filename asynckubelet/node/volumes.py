@@ -57,6 +57,9 @@ PLUGINS = {
 SUPPORTED = (*PLUGINS, "hostPath", "persistentVolumeClaim")
 """Volume types this node sets up; the manifest loader warns about the others."""
 
+EMPTY_DIR_OVER_LIMIT = 'Usage of EmptyDir volume "{}" exceeds the limit "{}". '
+"""The kubelet eviction manager's ``emptyDirMessageFmt``."""
+
 Payload = dict[str, tuple[bytes, int]]
 """Relative file path -> (content, mode) of an atomic-writer volume."""
 
@@ -488,6 +491,20 @@ class VolumeManager:
             )
         return mounts
 
+    async def empty_dir_over_limit(self, pod: Pod) -> str | None:
+        """The eviction manager's local-storage check: the message when a disk emptyDir
+        uses more than its ``sizeLimit``, else None."""
+        assert pod.metadata is not None and pod.spec is not None
+        for volume in pod.spec.volumes or []:
+            empty = volume.emptyDir
+            if empty is None or empty.sizeLimit is None or empty.medium == "Memory":
+                continue
+            path = self.volume_dir(pod.metadata.uid or "", "emptyDir", volume.name)
+            used = await anyio.to_thread.run_sync(directory_usage, path)
+            if used > _bytes(str(empty.sizeLimit)):
+                return EMPTY_DIR_OVER_LIMIT.format(volume.name, empty.sizeLimit)
+        return None
+
     async def termination_log(self, pod: Pod, container: Container, *, restart_count: int) -> str:
         """A new file per instance; files older than the previous instance's are removed,
         as garbage collection keeps only the newest dead instance."""
@@ -520,6 +537,16 @@ class VolumeManager:
         for made in reversed(self._made):
             with contextlib.suppress(OSError):
                 made.rmdir()
+
+
+def directory_usage(path: Path) -> int:
+    """Bytes of disk the files under ``path`` take (``du``); 0 when it does not exist."""
+    total = 0
+    for dirpath, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+    return total
 
 
 def prepare_sub_path(source: str, sub: str, volume: str, container: str) -> str:
