@@ -505,3 +505,24 @@ async def test_a_disk_empty_dir_over_its_size_limit_gets_the_pod_evicted(
     assert status is not None
     assert (status.phase, status.reason, status.message) == ("Failed", "Evicted", message)
     assert ("Warning", "Evicted", message) in run.events
+
+
+async def test_a_config_map_key_mounted_by_sub_path_is_a_single_file(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = (
+        _pod(
+            "cmfile",
+            """
+  volumes: [{name: cfg, configMap: {name: settings}}]
+  containers:
+  - name: show
+    image: BUSYBOX
+    command: [sh, -c, "cat /etc/app/colour.conf; echo; ls /etc/app"]
+    volumeMounts: [{name: cfg, mountPath: /etc/app/colour.conf, subPath: color}]
+""",
+        )
+        + CONFIG
+    )
+    run = await run_manifest(docker, text, node=node_name, root=tmp_path)
+    assert run.lines == ["show: blue", "show: colour.conf"]
