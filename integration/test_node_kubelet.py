@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from asynckubelet import Kubelet, KubeletConfig
+from asynckubelet import AsyncKubeletError, Kubelet, KubeletConfig
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import Manifests, load_manifests_text
 from asynckubelet.runtime import naming
@@ -197,3 +197,37 @@ async def test_logs_and_exec_reach_the_pods_containers(
         assert lines == ["started a"]
         result = await node.exec("default", "web", ["sh", "-c", "echo $WHO"], container="a")
         assert (result.exit_code, result.stdout) == (0, b"one\n")
+
+
+async def test_cancelling_the_owner_stops_and_removes_the_pods(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    with anyio.CancelScope() as scope:
+        async with Kubelet(config(node_name, tmp_path)) as node:
+            await node.apply(sleeper(node=node_name))
+            await node.wait("default", "web", "Ready", timeout=60)
+            scope.cancel()
+            await anyio.sleep_forever()
+    assert scope.cancelled_caught
+    assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []
+
+
+async def test_a_new_spec_applied_during_a_sync_is_not_lost(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    async with Kubelet(config(node_name, tmp_path)) as node:
+        await node.apply(sleeper(node=node_name, value="one"))
+        await node.apply(sleeper(node=node_name, value="two"))
+        await node.apply(sleeper(node=node_name, value="three"))
+        await node.wait("default", "web", "Ready", timeout=60)
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    result = await node.exec(
+                        "default", "web", ["sh", "-c", "echo $WHO"], container="a"
+                    )
+                except AsyncKubeletError:
+                    result = None
+                if result is not None and result.stdout == b"three\n":
+                    break
+                await anyio.sleep(0.2)
