@@ -177,3 +177,17 @@ async def test_cluster_first_with_host_net_uses_cluster_dns_and_the_nodes_hosts(
     resolv, hosts = await _files(docker, node_name, "one")
     assert resolv.startswith("nameserver 10.96.0.10\nsearch shop.svc.cluster.local ")
     assert hosts == _read("/etc/hosts")
+
+
+async def test_set_hostname_as_fqdn_makes_the_fqdn_every_containers_hostname(
+    docker: DockerClient, node_name: str, plugin: BridgePlugin
+) -> None:
+    rm = _manager(docker, node_name, plugin, CLUSTER_DNS, Recorder())
+    spec = "  hostname: db-0\n  subdomain: db\n  setHostnameAsFQDN: true"
+    await _start(rm, _pod(spec), node_name)
+    rows = await docker.list_containers(labels={naming.LABEL_NODE: node_name})
+    for row in rows:
+        if (row.get("Labels") or {}).get(naming.LABEL_TYPE) != naming.TYPE_CONTAINER:
+            continue
+        seen = await docker.exec_run(row["Id"], ["hostname"], timeout=10)
+        assert seen.stdout.decode().strip() == "db-0.db.shop.svc.cluster.local"

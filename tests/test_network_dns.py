@@ -15,6 +15,7 @@ from lightkube.models.core_v1 import (
 )
 from lightkube.models.meta_v1 import ObjectMeta
 
+from asynckubelet import errors
 from asynckubelet.network.dns import (
     DNSSettings,
     ResolverConfig,
@@ -22,6 +23,7 @@ from asynckubelet.network.dns import (
     parse_resolv_conf,
     pod_dns,
     pod_files,
+    sandbox_hostname,
 )
 
 HOST = ResolverConfig(
@@ -282,3 +284,24 @@ def test_a_long_pod_name_is_cut_to_63_characters_without_a_trailing_dash() -> No
     name = "a" * 62 + "-b"
     text = managed_hosts(make_pod(name=name), pod_ips=["10.1.0.5"], cluster_domain="c")
     assert text.endswith("10.1.0.5\t" + "a" * 62 + "\n")
+
+
+def test_set_hostname_as_fqdn_gives_hostname_dot_subdomain_domain() -> None:
+    pod = make_pod(hostname="db-0", subdomain="db")
+    assert pod.spec is not None
+    pod.spec.setHostnameAsFQDN = True
+    assert sandbox_hostname(pod, cluster_domain="cluster.local") == "db-0.db.shop.svc.cluster.local"
+
+
+def test_without_set_hostname_as_fqdn_the_hostname_is_left_alone() -> None:
+    assert sandbox_hostname(make_pod(hostname="db-0", subdomain="db"), cluster_domain="c") is None
+
+
+def test_an_fqdn_longer_than_64_characters_is_refused_with_the_kubelets_message() -> None:
+    pod = make_pod(hostname="h" * 40, subdomain="s" * 20)
+    assert pod.spec is not None
+    pod.spec.setHostnameAsFQDN = True
+    with pytest.raises(
+        errors.SandboxError, match=r"FQDN .* is too long \(64 characters is the max, "
+    ):
+        sandbox_hostname(pod, cluster_domain="cluster.local")

@@ -237,6 +237,26 @@ def pod_hostname_and_domain(pod: Pod, *, cluster_domain: str) -> tuple[str, str]
     return hostname, domain
 
 
+HOSTNAME_MAX = 64
+
+
+def sandbox_hostname(pod: Pod, *, cluster_domain: str) -> str | None:
+    """The FQDN as the sandbox's hostname under ``setHostnameAsFQDN`` (None: not asked).
+
+    Longer than 64 characters is refused with the kubelet's message.
+    """
+    if pod.spec is None or not pod.spec.setHostnameAsFQDN:
+        return None
+    hostname, domain = pod_hostname_and_domain(pod, cluster_domain=cluster_domain)
+    fqdn = f"{hostname}.{domain}" if domain else hostname
+    if len(fqdn) > HOSTNAME_MAX:
+        raise errors.SandboxError(
+            f"failed to construct FQDN from pod hostname and cluster domain, FQDN {fqdn} is "
+            f"too long ({HOSTNAME_MAX} characters is the max, {len(fqdn)} characters requested)"
+        )
+    return fqdn
+
+
 def _alias_lines(pod: Pod) -> str:
     aliases = (pod.spec.hostAliases if pod.spec else None) or []
     if not aliases:
@@ -356,5 +376,6 @@ __all__ = [
     "pod_dns",
     "pod_files",
     "pod_hostname_and_domain",
+    "sandbox_hostname",
     "write_pod_files",
 ]

@@ -30,7 +30,7 @@ from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, ContainerInspect, DockerClient
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PodNetworkRequest, PortMapping
-from asynckubelet.network.dns import DNSSettings, write_pod_files
+from asynckubelet.network.dns import DNSSettings, sandbox_hostname, write_pod_files
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, naming, security
@@ -704,6 +704,9 @@ class _Sync:
                 extra_host=extra.host_config,
                 exposed_ports=extra.exposed_ports,
             )
+            fqdn = sandbox_hostname(self.pod, cluster_domain=self.rm.config.dns.cluster_domain)
+            if fqdn is not None and not host_network:
+                config["Hostname"] = fqdn
             try:
                 sandbox_id = await self._make_sandbox(config, name)
             except errors.ImageNotFound:
