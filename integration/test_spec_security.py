@@ -167,3 +167,13 @@ async def test_namespaced_sysctls_are_set_for_the_pod(
 )
 async def test_a_privileged_container_has_every_capability() -> None:
     pass
+
+
+async def test_an_unconfined_apparmor_profile_is_accepted_by_the_engine(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "apparmor",
+        "    command: [echo, ran]\n    securityContext: {appArmorProfile: {type: Unconfined}}",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == ["app: ran"]

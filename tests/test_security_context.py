@@ -66,6 +66,21 @@ def _host(container_ctx: str = "{}", pod_ctx: str = "{}", **kw: Any) -> dict[str
         ),
         ("{privileged: true}", "{}", {"Privileged": True}),
         (
+            "{appArmorProfile: {type: Unconfined}}",
+            "{}",
+            {"SecurityOpt": ["seccomp=unconfined", "apparmor=unconfined"]},
+        ),
+        (
+            "{}",
+            "{appArmorProfile: {type: Localhost, localhostProfile: k8s-deny-write}}",
+            {"SecurityOpt": ["seccomp=unconfined", "apparmor=k8s-deny-write"]},
+        ),
+        (
+            "{appArmorProfile: {type: RuntimeDefault}}",
+            "{}",
+            {"SecurityOpt": ["seccomp=unconfined"]},
+        ),
+        (
             "{}",
             "{fsGroup: 2000, supplementalGroups: [4000, 2000]}",
             {"GroupAdd": ["2000", "4000"], "SecurityOpt": ["seccomp=unconfined"]},

@@ -4,7 +4,8 @@ The container's fields override the pod's (the kubelet's
 ``DetermineEffectiveSecurityContext``). The result is cri-dockerd's translation:
 capabilities to ``CapAdd``/``CapDrop``, ``allowPrivilegeEscalation: false`` to
 ``no-new-privileges``, seccomp profiles to ``seccomp=`` options (no profile means
-``Unconfined``, as on a kubelet without ``SeccompDefault``), supplemental groups and
+``Unconfined``, as on a kubelet without ``SeccompDefault``), AppArmor profiles to
+``apparmor=`` options (``RuntimeDefault`` is the engine's own), supplemental groups and
 ``fsGroup`` to ``GroupAdd``. The pod's Pod Security level was checked when the manifest
 was admitted; this module only carries out what was admitted.
 """
@@ -38,6 +39,8 @@ class Effective:
     cap_drop: tuple[str, ...]
     seccomp_type: str | None
     seccomp_localhost: str | None
+    apparmor_type: str | None = None
+    apparmor_localhost: str | None = None
 
 
 def effective(pod: Pod, container: Container) -> Effective:
@@ -53,6 +56,7 @@ def effective(pod: Pod, container: Container) -> Effective:
 
     caps = csc.capabilities if csc is not None else None
     seccomp = pick("seccompProfile")
+    apparmor = pick("appArmorProfile")
     return Effective(
         run_as_user=pick("runAsUser"),
         run_as_group=pick("runAsGroup"),
@@ -64,6 +68,8 @@ def effective(pod: Pod, container: Container) -> Effective:
         cap_drop=tuple(caps.drop or []) if caps is not None else (),
         seccomp_type=seccomp.type if seccomp is not None else None,
         seccomp_localhost=seccomp.localhostProfile if seccomp is not None else None,
+        apparmor_type=apparmor.type if apparmor is not None else None,
+        apparmor_localhost=apparmor.localhostProfile if apparmor is not None else None,
     )
 
 
@@ -145,6 +151,10 @@ def host_config_security(
         seccomp = _seccomp_option(eff, seccomp_root)
         if seccomp:
             options.append(seccomp)
+        if eff.apparmor_type == "Unconfined":
+            options.append("apparmor=unconfined")
+        elif eff.apparmor_type == "Localhost" and eff.apparmor_localhost:
+            options.append(f"apparmor={eff.apparmor_localhost}")
     if options:
         host["SecurityOpt"] = options
     psc = pod.spec.securityContext if pod.spec is not None else None
