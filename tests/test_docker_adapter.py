@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import aiodocker
 import aiohttp
+import anyio
 import pytest
 
 from asynckubelet import errors
@@ -165,3 +167,27 @@ async def test_an_unreachable_daemon_is_reported_as_unavailable_and_ping_is_fals
         assert await client.ping() is False
         with pytest.raises(errors.RuntimeUnavailable):
             await client.version()
+
+
+async def test_a_daemon_that_never_answers_is_unavailable_not_a_hang(tmp_path: Path) -> None:
+    path = tmp_path / "wedged.sock"
+    accepted: list[object] = []
+
+    async def hold(conn: object) -> None:
+        accepted.append(conn)
+        await anyio.sleep_forever()
+
+    listener = await anyio.create_unix_listener(path)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, hold)
+        client = DockerClient(
+            url=f"unix://{path}",
+            retry_attempts=2,
+            retry_initial_wait=0.001,
+            request_timeout=0.3,
+        )
+        async with client:
+            with anyio.fail_after(10), pytest.raises(errors.RuntimeUnavailable):
+                await client.version()
+        tg.cancel_scope.cancel()
+    assert len(accepted) == 2

@@ -63,7 +63,9 @@ class DockerClient:
     ``tls`` configures TLS towards a ``tcp://`` engine; ``None`` reads ``DOCKER_TLS_VERIFY``,
     ``DOCKER_TLS`` and ``DOCKER_CERT_PATH`` as the Docker CLI does.
     ``retry_attempts`` and ``retry_max_delay`` bound the retries of transient failures
-    (the daemon restarting, a dropped connection).
+    (the daemon restarting, a dropped connection). ``request_timeout`` bounds each plain
+    API call (a wedged daemon is then unavailable, not a hang); streams, waits, pulls and
+    stops have their own bounds.
     """
 
     def __init__(
@@ -74,8 +76,10 @@ class DockerClient:
         retry_attempts: int = 5,
         retry_max_delay: float = 10.0,
         retry_initial_wait: float = 0.1,
+        request_timeout: float | None = 120.0,
     ) -> None:
         self._url = url
+        self._request_timeout = request_timeout
         self._tls = tls
         self._address: str | None = None
         self._endpoint: Endpoint | None = None
@@ -102,7 +106,13 @@ class DockerClient:
             self._address = endpoint.address
             self._endpoint = endpoint
             try:
-                self._docker = aiodocker.Docker(url=endpoint.url, ssl_context=endpoint.tls)
+                self._docker = aiodocker.Docker(
+                    url=endpoint.url,
+                    ssl_context=endpoint.tls,
+                    timeout=aiohttp.ClientTimeout(
+                        total=self._request_timeout, sock_connect=self._request_timeout
+                    ),
+                )
             except (ValueError, OSError, aiodocker.DockerError) as e:
                 raise errors.RuntimeUnavailable(f"no Docker engine to connect to: {e}") from e
         return self._docker
