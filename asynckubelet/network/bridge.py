@@ -313,6 +313,7 @@ class BridgePlugin:
             "pod": f"{request.namespace}/{request.pod_name}",
             "uid": request.uid,
             "veth": veth_name(sid),
+            "ports": bool(request.port_mappings),
             "ready": False,
         }
         await anyio.to_thread.run_sync(self._write_record, sid, record)
@@ -385,7 +386,11 @@ class BridgePlugin:
 
     async def teardown_pod(self, *, sandbox_id: str) -> None:
         with anyio.CancelScope(shield=True):
-            await self.iptables.remove_hostports(bridge=self.config.bridge, sandbox_id=sandbox_id)
+            record = await anyio.to_thread.run_sync(self._read_record, sandbox_id)
+            if record is None or record.get("ports", True):
+                await self.iptables.remove_hostports(
+                    bridge=self.config.bridge, sandbox_id=sandbox_id
+                )
             try:
                 async with AsyncIPRoute() as ipr:
                     index = await _index(ipr, veth_name(sandbox_id))

@@ -192,22 +192,57 @@ class IPTables:
 
     # -- one pod ---------------------------------------------------------------------------
 
+    async def restore(self, text: str) -> bool:
+        """Apply ``iptables-restore --noflush`` input as one transaction; False if refused."""
+        binary = self.binary + "-restore"
+        try:
+            proc = await anyio.run_process(
+                [binary, "-w", "5", "--noflush"], input=text.encode(), check=False
+            )
+        except OSError:
+            return False
+        return proc.returncode == 0
+
     async def add_hostports(self, *, bridge: str, sandbox_id: str, maps: Sequence[DNAT]) -> None:
+        """The pod's DNAT chain and the jump to it, in one ``iptables-restore``."""
         if not maps:
             return
         chain = pod_chain(sandbox_id)
-        await self.ensure_chain(chain, table="nat")
-        await self.run("-F", chain, table="nat")
+        rules = []
         for m in maps:
             rule = ["-p", m.protocol.lower(), "--dport", str(m.host_port)]
             if m.host_ip and m.host_ip not in ("0.0.0.0", "::"):
                 rule = ["-d", m.host_ip, *rule]
             rule += ["-j", "DNAT", "--to-destination", f"{m.pod_ip}:{m.container_port}"]
+            rules.append(rule)
+        await self.delete_jumps(hostport_chain(bridge), chain, table="nat")
+        lines = ["*nat", f":{chain} - [0:0]"]
+        lines += [shlex.join(["-A", chain, *rule]) for rule in rules]
+        lines += [shlex.join(["-A", hostport_chain(bridge), "-j", chain]), "COMMIT", ""]
+        if await self.restore("\n".join(lines)):
+            return
+        await self.ensure_chain(chain, table="nat")
+        await self.run("-F", chain, table="nat")
+        for rule in rules:
             await self.run("-A", chain, *rule, table="nat")
         await self.ensure_rule(hostport_chain(bridge), ["-j", chain], table="nat")
 
     async def remove_hostports(self, *, bridge: str, sandbox_id: str) -> None:
+        """Remove the pod's jump and chain: one ``iptables-restore`` when both are there as
+        made, else rule by rule (a half-made or half-removed state)."""
         chain = pod_chain(sandbox_id)
+        fast = "\n".join(
+            [
+                "*nat",
+                shlex.join(["-D", hostport_chain(bridge), "-j", chain]),
+                f":{chain} - [0:0]",
+                f"-X {chain}",
+                "COMMIT",
+                "",
+            ]
+        )
+        if await self.restore(fast):
+            return
         await self.delete_jumps(hostport_chain(bridge), chain, table="nat")
         await self.delete_chain(chain, table="nat")
 
