@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from asynckubelet import errors
-from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PortMapping, SandboxExtra
+from asynckubelet.network import (
+    LoopbackPlugin,
+    NetworkPlugin,
+    PodNetwork,
+    PodNetworkRequest,
+    PortMapping,
+    SandboxExtra,
+)
+from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, veth_name
 from asynckubelet.network.cni import (
     CNIConfig,
     CNIPlugin,
@@ -143,3 +151,42 @@ async def test_a_missing_plugin_binary_makes_the_cni_backend_not_ready(tmp_path:
     ready, why = await plugin.status()
     assert not ready
     assert why == f"CNI plugin 'bridge' not found in {tmp_path}"
+
+
+def test_a_pod_veth_is_named_after_the_sandbox_within_the_interface_name_limit() -> None:
+    name = veth_name("0123456789abcdef" * 4)
+    assert name == "akl0123456789ab" and len(name) <= 15
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (BridgeConfig(bridge="a-bridge-name-too-long"), "bridge name .* is not a valid interface"),
+        (BridgeConfig(bridge=""), "bridge name '' is not a valid interface"),
+        (BridgeConfig(pod_cidr="10.0.0.0/99"), "pod CIDR '10.0.0.0/99'"),
+        (BridgeConfig(pod_cidr="fd00::/64"), "only IPv4 is supported"),
+    ],
+)
+def test_a_bad_bridge_configuration_is_refused_naming_the_setting(
+    config: BridgeConfig, message: str
+) -> None:
+    with pytest.raises(errors.NetworkError, match=message):
+        BridgePlugin(config)
+
+
+@pytest.mark.anyio
+async def test_the_bridge_backend_reports_no_ip_for_a_sandbox_it_never_set_up(
+    tmp_path: Path,
+) -> None:
+    plugin = BridgePlugin(BridgeConfig(state_dir=tmp_path))
+    assert await plugin.get_pod_network_status(sandbox_id="f" * 64) == PodNetwork()
+
+
+@pytest.mark.anyio
+async def test_the_bridge_backend_refuses_a_sandbox_without_a_network_namespace(
+    tmp_path: Path,
+) -> None:
+    plugin = BridgePlugin(BridgeConfig(state_dir=tmp_path))
+    request = PodNetworkRequest(sandbox_id="f" * 64, pod_name="p", namespace="d", uid="u")
+    with pytest.raises(errors.NetworkError, match="needs the network namespace of sandbox ffff"):
+        await plugin.setup_pod(request)
