@@ -546,11 +546,40 @@ def serve(
             "for the next start to adopt, as the kubelet does).",
         ),
     ] = False,
+    cluster_dns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cluster-dns",
+            envvar="ASYNCKUBELET_CLUSTER_DNS",
+            help="Cluster DNS server for ClusterFirst pods (repeatable).",
+        ),
+    ] = None,
+    cluster_domain: Annotated[
+        str, typer.Option("--cluster-domain", help="Cluster domain of the pods' DNS search.")
+    ] = "cluster.local",
+    log_level: Annotated[
+        str,
+        typer.Option("--log-level", envvar="ASYNCKUBELET_LOG_LEVEL", help="DEBUG, INFO, WARNING."),
+    ] = "INFO",
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format", envvar="ASYNCKUBELET_LOG_FORMAT", help="text, or json (one per line)."
+        ),
+    ] = "text",
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
 ) -> None:
     """Run the node: static pods from the manifest directory, HTTP endpoints, until a signal."""
-    _setup_logging(max(verbose, 1))
+    level_name = "DEBUG" if verbose > 1 else log_level.upper()
+    if level_name not in ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"):
+        raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {log_level!r}", code=2)
+    if log_format not in ("text", "json"):
+        raise _fail(f"--log-format must be text or json, not {log_format!r}", code=2)
+    logger.remove()
+    logger.enable("asynckubelet")
+    logger.add(sys.stderr, level=level_name, serialize=log_format == "json")
+    from asynckubelet.network.dns import DNSSettings
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.kubelet import Kubelet, KubeletConfig
     from asynckubelet.server import check_listen, parse_listen, serve_http
@@ -570,6 +599,7 @@ def serve(
         docker_url=docker_host,
         pod_security=level,
         leave_running=not stop_pods,
+        dns=DNSSettings(cluster_dns=tuple(cluster_dns or ()), cluster_domain=cluster_domain),
     )
 
     async def go() -> None:

@@ -77,6 +77,8 @@ def test_apply_wait_without_a_running_daemon_says_so(tmp_path: Path) -> None:
         (("delete",), "give `delete pod NAME` or `delete -f FILE`"),
         (("serve", "--listen", "nowhere"), "--listen must be HOST:PORT"),
         (("serve", "--listen", "0.0.0.0:10255"), "--allow-remote"),
+        (("serve", "--log-format", "xml"), "--log-format must be text or json"),
+        (("serve", "--log-level", "loud"), "--log-level must be"),
         (("apply", "-f", "x.yaml", "--pod-security", "lax"), "--pod-security must be one of"),
     ],
 )

@@ -36,6 +36,7 @@ from asynckubelet import errors
 from asynckubelet.docker import DockerClient, ExecResult, LogLine
 from asynckubelet.manifests import Level, Manifests, load_manifests_text
 from asynckubelet.network import NetworkPlugin
+from asynckubelet.network.dns import DNSSettings
 from asynckubelet.node import access
 from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.metrics import NodeMetrics
@@ -75,6 +76,8 @@ class KubeletConfig:
     pause_image: str | None = None
     docker_url: str | None = None
     pod_security: Level = "baseline"
+    dns: DNSSettings = field(default_factory=DNSSettings)
+    """Cluster DNS servers and domain for ``ClusterFirst`` pods."""
     leave_running: bool = False
     """On exit, leave the pods running (for a later start to adopt) instead of stopping them."""
     relist_period: float = RELIST_PERIOD
@@ -164,6 +167,7 @@ class Kubelet:
                 node_name=self.config.node_name,
                 pause_image=self.config.pause_image,
                 docker_url=self.config.docker_url,
+                dns=self.config.dns,
             ),
             docker=docker,
             network=network,
