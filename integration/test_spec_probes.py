@@ -118,7 +118,7 @@ async def test_a_failing_http_readiness_probe_keeps_the_pod_not_ready_with_the_s
         text,
         node=node_name,
         root=tmp_path,
-        until_event="Readiness probe failed",
+        until_event="Readiness probe failed: HTTP probe failed",
     )
     assert "Readiness probe failed: HTTP probe failed with statuscode: 404" in run.messages(
         "Unhealthy"
