@@ -153,6 +153,19 @@ class Running:
         result = await self.docker.exec_run(self.container_id(container), list(cmd), timeout=10)
         return result.output
 
+    async def fetch(self, container: str, url: str, timeout: float = 10) -> str:
+        """``wget`` in the container, retried until the server answers (it may still start)."""
+        output = ""
+        for _ in range(int(timeout * 5)):
+            result = await self.docker.exec_run(
+                self.container_id(container), ["wget", "-qO-", url], timeout=10
+            )
+            output = result.output
+            if result.exit_code == 0:
+                return output
+            await anyio.sleep(0.2)
+        raise AssertionError(f"{url} did not answer in {container}: {output}")
+
     async def wait(self, predicate: Callable[[PodStatus], bool], timeout: float = 60) -> None:
         await poll(lambda: bool(self.statuses and predicate(self.status)), timeout)
 
@@ -254,8 +267,7 @@ async def test_security_context_runs_as_1000_with_fs_group_2000(run_example: Any
 async def test_shared_volume_serves_what_the_init_container_wrote(run_example: Any) -> None:
     run = await run_example("multi-container__shared-volume.yaml")
     await run.wait(_running("web"))
-    await anyio.sleep(0.5)
-    page = await run.exec("web", "wget", "-qO-", "http://127.0.0.1/")
+    page = await run.fetch("web", "http://127.0.0.1/")
     assert page == "Hello from the init container\n"
     refused = await run.exec(
         "web", "sh", "-c", "touch /usr/share/nginx/html/x 2>/dev/null || echo ro"
@@ -287,8 +299,7 @@ async def test_two_container_pod_shares_the_page_the_debian_container_wrote(
     )
     debian = _cs(run.status, "debian-container").state.terminated
     assert (debian.reason, debian.exitCode) == ("Completed", 0)
-    await anyio.sleep(0.5)
-    page = await run.exec("nginx-container", "wget", "-qO-", "http://127.0.0.1/")
+    page = await run.fetch("nginx-container", "http://127.0.0.1/")
     assert page == "Hello from the debian container\n"
     assert run.status.phase == "Running"
 
