@@ -211,7 +211,7 @@ def test_a_sub_path_whose_symlink_leads_out_of_the_volume_is_refused(tmp_path: P
         prepare_sub_path(str(tmp_path / "vol"), "escape", "v", "c")
 
 
-def test_termination_log_files_of_instances_before_the_previous_one_are_removed(
+def test_only_the_termination_logs_of_the_current_and_previous_instance_are_kept(
     tmp_path: Path,
 ) -> None:
     pod = _pod_with("{name: v, emptyDir: {}}")
@@ -219,9 +219,10 @@ def test_termination_log_files_of_instances_before_the_previous_one_are_removed(
     container = pod.spec.containers[0]
     manager = VolumeManager(root=tmp_path, node_name="n", use_tmpfs=False)
 
-    async def four_starts() -> list[str]:
-        return [await manager.termination_log(pod, container, restart_count=n) for n in range(4)]
+    async def starts() -> list[str]:
+        counts = (0, 1, 2, 3, 3)
+        return [await manager.termination_log(pod, container, restart_count=n) for n in counts]
 
-    paths = anyio.run(four_starts)
-    assert [Path(p).exists() for p in paths] == [False, False, True, True]
-    assert all((Path(p).stat().st_mode & 0o777) == 0o666 for p in paths[2:])
+    paths = anyio.run(starts)
+    assert [Path(p).exists() for p in paths] == [False, False, True, False, True]
+    assert all((Path(p).stat().st_mode & 0o777) == 0o666 for p in (paths[2], paths[4]))

@@ -506,8 +506,9 @@ class VolumeManager:
         return None
 
     async def termination_log(self, pod: Pod, container: Container, *, restart_count: int) -> str:
-        """A new file per instance; files older than the previous instance's are removed,
-        as garbage collection keeps only the newest dead instance."""
+        """A new file per instance; files older than the previous instance's, and those of
+        an earlier try at this same instance, are removed (garbage collection keeps only
+        the newest dead instance)."""
         assert pod.metadata is not None
         directory = self.pod_dir(pod.metadata.uid or "") / "containers" / container.name
         path = directory / f"{restart_count}-{secrets.token_hex(4)}"
@@ -516,7 +517,7 @@ class VolumeManager:
             directory.mkdir(parents=True, exist_ok=True)
             for old in directory.iterdir():
                 count = old.name.split("-", 1)[0]
-                if count.isdigit() and int(count) < restart_count - 1:
+                if count.isdigit() and int(count) in (*range(restart_count - 1), restart_count):
                     old.unlink(missing_ok=True)
             path.touch()
             os.chmod(path, 0o666)
