@@ -142,7 +142,9 @@ async def serve_http(
 ) -> None:
     """Serve the endpoints until cancelled; reports the bound port when started."""
     check_listen(host, allow_remote=allow_remote)
-    runner = web.AppRunner(create_app(node), access_log=None)
+    runner = web.AppRunner(
+        create_app(node), access_log=None, handler_cancellation=True, shutdown_timeout=2.0
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

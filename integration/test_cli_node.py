@@ -496,3 +496,26 @@ def test_get_shows_crash_loop_back_off_and_describe_the_back_off_event(
     events = node.cli("describe", "pod", "crasher").stdout.split("Events:")[1]
     assert "BackOff" in events
     assert "Back-off restarting failed container c" in events
+
+
+def test_logs_tail_and_timestamps_shape_the_output(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    proc = node.cli("logs", "web", "-c", "a", "--tail", "1", "--timestamps", "--since", "1h")
+    stamp, text = proc.stdout.rstrip("\n").split(" ", 1)
+    assert text == "hello from a"
+    assert stamp[:4].isdigit() and stamp.endswith("Z")
+
+
+def test_container_logs_endpoint_follows_until_the_client_leaves(
+    node: Node, tmp_path: Path
+) -> None:
+    import http.client
+
+    apply_web(node, tmp_path)
+    connection = http.client.HTTPConnection("127.0.0.1", node.port, timeout=2)
+    connection.request("GET", "/containerLogs/default/web/a?follow=true")
+    response = connection.getresponse()
+    assert response.readline() == b"hello from a\n"
+    with pytest.raises(TimeoutError):
+        response.readline()
+    connection.close()
