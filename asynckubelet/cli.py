@@ -1150,7 +1150,7 @@ async def _next_instance(
         if not runtime.containers:
             return None
         current = runtime.find_container(container)
-        if current is not None and current.id not in seen:
+        if current is not None and current.id not in seen and current.state.value != "created":
             return current.id
         if current is not None and current.state.value == "exited":
             if policy == "Never" or (policy == "OnFailure" and current.exit_code == 0):

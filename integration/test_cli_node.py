@@ -310,7 +310,7 @@ def test_logs_follow_continues_across_a_restart(node: Node, tmp_path: Path) -> N
     deadline = time.monotonic() + 90
     while node.cli("logs", "crasher", "-p").returncode != 0 and time.monotonic() < deadline:
         time.sleep(0.5)
-    time.sleep(12)
+    time.sleep(3)
     follower.send_signal(signal.SIGINT)
     out, _ = follower.communicate(timeout=30)
     assert len([line for line in out.splitlines() if line.startswith("run at ")]) >= 2
