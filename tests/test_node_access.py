@@ -1,0 +1,62 @@
+"""Choosing the container a command acts on, and finding the daemon of a state dir."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from lightkube.models.core_v1 import Container, Pod, PodSpec
+from lightkube.models.meta_v1 import ObjectMeta
+
+from asynckubelet import errors
+from asynckubelet.node.access import DEFAULT_CONTAINER_ANNOTATION, daemon_pid, default_container
+
+
+def pod(*names: str, annotations: dict[str, str] | None = None) -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name="web", namespace="default", annotations=annotations),
+        spec=PodSpec(
+            containers=[Container(name=n, image="busybox") for n in names],
+            initContainers=[Container(name="init", image="busybox")],
+        ),
+    )
+
+
+def test_the_only_container_is_chosen_without_a_notice() -> None:
+    assert default_container(pod("a"), None) == ("a", "")
+
+
+def test_the_first_of_several_is_chosen_with_kubectls_notice() -> None:
+    assert default_container(pod("a", "b"), None) == (
+        "a",
+        'Defaulted container "a" out of: a, b, init',
+    )
+
+
+def test_the_default_container_annotation_wins() -> None:
+    subject = pod("a", "b", annotations={DEFAULT_CONTAINER_ANNOTATION: "b"})
+    assert default_container(subject, None) == ("b", "")
+
+
+def test_an_init_container_may_be_named() -> None:
+    assert default_container(pod("a"), "init") == ("init", "")
+
+
+def test_an_unknown_container_names_the_valid_ones() -> None:
+    with pytest.raises(errors.NotFound, match=r"choose one of: \[a, b, init\]"):
+        default_container(pod("a", "b"), "c")
+
+
+def test_a_state_dir_without_a_pid_file_has_no_daemon(tmp_path: Path) -> None:
+    assert daemon_pid(tmp_path) is None
+
+
+def test_a_pid_file_of_a_live_process_names_it(tmp_path: Path) -> None:
+    (tmp_path / "serve.pid").write_text(f"{os.getpid()}\n")
+    assert daemon_pid(tmp_path) == os.getpid()
+
+
+def test_a_stale_pid_file_means_no_daemon(tmp_path: Path) -> None:
+    (tmp_path / "serve.pid").write_text("999999999\n")
+    assert daemon_pid(tmp_path) is None
