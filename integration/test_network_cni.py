@@ -31,7 +31,7 @@ from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE, remove_owned
 from integration.network_helpers import free_cidr, pod_from
-from integration.runtime_helpers import Driver
+from integration.runtime_helpers import Driver, Recorder
 
 pytestmark = [
     pytest.mark.anyio,
@@ -341,3 +341,25 @@ spec:
     cmd = ["cat", "/sys/class/net/eth0/address"]
     seen = (await docker.exec_run(shell, cmd, timeout=10)).stdout.decode().strip()
     assert seen == (await anyio.Path("/sys/class/net/eth0/address").read_text()).strip()
+
+
+async def test_a_failing_network_setup_removes_the_sandbox_and_reports_the_plugins_error(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    doc = _conflist(net.name, net.bridge, "10.0.0.0/33", net.data_dir)
+    (net.conf_dir / "10-test.conflist").write_text(json.dumps(doc))
+    events = Recorder()
+    rm = RuntimeManager(
+        RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE),
+        docker=docker,
+        network=net.plugin(docker),
+        events=events,
+    )
+    driver = Driver(rm, pod_from(_server("broken"), node=node_name))
+    result = await driver.sync()
+    failed = [r for r in result.results if r.error]
+    assert failed and "CNI plugin bridge ADD failed (code" in failed[0].message
+    warnings = [e for e in events.events if e[1] == "FailedCreatePodSandBox"]
+    assert warnings and "CNI plugin bridge ADD failed" in warnings[0][2]
+    assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []
+    assert net.cache_entries() == []
