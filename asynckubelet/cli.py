@@ -491,7 +491,7 @@ def _level(value: str) -> Level:
     return value
 
 
-def _network_plugin(name: str, docker: DockerClient) -> NetworkPlugin:
+def _network_plugin(name: str, docker: DockerClient, *, node_name: str) -> NetworkPlugin:
     from asynckubelet.network import LoopbackPlugin
 
     if name == "loopback":
@@ -500,7 +500,7 @@ def _network_plugin(name: str, docker: DockerClient) -> NetworkPlugin:
         factory = importlib.import_module("asynckubelet.network.factory")
     except ImportError:
         raise _fail(f"--network {name!r} is not available here; use loopback", code=2) from None
-    plugin: NetworkPlugin = factory.make_network_plugin(name, docker=docker)
+    plugin: NetworkPlugin = factory.make_network_plugin(name, docker=docker, node_name=node_name)
     return plugin
 
 
@@ -604,7 +604,7 @@ def serve(
 
     async def go() -> None:
         async with DockerClient(url=docker_host) as docker:
-            plugin = _network_plugin(network, docker)
+            plugin = _network_plugin(network, docker, node_name=config.node_name)
             async with Kubelet(config, docker=docker, network=plugin) as node:
                 pid_file = StateDir(state).pid_file
                 pid_file.write_text(f"{os.getpid()}\n")
