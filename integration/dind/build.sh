@@ -84,4 +84,7 @@ tar -C "$rootfs" --numeric-owner -c . | docker import \
     --change 'ENTRYPOINT ["/usr/local/bin/dind-entrypoint"]' \
     --change 'LABEL io.asynckubelet.dind.inputs='"$hash" \
     - "$image" >/dev/null
+# Images of earlier inputs are replaced, not kept beside it (one in use stays).
+docker image ls --format '{{.Repository}}:{{.Tag}}' "$repo_name" | grep -vxF "$image" \
+    | xargs -r docker rmi >/dev/null 2>&1 || true
 echo "$image"

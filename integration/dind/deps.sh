@@ -40,4 +40,5 @@ echo "deps.sh: installing dependencies for Python $inner_version into $target" >
     -r "$partial.txt" >&2
 echo "$inner_version" >"$partial/.python-version"
 mv "$partial" "$target"
+find "$cache" -mindepth 1 -maxdepth 1 -name 'deps-*' ! -name "deps-$hash" -exec rm -rf {} +
 echo "$target"

@@ -2,8 +2,8 @@
 # Shape A of Docker-in-Docker CI: run the integration tests inside a DinD container, the
 # agent and its Docker daemon together in it (as on a GitHub-style runner whose job has its
 # own dockerd). Builds the image and the dependency folder when missing, mounts the
-# repository read-only, and removes the container, its volumes and every temp folder at
-# the end, whatever happens.
+# repository read-only, and removes the container, its volumes, its network and every temp
+# folder at the end, whatever happens.
 #
 # Usage: run.sh [PYTEST ARGS...]   (default: the integration suite without the tests that
 # start DinD containers themselves, `integration -m "not dind"`)
@@ -27,16 +27,20 @@ name="akl-dind-a-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
 work="$(mktemp -d /tmp/akl-dind-run.XXXXXX)"
 cleanup() {
     docker rm -f -v "$name" >/dev/null 2>&1 || true
+    docker network rm "$name" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# A network of its own, as a CI job container has: an interface, an address and a default
+# route (the engine may have no default bridge).
+docker network create --label io.asynckubelet.dind=shape-a "$name" >/dev/null
 echo "run.sh: image $image (ready in ${t_build}s), dependencies $deps" >&2
 t1=$SECONDS
 status=0
-docker run --name "$name" --rm --network none "${flags[@]}" \
+docker run --name "$name" --rm --network "$name" "${flags[@]}" \
     --label io.asynckubelet.dind=shape-a \
     -v "$repo:/src:ro" -v "$deps:$site:ro" -v "$work:/work" \
     -e PYTHONPATH=/src -e PYTHONDONTWRITEBYTECODE=1 \
