@@ -53,6 +53,10 @@ async def _links() -> set[str]:
         return {str(link.get("ifname")) async for link in await ipr.link("dump")}
 
 
+def _files(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir()] if folder.is_dir() else []
+
+
 def _iptables_rules() -> str:
     return subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
 
@@ -352,3 +356,5 @@ async def test_an_agent_killed_during_setup_leaks_nothing_after_restart(
         assert await plugin.ipam.allocations() == {}, f"trial {trial}"
         assert sandbox[:16] not in _iptables_rules(), f"trial {trial}"
         assert veth_name(sandbox) not in await _links(), f"trial {trial}"
+        assert _files(plugin.root / "pods") == [], f"trial {trial}"
+        assert [f for f in _files(plugin.root / "ipam") if f.endswith(".tmp")] == []

@@ -88,6 +88,9 @@ async def net(docker: DockerClient, node_name: str, tmp_path: Path) -> AsyncIter
         yield made
     finally:
         with anyio.CancelScope(shield=True):
+            plugin = CNIPlugin(CNIConfig(conf_dirs=(made.conf_dir,), cache_dir=made.state / "cni"))
+            for sandbox in plugin.cached_sandboxes():
+                await plugin.teardown_pod(sandbox_id=sandbox)
             await remove_owned(docker, node_name)
             async with AsyncIPRoute() as ipr:
                 found = await ipr.link_lookup(ifname=made.bridge)

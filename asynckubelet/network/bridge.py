@@ -277,10 +277,13 @@ class BridgePlugin:
         return self.root / "pods" / f"{sandbox_id}.json"
 
     def _recorded(self) -> list[str]:
+        """Sandboxes with a record, or with a half-written one a killed process left."""
         folder = self.root / "pods"
         if not folder.is_dir():
             return []
-        return [p.stem for p in folder.glob("*.json")]
+        found = [p.stem for p in folder.glob("*.json")]
+        found += [p.name[1:].removesuffix(".json.tmp") for p in folder.glob(".*.json.tmp")]
+        return found
 
     def _write_record(self, sandbox_id: str, record: dict[str, Any]) -> None:
         path = self._record_path(sandbox_id)
@@ -403,7 +406,9 @@ class BridgePlugin:
             await anyio.to_thread.run_sync(self._drop_record, sandbox_id)
 
     def _drop_record(self, sandbox_id: str) -> None:
-        self._record_path(sandbox_id).unlink(missing_ok=True)
+        path = self._record_path(sandbox_id)
+        path.with_name(f".{path.name}.tmp").unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
 
     async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork | None:
         record = await anyio.to_thread.run_sync(self._read_record, sandbox_id)

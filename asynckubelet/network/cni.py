@@ -8,9 +8,10 @@ capabilities it declares (``portMappings``), and the pod in ``CNI_ARGS``; ``DEL`
 the list in reverse; ``CHECK`` on demand.
 
 The exact configuration and arguments of every attachment are cached on disk *before*
-``ADD`` runs and the result after it (libcni's ``cniCacheV1`` layout), so ``DEL`` after a
-restart, after a crash half-way through ``ADD`` or after the configuration changed runs
-with what ``ADD`` ran with. A plugin's error JSON (``code``, ``msg``, ``details``) becomes a
+``ADD`` runs and the result after each plugin (libcni's ``cniCacheV1`` layout), so ``DEL``
+after a restart, after a crash half-way through ``ADD`` or after the configuration changed
+runs with what ``ADD`` ran with, and later plugins (``firewall``) learn the addresses
+their rules name. A plugin's error JSON (``code``, ``msg``, ``details``) becomes a
 :class:`~asynckubelet.errors.NetworkError` quoting it.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ DEFAULT_PLUGIN_DIRS = (Path("/opt/cni/bin"), Path("/usr/lib/cni"))
 DEFAULT_CACHE_DIR = Path("/var/lib/asynckubelet/cni")
 IFNAME = "eth0"
 SUPPORTED_VERSIONS = ("0.3.0", "0.3.1", "0.4.0", "1.0.0")
+_TMP_ID = re.compile(r"-([0-9a-f]{64})-[^-]+\.tmp$")
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,11 @@ class CNIPlugin:
             return set()
         ids = set()
         for path in folder.iterdir():
+            if path.name.startswith("."):
+                half_written = _TMP_ID.search(path.name)
+                if half_written:
+                    ids.add(half_written.group(1))
+                continue
             try:
                 entry = json.loads(path.read_text())
             except (OSError, ValueError):
@@ -193,6 +201,13 @@ class CNIPlugin:
             if isinstance(entry, dict) and isinstance(entry.get("containerId"), str):
                 ids.add(entry["containerId"])
         return ids
+
+    def _drop_half_written(self, sandbox_id: str) -> None:
+        """Temporary files a process killed while writing this sandbox's entry left."""
+        folder = self.config.cache_dir / "results"
+        if folder.is_dir():
+            for path in folder.glob(f".*-{sandbox_id}-*.tmp"):
+                path.unlink(missing_ok=True)
 
     # -- running plugins ------------------------------------------------------------------
 
@@ -316,8 +331,8 @@ class CNIPlugin:
                 )
                 if result is not None:
                     prev = result
-            entry["result"] = prev
-            await anyio.to_thread.run_sync(self._write_cache, path, entry)
+                    entry["result"] = prev
+                    await anyio.to_thread.run_sync(self._write_cache, path, entry)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._delete(sid, best_effort=True)
@@ -383,6 +398,7 @@ class CNIPlugin:
                 if not netns:
                     await self._remove_orphan_rules(sandbox_id)
                 await anyio.to_thread.run_sync(path.unlink)
+            await anyio.to_thread.run_sync(self._drop_half_written, sandbox_id)
 
     async def _remove_orphan_rules(self, sandbox_id: str) -> None:
         """The NAT rules plugins tag with the container id but only remove while the

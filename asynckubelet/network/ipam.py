@@ -111,10 +111,16 @@ class FileIPAM:
             gateway=self.gateway,
         )
 
+    def _drop_half_written(self) -> None:
+        """Temporary files of a writer killed while holding the lock (we hold it now)."""
+        for path in self.directory.glob(".*.tmp"):
+            path.unlink(missing_ok=True)
+
     def _allocate(self, sandbox_id: str) -> Allocation:
         if not sandbox_id or "/" in sandbox_id or "\n" in sandbox_id:
             raise errors.NetworkError(f"IPAM: invalid sandbox id {sandbox_id!r}")
         with self._locked():
+            self._drop_half_written()
             used: set[str] = set()
             for address, owner in self._entries():
                 if owner == sandbox_id:
@@ -158,6 +164,7 @@ class FileIPAM:
         if not self.directory.is_dir():
             return []
         with self._locked():
+            self._drop_half_written()
             freed = []
             for address, owner in self._entries():
                 if owner == sandbox_id:
