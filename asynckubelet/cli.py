@@ -30,6 +30,7 @@ from asynckubelet.docker.engine import own_engine, resolve_docker_url
 from asynckubelet.images import build as image_build
 from asynckubelet.manifests import Level, Manifests
 from asynckubelet.network import NetworkPlugin
+from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
@@ -305,7 +306,12 @@ def run(
 
     async def go() -> list[int]:
         stop = anyio.Event()
-        volumes = VolumeManager(root=default_root(config.node_name), node_name=config.node_name)
+        # Volumes are directories on this machine: only a local engine can mount them.
+        volumes = (
+            VolumeManager(root=default_root(config.node_name), node_name=config.node_name)
+            if is_local_daemon(resolve_docker_url(docker_host))
+            else None
+        )
         async with RuntimeManager(config, volumes=volumes) as rm:
             if not await rm.docker.ping():
                 raise errors.RuntimeUnavailable(

@@ -30,13 +30,6 @@ from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
 
 pytestmark = pytest.mark.dind
 
-HOST_BIND_MOUNTS = pytest.mark.xfail(
-    run=False,
-    reason="every container gets a bind mount of its termination-message file from the "
-    "agent's state dir, which a remote daemon cannot see ('bind source path does not "
-    "exist'), so no container of a pod can be created there yet",
-)
-
 REPO = Path(__file__).resolve().parent.parent
 
 WEB = """
@@ -130,7 +123,6 @@ def _untrusting_certs(daemon: remote.RemoteDaemon, folder: Path) -> Path:
     return certs
 
 
-@HOST_BIND_MOUNTS
 def test_a_pod_with_an_init_and_two_app_containers_runs_to_completion_over_tls(
     tmp_path: Path, daemon: remote.RemoteDaemon, node_name: str
 ) -> None:
@@ -301,7 +293,6 @@ def _apply_web(node: RemoteNode, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr + node.log()
 
 
-@HOST_BIND_MOUNTS
 def test_a_served_pod_with_a_sidecar_and_an_exec_probe_becomes_ready_over_tls(
     remote_node: RemoteNode, tmp_path: Path
 ) -> None:
@@ -310,7 +301,6 @@ def test_a_served_pod_with_a_sidecar_and_an_exec_probe_becomes_ready_over_tls(
     assert row.split()[:4] == ["remote-web", "2/2", "Running", "0"]
 
 
-@HOST_BIND_MOUNTS
 def test_logs_of_a_remote_pods_container_are_printed(
     remote_node: RemoteNode, tmp_path: Path
 ) -> None:
@@ -319,7 +309,6 @@ def test_logs_of_a_remote_pods_container_are_printed(
     assert remote_node.cli("logs", "remote-web", "-c", "setup").stdout == "setup done\n"
 
 
-@HOST_BIND_MOUNTS
 def test_exec_in_a_remote_pods_container_returns_its_output_and_exit_code(
     remote_node: RemoteNode, tmp_path: Path
 ) -> None:
@@ -328,7 +317,6 @@ def test_exec_in_a_remote_pods_container_returns_its_output_and_exit_code(
     assert (proc.returncode, proc.stdout) == (4, "hi\n")
 
 
-@HOST_BIND_MOUNTS
 def test_deleting_a_remote_pod_removes_all_its_containers(
     remote_node: RemoteNode, tmp_path: Path
 ) -> None:

@@ -378,3 +378,31 @@ async def test_garbage_collection_keeps_only_the_newest_dead_instance(
         assert newest in {c.restart_count for c in after.containers}
         status = await driver.refresh()
         assert container_status(status, "app").restartCount >= 3
+
+
+async def test_volume_mounts_without_a_volume_provider_are_a_config_error_not_ignored(
+    docker: DockerClient, node_name: str
+) -> None:
+    pod = pod_from(
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: novolumes}
+        spec:
+          volumes: [{name: scratch, emptyDir: {}}]
+          containers:
+            - name: app
+              image: BUSYBOX
+              command: ["true"]
+              volumeMounts: [{name: scratch, mountPath: /scratch}]
+        """,
+        node=node_name,
+    )
+    async with manager(docker, node_name) as rm:
+        driver = Driver(rm, pod)
+        result = await driver.sync()
+        (error,) = result.errors
+        assert str(error.error) == "CreateContainerConfigError"
+        assert "need a local Docker engine" in error.message
+        status = await driver.refresh()
+        assert container_status(status, "app").state.waiting.reason == "CreateContainerConfigError"

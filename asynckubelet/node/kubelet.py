@@ -34,9 +34,11 @@ from loguru import logger
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient, ExecResult, LogLine
+from asynckubelet.docker.engine import resolve_docker_url
 from asynckubelet.manifests import Level, Manifests, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
+from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.node import access
 from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.metrics import NodeMetrics
@@ -154,7 +156,8 @@ class Kubelet:
     ) -> None:
         self.config = config or KubeletConfig()
         state = self.config.state_dir
-        if volumes is None:
+        if volumes is None and is_local_daemon(resolve_docker_url(self.config.docker_url)):
+            # Volumes are directories on this machine: only a local engine can mount them.
             root = state / "volumes" if state is not None else default_root(self.config.node_name)
             volumes = VolumeManager(root=root, node_name=self.config.node_name)
         self.recorder = EventRecorder(

@@ -816,6 +816,12 @@ class _Sync:
                 security.verify_run_as_non_root(
                     self.pod, container, image_user_field=image.get("Config", {}).get("User") or ""
                 )
+            if self.rm.volumes is None and container.volumeMounts:
+                raise errors.ContainerConfigError(
+                    f"container {container.name} mounts volumes, but this node cannot provide"
+                    " them (pod volumes are directories on the node: they need a local Docker"
+                    " engine)"
+                )
             if self.rm.volumes is not None and container.volumeMounts:
                 mounts = await self.rm.volumes.mounts_for(
                     self.pod, container, environment=dict(environment.env)
