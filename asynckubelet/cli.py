@@ -30,7 +30,7 @@ from asynckubelet.docker.engine import own_engine, resolve_docker_url
 from asynckubelet.images import build as image_build
 from asynckubelet.manifests import Level, Manifests
 from asynckubelet.network import NetworkPlugin
-from asynckubelet.network.factory import is_local_daemon
+from asynckubelet.network.factory import choose_backend, is_local_daemon
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
@@ -1324,15 +1324,27 @@ def doctor(
                 image,
             )
 
+    problem = "not reachable"
     try:
         version, pause_ok, image = anyio.run(probe)
-    except errors.AsyncKubeletError:
+    except errors.AsyncKubeletError as e:
         version, pause_ok, image = None, False, ""
+        problem = str(e)
     report(
         version is not None,
         f"Docker engine at {url or 'the default socket'}: "
-        + (f"version {version}" if version else "not reachable"),
+        + (f"version {version}" if version else problem),
         "start one with `asynckubelet engine start` (or set DOCKER_HOST)",
+    )
+    local = is_local_daemon(url)
+    report(
+        True,
+        "engine shape: "
+        + (
+            "local (its containers' namespaces and pod volumes are reachable from here)"
+            if local
+            else "remote (pods use the docker network backend; volumes need a local engine)"
+        ),
     )
     if version is not None:
         report(
@@ -1340,11 +1352,7 @@ def doctor(
             f"pause image {image or DEFAULT_PAUSE_TAG}: " + ("present" if pause_ok else "missing"),
             "build it with `asynckubelet images build-pause`",
         )
-    try:
-        factory = importlib.import_module("asynckubelet.network.factory")
-        backend, why = factory.choose_backend(docker_url=url)
-    except ImportError:
-        backend, why = "loopback", "the only backend of this build"
+    backend, why = choose_backend(docker_url=url)
     report(True, f"network backend (auto): {backend}, because {why}")
     cni_dirs = [Path(d) for d in ("/usr/lib/cni", "/opt/cni/bin")]
     plugins = ("bridge", "host-local", "portmap", "loopback")
