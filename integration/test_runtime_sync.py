@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+import anyio
 import pytest
 
 from asynckubelet.docker import DockerClient
+from asynckubelet.runtime import nodefiles
 from asynckubelet.runtime.backoff import Backoff
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.types import ContainerState
-from integration.harness import Engine
+from integration.harness import PAUSE_IMAGE, Engine
 from integration.runtime_helpers import (
     CountingDocker,
     Driver,
@@ -406,3 +410,49 @@ async def test_volume_mounts_without_a_volume_provider_are_a_config_error_not_ig
         assert "need a local Docker engine" in error.message
         status = await driver.refresh()
         assert container_status(status, "app").state.waiting.reason == "CreateContainerConfigError"
+
+
+async def test_pod_cgroup_and_log_links_follow_the_kubelet_layout_and_go_with_the_pod(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    pod = pod_from(
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: placed}
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: app
+              image: BUSYBOX
+              command: ["sh", "-c", "echo placed; cat /proc/self/cgroup"]
+        """,
+        node=node_name,
+    )
+    root = f"/{node_name}"
+    config = RuntimeConfig(
+        node_name=node_name, pause_image=PAUSE_IMAGE, cgroup_root=root, pod_log_dir=tmp_path
+    )
+    async with RuntimeManager(config, docker=docker) as rm:
+        driver = Driver(rm, pod)
+        await driver.until(lambda s: s.phase == "Succeeded")
+        uid = pod.metadata.uid
+        parent = f"{root}/besteffort/pod{uid}"
+        assert driver.runtime is not None
+        for c in [*driver.runtime.containers]:
+            info = await docker.inspect_container(c.id)
+            assert info["HostConfig"]["CgroupParent"] == parent
+        sandbox = await docker.inspect_container(driver.runtime.sandboxes[0].id)
+        assert sandbox["HostConfig"]["CgroupParent"] == parent
+        link = tmp_path / f"default_placed_{uid}" / "app" / "0.log"
+        assert link.is_symlink()
+        assert "placed" in link.read_text()
+        assert parent in link.read_text()
+        await rm.kill_pod(pod, grace_period=0)
+        await rm.remove_pod(uid=uid)
+        assert not (tmp_path / f"default_placed_{uid}").exists()
+        leftovers = [
+            m / parent.lstrip("/")
+            for m in nodefiles.cgroup_mounts(await anyio.Path("/proc/self/mountinfo").read_text())
+        ]
+        assert [p for p in leftovers if p.exists()] == []

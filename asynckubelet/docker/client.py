@@ -175,6 +175,14 @@ class DockerClient:
     async def version(self) -> dict[str, Any]:
         return await self._call("version", lambda d: d.version())
 
+    async def info(self) -> dict[str, Any]:
+        """``GET /info``: the engine's configuration (cgroup driver and version, ...)."""
+
+        async def get(d: aiodocker.Docker) -> dict[str, Any]:
+            return cast(dict[str, Any], await d._query_json("info"))
+
+        return await self._call("info", get)
+
     async def ping(self) -> bool:
         """True when the daemon answers, False when it does not; never retries.
 

@@ -97,6 +97,7 @@ class ContainerInspect(TypedDict, total=False):
     NetworkSettings: dict[str, Any]
     Mounts: list[dict[str, Any]]
     RestartCount: int
+    LogPath: str
     ResolvConfPath: str
     HostsPath: str
 

@@ -19,6 +19,8 @@ import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
@@ -31,9 +33,10 @@ from asynckubelet.docker import ContainerConfig, ContainerInspect, DockerClient
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PodNetworkRequest, PortMapping
 from asynckubelet.network.dns import DNSSettings, sandbox_hostname, write_pod_files
+from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import hooks, naming, security
+from asynckubelet.runtime import hooks, naming, nodefiles, security
 from asynckubelet.runtime.actions import (
     KILL_REASON_LIVENESS_PROBE,
     KILL_REASON_STARTUP_PROBE,
@@ -44,6 +47,7 @@ from asynckubelet.runtime.actions import (
 from asynckubelet.runtime.env import PodContext, make_environment
 from asynckubelet.runtime.images import ImageManager, RegistryAuth, validate_image_name
 from asynckubelet.runtime.probes import ProbeResult
+from asynckubelet.runtime.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from asynckubelet.runtime.resources import host_config_resources
 from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError, SyncResult
 from asynckubelet.runtime.types import (
@@ -85,6 +89,14 @@ class RuntimeConfig:
     docker_url: str | None = None
     dns: DNSSettings = field(default_factory=DNSSettings)
     """Cluster DNS, cluster domain and the node's resolver file, for pods' resolv.conf."""
+    cgroup_root: str | None = None
+    """Run each pod's containers under one pod cgroup below this root, grouped by QoS class
+    as the kubelet does (e.g. ``/asynckubelet``); None: Docker's own placement. Local
+    engines only."""
+    pod_log_dir: Path | None = None
+    """Link each container instance's log file here as
+    ``<namespace>_<name>_<uid>/<container>/<restartCount>.log`` (the kubelet's
+    /var/log/pods layout); None: no links. Local engines only."""
 
 
 def _pod_ref(pod: Pod) -> str:
@@ -117,6 +129,7 @@ class RuntimeManager:
         self.events: Callable[..., None] = events or EventRecorder()
         self.images = ImageManager(self.docker)
         self._image_ids: dict[str, str] = {}
+        self._cgroup_driver: str | None = None
         self._inspected: dict[str, tuple[str, str, ContainerStatus | ContainerInspect]] = {}
         """Container id -> (pod uid, Docker state, record). An instance's inspect output
         changes only with its state, so a relist re-inspects only what changed state."""
@@ -475,6 +488,7 @@ class RuntimeManager:
         rows.sort(
             key=lambda r: (r.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX
         )
+        labels = (rows[0].get("Labels") or {}) if rows else {}
         with anyio.CancelScope(shield=True):
             for row in rows:
                 if (row.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
@@ -482,6 +496,11 @@ class RuntimeManager:
                 await self.docker.remove_container(row["Id"], force=True)
             if self.volumes is not None:
                 await self.volumes.teardown_pod(uid=uid)
+            await self._remove_node_files(
+                uid,
+                labels.get(naming.LABEL_POD_NAMESPACE, ""),
+                labels.get(naming.LABEL_POD_NAME, ""),
+            )
         return [r["Id"] for r in rows]
 
     async def garbage_collect(self, status: PodRuntimeStatus) -> list[str]:
@@ -495,9 +514,75 @@ class RuntimeManager:
         with anyio.CancelScope(shield=True):
             for cid in doomed:
                 await self.docker.remove_container(cid, force=True)
+            if self.config.pod_log_dir is not None:
+                for c in status.containers:
+                    if c.id in doomed:
+                        nodefiles.unlink_container_log(
+                            self.config.pod_log_dir,
+                            namespace=status.namespace,
+                            name=status.name,
+                            uid=status.uid,
+                            container=c.name,
+                            restart_count=c.restart_count,
+                        )
         return sorted(doomed)
 
     # -- sandbox image -------------------------------------------------------------------
+
+    def _engine_is_local(self) -> bool:
+        return is_local_daemon(self.docker.url)
+
+    async def cgroup_parent(self, pod: Pod) -> str | None:
+        """The pod's cgroup parent, or None when pod cgroups are off."""
+        root = self.config.cgroup_root
+        if root is None or not self._engine_is_local():
+            return None
+        if self._cgroup_driver is None:
+            self._cgroup_driver = str((await self.docker.info()).get("CgroupDriver", "cgroupfs"))
+        _, _, uid = ctr.pod_identity(pod)
+        return nodefiles.pod_cgroup_parent(
+            root=root, driver=self._cgroup_driver, qos=qos_class(pod), uid=uid
+        )
+
+    async def _link_log(self, pod: Pod, container: str, restart_count: int, cid: str) -> None:
+        root = self.config.pod_log_dir
+        if root is None or not self._engine_is_local():
+            return
+        log_path = (await self.docker.inspect_container(cid)).get("LogPath") or ""
+        if log_path:
+            name, ns, uid = ctr.pod_identity(pod)
+            await anyio.to_thread.run_sync(
+                partial(
+                    nodefiles.link_container_log,
+                    root,
+                    namespace=ns,
+                    name=name,
+                    uid=uid,
+                    container=container,
+                    restart_count=restart_count,
+                    log_path=log_path,
+                )
+            )
+
+    async def _remove_node_files(self, uid: str, namespace: str, name: str) -> None:
+        if not self._engine_is_local():
+            return
+        if self.config.cgroup_root is not None and self._cgroup_driver != "systemd":
+            for qos in (GUARANTEED, BURSTABLE, BEST_EFFORT):
+                parent = nodefiles.pod_cgroup_parent(
+                    root=self.config.cgroup_root, driver="cgroupfs", qos=qos, uid=uid
+                )
+                await anyio.to_thread.run_sync(nodefiles.remove_pod_cgroup, parent)
+        if self.config.pod_log_dir is not None and name:
+            await anyio.to_thread.run_sync(
+                partial(
+                    nodefiles.remove_pod_logs,
+                    self.config.pod_log_dir,
+                    namespace=namespace,
+                    name=name,
+                    uid=uid,
+                )
+            )
 
     async def pause_image(self) -> str:
         if self._pause_image is None:
@@ -704,6 +789,9 @@ class _Sync:
                 extra_host=extra.host_config,
                 exposed_ports=extra.exposed_ports,
             )
+            cgroup_parent = await self.rm.cgroup_parent(self.pod)
+            if cgroup_parent is not None:
+                config.setdefault("HostConfig", {})["CgroupParent"] = cgroup_parent
             fqdn = sandbox_hostname(self.pod, cluster_domain=self.rm.config.dns.cluster_domain)
             if fqdn is not None and not host_network:
                 config["Hostname"] = fqdn
@@ -839,6 +927,9 @@ class _Sync:
             step.fail(SyncError.CREATE_CONTAINER_CONFIG, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)
             return False
+        cgroup_parent = await self.rm.cgroup_parent(self.pod)
+        if cgroup_parent is not None:
+            resources["CgroupParent"] = cgroup_parent
         name, config = ctr.container_config(
             self.pod,
             container,
@@ -854,6 +945,7 @@ class _Sync:
             cid = await self._create_and_start(container, name, config, step)
         if cid is None:
             return False
+        await self.rm._link_log(self.pod, container.name, restart_count, cid)
         lifecycle = container.lifecycle
         if lifecycle is not None and lifecycle.postStart is not None:
             return await self._post_start(container, cid, step)
