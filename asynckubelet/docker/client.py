@@ -16,6 +16,7 @@ import math
 import os
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
@@ -332,7 +333,8 @@ class DockerClient:
         docker = self._connect()
         buffers = {"stdout": b"", "stderr": b""}
         try:
-            async with docker._query(
+            async with _streaming(
+                docker,
                 f"containers/{container_id}/logs",
                 method="GET",
                 params=params,
@@ -401,7 +403,8 @@ class DockerClient:
             params["since"] = f"{since:.9f}"
         docker = self._connect()
         try:
-            async with docker._query(
+            async with _streaming(
+                docker,
                 "events",
                 method="GET",
                 params=params,
@@ -443,7 +446,8 @@ class DockerClient:
         params = {"fromImage": ref}
 
         async def pull(d: aiodocker.Docker) -> None:
-            async with d._query(
+            async with _streaming(
+                d,
                 "images/create",
                 "POST",
                 params=params,
@@ -477,7 +481,8 @@ class DockerClient:
         headers = {"X-Registry-Auth": _auth_header(auth or {})}
 
         async def push(d: aiodocker.Docker) -> None:
-            async with d._query(
+            async with _streaming(
+                d,
                 f"images/{repo}/push",
                 "POST",
                 params={"tag": tag},
@@ -496,7 +501,8 @@ class DockerClient:
         """Load a ``docker save``-format archive (``POST /images/load``)."""
 
         async def load(d: aiodocker.Docker) -> None:
-            async with d._query(
+            async with _streaming(
+                d,
                 "images/load",
                 "POST",
                 data=data,
@@ -613,6 +619,20 @@ class DockerClient:
             await self._call(f"remove network {name}", remove)
         except errors.NotFound:
             pass
+
+
+@asynccontextmanager
+async def _streaming(
+    docker: aiodocker.Docker, path: str, method: str = "GET", **kwargs: Any
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """aiodocker's ``_query``, with the response always released: a stream abandoned part-way
+    (a cancelled log follower or event watcher) would otherwise keep its pooled connection
+    for good, and once the pool is spent every call waits forever."""
+    async with docker._query(path, method, **kwargs) as response:
+        try:
+            yield response
+        finally:
+            response.release()
 
 
 async def _frames(content: aiohttp.StreamReader, *, tty: bool) -> AsyncIterator[tuple[str, bytes]]:

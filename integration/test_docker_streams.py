@@ -1,0 +1,47 @@
+"""The adapter's streams against a real engine: abandoning one gives its connection back."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from asynckubelet.docker import DockerClient
+from asynckubelet.runtime import naming
+from integration.harness import BUSYBOX_IMAGE
+
+pytestmark = pytest.mark.anyio
+
+
+def _held(client: DockerClient) -> int:
+    return len(client._connect().session.connector._acquired)
+
+
+async def test_cancelled_event_and_log_streams_release_their_connections(
+    docker: DockerClient, node_name: str
+) -> None:
+    cid = await docker.create_container(
+        {
+            "Image": BUSYBOX_IMAGE,
+            "Cmd": ["sh", "-c", "while true; do echo tick; sleep 0.1; done"],
+            "Labels": {naming.LABEL_NODE: node_name},
+        },
+        name=f"{node_name}-ticker",
+    )
+    await docker.start_container(cid)
+    for _ in range(5):
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                async for _event in docker.events(filters={"type": ["container"]}):
+                    pass
+
+            async def follow() -> None:
+                async for _line in docker.logs(cid, follow=True):
+                    pass
+
+            tg.start_soon(watch)
+            tg.start_soon(follow)
+            await anyio.sleep(0.3)
+            tg.cancel_scope.cancel()
+    await anyio.sleep(0.1)
+    assert _held(docker) == 0
