@@ -14,6 +14,7 @@ import importlib
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -75,6 +76,22 @@ VerboseOpt = Annotated[
 ]
 
 
+def _build_image(
+    build: Callable[[DockerClient], Awaitable[str]], *, tag: str, docker_host: str | None
+) -> None:
+    """Run one offline image builder against the engine and print ``<tag> <image id>``."""
+
+    async def go() -> str:
+        async with DockerClient(url=docker_host) as docker:
+            return await build(docker)
+
+    try:
+        image_id = anyio.run(go)
+    except errors.AsyncKubeletError as e:
+        raise _fail(str(e)) from None
+    out.print(f"{tag} {image_id}")
+
+
 @images_app.command("build-pause")
 def build_pause(
     tag: Annotated[str, typer.Option("--tag", "-t", help="Image reference to create.")] = (
@@ -85,16 +102,9 @@ def build_pause(
 ) -> None:
     """Compile the project's pause program statically and load it as a sandbox image."""
     _setup_logging(verbose)
-
-    async def go() -> str:
-        async with DockerClient(url=docker_host) as docker:
-            return await image_build.build_pause_image(docker, tag=tag)
-
-    try:
-        image_id = anyio.run(go)
-    except errors.AsyncKubeletError as e:
-        raise _fail(str(e)) from None
-    out.print(f"{tag} {image_id}")
+    _build_image(
+        functools.partial(image_build.build_pause_image, tag=tag), tag=tag, docker_host=docker_host
+    )
 
 
 @images_app.command("build-busybox")
@@ -110,16 +120,8 @@ def build_busybox(
 ) -> None:
     """Pack the host's static busybox as a small general-purpose image."""
     _setup_logging(verbose)
-
-    async def go() -> str:
-        async with DockerClient(url=docker_host) as docker:
-            return await image_build.build_busybox_image(docker, tag=tag, busybox=busybox)
-
-    try:
-        image_id = anyio.run(go)
-    except errors.AsyncKubeletError as e:
-        raise _fail(str(e)) from None
-    out.print(f"{tag} {image_id}")
+    build = functools.partial(image_build.build_busybox_image, tag=tag, busybox=busybox)
+    _build_image(build, tag=tag, docker_host=docker_host)
 
 
 async def _engine_answers(url: str | None) -> bool:

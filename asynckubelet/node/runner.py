@@ -239,15 +239,7 @@ class PodWorker:
                 startup=self.prober.startup,
             )
             await self.rm.garbage_collect(runtime)
-            with anyio.move_on_after(self.resync_interval):
-                async with anyio.create_task_group() as waiters:
-
-                    async def until(event: anyio.Event) -> None:
-                        await event.wait()
-                        waiters.cancel_scope.cancel()
-
-                    waiters.start_soon(until, self.wake)
-                    waiters.start_soon(until, stop)
+            await self._idle(stop)
         self.outcome.stopped = True
 
     async def _evict_if_over_limit(self, status: PodStatus, runtime: PodRuntimeStatus) -> None:
@@ -265,7 +257,7 @@ class PodWorker:
         await self.rm.kill_pod(self.pod, runtime, grace_period=0)
 
     async def _idle(self, stop: anyio.Event) -> None:
-        """A terminal pod is not synced; wait for a change, a stop or the next resync."""
+        """Wait for a change of the pod, a stop or the next resync, whichever comes first."""
         with anyio.move_on_after(self.resync_interval):
             async with anyio.create_task_group() as waiters:
 

@@ -45,7 +45,12 @@ from asynckubelet.runtime.actions import (
     compute_pod_actions,
 )
 from asynckubelet.runtime.env import PodContext, make_environment
-from asynckubelet.runtime.images import ImageManager, RegistryAuth, validate_image_name
+from asynckubelet.runtime.images import (
+    ImageManager,
+    RegistryAuth,
+    auths_from_secrets,
+    validate_image_name,
+)
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from asynckubelet.runtime.resources import host_config_resources
@@ -312,7 +317,7 @@ class RuntimeManager:
             actions,
             result,
             context=context or PodContext(node_name=self.node),
-            auths=_auths(pull_secrets),
+            auths=auths_from_secrets(pull_secrets),
             backoff=backoff if backoff is not None else backoff_mod.Backoff(),
             image_backoff=image_backoff if image_backoff is not None else backoff_mod.Backoff(),
         )
@@ -442,17 +447,14 @@ class RuntimeManager:
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
                 for c in regular + others:
-                    tg.start_soon(self._kill_in_group, pod, c, grace, result)
+                    tg.start_soon(
+                        partial(self.kill_container, pod, c, grace_period=grace, result=result)
+                    )
             for c in sidecars:
                 await self.kill_container(pod, c, grace_period=left(), result=result)
             for sandbox in status.sandboxes:
                 await self._stop_sandbox(sandbox.id, result)
         return result
-
-    async def _kill_in_group(
-        self, pod: Pod | None, c: ContainerStatus, grace: float, result: PodSyncResult
-    ) -> None:
-        await self.kill_container(pod, c, grace_period=grace, result=result)
 
     def _kind_of(self, pod: Pod | None, c: ContainerStatus) -> str:
         if pod is not None:
@@ -620,12 +622,6 @@ def dead_instances_to_remove(status: PodRuntimeStatus) -> list[str]:
         else:
             seen_dead.add(c.name)
     return doomed
-
-
-def _auths(pull_secrets: Sequence[tuple[str, Mapping[str, bytes]]]) -> list[RegistryAuth]:
-    from asynckubelet.runtime.images import auths_from_secrets
-
-    return auths_from_secrets(pull_secrets)
 
 
 class _Sync:
