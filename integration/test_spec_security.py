@@ -177,3 +177,62 @@ async def test_an_unconfined_apparmor_profile_is_accepted_by_the_engine(
         "    command: [echo, ran]\n    securityContext: {appArmorProfile: {type: Unconfined}}",
     )
     assert await _lines(docker, node_name, tmp_path, text) == ["app: ran"]
+
+
+@pytest.mark.parametrize(
+    ("proc_mount", "host_users", "masked"),
+    [("Default", "true", "2"), ("Unmasked", "false", "0")],
+)
+async def test_proc_mount_unmasked_drops_the_engines_masked_and_read_only_proc_paths(
+    docker: DockerClient,
+    node_name: str,
+    tmp_path: Path,
+    proc_mount: str,
+    host_users: str,
+    masked: str,
+) -> None:
+    text = _pod(
+        "procmount",
+        f"""
+    command: [sh, -c, "grep -cE ' /proc/(keys|sys) ' /proc/self/mountinfo || true"]
+    securityContext: {{procMount: {proc_mount}}}
+""",
+        f"  hostUsers: {host_users}",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == [f"app: {masked}"]
+
+
+async def test_selinux_options_become_label_options_container_over_pod(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "selinux",
+        """
+    command: [sleep, "60"]
+    securityContext: {seLinuxOptions: {type: container_t, level: "s0:c7,c8"}}
+""",
+        "  securityContext: {seLinuxOptions: {user: system_u, role: system_r, type: spc_t}}",
+    )
+    pod = load_manifests_text(
+        text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node_name, pod_security="privileged"
+    ).pods[0]
+    async with make_manager(docker, node_name, tmp_path) as rm:
+        await rm.sync_pod(pod)
+        await rm.sync_pod(pod, await rm.get_status_of(pod))
+        runtime = await rm.get_status_of(pod)
+        (app,) = runtime.containers
+        app_info = await docker.inspect_container(app.id)
+        sandbox_info = await docker.inspect_container(runtime.sandboxes[0].id)
+        await rm.kill_pod(pod, grace_period=0)
+    assert app.state.value == "running"
+    assert app_info["HostConfig"]["SecurityOpt"] == [
+        "seccomp=unconfined",
+        "label=type:container_t",
+        "label=level:s0:c7,c8",
+    ]
+    assert sandbox_info["HostConfig"]["SecurityOpt"] == [
+        "no-new-privileges",
+        "label=user:system_u",
+        "label=role:system_r",
+        "label=type:spc_t",
+    ]

@@ -83,7 +83,7 @@ BASELINE: list[tuple[str, Doc, str]] = [
     ),
     (
         "procMount",
-        pod(securityContext={"procMount": "Unmasked"}),
+        pod({"hostUsers": False}, securityContext={"procMount": "Unmasked"}),
         'procMount (container "x" must not set securityContext.procMount to "Unmasked")',
     ),
     (

@@ -532,6 +532,12 @@ CASES: list[tuple[str, Callable[[Doc], object], str]] = [
         "spec.containers[0].securityContext.runAsUser: Invalid value: -1: "
         "must be between 0 and 2147483647, inclusive",
     ),
+    (
+        "an unmasked /proc needs hostUsers false",
+        set_ctr(securityContext={"procMount": "Unmasked"}),
+        'spec.containers[0].securityContext.procMount: Invalid value: "Unmasked": '
+        "`hostUsers` must be false to use `Unmasked`",
+    ),
 ]
 
 
@@ -577,6 +583,12 @@ def test_a_readiness_probe_on_a_sidecar_is_allowed() -> None:
 
 def test_readiness_success_threshold_may_exceed_one() -> None:
     assert errors_of(edit(set_ctr(readinessProbe={**EXEC, "successThreshold": 3}))) == []
+
+
+def test_an_unmasked_proc_mount_is_valid_with_host_users_false() -> None:
+    doc = edit(set_ctr(securityContext={"procMount": "Unmasked"}))
+    doc["spec"]["hostUsers"] = False
+    assert errors_of(doc) == []
 
 
 def test_validation_does_not_mutate_between_runs() -> None:

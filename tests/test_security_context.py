@@ -10,16 +10,19 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.manifests import load_manifests_text
+from asynckubelet.runtime.containers import sandbox_config
 from asynckubelet.runtime.security import host_config_security, image_user, verify_run_as_non_root
 
 
 def _pod(container_ctx: str = "{}", pod_ctx: str = "{}") -> Pod:
+    host_users = "false" if "Unmasked" in container_ctx else "true"
     return load_manifests_text(
         f"""
 apiVersion: v1
 kind: Pod
 metadata: {{name: p, uid: u1}}
 spec:
+  hostUsers: {host_users}
   securityContext: {pod_ctx}
   containers: [{{name: c, image: x, securityContext: {container_ctx}}}]
 """,
@@ -84,6 +87,30 @@ def _host(container_ctx: str = "{}", pod_ctx: str = "{}", **kw: Any) -> dict[str
             "{}",
             "{fsGroup: 2000, supplementalGroups: [4000, 2000]}",
             {"GroupAdd": ["2000", "4000"], "SecurityOpt": ["seccomp=unconfined"]},
+        ),
+        (
+            "{procMount: Unmasked}",
+            "{}",
+            {"MaskedPaths": [], "ReadonlyPaths": [], "SecurityOpt": ["seccomp=unconfined"]},
+        ),
+        ("{procMount: Default}", "{}", {"SecurityOpt": ["seccomp=unconfined"]}),
+        (
+            "{}",
+            "{seLinuxOptions: {user: system_u, role: system_r, type: spc_t, level: 's0:c1,c2'}}",
+            {
+                "SecurityOpt": [
+                    "seccomp=unconfined",
+                    "label=user:system_u",
+                    "label=role:system_r",
+                    "label=type:spc_t",
+                    "label=level:s0:c1,c2",
+                ]
+            },
+        ),
+        (
+            "{seLinuxOptions: {level: 's0:c9'}}",
+            "{seLinuxOptions: {type: spc_t, level: 's0:c1'}}",
+            {"SecurityOpt": ["seccomp=unconfined", "label=level:s0:c9"]},
         ),
     ],
 )
@@ -176,3 +203,9 @@ def test_run_as_non_root_verdicts_match_the_kubelet(
     with pytest.raises(errors.ContainerConfigError) as e:
         verify_run_as_non_root(pod, container, image_user_field=image_user_field)
     assert str(e.value) == message
+
+
+def test_the_sandbox_carries_the_pods_selinux_options() -> None:
+    pod = _pod("{seLinuxOptions: {type: other_t}}", "{seLinuxOptions: {type: spc_t}}")
+    _, config = sandbox_config(pod, node="n", attempt=0, image="pause", network_mode="none")
+    assert config["HostConfig"]["SecurityOpt"] == ["no-new-privileges", "label=type:spc_t"]

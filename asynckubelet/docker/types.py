@@ -24,6 +24,8 @@ class HostConfig(TypedDict, total=False):
     ReadonlyRootfs: bool
     SecurityOpt: list[str]
     GroupAdd: list[str]
+    MaskedPaths: list[str]
+    ReadonlyPaths: list[str]
     Memory: int
     MemorySwap: int
     NanoCpus: int

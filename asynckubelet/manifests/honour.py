@@ -67,6 +67,14 @@ def unhonoured_fields(pod: Pod, *, node_name: str) -> list[FieldError]:
         warnings.append(
             ignored("spec.nodeName", f"the pod runs on this node ({node_name}) regardless")
         )
+    if spec.hostUsers is False:
+        warnings.append(
+            ignored(
+                "spec.hostUsers",
+                "the Docker engine gives no container a user namespace of its own (only a "
+                "daemon-wide userns-remap does): the pod's user IDs are the node's",
+            )
+        )
     if spec.automountServiceAccountToken:
         warnings.append(
             ignored(

@@ -219,6 +219,7 @@ def _validate_pod_spec(spec: PodSpec) -> list[FieldError]:
     _validate_containers(spec, volumes, grace, errs)
     _validate_init_containers(spec, volumes, grace, errs)
     _validate_ephemeral_containers(spec, volumes, errs)
+    _validate_unmasked_proc_mount(spec, errs)
     if spec.hostNetwork:
         for ci, ctr in enumerate(spec.containers or []):
             for pi, port in enumerate(ctr.ports or []):
@@ -695,6 +696,23 @@ def _validate_quantity_value(name: str, q: Quantity, path: str, errs: list[Field
         errs.append(invalid(path, str(q), _NEGATIVE))
     if not _is_native(name) and not q.is_integer():
         errs.append(invalid(path, str(q), "must be an integer"))
+
+
+def _validate_unmasked_proc_mount(spec: PodSpec, errs: list[FieldError]) -> None:
+    """``ValidateSecurityContext``: an unmasked /proc only inside a user namespace."""
+    if spec.hostUsers is False:
+        return
+    for kind in ("containers", "initContainers", "ephemeralContainers"):
+        for i, ctr in enumerate(getattr(spec, kind) or []):
+            sc = ctr.securityContext
+            if sc is not None and sc.procMount == "Unmasked":
+                errs.append(
+                    invalid(
+                        f"spec.{kind}[{i}].securityContext.procMount",
+                        "Unmasked",
+                        "`hostUsers` must be false to use `Unmasked`",
+                    )
+                )
 
 
 def _validate_security_context(sc: SecurityContext, path: str, errs: list[FieldError]) -> None:

@@ -80,7 +80,7 @@ def sandbox_config(
     host: HostConfig = {
         "NetworkMode": network_mode,
         "IpcMode": "host" if spec.hostIPC else "shareable",
-        "SecurityOpt": ["no-new-privileges"],
+        "SecurityOpt": ["no-new-privileges", *security.sandbox_security_options(pod)],
     }
     if spec.hostPID:
         host["PidMode"] = "host"

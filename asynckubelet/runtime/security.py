@@ -6,8 +6,11 @@ capabilities to ``CapAdd``/``CapDrop``, ``allowPrivilegeEscalation: false`` to
 ``no-new-privileges``, seccomp profiles to ``seccomp=`` options (no profile means
 ``Unconfined``, as on a kubelet without ``SeccompDefault``), AppArmor profiles to
 ``apparmor=`` options (``RuntimeDefault`` is the engine's own), supplemental groups and
-``fsGroup`` to ``GroupAdd``. The pod's Pod Security level was checked when the manifest
-was admitted; this module only carries out what was admitted.
+``fsGroup`` to ``GroupAdd``, ``seLinuxOptions`` to ``label=user:``/``role:``/``type:``/
+``level:`` options (the sandbox gets the pod's), and ``procMount: Unmasked`` to empty
+``MaskedPaths`` and ``ReadonlyPaths`` (``Default`` leaves the engine's lists, as the kubelet
+sends none). The pod's Pod Security level was checked when the manifest was admitted;
+this module only carries out what was admitted.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lightkube.models.core_v1 import Container, Pod
+from lightkube.models.core_v1 import Container, Pod, SELinuxOptions
 
 from asynckubelet import errors
 from asynckubelet.docker.types import HostConfig
@@ -41,6 +44,8 @@ class Effective:
     seccomp_localhost: str | None
     apparmor_type: str | None = None
     apparmor_localhost: str | None = None
+    proc_mount: str | None = None
+    selinux: SELinuxOptions | None = None
 
 
 def effective(pod: Pod, container: Container) -> Effective:
@@ -70,6 +75,8 @@ def effective(pod: Pod, container: Container) -> Effective:
         seccomp_localhost=seccomp.localhostProfile if seccomp is not None else None,
         apparmor_type=apparmor.type if apparmor is not None else None,
         apparmor_localhost=apparmor.localhostProfile if apparmor is not None else None,
+        proc_mount=csc.procMount if csc is not None else None,
+        selinux=pick("seLinuxOptions"),
     )
 
 
@@ -130,6 +137,25 @@ def _seccomp_option(eff: Effective, seccomp_root: Path) -> str:
     return "seccomp=unconfined"
 
 
+def selinux_options(options: SELinuxOptions | None) -> list[str]:
+    """cri-dockerd's ``addSELinuxOptions``: one ``label=<field>:<value>`` per field set."""
+    if options is None:
+        return []
+    fields = (
+        ("user", options.user),
+        ("role", options.role),
+        ("type", options.type),
+        ("level", options.level),
+    )
+    return [f"label={name}:{value}" for name, value in fields if value]
+
+
+def sandbox_security_options(pod: Pod) -> list[str]:
+    """The pod-level ``seLinuxOptions`` of the sandbox (cri-dockerd's sandbox context)."""
+    psc = pod.spec.securityContext if pod.spec is not None else None
+    return selinux_options(psc.seLinuxOptions if psc is not None else None)
+
+
 def host_config_security(
     pod: Pod, container: Container, *, seccomp_root: Path = DEFAULT_SECCOMP_ROOT
 ) -> HostConfig:
@@ -155,8 +181,12 @@ def host_config_security(
             options.append("apparmor=unconfined")
         elif eff.apparmor_type == "Localhost" and eff.apparmor_localhost:
             options.append(f"apparmor={eff.apparmor_localhost}")
+    options.extend(selinux_options(eff.selinux))
     if options:
         host["SecurityOpt"] = options
+    if eff.proc_mount == "Unmasked" and not eff.privileged:
+        host["MaskedPaths"] = []
+        host["ReadonlyPaths"] = []
     psc = pod.spec.securityContext if pod.spec is not None else None
     groups: list[str] = []
     if psc is not None:
@@ -168,4 +198,11 @@ def host_config_security(
     return host
 
 
-__all__ = ["effective", "host_config_security", "image_user", "verify_run_as_non_root"]
+__all__ = [
+    "effective",
+    "host_config_security",
+    "image_user",
+    "sandbox_security_options",
+    "selinux_options",
+    "verify_run_as_non_root",
+]
