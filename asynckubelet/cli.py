@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 import typer
@@ -32,6 +32,7 @@ from asynckubelet.images import build as image_build
 from asynckubelet.manifests import Level, Manifests
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.factory import choose_backend, is_local_daemon
+from asynckubelet.progress import PullDisplay, WaitDisplay
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
@@ -53,11 +54,95 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 _COLORS = ["cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan"]
 
 
-def _setup_logging(verbose: int) -> None:
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("text", "json")
+
+_LOG_LEVEL_HELP = "DEBUG, INFO, WARNING or ERROR (default: WARNING; serve: INFO)."
+_LOG_FORMAT_HELP = "text, or json: one JSON object per line (time, level, message, pod context)."
+LogLevelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log-level",
+        help=f"{_LOG_LEVEL_HELP} Before the command too. \\[env var: ASYNCKUBELET_LOG_LEVEL]",
+    ),
+]
+LogFormatOpt = Annotated[
+    str | None,
+    typer.Option("--log-format", help=f"{_LOG_FORMAT_HELP} \\[env var: ASYNCKUBELET_LOG_FORMAT]"),
+]
+
+
+@dataclasses.dataclass
+class _Globals:
+    """The options given before the command (or by environment), for this invocation."""
+
+    log_level: str | None = None
+    log_format: str | None = None
+
+
+_globals = _Globals()
+
+
+@app.callback()
+def _global_options(
+    log_level: Annotated[
+        str | None,
+        typer.Option("--log-level", envvar="ASYNCKUBELET_LOG_LEVEL", help=_LOG_LEVEL_HELP),
+    ] = None,
+    log_format: Annotated[
+        str | None,
+        typer.Option("--log-format", envvar="ASYNCKUBELET_LOG_FORMAT", help=_LOG_FORMAT_HELP),
+    ] = None,
+) -> None:
+    """Options for every command; each command takes them too (the command's own win)."""
+    _globals.log_level, _globals.log_format = log_level, log_format
+
+
+def _json_sink(message: Any) -> None:
+    """One JSON object per line: time, level, message, then the bound context (pod...)."""
+    import json
+    import traceback
+
+    record = message.record
+    entry: dict[str, Any] = {
+        "time": record["time"].isoformat(),
+        "level": record["level"].name,
+        "message": record["message"],
+    }
+    entry.update({k: v for k, v in record["extra"].items() if v is not None})
+    entry["logger"] = record["name"]
+    if record["exception"] is not None:
+        kind, value, tb = record["exception"]
+        entry["exception"] = "".join(traceback.format_exception(kind, value, tb))
+    sys.stderr.write(json.dumps(entry, default=str) + "\n")
+    sys.stderr.flush()
+
+
+def _setup_logging(
+    verbose: int = 0,
+    log_level: str | None = None,
+    log_format: str | None = None,
+    *,
+    default: str = "WARNING",
+) -> None:
+    """Log to stderr at the chosen level and format. The command's own flags come first
+    (``-v``: INFO, ``-vv``: DEBUG), then those before the command or the environment."""
+    level = log_level
+    if level is None and verbose:
+        level = "DEBUG" if verbose > 1 else "INFO"
+    level = level or _globals.log_level or default
+    form = (log_format or _globals.log_format or "text").lower()
+    level = level.upper()
+    if level not in LOG_LEVELS:
+        raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}", code=2)
+    if form not in LOG_FORMATS:
+        raise _fail(f"--log-format must be text or json, not {form!r}", code=2)
     logger.remove()
     logger.enable("asynckubelet")
-    level = "DEBUG" if verbose > 1 else "INFO" if verbose else "WARNING"
-    logger.add(sys.stderr, level=level)
+    if form == "json":
+        logger.add(_json_sink, level=level)
+    else:
+        logger.add(sys.stderr, level=level)
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -68,7 +153,18 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 DockerHostOpt = Annotated[
     str | None,
     typer.Option(
-        "--docker-host", "-H", help="Docker daemon address (default: DOCKER_HOST or local socket)."
+        "--docker-host",
+        "-H",
+        envvar="ASYNCKUBELET_DOCKER_HOST",
+        help="Docker daemon address (default: DOCKER_HOST or local socket).",
+    ),
+]
+ClusterDomainOpt = Annotated[
+    str,
+    typer.Option(
+        "--cluster-domain",
+        envvar="ASYNCKUBELET_CLUSTER_DOMAIN",
+        help="Cluster domain of the pods' DNS search.",
     ),
 ]
 VerboseOpt = Annotated[
@@ -99,9 +195,11 @@ def build_pause(
     ),
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Compile the project's pause program statically and load it as a sandbox image."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     _build_image(
         functools.partial(image_build.build_pause_image, tag=tag), tag=tag, docker_host=docker_host
     )
@@ -117,9 +215,11 @@ def build_busybox(
     ] = Path("/bin/busybox"),
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Pack the host's static busybox as a small general-purpose image."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     build = functools.partial(image_build.build_busybox_image, tag=tag, busybox=busybox)
     _build_image(build, tag=tag, docker_host=docker_host)
 
@@ -130,9 +230,11 @@ async def _engine_answers(url: str | None) -> bool:
 
 
 @engine_app.command("start")
-def engine_start(verbose: VerboseOpt = 0) -> None:
+def engine_start(
+    verbose: VerboseOpt = 0, log_level: LogLevelOpt = None, log_format: LogFormatOpt = None
+) -> None:
     """Use the engine that answers; else start our own dockerd (root, dockerd installed)."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     url = resolve_docker_url(None)
     if url is not None and anyio.run(_engine_answers, url):
         out.print(f"Docker engine answering at {url}")
@@ -151,9 +253,11 @@ def engine_stop(
         bool, typer.Option("--purge", help="Also delete its images and data.")
     ] = False,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Stop the engine that `engine start` started (never any other)."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     daemon = own_engine()
     if daemon.pid() is None and not purge:
         out.print("no engine of ours is running")
@@ -163,8 +267,9 @@ def engine_stop(
 
 
 @engine_app.command("status")
-def engine_status() -> None:
+def engine_status(log_level: LogLevelOpt = None, log_format: LogFormatOpt = None) -> None:
     """Which engine the commands use, and whether it answers (exit 1 when none does)."""
+    _setup_logging(0, log_level, log_format)
     url = resolve_docker_url(None)
     if url is not None and anyio.run(_engine_answers, url):
         out.print(f"Docker engine answering at {url}")
@@ -207,27 +312,24 @@ def run(
     keep: Annotated[
         bool, typer.Option("--keep", help="Keep the pod's containers at exit.")
     ] = False,
-    node_name: Annotated[
-        str | None,
-        typer.Option("--node-name", help="Node name (ownership label); default: hostname."),
-    ] = None,
+    node_name: NodeNameOpt = None,
     pause_image: Annotated[
         str | None,
         typer.Option(
             "--pause-image",
+            envvar="ASYNCKUBELET_PAUSE_IMAGE",
             help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
         ),
     ] = None,
     grace_period: Annotated[
-        float | None, typer.Option("--grace-period", help="Seconds to wait on stop before SIGKILL.")
-    ] = None,
-    pod_security: Annotated[
-        str,
+        float | None,
         typer.Option(
-            "--pod-security",
-            help="Pod Security level to enforce: privileged, baseline, restricted.",
+            "--grace-period",
+            envvar="ASYNCKUBELET_GRACE_PERIOD",
+            help="Seconds to wait on stop before SIGKILL.",
         ),
-    ] = "baseline",
+    ] = None,
+    pod_security: PodSecurityOpt = "baseline",
     lenient: Annotated[
         bool, typer.Option("--lenient", help="Unknown fields warn instead of failing.")
     ] = False,
@@ -236,30 +338,40 @@ def run(
         str,
         typer.Option(
             "--network",
+            envvar="ASYNCKUBELET_NETWORK",
             help="Pod network: auto (bridge for a local daemon as root, else docker), "
             "bridge, cni (plugins from /opt/cni/bin:/usr/lib/cni, config from /etc/cni/net.d "
             "else the project's cni/), docker (a Docker network of the node), loopback.",
         ),
     ] = "auto",
     pod_cidr: Annotated[
-        str, typer.Option("--pod-cidr", help="Pod addresses of the bridge network.")
+        str,
+        typer.Option(
+            "--pod-cidr",
+            envvar="ASYNCKUBELET_POD_CIDR",
+            help="Pod addresses of the bridge network.",
+        ),
     ] = "10.137.0.0/16",
     bridge: Annotated[
-        str, typer.Option("--bridge", help="Node bridge of the bridge network.")
+        str,
+        typer.Option(
+            "--bridge", envvar="ASYNCKUBELET_BRIDGE", help="Node bridge of the bridge network."
+        ),
     ] = "akl0",
     cluster_dns: Annotated[
         list[str] | None,
         typer.Option(
             "--cluster-dns",
+            envvar="ASYNCKUBELET_CLUSTER_DNS",
             help="Cluster DNS server for ClusterFirst pods (repeatable); none: they fall "
             "back to the node's resolver, with a MissingClusterDNS warning.",
         ),
     ] = None,
-    cluster_domain: Annotated[
-        str, typer.Option("--cluster-domain", help="Cluster domain of the pods' DNS search.")
-    ] = "cluster.local",
+    cluster_domain: ClusterDomainOpt = "cluster.local",
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Run the Pods in FILES on Docker, stream their output, exit with their exit code.
 
@@ -267,14 +379,14 @@ def run(
     SIGINT/SIGTERM, which stops every pod gracefully. The pods' containers are removed
     at exit unless --keep is given.
     """
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     from asynckubelet.manifests import LEVELS, load_manifests
     from asynckubelet.network.dns import DNSSettings
     from asynckubelet.network.factory import BACKENDS, make_network_plugin
     from asynckubelet.node.runner import options_from_manifests, run_pods
     from asynckubelet.node.volumes import VolumeManager, default_root
 
-    node = node_name or os.environ.get("ASYNCKUBELET_NODE_NAME") or None
+    node = node_name or None
     if pod_security not in LEVELS:
         raise _fail(f"--pod-security must be one of {', '.join(LEVELS)}, not {pod_security!r}")
     if network not in BACKENDS:
@@ -315,6 +427,7 @@ def run(
             else None
         )
         async with RuntimeManager(config, volumes=volumes) as rm:
+            rm.images.listener = pulls
             if not await rm.docker.ping():
                 raise errors.RuntimeUnavailable(
                     f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running?"
@@ -359,8 +472,10 @@ def run(
             codes.append(o.exit_code if o.exit_code else (1 if o.phase == "Failed" else 0))
         return codes
 
+    pulls = PullDisplay(console=err, live=err.is_terminal)
     try:
-        codes = anyio.run(go)
+        with pulls:
+            codes = anyio.run(go)
     except errors.AsyncKubeletError as e:
         raise _fail(str(e)) from None
     if received:
@@ -530,7 +645,11 @@ def serve(
     ] = "127.0.0.1:10255",
     allow_remote: Annotated[
         bool,
-        typer.Option("--allow-remote", help="Allow --listen on a non-loopback address."),
+        typer.Option(
+            "--allow-remote",
+            envvar="ASYNCKUBELET_ALLOW_REMOTE",
+            help="Allow --listen on a non-loopback address.",
+        ),
     ] = False,
     state_dir: StateDirOpt = None,
     node_name: NodeNameOpt = None,
@@ -544,12 +663,18 @@ def serve(
     ] = "loopback",
     pod_security: PodSecurityOpt = "baseline",
     pause_image: Annotated[
-        str | None, typer.Option("--pause-image", envvar="ASYNCKUBELET_PAUSE_IMAGE")
+        str | None,
+        typer.Option(
+            "--pause-image",
+            envvar="ASYNCKUBELET_PAUSE_IMAGE",
+            help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
+        ),
     ] = None,
     stop_pods: Annotated[
         bool,
         typer.Option(
             "--stop-pods-on-exit",
+            envvar="ASYNCKUBELET_STOP_PODS_ON_EXIT",
             help="Stop and remove every pod on SIGINT/SIGTERM (default: leave them running "
             "for the next start to adopt, as the kubelet does).",
         ),
@@ -562,31 +687,17 @@ def serve(
             help="Cluster DNS server for ClusterFirst pods (repeatable).",
         ),
     ] = None,
-    cluster_domain: Annotated[
-        str, typer.Option("--cluster-domain", help="Cluster domain of the pods' DNS search.")
-    ] = "cluster.local",
-    log_level: Annotated[
-        str,
-        typer.Option("--log-level", envvar="ASYNCKUBELET_LOG_LEVEL", help="DEBUG, INFO, WARNING."),
-    ] = "INFO",
-    log_format: Annotated[
-        str,
-        typer.Option(
-            "--log-format", envvar="ASYNCKUBELET_LOG_FORMAT", help="text, or json (one per line)."
-        ),
-    ] = "text",
+    cluster_domain: ClusterDomainOpt = "cluster.local",
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
-    """Run the node: static pods from the manifest directory, HTTP endpoints, until a signal."""
-    level_name = "DEBUG" if verbose > 1 else log_level.upper()
-    if level_name not in ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"):
-        raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {log_level!r}", code=2)
-    if log_format not in ("text", "json"):
-        raise _fail(f"--log-format must be text or json, not {log_format!r}", code=2)
-    logger.remove()
-    logger.enable("asynckubelet")
-    logger.add(sys.stderr, level=level_name, serialize=log_format == "json")
+    """Run the node: static pods from the manifest directory, HTTP endpoints, until a signal.
+
+    Image pulls are logged, one line per change of a layer's state.
+    """
+    _setup_logging(verbose, log_level, log_format, default="INFO")
     from asynckubelet.network.dns import DNSSettings
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.kubelet import Kubelet, KubeletConfig
@@ -614,6 +725,7 @@ def serve(
         async with DockerClient(url=docker_host) as docker:
             plugin = _network_plugin(network, docker, node_name=config.node_name)
             async with Kubelet(config, docker=docker, network=plugin) as node:
+                node.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
                 pid_file = StateDir(state).pid_file
                 pid_file.write_text(f"{os.getpid()}\n")
                 try:
@@ -641,6 +753,10 @@ def serve(
         raise _fail(str(e)) from None
     except OSError as e:
         raise _fail(f"cannot listen on {listen}: {e}") from None
+
+
+def _log_pull(image: str, text: str) -> None:
+    logger.bind(image=image).info("pull {}: {}", image, text)
 
 
 def _load_files(files: list[str], *, node: str, level: Level) -> Manifests:
@@ -678,13 +794,15 @@ def apply(
     pod_security: PodSecurityOpt = "baseline",
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Validate manifests, then hand them to the node (its manifest directory).
 
     A running `asynckubelet serve` on the same state dir starts or updates the pods at
     once; an edit restarts only the containers whose spec changed.
     """
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     from asynckubelet.node.access import StateDir, manifest_pods
 
     level = _level(pod_security)
@@ -738,8 +856,9 @@ async def _wait_applied(
 
     pending = {ctr.pod_identity(p)[1::-1]: p for p in pods}
     last: dict[tuple[str, str], str] = {}
+    display = WaitDisplay(console=err, live=err.is_terminal)
     async with RuntimeManager(RuntimeConfig(node_name=node, docker_url=docker_host)) as rm:
-        with anyio.move_on_after(timeout) as scope:
+        with display, anyio.move_on_after(timeout) as scope:
             while pending:
                 if daemon_pid(state) is None:
                     raise errors.RuntimeUnavailable("the node stopped while waiting")
@@ -761,10 +880,12 @@ async def _wait_applied(
                     if status.phase == "Succeeded":
                         del pending[key]
                         continue
-                    ready = any(
-                        c.type == "Ready" and c.status == "True" for c in status.conditions or []
+                    ready_condition = next(
+                        (c for c in status.conditions or [] if c.type == "Ready"), None
                     )
-                    if not ready:
+                    if ready_condition is None or ready_condition.status != "True":
+                        if ready_condition is not None and ready_condition.message:
+                            last[key] += f"; {ready_condition.message}"
                         continue
                     runtime = await rm.get_status_of(wanted)
                     hashes = (
@@ -779,6 +900,7 @@ async def _wait_applied(
                         out.print(f"pod/{escape(name)} {escape(kubectl_status(pod, status))}")
                         del pending[key]
                 if pending:
+                    display.update({f"pod/{k[1]}": last.get(k, "") for k in pending})
                     await anyio.sleep(0.3)
         if scope.cancelled_caught:
             reasons = "; ".join(f"pod/{k[1]}: {v}" for k, v in last.items() if k in pending)
@@ -892,9 +1014,11 @@ def delete(
     pod_security: PodSecurityOpt = "privileged",
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Delete pods gracefully: `delete pod NAME` or `delete -f FILE...`; waits until gone."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     level = _level(pod_security)
     state = _state_dir(state_dir)
     node = _node_name(node_name)
@@ -952,6 +1076,8 @@ def get(
     node_name: NodeNameOpt = None,
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """List pods as `kubectl get pods` does (from Docker and the state dir)."""
     import json
@@ -960,7 +1086,7 @@ def get(
 
     from asynckubelet.printers import now_utc, pod_table
 
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     if kind not in ("pods", "pod", "po"):
         raise _fail(f'the server doesn\'t have a resource type "{kind}"', code=1)
     if output not in (None, "wide", "yaml", "json"):
@@ -1021,13 +1147,15 @@ def describe(
     node_name: NodeNameOpt = None,
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Show a pod as `kubectl describe pod` does, events at the bottom."""
     from asynckubelet.node.access import StateDir, find_pod
     from asynckubelet.node.events import read_events
     from asynckubelet.printers import describe_pod, now_utc
 
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     if kind not in ("pod", "pods", "po"):
         raise _fail(f'the server doesn\'t have a resource type "{kind}"', code=1)
     state = _state_dir(state_dir)
@@ -1090,13 +1218,15 @@ def logs(
     node_name: NodeNameOpt = None,
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Print a container's output; with -f keep following, across restarts."""
     import time
 
     from asynckubelet.printers import parse_duration
 
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     try:
         since_ts = time.time() - parse_duration(since) if since else None
     except ValueError as e:
@@ -1180,9 +1310,11 @@ def exec_(
     node_name: NodeNameOpt = None,
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Run a command in a pod's container; exits with the command's exit code."""
-    _setup_logging(verbose)
+    _setup_logging(verbose, log_level, log_format)
     state = _state_dir(state_dir)
     node = _node_name(node_name)
 
@@ -1287,7 +1419,12 @@ async def _exec_interactive(
 def doctor(
     state_dir: StateDirOpt = None,
     pause_image: Annotated[
-        str | None, typer.Option("--pause-image", envvar="ASYNCKUBELET_PAUSE_IMAGE")
+        str | None,
+        typer.Option(
+            "--pause-image",
+            envvar="ASYNCKUBELET_PAUSE_IMAGE",
+            help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
+        ),
     ] = None,
     docker_host: DockerHostOpt = None,
 ) -> None:

@@ -13,6 +13,7 @@ from asynckubelet.docker.types import (
     HostConfig,
     ImageInspect,
     LogLine,
+    PullProgress,
 )
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "HostConfig",
     "ImageInspect",
     "LogLine",
+    "PullProgress",
     "default_docker_url",
 ]

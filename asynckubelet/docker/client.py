@@ -44,6 +44,7 @@ from asynckubelet.docker.types import (
     ExecResult,
     ImageInspect,
     LogLine,
+    PullProgress,
 )
 
 T = TypeVar("T")
@@ -434,23 +435,25 @@ class DockerClient:
             return False
         return True
 
-    async def pull_image(self, ref: str, *, auth: Mapping[str, str] | None = None) -> None:
-        """Pull ``ref``; ``auth`` is a registry auth object (username/password/serveraddress).
+    async def pull_progress(
+        self, ref: str, *, auth: Mapping[str, str] | None = None
+    ) -> AsyncIterator[PullProgress]:
+        """Pull ``ref`` once (no retries), yielding each message of Docker's pull stream.
 
-        Any failure, including one the daemon reports mid-stream, is an
-        :class:`~asynckubelet.errors.ImagePullError` naming the image.
+        ``auth`` is a registry auth object (username/password/serveraddress). A failure the
+        daemon reports mid-stream is an :class:`~asynckubelet.errors.ImagePullError`; a
+        consumer that stops early (or is cancelled) releases the connection.
         """
         headers: dict[str, str] = {}
         if auth:
             headers["X-Registry-Auth"] = _auth_header(auth)
-        params = {"fromImage": ref}
-
-        async def pull(d: aiodocker.Docker) -> None:
+        docker = self._connect()
+        try:
             async with _streaming(
-                d,
+                docker,
                 "images/create",
                 "POST",
-                params=params,
+                params={"fromImage": ref},
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
             ) as response:
@@ -463,6 +466,28 @@ class DockerClient:
                         raise errors.ImagePullError(
                             f'failed to pull image "{ref}": {detail}', image=ref
                         )
+                    yield PullProgress.from_json(item)
+        except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
+            raise map_error(e, what=f"pull image {ref}", address=self._address) from e
+
+    async def pull_image(
+        self,
+        ref: str,
+        *,
+        auth: Mapping[str, str] | None = None,
+        on_progress: Callable[[PullProgress], None] | None = None,
+    ) -> None:
+        """Pull ``ref``; ``auth`` is a registry auth object (username/password/serveraddress).
+
+        ``on_progress`` receives each message of the pull stream. Transient failures are
+        retried; any other failure, including one the daemon reports mid-stream, is an
+        :class:`~asynckubelet.errors.ImagePullError` naming the image.
+        """
+
+        async def pull(_: aiodocker.Docker) -> None:
+            async for progress in self.pull_progress(ref, auth=auth):
+                if on_progress is not None:
+                    on_progress(progress)
 
         try:
             await self._call(f"pull image {ref}", pull)

@@ -156,3 +156,31 @@ class LogLine:
 
     stream: str
     text: str
+
+
+@dataclass(frozen=True)
+class PullProgress:
+    """One message of Docker's pull stream.
+
+    ``layer`` is the short layer id (empty for messages about the whole image, such as
+    ``Pulling from ...`` or ``Digest: ...``); ``status`` is Docker's word for the layer's
+    state (``Pulling fs layer``, ``Waiting``, ``Downloading``, ``Verifying Checksum``,
+    ``Download complete``, ``Extracting``, ``Pull complete``, ``Already exists``);
+    ``current``/``total`` are bytes, when Docker reports them.
+    """
+
+    layer: str
+    status: str
+    current: int | None = None
+    total: int | None = None
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> PullProgress:
+        detail = item.get("progressDetail") or {}
+        current, total = detail.get("current"), detail.get("total")
+        return cls(
+            layer=str(item.get("id") or "") if "progressDetail" in item else "",
+            status=str(item.get("status") or ""),
+            current=int(current) if isinstance(current, int) else None,
+            total=int(total) if isinstance(total, int) and total > 0 else None,
+        )

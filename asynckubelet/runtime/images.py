@@ -4,6 +4,8 @@ The kubelet's ``EnsureImageExists``: ``Never`` uses only what is present
 (``ErrImageNeverPull``), ``IfNotPresent`` pulls when absent, ``Always`` pulls every time a
 container starts. Unlike the kubelet's default serial puller, pulls run concurrently, and a
 pull already in flight for the same image (from any pod) is joined rather than repeated.
+A :class:`PullListener` (the command line's progress display, the node's log) is told
+each pull's start, Docker's per-layer progress messages and the end, once per pull.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerClient, PullProgress
 
 _DOMAIN_RE = re.compile(r"^(localhost|[^/]*[.:][^/]*)(/|$)")
 _REFERENCE_RE = re.compile(
@@ -107,12 +109,24 @@ def auths_from_secrets(secrets: Iterable[tuple[str, Mapping[str, bytes]]]) -> li
     return found
 
 
+class PullListener(Protocol):
+    """Follows image pulls: each pull's start, Docker's progress messages, its end."""
+
+    def pull_started(self, image: str) -> None: ...
+
+    def pull_progress(self, image: str, progress: PullProgress) -> None: ...
+
+    def pull_finished(self, image: str, error: str | None) -> None: ...
+
+
 class ImageManager:
     """Ensures images are present, joining pulls that are already in flight."""
 
-    def __init__(self, docker: DockerClient) -> None:
+    def __init__(self, docker: DockerClient, *, listener: PullListener | None = None) -> None:
         self._docker = docker
         self._inflight: dict[str, _Pull] = {}
+        self.listener = listener
+        """Told about every pull this manager makes (joined pulls are told once)."""
 
     async def is_present(self, image: str) -> bool:
         return await self._docker.image_exists(image)
@@ -147,6 +161,9 @@ class ImageManager:
         if pull is None:
             pull = _Pull()
             self._inflight[ref] = pull
+            listener = self.listener
+            if listener is not None:
+                listener.pull_started(ref)
             try:
                 await self._pull_with_auths(ref, list(auths))
             except errors.DockerError as e:
@@ -155,6 +172,8 @@ class ImageManager:
             finally:
                 pull.done.set()
                 del self._inflight[ref]
+                if listener is not None:
+                    listener.pull_finished(ref, str(pull.error) if pull.error else None)
             return
         await pull.done.wait()
         if pull.error is not None:
@@ -166,9 +185,16 @@ class ImageManager:
         logger.debug("pulling image {} ({} credential(s))", ref, len(matching))
         last: errors.DockerError | None = None
         candidates: list[RegistryAuth | None] = [*matching] or [None]
+        listener = self.listener
         for auth in candidates:
             try:
-                await self._docker.pull_image(ref, auth=auth.header() if auth else None)
+                await self._docker.pull_image(
+                    ref,
+                    auth=auth.header() if auth else None,
+                    on_progress=(
+                        (lambda p: listener.pull_progress(ref, p)) if listener is not None else None
+                    ),
+                )
                 return
             except errors.ImagePullError as e:
                 last = e
