@@ -526,3 +526,31 @@ async def test_a_config_map_key_mounted_by_sub_path_is_a_single_file(
     )
     run = await run_manifest(docker, text, node=node_name, root=tmp_path)
     assert run.lines == ["show: blue", "show: colour.conf"]
+
+
+async def test_config_map_binary_data_is_written_as_raw_bytes_in_plain_and_projected_volumes(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        "binary",
+        """
+  volumes:
+  - {name: cfg, configMap: {name: blobs}}
+  - {name: proj, projected: {sources: [{configMap: {name: blobs, items: [{key: raw, path: r}]}}]}}
+  containers:
+  - name: show
+    image: BUSYBOX
+    command: [sh, -c, "od -An -tx1 /cfg/raw; cat /cfg/text; echo; od -An -tx1 /proj/r"]
+    volumeMounts: [{name: cfg, mountPath: /cfg}, {name: proj, mountPath: /proj}]
+""",
+    ) + (
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: blobs}\n"
+        "data: {text: plain}\nbinaryData: {raw: /wD+AYA=}\n"
+    )
+    run = await run_manifest(docker, text, node=node_name, root=tmp_path)
+    assert run.outcome.phase == "Succeeded", run.lines
+    assert [line.split(":", 1)[1].strip() for line in run.lines] == [
+        "ff 00 fe 01 80",
+        "plain",
+        "ff 00 fe 01 80",
+    ]

@@ -430,6 +430,35 @@ def test_configmap_keys_are_validated() -> None:
     )
 
 
+def test_bad_base64_in_configmap_binary_data_is_an_error() -> None:
+    text = json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c"},
+            "binaryData": {"k": "ab$d"},
+        }
+    )
+    assert [str(e) for e in inspect_manifests_text(text, node_name="n").errors] == [
+        "binaryData[k]: Invalid value: illegal base64 data at input byte 2"
+    ]
+
+
+def test_a_key_in_both_data_and_binary_data_is_refused_as_the_api_server_does() -> None:
+    text = json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c"},
+            "data": {"k": "v"},
+            "binaryData": {"k": "/wD+AQ=="},
+        }
+    )
+    assert [str(e) for e in inspect_manifests_text(text, node_name="n").errors] == [
+        'data[k]: Invalid value: "k": duplicate of key present in binaryData'
+    ]
+
+
 def test_configmaps_are_lightkube_objects_in_their_namespace() -> None:
     text = json.dumps(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}

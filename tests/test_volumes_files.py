@@ -129,6 +129,7 @@ spec:
 
 CTX = PodContext(
     configmaps={"cm": {"k1": "v1", "k2": "v2"}},
+    binary_configmaps={"cm": {"blob": b"\xff\x00\xfe\x01"}},
     secrets={"sec": {"user": b"admin"}},
 )
 
@@ -136,7 +137,19 @@ CTX = PodContext(
 @pytest.mark.parametrize(
     ("volume", "payload"),
     [
-        ("{name: v, configMap: {name: cm}}", {"k1": (b"v1", 0o644), "k2": (b"v2", 0o644)}),
+        (
+            "{name: v, configMap: {name: cm}}",
+            {"k1": (b"v1", 0o644), "k2": (b"v2", 0o644), "blob": (b"\xff\x00\xfe\x01", 0o644)},
+        ),
+        (
+            "{name: v, configMap: {name: cm, items: [{key: blob, path: b.bin}]}}",
+            {"b.bin": (b"\xff\x00\xfe\x01", 0o644)},
+        ),
+        (
+            "{name: v, projected: {sources: [{configMap: {name: cm, items: "
+            "[{key: blob, path: raw}]}}]}}",
+            {"raw": (b"\xff\x00\xfe\x01", 0o644)},
+        ),
         (
             "{name: v, configMap: {name: cm, defaultMode: 0400, items: [{key: k2, path: x/y}]}}",
             {"x/y": (b"v2", 0o400)},

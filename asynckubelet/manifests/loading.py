@@ -415,6 +415,17 @@ class _Loader:
             return
         errors = validation.validate_object_meta(cm.metadata, namespaced=True)
         errors += validation.validate_configmap_data(cm.data, cm.binaryData)
+        for key, value in (cm.binaryData or {}).items():
+            try:
+                base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError, TypeError):
+                errors.append(
+                    FieldError(
+                        f"binaryData[{key}]",
+                        "Invalid value",
+                        f"illegal base64 data at input byte {_bad_base64_offset(str(value))}",
+                    )
+                )
         for error in errors:
             self._error(error, source, prefix)
         if not errors and cm.metadata is not None and cm.metadata.name:

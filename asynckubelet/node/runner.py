@@ -11,6 +11,7 @@ attempt's.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -73,11 +74,17 @@ def pod_context(manifests: Manifests, pod: Pod, *, node_name: str) -> PodContext
     """The ConfigMaps and Secrets of the pod's namespace, for its environment and volumes."""
     ns = (pod.metadata.namespace if pod.metadata else None) or "default"
     configmaps: dict[str, dict[str, str]] = {}
+    binary: dict[str, dict[str, bytes]] = {}
     for cm in manifests.configmaps:
         if cm.metadata is not None and (cm.metadata.namespace or "default") == ns:
             configmaps[cm.metadata.name or ""] = dict(cm.data or {})
+            binary[cm.metadata.name or ""] = {
+                k: base64.b64decode(v) for k, v in (cm.binaryData or {}).items()
+            }
     secrets = {name: dict(data) for (sns, name), data in manifests.secret_data.items() if sns == ns}
-    return PodContext(node_name=node_name, configmaps=configmaps, secrets=secrets)
+    return PodContext(
+        node_name=node_name, configmaps=configmaps, binary_configmaps=binary, secrets=secrets
+    )
 
 
 def pull_secrets(manifests: Manifests, pod: Pod) -> list[tuple[str, dict[str, bytes]]]:

@@ -3,13 +3,14 @@
 Each pod gets a state directory laid out as the kubelet's
 (``<root>/<uid>/volumes/kubernetes.io~<plugin>/<name>``) and every container of the pod
 bind-mounts from it, so containers of one pod share their volumes as on a cluster.
-ConfigMap, Secret, downward API and projected volumes are written with the kubelet's
-atomic-writer layout (a timestamped directory, a ``..data`` symlink swapped with one
-``rename``, user-visible names that are symlinks through ``..data``), so a change of the
-source object replaces every file at once and readers never see half an update. Memory
-emptyDirs and Secrets live on tmpfs mounts (when the node may mount; else plain
-directories). A ``persistentVolumeClaim`` is a named Docker volume, created when absent
-and kept after the pod. Everything else is removed with the pod.
+ConfigMap (``data`` and ``binaryData`` byte for byte), Secret, downward API and projected
+volumes are written with the kubelet's atomic-writer layout (a timestamped directory, a
+``..data`` symlink swapped with one ``rename``, user-visible names that are symlinks
+through ``..data``), so a change of the source object replaces every file at once and
+readers never see half an update. Memory emptyDirs and Secrets live on tmpfs mounts
+(when the node may mount; else plain directories). A ``persistentVolumeClaim`` is a
+named Docker volume, created when absent and kept after the pod. Everything else is
+removed with the pod.
 
 This needs the Docker engine to see the node's filesystem (a local daemon).
 """
@@ -256,8 +257,15 @@ def _downward_payload(pod: Pod, items: list[Any] | None, default_mode: int | Non
 
 
 def _configmap_bytes(context: PodContext, name: str) -> dict[str, bytes] | None:
+    """``data`` as UTF-8 and ``binaryData`` as its raw bytes (the API server keeps the
+    two key sets apart)."""
     data = context.configmaps.get(name)
-    return None if data is None else {k: str(v).encode() for k, v in data.items()}
+    if data is None:
+        return None
+    return {
+        **{k: str(v).encode() for k, v in data.items()},
+        **context.binary_configmaps.get(name, {}),
+    }
 
 
 def volume_payload(pod: Pod, volume: Volume, context: PodContext) -> Payload:

@@ -29,6 +29,8 @@ class PodContext:
     pod_ips: tuple[str, ...] = ()
     configmaps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """ConfigMaps of the pod's namespace: name -> data."""
+    binary_configmaps: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
+    """The same ConfigMaps' ``binaryData``, decoded: volumes only, as in the kubelet."""
     secrets: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
     """Secrets of the pod's namespace: name -> decoded data."""
 

@@ -823,13 +823,7 @@ class _Sync:
                 settings=self.rm.config.dns,
                 event=self.event,
             )
-            self.context = PodContext(
-                node_name=self.context.node_name,
-                host_ip=self.context.host_ip,
-                pod_ips=ips,
-                configmaps=self.context.configmaps,
-                secrets=self.context.secrets,
-            )
+            self.context = dataclasses.replace(self.context, pod_ips=ips)
             return sandbox_id
         except (errors.AsyncKubeletError, OSError) as e:
             message = f"Failed to create pod sandbox: {e}"
