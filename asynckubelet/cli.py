@@ -406,6 +406,16 @@ def run(
         err.print(f"[yellow]warning:[/yellow] {escape(str(warning))}")
     if not manifests.pods:
         raise _fail("no Pod found in the given manifests")
+    for pod in manifests.pods:
+        gates = [g.name for g in (pod.spec.schedulingGates if pod.spec else None) or []]
+        if gates:
+            name, ns, _ = ctr.pod_identity(pod)
+            raise _fail(
+                f"pod {ns}/{name} has scheduling gates ({', '.join(gates)}): it would stay "
+                "SchedulingGated, and `run` has no API to remove them; remove "
+                "spec.schedulingGates to run it, or apply it to `asynckubelet serve`, which "
+                "starts it once an edit of its manifest removes them"
+            )
 
     config = RuntimeConfig(pause_image=pause_image, docker_url=docker_host)
     if node:
@@ -851,7 +861,11 @@ async def _wait_applied(
     pods: list[Pod], state: Path, node: str, docker_host: str | None, timeout: float
 ) -> None:
     from asynckubelet.node.access import daemon_pid, find_pod, read_pods
-    from asynckubelet.node.status import kubectl_status
+    from asynckubelet.node.status import (
+        SCHEDULING_GATED,
+        SCHEDULING_GATED_MESSAGE,
+        kubectl_status,
+    )
     from asynckubelet.runtime import naming
 
     pending = {ctr.pod_identity(p)[1::-1]: p for p in pods}
@@ -877,6 +891,11 @@ async def _wait_applied(
                     last[key] = _pod_state(pod)
                     if status.phase == "Failed":
                         raise errors.PodError(f"pod/{name} failed: {last[key]}")
+                    if kubectl_status(pod, status) == SCHEDULING_GATED:
+                        raise errors.PodError(
+                            f"pod/{name} is SchedulingGated ({SCHEDULING_GATED_MESSAGE}); it "
+                            "starts once spec.schedulingGates is removed from its manifest"
+                        )
                     if status.phase == "Succeeded":
                         del pending[key]
                         continue

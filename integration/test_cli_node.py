@@ -519,3 +519,51 @@ def test_container_logs_endpoint_follows_until_the_client_leaves(
     with pytest.raises(TimeoutError):
         response.readline()
     connection.close()
+
+
+GATED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  terminationGracePeriodSeconds: 2
+GATES  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+"""
+
+
+def test_serve_keeps_a_gated_pod_scheduling_gated_until_its_manifest_drops_the_gates(
+    node: Node, tmp_path: Path
+) -> None:
+    gates = "  schedulingGates: [{name: example.com/foo}, {name: example.com/bar}]\n"
+    path = manifest(tmp_path, GATED.replace("GATES", gates), name="gated.yaml")
+    proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "60")
+    assert proc.returncode == 1
+    assert "pod/gated is SchedulingGated" in proc.stderr
+    row = node.cli("get", "pods", "gated").stdout.splitlines()[1].split()
+    assert row[:4] == ["gated", "0/1", "SchedulingGated", "0"]
+    pod = yaml.safe_load(node.cli("get", "pods", "gated", "-o", "yaml").stdout)
+    assert pod["status"]["phase"] == "Pending"
+    assert [
+        {k: c[k] for k in ("type", "status", "reason", "message")}
+        for c in pod["status"]["conditions"]
+    ] == [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+        }
+    ]
+    assert node.owned() == 0
+    installed = node.state / "manifests" / "gated.yaml"
+    installed.write_text(installed.read_text().replace(gates, ""))
+    deadline = time.monotonic() + 60
+    while "c" not in node.containers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc = node.cli("apply", "-f", str(installed), "--wait", "--timeout", "60")
+    assert proc.returncode == 0, proc.stderr
+    row = node.cli("get", "pods", "gated").stdout.splitlines()[1].split()
+    assert row[:4] == ["gated", "1/1", "Running", "0"]

@@ -307,3 +307,26 @@ def test_sigterm_also_stops_the_run(
             proc.kill()
     assert proc.returncode == 128 + signum
     assert _owned(docker_engine, node_name) == []
+
+
+def test_run_refuses_a_pod_with_scheduling_gates_naming_them_and_starts_nothing(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: gated}
+        spec:
+          schedulingGates: [{name: example.com/foo}, {name: example.com/bar}]
+          containers: [{name: c, image: BUSYBOX, command: [echo, hi]}]
+        """,
+    )
+    proc = _run(manifest, node=node_name, timeout=60)
+    assert proc.returncode == 1
+    assert (
+        "pod default/gated has scheduling gates (example.com/foo, example.com/bar): it would "
+        "stay SchedulingGated, and `run` has no API to remove them"
+    ) in " ".join(proc.stderr.split())
+    assert _owned(docker_engine, node_name) == []

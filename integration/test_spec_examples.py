@@ -7,11 +7,18 @@ static busybox, under test-only names (no public image name is tagged or pulled)
 - ``nginx``, ``nginx:1.29`` -> ``akltest.local/standin-nginx``: an ``nginx`` script that
   serves ``/usr/share/nginx/html`` on :80 with busybox ``httpd`` and stops it on
   ``nginx -s quit``;
-- ``registry.k8s.io/busybox:1.27.2``, ``debian`` -> ``akltest.local/standin-busybox``;
-- ``gcr.io/google-samples/node-hello:1.0`` -> ``akltest.local/standin-node-hello``: a
-  long-running ``httpd`` on :8080.
+- ``registry.k8s.io/busybox:1.27.2``, ``busybox:1.28``, ``debian`` ->
+  ``akltest.local/standin-busybox``;
+- ``gcr.io/google-samples/node-hello:1.0``, ``gcr.io/google-samples/hello-app:2.0`` ->
+  ``akltest.local/standin-node-hello``: a long-running ``httpd`` on :8080;
+- ``registry.k8s.io/pause:3.6`` -> the harness's pause image.
 
 Every copy also gets ``imagePullPolicy: IfNotPresent``, as the examples' README asks.
+
+The pods run on the runtime's default network backend, ``loopback``: the sandbox has
+Docker's ``NetworkMode: none``, so a pod's network namespace holds only ``lo`` and nothing
+a pod does (``init-containers.yaml``'s download of http://info.cern.ch included, and its
+DNS query) can leave this machine.
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ from asynckubelet.images.build import (
 )
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import options_from_manifests, run_pods
+from asynckubelet.node.status import kubectl_status
+from asynckubelet.runtime import naming
+from integration.harness import PAUSE_IMAGE
 from integration.spec_helpers import Events, make_manager
 
 pytestmark = pytest.mark.anyio
@@ -50,7 +60,10 @@ STAND_INS = {
     "nginx:1.29": NGINX,
     "debian": BUSYBOX,
     "registry.k8s.io/busybox:1.27.2": BUSYBOX,
+    "busybox:1.28": BUSYBOX,
     "gcr.io/google-samples/node-hello:1.0": NODE_HELLO,
+    "gcr.io/google-samples/hello-app:2.0": NODE_HELLO,
+    "registry.k8s.io/pause:3.6": PAUSE_IMAGE,
 }
 NGINX_SCRIPT = b"""#!/bin/sh
 if [ "$1" = "-s" ]; then killall httpd; exit 0; fi
@@ -308,3 +321,115 @@ async def test_a_projected_service_account_token_gives_an_empty_volume(run_examp
     run = await run_example("pod-projected-svc-token.yaml")
     await run.wait(_running("nginx"))
     assert await run.exec("nginx", "ls", "/var/run/secrets/tokens") == ""
+
+
+async def test_init_containers_offline_the_download_fails_and_nginx_never_starts(
+    run_example: Any,
+) -> None:
+    run = await run_example("init-containers.yaml")
+
+    def retried_in_back_off(s: PodStatus) -> bool:
+        install = _cs(s, "install")
+        return bool(
+            install
+            and install.restartCount >= 1
+            and kubectl_status(run.pod, s) == "Init:CrashLoopBackOff"
+        )
+
+    await run.wait(retried_in_back_off, 90)
+    sandbox = (await run.docker.list_containers(labels=_pod_labels(run, naming.TYPE_SANDBOX)))[0]
+    network = (await run.docker.inspect_container(sandbox["Id"]))["HostConfig"]["NetworkMode"]
+    assert network == "none"
+    assert "install: wget: bad address 'info.cern.ch'" in run.lines
+    words = {kubectl_status(run.pod, s) for s in run.statuses}
+    assert "Init:CrashLoopBackOff" in words
+    assert words <= {"Init:0/1", "Init:Error", "Init:CrashLoopBackOff"}
+    for s in run.statuses:
+        nginx = _cs(s, "nginx")
+        assert nginx.state.waiting.reason == "PodInitializing"
+        assert s.phase == "Pending"
+    containers = await run.docker.list_containers(labels=_pod_labels(run, naming.TYPE_CONTAINER))
+    assert {(c.get("Labels") or {})[naming.LABEL_CONTAINER_NAME] for c in containers} == {"install"}
+
+
+def _pod_labels(run: Running, kind: str) -> dict[str, str | None]:
+    assert run.pod.metadata is not None
+    return {naming.LABEL_POD_UID: run.pod.metadata.uid, naming.LABEL_TYPE: kind}
+
+
+async def test_inject_envars_sets_the_greeting_and_farewell(run_example: Any) -> None:
+    run = await run_example("inject__envars.yaml")
+    await run.wait(_running("envar-demo-container"))
+    env = (await run.exec("envar-demo-container", "env")).splitlines()
+    assert "DEMO_GREETING=Hello from the environment" in env
+    assert "DEMO_FAREWELL=Such a sweet sorrow" in env
+    assert run.status.phase == "Running"
+
+
+async def test_multiple_config_map_env_variables_are_printed_and_the_pod_completes(
+    run_example: Any,
+) -> None:
+    run = await run_example(
+        "configmap__configmaps.yaml", "pod-multiple-configmap-env-variable.yaml"
+    )
+    await run.wait(lambda s: s.phase == "Succeeded")
+    await poll(lambda: "test-container: LOG_LEVEL=INFO" in run.lines, 10)
+    assert "test-container: SPECIAL_LEVEL_KEY=very" in run.lines
+    terminated = _cs(run.status, "test-container").state.terminated
+    assert (terminated.reason, terminated.exitCode) == ("Completed", 0)
+    assert kubectl_status(run.pod, run.status) == "Completed"
+
+
+@pytest.mark.parametrize(
+    ("example", "container", "qos", "cgroup"),
+    [
+        (
+            "qos__qos-pod.yaml",
+            "qos-demo-ctr",
+            "Guaranteed",
+            {"CpuShares": 716, "CpuQuota": 70000, "CpuPeriod": 100000, "Memory": 209715200},
+        ),
+        (
+            "qos__qos-pod-2.yaml",
+            "qos-demo-2-ctr",
+            "Burstable",
+            {"CpuShares": 2, "CpuQuota": 0, "CpuPeriod": 0, "Memory": 209715200},
+        ),
+        (
+            "qos__qos-pod-3.yaml",
+            "qos-demo-3-ctr",
+            "BestEffort",
+            {"CpuShares": 2, "CpuQuota": 0, "CpuPeriod": 0, "Memory": 0},
+        ),
+    ],
+)
+async def test_qos_examples_get_their_class_and_the_kubelets_cgroup_settings(
+    run_example: Any, example: str, container: str, qos: str, cgroup: dict[str, int]
+) -> None:
+    run = await run_example(example)
+    await run.wait(_running(container))
+    assert run.status.qosClass == qos
+    host = (await run.docker.inspect_container(run.container_id(container)))["HostConfig"]
+    assert {k: host.get(k) for k in cgroup} == cgroup
+
+
+async def test_a_pod_with_scheduling_gates_stays_scheduling_gated_and_creates_nothing(
+    run_example: Any,
+) -> None:
+    run = await run_example("pod-with-scheduling-gates.yaml")
+    await run.wait(lambda s: s.phase == "Pending")
+    await anyio.sleep(1)
+    assert {(s.phase, kubectl_status(run.pod, s)) for s in run.statuses} == {
+        ("Pending", "SchedulingGated")
+    }
+    (scheduled,) = run.status.conditions
+    assert (scheduled.type, scheduled.status, scheduled.reason, scheduled.message) == (
+        "PodScheduled",
+        "False",
+        "SchedulingGated",
+        "Scheduling is blocked due to non-empty scheduling gates",
+    )
+    assert run.status.containerStatuses is None
+    assert run.pod.metadata is not None
+    owned = await run.docker.list_containers(labels={naming.LABEL_POD_UID: run.pod.metadata.uid})
+    assert owned == []

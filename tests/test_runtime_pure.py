@@ -385,7 +385,8 @@ def test_garbage_collection_keeps_the_newest_dead_instance_of_each_container() -
             {"limits": {"cpu": "500m", "memory": "64Mi"}},
             {"CpuShares": 512, "CpuPeriod": 100000, "CpuQuota": 50000, "Memory": 67108864},
         ),
-        ({}, {}),
+        ({}, {"CpuShares": 2}),
+        ({"limits": {"memory": "200Mi"}}, {"CpuShares": 2, "Memory": 209715200}),
     ],
 )
 def test_cpu_and_memory_map_to_docker_as_the_kubelet_maps_them_to_cgroups(

@@ -936,3 +936,35 @@ def test_a_deleted_pod_that_already_finished_keeps_its_status() -> None:
     pod = make_pod(deleted=True, policy="Never")
     status = st.generate(pod, runtime(rc("app", EXITED, 0)), now=NOW)
     assert st.kubectl_status(pod, status) == "Completed"
+
+
+def test_a_gated_pod_has_the_api_servers_scheduling_gated_condition_and_nothing_else() -> None:
+    pod = make_pod()
+    status = st.gated_status(pod, now=NOW)
+    assert (status.phase, status.qosClass) == ("Pending", "BestEffort")
+    assert [c.to_dict() for c in status.conditions or []] == [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+            "lastTransitionTime": "2024-01-01T01:00:00Z",
+        }
+    ]
+    assert status.containerStatuses is None and status.startTime is None
+
+
+def test_a_gated_pod_keeps_its_condition_transition_time() -> None:
+    pod = make_pod()
+    first = st.gated_status(pod, now=T0)
+    later = st.gated_status(pod, now=NOW, previous=first)
+    assert later.conditions is not None and later.conditions[0].lastTransitionTime == T0
+
+
+def test_kubectl_shows_a_gated_pod_as_scheduling_gated_with_no_container_ready() -> None:
+    pod = make_pod(containers=("a", "b"))
+    status = st.gated_status(pod, now=NOW)
+    assert (st.kubectl_status(pod, status), st.ready_string(pod, status)) == (
+        "SchedulingGated",
+        "0/2",
+    )

@@ -28,7 +28,6 @@ _SPEC_FIELDS: tuple[tuple[str, str], ...] = (
     ("priorityClassName", f"{_NO_SCHEDULER}, and nothing is preempted"),
     ("priority", f"{_NO_SCHEDULER}, and nothing is preempted"),
     ("preemptionPolicy", f"{_NO_SCHEDULER}, and nothing is preempted"),
-    ("schedulingGates", f"{_NO_API} to remove the gates, so they are not waited for"),
     ("readinessGates", f"{_NO_API} to set the conditions they wait for"),
     ("serviceAccountName", f"{_NO_API} to issue service-account credentials"),
     ("serviceAccount", f"{_NO_API} to issue service-account credentials"),

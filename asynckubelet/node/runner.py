@@ -6,7 +6,9 @@ read the pod's state from Docker, turn it into a Kubernetes ``PodStatus``, stop 
 phase is terminal, otherwise ``sync_pod`` and sleep until Docker reports a change for the
 pod (or a second passes, for back-off expiry and missed events). Each container instance
 gets a log follower as soon as it is seen, so no output is lost, not even a crashed
-attempt's.
+attempt's. A pod with ``schedulingGates`` of which nothing runs yet is not started: it
+stays Pending with the API server's ``SchedulingGated`` condition until an update of the
+pod removes the gates (no scheduler would bind it before).
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from asynckubelet import errors
 from asynckubelet.docker import LogLine
 from asynckubelet.manifests import Manifests
 from asynckubelet.node.prober import Prober
-from asynckubelet.node.status import DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_MESSAGE, generate
+from asynckubelet.node.status import (
+    DEADLINE_EXCEEDED,
+    DEADLINE_EXCEEDED_MESSAGE,
+    gated_status,
+    generate,
+    is_scheduling_gated,
+)
 from asynckubelet.node.volumes import VolumeManager
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
@@ -163,7 +171,9 @@ class PodWorker:
         self.wake = anyio.Event()
         self.followed: set[str] = set()
         self.outcome = PodOutcome(pod=pod)
-        self.prober = Prober(docker=rm.docker, events=rm.events, on_change=self.poke)
+        self.prober = Prober(
+            docker=rm.docker, events=rm.events, on_change=self.poke, locate=rm.hook_target
+        )
         self._next_eviction = 0.0
 
     def poke(self) -> None:
@@ -202,6 +212,13 @@ class PodWorker:
             runtime = await self.rm.get_pod_status(
                 uid=self.uid, name=self.name, namespace=self.namespace
             )
+            if is_scheduling_gated(self.pod) and not runtime.sandboxes and not runtime.containers:
+                previous = gated_status(self.pod, now=datetime.now(UTC), previous=previous)
+                self.outcome.status = previous
+                if self.on_status is not None:
+                    self.on_status(self.pod, previous)
+                await self._idle(stop)
+                continue
             self._follow_new(runtime, logs)
             self.prober.update(self.pod, runtime)
             status = generate(

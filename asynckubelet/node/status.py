@@ -175,6 +175,35 @@ def generate(
     return status
 
 
+SCHEDULING_GATED = "SchedulingGated"
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+"""The API server's ``PodScheduled`` condition for a pod created with scheduling gates."""
+
+
+def is_scheduling_gated(pod: Pod) -> bool:
+    """The pod lists ``spec.schedulingGates``: it must not start until they are removed."""
+    return bool(pod.spec is not None and pod.spec.schedulingGates)
+
+
+def gated_status(pod: Pod, *, now: datetime, previous: PodStatus | None = None) -> PodStatus:
+    """The status of a pod held by its scheduling gates, as the API server writes it at
+    creation (``applySchedulingGatedCondition``): Pending, its QoS class and one
+    ``PodScheduled`` condition, False with reason ``SchedulingGated``; no container
+    statuses, as no kubelet has seen it."""
+    condition = PodCondition(
+        type=POD_SCHEDULED,
+        status="False",
+        reason=SCHEDULING_GATED,
+        message=SCHEDULING_GATED_MESSAGE,
+    )
+    old = previous.conditions if previous is not None else None
+    return PodStatus(
+        phase=PENDING,
+        qosClass=qos_class(pod),
+        conditions=_with_transition_times([condition], old or [], now=now),
+    )
+
+
 DEADLINE_EXCEEDED = "DeadlineExceeded"
 DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than the specified deadline"
 
@@ -410,8 +439,8 @@ def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
     spec = _spec(pod)
     reason = status.reason or status.phase or ""
     for cond in status.conditions or []:
-        if cond.type == POD_SCHEDULED and cond.reason == "SchedulingGated":
-            reason = "SchedulingGated"
+        if cond.type == POD_SCHEDULED and cond.reason == SCHEDULING_GATED:
+            reason = SCHEDULING_GATED
     inits = {c.name: c for c in spec.initContainers or []}
     total = len(spec.containers) + sum(
         1 for c in inits.values() if actions.is_restartable_init_container(c)

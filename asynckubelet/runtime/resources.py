@@ -1,7 +1,8 @@
 """Container resources: Docker cgroup settings and ``resourceFieldRef`` values.
 
 CPU and memory map onto Docker as the kubelet maps them onto cgroups: requests.cpu becomes
-CPU shares (1024 per core, at least 2), limits.cpu a CFS quota over a 100 ms period, and
+CPU shares (1024 per core, at least 2, so a container without a request gets 2 and not
+Docker's default of 1024), limits.cpu a CFS quota over a 100 ms period, and
 limits.memory the memory limit. A ``resourceFieldRef`` with no limit set reads the node's
 capacity, as the kubelet's allocatable defaulting does.
 """
@@ -41,8 +42,7 @@ def host_config_resources(container: Any) -> HostConfig:
     cpu_request = _get(res, "requests", "cpu")
     if cpu_request is None:
         cpu_request = cpu_limit
-    if cpu_request is not None:
-        host["CpuShares"] = max(MIN_SHARES, math.floor(cpu_request * SHARES_PER_CPU))
+    host["CpuShares"] = max(MIN_SHARES, math.floor((cpu_request or 0) * SHARES_PER_CPU))
     if cpu_limit is not None:
         host["CpuPeriod"] = CPU_PERIOD_US
         host["CpuQuota"] = max(1000, math.ceil(cpu_limit * CPU_PERIOD_US))
