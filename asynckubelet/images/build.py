@@ -1,11 +1,13 @@
 """Images made on this machine, for machines that cannot pull.
 
 Every pod needs a sandbox image, and tests need a shell image, yet the machines this
-project runs on may reach no registry at all. So the two images are made here from local
+project runs on may reach no registry at all. So these images are made here from local
 material: the pause image from the project's own ``pause.c`` compiled statically, the
-busybox image from the host's static busybox. Each is packed in memory as a
-``docker load`` archive (``manifest.json``, the image config, one layer tar) and handed to
-the Docker adapter, so no Dockerfile, build context or builder daemon is involved.
+busybox image from the host's static busybox, and the probe helper (``probe.c``, HTTP and
+TCP probes from inside a pod's network namespace for nodes that cannot reach pod IPs).
+Each is packed in memory as a ``docker load`` archive (``manifest.json``, the image
+config, one layer tar) and handed to the Docker adapter, so no Dockerfile, build context
+or builder daemon is involved.
 
 Archives are deterministic: every timestamp and owner is fixed and the JSON is canonical,
 so the same input always yields the same image id and loading it again changes nothing.
@@ -41,6 +43,7 @@ __all__ = [
     "DEFAULT_BUSYBOX_TAG",
     "DEFAULT_PAUSE_TAG",
     "PAUSE_VERSION",
+    "PROBE_REPOSITORY",
     "REGISTRY_PAUSE_IMAGE",
     "Directory",
     "Entry",
@@ -50,7 +53,9 @@ __all__ = [
     "Symlink",
     "build_busybox_image",
     "build_pause_image",
+    "build_probe_image",
     "compile_pause",
+    "default_probe_tag",
     "image_archive",
     "is_static_elf",
 ]
@@ -59,6 +64,7 @@ PAUSE_VERSION = "3.10"
 DEFAULT_PAUSE_TAG = f"asynckubelet.local/pause:{PAUSE_VERSION}"
 REGISTRY_PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
 DEFAULT_BUSYBOX_TAG = "asynckubelet.local/busybox:1.35"
+PROBE_REPOSITORY = "asynckubelet.local/probe"
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -310,19 +316,12 @@ def _compiler_candidates(cc: str | None) -> list[str]:
     return found_all
 
 
-def compile_pause(*, workdir: Path, cc: str | None = None) -> Path:
-    """Compile the pause program statically and stripped into ``workdir``; return its path.
-
-    Tries ``musl-gcc`` and then ``gcc`` unless ``cc`` names the compiler. Blocks while the
-    compiler runs; async callers go through :func:`build_pause_image`. Raises
-    :class:`ImageBuildError`, naming the Debian packages to install, when no compiler or
-    no static libc is present.
-    """
+def _compile_static(program: str, *, workdir: Path, cc: str | None) -> Path:
     candidates = _compiler_candidates(cc)
-    output = workdir / "pause"
+    output = workdir / program
     env = {**os.environ, "LC_ALL": "C"}
     failures: list[str] = []
-    source_ref = resources.files("asynckubelet.images") / "pause" / "pause.c"
+    source_ref = resources.files("asynckubelet.images") / program / f"{program}.c"
     with resources.as_file(source_ref) as source:
         for compiler in candidates:
             command = [compiler, "-static", "-Os", "-s", "-o", str(output), str(source)]
@@ -345,11 +344,23 @@ def compile_pause(*, workdir: Path, cc: str | None = None) -> Path:
             if not is_static_elf(output.read_bytes()):
                 failures.append(f"{compiler}: output is not a static executable")
                 continue
-            logger.debug("compiled pause with {} ({} bytes)", compiler, output.stat().st_size)
+            logger.debug("compiled {} with {} ({} bytes)", program, compiler, output.stat().st_size)
             return output
     raise ImageBuildError(
-        "cannot compile pause.c statically (" + "; ".join(failures) + f"): {_COMPILER_PACKAGES}"
+        f"cannot compile {program}.c statically (" + "; ".join(failures) + f"): "
+        f"{_COMPILER_PACKAGES}"
     )
+
+
+def compile_pause(*, workdir: Path, cc: str | None = None) -> Path:
+    """Compile the pause program statically and stripped into ``workdir``; return its path.
+
+    Tries ``musl-gcc`` and then ``gcc`` unless ``cc`` names the compiler. Blocks while the
+    compiler runs; async callers go through :func:`build_pause_image`. Raises
+    :class:`ImageBuildError`, naming the Debian packages to install, when no compiler or
+    no static libc is present.
+    """
+    return _compile_static("pause", workdir=workdir, cc=cc)
 
 
 def _pause_archive(*, tag: str, cc: str | None) -> tuple[bytes, str]:
@@ -371,6 +382,42 @@ async def build_pause_image(
     image, and stops at once on ``docker stop``.
     """
     archive, image_id = await anyio.to_thread.run_sync(partial(_pause_archive, tag=tag, cc=cc))
+    await docker.load_image(archive)
+    logger.info("loaded {} as {} ({} bytes)", tag, image_id, len(archive))
+    return image_id
+
+
+def probe_source_digest() -> str:
+    """The first 12 hex digits of the probe helper's source digest: its image tag."""
+    source = resources.files("asynckubelet.images") / "probe" / "probe.c"
+    return hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+
+
+def default_probe_tag() -> str:
+    """``asynckubelet.local/probe:<source digest>``: a changed program is a new image."""
+    return f"{PROBE_REPOSITORY}:{probe_source_digest()}"
+
+
+def _probe_archive(*, tag: str, cc: str | None) -> tuple[bytes, str]:
+    with tempfile.TemporaryDirectory(prefix="asynckubelet-probe-") as workdir:
+        binary = _compile_static("probe", workdir=Path(workdir), cc=cc).read_bytes()
+    return _archive(
+        repo_tag=tag,
+        files=[File(path="/probe", data=binary, mode=0o755)],
+        config=ImageConfig(entrypoint=["/probe"], cmd=["wait"], user="65534:65534"),
+    )
+
+
+async def build_probe_image(
+    docker: ImageLoader, *, tag: str | None = None, cc: str | None = None
+) -> str:
+    """Compile the probe helper, load it as image ``tag`` and return the image id.
+
+    The image holds only ``/probe`` (``probe.c``: HTTP GET and TCP connect with a timeout,
+    or ``wait``), run as 65534:65534. The default tag carries the source's digest.
+    """
+    tag = tag or default_probe_tag()
+    archive, image_id = await anyio.to_thread.run_sync(partial(_probe_archive, tag=tag, cc=cc))
     await docker.load_image(archive)
     logger.info("loaded {} as {} ({} bytes)", tag, image_id, len(archive))
     return image_id

@@ -13,13 +13,15 @@ The verdicts feed the pure deciders: ``liveness``/``startup`` keyed by Docker co
 id go to ``compute_pod_actions``; ``readiness``/``started`` keyed by container name go to
 ``status.generate``.
 
-The handlers themselves (exec, HTTP and TCP from the node or through the pod's network
-namespace) are :mod:`asynckubelet.runtime.hooks`, shared with lifecycle hooks.
+The handlers themselves (exec, HTTP and TCP from the node, through the pod's network
+namespace or through the pod's probe helper) are :mod:`asynckubelet.runtime.hooks`, shared
+with lifecycle hooks; where HTTP and TCP go is the runtime's choice (``locate``, the
+runtime manager's ``hook_target``), the same for probes and hooks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import anyio
@@ -43,6 +45,8 @@ INITIAL = {
 }
 """The kubelet's initial results: live until proven dead, not ready until proven ready."""
 EventSink = Callable[..., None]
+Locate = Callable[..., Awaitable[Target]]
+"""``locate(pod, container_id=, sandbox_id=, pod_ip=)``: where a probe's HTTP/TCP goes."""
 
 
 def _probe_of(container: Container, kind: str) -> Probe | None:
@@ -140,10 +144,12 @@ class Prober:
         docker: DockerClient,
         events: EventSink,
         on_change: Callable[[], None] | None = None,
+        locate: Locate | None = None,
     ) -> None:
         self.docker = docker
         self.events = events
         self.on_change = on_change
+        self.locate = locate
         self.pod: Pod | None = None
         self.runtime: PodRuntimeStatus | None = None
         self.workers: dict[tuple[str, str], _Worker] = {}
@@ -234,6 +240,13 @@ class Prober:
     async def target(self, status: ContainerStatus) -> Target:
         runtime = self.runtime
         pod = self.pod
+        if self.locate is not None and pod is not None:
+            return await self.locate(
+                pod,
+                container_id=status.id,
+                sandbox_id=status.sandbox_id,
+                pod_ip=runtime.ips[0] if runtime is not None and runtime.ips else "",
+            )
         host_network = bool(pod is not None and pod.spec is not None and pod.spec.hostNetwork)
         if host_network:
             return Target(container_id=status.id, host="127.0.0.1", netns=None)

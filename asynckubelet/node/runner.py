@@ -171,7 +171,9 @@ class PodWorker:
         self.wake = anyio.Event()
         self.followed: set[str] = set()
         self.outcome = PodOutcome(pod=pod)
-        self.prober = Prober(docker=rm.docker, events=rm.events, on_change=self.poke)
+        self.prober = Prober(
+            docker=rm.docker, events=rm.events, on_change=self.poke, locate=rm.hook_target
+        )
         self._next_eviction = 0.0
 
     def poke(self) -> None:

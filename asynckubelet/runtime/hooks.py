@@ -6,7 +6,10 @@ reachable IP (the loopback-only network) is reached inside its network namespace
 worker thread enters the sandbox's namespace with ``setns(2)`` (which changes only the
 calling thread), opens the socket there and returns to the node's namespace; the socket
 keeps the namespace it was made in, and the HTTP exchange runs on it in the same thread.
-That needs a local daemon and root, and no tools in the image.
+That needs a local daemon and root, and no tools in the image. A node that cannot reach
+the pod at all (a remote daemon) runs ``httpGet`` and ``tcpSocket`` in the pod's probe
+helper container through Docker exec (:mod:`asynckubelet.runtime.probehelper`), with the
+same verdicts and messages.
 
 Hooks follow ``kuberuntime``: ``postStart`` runs right after the start and its failure
 kills the container (``FailedPostStartHook``); ``preStop`` runs before the stop signal,
@@ -38,6 +41,8 @@ from asynckubelet.runtime.probes import ProbeResult
 
 MAX_PROBE_OUTPUT = 10 * 1024
 """Bytes of a probe's output kept for the event (kubelet ``maxReadLength``)."""
+EXEC_MARGIN = 5.0
+"""Seconds a Docker exec round trip to the probe helper may take beyond the probe's own."""
 CLONE_NEWNET = 0x40000000
 
 
@@ -50,11 +55,15 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Target:
-    """Where a probe goes: the container, the pod IP and, failing that, the pod's netns."""
+    """Where a probe goes: the container, the pod IP and, failing that, the pod's netns;
+    or the pod's probe helper container (``helper``), which connects to ``host`` from
+    inside the pod's network namespace. ``error``: no way to reach the pod was found."""
 
     container_id: str
     host: str
     netns: str | None
+    helper: str | None = None
+    error: str = ""
 
 
 def _port(value: Any, container: Container) -> int:
@@ -165,6 +174,71 @@ def _host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _helper_verdict(output: str, *, host: str, port: int, url: str | None) -> Outcome:
+    """The kubelet's outcome from the probe program's verdict line (``probe.c``)."""
+    first, _, rest = output.partition("\n")
+    word, _, detail = first.partition(" ")
+    prefix = f'Get "{url}": ' if url is not None else ""
+    if word == "ok":
+        return Outcome(ProbeResult.SUCCESS)
+    if word == "status" and detail.isdigit():
+        status = int(detail)
+        if 200 <= status < 400:
+            return Outcome(ProbeResult.SUCCESS, rest[:MAX_PROBE_OUTPUT])
+        return Outcome(ProbeResult.FAILURE, f"HTTP probe failed with statuscode: {status}")
+    if word == "dial" and detail.isdigit():
+        reason = os.strerror(int(detail)).lower()
+        return Outcome(
+            ProbeResult.FAILURE, f"{prefix}dial tcp {_host_port(host, port)}: connect: {reason}"
+        )
+    if first == "timeout dial":
+        return Outcome(
+            ProbeResult.FAILURE, f"{prefix}dial tcp {_host_port(host, port)}: i/o timeout"
+        )
+    if first == "timeout headers":
+        return Outcome(
+            ProbeResult.FAILURE,
+            f"{prefix}context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+        )
+    if word == "error":
+        return Outcome(ProbeResult.FAILURE, f"{prefix}{detail}")
+    return Outcome(ProbeResult.UNKNOWN, error=f"the probe helper answered {first!r}")
+
+
+async def _in_helper(
+    docker: DockerClient, helper: str, command: list[str], *, timeout: float
+) -> str | Outcome:
+    try:
+        result = await docker.exec_run(helper, command, timeout=timeout + EXEC_MARGIN)
+    except TimeoutError:
+        return Outcome(ProbeResult.UNKNOWN, error="the probe helper did not answer in time")
+    except errors.DockerError as e:
+        return Outcome(ProbeResult.UNKNOWN, error=f"the probe helper failed: {e}")
+    if result.exit_code != 0:
+        return Outcome(
+            ProbeResult.UNKNOWN,
+            error=f"the probe helper exited with {result.exit_code}: {result.output.strip()}",
+        )
+    return result.stdout.decode(errors="replace")
+
+
+def helper_http_command(
+    *, host: str, port: int, path: str, headers: Mapping[str, str], timeout: float
+) -> list[str]:
+    """The probe program's command line for an HTTP GET, with the kubelet's headers."""
+    sent = {"Host": _host_port(host, port), "User-Agent": "kube-probe/1.33", "Accept": "*/*"}
+    for name, value in headers.items():
+        match = next((k for k in sent if k.lower() == name.lower()), name)
+        sent[match] = value
+    lines = [f"{name}: {value}" for name, value in sent.items()]
+    return ["/probe", "http", host, str(port), path, str(max(int(timeout * 1000), 1)), *lines]
+
+
+def helper_tcp_command(*, host: str, port: int, timeout: float) -> list[str]:
+    """The probe program's command line for a TCP connect."""
+    return ["/probe", "tcp", host, str(port), str(max(int(timeout * 1000), 1))]
+
+
 async def run_handler(
     handler: Any,
     container: Container,
@@ -174,6 +248,8 @@ async def run_handler(
     timeout: float,
 ) -> Outcome:
     """Run one ``exec``/``httpGet``/``tcpSocket``/``grpc`` handler (probes and hooks)."""
+    if target.error and handler.exec is None:
+        return Outcome(ProbeResult.UNKNOWN, error=target.error)
     if handler.exec is not None:
         command = list(handler.exec.command or [])
         try:
@@ -198,6 +274,22 @@ async def run_handler(
         path = get.path or "/"
         if not path.startswith("/"):
             path = "/" + path
+        if target.helper is not None:
+            scheme = (get.scheme or "HTTP").upper()
+            if scheme != "HTTP":
+                return Outcome(
+                    ProbeResult.UNKNOWN,
+                    error=f"{scheme} probes cannot run where the node cannot reach the pod: "
+                    "the probe helper speaks plain HTTP only",
+                )
+            command = helper_http_command(
+                host=host, port=port, path=path, headers=headers, timeout=timeout
+            )
+            answer = await _in_helper(docker, target.helper, command, timeout=timeout)
+            if isinstance(answer, Outcome):
+                return answer
+            url = f"http://{_host_port(host, port)}{path}"
+            return _helper_verdict(answer, host=host, port=port, url=url)
         return await anyio.to_thread.run_sync(
             lambda: http_probe(
                 scheme=get.scheme or "HTTP",
@@ -217,6 +309,12 @@ async def run_handler(
             return Outcome(ProbeResult.UNKNOWN, error=str(e))
         host = sock.host or target.host
         netns = None if sock.host else target.netns
+        if target.helper is not None:
+            command = helper_tcp_command(host=host, port=port, timeout=timeout)
+            answer = await _in_helper(docker, target.helper, command, timeout=timeout)
+            if isinstance(answer, Outcome):
+                return answer
+            return _helper_verdict(answer, host=host, port=port, url=None)
         return await anyio.to_thread.run_sync(
             lambda: tcp_probe(host, port, timeout=timeout, netns=netns)
         )
@@ -225,6 +323,11 @@ async def run_handler(
         return Outcome(ProbeResult.SUCCESS)
     if getattr(handler, "grpc", None) is not None:
         probe = handler.grpc
+        if target.helper is not None:
+            return Outcome(
+                ProbeResult.UNKNOWN,
+                error="gRPC probes cannot run where the node cannot reach the pod",
+            )
         return await grpc_probe(
             target.host,
             int(probe.port),

@@ -36,7 +36,7 @@ from asynckubelet.network.dns import DNSSettings, sandbox_hostname, write_pod_fi
 from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import hooks, naming, nodefiles, security
+from asynckubelet.runtime import hooks, naming, nodefiles, probehelper, security
 from asynckubelet.runtime.actions import (
     KILL_REASON_LIVENESS_PROBE,
     KILL_REASON_STARTUP_PROBE,
@@ -139,6 +139,9 @@ class RuntimeManager:
         """Container id -> (pod uid, Docker state, record). An instance's inspect output
         changes only with its state, so a relist re-inspects only what changed state."""
         self._pause_image: str | None = self.config.pause_image
+        self.probe_helpers = probehelper.ProbeHelpers(docker=self.docker, node=self.node)
+        """Per-sandbox helpers for HTTP/TCP probes of pods the node cannot reach."""
+        self._isolated: bool | None = None
 
     async def __aenter__(self) -> Self:
         if self._own_docker:
@@ -396,16 +399,42 @@ class RuntimeManager:
             )
         return anyio.current_time() - started
 
-    async def hook_target(self, pod: Pod, *, container_id: str, sandbox_id: str) -> hooks.Target:
-        """Where a hook's or probe's HTTP/TCP goes: the pod IP, else the sandbox netns."""
-        if pod.spec is not None and pod.spec.hostNetwork:
+    async def hook_target(
+        self, pod: Pod, *, container_id: str, sandbox_id: str, pod_ip: str | None = None
+    ) -> hooks.Target:
+        """Where a hook's or probe's HTTP/TCP goes (:func:`probehelper.choose_route`): the
+        pod IP, the node's loopback, the sandbox's netns, or the pod's probe helper.
+        ``pod_ip`` when the caller knows it (``""``: none), else it is looked up."""
+        host_network = bool(pod.spec is not None and pod.spec.hostNetwork)
+        if pod_ip is None and not host_network:
+            try:
+                net = await self.network.get_pod_network_status(sandbox_id=sandbox_id)
+            except errors.AsyncKubeletError:
+                net = None
+            pod_ip = net.ips[0] if net is not None and net.ips else ""
+        route = probehelper.choose_route(
+            host_network=host_network,
+            pod_ip=pod_ip or "",
+            engine_local=self._engine_is_local(),
+            engine_isolated=await self._engine_isolated(),
+            root=probehelper.is_root(),
+        )
+        if route is probehelper.Route.NODE_LOOPBACK:
             return hooks.Target(container_id=container_id, host="127.0.0.1", netns=None)
-        try:
-            net = await self.network.get_pod_network_status(sandbox_id=sandbox_id)
-        except errors.AsyncKubeletError:
-            net = None
-        if net is not None and net.ips:
-            return hooks.Target(container_id=container_id, host=net.ips[0], netns=None)
+        if route is probehelper.Route.POD_IP:
+            return hooks.Target(container_id=container_id, host=pod_ip or "", netns=None)
+        host = pod_ip or "127.0.0.1"
+        if route is probehelper.Route.HELPER:
+            try:
+                helper = await self.probe_helpers.container_for(sandbox_id=sandbox_id)
+            except errors.AsyncKubeletError as e:
+                return hooks.Target(
+                    container_id=container_id,
+                    host=host,
+                    netns=None,
+                    error=f"cannot start the pod's probe helper: {e}",
+                )
+            return hooks.Target(container_id=container_id, host=host, netns=None, helper=helper)
         netns: str | None = None
         try:
             info = await self.docker.inspect_container(sandbox_id)
@@ -414,6 +443,21 @@ class RuntimeManager:
         except errors.DockerError:
             pass
         return hooks.Target(container_id=container_id, host="127.0.0.1", netns=netns)
+
+    async def _engine_isolated(self) -> bool:
+        if self._isolated is None:
+            try:
+                self._isolated = probehelper.engine_is_isolated(await self.docker.info())
+            except errors.DockerError:
+                return False
+        return self._isolated
+
+    async def _may_have_probe_helpers(self) -> bool:
+        return (
+            not self._engine_is_local()
+            or not probehelper.is_root()
+            or await self._engine_isolated()
+        )
 
     async def kill_pod(
         self,
@@ -476,6 +520,8 @@ class RuntimeManager:
             except errors.AsyncKubeletError as e:
                 net.fail(SyncError.TEARDOWN_NETWORK, str(e))
             try:
+                if await self._may_have_probe_helpers():
+                    await self.probe_helpers.remove_for(sandbox_id=sandbox_id)
                 await self.docker.stop_container(sandbox_id, grace_period=MINIMUM_GRACE_PERIOD)
             except errors.NotFound:
                 pass

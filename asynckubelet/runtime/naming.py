@@ -17,9 +17,11 @@ NAME_PREFIX = "akl"
 """First part of every container name we create."""
 
 LABEL_TYPE = "io.asynckubelet.type"
-"""``podsandbox`` or ``container``: our replacement for ``io.kubernetes.docker.type``."""
+"""``podsandbox`` or ``container``: our replacement for ``io.kubernetes.docker.type``;
+``probehelper`` for a pod's probe helper (:mod:`asynckubelet.runtime.probehelper`)."""
 TYPE_SANDBOX = "podsandbox"
 TYPE_CONTAINER = "container"
+TYPE_PROBE_HELPER = "probehelper"
 LABEL_NODE = "io.asynckubelet.node"
 """The ownership mark: the node name. Objects without it are never touched."""
 

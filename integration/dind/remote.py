@@ -142,14 +142,14 @@ def tls_daemon(*, engine: str, name: str, labels: dict[str, str]) -> Iterator[Re
         while not _answers(daemon):
             state = json.loads(_docker("inspect", name, engine=engine))[0]["State"]
             if not state["Running"] or time.monotonic() > deadline:
-                logs = subprocess.run(
+                tail = subprocess.run(
                     ["docker", "logs", "--tail", "40", name],
                     capture_output=True,
                     text=True,
                     env={**os.environ, "DOCKER_HOST": engine},
                     check=False,
                 )
-                logs = logs.stdout + logs.stderr
+                logs = tail.stdout + tail.stderr
                 raise RuntimeError(f"the DinD daemon {name} did not answer over TLS:\n{logs}")
             time.sleep(0.2)
         yield daemon

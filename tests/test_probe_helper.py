@@ -1,0 +1,318 @@
+"""Where probes and hooks connect from, and the probe helper's words turned into the
+kubelet's: the pure parts of :mod:`asynckubelet.runtime.probehelper` and the helper path
+of :mod:`asynckubelet.runtime.hooks`."""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+import pytest
+from lightkube.models.core_v1 import (
+    Container,
+    ExecAction,
+    HTTPGetAction,
+    HTTPHeader,
+    PodSpec,
+    Probe,
+    TCPSocketAction,
+)
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Pod
+
+from asynckubelet import errors
+from asynckubelet.docker.types import ExecResult
+from asynckubelet.network import PodNetwork
+from asynckubelet.runtime import hooks, naming
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from asynckubelet.runtime.probehelper import (
+    Route,
+    choose_route,
+    engine_is_isolated,
+    helper_config,
+)
+from asynckubelet.runtime.probes import ProbeResult
+
+R = Route
+
+
+@pytest.mark.parametrize(
+    ("host_network", "pod_ip", "local", "isolated", "root", "route"),
+    [
+        # a remote engine: the node shares no network with the pods, whatever else holds
+        (False, "10.1.0.5", False, False, True, R.HELPER),
+        (True, "", False, False, True, R.HELPER),
+        (False, "", False, False, True, R.HELPER),
+        (False, "10.1.0.5", False, False, False, R.HELPER),
+        # Docker Desktop or rootless behind a local socket: the same
+        (False, "172.18.0.2", True, True, True, R.HELPER),
+        (True, "", True, True, True, R.HELPER),
+        # a local engine the node shares a network with: the kubelet's way
+        (False, "10.137.0.4", True, False, True, R.POD_IP),
+        (False, "172.18.0.2", True, False, False, R.POD_IP),
+        (True, "", True, False, True, R.NODE_LOOPBACK),
+        (True, "", True, False, False, R.NODE_LOOPBACK),
+        # no pod IP (the loopback network): its netns as root, else the helper
+        (False, "", True, False, True, R.NETNS),
+        (False, "", True, False, False, R.HELPER),
+    ],
+)
+def test_the_route_of_a_probe_follows_what_the_node_can_reach(
+    host_network: bool, pod_ip: str, local: bool, isolated: bool, root: bool, route: Route
+) -> None:
+    chosen = choose_route(
+        host_network=host_network,
+        pod_ip=pod_ip,
+        engine_local=local,
+        engine_isolated=isolated,
+        root=root,
+    )
+    assert chosen is route
+
+
+@pytest.mark.parametrize(
+    ("info", "isolated"),
+    [
+        ({"OperatingSystem": "Debian GNU/Linux 12 (bookworm)", "SecurityOptions": []}, False),
+        ({"OperatingSystem": "Docker Desktop", "SecurityOptions": ["name=seccomp"]}, True),
+        ({"OperatingSystem": "Ubuntu 24.04", "SecurityOptions": ["name=rootless"]}, True),
+        ({}, False),
+    ],
+)
+def test_docker_desktop_and_rootless_engines_count_as_isolated(
+    info: dict[str, Any], isolated: bool
+) -> None:
+    assert engine_is_isolated(info) is isolated
+
+
+def test_a_helper_joins_its_sandboxs_network_and_carries_the_pods_and_nodes_labels() -> None:
+    sandbox_labels = {
+        naming.LABEL_POD_NAME: "web",
+        naming.LABEL_POD_NAMESPACE: "default",
+        naming.LABEL_POD_UID: "u1",
+        naming.LABEL_ATTEMPT: "2",
+    }
+    name, config = helper_config(
+        image="asynckubelet.local/probe:abc",
+        node="n1",
+        sandbox_id="sb1",
+        sandbox_labels=sandbox_labels,
+    )
+    assert name == "akl_PROBE_web_default_u1_2"
+    assert config["HostConfig"]["NetworkMode"] == "container:sb1"
+    assert config["Labels"] == {
+        naming.LABEL_NODE: "n1",
+        naming.LABEL_POD_NAME: "web",
+        naming.LABEL_POD_NAMESPACE: "default",
+        naming.LABEL_POD_UID: "u1",
+        naming.LABEL_TYPE: naming.TYPE_PROBE_HELPER,
+        naming.LABEL_SANDBOX_ID: "sb1",
+    }
+
+
+class HelperDocker:
+    """Answers every exec with the probe program's output given; records the commands."""
+
+    def __init__(self, stdout: str = "", exit_code: int = 0, fail: Exception | None = None):
+        self.stdout = stdout
+        self.exit_code = exit_code
+        self.fail = fail
+        self.calls: list[tuple[str, list[str]]] = []
+
+    async def exec_run(self, cid: str, cmd: list[str], **_: Any) -> ExecResult:
+        self.calls.append((cid, list(cmd)))
+        if self.fail is not None:
+            raise self.fail
+        return ExecResult(exit_code=self.exit_code, stdout=self.stdout.encode(), stderr=b"")
+
+
+APP = Container(name="app", image="img")
+HELPED = hooks.Target(container_id="app-id", host="10.1.0.5", netns=None, helper="helper-id")
+
+
+async def _run(probe: Probe, docker: HelperDocker, target: hooks.Target = HELPED) -> hooks.Outcome:
+    return await hooks.run_handler(probe, APP, target, docker=docker, timeout=1.0)  # type: ignore[arg-type]
+
+
+def _http(path: str = "/healthz", **kw: Any) -> Probe:
+    return Probe(httpGet=HTTPGetAction(port=8080, path=path, **kw))
+
+
+@pytest.mark.anyio
+async def test_an_http_probe_with_a_helper_runs_the_probe_program_in_the_helper() -> None:
+    docker = HelperDocker("status 200\nok")
+    await _run(_http(httpHeaders=[HTTPHeader(name="X-Check", value="1")]), docker)
+    assert docker.calls == [
+        (
+            "helper-id",
+            [
+                "/probe", "http", "10.1.0.5", "8080", "/healthz", "1000",
+                "Host: 10.1.0.5:8080", "User-Agent: kube-probe/1.33", "Accept: */*",
+                "X-Check: 1",
+            ],
+        )
+    ]  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_a_probe_header_replaces_the_kubelets_default_of_the_same_name() -> None:
+    docker = HelperDocker("status 200\n")
+    await _run(_http(httpHeaders=[HTTPHeader(name="host", value="example.test")]), docker)
+    assert "Host: example.test" in docker.calls[0][1]
+    assert not any(arg.startswith("Host: 10.") for arg in docker.calls[0][1])
+
+
+@pytest.mark.parametrize(
+    ("answer", "result", "text"),
+    [
+        ("status 200\nhello", ProbeResult.SUCCESS, "hello"),
+        ("status 302\n", ProbeResult.SUCCESS, ""),
+        ("status 500\n", ProbeResult.FAILURE, "HTTP probe failed with statuscode: 500"),
+        ("status 404\nnot here", ProbeResult.FAILURE, "HTTP probe failed with statuscode: 404"),
+        (
+            f"dial {errno.ECONNREFUSED}\n",
+            ProbeResult.FAILURE,
+            'Get "http://10.1.0.5:8080/healthz": dial tcp 10.1.0.5:8080: connect: '
+            "connection refused",
+        ),
+        (
+            "timeout dial\n",
+            ProbeResult.FAILURE,
+            'Get "http://10.1.0.5:8080/healthz": dial tcp 10.1.0.5:8080: i/o timeout',
+        ),
+        (
+            "timeout headers\n",
+            ProbeResult.FAILURE,
+            'Get "http://10.1.0.5:8080/healthz": context deadline exceeded '
+            "(Client.Timeout exceeded while awaiting headers)",
+        ),
+        ("error EOF\n", ProbeResult.FAILURE, 'Get "http://10.1.0.5:8080/healthz": EOF'),
+    ],
+)
+@pytest.mark.anyio
+async def test_the_helpers_http_verdicts_read_as_the_kubelets(
+    answer: str, result: ProbeResult, text: str
+) -> None:
+    outcome = await _run(_http(), HelperDocker(answer))
+    assert (outcome.result, outcome.output) == (result, text)
+
+
+@pytest.mark.parametrize(
+    ("answer", "result", "text"),
+    [
+        ("ok\n", ProbeResult.SUCCESS, ""),
+        (
+            f"dial {errno.ECONNREFUSED}\n",
+            ProbeResult.FAILURE,
+            "dial tcp 10.1.0.5:5432: connect: connection refused",
+        ),
+        ("timeout dial\n", ProbeResult.FAILURE, "dial tcp 10.1.0.5:5432: i/o timeout"),
+    ],
+)
+@pytest.mark.anyio
+async def test_the_helpers_tcp_verdicts_read_as_the_kubelets(
+    answer: str, result: ProbeResult, text: str
+) -> None:
+    docker = HelperDocker(answer)
+    outcome = await _run(Probe(tcpSocket=TCPSocketAction(port=5432)), docker)
+    assert (outcome.result, outcome.output) == (result, text)
+    assert docker.calls[0][1] == ["/probe", "tcp", "10.1.0.5", "5432", "1000"]
+
+
+@pytest.mark.anyio
+async def test_a_helper_that_cannot_be_reached_makes_the_probe_unknown_with_the_reason() -> None:
+    docker = HelperDocker(fail=errors.NotFound("no such container: helper-id"))
+    outcome = await _run(_http(), docker)
+    assert outcome.result is ProbeResult.UNKNOWN
+    assert outcome.error == "the probe helper failed: no such container: helper-id"
+
+
+@pytest.mark.anyio
+async def test_an_https_probe_through_the_helper_is_unknown_with_the_reason() -> None:
+    outcome = await _run(_http(scheme="HTTPS"), HelperDocker())
+    assert outcome.result is ProbeResult.UNKNOWN
+    assert "the probe helper speaks plain HTTP only" in outcome.error
+
+
+@pytest.mark.anyio
+async def test_a_target_without_a_route_makes_http_probes_unknown_with_its_error() -> None:
+    target = hooks.Target(container_id="c", host="", netns=None, error="cannot start helper: x")
+    outcome = await _run(_http(), HelperDocker(), target)
+    assert (outcome.result, outcome.error) == (ProbeResult.UNKNOWN, "cannot start helper: x")
+
+
+@pytest.mark.anyio
+async def test_an_exec_probe_never_goes_through_the_helper() -> None:
+    docker = HelperDocker("fine")
+    await _run(Probe(exec=ExecAction(command=["true"])), docker)
+    assert docker.calls == [("app-id", ["true"])]
+
+
+class RouteDocker:
+    def __init__(self, url: str | None) -> None:
+        self.url = url
+
+    async def info(self) -> dict[str, Any]:
+        return {"OperatingSystem": "Debian GNU/Linux 12 (bookworm)"}
+
+
+class OneAddress:
+    name = "docker"
+
+    def __init__(self, ip: str) -> None:
+        self.ip = ip
+
+    async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork:
+        return PodNetwork(ips=(self.ip,) if self.ip else ())
+
+
+class Helpers:
+    def __init__(self, fail: Exception | None = None) -> None:
+        self.fail = fail
+        self.asked: list[str] = []
+
+    async def container_for(self, *, sandbox_id: str) -> str:
+        self.asked.append(sandbox_id)
+        if self.fail is not None:
+            raise self.fail
+        return f"helper-of-{sandbox_id}"
+
+
+POD = Pod(
+    metadata=ObjectMeta(name="web", namespace="default", uid="u1"), spec=PodSpec(containers=[APP])
+)
+
+
+def _manager(url: str | None, ip: str, helpers: Helpers) -> RuntimeManager:
+    rm = RuntimeManager(
+        RuntimeConfig(node_name="n1"),
+        docker=RouteDocker(url),  # type: ignore[arg-type]
+        network=OneAddress(ip),  # type: ignore[arg-type]
+    )
+    rm.probe_helpers = helpers  # type: ignore[assignment]
+    return rm
+
+
+@pytest.mark.anyio
+async def test_a_pod_on_a_remote_engine_is_probed_through_its_sandboxs_helper() -> None:
+    helpers = Helpers()
+    rm = _manager("tcp://192.0.2.10:2376", "172.18.0.2", helpers)
+    target = await rm.hook_target(POD, container_id="c1", sandbox_id="sb1")
+    assert (target.helper, target.host, helpers.asked) == ("helper-of-sb1", "172.18.0.2", ["sb1"])
+
+
+@pytest.mark.anyio
+async def test_a_pod_on_a_local_engine_is_probed_at_its_ip_without_a_helper() -> None:
+    helpers = Helpers()
+    rm = _manager("unix:///var/run/docker.sock", "172.18.0.2", helpers)
+    target = await rm.hook_target(POD, container_id="c1", sandbox_id="sb1")
+    assert (target.helper, target.host, helpers.asked) == (None, "172.18.0.2", [])
+
+
+@pytest.mark.anyio
+async def test_a_helper_that_cannot_start_leaves_a_target_that_names_the_reason() -> None:
+    helpers = Helpers(fail=errors.ImageBuildError("no C compiler found"))
+    rm = _manager("tcp://192.0.2.10:2376", "172.18.0.2", helpers)
+    target = await rm.hook_target(POD, container_id="c1", sandbox_id="sb1")
+    assert target.helper is None
+    assert target.error == "cannot start the pod's probe helper: no C compiler found"
