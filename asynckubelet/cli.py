@@ -167,6 +167,25 @@ ClusterDomainOpt = Annotated[
         help="Cluster domain of the pods' DNS search.",
     ),
 ]
+DualStackOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dual-stack",
+        envvar="ASYNCKUBELET_DUAL_STACK",
+        help="IPv4/IPv6 dual stack on the bridge network (IPv6 pod CIDR fd00:ac1::/64 "
+        "unless --pod-cidr-v6 names one).",
+    ),
+]
+PodCIDRv6Opt = Annotated[
+    str | None,
+    typer.Option(
+        "--pod-cidr-v6",
+        envvar="ASYNCKUBELET_POD_CIDR_V6",
+        help="IPv6 pod addresses of the bridge network; turns dual stack on.",
+    ),
+]
+
+
 VerboseOpt = Annotated[
     int, typer.Option("--verbose", "-v", count=True, help="More logging (-vv: debug).")
 ]
@@ -358,6 +377,8 @@ def run(
             "--bridge", envvar="ASYNCKUBELET_BRIDGE", help="Node bridge of the bridge network."
         ),
     ] = "akl0",
+    dual_stack: DualStackOpt = False,
+    pod_cidr_v6: PodCIDRv6Opt = None,
     cluster_dns: Annotated[
         list[str] | None,
         typer.Option(
@@ -447,6 +468,7 @@ def run(
                 docker=rm.docker,
                 bridge=bridge,
                 pod_cidr=pod_cidr,
+                pod_cidr_v6=_ipv6_cidr(dual_stack, pod_cidr_v6),
                 node_name=config.node_name,
             )
             await rm.network.start()
@@ -624,7 +646,18 @@ def _level(value: str) -> Level:
     return value
 
 
-def _network_plugin(name: str, docker: DockerClient, *, node_name: str) -> NetworkPlugin:
+def _ipv6_cidr(dual_stack: bool, pod_cidr_v6: str | None) -> str | None:
+    """The IPv6 pod CIDR the options ask for; None: IPv4 only."""
+    from asynckubelet.network.bridge import DEFAULT_POD_CIDR_V6
+
+    if pod_cidr_v6:
+        return pod_cidr_v6
+    return DEFAULT_POD_CIDR_V6 if dual_stack else None
+
+
+def _network_plugin(
+    name: str, docker: DockerClient, *, node_name: str, pod_cidr_v6: str | None = None
+) -> NetworkPlugin:
     from asynckubelet.network import LoopbackPlugin
 
     if name == "loopback":
@@ -633,7 +666,9 @@ def _network_plugin(name: str, docker: DockerClient, *, node_name: str) -> Netwo
         factory = importlib.import_module("asynckubelet.network.factory")
     except ImportError:
         raise _fail(f"--network {name!r} is not available here; use loopback", code=2) from None
-    plugin: NetworkPlugin = factory.make_network_plugin(name, docker=docker, node_name=node_name)
+    plugin: NetworkPlugin = factory.make_network_plugin(
+        name, docker=docker, node_name=node_name, pod_cidr_v6=pod_cidr_v6
+    )
     return plugin
 
 
@@ -671,6 +706,8 @@ def serve(
             help="Network backend: loopback, bridge, auto.",
         ),
     ] = "loopback",
+    dual_stack: DualStackOpt = False,
+    pod_cidr_v6: PodCIDRv6Opt = None,
     pod_security: PodSecurityOpt = "baseline",
     pause_image: Annotated[
         str | None,
@@ -733,7 +770,12 @@ def serve(
 
     async def go() -> None:
         async with DockerClient(url=docker_host) as docker:
-            plugin = _network_plugin(network, docker, node_name=config.node_name)
+            plugin = _network_plugin(
+                network,
+                docker,
+                node_name=config.node_name,
+                pod_cidr_v6=_ipv6_cidr(dual_stack, pod_cidr_v6),
+            )
             async with Kubelet(config, docker=docker, network=plugin) as node:
                 node.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
                 pid_file = StateDir(state).pid_file

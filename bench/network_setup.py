@@ -63,7 +63,7 @@ async def main(rounds: int) -> None:
     state = Path(tempfile.mkdtemp(prefix="akl-bench-net-"))
     conf_dir = state / "net.d"
     conf_dir.mkdir()
-    doc = json.loads((REPO / "cni" / "10-asynckubelet.conflist").read_text())
+    doc = json.loads((REPO / "asynckubelet" / "cni" / "10-asynckubelet.conflist").read_text())
     doc["name"] = "akl-bench"
     doc["plugins"][0]["bridge"] = "aklbenchcni"
     doc["plugins"][0]["ipam"]["ranges"] = [[{"subnet": "10.253.0.0/24"}]]

@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _conflist(name: str, bridge: str, subnet: str, data_dir: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((REPO / "cni" / "10-asynckubelet.conflist").read_text())
+    doc: dict[str, Any] = json.loads((REPO / "asynckubelet" / "cni" / "10-asynckubelet.conflist").read_text())
     doc["name"] = name
     doc["plugins"][0]["bridge"] = bridge
     doc["plugins"][0]["ipam"]["ranges"] = [[{"subnet": subnet}]]

@@ -18,6 +18,7 @@ from asynckubelet.network import (
 )
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, veth_name
 from asynckubelet.network.cni import (
+    PROJECT_CONF_DIR,
     CNIConfig,
     CNIPlugin,
     _ips,
@@ -86,7 +87,7 @@ def test_a_docker_network_name_keeps_only_characters_docker_accepts() -> None:
 
 
 def test_the_projects_conflist_chains_bridge_portmap_firewall_and_loopback() -> None:
-    network = load_config([REPO / "cni"])
+    network = load_config([PROJECT_CONF_DIR])
     assert network.cni_version == "1.0.0"
     assert [p["type"] for p in network.plugins] == ["bridge", "portmap", "firewall", "loopback"]
     assert network.plugins[0]["ipam"]["type"] == "host-local"
@@ -147,7 +148,7 @@ def test_a_plugin_failing_without_json_is_quoted_from_stderr() -> None:
 
 @pytest.mark.anyio
 async def test_a_missing_plugin_binary_makes_the_cni_backend_not_ready(tmp_path: Path) -> None:
-    plugin = CNIPlugin(CNIConfig(conf_dirs=(REPO / "cni",), plugin_dirs=(tmp_path,)))
+    plugin = CNIPlugin(CNIConfig(conf_dirs=(PROJECT_CONF_DIR,), plugin_dirs=(tmp_path,)))
     ready, why = await plugin.status()
     assert not ready
     assert why == f"CNI plugin 'bridge' not found in {tmp_path}"
@@ -164,7 +165,10 @@ def test_a_pod_veth_is_named_after_the_sandbox_within_the_interface_name_limit()
         (BridgeConfig(bridge="a-bridge-name-too-long"), "bridge name .* is not a valid interface"),
         (BridgeConfig(bridge=""), "bridge name '' is not a valid interface"),
         (BridgeConfig(pod_cidr="10.0.0.0/99"), "pod CIDR '10.0.0.0/99'"),
-        (BridgeConfig(pod_cidr="fd00::/64"), "only IPv4 is supported"),
+        (BridgeConfig(pod_cidr="fd00::/64"), "pod CIDR fd00::/64: must be IPv4"),
+        (BridgeConfig(pod_cidr_v6="10.0.0.0/24"), "IPv6 pod CIDR 10.0.0.0/24: not an IPv6"),
+        (BridgeConfig(pod_cidr_v6="fd00::/124"), "IPv6 pod CIDR fd00::/124: too small"),
+        (BridgeConfig(pod_cidr_v6="fd00::/200"), "IPv6 pod CIDR 'fd00::/200'"),
     ],
 )
 def test_a_bad_bridge_configuration_is_refused_naming_the_setting(

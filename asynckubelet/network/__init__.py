@@ -7,10 +7,18 @@ sandbox process may be gone) and report whether the node's network is ready at a
 
 from __future__ import annotations
 
+import ipaddress
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from asynckubelet import errors
 from asynckubelet.docker.types import HostConfig
+
+IPS_ANNOTATION = "cni.projectcalico.org/ipAddrs"
+"""The pod annotation asking for fixed addresses, a JSON list (``'["10.138.0.50"]'``), as
+Calico documents it; the ``cni`` backend passes them as ``runtimeConfig.ips``."""
 
 
 @dataclass(frozen=True)
@@ -19,6 +27,15 @@ class PortMapping:
     host_port: int
     protocol: str = "TCP"
     host_ip: str = ""
+
+
+@dataclass(frozen=True)
+class PodDNS:
+    """The pod's computed resolver settings (CNI's ``runtimeConfig.dns``)."""
+
+    servers: tuple[str, ...] = ()
+    searches: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -32,6 +49,30 @@ class PodNetworkRequest:
     netns_path: str = ""
     """``/proc/<pid>/ns/net`` of the pause container, when the node can enter it."""
     port_mappings: tuple[PortMapping, ...] = ()
+    dns: PodDNS | None = None
+    """The resolver settings of the pod's resolv.conf, for plugins that want them."""
+    ips: tuple[str, ...] = ()
+    """Addresses the pod asks for (:data:`IPS_ANNOTATION`); empty: any."""
+
+
+def requested_ips(annotations: Mapping[str, str] | None) -> tuple[str, ...]:
+    """The addresses a pod asks for through :data:`IPS_ANNOTATION`, checked."""
+    text = (annotations or {}).get(IPS_ANNOTATION)
+    if not text:
+        return ()
+    where = f"annotation {IPS_ANNOTATION}"
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise errors.NetworkError(f"{where}: not a JSON list of addresses: {e}") from e
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise errors.NetworkError(f'{where}: must be a JSON list of addresses, like ["10.1.2.3"]')
+    for v in value:
+        try:
+            ipaddress.ip_address(v)
+        except ValueError:
+            raise errors.NetworkError(f"{where}: {v!r} is not an IP address") from None
+    return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -114,10 +155,13 @@ class LoopbackPlugin:
 
 
 __all__ = [
+    "IPS_ANNOTATION",
     "LoopbackPlugin",
     "NetworkPlugin",
+    "PodDNS",
     "PodNetwork",
     "PodNetworkRequest",
     "PortMapping",
     "SandboxExtra",
+    "requested_ips",
 ]

@@ -7,9 +7,22 @@ other end is moved into the sandbox's network namespace as ``eth0`` with an addr
 the file-based IPAM and a default route via the bridge. iptables masquerades pod egress and
 DNATs hostPorts, from 127.0.0.1 too (``route_localnet`` on the bridge).
 
+Dual stack is optional (``pod_cidr_v6``): the bridge also gets the IPv6 gateway, a second
+IPAM pool hands out the pod's IPv6 address, ``eth0`` gets it with a default IPv6 route, and
+ip6tables masquerades and DNATs where the kernel has IPv6 NAT. Docker turns IPv6 off in
+the namespaces it makes, so it is turned back on for the pod's ``lo`` and ``eth0``, with
+duplicate address detection off (the addresses come from our IPAM and are unique by
+construction, and DAD would keep them unusable for a second or more).
+
 All netlink work goes through pyroute2's ``AsyncIPRoute``. A socket inside the pod's
 namespace is opened in a worker thread that enters the namespace (``setns`` is per
 thread), so the event loop is never blocked and never changes namespace.
+
+Several agents may share one bridge, each driving its own Docker engine: addresses must be
+unique on the bridge, so IPAM and records are per bridge, but every allocation and record
+names the engine (its ``/info`` ID) that owns the sandbox, and the start-up sweep of one
+agent only releases what its own engine's gone sandboxes left, never another engine's pods
+(whose sandbox ids its engine cannot see).
 
 Crash safety: a per-pod record (``pods/<sandbox id>.json``) is written before anything is
 created and marked ready after everything is; teardown undoes everything in reverse and
@@ -29,7 +42,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -39,17 +52,21 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from asynckubelet import errors
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
-from asynckubelet.network.ipam import FileIPAM
+from asynckubelet.network.ipam import Allocation, FileIPAM
 from asynckubelet.network.iptables import DNAT, IPTables
 
 DEFAULT_BRIDGE = "akl0"
 DEFAULT_POD_CIDR = "10.137.0.0/16"
+DEFAULT_POD_CIDR_V6 = "fd00:ac1::/64"
+"""The IPv6 pod CIDR when dual stack is turned on without naming one (a ULA prefix)."""
 DEFAULT_STATE_DIR = Path("/var/lib/asynckubelet/network")
 LINK_PREFIX = "akl"
 """Host ends of pod veths are ``akl`` + the first 12 characters of the sandbox id."""
 
+_T = TypeVar("_T")
 _CLONE_NEWNET = 0x40000000
 _IFNAMSIZ = 15
+_IFA_F_NODAD = 0x02
 
 
 def veth_name(sandbox_id: str) -> str:
@@ -65,16 +82,22 @@ class BridgeConfig:
     hairpin: bool = True
     mtu: int | None = None
     iptables: str = "iptables"
+    pod_cidr_v6: str | None = None
+    """The IPv6 pod CIDR of dual stack; None: IPv4 only."""
+    ip6tables: str = "ip6tables"
     sandbox_exists: Callable[[str], Awaitable[bool]] | None = field(default=None, compare=False)
     """Whether a sandbox still runs, for the start-up sweep; None: no sweep."""
+    engine_id: Callable[[], Awaitable[str]] | None = field(default=None, compare=False)
+    """The ID of the Docker engine whose sandboxes this agent networks (the sweep's scope);
+    None: unknown, and the sweep judges every sandbox on the bridge."""
 
 
 def _netlink_error(what: str, e: Exception) -> errors.NetworkError:
     return errors.NetworkError(f"{what}: {e}")
 
 
-def _open_netns_socket(path: str) -> socket.socket:
-    """A NETLINK_ROUTE socket inside the namespace at ``path``, made in this thread."""
+def _in_namespace(path: str, work: Callable[[], _T]) -> _T:
+    """``work()`` run by this thread inside the network namespace at ``path``."""
     libc = ctypes.CDLL(None, use_errno=True)
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:
@@ -84,7 +107,7 @@ def _open_netns_socket(path: str) -> socket.socket:
                 code = ctypes.get_errno()
                 raise OSError(code, f"setns into {path}: {os.strerror(code)}")
             try:
-                return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 0)
+                return work()
             finally:
                 if libc.setns(own, _CLONE_NEWNET) != 0:
                     code = ctypes.get_errno()
@@ -93,6 +116,37 @@ def _open_netns_socket(path: str) -> socket.socket:
             os.close(target)
     finally:
         os.close(own)
+
+
+def _open_netns_socket(path: str) -> socket.socket:
+    """A NETLINK_ROUTE socket inside the namespace at ``path``, made in this thread."""
+    return _in_namespace(path, lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 0))
+
+
+def _enable_ipv6_in(path: str, ifname: str) -> None:
+    """IPv6 on (Docker turns it off) and DAD off for ``lo`` and ``ifname`` in ``path``."""
+
+    def write() -> None:
+        for key, value in (
+            ("lo/disable_ipv6", "0"),
+            (f"{ifname}/accept_dad", "0"),
+            (f"{ifname}/disable_ipv6", "0"),
+        ):
+            with open(f"/proc/sys/net/ipv6/conf/{key}", "w") as f:
+                f.write(value)
+
+    _in_namespace(path, write)
+
+
+def _write_sysctl(path: str, value: str) -> None:
+    try:
+        with open(path) as f:
+            if f.read().strip() == value:
+                return
+        with open(path, "w") as f:
+            f.write(value)
+    except OSError as e:
+        raise errors.NetworkError(f"cannot set {path}: {e}") from e
 
 
 async def _in_netns(path: str) -> AsyncIPRoute:
@@ -123,10 +177,34 @@ class BridgePlugin:
         except ValueError as e:
             raise errors.NetworkError(f"pod CIDR {self.config.pod_cidr!r}: {e}") from e
         if self.subnet.version != 4:
-            raise errors.NetworkError(f"pod CIDR {self.subnet}: only IPv4 is supported")
+            raise errors.NetworkError(
+                f"pod CIDR {self.subnet}: must be IPv4 (an IPv6 CIDR is the IPv6 pod CIDR)"
+            )
+        self.subnet6: ipaddress.IPv6Network | None = None
+        if self.config.pod_cidr_v6 is not None:
+            try:
+                subnet6 = ipaddress.ip_network(self.config.pod_cidr_v6)
+            except ValueError as e:
+                raise errors.NetworkError(f"IPv6 pod CIDR {self.config.pod_cidr_v6!r}: {e}") from e
+            if not isinstance(subnet6, ipaddress.IPv6Network):
+                raise errors.NetworkError(f"IPv6 pod CIDR {subnet6}: not an IPv6 network")
+            if subnet6.prefixlen > 120:
+                raise errors.NetworkError(
+                    f"IPv6 pod CIDR {subnet6}: too small (the prefix must be /120 or shorter)"
+                )
+            self.subnet6 = subnet6
         self.root = self.config.state_dir / bridge
         self.ipam = FileIPAM(directory=self.root / "ipam", subnet=str(self.subnet))
+        self.ipam6 = (
+            FileIPAM(directory=self.root / "ipam6", subnet=str(self.subnet6))
+            if self.subnet6 is not None
+            else None
+        )
         self.iptables = IPTables(binary=self.config.iptables)
+        self.ip6tables = IPTables(binary=self.config.ip6tables)
+        self.engine = ""
+        """The engine ID written on every allocation and record (empty until known)."""
+        self._nat6 = False
         self._ready = False
         self._lock = anyio.Lock()
 
@@ -149,43 +227,60 @@ class BridgePlugin:
         async with self._lock:
             if self._ready:
                 return
+            if self.config.engine_id is not None and not self.engine:
+                self.engine = await self.config.engine_id()
             await self._ensure_bridge()
             await self.iptables.setup_network(
                 bridge=self.config.bridge,
                 subnet=str(self.subnet),
                 masquerade=self.config.masquerade,
             )
+            if self.subnet6 is not None:
+                self._nat6 = await self.ip6tables.nat_supported()
+                if not self._nat6:
+                    logger.warning(
+                        "network: the kernel has no IPv6 NAT; pods get IPv6 addresses "
+                        "but no IPv6 egress masquerade and no IPv6 hostPorts"
+                    )
+                await self.ip6tables.setup_network(
+                    bridge=self.config.bridge,
+                    subnet=str(self.subnet6),
+                    masquerade=self.config.masquerade,
+                    nat=self._nat6,
+                )
             await anyio.to_thread.run_sync(self._sysctls)
             self._ready = True
 
     def _sysctls(self) -> None:
-        for path in (
+        paths = [
             "/proc/sys/net/ipv4/ip_forward",
             f"/proc/sys/net/ipv4/conf/{self.config.bridge}/route_localnet",
-        ):
-            try:
-                with open(path) as f:
-                    if f.read().strip() == "1":
-                        continue
-                with open(path, "w") as f:
-                    f.write("1")
-            except OSError as e:
-                raise errors.NetworkError(f"cannot set {path}: {e}") from e
+        ]
+        if self.subnet6 is not None:
+            paths.append("/proc/sys/net/ipv6/conf/all/forwarding")
+        for path in paths:
+            _write_sysctl(path, "1")
 
     async def _overlapping_route(self, ipr: AsyncIPRoute, bridge_index: int | None) -> str | None:
         names = {}
         async for link in await ipr.link("dump"):
             names[link["index"]] = link.get("ifname")
-        async for route in await ipr.route("dump", family=socket.AF_INET, table=254):
-            dst = route.get("dst")
-            length = route["dst_len"]
-            if not dst or length == 0:
-                continue
-            if bridge_index is not None and route.get("oif") == bridge_index:
-                continue
-            network = ipaddress.ip_network(f"{dst}/{length}", strict=False)
-            if network.overlaps(self.subnet):
-                return f"{network} dev {names.get(route.get('oif'), '?')}"
+        subnets: list[tuple[int, ipaddress.IPv4Network | ipaddress.IPv6Network]] = [
+            (socket.AF_INET, self.subnet)
+        ]
+        if self.subnet6 is not None:
+            subnets.append((socket.AF_INET6, self.subnet6))
+        for family, subnet in subnets:
+            async for route in await ipr.route("dump", family=family, table=254):
+                dst = route.get("dst")
+                length = route["dst_len"]
+                if not dst or length == 0:
+                    continue
+                if bridge_index is not None and route.get("oif") == bridge_index:
+                    continue
+                network = ipaddress.ip_network(f"{dst}/{length}", strict=False)
+                if network.overlaps(subnet):
+                    return f"{network} dev {names.get(route.get('oif'), '?')}"
         return None
 
     async def _ensure_bridge(self) -> None:
@@ -196,8 +291,9 @@ class BridgePlugin:
                 index = await _index(ipr, bridge)
                 overlap = await self._overlapping_route(ipr, index)
                 if overlap is not None:
+                    which = self.subnet6 if ":" in overlap.split()[0] else self.subnet
                     raise errors.NetworkError(
-                        f"pod CIDR {self.subnet} overlaps the host route {overlap}; "
+                        f"pod CIDR {which} overlaps the host route {overlap}; "
                         "choose another pod CIDR"
                     )
                 if index is None:
@@ -220,6 +316,26 @@ class BridgePlugin:
                     except NetlinkError as e:
                         if e.code != errno.EEXIST:
                             raise
+                if self.ipam6 is not None and self.subnet6 is not None:
+                    await anyio.to_thread.run_sync(
+                        _write_sysctl, f"/proc/sys/net/ipv6/conf/{bridge}/disable_ipv6", "0"
+                    )
+                    have6 = {
+                        a.get("address")
+                        async for a in await ipr.addr("dump", index=index, family=10)
+                    }
+                    if self.ipam6.gateway not in have6:
+                        try:
+                            await ipr.addr(
+                                "add",
+                                index=index,
+                                address=self.ipam6.gateway,
+                                prefixlen=self.subnet6.prefixlen,
+                                flags=_IFA_F_NODAD,
+                            )
+                        except NetlinkError as e:
+                            if e.code != errno.EEXIST:
+                                raise
                 settings: dict[str, Any] = {"state": "up"}
                 if self.config.mtu:
                     settings["mtu"] = self.config.mtu
@@ -231,6 +347,8 @@ class BridgePlugin:
         """Delete the bridge, our iptables chains and the state (tests, uninstall)."""
         with anyio.CancelScope(shield=True):
             await self.iptables.remove_network(bridge=self.config.bridge)
+            if self.subnet6 is not None:
+                await self.ip6tables.remove_network(bridge=self.config.bridge)
             try:
                 async with AsyncIPRoute() as ipr:
                     index = await _index(ipr, self.config.bridge)
@@ -252,6 +370,8 @@ class BridgePlugin:
             return False, "the bridge backend needs root to manage links"
         if not self.iptables.available():
             return False, f"{self.config.iptables} not found"
+        if self.subnet6 is not None and not self.ip6tables.available():
+            return False, f"{self.config.ip6tables} not found (needed by the IPv6 pod CIDR)"
         try:
             await self.ensure_node_network()
         except errors.NetworkError as e:
@@ -259,17 +379,40 @@ class BridgePlugin:
         return True, ""
 
     async def sweep(self) -> list[str]:
-        """Tear down every pod whose sandbox no longer runs; returns their sandbox ids."""
+        """Tear down every pod of this agent's engine whose sandbox no longer runs; returns
+        their sandbox ids. Another engine's pods are left alone: their sandboxes are not
+        ours to look up."""
         check = self.config.sandbox_exists
         if check is None:
             return []
-        known = set(await anyio.to_thread.run_sync(self._recorded))
-        known |= set((await self.ipam.allocations()).values())
-        gone = [sid for sid in sorted(known) if not await check(sid)]
+        if self.config.engine_id is not None and not self.engine:
+            self.engine = await self.config.engine_id()
+        owners: dict[str, str] = await anyio.to_thread.run_sync(self._recorded_engines)
+        for pool in self._pools():
+            for sid, engine in (await pool.owners()).items():
+                owners[sid] = owners.get(sid) or engine
+        mine = [sid for sid, engine in owners.items() if self._is_mine(engine)]
+        gone = [sid for sid in sorted(mine) if not await check(sid)]
         for sid in gone:
             logger.info("network: releasing what gone sandbox {} left", sid[:12])
             await self.teardown_pod(sandbox_id=sid)
         return gone
+
+    def _is_mine(self, engine: str) -> bool:
+        """Whether an allocation or record made for ``engine`` is this agent's to judge
+        (one made before engines were recorded, or with no engine known, is anyone's)."""
+        return not engine or not self.engine or engine == self.engine
+
+    def _pools(self) -> list[FileIPAM]:
+        return [self.ipam] if self.ipam6 is None else [self.ipam, self.ipam6]
+
+    def _recorded_engines(self) -> dict[str, str]:
+        """sandbox id -> engine of every record (empty engine: half-written or older)."""
+        found = {}
+        for sid in self._recorded():
+            record = self._read_record(sid) or {}
+            found[sid] = str(record.get("engine") or "")
+        return found
 
     # -- pod records ----------------------------------------------------------------------
 
@@ -317,40 +460,39 @@ class BridgePlugin:
             "uid": request.uid,
             "veth": veth_name(sid),
             "ports": bool(request.port_mappings),
+            "engine": self.engine,
             "ready": False,
         }
         await anyio.to_thread.run_sync(self._write_record, sid, record)
         try:
-            allocation = await self.ipam.allocate(sandbox_id=sid)
-            await self._plug(request, allocation.address, allocation.prefixlen)
-            await self.iptables.add_hostports(
-                bridge=self.config.bridge,
-                sandbox_id=sid,
-                maps=[
-                    DNAT(
-                        host_port=p.host_port,
-                        pod_ip=allocation.address,
-                        container_port=p.container_port,
-                        protocol=p.protocol,
-                        host_ip=p.host_ip,
-                    )
-                    for p in request.port_mappings
-                ],
-            )
-            record.update(ip=allocation.address, ready=True)
+            allocations = [await self.ipam.allocate(sandbox_id=sid, engine=self.engine)]
+            if self.ipam6 is not None:
+                allocations.append(await self.ipam6.allocate(sandbox_id=sid, engine=self.engine))
+            await self._plug(request, allocations)
+            for tables, allocation in zip(
+                (self.iptables, self.ip6tables), allocations, strict=False
+            ):
+                if tables is self.ip6tables and not self._nat6:
+                    continue
+                await tables.add_hostports(
+                    bridge=self.config.bridge,
+                    sandbox_id=sid,
+                    maps=_dnats(request.port_mappings, allocation.address),
+                )
+            record.update(ip=allocations[0].address, ready=True)
+            if len(allocations) > 1:
+                record["ip6"] = allocations[1].address
             await anyio.to_thread.run_sync(self._write_record, sid, record)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.teardown_pod(sandbox_id=sid)
             raise
-        logger.bind(pod=record["pod"]).debug(
-            "network: {} on {}", allocation.address, record["veth"]
-        )
-        return PodNetwork(ips=(allocation.address,))
+        ips = tuple(a.address for a in allocations)
+        logger.bind(pod=record["pod"]).debug("network: {} on {}", ", ".join(ips), record["veth"])
+        return PodNetwork(ips=ips)
 
-    async def _plug(self, request: PodNetworkRequest, address: str, prefixlen: int) -> None:
+    async def _plug(self, request: PodNetworkRequest, allocations: list[Allocation]) -> None:
         host = veth_name(request.sandbox_id)
-        gateway = self.ipam.gateway
         try:
             async with AsyncIPRoute() as ipr:
                 stale = await _index(ipr, host)
@@ -372,6 +514,13 @@ class BridgePlugin:
                 await ipr.link("set", index=index, **settings)
                 if self.config.hairpin:
                     await ipr.brport("set", index=index, mode=1)
+            if len(allocations) > 1:
+                try:
+                    await anyio.to_thread.run_sync(_enable_ipv6_in, request.netns_path, "eth0")
+                except OSError as e:
+                    raise errors.NetworkError(
+                        f"cannot turn IPv6 on in the sandbox namespace {request.netns_path}: {e}"
+                    ) from e
             inside = await _in_netns(request.netns_path)
             async with inside as ns:
                 lo = await _index(ns, "lo")
@@ -380,9 +529,15 @@ class BridgePlugin:
                 eth0 = await _index(ns, "eth0")
                 if eth0 is None:
                     raise errors.NetworkError("eth0 did not arrive in the sandbox namespace")
-                await ns.addr("add", index=eth0, address=address, prefixlen=prefixlen)
+                for a in allocations:
+                    extra = {"flags": _IFA_F_NODAD} if ":" in a.address else {}
+                    await ns.addr(
+                        "add", index=eth0, address=a.address, prefixlen=a.prefixlen, **extra
+                    )
                 await ns.link("set", index=eth0, state="up")
-                await ns.route("add", dst="0.0.0.0/0", gateway=gateway)
+                for a in allocations:
+                    default = "::/0" if ":" in a.address else "0.0.0.0/0"
+                    await ns.route("add", dst=default, gateway=a.gateway)
         except NetlinkError as e:
             what = f"plugging sandbox {request.sandbox_id[:12]} into the bridge"
             raise _netlink_error(what, e) from e
@@ -394,6 +549,10 @@ class BridgePlugin:
                 await self.iptables.remove_hostports(
                     bridge=self.config.bridge, sandbox_id=sandbox_id
                 )
+                if self.subnet6 is not None and await self.ip6tables.nat_supported():
+                    await self.ip6tables.remove_hostports(
+                        bridge=self.config.bridge, sandbox_id=sandbox_id
+                    )
             try:
                 async with AsyncIPRoute() as ipr:
                     index = await _index(ipr, veth_name(sandbox_id))
@@ -402,7 +561,8 @@ class BridgePlugin:
             except NetlinkError as e:
                 if e.code != errno.ENODEV:
                     raise _netlink_error(f"deleting veth {veth_name(sandbox_id)}", e) from e
-            await self.ipam.release(sandbox_id=sandbox_id)
+            for pool in self._pools():
+                await pool.release(sandbox_id=sandbox_id)
             await anyio.to_thread.run_sync(self._drop_record, sandbox_id)
 
     def _drop_record(self, sandbox_id: str) -> None:
@@ -414,12 +574,32 @@ class BridgePlugin:
         record = await anyio.to_thread.run_sync(self._read_record, sandbox_id)
         if record is None or not record.get("ready") or not record.get("ip"):
             return PodNetwork()
-        return PodNetwork(ips=(str(record["ip"]),))
+        ips = [str(record["ip"])]
+        if record.get("ip6"):
+            ips.append(str(record["ip6"]))
+        return PodNetwork(ips=tuple(ips))
+
+
+def _dnats(ports: tuple[PortMapping, ...], pod_ip: str) -> list[DNAT]:
+    """The DNAT rules of one address family: a hostIP of the other family is skipped."""
+    v6 = ":" in pod_ip
+    return [
+        DNAT(
+            host_port=p.host_port,
+            pod_ip=pod_ip,
+            container_port=p.container_port,
+            protocol=p.protocol,
+            host_ip=p.host_ip,
+        )
+        for p in ports
+        if not p.host_ip or p.host_ip in ("0.0.0.0", "::") or (":" in p.host_ip) == v6
+    ]
 
 
 __all__ = [
     "DEFAULT_BRIDGE",
     "DEFAULT_POD_CIDR",
+    "DEFAULT_POD_CIDR_V6",
     "DEFAULT_STATE_DIR",
     "LINK_PREFIX",
     "BridgeConfig",

@@ -4,8 +4,21 @@ People already run the reference plugins (``bridge``, ``host-local``, ``portmap`
 this backend runs them the way containerd and CRI-O do, so any network configuration list
 that works there works here. Per pod: ``ADD`` through the list in order, each plugin
 getting the previous plugin's result as ``prevResult``, the ``runtimeConfig`` of the
-capabilities it declares (``portMappings``), and the pod in ``CNI_ARGS``; ``DEL`` through
-the list in reverse; ``CHECK`` on demand.
+capabilities it declares (``portMappings``; ``dns``, the pod's resolv.conf settings;
+``ips``, the addresses the pod asks for), and the pod in ``CNI_ARGS``; ``DEL`` through the
+list in reverse; ``CHECK`` on demand. A list with two ``host-local`` ranges (IPv4 and
+IPv6) gives dual-stack pods, IPv4 first.
+
+The CNI 1.1 verbs go only where they are understood: a plugin's ``VERSION`` answer (asked
+once per binary) must list 1.1.0, and the list must be 1.1.0 or later. ``STATUS`` then
+tells whether the network is ready; at start-up, after ``DEL`` of every cached attachment
+whose sandbox is gone (libcni's order), ``GC`` names the attachments still valid
+(``cni.dev/valid-attachments``) so plugins can drop what no cache remembers.
+
+Agents of several Docker engines may share the cache directory and the plugins' state
+(one bridge, one ``host-local`` range): every cache entry names the engine that made it,
+a sweep only releases its own engine's gone sandboxes, and ``GC`` counts the other
+engines' attachments as valid.
 
 The exact configuration and arguments of every attachment are cached on disk *before*
 ``ADD`` runs and the result after each plugin (libcni's ``cniCacheV1`` layout), so ``DEL``
@@ -18,12 +31,14 @@ their rules name. A plugin's error JSON (``code``, ``msg``, ``details``) becomes
 from __future__ import annotations
 
 import base64
+import importlib.resources
 import json
 import os
 import re
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +51,18 @@ from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, San
 from asynckubelet.network.iptables import IPTables
 
 DEFAULT_CONF_DIR = Path("/etc/cni/net.d")
-PROJECT_CONF_DIR = Path(__file__).resolve().parent.parent.parent / "cni"
+PROJECT_CONF_DIR: Traversable = importlib.resources.files("asynckubelet").joinpath("cni")
+"""The project's default configuration list, shipped inside the package."""
 DEFAULT_PLUGIN_DIRS = (Path("/opt/cni/bin"), Path("/usr/lib/cni"))
 DEFAULT_CACHE_DIR = Path("/var/lib/asynckubelet/cni")
 IFNAME = "eth0"
-SUPPORTED_VERSIONS = ("0.3.0", "0.3.1", "0.4.0", "1.0.0")
+SUPPORTED_VERSIONS = ("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
+GC_VERSION = "1.1.0"
+"""The CNI version that brought ``STATUS`` and ``GC``."""
+VALID_ATTACHMENTS = "cni.dev/valid-attachments"
 _TMP_ID = re.compile(r"-([0-9a-f]{64})-[^-]+\.tmp$")
+_ENGINE_KEY = "engineId"
+"""Our addition to libcni's cache entry: the engine whose sandbox the attachment is."""
 
 
 @dataclass(frozen=True)
@@ -87,13 +108,13 @@ def parse_config(data: bytes, *, source: str = "") -> NetworkConfigList:
     return NetworkConfigList(name, str(version), tuple(plugins), data, source)
 
 
-def load_config(conf_dirs: Sequence[Path]) -> NetworkConfigList:
+def load_config(conf_dirs: Sequence[Path | Traversable]) -> NetworkConfigList:
     """The first configuration (in name order) of the first directory that has one."""
     for folder in conf_dirs:
         if not folder.is_dir():
             continue
-        for path in sorted(folder.iterdir()):
-            if path.suffix in (".conflist", ".conf", ".json"):
+        for path in sorted(folder.iterdir(), key=lambda p: p.name):
+            if Path(path.name).suffix in (".conflist", ".conf", ".json"):
                 return parse_config(path.read_bytes(), source=str(path))
     where = ", ".join(str(d) for d in conf_dirs)
     raise errors.NetworkError(f"no CNI network configuration found in {where}")
@@ -103,15 +124,98 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
+def supports_gc(network_version: str, plugin_versions: Sequence[str]) -> bool:
+    """Whether ``STATUS`` and ``GC`` may go to a plugin: the list is 1.1.0 or later and the
+    plugin's ``VERSION`` lists 1.1.0 (a plugin that does not know them fails on them)."""
+    wanted = _version_tuple(GC_VERSION)
+    return _version_tuple(network_version) >= wanted and any(
+        _version_tuple(v) == wanted for v in plugin_versions
+    )
+
+
+def plugin_environment(
+    *,
+    command: str,
+    plugin_dirs: Sequence[Path],
+    sandbox_id: str = "",
+    netns: str = "",
+    ifname: str = IFNAME,
+    cni_args: str = "",
+    path: str = "/usr/sbin:/usr/bin:/sbin:/bin",
+) -> dict[str, str]:
+    """A plugin's environment: the attachment variables only for the verbs about one
+    attachment (``ADD``, ``CHECK``, ``DEL``); ``STATUS``, ``GC`` and ``VERSION`` get
+    ``CNI_COMMAND`` and ``CNI_PATH`` alone, as the specification lists them."""
+    env = {
+        "PATH": path,
+        "CNI_COMMAND": command,
+        "CNI_PATH": ":".join(str(d) for d in plugin_dirs),
+    }
+    if command in ("ADD", "CHECK", "DEL"):
+        env.update(
+            CNI_CONTAINERID=sandbox_id,
+            CNI_NETNS=netns,
+            CNI_IFNAME=ifname,
+            CNI_ARGS=cni_args,
+        )
+    return env
+
+
+def gc_config(
+    network: NetworkConfigList,
+    plugin: Mapping[str, Any],
+    *,
+    valid: Sequence[tuple[str, str]],
+) -> dict[str, Any]:
+    """A plugin's ``GC`` input: its configuration with the attachments still valid, as
+    (container id, interface) pairs. The key is also sent under its draft name
+    ``cni.dev/attachments``, as libcni does, for plugins built against it."""
+    conf = CNIPlugin.plugin_conf(network, plugin, prev=None, capability_args={})
+    attachments = [{"containerID": cid, "ifname": ifname} for cid, ifname in valid]
+    conf[VALID_ATTACHMENTS] = attachments
+    conf["cni.dev/attachments"] = attachments
+    return conf
+
+
+def capability_args(request: PodNetworkRequest) -> dict[str, Any]:
+    """The runtime's capability arguments for a pod (libcni's ``CapabilityArgs``); each
+    plugin gets those it declares in ``capabilities``, as its ``runtimeConfig``."""
+    args: dict[str, Any] = {}
+    if request.port_mappings:
+        args["portMappings"] = [
+            {
+                "hostPort": p.host_port,
+                "containerPort": p.container_port,
+                "protocol": p.protocol.lower(),
+                "hostIP": p.host_ip,
+            }
+            for p in request.port_mappings
+        ]
+    if request.dns is not None and (
+        request.dns.servers or request.dns.searches or request.dns.options
+    ):
+        args["dns"] = {
+            "servers": list(request.dns.servers),
+            "searches": list(request.dns.searches),
+            "options": list(request.dns.options),
+        }
+    if request.ips:
+        args["ips"] = list(request.ips)
+    return args
+
+
 @dataclass(frozen=True)
 class CNIConfig:
-    conf_dirs: tuple[Path, ...] = (DEFAULT_CONF_DIR, PROJECT_CONF_DIR)
+    conf_dirs: tuple[Path | Traversable, ...] = (DEFAULT_CONF_DIR, PROJECT_CONF_DIR)
     plugin_dirs: tuple[Path, ...] = DEFAULT_PLUGIN_DIRS
     cache_dir: Path = DEFAULT_CACHE_DIR
     ifname: str = IFNAME
     timeout: float | None = 60.0
     sandbox_exists: Callable[[str], Awaitable[bool]] | None = field(default=None, compare=False)
     """Whether a sandbox still runs, for the start-up sweep; None: no sweep."""
+    engine_id: Callable[[], Awaitable[str]] | None = field(default=None, compare=False)
+    """The ID of the Docker engine whose sandboxes this agent networks (the sweep's scope);
+    None: unknown, and the sweep judges every cached attachment."""
 
 
 class CNIPlugin:
@@ -122,6 +226,9 @@ class CNIPlugin:
     def __init__(self, config: CNIConfig | None = None) -> None:
         self.config = config or CNIConfig()
         self._network: NetworkConfigList | None = None
+        self._versions: dict[tuple[str, int], tuple[str, ...]] = {}
+        self.engine = ""
+        """The engine ID written on every cache entry (empty until known)."""
 
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         return "host" if host_network else "none"
@@ -138,11 +245,18 @@ class CNIPlugin:
         return self._network
 
     async def start(self) -> None:
-        """Load the configuration and DEL what sandboxes that no longer run left."""
+        """Load the configuration, DEL what sandboxes that no longer run left, then GC
+        where the plugins support it."""
         await anyio.to_thread.run_sync(lambda: self.network)
+        await self._know_engine()
         await self.sweep()
 
+    async def _know_engine(self) -> None:
+        if self.config.engine_id is not None and not self.engine:
+            self.engine = await self.config.engine_id()
+
     async def status(self) -> tuple[bool, str]:
+        """Ready when every plugin is installed and, where supported, answers ``STATUS``."""
         try:
             network = await anyio.to_thread.run_sync(lambda: self.network)
         except errors.NetworkError as e:
@@ -151,7 +265,49 @@ class CNIPlugin:
             if self._find(str(plugin["type"])) is None:
                 dirs = ":".join(str(d) for d in self.config.plugin_dirs)
                 return False, f"CNI plugin {plugin['type']!r} not found in {dirs}"
+        for plugin in network.plugins:
+            if not await self.speaks_gc(network, plugin):
+                continue
+            conf = self.plugin_conf(network, plugin, prev=None, capability_args={})
+            try:
+                await self._exec(conf, command="STATUS")
+            except errors.NetworkError as e:
+                return False, str(e)
         return True, ""
+
+    async def plugin_versions(self, kind: str) -> tuple[str, ...]:
+        """The CNI versions a plugin binary supports (its ``VERSION`` answer), asked once
+        per binary (and again when the file changes); empty when it cannot say."""
+        binary = self._find(kind)
+        if binary is None:
+            return ()
+        try:
+            key = (str(binary), binary.stat().st_mtime_ns)
+        except OSError:
+            return ()
+        if key not in self._versions:
+            env = plugin_environment(command="VERSION", plugin_dirs=self.config.plugin_dirs)
+            stdin = json.dumps({"cniVersion": self.network.cni_version}).encode()
+            found: tuple[str, ...] = ()
+            try:
+                with anyio.fail_after(self.config.timeout):
+                    proc = await anyio.run_process(
+                        [str(binary)], input=stdin, env=env, check=False, stderr=subprocess.PIPE
+                    )
+                doc = json.loads(proc.stdout) if proc.returncode == 0 else {}
+                versions = doc.get("supportedVersions") if isinstance(doc, dict) else None
+                if isinstance(versions, list):
+                    found = tuple(str(v) for v in versions)
+            except (OSError, ValueError, TimeoutError) as e:
+                logger.debug("cni: {} VERSION: {}", kind, e)
+            self._versions[key] = found
+        return self._versions[key]
+
+    async def speaks_gc(self, network: NetworkConfigList, plugin: Mapping[str, Any]) -> bool:
+        """Whether ``STATUS`` and ``GC`` may go to this plugin of this list."""
+        if _version_tuple(network.cni_version) < _version_tuple(GC_VERSION):
+            return False
+        return supports_gc(network.cni_version, await self.plugin_versions(str(plugin["type"])))
 
     # -- the cache ------------------------------------------------------------------------
 
@@ -184,23 +340,51 @@ class CNIPlugin:
         return found
 
     def cached_sandboxes(self) -> set[str]:
+        return set(self.cached_owners())
+
+    def cached_owners(self) -> dict[str, str]:
+        """sandbox id -> engine of every cached attachment (empty engine: a half-written
+        entry, or one written before engines were recorded)."""
         folder = self.config.cache_dir / "results"
         if not folder.is_dir():
-            return set()
-        ids = set()
+            return {}
+        owners: dict[str, str] = {}
         for path in folder.iterdir():
             if path.name.startswith("."):
                 half_written = _TMP_ID.search(path.name)
                 if half_written:
-                    ids.add(half_written.group(1))
+                    owners.setdefault(half_written.group(1), "")
                 continue
             try:
                 entry = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
             if isinstance(entry, dict) and isinstance(entry.get("containerId"), str):
-                ids.add(entry["containerId"])
-        return ids
+                owners[entry["containerId"]] = str(entry.get(_ENGINE_KEY) or "")
+        return owners
+
+    def _attachments(self) -> list[tuple[str, str, str]]:
+        """(container id, interface, network name) of every whole cache entry."""
+        folder = self.config.cache_dir / "results"
+        if not folder.is_dir():
+            return []
+        found = []
+        for path in folder.iterdir():
+            if path.name.startswith("."):
+                continue
+            try:
+                entry = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("containerId"), str):
+                found.append(
+                    (
+                        entry["containerId"],
+                        str(entry.get("ifName") or self.config.ifname),
+                        str(entry.get("networkName") or ""),
+                    )
+                )
+        return found
 
     def _drop_half_written(self, sandbox_id: str) -> None:
         """Temporary files a process killed while writing this sandbox's entry left."""
@@ -225,24 +409,24 @@ class CNIPlugin:
         plugin: Mapping[str, Any],
         *,
         command: str,
-        sandbox_id: str,
-        netns: str,
-        cni_args: str,
+        sandbox_id: str = "",
+        netns: str = "",
+        cni_args: str = "",
     ) -> dict[str, Any] | None:
         kind = str(plugin["type"])
         binary = self._find(kind)
         if binary is None:
             dirs = ":".join(str(d) for d in self.config.plugin_dirs)
             raise errors.NetworkError(f"CNI plugin {kind!r} not found in {dirs}")
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
-            "CNI_COMMAND": command,
-            "CNI_CONTAINERID": sandbox_id,
-            "CNI_NETNS": netns,
-            "CNI_IFNAME": self.config.ifname,
-            "CNI_ARGS": cni_args,
-            "CNI_PATH": ":".join(str(d) for d in self.config.plugin_dirs),
-        }
+        env = plugin_environment(
+            command=command,
+            plugin_dirs=self.config.plugin_dirs,
+            sandbox_id=sandbox_id,
+            netns=netns,
+            ifname=self.config.ifname,
+            cni_args=cni_args,
+            path=os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        )
         stdin = json.dumps(plugin).encode()
         try:
             with anyio.fail_after(self.config.timeout):
@@ -267,7 +451,7 @@ class CNIPlugin:
         return result
 
     @staticmethod
-    def _plugin_conf(
+    def plugin_conf(
         network: NetworkConfigList,
         plugin: Mapping[str, Any],
         *,
@@ -295,18 +479,8 @@ class CNIPlugin:
                 f"the cni backend needs the network namespace of sandbox {sid[:12]}"
             )
         network = await anyio.to_thread.run_sync(lambda: self.network)
+        await self._know_engine()
         cni_args = _cni_args(request)
-        capability_args: dict[str, Any] = {}
-        if request.port_mappings:
-            capability_args["portMappings"] = [
-                {
-                    "hostPort": p.host_port,
-                    "containerPort": p.container_port,
-                    "protocol": p.protocol.lower(),
-                    "hostIP": p.host_ip,
-                }
-                for p in request.port_mappings
-            ]
         path = self._cache_path(network.name, sid)
         entry: dict[str, Any] = {
             "kind": "cniCacheV1",
@@ -316,15 +490,16 @@ class CNIPlugin:
             "networkName": network.name,
             "netns": request.netns_path,
             "cniArgs": [kv.split("=", 1) for kv in cni_args.split(";")],
-            "capabilityArgs": capability_args,
+            "capabilityArgs": capability_args(request),
             "result": None,
+            _ENGINE_KEY: self.engine,
         }
         await anyio.to_thread.run_sync(self._write_cache, path, entry)
         try:
             prev: dict[str, Any] | None = None
             for plugin in network.plugins:
-                conf = self._plugin_conf(
-                    network, plugin, prev=prev, capability_args=capability_args
+                conf = self.plugin_conf(
+                    network, plugin, prev=prev, capability_args=entry["capabilityArgs"]
                 )
                 result = await self._exec(
                     conf, command="ADD", sandbox_id=sid, netns=request.netns_path, cni_args=cni_args
@@ -346,7 +521,7 @@ class CNIPlugin:
             if _version_tuple(network.cni_version) < (0, 4, 0):
                 continue
             for plugin in network.plugins:
-                conf = self._plugin_conf(
+                conf = self.plugin_conf(
                     network,
                     plugin,
                     prev=entry.get("result"),
@@ -377,7 +552,7 @@ class CNIPlugin:
                     netns = ""
                 prev = entry.get("result")
                 for plugin in reversed(network.plugins):
-                    conf = self._plugin_conf(
+                    conf = self.plugin_conf(
                         network,
                         plugin,
                         prev=prev if _version_tuple(network.cni_version) >= (0, 4, 0) else None,
@@ -423,17 +598,50 @@ class CNIPlugin:
                 return PodNetwork(ips=_ips(entry["result"]))
         return PodNetwork()
 
+    def _is_mine(self, engine: str) -> bool:
+        """Whether an entry made for ``engine`` is this agent's to judge (one made before
+        engines were recorded, or with no engine known, is anyone's)."""
+        return not engine or not self.engine or engine == self.engine
+
     async def sweep(self) -> list[str]:
-        """DEL every cached attachment whose sandbox no longer runs; returns their ids."""
+        """DEL every cached attachment of this agent's engine whose sandbox no longer runs,
+        then GC where supported; returns the ids DELeted."""
         check = self.config.sandbox_exists
         if check is None:
             return []
+        await self._know_engine()
         gone = []
-        for sid in sorted(await anyio.to_thread.run_sync(self.cached_sandboxes)):
-            if not await check(sid):
+        owners = await anyio.to_thread.run_sync(self.cached_owners)
+        for sid in sorted(owners):
+            if self._is_mine(owners[sid]) and not await check(sid):
                 await self.teardown_pod(sandbox_id=sid)
                 gone.append(sid)
+        await self.gc()
         return gone
+
+    async def gc(self) -> list[str]:
+        """CNI ``GC`` of the list to every plugin that supports it, with the attachments
+        the cache still holds (this engine's live ones and every other engine's) as the
+        valid ones; returns the plugin types it went to. A failure is logged, not raised:
+        the sweep's DELs have already released what the cache knew."""
+        network = await anyio.to_thread.run_sync(lambda: self.network)
+        targets = [p for p in network.plugins if await self.speaks_gc(network, p)]
+        if not targets:
+            return []
+        valid = sorted(
+            (cid, ifname)
+            for cid, ifname, name in await anyio.to_thread.run_sync(self._attachments)
+            if name == network.name
+        )
+        done = []
+        for plugin in targets:
+            try:
+                await self._exec(gc_config(network, plugin, valid=valid), command="GC")
+            except errors.NetworkError as e:
+                logger.warning("cni: GC: {}", e)
+                continue
+            done.append(str(plugin["type"]))
+        return done
 
 
 def _cni_args(request: PodNetworkRequest) -> str:
@@ -454,6 +662,7 @@ def _args_text(entry: Mapping[str, Any]) -> str:
 
 
 def _ips(result: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The pod's addresses from a result, IPv4 first then IPv6 (the kubelet's order)."""
     if not result:
         return ()
     found = []
@@ -464,9 +673,9 @@ def _ips(result: Mapping[str, Any] | None) -> tuple[str, ...]:
         if isinstance(index, int) and 0 <= index < len(interfaces):
             if interfaces[index].get("name") == "lo":
                 continue
-        if address and not address.startswith("127."):
+        if address and not address.startswith("127.") and address != "::1":
             found.append(address)
-    return tuple(found)
+    return tuple(sorted(found, key=lambda a: ":" in a))
 
 
 def _plugin_error(kind: str, command: str, out: str, stderr: bytes) -> str:
@@ -487,10 +696,16 @@ __all__ = [
     "DEFAULT_CACHE_DIR",
     "DEFAULT_CONF_DIR",
     "DEFAULT_PLUGIN_DIRS",
+    "GC_VERSION",
     "PROJECT_CONF_DIR",
+    "VALID_ATTACHMENTS",
     "CNIConfig",
     "CNIPlugin",
     "NetworkConfigList",
+    "capability_args",
+    "gc_config",
     "load_config",
     "parse_config",
+    "plugin_environment",
+    "supports_gc",
 ]

@@ -322,6 +322,17 @@ def _rewrite(path: str, text: str) -> None:
         f.truncate()
 
 
+async def pod_resolver(pod: Pod, *, settings: DNSSettings) -> ResolverConfig:
+    """The resolver settings the pod's resolv.conf will hold (no events are emitted here:
+    :func:`write_pod_files` emits them when it writes the file)."""
+    text = (
+        await anyio.to_thread.run_sync(_read, settings.resolv_conf) if settings.resolv_conf else ""
+    )
+    host = parse_resolv_conf(text) if settings.resolv_conf else ResolverConfig()
+    resolver, _ = pod_dns(pod, settings=settings, host=host)
+    return resolver
+
+
 async def write_pod_files(
     *,
     docker: DockerClient,
@@ -376,6 +387,7 @@ __all__ = [
     "pod_dns",
     "pod_files",
     "pod_hostname_and_domain",
+    "pod_resolver",
     "sandbox_hostname",
     "write_pod_files",
 ]

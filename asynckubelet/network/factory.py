@@ -50,12 +50,16 @@ def make_network_plugin(
     state_dir: Path = DEFAULT_STATE_DIR,
     bridge: str = DEFAULT_BRIDGE,
     pod_cidr: str = DEFAULT_POD_CIDR,
+    pod_cidr_v6: str | None = None,
     masquerade: bool = True,
     cni_conf_dirs: Sequence[Path] | None = None,
     cni_plugin_dirs: Sequence[Path] | None = None,
     node_name: str | None = None,
 ) -> NetworkPlugin:
-    """The backend called ``name`` (one of :data:`BACKENDS`)."""
+    """The backend called ``name`` (one of :data:`BACKENDS`).
+
+    ``pod_cidr_v6`` turns on dual stack for the ``bridge`` backend (``cni``: dual stack is
+    the configuration list's, two ``host-local`` ranges)."""
     if name == "auto":
         name, _ = choose_backend(docker_url=docker.url if docker is not None else None)
     if name == "loopback":
@@ -65,9 +69,11 @@ def make_network_plugin(
             BridgeConfig(
                 bridge=bridge,
                 pod_cidr=pod_cidr,
+                pod_cidr_v6=pod_cidr_v6,
                 state_dir=state_dir,
                 masquerade=masquerade,
                 sandbox_exists=_sandbox_runs(docker) if docker is not None else None,
+                engine_id=_engine_id(docker) if docker is not None else None,
             )
         )
     if name == "docker":
@@ -82,9 +88,18 @@ def make_network_plugin(
                 plugin_dirs=tuple(cni_plugin_dirs or defaults.plugin_dirs),
                 cache_dir=state_dir / "cni",
                 sandbox_exists=_sandbox_runs(docker) if docker is not None else None,
+                engine_id=_engine_id(docker) if docker is not None else None,
             )
         )
     raise errors.NetworkError(f"network backend must be one of {', '.join(BACKENDS)}, not {name!r}")
+
+
+def _engine_id(docker: DockerClient) -> Callable[[], Awaitable[str]]:
+    async def engine() -> str:
+        info = await docker.info()
+        return str(info.get("ID") or "")
+
+    return engine
 
 
 def _sandbox_runs(docker: DockerClient) -> Callable[[str], Awaitable[bool]]:

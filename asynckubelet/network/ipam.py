@@ -3,7 +3,9 @@
 Pod addresses must never be handed out twice, even when several agents share a node
 network or one of them dies half-way through a pod's setup. The state is a directory of
 small files, one per allocated address, named by the address and holding the sandbox id
-that owns it (the layout of the CNI ``host-local`` plugin), guarded by an ``fcntl`` lock
+that owns it (the layout of the CNI ``host-local`` plugin) and, on a second line, the
+Docker engine the sandbox belongs to (agents of several engines may share one bridge, and
+each sweeps only its own engine's sandboxes), guarded by an ``fcntl`` lock
 on a lock file. A file is created atomically (write, then rename), so a crash leaves
 either a whole allocation or none; the start-up sweep then releases allocations whose
 sandbox is gone. Addresses are handed out round-robin after the last one reserved, so a
@@ -57,9 +59,11 @@ class FileIPAM:
 
     # -- public, async --------------------------------------------------------------------
 
-    async def allocate(self, *, sandbox_id: str) -> Allocation:
-        """The sandbox's address: the one it already holds, else the next free one."""
-        return await anyio.to_thread.run_sync(self._allocate, sandbox_id)
+    async def allocate(self, *, sandbox_id: str, engine: str = "") -> Allocation:
+        """The sandbox's address: the one it already holds, else the next free one.
+
+        ``engine`` names the Docker engine the sandbox belongs to (empty: unknown)."""
+        return await anyio.to_thread.run_sync(self._allocate, sandbox_id, engine)
 
     async def release(self, *, sandbox_id: str) -> list[str]:
         """Free every address the sandbox holds; returns them (none: already released)."""
@@ -71,6 +75,10 @@ class FileIPAM:
     async def allocations(self) -> dict[str, str]:
         """address -> sandbox id of every allocation."""
         return await anyio.to_thread.run_sync(self._allocations)
+
+    async def owners(self) -> dict[str, str]:
+        """sandbox id -> engine (empty when unrecorded) of every allocation."""
+        return await anyio.to_thread.run_sync(self._owners)
 
     # -- file work, in a worker thread ----------------------------------------------------
 
@@ -91,6 +99,10 @@ class FileIPAM:
             os.close(fd)
 
     def _entries(self) -> Iterator[tuple[str, str]]:
+        for address, owner, _ in self._entries_with_engine():
+            yield address, owner
+
+    def _entries_with_engine(self) -> Iterator[tuple[str, str, str]]:
         if not self.directory.is_dir():
             return
         for path in self.directory.iterdir():
@@ -98,10 +110,12 @@ class FileIPAM:
                 continue
             try:
                 ipaddress.ip_address(path.name)
-                owner = path.read_text().strip()
+                lines = path.read_text().splitlines()
             except (ValueError, OSError):
                 continue
-            yield path.name, owner
+            owner = lines[0].strip() if lines else ""
+            engine = lines[1].strip() if len(lines) > 1 else ""
+            yield path.name, owner, engine
 
     def _allocation(self, address: str, sandbox_id: str) -> Allocation:
         return Allocation(
@@ -116,9 +130,11 @@ class FileIPAM:
         for path in self.directory.glob(".*.tmp"):
             path.unlink(missing_ok=True)
 
-    def _allocate(self, sandbox_id: str) -> Allocation:
+    def _allocate(self, sandbox_id: str, engine: str = "") -> Allocation:
         if not sandbox_id or "/" in sandbox_id or "\n" in sandbox_id:
             raise errors.NetworkError(f"IPAM: invalid sandbox id {sandbox_id!r}")
+        if "\n" in engine:
+            raise errors.NetworkError(f"IPAM: invalid engine id {engine!r}")
         with self._locked():
             self._drop_half_written()
             used: set[str] = set()
@@ -129,7 +145,8 @@ class FileIPAM:
             for candidate in self._candidates():
                 if candidate in used:
                     continue
-                self._write(self.directory / candidate, sandbox_id)
+                owner = f"{sandbox_id}\n{engine}" if engine else sandbox_id
+                self._write(self.directory / candidate, owner)
                 self._write(self.directory / _LAST_RESERVED, candidate)
                 return self._allocation(candidate, sandbox_id)
         raise errors.NetworkError(
@@ -180,6 +197,9 @@ class FileIPAM:
 
     def _allocations(self) -> dict[str, str]:
         return dict(self._entries())
+
+    def _owners(self) -> dict[str, str]:
+        return {owner: engine for _, owner, engine in self._entries_with_engine()}
 
 
 __all__ = ["Allocation", "FileIPAM"]

@@ -36,6 +36,12 @@ class DNAT:
     protocol: str = "TCP"
     host_ip: str = ""
 
+    def destination(self) -> str:
+        """``--to-destination`` of the rule: an IPv6 address goes in brackets."""
+        if ":" in self.pod_ip:
+            return f"[{self.pod_ip}]:{self.container_port}"
+        return f"{self.pod_ip}:{self.container_port}"
+
 
 def forward_chain(bridge: str) -> str:
     return f"AKL-FWD-{bridge}"
@@ -54,13 +60,25 @@ def pod_chain(sandbox_id: str) -> str:
 
 
 class IPTables:
-    """Runs ``iptables`` (the binary found on PATH, or ``binary``)."""
+    """Runs ``iptables`` (the binary found on PATH, or ``binary``; ``ip6tables`` for IPv6)."""
 
     def __init__(self, *, binary: str = "iptables") -> None:
         self.binary = binary
+        self._nat: bool | None = None
 
     def available(self) -> bool:
         return shutil.which(self.binary) is not None
+
+    async def nat_supported(self) -> bool:
+        """Whether the kernel has this family's ``nat`` table (IPv6 NAT is optional)."""
+        if self._nat is None:
+            argv = [self.binary, "-w", "5", "-t", "nat", "-S", "POSTROUTING"]
+            try:
+                proc = await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL)
+            except OSError:
+                return False
+            self._nat = proc.returncode == 0
+        return self._nat
 
     async def run(self, *args: str, table: str = "filter", check: bool = True) -> str:
         argv = [self.binary, "-w", "5", "-t", table, *args]
@@ -141,12 +159,18 @@ class IPTables:
 
     # -- the node network ---------------------------------------------------------------
 
-    async def setup_network(self, *, bridge: str, subnet: str, masquerade: bool) -> None:
+    async def setup_network(
+        self, *, bridge: str, subnet: str, masquerade: bool, nat: bool = True
+    ) -> None:
+        """Forwarding for the bridge; with ``nat``, egress masquerade and the hostPort
+        chain (``nat=False``: a kernel without this family's NAT table)."""
         fwd = forward_chain(bridge)
         await self.ensure_chain(fwd, table="filter")
         await self.ensure_rule(fwd, ["-i", bridge, "-j", "ACCEPT"], table="filter")
         await self.ensure_rule(fwd, ["-o", bridge, "-j", "ACCEPT"], table="filter")
         await self.ensure_jump("FORWARD", fwd, table="filter")
+        if not nat:
+            return
 
         post = postrouting_chain(bridge)
         await self.ensure_chain(post, table="nat")
@@ -154,9 +178,10 @@ class IPTables:
             await self.ensure_rule(
                 post, ["-s", subnet, "!", "-o", bridge, "-j", "MASQUERADE"], table="nat"
             )
-        await self.ensure_rule(
-            post, ["-s", "127.0.0.0/8", "-o", bridge, "-j", "MASQUERADE"], table="nat"
-        )
+        if ":" not in subnet:
+            await self.ensure_rule(
+                post, ["-s", "127.0.0.0/8", "-o", bridge, "-j", "MASQUERADE"], table="nat"
+            )
         hairpin = ["-s", subnet, "-o", bridge, "-m", "conntrack", "--ctstate", "DNAT"]
         await self.ensure_rule(post, [*hairpin, "-j", "MASQUERADE"], table="nat")
         await self.ensure_jump("POSTROUTING", post, table="nat")
@@ -213,7 +238,7 @@ class IPTables:
             rule = ["-p", m.protocol.lower(), "--dport", str(m.host_port)]
             if m.host_ip and m.host_ip not in ("0.0.0.0", "::"):
                 rule = ["-d", m.host_ip, *rule]
-            rule += ["-j", "DNAT", "--to-destination", f"{m.pod_ip}:{m.container_port}"]
+            rule += ["-j", "DNAT", "--to-destination", m.destination()]
             rules.append(rule)
         await self.delete_jumps(hostport_chain(bridge), chain, table="nat")
         lines = ["*nat", f":{chain} - [0:0]"]

@@ -257,7 +257,9 @@ def container_status_from_inspect(info: ContainerInspect, *, image_id: str = "")
     )
 
 
-def sandbox_status_from_inspect(info: ContainerInspect, *, ip: str | None) -> SandboxStatus:
+def sandbox_status_from_inspect(
+    info: ContainerInspect, *, ip: str | None, additional_ips: tuple[str, ...] = ()
+) -> SandboxStatus:
     labels = info.get("Config", {}).get("Labels") or {}
     state = info.get("State", {})
     parsed = naming.parse_name(info.get("Name", ""))
@@ -268,6 +270,7 @@ def sandbox_status_from_inspect(info: ContainerInspect, *, ip: str | None) -> Sa
         state=SandboxState.READY if state.get("Running") else SandboxState.NOTREADY,
         created_at=parse_time(info.get("Created")) or datetime.fromtimestamp(0, UTC),
         ip=ip,
+        additional_ips=additional_ips,
         host_network=labels.get(naming.LABEL_HOST_NETWORK) == "true",
     )
 

@@ -31,8 +31,15 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, ContainerInspect, DockerClient
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
-from asynckubelet.network import LoopbackPlugin, NetworkPlugin, PodNetworkRequest, PortMapping
-from asynckubelet.network.dns import DNSSettings, sandbox_hostname, write_pod_files
+from asynckubelet.network import (
+    LoopbackPlugin,
+    NetworkPlugin,
+    PodDNS,
+    PodNetworkRequest,
+    PortMapping,
+    requested_ips,
+)
+from asynckubelet.network.dns import DNSSettings, pod_resolver, sandbox_hostname, write_pod_files
 from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
@@ -228,15 +235,17 @@ class RuntimeManager:
                 containers.append(record)
                 continue
             ip: str | None = None
+            more: tuple[str, ...] = ()
             if record.get("State", {}).get("Running"):
                 net = await self.network.get_pod_network_status(sandbox_id=cid)
                 ip = (net.ips[0] if net.ips else "") if net is not None else None
-            sandboxes.append(ctr.sandbox_status_from_inspect(record, ip=ip))
+                more = tuple(net.ips[1:]) if net is not None else ()
+            sandboxes.append(ctr.sandbox_status_from_inspect(record, ip=ip, additional_ips=more))
         sandboxes.sort(key=lambda s: (s.created_at, s.attempt), reverse=True)
         containers.sort(key=lambda c: (c.created_at, c.restart_count), reverse=True)
         ips: tuple[str, ...] = ()
         if sandboxes and sandboxes[0].ip:
-            ips = (sandboxes[0].ip,)
+            ips = (sandboxes[0].ip, *sandboxes[0].additional_ips)
         return PodRuntimeStatus(
             uid=uid,
             name=name,
@@ -847,15 +856,24 @@ class _Sync:
                 net_step = self.result.add(SyncAction.SETUP_NETWORK, name)
                 info = await self.rm.docker.inspect_container(sandbox_id)
                 pid = info.get("State", {}).get("Pid", 0)
-                request = PodNetworkRequest(
-                    sandbox_id=sandbox_id,
-                    pod_name=ctr.pod_identity(self.pod)[0],
-                    namespace=ctr.pod_identity(self.pod)[1],
-                    uid=ctr.pod_identity(self.pod)[2],
-                    netns_path=f"/proc/{pid}/ns/net" if pid else "",
-                    port_mappings=_port_mappings(self.pod),
-                )
                 try:
+                    resolver = await pod_resolver(self.pod, settings=self.rm.config.dns)
+                    request = PodNetworkRequest(
+                        sandbox_id=sandbox_id,
+                        pod_name=ctr.pod_identity(self.pod)[0],
+                        namespace=ctr.pod_identity(self.pod)[1],
+                        uid=ctr.pod_identity(self.pod)[2],
+                        netns_path=f"/proc/{pid}/ns/net" if pid else "",
+                        port_mappings=_port_mappings(self.pod),
+                        dns=PodDNS(
+                            servers=resolver.nameservers,
+                            searches=resolver.searches,
+                            options=resolver.options,
+                        ),
+                        ips=requested_ips(
+                            self.pod.metadata.annotations if self.pod.metadata else None
+                        ),
+                    )
                     net = await self.rm.network.setup_pod(request)
                 except errors.AsyncKubeletError as e:
                     net_step.fail(SyncError.SETUP_NETWORK, str(e))
