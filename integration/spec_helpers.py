@@ -51,7 +51,7 @@ def make_manager(
         RuntimeConfig(node_name=node, pause_image=PAUSE_IMAGE),
         docker=docker,
         events=events,
-        volumes=VolumeManager(root=root, node_name=node),
+        volumes=VolumeManager(root=root, node_name=node, token_dir=root / "serviceaccount"),
     )
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jwt
 import pytest
 import yaml
 from lightkube.models.core_v1 import Pod, PodStatus
@@ -317,10 +318,20 @@ async def test_two_container_pod_shares_the_page_the_debian_container_wrote(
     assert run.status.phase == "Running"
 
 
-async def test_a_projected_service_account_token_gives_an_empty_volume(run_example: Any) -> None:
+async def test_a_projected_service_account_token_is_issued_by_the_node_for_vault(
+    run_example: Any, tmp_path: Path
+) -> None:
     run = await run_example("pod-projected-svc-token.yaml")
     await run.wait(_running("nginx"))
-    assert await run.exec("nginx", "ls", "/var/run/secrets/tokens") == ""
+    token = await run.exec("nginx", "cat", "/var/run/secrets/tokens/vault-token")
+    public = (tmp_path / "serviceaccount" / "signing-key.pub").read_bytes()
+    claims = jwt.decode(token, public, algorithms=["RS256"], audience="vault")
+    assert claims["aud"] == ["vault"]
+    assert claims["exp"] - claims["iat"] == 7200
+    assert claims["iss"] == "https://asynckubelet.local"
+    assert claims["sub"] == "system:serviceaccount:default:default"
+    assert run.pod.metadata is not None
+    assert claims["kubernetes.io"]["pod"] == {"name": "nginx", "uid": run.pod.metadata.uid}
 
 
 async def test_init_containers_offline_the_download_fails_and_nginx_never_starts(

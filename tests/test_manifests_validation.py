@@ -533,6 +533,43 @@ CASES: list[tuple[str, Callable[[Doc], object], str]] = [
         "must be between 0 and 2147483647, inclusive",
     ),
     (
+        "a token lives at least ten minutes",
+        set_spec(
+            volumes=[
+                {
+                    "name": "t",
+                    "projected": {
+                        "sources": [{"serviceAccountToken": {"path": "t", "expirationSeconds": 60}}]
+                    },
+                }
+            ]
+        ),
+        "spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: "
+        "Invalid value: 60: may not specify a duration less than 10 minutes",
+    ),
+    (
+        "a token lives at most 2^32 seconds",
+        set_spec(
+            volumes=[
+                {
+                    "name": "t",
+                    "projected": {
+                        "sources": [
+                            {"serviceAccountToken": {"path": "t", "expirationSeconds": 2**33}}
+                        ]
+                    },
+                }
+            ]
+        ),
+        "spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: "
+        "Invalid value: 8589934592: may not specify a duration larger than 2^32 seconds",
+    ),
+    (
+        "a token has a path",
+        set_spec(volumes=[{"name": "t", "projected": {"sources": [{"serviceAccountToken": {}}]}}]),
+        "spec.volumes[0].projected.path: Required value",
+    ),
+    (
         "an unmasked /proc needs hostUsers false",
         set_ctr(securityContext={"procMount": "Unmasked"}),
         'spec.containers[0].securityContext.procMount: Invalid value: "Unmasked": '

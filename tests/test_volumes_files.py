@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -12,6 +13,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.manifests import load_manifests_text
+from asynckubelet.node.tokens import TokenRequest
 from asynckubelet.node.volumes import (
     VolumeManager,
     check_host_path,
@@ -239,3 +241,55 @@ def test_only_the_termination_logs_of_the_current_and_previous_instance_are_kept
     paths = anyio.run(starts)
     assert [Path(p).exists() for p in paths] == [False, False, True, False, True]
     assert all((Path(p).stat().st_mode & 0o777) == 0o666 for p in (paths[2], paths[4]))
+
+
+def test_a_projected_token_is_written_at_its_path_with_the_volumes_mode() -> None:
+    pod = _pod_with(
+        "{name: v, projected: {defaultMode: 0440, sources: [{serviceAccountToken: "
+        "{path: tok, audience: vault, expirationSeconds: 7200}}]}}"
+    )
+    assert pod.spec is not None and pod.spec.volumes is not None
+    seen: list[TokenRequest] = []
+
+    def tokens(request: TokenRequest) -> str:
+        seen.append(request)
+        return "header.claims.signature"
+
+    payload = volume_payload(pod, pod.spec.volumes[0], CTX, tokens=tokens)
+    assert payload == {"tok": (b"header.claims.signature", 0o440)}
+    assert seen == [
+        TokenRequest(
+            namespace="default",
+            service_account="default",
+            pod_name="p",
+            pod_uid=pod.metadata.uid if pod.metadata else "",
+            audiences=("vault",),
+            expiration_seconds=7200,
+        )
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_projected_token_is_replaced_through_the_atomic_writer_at_80_percent(
+    tmp_path: Path,
+) -> None:
+    pod = _pod_with(
+        "{name: v, projected: {sources: "
+        "[{serviceAccountToken: {path: tok, expirationSeconds: 1000}}]}}"
+    )
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    manager = VolumeManager(root=tmp_path / "pods", node_name="n", use_tmpfs=False)
+    manager.tokens.clock = lambda: now[0]
+    directory = manager.volume_dir(pod.metadata.uid if pod.metadata else "", "projected", "v")
+
+    async def setup() -> tuple[str, str]:
+        await manager.setup_pod(pod, context=CTX, docker=None)  # type: ignore[arg-type]
+        return (directory / "tok").read_text(), os.readlink(directory / "..data")
+
+    first = await setup()
+    now[0] += timedelta(seconds=700)
+    assert await setup() == first
+    now[0] += timedelta(seconds=110)
+    token, data = await setup()
+    assert token != first[0] and data != first[1]
+    assert (tmp_path / "serviceaccount" / "signing-key.pub").exists()

@@ -19,6 +19,10 @@ __all__ = ["SUPPORTED_VOLUME_TYPES", "unhonoured_fields"]
 
 _NO_SCHEDULER = "there is no scheduler: the pod runs here whatever it asks for"
 _NO_API = "there is no API server"
+_SERVICE_ACCOUNT = (
+    f"{_NO_API}: no API-access token is mounted and no image pull secrets come from it; "
+    "projected serviceAccountToken volumes name it, in tokens from this node's own issuer"
+)
 
 _SPEC_FIELDS: tuple[tuple[str, str], ...] = (
     ("nodeSelector", _NO_SCHEDULER),
@@ -29,8 +33,8 @@ _SPEC_FIELDS: tuple[tuple[str, str], ...] = (
     ("priority", f"{_NO_SCHEDULER}, and nothing is preempted"),
     ("preemptionPolicy", f"{_NO_SCHEDULER}, and nothing is preempted"),
     ("readinessGates", f"{_NO_API} to set the conditions they wait for"),
-    ("serviceAccountName", f"{_NO_API} to issue service-account credentials"),
-    ("serviceAccount", f"{_NO_API} to issue service-account credentials"),
+    ("serviceAccountName", _SERVICE_ACCOUNT),
+    ("serviceAccount", _SERVICE_ACCOUNT),
     ("runtimeClassName", "every container runs on the Docker engine's default runtime"),
     ("overhead", "no RuntimeClass accounts for pod overhead"),
     ("resourceClaims", "there is no dynamic resource allocation"),
@@ -47,7 +51,7 @@ SUPPORTED_VOLUME_TYPES = frozenset(
         "persistentVolumeClaim",
     }
 )
-_PROJECTED_UNSUPPORTED = ("serviceAccountToken", "clusterTrustBundle", "podCertificate")
+_PROJECTED_UNSUPPORTED = ("clusterTrustBundle", "podCertificate")
 
 
 def unhonoured_fields(pod: Pod, *, node_name: str) -> list[FieldError]:

@@ -326,7 +326,38 @@ def _validate_volume_source(vol: Volume, path: str) -> list[FieldError]:
         mode = getattr(source, "defaultMode", None) if source is not None else None
         if mode is not None and not 0 <= mode <= 0o777:
             errs.append(invalid(f"{path}.{kind}.defaultMode", mode, _FILE_MODE))
+    for j, source in enumerate((vol.projected.sources or []) if vol.projected else []):
+        token = source.serviceAccountToken
+        if token is not None:
+            _validate_token_projection(token, f"{path}.projected", j, errs)
     return errs
+
+
+def _validate_token_projection(
+    token: Any, projected: str, index: int, errs: list[FieldError]
+) -> None:
+    """``validateProjectionSources``' rules for a ``serviceAccountToken`` (a missing path
+    is reported on the projected volume, as the API server does)."""
+    path = f"{projected}.sources[{index}].serviceAccountToken"
+    seconds = token.expirationSeconds
+    if seconds is not None and seconds < 600:
+        errs.append(
+            invalid(
+                f"{path}.expirationSeconds",
+                seconds,
+                "may not specify a duration less than 10 minutes",
+            )
+        )
+    if seconds is not None and seconds > 1 << 32:
+        errs.append(
+            invalid(
+                f"{path}.expirationSeconds",
+                seconds,
+                "may not specify a duration larger than 2^32 seconds",
+            )
+        )
+    if not token.path:
+        errs.append(required(f"{projected}.path"))
 
 
 def _quantity(errs: list[FieldError], path: str, text: str) -> Quantity | None:

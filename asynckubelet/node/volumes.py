@@ -4,9 +4,10 @@ Each pod gets a state directory laid out as the kubelet's
 (``<root>/<uid>/volumes/kubernetes.io~<plugin>/<name>``) and every container of the pod
 bind-mounts from it, so containers of one pod share their volumes as on a cluster.
 ConfigMap (``data`` and ``binaryData`` byte for byte), Secret, downward API and projected
-volumes are written with the kubelet's atomic-writer layout (a timestamped directory, a
-``..data`` symlink swapped with one ``rename``, user-visible names that are symlinks
-through ``..data``), so a change of the source object replaces every file at once and
+volumes (service-account tokens from the node's own issuer, ``node.tokens``) are written
+with the kubelet's atomic-writer layout (a timestamped directory, a ``..data`` symlink
+swapped with one ``rename``, user-visible names that are symlinks through ``..data``), so
+a change of the source object, or a refreshed token, replaces every file at once and
 readers never see half an update. Memory emptyDirs and Secrets live on tmpfs mounts
 (when the node may mount; else plain directories). A ``persistentVolumeClaim`` is a
 named Docker volume, created when absent and kept after the pod. Everything else is
@@ -36,6 +37,7 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests.quantity import parse_quantity
+from asynckubelet.node.tokens import TokenIssuer, TokenRequest
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.expansion import expand
@@ -268,8 +270,30 @@ def _configmap_bytes(context: PodContext, name: str) -> dict[str, bytes] | None:
     }
 
 
-def volume_payload(pod: Pod, volume: Volume, context: PodContext) -> Payload:
-    """The files of a ConfigMap, Secret, downward API or projected volume."""
+def _token_request(pod: Pod, source: Any) -> TokenRequest:
+    meta, spec = pod.metadata, pod.spec
+    assert meta is not None and spec is not None
+    return TokenRequest(
+        namespace=meta.namespace or "default",
+        service_account=spec.serviceAccountName or spec.serviceAccount or "default",
+        pod_name=meta.name or "",
+        pod_uid=meta.uid or "",
+        audiences=(source.audience,) if source.audience else (),
+        expiration_seconds=int(source.expirationSeconds or 3600),
+    )
+
+
+def volume_payload(
+    pod: Pod,
+    volume: Volume,
+    context: PodContext,
+    *,
+    tokens: Callable[[TokenRequest], str] | None = None,
+) -> Payload:
+    """The files of a ConfigMap, Secret, downward API or projected volume.
+
+    ``tokens`` issues a projected ``serviceAccountToken``; without it none is written.
+    """
     if volume.configMap is not None:
         cm = volume.configMap
         name = cm.name or ""
@@ -326,6 +350,12 @@ def volume_payload(pod: Pod, volume: Volume, context: PodContext) -> Payload:
             )
         elif source.downwardAPI is not None:
             payload.update(_downward_payload(pod, source.downwardAPI.items, mode))
+        elif source.serviceAccountToken is not None and tokens is not None:
+            token = tokens(_token_request(pod, source.serviceAccountToken))
+            payload[source.serviceAccountToken.path] = (
+                token.encode(),
+                DEFAULT_MODE if mode is None else mode,
+            )
     return payload
 
 
@@ -359,7 +389,15 @@ class _Prepared:
 class VolumeManager:
     """Pod volumes under ``root`` (one directory per pod UID); a runtime ``VolumeProvider``."""
 
-    def __init__(self, *, root: Path, node_name: str, use_tmpfs: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        root: Path,
+        node_name: str,
+        use_tmpfs: bool | None = None,
+        token_dir: Path | None = None,
+        service_account_issuer: str | None = None,
+    ) -> None:
         self.root = root
         self._made = [p for p in (root.parent, root) if not p.exists()]
         """Directories this manager will create, removed again once no pod is left."""
@@ -367,6 +405,13 @@ class VolumeManager:
         self.use_tmpfs = os.geteuid() == 0 if use_tmpfs is None else use_tmpfs
         self._prepared: dict[str, dict[str, _Prepared]] = {}
         self._claims: dict[str, _Prepared] = {}
+        self.tokens = TokenIssuer(
+            directory=token_dir or root.parent / "serviceaccount",
+            node_name=node_name,
+            issuer=service_account_issuer,
+        )
+        """The node-local service-account token issuer; its keys live in ``token_dir``
+        (default ``<root>/../serviceaccount``), made on the first token."""
 
     def pod_dir(self, uid: str) -> Path:
         return self.root / uid
@@ -443,7 +488,17 @@ class VolumeManager:
             return _Prepared(source=str(path), kind="bind")
         for plugin in ("configMap", "secret", "downwardAPI", "projected"):
             if getattr(volume, plugin) is not None:
-                payload = volume_payload(pod, volume, context)
+                if _has_token(volume):
+                    payload = await anyio.to_thread.run_sync(
+                        lambda: volume_payload(
+                            pod,
+                            volume,
+                            context,
+                            tokens=lambda r: self.tokens.token(r).value,
+                        )
+                    )
+                else:
+                    payload = volume_payload(pod, volume, context)
                 path = self.volume_dir(uid, plugin, volume.name)
                 if plugin in ("secret", "projected") and not path.exists():
                     path.mkdir(mode=0o755, parents=True)
@@ -535,6 +590,7 @@ class VolumeManager:
 
     async def teardown_pod(self, *, uid: str) -> None:
         self._prepared.pop(uid, None)
+        self.tokens.forget(pod_uid=uid)
         pod_dir = self.pod_dir(uid)
         volumes = pod_dir / "volumes"
         if volumes.exists():
@@ -546,6 +602,11 @@ class VolumeManager:
         for made in reversed(self._made):
             with contextlib.suppress(OSError):
                 made.rmdir()
+
+
+def _has_token(volume: Volume) -> bool:
+    sources = volume.projected.sources if volume.projected is not None else None
+    return any(s.serviceAccountToken is not None for s in sources or [])
 
 
 def directory_usage(path: Path) -> int:

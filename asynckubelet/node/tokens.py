@@ -1,0 +1,202 @@
+"""Service-account tokens for projected volumes, from a node-local issuer.
+
+On a cluster the kubelet asks the API server for a token bound to the pod (``TokenRequest``)
+and writes it into the projected volume. A node without an API server cannot get one, and
+an empty file breaks every client that reads it (Vault's Kubernetes auth, cloud workload
+identity, anything that sends the token as a bearer credential). So this node issues the
+token itself, in the API server's shape, signed by a key of its own: an RSA key made once
+in the node's state directory (``signing-key.pem``, mode 0600), its public half beside it
+(``signing-key.pub``) for whoever verifies the tokens. The claims are the API server's:
+``iss`` (``https://asynckubelet.local`` unless configured), ``sub``
+``system:serviceaccount:<ns>:<sa>``, ``aud`` (the projection's audience, else the issuer),
+``iat``/``nbf``/``exp`` from ``expirationSeconds`` and the private ``kubernetes.io`` claim
+naming the namespace, the pod, the service account and the node. The key id is the API
+server's: the unpadded base64url SHA-256 of the public key's DER form.
+
+Such a token proves only that this node issued it: a verifier must be configured with this
+node's issuer and public key, as for any external OIDC issuer; the Kubernetes API of a
+cluster does not accept it. As the kubelet's token manager does, a token is reused until
+80 % of its lifetime (or 24 h) has passed, less a jitter of up to 10 s, and then replaced;
+the projected volume is rewritten through the atomic writer when its token changes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import random
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+DEFAULT_ISSUER = "https://asynckubelet.local"
+ISSUER_ENV = "ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER"
+PRIVATE_KEY_FILE = "signing-key.pem"
+PUBLIC_KEY_FILE = "signing-key.pub"
+MAX_TTL = timedelta(hours=24)
+MAX_JITTER_SECONDS = 10.0
+_UID_NAMESPACE = uuid.UUID("6f1c3b8e-2d47-4a51-9a0e-6a6b9c1e7d20")
+
+
+@dataclass(frozen=True)
+class TokenRequest:
+    """What a ``serviceAccountToken`` projection asks for, bound to one pod."""
+
+    namespace: str
+    service_account: str
+    pod_name: str
+    pod_uid: str
+    audiences: tuple[str, ...]
+    expiration_seconds: int
+
+
+@dataclass(frozen=True)
+class Token:
+    value: str
+    issued_at: datetime
+    expires_at: datetime
+
+
+def requires_refresh(token: Token, *, now: datetime, jitter: float = 0.0) -> bool:
+    """The kubelet token manager's ``requiresRefresh``: past 80 % of the lifetime, or 24 h
+    after issue, each less ``jitter`` seconds."""
+    ttl = token.expires_at - token.issued_at
+    slack = timedelta(seconds=jitter)
+    if now >= token.expires_at - ttl * 0.2 - slack:
+        return True
+    return now >= token.issued_at + MAX_TTL - slack
+
+
+def stable_uid(*parts: str) -> str:
+    """A UID that stays the same for the same names (there is no object to carry one)."""
+    return str(uuid.uuid5(_UID_NAMESPACE, "/".join(parts)))
+
+
+class TokenIssuer:
+    """Issues and caches the node's service-account tokens; keys in ``directory``."""
+
+    def __init__(
+        self,
+        *,
+        directory: Path,
+        node_name: str,
+        issuer: str | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.directory = directory
+        self.clock = clock
+        self.node_name = node_name
+        self.issuer = issuer or os.environ.get(ISSUER_ENV) or DEFAULT_ISSUER
+        self._key: rsa.RSAPrivateKey | None = None
+        self._kid = ""
+        self._cache: dict[TokenRequest, Token] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def public_key_path(self) -> Path:
+        return self.directory / PUBLIC_KEY_FILE
+
+    def _signing_key(self) -> rsa.RSAPrivateKey:
+        if self._key is not None:
+            return self._key
+        path = self.directory / PRIVATE_KEY_FILE
+        if path.exists():
+            loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
+            if not isinstance(loaded, rsa.RSAPrivateKey):
+                raise ValueError(f"{path} does not hold an RSA private key")
+            key = loaded
+        else:
+            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            pem = key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+            tmp = path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(pem)
+            os.replace(tmp, path)
+        public = key.public_key()
+        public_pem = public.public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        if not self.public_key_path.exists() or self.public_key_path.read_bytes() != public_pem:
+            tmp = self.public_key_path.with_suffix(".tmp")
+            tmp.write_bytes(public_pem)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, self.public_key_path)
+        der = public.public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        self._kid = base64.urlsafe_b64encode(hashlib.sha256(der).digest()).rstrip(b"=").decode()
+        self._key = key
+        return key
+
+    def token(self, request: TokenRequest, *, now: datetime | None = None) -> Token:
+        """The cached token for ``request``, or a new one when it is due for refresh."""
+        now = now or self.clock()
+        with self._lock:
+            cached = self._cache.get(request)
+            jitter = random.uniform(0, MAX_JITTER_SECONDS)
+            if cached is not None and not requires_refresh(cached, now=now, jitter=jitter):
+                return cached
+            token = self._issue(request, now=now)
+            self._cache[request] = token
+            return token
+
+    def issue(self, request: TokenRequest, *, now: datetime) -> Token:
+        """A new signed token for ``request`` (the API server's ``TokenRequest`` claims)."""
+        with self._lock:
+            return self._issue(request, now=now)
+
+    def _issue(self, request: TokenRequest, *, now: datetime) -> Token:
+        key = self._signing_key()
+        issued = now.replace(microsecond=0)
+        expires = issued + timedelta(seconds=request.expiration_seconds)
+        audiences = list(request.audiences) or [self.issuer]
+        claims = {
+            "aud": audiences,
+            "exp": int(expires.timestamp()),
+            "iat": int(issued.timestamp()),
+            "iss": self.issuer,
+            "jti": str(uuid.uuid4()),
+            "kubernetes.io": {
+                "namespace": request.namespace,
+                "node": {"name": self.node_name, "uid": stable_uid("node", self.node_name)},
+                "pod": {"name": request.pod_name, "uid": request.pod_uid},
+                "serviceaccount": {
+                    "name": request.service_account,
+                    "uid": stable_uid("serviceaccount", request.namespace, request.service_account),
+                },
+            },
+            "nbf": int(issued.timestamp()),
+            "sub": f"system:serviceaccount:{request.namespace}:{request.service_account}",
+        }
+        value = jwt.encode(claims, key, algorithm="RS256", headers={"kid": self._kid})
+        return Token(value=value, issued_at=issued, expires_at=expires)
+
+    def forget(self, *, pod_uid: str) -> None:
+        """Drop the pod's cached tokens (it is gone)."""
+        with self._lock:
+            for request in [r for r in self._cache if r.pod_uid == pod_uid]:
+                del self._cache[request]
+
+
+__all__ = [
+    "DEFAULT_ISSUER",
+    "ISSUER_ENV",
+    "Token",
+    "TokenIssuer",
+    "TokenRequest",
+    "requires_refresh",
+]
