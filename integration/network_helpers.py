@@ -1,4 +1,4 @@
-"""Helpers of the network integration tests: free pod CIDRs, bridge names, pods."""
+"""Helpers of the network integration tests: free pod CIDRs (IPv4, IPv6), bridge names, pods."""
 
 from __future__ import annotations
 
@@ -19,6 +19,16 @@ def free_cidr() -> str:
         if cidr.split("/")[0].rsplit(".", 1)[0] + "." not in taken:
             return cidr
     raise AssertionError("no free /24 found")
+
+
+def free_cidr_v6() -> str:
+    """A random ULA /64 that no host route covers."""
+    taken = subprocess.run(["ip", "-6", "route"], capture_output=True, text=True).stdout
+    for _ in range(100):
+        cidr = f"fd00:ac1:{random.randint(1, 0xFFFF):x}:{random.randint(1, 0xFFFF):x}::/64"
+        if cidr.split("::")[0] not in taken:
+            return cidr
+    raise AssertionError("no free /64 found")
 
 
 def pod_from(text: str, *, node: str) -> Pod:

@@ -8,13 +8,15 @@ everything per pod, which is what the tests check.
 
 from __future__ import annotations
 
+import base64
+import ipaddress
 import json
 import os
 import random
 import subprocess
 import sys
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,13 @@ from pyroute2 import AsyncIPRoute
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
-from asynckubelet.network import PodNetworkRequest, PortMapping
+from asynckubelet.network import IPS_ANNOTATION, PodNetworkRequest, PortMapping
 from asynckubelet.network.cni import CNIConfig, CNIPlugin, parse_config
 from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE, remove_owned
-from integration.network_helpers import free_cidr, pod_from
+from integration.network_helpers import free_cidr, free_cidr_v6, pod_from
 from integration.runtime_helpers import Driver, Recorder
 
 pytestmark = [
@@ -43,7 +45,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _conflist(name: str, bridge: str, subnet: str, data_dir: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((REPO / "asynckubelet" / "cni" / "10-asynckubelet.conflist").read_text())
+    doc: dict[str, Any] = json.loads(
+        (REPO / "asynckubelet" / "cni" / "10-asynckubelet.conflist").read_text()
+    )
     doc["name"] = name
     doc["plugins"][0]["bridge"] = bridge
     doc["plugins"][0]["ipam"]["ranges"] = [[{"subnet": subnet}]]
@@ -74,7 +78,7 @@ class Net:
         folder = self.data_dir / self.name
         if not folder.is_dir():
             return []
-        return [p.name for p in folder.iterdir() if p.name[0].isdigit()]
+        return [p.name for p in folder.iterdir() if p.name[0].isdigit() or ":" in p.name]
 
     def cache_entries(self) -> list[str]:
         folder = self.state / "cni" / "results"
@@ -365,4 +369,102 @@ async def test_a_failing_network_setup_removes_the_sandbox_and_reports_the_plugi
     warnings = [e for e in events.events if e[1] == "FailedCreatePodSandBox"]
     assert warnings and "CNI plugin bridge ADD failed" in warnings[0][2]
     assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []
+    assert net.cache_entries() == []
+
+
+def _edit_conflist(net: Net, change: Callable[[dict[str, Any]], None]) -> None:
+    path = net.conf_dir / "10-test.conflist"
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+async def _manager(docker: DockerClient, node: str, net: Net) -> RuntimeManager:
+    plugin = net.plugin(docker)
+    await plugin.start()
+    return RuntimeManager(
+        RuntimeConfig(node_name=node, pause_image=PAUSE_IMAGE), docker=docker, network=plugin
+    )
+
+
+async def test_a_pod_asking_for_an_address_gets_it_from_debians_host_local(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    _edit_conflist(net, lambda d: d["plugins"][0].update(capabilities={"ips": True}))
+    rm = await _manager(docker, node_name, net)
+    wanted = net.subnet.rsplit(".", 1)[0] + ".77"
+    text = _server("fixed").replace(
+        "metadata: {name: fixed}",
+        f"metadata: {{name: fixed, annotations: {{{IPS_ANNOTATION}: '[\"{wanted}\"]'}}}}",
+    )
+    _, ip = await _running(rm, text, node_name)
+    assert ip == wanted
+    assert net.allocations() == [wanted]
+
+
+async def test_the_pods_resolver_settings_reach_a_plugin_declaring_dns(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    _edit_conflist(net, lambda d: d["plugins"][0].update(capabilities={"dns": True}))
+    rm = await _manager(docker, node_name, net)
+    text = _server("dnsed").replace(
+        "  terminationGracePeriodSeconds: 1\n",
+        "  terminationGracePeriodSeconds: 1\n"
+        "  dnsPolicy: None\n"
+        "  dnsConfig:\n"
+        "    nameservers: [192.0.2.53]\n"
+        "    searches: [a.example]\n"
+        "    options: [{name: ndots, value: '2'}]\n",
+    )
+    await _running(rm, text, node_name)
+    (entry,) = [json.loads(p.read_text()) for p in (net.state / "cni" / "results").iterdir()]
+    assert entry["capabilityArgs"]["dns"] == {
+        "servers": ["192.0.2.53"],
+        "searches": ["a.example"],
+        "options": ["ndots:2"],
+    }
+    sent = json.loads(base64.b64decode(entry["config"]))
+    assert sent["plugins"][0]["capabilities"] == {"dns": True}
+
+
+def _dual_stack(doc: dict[str, Any], subnet6: str) -> None:
+    ipam = doc["plugins"][0]["ipam"]
+    ipam["ranges"].append([{"subnet": subnet6}])
+    ipam["routes"].append({"dst": "::/0"})
+
+
+async def test_a_conflist_with_two_host_local_ranges_gives_dual_stack_pods_that_reach_each_other(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    subnet6 = free_cidr_v6()
+    _edit_conflist(net, lambda d: _dual_stack(d, subnet6))
+    rm = await _manager(docker, node_name, net)
+    driver = Driver(rm, pod_from(_server("ds-a"), node=node_name))
+    status = await driver.until(lambda s: s.phase == "Running" and len(s.podIPs or []) == 2)
+    ips = [ip.ip for ip in status.podIPs or []]
+    assert ipaddress.ip_address(ips[0]).version == 4
+    assert ipaddress.ip_address(ips[1]) in ipaddress.ip_network(subnet6)
+    await _running(rm, _server("ds-b"), node_name)
+    shell_b = await _shell(docker, node_name, "ds-b")
+    assert "hi-from-ds-a" in await _fetch_in(docker, shell_b, ips[1], 8080)
+    assert driver.runtime is not None
+    await rm.kill_pod(driver.pod)
+    await rm.remove_pod(uid=driver.runtime.uid)
+    assert ips[1] not in net.allocations()
+
+
+async def test_debians_plugins_stop_at_1_0_so_the_sweep_falls_back_to_del_without_gc(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    sandbox = await _pause(docker, node_name)
+    plugin = net.plugin(docker)
+    await plugin.setup_pod(await _request(docker, sandbox))
+    await docker.remove_container(sandbox, force=True)
+    restarted = net.plugin(docker)
+    assert "1.1.0" not in await restarted.plugin_versions("bridge")
+    assert "1.0.0" in await restarted.plugin_versions("bridge")
+    assert await restarted.sweep() == [sandbox]
+    assert await restarted.gc() == []
+    assert await restarted.status() == (True, "")
+    assert net.allocations() == []
     assert net.cache_entries() == []

@@ -24,7 +24,7 @@ from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, veth_name
 from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE, remove_owned
-from integration.network_helpers import bridge_name, free_cidr, pod_from
+from integration.network_helpers import bridge_name, free_cidr, free_cidr_v6, pod_from
 from integration.runtime_helpers import Driver
 from integration.test_network_bridge import _container_id, _fetch, _fetch_in, _server
 
@@ -32,16 +32,6 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(not Path("/proc/net/if_inet6").exists(), reason="no IPv6 in the kernel"),
 ]
-
-
-def free_cidr_v6() -> str:
-    """A random ULA /64 that no host route covers."""
-    taken = subprocess.run(["ip", "-6", "route"], capture_output=True, text=True).stdout
-    for _ in range(100):
-        cidr = f"fd00:ac1:{random.randint(1, 0xFFFF):x}:{random.randint(1, 0xFFFF):x}::/64"
-        if cidr.split("::")[0] not in taken:
-            return cidr
-    raise AssertionError("no free /64 found")
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ from asynckubelet.network.cni import (
     plugin_environment,
     supports_gc,
 )
+from asynckubelet.network.factory import engine_key
 
 RECORDER = """#!{python}
 import json, os, sys
@@ -383,3 +384,13 @@ def test_the_built_wheel_carries_the_default_conflist(tmp_path: Path) -> None:
     (wheel,) = out.glob("asynckubelet-*.whl")
     with zipfile.ZipFile(wheel) as z:
         assert "asynckubelet/cni/10-asynckubelet.conflist" in z.namelist()
+
+
+# -- engine keys ----------------------------------------------------------------------
+
+
+def test_two_daemons_sharing_docker_20_10s_key_file_have_different_engine_keys() -> None:
+    shared_id = "IZ6J:V2RJ:62GX:DWF6"
+    one = engine_key({"ID": shared_id, "DockerRootDir": "/var/lib/docker"})
+    two = engine_key({"ID": shared_id, "DockerRootDir": "/tmp/akd-1/data"})
+    assert one != two

@@ -20,9 +20,9 @@ thread), so the event loop is never blocked and never changes namespace.
 
 Several agents may share one bridge, each driving its own Docker engine: addresses must be
 unique on the bridge, so IPAM and records are per bridge, but every allocation and record
-names the engine (its ``/info`` ID) that owns the sandbox, and the start-up sweep of one
-agent only releases what its own engine's gone sandboxes left, never another engine's pods
-(whose sandbox ids its engine cannot see).
+names the engine that owns the sandbox (``engine_id``, the factory's ``engine_key``), and
+the start-up sweep of one agent only releases what its own engine's gone sandboxes left,
+never another engine's pods (whose sandbox ids its engine cannot see).
 
 Crash safety: a per-pod record (``pods/<sandbox id>.json``) is written before anything is
 created and marked ready after everything is; teardown undoes everything in reverse and

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
@@ -94,10 +95,17 @@ def make_network_plugin(
     raise errors.NetworkError(f"network backend must be one of {', '.join(BACKENDS)}, not {name!r}")
 
 
+def engine_key(info: Mapping[str, Any]) -> str:
+    """What tells one Docker engine from another on a host: its ``/info`` ID with its data
+    root. The ID alone is not enough: Docker 20.10 derives it from ``/etc/docker/key.json``,
+    which every daemon started with the default configuration directory shares, while no
+    two daemons can share a data root."""
+    return f"{info.get('ID') or ''}@{info.get('DockerRootDir') or ''}"
+
+
 def _engine_id(docker: DockerClient) -> Callable[[], Awaitable[str]]:
     async def engine() -> str:
-        info = await docker.info()
-        return str(info.get("ID") or "")
+        return engine_key(await docker.info())
 
     return engine
 
@@ -113,4 +121,4 @@ def _sandbox_runs(docker: DockerClient) -> Callable[[str], Awaitable[bool]]:
     return runs
 
 
-__all__ = ["BACKENDS", "choose_backend", "is_local_daemon", "make_network_plugin"]
+__all__ = ["BACKENDS", "choose_backend", "engine_key", "is_local_daemon", "make_network_plugin"]
