@@ -337,6 +337,9 @@ async def test_a_projected_service_account_token_is_issued_by_the_node_for_vault
 async def test_init_containers_offline_the_download_fails_and_nginx_never_starts(
     run_example: Any,
 ) -> None:
+    """Offline by construction: the loopback backend leaves the pod only ``lo`` (checked
+    below), so wget's DNS query for info.cern.ch fails before a packet is sent; the
+    example's ``dnsPolicy: Default`` stays as written."""
     run = await run_example("init-containers.yaml")
 
     def retried_in_back_off(s: PodStatus) -> bool:

@@ -493,6 +493,25 @@ def test_each_unhonoured_field_gives_one_warning() -> None:
     assert all("not honoured on this node" in str(w) for w in warnings)
 
 
+def test_host_users_false_warns_that_docker_gives_no_user_namespace() -> None:
+    warnings = load_manifests_text(POD + "  hostUsers: false\n", node_name="n").warnings
+    assert [w.field for w in warnings] == ["spec.hostUsers"]
+    assert "no container a user namespace of its own" in str(warnings[0])
+
+
+def test_binary_data_counts_its_decoded_bytes_against_the_size_limit() -> None:
+    blob = base64.b64encode(b"\0" * 900_000).decode()
+    text = json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c"},
+            "binaryData": {"b": blob},
+        }
+    )
+    assert inspect_manifests_text(text, node_name="n").errors == ()
+
+
 def test_a_later_pod_with_the_same_name_replaces_the_earlier_with_a_warning() -> None:
     manifests = load_manifests_text(
         POD + "---\n" + POD.replace("nginx:1.25", "nginx:1.26"), source_name="f", node_name="n"
