@@ -570,6 +570,12 @@ CASES: list[tuple[str, Callable[[Doc], object], str]] = [
         "spec.volumes[0].projected.path: Required value",
     ),
     (
+        "seLinuxChangePolicy is Recursive or MountOption",
+        set_spec(securityContext={"seLinuxChangePolicy": "Never"}),
+        'spec.securityContext.seLinuxChangePolicy: Unsupported value: "Never": '
+        'supported values: "MountOption", "Recursive"',
+    ),
+    (
         "an unmasked /proc needs hostUsers false",
         set_ctr(securityContext={"procMount": "Unmasked"}),
         'spec.containers[0].securityContext.procMount: Invalid value: "Unmasked": '

@@ -792,6 +792,11 @@ def _validate_pod_security_context(spec: PodSpec, errs: list[FieldError]) -> Non
     for i, gid in enumerate(sc.supplementalGroups or []):
         if not 0 <= gid <= _INT32_MAX:
             errs.append(invalid(f"{path}.supplementalGroups[{i}]", gid, range_error(0, _INT32_MAX)))
+    policy = sc.seLinuxChangePolicy
+    if policy is not None and policy not in ("MountOption", "Recursive"):
+        errs.append(
+            not_supported(f"{path}.seLinuxChangePolicy", policy, ("MountOption", "Recursive"))
+        )
 
 
 def _validate_lifecycle(
