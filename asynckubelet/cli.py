@@ -27,13 +27,14 @@ from rich.markup import escape
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient, LogLine
-from asynckubelet.docker.engine import own_engine, resolve_docker_url
+from asynckubelet.docker.engine import own_engine, resolve_docker_url, tls_from_environment
 from asynckubelet.images import build as image_build
 from asynckubelet.manifests import Level, Manifests
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.factory import choose_backend, is_local_daemon
 from asynckubelet.progress import PullDisplay, WaitDisplay
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime import probehelper
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
 app = typer.Typer(
@@ -240,6 +241,23 @@ def build_busybox(
     """Pack the host's static busybox as a small general-purpose image."""
     _setup_logging(verbose, log_level, log_format)
     build = functools.partial(image_build.build_busybox_image, tag=tag, busybox=busybox)
+    _build_image(build, tag=tag, docker_host=docker_host)
+
+
+@images_app.command("build-probe")
+def build_probe(
+    tag: Annotated[
+        str | None,
+        typer.Option("--tag", "-t", help="Image reference (default: the one the node uses)."),
+    ] = None,
+    docker_host: DockerHostOpt = None,
+    verbose: VerboseOpt = 0,
+) -> None:
+    """Compile the probe helper statically and load it (the node does so itself when it
+    first needs it; for engines the node cannot reach the pods of)."""
+    _setup_logging(verbose)
+    tag = tag or image_build.default_probe_tag()
+    build = functools.partial(image_build.build_probe_image, tag=tag)
     _build_image(build, tag=tag, docker_host=docker_host)
 
 
@@ -1508,6 +1526,9 @@ def doctor(
 
     url = resolve_docker_url(docker_host)
 
+    probe_tag = image_build.default_probe_tag()
+    seen: dict[str, bool] = {"isolated": False, "probe_image": False}
+
     async def probe() -> tuple[str | None, bool, str]:
         async with DockerClient(url=url, retry_attempts=1) as docker:
             if not await docker.ping():
@@ -1518,6 +1539,8 @@ def doctor(
             if not present and pause_image is None:
                 present = await docker.image_exists(REGISTRY_PAUSE_IMAGE)
                 image = REGISTRY_PAUSE_IMAGE if present else image
+            seen["isolated"] = probehelper.engine_is_isolated(await docker.info())
+            seen["probe_image"] = await docker.image_exists(probe_tag)
             return (
                 f"{version.get('Version', '?')} (API {version.get('ApiVersion', '?')})",
                 present,
@@ -1536,16 +1559,22 @@ def doctor(
         + (f"version {version}" if version else problem),
         "start one with `asynckubelet engine start` (or set DOCKER_HOST)",
     )
-    local = is_local_daemon(url)
     report(
         True,
         "engine shape: "
-        + (
-            "local (its containers' namespaces and pod volumes are reachable from here)"
-            if local
-            else "remote (pods use the docker network backend; volumes need a local engine)"
+        + probehelper.describe_engine(
+            url=url, tls=tls_from_environment(), isolated=seen["isolated"]
         ),
     )
+    if version is not None and (not is_local_daemon(url) or seen["isolated"]):
+        compiler = shutil.which("musl-gcc") or shutil.which("gcc")
+        report(
+            seen["probe_image"] or compiler is not None,
+            f"probe helper image {probe_tag}: "
+            + ("present" if seen["probe_image"] else "missing, loaded at first use"),
+            "install a C compiler here (apt-get install musl-tools), or run "
+            "`asynckubelet images build-probe` on a machine that has one",
+        )
     if version is not None:
         report(
             pause_ok,
@@ -1558,8 +1587,9 @@ def doctor(
     plugins = ("bridge", "host-local", "portmap", "loopback")
     found = [p for p in plugins if any((d / p).exists() for d in cni_dirs)]
     report(
-        len(found) == len(plugins),
-        f"CNI plugins: {', '.join(found) or 'none'} found in {', '.join(map(str, cni_dirs))}",
+        len(found) == len(plugins) or not is_local_daemon(url),
+        f"CNI plugins: {', '.join(found) or 'none'} found in {', '.join(map(str, cni_dirs))}"
+        + ("" if is_local_daemon(url) else " (not used: --network cni needs a local engine)"),
         "install them: apt-get install containernetworking-plugins (needed for --network cni)",
     )
     try:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
@@ -639,3 +641,88 @@ def test_deleting_a_remote_pod_removes_its_probe_helper(
     proc = remote_node.cli("delete", "pod", "remote-helper", "--grace-period", "1")
     assert proc.returncode == 0, proc.stderr
     assert _owned(remote_node.daemon, remote_node.node) == []
+
+
+def test_doctor_explains_the_remote_shape_and_why_auto_picks_the_docker_backend(
+    tmp_path: Path, daemon: remote.RemoteDaemon, node_name: str
+) -> None:
+    node = RemoteNode(daemon=daemon, state=tmp_path / "state", node=node_name)
+    proc = node.cli("doctor")
+    lines = proc.stdout.splitlines()
+    assert f"ok   Docker engine at {daemon.url}: version" in proc.stdout, proc.stdout
+    shape = next(line for line in lines if "engine shape:" in line)
+    assert f"remote, {daemon.url} over TLS, the engine verified against" in shape
+    assert f"{daemon.cert_path / 'ca.pem'}, client certificate {daemon.cert_path / 'cert.pem'}" in (
+        shape
+    )
+    assert "cannot enter its containers' namespaces or reach pod IPs" in shape
+    assert "probe helper container" in shape
+    assert (
+        f"ok   network backend (auto): docker, because the Docker daemon at {daemon.url} "
+        "is not local"
+    ) in lines
+    assert any(
+        line.startswith("ok   probe helper image asynckubelet.local/probe:") for line in lines
+    )
+
+
+def test_doctor_names_the_daemon_and_the_certificate_problem(
+    tmp_path: Path, daemon: remote.RemoteDaemon, node_name: str
+) -> None:
+    node = RemoteNode(daemon=daemon, state=tmp_path / "state", node=node_name)
+    env = {**node.env, "DOCKER_CERT_PATH": str(_untrusting_certs(daemon, tmp_path))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "asynckubelet", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert f"cannot talk to the Docker engine at {daemon.url} over TLS" in proc.stdout
+    assert "the engine's certificate is not trusted" in proc.stdout
+
+
+def _gitlab_job() -> dict[str, Any]:
+    """The GitLab CI job of the README's section on remote daemons."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("```yaml\nremote-daemon:")
+    block = text[start + len("```yaml\n") : text.index("```", start + 3)]
+    return dict(yaml.safe_load(block)["remote-daemon"])
+
+
+def test_the_readmes_gitlab_job_uses_the_tests_variables_and_certificate_layout(
+    daemon: remote.RemoteDaemon,
+) -> None:
+    variables = _gitlab_job()["variables"]
+    host = urllib.parse.urlsplit(variables["DOCKER_HOST"])
+    assert (host.scheme, host.port) == ("tcp", remote.PORT)
+    assert variables["DOCKER_TLS_VERIFY"] == "1"
+    assert variables["DOCKER_CERT_PATH"] == variables["DOCKER_TLS_CERTDIR"] + "/client"
+    assert set(daemon.environment()) == {"DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"}
+    assert daemon.cert_path.name == "client"
+    assert sorted(p.name for p in daemon.cert_path.iterdir()) == ["ca.pem", "cert.pem", "key.pem"]
+
+
+def test_the_readmes_gitlab_job_script_runs_against_the_tls_only_daemon(
+    daemon: remote.RemoteDaemon, tmp_path: Path, node_name: str
+) -> None:
+    commands = [c for c in _gitlab_job()["script"] if c.startswith("asynckubelet ")]
+    assert commands, "the README's GitLab job runs no asynckubelet command"
+    env = {
+        **os.environ,
+        **daemon.environment(),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        "ASYNCKUBELET_STATE_DIR": str(tmp_path / "state"),
+        "ASYNCKUBELET_NODE_NAME": node_name,
+    }
+    outputs = []
+    for command in commands:
+        proc = subprocess.run(
+            command, shell=True, cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, f"{command}:\n{proc.stdout}{proc.stderr}"
+        outputs.append(proc.stdout)
+    assert "hello/hello | Hello from pod hello in namespace default" in outputs[-1]
+    assert _owned(daemon, node_name) == []

@@ -5,6 +5,7 @@ of :mod:`asynckubelet.runtime.hooks`."""
 from __future__ import annotations
 
 import errno
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Pod
 
 from asynckubelet import errors
+from asynckubelet.docker.engine import EngineTLS
 from asynckubelet.docker.types import ExecResult
 from asynckubelet.network import PodNetwork
 from asynckubelet.runtime import hooks, naming
@@ -28,6 +30,7 @@ from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.probehelper import (
     Route,
     choose_route,
+    describe_engine,
     engine_is_isolated,
     helper_config,
 )
@@ -316,3 +319,43 @@ async def test_a_helper_that_cannot_start_leaves_a_target_that_names_the_reason(
     target = await rm.hook_target(POD, container_id="c1", sandbox_id="sb1")
     assert target.helper is None
     assert target.error == "cannot start the pod's probe helper: no C compiler found"
+
+
+@pytest.mark.parametrize(
+    ("url", "tls", "isolated", "start"),
+    [
+        (
+            "tcp://192.0.2.10:2376",
+            EngineTLS(verify=True, cert_path=Path("/certs/client")),
+            False,
+            "remote, tcp://192.0.2.10:2376 over TLS, the engine verified against "
+            "/certs/client/ca.pem, client certificate /certs/client/cert.pem: this node cannot "
+            "enter its containers' namespaces or reach pod IPs, so pods use the docker network "
+            "backend",
+        ),
+        (
+            "tcp://192.0.2.10:2376",
+            EngineTLS(verify=False, cert_path=Path("/certs/client")),
+            False,
+            "remote, tcp://192.0.2.10:2376 over TLS without verifying the engine (DOCKER_TLS)",
+        ),
+        ("tcp://192.0.2.10:2375", None, False, "remote, tcp://192.0.2.10:2375 without TLS"),
+        (
+            "unix:///Users/me/.docker/run/docker.sock",
+            None,
+            True,
+            "local socket unix:///Users/me/.docker/run/docker.sock, but the engine runs apart",
+        ),
+        (
+            "unix:///var/run/docker.sock",
+            None,
+            False,
+            "local, unix:///var/run/docker.sock: its containers' namespaces and pod volumes are "
+            "reachable from here",
+        ),
+    ],
+)
+def test_doctor_describes_the_engines_shape_and_what_follows_for_probes(
+    url: str, tls: EngineTLS | None, isolated: bool, start: str
+) -> None:
+    assert describe_engine(url=url, tls=tls, isolated=isolated).startswith(start)

@@ -28,7 +28,9 @@ import anyio
 from loguru import logger
 
 from asynckubelet.docker import ContainerConfig, DockerClient
+from asynckubelet.docker.engine import EngineTLS
 from asynckubelet.images import build as image_build
+from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import naming
 
 HELPER_CONTAINER = "PROBE"
@@ -193,10 +195,40 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
+def describe_engine(*, url: str | None, tls: EngineTLS | None, isolated: bool) -> str:
+    """What this node can reach of the engine at ``url``, and what follows for pods (for
+    ``doctor``)."""
+    where = url or "the default socket"
+    if not is_local_daemon(url):
+        if tls is None:
+            how = "without TLS"
+        elif tls.verify:
+            how = f"over TLS, the engine verified against {tls.ca}, client certificate {tls.cert}"
+        else:
+            how = "over TLS without verifying the engine (DOCKER_TLS)"
+        return (
+            f"remote, {where} {how}: this node cannot enter its containers' namespaces or "
+            "reach pod IPs, so pods use the docker network backend, httpGet/tcpSocket probes "
+            "and hooks run in a probe helper container in each pod's network namespace, and "
+            "volumes need a local engine"
+        )
+    if isolated:
+        return (
+            f"local socket {where}, but the engine runs apart (Docker Desktop's VM or "
+            "rootless): pod IPs and namespaces are out of reach, so httpGet/tcpSocket probes "
+            "and hooks run in a probe helper container in each pod's network namespace"
+        )
+    return (
+        f"local, {where}: its containers' namespaces and pod volumes are reachable from "
+        "here; probes and hooks go from this node to the pod IP"
+    )
+
+
 __all__ = [
     "ProbeHelpers",
     "Route",
     "choose_route",
+    "describe_engine",
     "engine_is_isolated",
     "helper_config",
     "helper_name",

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Install the project's Python dependencies (runtime and test) for the DinD image's Python
-# into a host folder with `pip --target`, when missing, and print the folder. The folder is
-# mounted into the container as its site-packages (its Python version in .python-version),
-# so a dependency change means a new folder, never a new image.
+# Install the project's Python dependencies (runtime, test and the grpc extra, as tox's
+# environments have them) for the DinD image's Python into a host folder with
+# `pip --target`, when missing, and print the folder. The folder is mounted into the
+# container as its site-packages (its Python version in .python-version), so a dependency
+# change means a new folder, never a new image.
 #
 # Usage: deps.sh IMAGE. Environment: PYTHON (the interpreter whose pip installs; default
 # python3), AKL_DIND_CACHE (default ~/.cache/asynckubelet-dind).
@@ -19,7 +20,8 @@ requirements="$("$python" - "$repo/pyproject.toml" <<'PY'
 import sys, tomllib
 with open(sys.argv[1], "rb") as f:
     project = tomllib.load(f)["project"]
-print("\n".join(project["dependencies"] + project["optional-dependencies"]["test"]))
+extras = project["optional-dependencies"]
+print("\n".join(project["dependencies"] + extras["test"] + extras["grpc"]))
 PY
 )"
 hash="$(printf '%s\n%s\n' "$inner_version" "$requirements" | sha256sum | cut -c1-16)"

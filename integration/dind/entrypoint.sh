@@ -4,11 +4,13 @@
 # container's) or, with no command, keep serving until stopped.
 #
 # Environment:
-#   DIND_TLS_CERTDIR  a folder with ca.pem, server-cert.pem, server-key.pem: dockerd also
-#                     listens on tcp://0.0.0.0:2376 with --tlsverify (clients need a
-#                     certificate signed by that CA). The files may appear after the start
-#                     (a server certificate names the container's address, known only
-#                     once it runs); they are waited for, up to two minutes.
+#   DOCKER_TLS_CERTDIR  as for the docker:dind image: with server/ca.pem, server/cert.pem
+#                     and server/key.pem in it, dockerd also listens on tcp://0.0.0.0:2376
+#                     with --tlsverify (clients need a certificate signed by that CA; the
+#                     client side's folder is client/, with ca.pem, cert.pem, key.pem). The
+#                     files may appear after the start (a server certificate names the
+#                     container's address, known only once it runs); they are waited for,
+#                     up to two minutes. Unlike docker:dind, nothing is generated here.
 #   DIND_DOCKERD_ARGS extra dockerd arguments (default: --bridge=none)
 set -eu
 
@@ -34,21 +36,19 @@ prepare_cgroups() {
 prepare_cgroups
 
 listen="--host=unix:///var/run/docker.sock"
-if [ -n "${DIND_TLS_CERTDIR:-}" ]; then
+if [ -n "${DOCKER_TLS_CERTDIR:-}" ]; then
+    server="$DOCKER_TLS_CERTDIR/server"
     waited=0
-    until [ -s "$DIND_TLS_CERTDIR/ca.pem" ] && [ -s "$DIND_TLS_CERTDIR/server-cert.pem" ] \
-        && [ -s "$DIND_TLS_CERTDIR/server-key.pem" ]; do
+    until [ -s "$server/ca.pem" ] && [ -s "$server/cert.pem" ] && [ -s "$server/key.pem" ]; do
         waited=$((waited + 1))
         if [ "$waited" -gt 1200 ]; then
-            echo "dind-entrypoint: no TLS material in $DIND_TLS_CERTDIR after 120s" >&2
+            echo "dind-entrypoint: no TLS material in $server after 120s" >&2
             exit 1
         fi
         sleep 0.1
     done
     listen="$listen --host=tcp://0.0.0.0:2376 --tlsverify \
-        --tlscacert=$DIND_TLS_CERTDIR/ca.pem \
-        --tlscert=$DIND_TLS_CERTDIR/server-cert.pem \
-        --tlskey=$DIND_TLS_CERTDIR/server-key.pem"
+        --tlscacert=$server/ca.pem --tlscert=$server/cert.pem --tlskey=$server/key.pem"
 fi
 # shellcheck disable=SC2086
 dockerd $listen ${DIND_DOCKERD_ARGS:---bridge=none} >/var/log/dockerd.log 2>&1 &

@@ -5,9 +5,10 @@ This is the GitLab CI shape: the job talks to a ``docker:dind`` service over
 namespace with it. :func:`tls_daemon` builds the image when missing (``build.sh``), puts the
 container on a user-defined bridge network of its own (the development engine has no
 default bridge), issues a server certificate for the address the container got and a client
-certificate from the same CA, waits until the daemon answers over TLS, and on the way out
-removes the container, its anonymous volumes, the network and the certificates, whatever
-happened.
+certificate from the same CA, in ``docker:dind``'s layout (``DOCKER_TLS_CERTDIR=/certs``,
+``/certs/server``, and ``/certs/client`` as the client's ``DOCKER_CERT_PATH``), waits until
+the daemon answers over TLS, and on the way out removes the container, its anonymous
+volumes, the network and the certificates, whatever happened.
 """
 
 from __future__ import annotations
@@ -115,27 +116,27 @@ def tls_daemon(*, engine: str, name: str, labels: dict[str, str]) -> Iterator[Re
     flags = run_flags(image, engine=engine)
     label_args = [f"--label={k}={v}" for k, v in labels.items()]
     work = Path(tempfile.mkdtemp(prefix=f"{name}-"))
-    served = work / "served"
-    served.mkdir()
+    certs = work / "certs"
+    (certs / "server").mkdir(parents=True)
     try:
         _docker("network", "create", *label_args, name, engine=engine)
         _docker(
             "run", "--detach", "--name", name, *label_args, *flags,
-            "--network", name, "--volume", f"{served}:/certs:ro",
-            "--env", "DIND_TLS_CERTDIR=/certs", image,
+            "--network", name, "--volume", f"{certs}:/certs:ro",
+            "--env", "DOCKER_TLS_CERTDIR=/certs", image,
             engine=engine,
         )  # fmt: skip
         info = json.loads(_docker("inspect", name, engine=engine))[0]
         ip = info["NetworkSettings"]["Networks"][name]["IPAddress"]
         ca = tls.make_ca(work / "ca", name=f"{name}-ca")
-        staged = tls.server_material(ca, folder=work / "server", ip=ip)
-        for file in ("ca.pem", "server-key.pem", "server-cert.pem"):
-            os.replace(staged / file, served / file)
+        staged = tls.server_material(ca, folder=work / "server-staged", ip=ip)
+        for file in ("ca.pem", "key.pem", "cert.pem"):
+            os.replace(staged / file, certs / "server" / file)
         daemon = RemoteDaemon(
             container=name,
             network=name,
             ip=ip,
-            cert_path=tls.client_material(ca, folder=work / "client"),
+            cert_path=tls.client_material(ca, folder=certs / "client"),
             ca=ca,
         )
         deadline = time.monotonic() + 120

@@ -5,6 +5,10 @@
 # repository read-only, and removes the container, its volumes, its network and every temp
 # folder at the end, whatever happens.
 #
+# The tests run on a snapshot of the working tree taken at the start (tracked and untracked
+# files, not ignored ones), so edits made while they run change nothing half way. The
+# documentation examples beside the repository (../shared/examples) are mounted when present.
+#
 # Usage: run.sh [PYTEST ARGS...]   (default: the integration suite without the tests that
 # start DinD containers themselves, `integration -m "not dind"`)
 # Environment: PYTHON (pip for the dependency folder), AKL_DIND_KEEP_IMAGE (always kept).
@@ -34,6 +38,19 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+mkdir "$work/src"
+if git -C "$repo" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -C "$repo" ls-files -z --cached --others --exclude-standard \
+        | (cd "$repo" && tar --null --ignore-failed-read -T - -cf - 2>/dev/null) \
+        | tar -C "$work/src" -xf -
+else
+    tar -C "$repo" --exclude=./.tox --exclude=./.git -cf - . | tar -C "$work/src" -xf -
+fi
+mounts=(-v "$work/src:/src:ro" -v "$deps:$site:ro" -v "$work:/work")
+if [ -d "$repo/../shared/examples" ]; then
+    mounts+=(-v "$(cd "$repo/../shared/examples" && pwd):/shared/examples:ro")
+fi
+
 # A network of its own, as a CI job container has: an interface, an address and a default
 # route (the engine may have no default bridge).
 docker network create --label io.asynckubelet.dind=shape-a "$name" >/dev/null
@@ -42,7 +59,7 @@ t1=$SECONDS
 status=0
 docker run --name "$name" --rm --network "$name" "${flags[@]}" \
     --label io.asynckubelet.dind=shape-a \
-    -v "$repo:/src:ro" -v "$deps:$site:ro" -v "$work:/work" \
+    "${mounts[@]}" \
     -e PYTHONPATH=/src -e PYTHONDONTWRITEBYTECODE=1 \
     -e ASYNCKUBELET_REQUIRE_DOCKER=1 -e TMPDIR=/work \
     -w /src "$image" \

@@ -1,9 +1,10 @@
 """Throw-away TLS material for a Docker daemon reached over ``tcp://`` (shape B).
 
-The layout is the Docker CLI's: the server side gets ``ca.pem``, ``server-cert.pem`` and
-``server-key.pem`` (dockerd ``--tlsverify --tlscacert --tlscert --tlskey``); the client side
-is a ``DOCKER_CERT_PATH`` folder with ``ca.pem``, ``cert.pem`` and ``key.pem``. Made with the
-``openssl`` command, which every Debian machine has, valid for one day.
+The layout is the ``docker:dind`` image's under its ``DOCKER_TLS_CERTDIR``: ``server/`` holds
+``ca.pem``, ``cert.pem`` and ``key.pem`` (dockerd ``--tlsverify --tlscacert --tlscert
+--tlskey``); ``client/``, the folder a CI job uses as ``DOCKER_CERT_PATH``, holds ``ca.pem``,
+``cert.pem`` and ``key.pem``, as the Docker CLI reads them. Made with the ``openssl``
+command, which every Debian machine has, valid for one day.
 """
 
 from __future__ import annotations
@@ -82,10 +83,8 @@ def issue(
 
 
 def server_material(ca: CertificateAuthority, *, folder: Path, ip: str) -> Path:
-    """``ca.pem``, ``server-cert.pem``, ``server-key.pem`` for a daemon at ``ip``."""
-    issue(
-        ca, folder=folder, cert="server-cert.pem", key="server-key.pem", name="dind", server_ip=ip
-    )
+    """``ca.pem``, ``cert.pem``, ``key.pem`` for a daemon at ``ip`` (a ``server/`` folder)."""
+    issue(ca, folder=folder, cert="cert.pem", key="key.pem", name="dind", server_ip=ip)
     return folder
 
 
