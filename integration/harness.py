@@ -101,6 +101,7 @@ def docker_engine() -> Iterator[Engine]:
     try:
         yield engine
     finally:
+        _sweep_session_nodes(engine)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -123,6 +124,26 @@ def test_images(docker_engine: Engine) -> dict[str, str]:
     return {"busybox": BUSYBOX_IMAGE, "pause": PAUSE_IMAGE}
 
 
+_SESSION_NODES: set[str] = set()
+"""Every node name handed out in this session, for the sweep at its end."""
+
+
+def _sweep_session_nodes(engine: Engine) -> None:
+    """Remove what any test of this session owns and a per-test cleanup missed: a container
+    whose create was still in flight in a killed process lands after that cleanup (Docker
+    finishes a create whose client is gone)."""
+
+    async def sweep() -> None:
+        async with DockerClient(url=engine.url) as client:
+            for node in sorted(_SESSION_NODES):
+                await remove_owned(client, node, settle=0)
+
+    try:
+        anyio.run(sweep)
+    except errors.DockerError:
+        pass
+
+
 @pytest.fixture
 def node_name(request: pytest.FixtureRequest) -> Iterator[str]:
     """A node name unique to this test: the ownership label of everything it makes.
@@ -132,6 +153,7 @@ def node_name(request: pytest.FixtureRequest) -> Iterator[str]:
     ``docker``); so is the node's state directory (pod volumes, termination logs).
     """
     name = f"akltest-{uuid.uuid4().hex[:10]}"
+    _SESSION_NODES.add(name)
     yield name
     if "docker_engine" in request.fixturenames:
         engine: Engine = request.getfixturevalue("docker_engine")
@@ -156,16 +178,29 @@ def remove_node_state(node: str) -> None:
     shutil.rmtree(state, ignore_errors=True)
 
 
-async def remove_owned(client: DockerClient, node: str) -> list[str]:
-    """Force-remove every container labelled as owned by ``node``; returns their ids."""
-    rows = await client.list_containers(labels={naming.LABEL_NODE: node})
-    # Containers joined to a sandbox go before the sandbox, or the sandbox removal waits.
-    rows.sort(key=lambda r: (r.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX)
-    for row in rows:
-        await client.remove_container(row["Id"], force=True)
+async def remove_owned(client: DockerClient, node: str, *, settle: float = 0.5) -> list[str]:
+    """Force-remove every container labelled as owned by ``node``; returns their ids.
+
+    When a pass found something, the agent that made it may have had a create in flight
+    (Docker finishes a create whose client died), so after ``settle`` seconds the node is
+    listed again, until a pass finds nothing (a few passes at most).
+    """
+    removed: list[str] = []
+    for _ in range(5):
+        rows = await client.list_containers(labels={naming.LABEL_NODE: node})
+        # Containers joined to a sandbox go before the sandbox, or the sandbox removal waits.
+        rows.sort(
+            key=lambda r: (r.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX
+        )
+        for row in rows:
+            await client.remove_container(row["Id"], force=True)
+        removed.extend(r["Id"] for r in rows)
+        if not rows or settle <= 0:
+            break
+        await anyio.sleep(settle)
     for volume in await client.list_volumes(labels={naming.LABEL_NODE: node}):
         await client.remove_volume(volume["Name"])
-    return [r["Id"] for r in rows]
+    return removed
 
 
 @pytest.fixture

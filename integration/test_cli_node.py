@@ -122,9 +122,15 @@ class Node:
             return str(r.read().decode())
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Signal serve and wait for its end; one that does not end in time is killed, so
+        the cleanup after it never races a live agent."""
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(sig)
-            self.process.wait(timeout=60)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
         self.process = None
 
     def containers(self) -> dict[str, str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from asynckubelet import errors
 from asynckubelet.docker import DockerClient
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
@@ -108,3 +109,24 @@ def test_docker_host_points_at_the_session_engine(docker_engine: Engine) -> None
     assert os.environ["DOCKER_HOST"] == docker_engine.url
     if docker_engine.private:
         assert Path(docker_engine.url.removeprefix("unix://")).is_socket()
+
+
+async def test_a_container_created_while_the_cleanup_runs_is_removed_too(
+    docker: DockerClient, node_name: str
+) -> None:
+    first = await _make(docker, node=node_name, name=f"{node_name}-first")
+
+    async def late_create() -> None:
+        # As a create that was in flight in a killed agent: it lands after the first pass.
+        while True:
+            try:
+                await docker.inspect_container(first)
+            except errors.NotFound:
+                break
+            await anyio.sleep(0.01)
+        await _make(docker, node=node_name, name=f"{node_name}-late")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(late_create)
+        await remove_owned(docker, node_name)
+    assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []

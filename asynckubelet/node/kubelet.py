@@ -187,6 +187,7 @@ class Kubelet:
             wake=self._wake,
             relist_period=self.config.relist_period,
             on_relist=lambda s: self.metrics.pleg_relist_duration.observe(s),
+            forget=self.runtime.forget,
         )
         self._entries: dict[str, _Entry] = {}
         self._sources: dict[str, set[str]] = {}

@@ -36,14 +36,21 @@ class PLEG:
         wake: Callable[[str], None],
         relist_period: float = RELIST_PERIOD,
         on_relist: Callable[[float], None] | None = None,
+        forget: Callable[[str], None] | None = None,
     ) -> None:
         self.docker = docker
         self.node_name = node_name
         self.wake = wake
         self.relist_period = relist_period
         self.on_relist = on_relist
+        self.forget = forget
+        """Told the id of each container an event is about: Docker emits ``die`` before its
+        container list shows the exit, so a cached state of that container is stale."""
         self._seen: dict[str, tuple[str, str]] = {}
         self.connected = False
+        """The event stream has delivered an event since it was (re)opened."""
+        self.reconnects = 0
+        """How many times the event stream was lost and opened again."""
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -64,8 +71,10 @@ class PLEG:
                     action = event.get("Action", "").split(":")[0]
                     if action not in WAKING_ACTIONS:
                         continue
-                    attributes = (event.get("Actor") or {}).get("Attributes") or {}
-                    uid = attributes.get(naming.LABEL_POD_UID)
+                    actor = event.get("Actor") or {}
+                    if self.forget is not None and actor.get("ID"):
+                        self.forget(str(actor["ID"]))
+                    uid = (actor.get("Attributes") or {}).get(naming.LABEL_POD_UID)
                     if uid:
                         self.wake(uid)
             except errors.DockerError as e:
@@ -73,6 +82,7 @@ class PLEG:
             self.connected = False
             await anyio.sleep(delay)
             delay = min(delay * 2, 5.0)
+            self.reconnects += 1
             await self.relist()
 
     async def _relist_loop(self) -> None:

@@ -47,6 +47,8 @@ LogSink = Callable[[Pod, str, LogLine], None]
 StatusSink = Callable[[Pod, PodStatus], None]
 TERMINAL_PHASES = ("Succeeded", "Failed")
 RESYNC_INTERVAL = 1.0
+FAILURE_PAUSE = (0.1, 1.0)
+"""Seconds a worker waits after a sync whose Docker operations failed: first, longest."""
 EVICTION_INTERVAL = 10.0
 """Seconds between emptyDir usage checks (the kubelet's eviction monitoring period)."""
 
@@ -175,6 +177,7 @@ class PodWorker:
             docker=rm.docker, events=rm.events, on_change=self.poke, locate=rm.hook_target
         )
         self._next_eviction = 0.0
+        self._failure_pause = 0.0
 
     def poke(self) -> None:
         """Something about the pod changed: look again now."""
@@ -207,62 +210,76 @@ class PodWorker:
         previous: PodStatus | None = None
         while not stop.is_set():
             self.wake = anyio.Event()
-            context = self.options.contexts.get(self.uid) or PodContext(node_name=self.rm.node)
-            pull_secrets = self.options.pull_secrets.get(self.uid, [])
-            runtime = await self.rm.get_pod_status(
-                uid=self.uid, name=self.name, namespace=self.namespace
-            )
-            if is_scheduling_gated(self.pod) and not runtime.sandboxes and not runtime.containers:
-                previous = gated_status(self.pod, now=datetime.now(UTC), previous=previous)
-                self.outcome.status = previous
-                if self.on_status is not None:
-                    self.on_status(self.pod, previous)
-                await self._idle(stop)
-                continue
-            self._follow_new(runtime, logs)
-            self.prober.update(self.pod, runtime)
-            status = generate(
-                self.pod,
-                runtime,
-                readiness=self.prober.readiness(),
-                started=self.prober.started(),
-                waiting_reasons=result.waiting_reasons(),
-                previous=previous,
-                now=datetime.now(UTC),
-            )
-            if status.phase not in TERMINAL_PHASES:
-                await self._evict_if_over_limit(status, runtime)
-            previous = status
-            self.outcome.status = status
-            self.outcome.exit_code = first_failure_exit_code(runtime)
-            if self.on_status is not None:
-                self.on_status(self.pod, status)
-            if status.phase in TERMINAL_PHASES:
-                if status.reason == DEADLINE_EXCEEDED and any(
-                    c.state is ContainerState.RUNNING for c in runtime.containers
+            try:
+                context = self.options.contexts.get(self.uid) or PodContext(node_name=self.rm.node)
+                pull_secrets = self.options.pull_secrets.get(self.uid, [])
+                runtime = await self.rm.get_pod_status(
+                    uid=self.uid, name=self.name, namespace=self.namespace
+                )
+                if (
+                    is_scheduling_gated(self.pod)
+                    and not runtime.sandboxes
+                    and not runtime.containers
                 ):
-                    self.rm.events(
-                        self.pod,
-                        type="Normal",
-                        reason=DEADLINE_EXCEEDED,
-                        message=DEADLINE_EXCEEDED_MESSAGE,
-                    )
-                    await self.rm.kill_pod(self.pod, runtime)
-                if self.exit_on_terminal:
-                    return
-                await self._idle(stop)
+                    previous = gated_status(self.pod, now=datetime.now(UTC), previous=previous)
+                    self.outcome.status = previous
+                    if self.on_status is not None:
+                        self.on_status(self.pod, previous)
+                    await self._idle(stop)
+                    continue
+                self._follow_new(runtime, logs)
+                self.prober.update(self.pod, runtime)
+                status = generate(
+                    self.pod,
+                    runtime,
+                    readiness=self.prober.readiness(),
+                    started=self.prober.started(),
+                    waiting_reasons=result.waiting_reasons(),
+                    previous=previous,
+                    now=datetime.now(UTC),
+                )
+                if status.phase not in TERMINAL_PHASES:
+                    await self._evict_if_over_limit(status, runtime)
+                previous = status
+                self.outcome.status = status
+                self.outcome.exit_code = first_failure_exit_code(runtime)
+                if self.on_status is not None:
+                    self.on_status(self.pod, status)
+                if status.phase in TERMINAL_PHASES:
+                    if status.reason == DEADLINE_EXCEEDED and any(
+                        c.state is ContainerState.RUNNING for c in runtime.containers
+                    ):
+                        self.rm.events(
+                            self.pod,
+                            type="Normal",
+                            reason=DEADLINE_EXCEEDED,
+                            message=DEADLINE_EXCEEDED_MESSAGE,
+                        )
+                        await self.rm.kill_pod(self.pod, runtime)
+                    if self.exit_on_terminal:
+                        return
+                    await self._idle(stop)
+                    continue
+                result = await self.rm.sync_pod(
+                    self.pod,
+                    runtime,
+                    context=context,
+                    pull_secrets=pull_secrets,
+                    backoff=self.backoff,
+                    image_backoff=self.image_backoff,
+                    liveness=self.prober.liveness,
+                    startup=self.prober.startup,
+                )
+                await self.rm.garbage_collect(runtime)
+            except errors.RuntimeUnavailable as e:
+                # The engine is restarting or gone a while: the pod stays wanted, and the
+                # worker looks again once Docker answers (the PLEG wakes it on reconnect).
+                logger.bind(pod=f"{self.namespace}/{self.name}").warning(
+                    "cannot reach the Docker engine; retrying: {}", e
+                )
+                await self._pause_after_failure(stop, failed=True)
                 continue
-            result = await self.rm.sync_pod(
-                self.pod,
-                runtime,
-                context=context,
-                pull_secrets=pull_secrets,
-                backoff=self.backoff,
-                image_backoff=self.image_backoff,
-                liveness=self.prober.liveness,
-                startup=self.prober.startup,
-            )
-            await self.rm.garbage_collect(runtime)
+            await self._pause_after_failure(stop, failed=result.failed_in_runtime())
             await self._idle(stop)
         self.outcome.stopped = True
 
@@ -279,6 +296,18 @@ class PodWorker:
         self.rm.events(self.pod, type="Warning", reason="Evicted", message=message)
         status.phase, status.reason, status.message = "Failed", "Evicted", message
         await self.rm.kill_pod(self.pod, runtime, grace_period=0)
+
+    async def _pause_after_failure(self, stop: anyio.Event, *, failed: bool) -> None:
+        """After a sync whose Docker operations failed, wait a little before the next, each
+        time longer (``FAILURE_PAUSE``): a failing sandbox or container creation makes
+        Docker events that would otherwise wake the worker into a tight retry loop."""
+        if not failed:
+            self._failure_pause = 0.0
+            return
+        first, longest = FAILURE_PAUSE
+        self._failure_pause = min(max(self._failure_pause * 2, first), longest)
+        with anyio.move_on_after(self._failure_pause):
+            await stop.wait()
 
     async def _idle(self, stop: anyio.Event) -> None:
         """Wait for a change of the pod, a stop or the next resync, whichever comes first."""
@@ -321,6 +350,7 @@ class PodWorker:
             try:
                 async for event in self.rm.docker.events(filters=filters):
                     delay = 0.1
+                    self.rm.forget(str((event.get("Actor") or {}).get("ID") or ""))
                     if event.get("Action", "").split(":")[0] in (
                         "start",
                         "die",

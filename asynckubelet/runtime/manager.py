@@ -204,6 +204,12 @@ class RuntimeManager:
         self._image_ids[image_ref] = value
         return value
 
+    def forget(self, container_id: str) -> None:
+        """Inspect this container afresh on the next status read. For event watchers: Docker
+        emits ``die`` before its container list shows the exit, so a read woken by the
+        event would otherwise keep the cached ``running``."""
+        self._inspected.pop(container_id, None)
+
     async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
         """Everything Docker holds about the pod, newest first, from Docker alone."""
         rows = await self.docker.list_containers(

@@ -84,3 +84,23 @@ class PodSyncResult:
             ):
                 reasons[r.target] = (str(r.error), r.message)
         return reasons
+
+    def failed_in_runtime(self) -> bool:
+        """True when a Docker operation failed (a sandbox, network or container that could
+        not be made, started or stopped), as opposed to a wait (back-off, config error)."""
+        return any(r.error in RUNTIME_FAILURES for r in self.results)
+
+
+RUNTIME_FAILURES = frozenset(
+    {
+        SyncError.CREATE_POD_SANDBOX,
+        SyncError.CONFIG_POD_SANDBOX,
+        SyncError.KILL_POD_SANDBOX,
+        SyncError.SETUP_NETWORK,
+        SyncError.TEARDOWN_NETWORK,
+        SyncError.CREATE_CONTAINER,
+        SyncError.RUN_CONTAINER,
+        SyncError.RUN_INIT_CONTAINER,
+        SyncError.KILL_CONTAINER,
+    }
+)
