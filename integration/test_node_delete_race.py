@@ -15,13 +15,13 @@ import anyio
 import pytest
 import yaml
 
-from asynckubelet import Kubelet, KubeletConfig
-from asynckubelet.docker import DockerClient
+from asynckubelet import Kubelet, KubeletConfig, errors
+from asynckubelet.docker import ContainerConfig, DockerClient
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import RunOptions, run_pods
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
 
 pytestmark = pytest.mark.anyio
 
@@ -82,3 +82,35 @@ async def test_a_run_cancelled_during_container_creation_leaves_no_container(
             with anyio.move_on_after(delay):
                 await run_pods(rm, manifests.pods, options=RunOptions(grace_period=0))
             assert await _left(docker, node_name) == [], f"after cancelling at {delay:.2f}s"
+
+
+class LostAnswer(DockerClient):
+    """Docker makes the first app container, but its answer never reaches the agent (a
+    connection reset after the daemon acted), as for a create cut off in flight."""
+
+    lost = False
+
+    async def create_container(self, config: ContainerConfig, *, name: str) -> str:
+        cid = await super().create_container(config, name=name)
+        labels = config.get("Labels") or {}
+        if labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER and not self.lost:
+            self.lost = True
+            raise errors.RuntimeUnavailable(f"create container {name}: connection reset")
+        return cid
+
+
+async def test_a_create_whose_answer_was_lost_leaves_no_container_behind(
+    docker: DockerClient, node_name: str, docker_engine: Engine
+) -> None:
+    (pod,) = load_manifests_text(_pod_text("lost"), node_name=node_name).pods
+    config = RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE)
+    async with (
+        LostAnswer(url=docker_engine.url, retry_attempts=1) as client,
+        RuntimeManager(config, docker=client) as rm,
+    ):
+        result = await rm.sync_pod(pod)
+    assert [str(e.error) for e in result.errors] == ["CreateContainerError"]
+    rows = await docker.list_containers(
+        labels={naming.LABEL_NODE: node_name, naming.LABEL_TYPE: naming.TYPE_CONTAINER}
+    )
+    assert [r["State"] for r in rows] == ["running"], "only the container whose answer came"

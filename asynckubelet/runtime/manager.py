@@ -14,6 +14,7 @@ shielded from cancellation.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -1052,6 +1053,10 @@ class _Sync:
         except errors.DockerError as e:
             step.fail(SyncError.CREATE_CONTAINER, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)
+            if isinstance(e, errors.RuntimeUnavailable):
+                # The answer was lost, not the create: Docker may have made the container.
+                with contextlib.suppress(errors.DockerError):
+                    await self._remove_stale(name)
             return None
         self.event("Normal", "Created", f"Created container {container.name}", container.name)
         try:
