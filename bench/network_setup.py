@@ -7,24 +7,36 @@ its teardown are timed:
   moved into the namespace, bridge port up, address, link up and default route inside.
 - ``bridge``: ``BridgePlugin.setup_pod`` / ``teardown_pod`` (IPAM file, pod record,
   veth, namespace setup, hostPort chain).
+- ``bridge-ds``: the same with IPv6 dual stack on (a second IPAM pool, the IPv6 address
+  and route, IPv6 turned on in the namespace, the ip6tables hostPort chain).
 - ``cni``: ``CNIPlugin`` running the project's conflist (bridge, host-local, portmap,
   firewall, loopback) from /usr/lib/cni.
 
-Run as root: ``python bench/network_setup.py [--rounds N]``. Uses its own bridges, pod
-CIDRs and state directory, all removed at the end. Prints medians in milliseconds.
+- ``bridge@REV`` (with ``--baseline REV``): the ``bridge`` backend as it was at git
+  revision REV (its ``bridge``, ``ipam`` and ``iptables`` modules loaded from that commit
+  beside today's), to see a change's cost in the same run, under the same noise.
+
+Run as root: ``python bench/network_setup.py [--rounds N] [--baseline REV]``. Uses its own
+bridges, pod CIDRs and state directory, all removed at the end. Prints medians in
+milliseconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
+from loguru import logger
 from pyroute2 import AsyncIPRoute
 
 from asynckubelet.docker import DockerClient
@@ -59,7 +71,31 @@ async def raw(netns: str, index: int) -> tuple[float, float]:
     return setup, time.perf_counter() - started
 
 
-async def main(rounds: int) -> None:
+def baseline_bridge(rev: str, folder: Path, state: Path) -> Any:
+    """A ``BridgePlugin`` of git revision ``rev``, as package ``akl_baseline``."""
+    package = folder / "akl_baseline"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for name in ("bridge", "ipam", "iptables"):
+        text = subprocess.run(
+            ["git", "show", f"{rev}:asynckubelet/network/{name}.py"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for module in ("ipam", "iptables"):
+            text = text.replace(f"asynckubelet.network.{module}", f"akl_baseline.{module}")
+        (package / f"{name}.py").write_text(text)
+    sys.path.insert(0, str(folder))
+    old = importlib.import_module("akl_baseline.bridge")
+    logger.disable("akl_baseline")
+    return old.BridgePlugin(
+        old.BridgeConfig(bridge="aklbenchold", pod_cidr="10.250.252.0/24", state_dir=state)
+    )
+
+
+async def main(rounds: int, baseline: str | None) -> None:
     state = Path(tempfile.mkdtemp(prefix="akl-bench-net-"))
     conf_dir = state / "net.d"
     conf_dir.mkdir()
@@ -72,8 +108,19 @@ async def main(rounds: int) -> None:
     bridge = BridgePlugin(
         BridgeConfig(bridge="aklbenchbr", pod_cidr="10.251.0.0/24", state_dir=state)
     )
+    dual = BridgePlugin(
+        BridgeConfig(
+            bridge="aklbenchds",
+            pod_cidr="10.250.251.0/24",
+            pod_cidr_v6="fd00:ac1:b::/64",
+            state_dir=state,
+        )
+    )
     cni = CNIPlugin(CNIConfig(conf_dirs=(conf_dir,), cache_dir=state / "cni"))
-    times: dict[str, list[tuple[float, float]]] = {"raw": [], "bridge": [], "cni": []}
+    plugins: dict[str, Any] = {"bridge": bridge, "bridge-ds": dual, "cni": cni}
+    if baseline is not None:
+        plugins[f"bridge@{baseline}"] = baseline_bridge(baseline, state / "baseline", state)
+    times: dict[str, list[tuple[float, float]]] = {"raw": [], **{k: [] for k in plugins}}
     async with DockerClient() as docker:
         if not await docker.image_exists(PAUSE):
             await image_build.build_pause_image(docker, tag=PAUSE)
@@ -82,17 +129,19 @@ async def main(rounds: int) -> None:
             index = (await ipr.link_lookup(ifname="aklbenchraw"))[0]
             await ipr.addr("add", index=index, address="10.252.0.1", prefixlen=24)
             await ipr.link("set", index=index, state="up")
-        await bridge.ensure_node_network()
+        for name, plugin in plugins.items():
+            if name != "cni":
+                await plugin.ensure_node_network()
         try:
             for i in range(rounds):
-                for path in ("raw", "bridge", "cni"):
+                for path in times:
                     cid = await docker.create_container(
                         {
                             "Image": PAUSE,
                             "Labels": {naming.LABEL_NODE: NODE},
                             "HostConfig": {"NetworkMode": "none"},
                         },
-                        name=f"akl-bench-net-{path}-{i}",
+                        name=f"akl-bench-net-{path.replace('@', '-')}-{i}",
                     )
                     try:
                         await docker.start_container(cid)
@@ -101,7 +150,7 @@ async def main(rounds: int) -> None:
                         if path == "raw":
                             times[path].append(await raw(netns, i))
                             continue
-                        plugin = bridge if path == "bridge" else cni
+                        plugin = plugins[path]
                         request = PodNetworkRequest(
                             sandbox_id=cid,
                             pod_name="bench",
@@ -119,7 +168,9 @@ async def main(rounds: int) -> None:
                     finally:
                         await docker.remove_container(cid, force=True)
         finally:
-            await bridge.remove_node_network()
+            for name, plugin in plugins.items():
+                if name != "cni":
+                    await plugin.remove_node_network()
             async with AsyncIPRoute() as ipr:
                 for name in ("aklbenchraw", "aklbenchcni"):
                     found = await ipr.link_lookup(ifname=name)
@@ -130,10 +181,12 @@ async def main(rounds: int) -> None:
     for path, pairs in times.items():
         setup = statistics.median(p[0] for p in pairs) * 1000
         teardown = statistics.median(p[1] for p in pairs) * 1000
-        print(f"  {path:7s} {setup:7.1f} / {teardown:7.1f}")
+        print(f"  {path:16s} {setup:7.1f} / {teardown:7.1f}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
-    anyio.run(main, parser.parse_args().rounds)
+    parser.add_argument("--baseline", help="also time the bridge backend of this git revision")
+    args = parser.parse_args()
+    anyio.run(main, args.rounds, args.baseline)
