@@ -21,10 +21,12 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    Task,
     TaskID,
     TextColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from asynckubelet.docker import PullProgress
 
@@ -36,6 +38,24 @@ LineWriter = Callable[[str, str], None]
 class _Layer:
     image: str
     layer: str
+
+
+class _LayerBar(BarColumn):
+    """The bar of a layer; the image's own row has none."""
+
+    def render(self, task: Task) -> Text:  # type: ignore[override]
+        if task.fields.get("image_row"):
+            return Text("")
+        return super().render(task)  # type: ignore[return-value]
+
+
+class _LayerBytes(DownloadColumn):
+    """Bytes done/total of a layer, once Docker has said the total."""
+
+    def render(self, task: Task) -> Text:
+        if task.fields.get("image_row") or task.total is None:
+            return Text("")
+        return super().render(task)
 
 
 def _amount(progress: PullProgress) -> str:
@@ -71,7 +91,7 @@ class PullDisplay:
         if self.live:
             progress = self._start()
             self._tasks[_Layer(image, "")] = progress.add_task(
-                image, total=None, status="pulling", start=False
+                image, total=None, status="pulling", start=False, image_row=True
             )
         else:
             self.write(image, "pulling")
@@ -109,8 +129,8 @@ class PullDisplay:
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 TextColumn("{task.fields[status]}"),
-                BarColumn(),
-                DownloadColumn(),
+                _LayerBar(),
+                _LayerBytes(),
                 console=self.console,
                 transient=False,
                 refresh_per_second=8,
@@ -130,7 +150,9 @@ class PullDisplay:
             return
         task = self._tasks.get(key)
         if task is None:
-            task = live.add_task(f"  {progress.layer}", total=None, status=progress.status)
+            task = live.add_task(
+                f"  {progress.layer}", total=None, status=progress.status, image_row=False
+            )
             self._tasks[key] = task
         done = progress.status in ("Pull complete", "Already exists", "Download complete")
         total: float | None = progress.total
