@@ -1592,6 +1592,13 @@ def doctor(
         + ("" if is_local_daemon(url) else " (not used: --network cni needs a local engine)"),
         "install them: apt-get install containernetworking-plugins (needed for --network cni)",
     )
+    if is_local_daemon(url):
+        from asynckubelet.network.bridge import ipv6_support
+
+        ipv6, how = ipv6_support()
+        report(
+            True, f"IPv6 dual stack (--dual-stack): {'possible' if ipv6 else 'not possible'}, {how}"
+        )
     try:
         state.mkdir(parents=True, exist_ok=True)
         probe_file = state / f".doctor.{os.getpid()}"

@@ -11,6 +11,7 @@ import ipaddress
 import os
 import random
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,10 +21,10 @@ from pyroute2 import AsyncIPRoute
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
-from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, veth_name
+from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, ipv6_support, veth_name
 from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from integration.harness import PAUSE_IMAGE, remove_owned
+from integration.harness import PAUSE_IMAGE, Engine, remove_owned
 from integration.network_helpers import bridge_name, free_cidr, free_cidr_v6, pod_from
 from integration.runtime_helpers import Driver
 from integration.test_network_bridge import _container_id, _fetch, _fetch_in, _server
@@ -186,3 +187,18 @@ async def test_an_ipv6_pod_cidr_overlapping_a_host_route_is_refused(
             await made.ensure_node_network()
     finally:
         await made.remove_node_network()
+
+
+def test_doctor_says_whether_dual_stack_is_possible_here(
+    docker_engine: Engine, tmp_path: Path
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "asynckubelet", "doctor", "--state-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "DOCKER_HOST": docker_engine.url},
+    )
+    possible, how = ipv6_support()
+    verdict = "possible" if possible else "not possible"
+    assert f"IPv6 dual stack (--dual-stack): {verdict}, {how}" in proc.stdout

@@ -38,7 +38,9 @@ import errno
 import ipaddress
 import json
 import os
+import shutil
 import socket
+import subprocess
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -580,6 +582,28 @@ class BridgePlugin:
         return PodNetwork(ips=tuple(ips))
 
 
+def ipv6_support(*, ip6tables: str = "ip6tables") -> tuple[bool, str]:
+    """Whether this node can give pods IPv6 (``--dual-stack``), and what decides it."""
+    try:
+        with open("/proc/sys/net/ipv6/conf/all/disable_ipv6") as f:
+            disabled = f.read().strip() == "1"
+    except OSError:
+        return False, "the kernel has no IPv6"
+    if disabled:
+        return False, "IPv6 is turned off (net.ipv6.conf.all.disable_ipv6 = 1)"
+    if shutil.which(ip6tables) is None:
+        return False, f"{ip6tables} not found"
+    proc = subprocess.run(
+        [ip6tables, "-w", "5", "-t", "nat", "-S", "POSTROUTING"],
+        capture_output=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    if proc.returncode != 0:
+        return True, "IPv6 on; no IPv6 NAT here, so no IPv6 egress masquerade or hostPorts"
+    return True, "IPv6 on, with IPv6 NAT (egress masquerade and hostPorts)"
+
+
 def _dnats(ports: tuple[PortMapping, ...], pod_ip: str) -> list[DNAT]:
     """The DNAT rules of one address family: a hostIP of the other family is skipped."""
     v6 = ":" in pod_ip
@@ -604,5 +628,6 @@ __all__ = [
     "LINK_PREFIX",
     "BridgeConfig",
     "BridgePlugin",
+    "ipv6_support",
     "veth_name",
 ]
