@@ -1,5 +1,4 @@
-"""The CNI backend's runtime arguments and CNI 1.1 verbs, engine keys and the dual-stack
-options, without root or Docker.
+"""The CNI backend's runtime arguments and its CNI 1.1 verbs, without root or Docker.
 
 Debian's reference plugins stop at CNI 1.0.0 and ignore ``runtimeConfig.dns``, so what a
 1.1 plugin receives (``STATUS``, ``GC`` with the valid attachments) and what a plugin
@@ -395,23 +394,3 @@ def test_two_daemons_sharing_docker_20_10s_key_file_have_different_engine_keys()
     one = engine_key({"ID": shared_id, "DockerRootDir": "/var/lib/docker"})
     two = engine_key({"ID": shared_id, "DockerRootDir": "/tmp/akd-1/data"})
     assert one != two
-
-
-# -- the dual-stack options -----------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("dual_stack", "pod_cidr_v6", "expected"),
-    [
-        (False, None, None),
-        (True, None, "fd00:ac1::/64"),
-        (False, "fd00:77::/64", "fd00:77::/64"),
-        (True, "fd00:77::/64", "fd00:77::/64"),
-    ],
-)
-def test_the_ipv6_pod_cidr_comes_from_dual_stack_and_pod_cidr_v6(
-    dual_stack: bool, pod_cidr_v6: str | None, expected: str | None
-) -> None:
-    from asynckubelet.cli import _ipv6_cidr
-
-    assert _ipv6_cidr(dual_stack, pod_cidr_v6) == expected

@@ -5,6 +5,7 @@ of :mod:`asynckubelet.runtime.hooks`."""
 from __future__ import annotations
 
 import errno
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from asynckubelet import errors
 from asynckubelet.docker.engine import EngineTLS
 from asynckubelet.docker.types import ExecResult
 from asynckubelet.network import PodNetwork
+from asynckubelet.node.prober import Prober
 from asynckubelet.runtime import hooks, naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.probehelper import (
@@ -35,6 +37,7 @@ from asynckubelet.runtime.probehelper import (
     helper_config,
 )
 from asynckubelet.runtime.probes import ProbeResult
+from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
 
 R = Route
 
@@ -359,3 +362,30 @@ def test_doctor_describes_the_engines_shape_and_what_follows_for_probes(
     url: str, tls: EngineTLS | None, isolated: bool, start: str
 ) -> None:
     assert describe_engine(url=url, tls=tls, isolated=isolated).startswith(start)
+
+
+@pytest.mark.anyio
+async def test_a_prober_asks_the_runtime_where_to_probe_with_the_pod_ip_it_knows() -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def locate(pod: Pod, **where: Any) -> hooks.Target:
+        asked.append(where)
+        return HELPED
+
+    pod = Pod(
+        metadata=ObjectMeta(name="web", namespace="default", uid="u1"),
+        spec=PodSpec(containers=[APP]),
+    )
+    now = datetime.now(UTC)
+    status = ContainerStatus(
+        id="c1", name="app", state=ContainerState.RUNNING, created_at=now, sandbox_id="sb1"
+    )
+    prober = Prober(docker=HelperDocker(), events=lambda *a, **k: None, locate=locate)  # type: ignore[arg-type]
+    prober.update(
+        pod,
+        PodRuntimeStatus(
+            uid="u1", name="web", namespace="default", containers=(status,), ips=("10.1.0.5",)
+        ),
+    )
+    assert await prober.target(status) is HELPED
+    assert asked == [{"container_id": "c1", "sandbox_id": "sb1", "pod_ip": "10.1.0.5"}]
