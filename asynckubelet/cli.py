@@ -119,6 +119,11 @@ def _json_sink(message: Any) -> None:
     sys.stderr.flush()
 
 
+def _text_sink(message: Any) -> None:
+    """To whatever ``sys.stderr`` is at the time: a live display replaces it while it runs."""
+    sys.stderr.write(message)
+
+
 def _setup_logging(
     verbose: int = 0,
     log_level: str | None = None,
@@ -143,7 +148,7 @@ def _setup_logging(
     if form == "json":
         logger.add(_json_sink, level=level)
     else:
-        logger.add(sys.stderr, level=level)
+        logger.add(_text_sink, level=level, colorize=sys.stderr.isatty())
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:

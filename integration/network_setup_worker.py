@@ -1,8 +1,9 @@
 """A process that sets up one pod's bridge network, for tests that kill it half-way.
 
-argv[1] is JSON: sandbox, netns, state, and either bridge and cidr (the bridge backend) or
-``backend: cni`` and conf_dir. It prints ``ready`` once imported, then calls ``setup_pod``
-with a hostPort mapping, so a kill lands inside the setup.
+argv[1] is JSON: sandbox, netns, state, and either bridge and cidr (and cidr6 for dual
+stack: the bridge backend) or ``backend: cni`` and conf_dir. It prints ``ready`` once
+imported, then calls ``setup_pod`` with a hostPort mapping, so a kill lands inside the
+setup.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ async def main(spec: dict[str, str]) -> None:
     else:
         plugin = BridgePlugin(
             BridgeConfig(
-                bridge=spec["bridge"], pod_cidr=spec["cidr"], state_dir=Path(spec["state"])
+                bridge=spec["bridge"],
+                pod_cidr=spec["cidr"],
+                pod_cidr_v6=spec.get("cidr6"),
+                state_dir=Path(spec["state"]),
             )
         )
     print("ready", flush=True)

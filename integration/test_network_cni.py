@@ -468,3 +468,23 @@ async def test_debians_plugins_stop_at_1_0_so_the_sweep_falls_back_to_del_withou
     assert await restarted.status() == (True, "")
     assert net.allocations() == []
     assert net.cache_entries() == []
+
+
+async def test_a_dual_stack_attachment_whose_sandbox_is_gone_leaves_no_ipv6_nat_rule(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    subnet6 = free_cidr_v6()
+    _edit_conflist(net, lambda d: _dual_stack(d, subnet6))
+    sandbox = await _pause(docker, node_name)
+    network = await net.plugin(docker).setup_pod(await _request(docker, sandbox))
+    assert len(network.ips) == 2
+    assert sandbox in _ip6tables()
+    await docker.remove_container(sandbox, force=True)
+    await net.plugin(docker).start()
+    assert sandbox not in _ip6tables()
+    assert sandbox not in _iptables()
+    assert net.allocations() == []
+
+
+def _ip6tables() -> str:
+    return subprocess.run(["ip6tables-save"], capture_output=True, text=True).stdout

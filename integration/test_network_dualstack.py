@@ -8,6 +8,7 @@ the test made and to the node's own addresses.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import random
 import subprocess
@@ -24,10 +25,18 @@ from asynckubelet.docker import DockerClient
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, ipv6_support, veth_name
 from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from integration.harness import PAUSE_IMAGE, Engine, remove_owned
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
 from integration.network_helpers import bridge_name, free_cidr, free_cidr_v6, pod_from
 from integration.runtime_helpers import Driver
-from integration.test_network_bridge import _container_id, _fetch, _fetch_in, _server
+from integration.test_network_bridge import (
+    REPO,
+    _container_id,
+    _fetch,
+    _fetch_in,
+    _pause,
+    _pid,
+    _server,
+)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -202,3 +211,86 @@ def test_doctor_says_whether_dual_stack_is_possible_here(
     possible, how = ipv6_support()
     verdict = "possible" if possible else "not possible"
     assert f"IPv6 dual stack (--dual-stack): {verdict}, {how}" in proc.stdout
+
+
+async def test_a_dual_stack_agent_killed_during_setup_leaks_nothing_after_restart(
+    plugin: BridgePlugin, docker: DockerClient, node_name: str
+) -> None:
+    assert plugin.ipam6 is not None
+    rng = random.Random()
+    for trial in range(10):
+        sandbox = await _pause(docker, node_name)
+        spec = {
+            "bridge": plugin.config.bridge,
+            "cidr": plugin.config.pod_cidr,
+            "cidr6": plugin.config.pod_cidr_v6,
+            "state": str(plugin.config.state_dir),
+            "sandbox": sandbox,
+            "netns": f"/proc/{await _pid(docker, sandbox)}/ns/net",
+        }
+        worker = await anyio.open_process(
+            [
+                sys.executable,
+                str(REPO / "integration" / "network_setup_worker.py"),
+                json.dumps(spec),
+            ],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert worker.stdout is not None
+        await worker.stdout.receive()
+        await anyio.sleep(rng.uniform(0, 0.1))
+        worker.kill()
+        await worker.wait()
+        await docker.remove_container(sandbox, force=True)
+        await plugin.sweep()
+        assert await plugin.ipam.allocations() == {}, f"trial {trial}"
+        assert await plugin.ipam6.allocations() == {}, f"trial {trial}"
+        assert sandbox[:16] not in _ip6tables_rules(), f"trial {trial}"
+        assert list((plugin.root / "pods").glob("*")) == [], f"trial {trial}"
+
+
+SHOW_IPS = """
+apiVersion: v1
+kind: Pod
+metadata: {name: ips}
+spec:
+  restartPolicy: Never
+  containers:
+    - name: show
+      image: BUSYBOX
+      command: ["sh", "-c", "echo podIPs=$IPS"]
+      env:
+        - name: IPS
+          valueFrom: {fieldRef: {fieldPath: status.podIPs}}
+"""
+
+
+def test_run_with_pod_cidr_v6_gives_the_pod_both_addresses_ipv4_first(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the bridge backend needs root")
+    bridge, cidr, cidr6 = bridge_name(node_name), free_cidr(), free_cidr_v6()
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(SHOW_IPS.replace("BUSYBOX", BUSYBOX_IMAGE))
+    try:
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "asynckubelet", "run", str(manifest), "--no-color"),
+                *("--node-name", node_name, "--pause-image", PAUSE_IMAGE),
+                *("--network", "bridge", "--bridge", bridge, "--pod-cidr", cidr),
+                *("--pod-cidr-v6", cidr6),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert proc.returncode == 0, proc.stderr
+        (line,) = proc.stdout.splitlines()
+        v4, v6 = line.removeprefix("ips/show | podIPs=").split(",")
+        assert ipaddress.ip_address(v4) in ipaddress.ip_network(cidr)
+        assert ipaddress.ip_address(v6) in ipaddress.ip_network(cidr6)
+    finally:
+        config = BridgeConfig(bridge=bridge, pod_cidr=cidr, pod_cidr_v6=cidr6)
+        anyio.run(BridgePlugin(config).remove_node_network)

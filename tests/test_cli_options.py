@@ -27,7 +27,7 @@ class FakeLogger:
     def enable(self, name: str) -> None:
         pass
 
-    def add(self, sink: Any, *, level: str) -> None:
+    def add(self, sink: Any, *, level: str, **_: Any) -> None:
         self.added.append((sink, level))
 
 

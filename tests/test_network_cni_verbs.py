@@ -1,4 +1,5 @@
-"""The CNI backend's runtime arguments and its CNI 1.1 verbs, without root or Docker.
+"""The CNI backend's runtime arguments and CNI 1.1 verbs, engine keys and the dual-stack
+options, without root or Docker.
 
 Debian's reference plugins stop at CNI 1.0.0 and ignore ``runtimeConfig.dns``, so what a
 1.1 plugin receives (``STATUS``, ``GC`` with the valid attachments) and what a plugin
@@ -22,6 +23,8 @@ from typing import Any
 import pytest
 
 from asynckubelet import errors
+from asynckubelet.cli import _ipv6_cidr
+from asynckubelet.manifests import load_manifests_text
 from asynckubelet.network import IPS_ANNOTATION, PodDNS, PodNetworkRequest, requested_ips
 from asynckubelet.network.cni import (
     PROJECT_CONF_DIR,
@@ -35,6 +38,7 @@ from asynckubelet.network.cni import (
     plugin_environment,
     supports_gc,
 )
+from asynckubelet.network.dns import DNSSettings, pod_resolver
 from asynckubelet.network.factory import engine_key
 
 RECORDER = """#!{python}
@@ -394,3 +398,57 @@ def test_two_daemons_sharing_docker_20_10s_key_file_have_different_engine_keys()
     one = engine_key({"ID": shared_id, "DockerRootDir": "/var/lib/docker"})
     two = engine_key({"ID": shared_id, "DockerRootDir": "/tmp/akd-1/data"})
     assert one != two
+
+
+# -- the dual-stack options -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dual_stack", "pod_cidr_v6", "expected"),
+    [
+        (False, None, None),
+        (True, None, "fd00:ac1::/64"),
+        (False, "fd00:77::/64", "fd00:77::/64"),
+        (True, "fd00:77::/64", "fd00:77::/64"),
+    ],
+)
+def test_the_ipv6_pod_cidr_comes_from_dual_stack_and_pod_cidr_v6(
+    dual_stack: bool, pod_cidr_v6: str | None, expected: str | None
+) -> None:
+    assert _ipv6_cidr(dual_stack, pod_cidr_v6) == expected
+
+
+# -- the resolver settings handed to plugins ------------------------------------------
+
+DNS_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: d}
+spec:
+  dnsPolicy: POLICY
+  dnsConfig:
+    nameservers: [192.0.2.53]
+    searches: [a.example]
+    options: [{name: ndots, value: "2"}]
+  containers: [{name: c, image: busybox}]
+"""
+
+
+@pytest.mark.anyio
+async def test_the_resolver_settings_for_plugins_are_the_pods_resolv_conf(tmp_path: Path) -> None:
+    pod = load_manifests_text(DNS_POD.replace("POLICY", "None"), node_name="n").pods[0]
+    resolver = await pod_resolver(pod, settings=DNSSettings(resolv_conf=str(tmp_path / "none")))
+    assert (resolver.nameservers, resolver.searches, resolver.options) == (
+        ("192.0.2.53",),
+        ("a.example",),
+        ("ndots:2",),
+    )
+
+
+@pytest.mark.anyio
+async def test_an_unreadable_node_resolver_file_gives_plugins_only_the_pods_own_settings(
+    tmp_path: Path,
+) -> None:
+    pod = load_manifests_text(DNS_POD.replace("POLICY", "Default"), node_name="n").pods[0]
+    resolver = await pod_resolver(pod, settings=DNSSettings(resolv_conf=str(tmp_path / "none")))
+    assert resolver.nameservers == ("192.0.2.53",)

@@ -578,16 +578,15 @@ class CNIPlugin:
     async def _remove_orphan_rules(self, sandbox_id: str) -> None:
         """The NAT rules plugins tag with the container id but only remove while the
         namespace exists (the bridge plugin's ``ipMasq``): gone with it, they are found by
-        their comment and removed here."""
-        tables = IPTables()
-        if not tables.available():
-            return
+        their comment and removed here, for IPv4 and IPv6 (a dual-stack list)."""
         tag = f'id: "{sandbox_id}"'
-        for chain in ("POSTROUTING",):
-            for rule in await tables.rules(chain, table="nat"):
+        for tables in (IPTables(), IPTables(binary="ip6tables")):
+            if not tables.available():
+                continue
+            for rule in await tables.rules("POSTROUTING", table="nat"):
                 if not any(tag in word for word in rule):
                     continue
-                await tables.delete_rule(chain, rule, table="nat")
+                await tables.delete_rule("POSTROUTING", rule, table="nat")
                 target = rule[rule.index("-j") + 1] if "-j" in rule else ""
                 if target.startswith("CNI-"):
                     await tables.delete_chain(target, table="nat")

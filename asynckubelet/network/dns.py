@@ -324,10 +324,14 @@ def _rewrite(path: str, text: str) -> None:
 
 async def pod_resolver(pod: Pod, *, settings: DNSSettings) -> ResolverConfig:
     """The resolver settings the pod's resolv.conf will hold (no events are emitted here:
-    :func:`write_pod_files` emits them when it writes the file)."""
-    text = (
-        await anyio.to_thread.run_sync(_read, settings.resolv_conf) if settings.resolv_conf else ""
-    )
+    :func:`write_pod_files` emits them when it writes the file). A node resolver file that
+    cannot be read counts as empty: these settings only inform network plugins."""
+    text = ""
+    if settings.resolv_conf:
+        try:
+            text = await anyio.to_thread.run_sync(_read, settings.resolv_conf)
+        except errors.SandboxError as e:
+            logger.debug("dns: {}", e)
     host = parse_resolv_conf(text) if settings.resolv_conf else ResolverConfig()
     resolver, _ = pod_dns(pod, settings=settings, host=host)
     return resolver
