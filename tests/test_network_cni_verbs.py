@@ -39,7 +39,7 @@ from asynckubelet.network.cni import (
     supports_gc,
 )
 from asynckubelet.network.dns import DNSSettings, pod_resolver
-from asynckubelet.network.factory import engine_key
+from asynckubelet.network.factory import engine_key, make_network_plugin
 
 RECORDER = """#!{python}
 import json, os, sys
@@ -452,3 +452,12 @@ async def test_an_unreadable_node_resolver_file_gives_plugins_only_the_pods_own_
     pod = load_manifests_text(DNS_POD.replace("POLICY", "Default"), node_name="n").pods[0]
     resolver = await pod_resolver(pod, settings=DNSSettings(resolv_conf=str(tmp_path / "none")))
     assert resolver.nameservers == ("192.0.2.53",)
+
+
+@pytest.mark.parametrize(
+    ("backend", "hint"),
+    [("cni", "host-local an IPv6 range"), ("loopback", "use --network bridge")],
+)
+def test_dual_stack_on_another_backend_is_refused_with_what_to_do(backend: str, hint: str) -> None:
+    with pytest.raises(errors.NetworkError, match=f"bridge backend, not {backend}: .*{hint}"):
+        make_network_plugin(backend, pod_cidr_v6="fd00:ac1::/64")

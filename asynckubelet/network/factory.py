@@ -63,6 +63,15 @@ def make_network_plugin(
     the configuration list's, two ``host-local`` ranges)."""
     if name == "auto":
         name, _ = choose_backend(docker_url=docker.url if docker is not None else None)
+    if pod_cidr_v6 is not None and name != "bridge":
+        where = (
+            "give the CNI configuration list's host-local an IPv6 range"
+            if name == "cni"
+            else "use --network bridge"
+        )
+        raise errors.NetworkError(
+            f"an IPv6 pod CIDR (dual stack) is for the bridge backend, not {name}: {where}"
+        )
     if name == "loopback":
         return LoopbackPlugin()
     if name == "bridge":
