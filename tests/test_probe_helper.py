@@ -25,11 +25,13 @@ from lightkube.resources.core_v1 import Pod
 from asynckubelet import errors
 from asynckubelet.docker.engine import EngineTLS
 from asynckubelet.docker.types import ExecResult
+from asynckubelet.images import build as image_build
 from asynckubelet.network import PodNetwork
 from asynckubelet.node.prober import Prober
-from asynckubelet.runtime import hooks, naming
+from asynckubelet.runtime import hooks, naming, probehelper
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.probehelper import (
+    ProbeHelpers,
     Route,
     choose_route,
     describe_engine,
@@ -389,3 +391,123 @@ async def test_a_prober_asks_the_runtime_where_to_probe_with_the_pod_ip_it_knows
     )
     assert await prober.target(status) is HELPED
     assert asked == [{"container_id": "c1", "sandbox_id": "sb1", "pod_ip": "10.1.0.5"}]
+
+
+class HelperEngine:
+    """The Docker adapter's container calls, over an in-memory set of containers."""
+
+    def __init__(self, *, has_image: bool = True) -> None:
+        self.has_image = has_image
+        self.loaded: list[bytes] = []
+        self.containers: dict[str, dict[str, Any]] = {
+            "sb1": {
+                "Id": "sb1",
+                "State": {"Running": True},
+                "Config": {
+                    "Labels": {
+                        naming.LABEL_POD_NAME: "web",
+                        naming.LABEL_POD_NAMESPACE: "default",
+                        naming.LABEL_POD_UID: "u1",
+                        naming.LABEL_ATTEMPT: "0",
+                    }
+                },
+            }
+        }
+        self.created: list[str] = []
+        self.removed: list[str] = []
+
+    async def image_exists(self, ref: str) -> bool:
+        return self.has_image
+
+    async def load_image(self, data: bytes) -> None:
+        self.loaded.append(data)
+        self.has_image = True
+
+    async def list_containers(self, *, labels: dict[str, str]) -> list[dict[str, Any]]:
+        rows = []
+        for c in self.containers.values():
+            own = c["Config"]["Labels"]
+            if all(own.get(k) == v for k, v in labels.items()):
+                rows.append(
+                    {"Id": c["Id"], "State": "running" if c["State"]["Running"] else "exited"}
+                )
+        return rows
+
+    async def inspect_container(self, cid: str) -> dict[str, Any]:
+        if cid not in self.containers:
+            raise errors.NotFound(f"no such container: {cid}")
+        return self.containers[cid]
+
+    async def create_container(self, config: dict[str, Any], *, name: str) -> str:
+        cid = f"helper{len(self.created) + 1}"
+        self.created.append(name)
+        self.containers[cid] = {"Id": cid, "State": {"Running": False}, "Config": config}
+        return cid
+
+    async def start_container(self, cid: str) -> None:
+        self.containers[cid]["State"]["Running"] = True
+
+    async def remove_container(self, cid: str, *, force: bool = True) -> None:
+        self.removed.append(cid)
+        self.containers.pop(cid, None)
+
+
+def _helpers(engine: HelperEngine) -> ProbeHelpers:
+    return ProbeHelpers(docker=engine, node="n1", image="asynckubelet.local/probe:t")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_a_sandboxs_helper_is_started_once_and_reused() -> None:
+    engine = HelperEngine()
+    helpers = _helpers(engine)
+    first = await helpers.container_for(sandbox_id="sb1")
+    second = await helpers.container_for(sandbox_id="sb1")
+    assert (first, second, engine.created) == ("helper1", "helper1", ["akl_PROBE_web_default_u1_0"])
+
+
+@pytest.mark.anyio
+async def test_a_running_helper_left_by_an_earlier_agent_is_adopted() -> None:
+    engine = HelperEngine()
+    await _helpers(engine).container_for(sandbox_id="sb1")
+    adopted = await _helpers(engine).container_for(sandbox_id="sb1")
+    assert (adopted, len(engine.created)) == ("helper1", 1)
+
+
+@pytest.mark.anyio
+async def test_a_helper_that_stopped_is_replaced_at_the_next_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(probehelper, "RECHECK_SECONDS", 0.0)
+    engine = HelperEngine()
+    helpers = _helpers(engine)
+    await helpers.container_for(sandbox_id="sb1")
+    engine.containers["helper1"]["State"]["Running"] = False
+    replaced = await helpers.container_for(sandbox_id="sb1")
+    assert (replaced, engine.removed) == ("helper2", ["helper1"])
+
+
+@pytest.mark.anyio
+async def test_the_helper_image_is_loaded_through_the_api_when_the_engine_lacks_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[str] = []
+
+    async def build(docker: HelperEngine, *, tag: str) -> str:
+        built.append(tag)
+        await docker.load_image(b"archive")
+        return "sha256:x"
+
+    monkeypatch.setattr(image_build, "build_probe_image", build)
+    engine = HelperEngine(has_image=False)
+    await _helpers(engine).container_for(sandbox_id="sb1")
+    assert (built, engine.loaded) == (["asynckubelet.local/probe:t"], [b"archive"])
+
+
+@pytest.mark.anyio
+async def test_removing_a_sandboxs_helpers_removes_every_one_labelled_with_it() -> None:
+    engine = HelperEngine()
+    helpers = _helpers(engine)
+    await helpers.container_for(sandbox_id="sb1")
+    await helpers.remove_for(sandbox_id="sb1")
+    assert engine.removed == ["helper1"]
+    assert await helpers.container_for(sandbox_id="sb1") == "helper2"

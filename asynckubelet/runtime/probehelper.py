@@ -27,12 +27,15 @@ from collections.abc import Mapping
 import anyio
 from loguru import logger
 
+from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, DockerClient
 from asynckubelet.docker.engine import EngineTLS
 from asynckubelet.images import build as image_build
 from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import naming
 
+RECHECK_SECONDS = 10.0
+"""How long a known helper is trusted to run before it is looked at again."""
 HELPER_CONTAINER = "PROBE"
 """The name part where a container's name would be; upper case, so no Kubernetes container
 name can collide with it."""
@@ -116,6 +119,7 @@ class ProbeHelpers:
         self.node = node
         self.image = image or image_build.default_probe_tag()
         self._helpers: dict[str, str] = {}
+        self._checked: dict[str, float] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._image_lock = anyio.Lock()
         self._image_ready = False
@@ -130,18 +134,37 @@ class ProbeHelpers:
             self._image_ready = True
 
     async def container_for(self, *, sandbox_id: str) -> str:
-        """The id of the running helper of ``sandbox_id``, started when there is none."""
-        known = self._helpers.get(sandbox_id)
-        if known is not None:
-            return known
+        """The id of the running helper of ``sandbox_id``, started when there is none.
+
+        A known helper is looked at again every :data:`RECHECK_SECONDS`; one that stopped
+        or went (killed, removed by hand) is replaced then."""
+        if self._fresh(sandbox_id):
+            return self._helpers[sandbox_id]
         lock = self._locks.setdefault(sandbox_id, anyio.Lock())
         async with lock:
+            if self._fresh(sandbox_id):
+                return self._helpers[sandbox_id]
             known = self._helpers.get(sandbox_id)
-            if known is not None:
-                return known
-            helper = await self._adopt_or_start(sandbox_id)
-            self._helpers[sandbox_id] = helper
-            return helper
+            if known is None or not await self._runs(known):
+                known = await self._adopt_or_start(sandbox_id)
+                self._helpers[sandbox_id] = known
+            self._checked[sandbox_id] = anyio.current_time()
+            return known
+
+    def _fresh(self, sandbox_id: str) -> bool:
+        checked = self._checked.get(sandbox_id)
+        return (
+            sandbox_id in self._helpers
+            and checked is not None
+            and anyio.current_time() - checked < RECHECK_SECONDS
+        )
+
+    async def _runs(self, helper: str) -> bool:
+        try:
+            info = await self.docker.inspect_container(helper)
+        except errors.NotFound:
+            return False
+        return bool((info.get("State") or {}).get("Running"))
 
     async def _adopt_or_start(self, sandbox_id: str) -> str:
         rows = await self.docker.list_containers(
@@ -171,13 +194,10 @@ class ProbeHelpers:
         logger.debug("probe helper {} started for sandbox {}", helper[:12], sandbox_id[:12])
         return helper
 
-    def forget(self, *, sandbox_id: str) -> None:
-        """Drop a helper known to be gone, so the next use starts a new one."""
-        self._helpers.pop(sandbox_id, None)
-
     async def remove_for(self, *, sandbox_id: str) -> None:
         """Remove the helpers of ``sandbox_id`` (with the sandbox's stop or removal)."""
         self._helpers.pop(sandbox_id, None)
+        self._checked.pop(sandbox_id, None)
         self._locks.pop(sandbox_id, None)
         with anyio.CancelScope(shield=True):
             rows = await self.docker.list_containers(
