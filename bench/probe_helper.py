@@ -47,6 +47,7 @@ async def main(rounds: int) -> None:
     node = f"akl-bench-{uuid.uuid4().hex[:8]}"
     labels = {naming.LABEL_NODE: node}
     async with DockerClient() as docker:
+        engine = docker.url
         probe_image = image_build.default_probe_tag()
         if not await docker.image_exists(probe_image):
             await image_build.build_probe_image(docker, tag=probe_image)
@@ -94,7 +95,7 @@ async def main(rounds: int) -> None:
             with anyio.CancelScope(shield=True):
                 for cid in reversed(made):
                     await docker.remove_container(cid, force=True)
-    print(f"engine {docker.url or 'default socket'}, {rounds} rounds, medians")
+    print(f"engine {engine}, {rounds} rounds, medians")
     print(f"exec in a running helper:       {exec_ms:7.1f} ms per probe")
     print(f"one-shot container per probe:   {shot_ms:7.1f} ms per probe")
     print(f"ratio one-shot / exec:          {shot_ms / exec_ms:7.1f}")
