@@ -31,6 +31,7 @@ from asynckubelet.network.cni import (
     VALID_ATTACHMENTS,
     CNIConfig,
     CNIPlugin,
+    _run_plugin,
     capability_args,
     gc_config,
     load_config,
@@ -461,3 +462,14 @@ async def test_an_unreadable_node_resolver_file_gives_plugins_only_the_pods_own_
 def test_dual_stack_on_another_backend_is_refused_with_what_to_do(backend: str, hint: str) -> None:
     with pytest.raises(errors.NetworkError, match=f"bridge backend, not {backend}: .*{hint}"):
         make_network_plugin(backend, pod_cidr_v6="fd00:ac1::/64")
+
+
+@pytest.mark.anyio
+async def test_a_plugin_that_answers_without_reading_its_input_is_no_error(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "quick"
+    script.write_text('#!/bin/sh\necho \'{"supportedVersions": ["1.0.0"]}\'\n')
+    script.chmod(0o755)
+    code, out, _ = await _run_plugin(script, stdin=b"x" * 1_000_000, env={})
+    assert (code, json.loads(out)) == (0, {"supportedVersions": ["1.0.0"]})

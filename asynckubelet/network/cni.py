@@ -35,7 +35,6 @@ import importlib.resources
 import json
 import os
 import re
-import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
@@ -291,10 +290,8 @@ class CNIPlugin:
             found: tuple[str, ...] = ()
             try:
                 with anyio.fail_after(self.config.timeout):
-                    proc = await anyio.run_process(
-                        [str(binary)], input=stdin, env=env, check=False, stderr=subprocess.PIPE
-                    )
-                doc = json.loads(proc.stdout) if proc.returncode == 0 else {}
+                    code, out, _ = await _run_plugin(binary, stdin=stdin, env=env)
+                doc = json.loads(out) if code == 0 else {}
                 versions = doc.get("supportedVersions") if isinstance(doc, dict) else None
                 if isinstance(versions, list):
                     found = tuple(str(v) for v in versions)
@@ -430,16 +427,14 @@ class CNIPlugin:
         stdin = json.dumps(plugin).encode()
         try:
             with anyio.fail_after(self.config.timeout):
-                proc = await anyio.run_process(
-                    [str(binary)], input=stdin, env=env, check=False, stderr=subprocess.PIPE
-                )
+                code, raw, stderr = await _run_plugin(binary, stdin=stdin, env=env)
         except TimeoutError as e:
             raise errors.NetworkError(f"CNI plugin {kind} {command} timed out") from e
         except OSError as e:
             raise errors.NetworkError(f"CNI plugin {kind} {command}: {e}") from e
-        out = proc.stdout.decode(errors="replace").strip()
-        if proc.returncode != 0:
-            raise errors.NetworkError(_plugin_error(kind, command, out, proc.stderr))
+        out = raw.decode(errors="replace").strip()
+        if code != 0:
+            raise errors.NetworkError(_plugin_error(kind, command, out, stderr))
         if command != "ADD" or not out:
             return None
         try:
@@ -641,6 +636,31 @@ class CNIPlugin:
                 continue
             done.append(str(plugin["type"]))
         return done
+
+
+async def _run_plugin(
+    binary: Path, *, stdin: bytes, env: Mapping[str, str]
+) -> tuple[int, bytes, bytes]:
+    """Run a plugin with ``stdin``: exit code, stdout, stderr. A plugin may answer without
+    reading its input (``VERSION``) and be gone before it is written; that is no error."""
+    out, err = bytearray(), bytearray()
+
+    async def drain(stream: anyio.abc.ByteReceiveStream, into: bytearray) -> None:
+        async for chunk in stream:
+            into.extend(chunk)
+
+    async with await anyio.open_process([str(binary)], env=env) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain, proc.stdout, out)
+            tg.start_soon(drain, proc.stderr, err)
+            try:
+                await proc.stdin.send(stdin)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            await proc.stdin.aclose()
+            await proc.wait()
+    return proc.returncode or 0, bytes(out), bytes(err)
 
 
 def _cni_args(request: PodNetworkRequest) -> str:
