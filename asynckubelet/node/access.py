@@ -21,9 +21,10 @@ from asynckubelet import errors
 from asynckubelet.manifests import Level, load_manifests
 from asynckubelet.node import sources, status_manager
 from asynckubelet.node.status import generate
+from asynckubelet.runtime import actions
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeManager
-from asynckubelet.runtime.types import ContainerStatus
+from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
 
 PID_FILE = "serve.pid"
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
@@ -169,21 +170,66 @@ def default_container(pod: Pod, container: str | None) -> tuple[str, str]:
     return chosen, notice
 
 
-async def container_instance(
-    rm: RuntimeManager, pod: Pod, *, container: str, previous: bool = False
+def _spec_of(pod: Pod, name: str) -> tuple[Container, bool]:
+    """The named container's spec and whether it is an init container."""
+    spec = pod.spec or PodSpec(containers=[])
+    for c in spec.containers:
+        if c.name == name:
+            return c, False
+    for c in spec.initContainers or []:
+        if c.name == name:
+            return c, True
+    return Container(name=name), False
+
+
+def _due_for_restart(pod: Pod, runtime: PodRuntimeStatus, newest: ContainerStatus) -> bool:
+    """The newest instance is dead and the kubelet will start another: its status then
+    shows it as ``lastState`` under a waiting state (``CrashLoopBackOff``...)."""
+    if newest.state not in (ContainerState.EXITED, ContainerState.UNKNOWN):
+        return False
+    spec, is_init = _spec_of(pod, newest.name)
+    if is_init and newest.state is ContainerState.EXITED and newest.exit_code == 0:
+        return False
+    return actions.should_container_be_restarted(spec, pod=pod, status=runtime)
+
+
+def choose_instance(
+    pod: Pod, runtime: PodRuntimeStatus, *, container: str, previous: bool = False
 ) -> ContainerStatus:
-    """The current (or, with ``previous``, the last dead) instance of a pod's container."""
-    name, ns, uid = ctr.pod_identity(pod)
-    runtime = await rm.get_pod_status(uid=uid, name=name, namespace=ns)
+    """The instance whose output ``logs`` shows, as the kubelet's
+    ``validateContainerLogStatus`` picks it from the pod's status.
+
+    ``previous`` is ``lastState.terminated``: the instance before the current one, or,
+    while the container waits to be restarted, the instance that just died (garbage
+    collection keeps the newest dead instance, so it is always there). Without
+    ``previous``: the running or dead newest instance; while a new instance is created
+    but not started yet, the one before it.
+    """
+    name, _, _ = ctr.pod_identity(pod)
     instances = [c for c in runtime.containers if c.name == container]
+    newest = instances[0] if instances else None
     if previous:
+        if newest is not None and _due_for_restart(pod, runtime, newest):
+            return newest
         if len(instances) < 2:
             raise errors.NotFound(
                 f'previous terminated container "{container}" in pod "{name}" not found'
             )
         return instances[1]
-    if not instances:
+    if newest is not None and newest.state is ContainerState.CREATED and len(instances) > 1:
+        return instances[1]
+    if newest is None or newest.state is ContainerState.CREATED:
         raise errors.NotFound(
             f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
         )
-    return instances[0]
+    return newest
+
+
+async def container_instance(
+    rm: RuntimeManager, pod: Pod, *, container: str, previous: bool = False
+) -> ContainerStatus:
+    """The current (or, with ``previous``, the last dead) instance of a pod's container,
+    read from Docker now (see :func:`choose_instance`)."""
+    name, ns, uid = ctr.pod_identity(pod)
+    runtime = await rm.get_pod_status(uid=uid, name=name, namespace=ns)
+    return choose_instance(pod, runtime, container=container, previous=previous)

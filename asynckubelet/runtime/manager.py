@@ -673,11 +673,23 @@ def _container_spec(pod: Pod | None, name: str) -> Container | None:
 
 
 def dead_instances_to_remove(status: PodRuntimeStatus) -> list[str]:
-    """Ids of dead container instances beyond the newest dead one of each name."""
+    """Ids of dead container instances beyond the newest dead one of each name.
+
+    An instance created but never started is not the dead one kept: while it is the newest
+    of its name it may be a start in flight and stays; the instance that ran before it is
+    what ``logs --previous`` reads until the next one exists.
+    """
+    seen: set[str] = set()
     seen_dead: set[str] = set()
     doomed: list[str] = []
     for c in status.containers:
+        newest = c.name not in seen
+        seen.add(c.name)
         if c.state is ContainerState.RUNNING:
+            continue
+        if c.state is ContainerState.CREATED:
+            if not newest:
+                doomed.append(c.id)
             continue
         if c.name in seen_dead:
             doomed.append(c.id)
