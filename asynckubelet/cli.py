@@ -1168,7 +1168,7 @@ def get(
 
     import yaml
 
-    from asynckubelet.printers import now_utc, pod_table
+    from asynckubelet.printers import bound_node, now_utc, pod_table
 
     _setup_logging(verbose, log_level, log_format)
     if kind not in ("pods", "pod", "po"):
@@ -1190,7 +1190,7 @@ def get(
             raise typer.Exit(1)
     for pod in pods:
         if pod.spec is not None and not pod.spec.nodeName:
-            pod.spec.nodeName = node
+            pod.spec.nodeName = bound_node(pod, node_name=node)
         pod.apiVersion, pod.kind = "v1", "Pod"
     if output in ("yaml", "json"):
         if name is not None:

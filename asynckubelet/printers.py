@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from lightkube.models.core_v1 import Container, ContainerStatus, Pod, PodSpec
 
 from asynckubelet.node.events import PodEvent, age
-from asynckubelet.node.status import kubectl_status, ready_string
+from asynckubelet.node.status import is_scheduling_gated, kubectl_status, ready_string
 from asynckubelet.runtime import containers as ctr
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -83,6 +83,12 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def bound_node(pod: Pod, *, node_name: str) -> str | None:
+    """The node the pod is bound to: this one, unless scheduling gates hold it back (the
+    scheduler binds no gated pod, so kubectl shows it on no node)."""
+    return None if is_scheduling_gated(pod) else node_name
+
+
 def pod_table(
     pods: Sequence[Pod],
     *,
@@ -112,7 +118,10 @@ def pod_table(
         if all_namespaces:
             row.insert(0, ns)
         if wide:
-            row += [(status.podIP if status else None) or "<none>", node_name]
+            row += [
+                (status.podIP if status else None) or "<none>",
+                bound_node(pod, node_name=node_name) or "<none>",
+            ]
         rows.append(row)
     return _table(rows)
 
@@ -255,13 +264,17 @@ def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: d
         return f"{(label + ':').ljust(pad)}{value}"
 
     host_ip = (status.hostIP if status else None) or ""
+    bound = bound_node(pod, node_name=node_name)
     lines = [
         field("Name", name),
         field("Namespace", ns),
         field("Priority", spec.priority or 0),
         field("Service Account", spec.serviceAccountName or "default"),
-        field("Node", f"{node_name}/{host_ip}" if host_ip else node_name),
-        field("Start Time", _when(status.startTime if status else None)),
+        field("Node", "<none>" if bound is None else f"{bound}/{host_ip}" if host_ip else bound),
+    ]
+    if status is not None and status.startTime is not None:
+        lines.append(field("Start Time", _when(status.startTime)))
+    lines += [
         field("Labels", "\n".join(_map(meta.labels if meta else None, pad))),
         field("Annotations", "\n".join(_map(meta.annotations if meta else None, pad))),
     ]

@@ -617,3 +617,25 @@ def test_serve_keeps_a_gated_pod_scheduling_gated_until_its_manifest_drops_the_g
     assert proc.returncode == 0, proc.stderr
     row = node.cli("get", "pods", "gated").stdout.splitlines()[1].split()
     assert row[:4] == ["gated", "1/1", "Running", "0"]
+
+
+def test_describe_shows_a_gated_pod_on_no_node(node: Node, tmp_path: Path) -> None:
+    gates = "  schedulingGates: [{name: example.com/foo}, {name: example.com/bar}]\n"
+    path = manifest(tmp_path, GATED.replace("GATES", gates), name="gated.yaml")
+    assert node.cli("apply", "-f", str(path)).returncode == 0
+    deadline = time.monotonic() + 60
+    row: list[str] = []
+    while time.monotonic() < deadline and row[2:3] != ["SchedulingGated"]:
+        lines = node.cli("get", "pods", "gated", "-o", "wide").stdout.splitlines()
+        row = lines[1].split() if len(lines) > 1 else []
+        time.sleep(0.3)
+    assert row[2:3] == ["SchedulingGated"]
+    assert row[-2:] == ["<none>", "<none>"]
+    lines = node.cli("describe", "pod", "gated").stdout.splitlines()
+    fields = {k: v.strip() for k, _, v in (line.partition(":") for line in lines) if v}
+    assert (fields["Node"], fields["Status"]) == ("<none>", "Pending")
+    assert "Start Time" not in fields
+    conditions = lines[lines.index("Conditions:") + 1 :][:2]
+    assert [c.split() for c in conditions] == [["Type", "Status"], ["PodScheduled", "False"]]
+    pod = yaml.safe_load(node.cli("get", "pods", "gated", "-o", "yaml").stdout)
+    assert "nodeName" not in pod["spec"]

@@ -13,6 +13,7 @@ from lightkube.models.core_v1 import (
     ContainerStatus,
     Pod,
     PodCondition,
+    PodSchedulingGate,
     PodSpec,
     PodStatus,
 )
@@ -109,6 +110,68 @@ def test_describe_ends_with_the_events_repeats_counted() -> None:
 def test_describe_without_events_says_none() -> None:
     text = describe_pod(running_pod(), [], node_name="n1", now=NOW)
     assert text.splitlines()[-1] == "Events:            <none>"
+
+
+def gated_pod() -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name="test-pod", namespace="default", uid="u2"),
+        spec=PodSpec(
+            containers=[Container(name="pause", image="pause")],
+            schedulingGates=[
+                PodSchedulingGate(name="example.com/foo"),
+                PodSchedulingGate(name="example.com/bar"),
+            ],
+        ),
+        status=PodStatus(
+            phase="Pending",
+            conditions=[
+                PodCondition(type="PodScheduled", status="False", reason="SchedulingGated")
+            ],
+        ),
+    )
+
+
+def describe_field(text: str, label: str) -> str | None:
+    for line in text.splitlines():
+        if line.startswith(label + ":"):
+            return line[len(label) + 1 :].strip()
+    return None
+
+
+@pytest.mark.parametrize(
+    ("pod", "node", "start_time"),
+    [
+        (running_pod(), "n1", "Thu, 01 Jan 2026 11:55:00 +0000"),
+        (gated_pod(), "<none>", None),
+    ],
+    ids=["bound", "scheduling-gated"],
+)
+def test_describe_shows_the_node_and_start_time_only_of_a_bound_pod(
+    pod: Pod, node: str, start_time: str | None
+) -> None:
+    text = describe_pod(pod, [], node_name="n1", now=NOW)
+    assert describe_field(text, "Node") == node
+    assert describe_field(text, "Start Time") == start_time
+
+
+def test_describe_of_a_bound_pod_adds_the_host_ip_to_the_node() -> None:
+    pod = running_pod()
+    assert pod.status is not None
+    pod.status.hostIP = "192.0.2.7"
+    text = describe_pod(pod, [], node_name="n1", now=NOW)
+    assert describe_field(text, "Node") == "n1/192.0.2.7"
+
+
+def test_describe_of_a_gated_pod_shows_the_scheduled_condition_false() -> None:
+    text = describe_pod(gated_pod(), [], node_name="n1", now=NOW)
+    conditions = text[text.index("Conditions:") :].splitlines()
+    assert conditions[1].split() == ["Type", "Status"]
+    assert conditions[2].split() == ["PodScheduled", "False"]
+
+
+def test_wide_shows_no_node_for_a_scheduling_gated_pod() -> None:
+    _, row = pod_table([gated_pod()], node_name="n1", now=NOW, wide=True).splitlines()
+    assert row.split()[-2:] == ["<none>", "<none>"]
 
 
 @pytest.mark.parametrize(
