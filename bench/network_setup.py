@@ -1,7 +1,8 @@
 """Pod network setup and teardown time per backend, beside the bare netlink sequence.
 
 For each round a pause container is started (not timed), then for each path its setup and
-its teardown are timed:
+its teardown are timed; the paths take turns going first, so no path always runs right
+after the slowest one:
 
 - ``raw``: bare pyroute2 calls, the least a bridge backend must do: veth with the peer
   moved into the namespace, bridge port up, address, link up and default route inside.
@@ -134,7 +135,9 @@ async def main(rounds: int, baseline: str | None) -> None:
                 await plugin.ensure_node_network()
         try:
             for i in range(rounds):
-                for path in times:
+                paths = list(times)
+                shift = i % len(paths)
+                for path in paths[shift:] + paths[:shift]:
                     cid = await docker.create_container(
                         {
                             "Image": PAUSE,

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import ipaddress
 import json
 import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -471,16 +472,20 @@ class BridgePlugin:
             if self.ipam6 is not None:
                 allocations.append(await self.ipam6.allocate(sandbox_id=sid, engine=self.engine))
             await self._plug(request, allocations)
-            for tables, allocation in zip(
-                (self.iptables, self.ip6tables), allocations, strict=False
-            ):
-                if tables is self.ip6tables and not self._nat6:
-                    continue
-                await tables.add_hostports(
-                    bridge=self.config.bridge,
-                    sandbox_id=sid,
-                    maps=_dnats(request.port_mappings, allocation.address),
-                )
+            await _together(
+                [
+                    functools.partial(
+                        tables.add_hostports,
+                        bridge=self.config.bridge,
+                        sandbox_id=sid,
+                        maps=_dnats(request.port_mappings, allocation.address),
+                    )
+                    for tables, allocation in zip(
+                        (self.iptables, self.ip6tables), allocations, strict=False
+                    )
+                    if tables is self.iptables or self._nat6
+                ]
+            )
             record.update(ip=allocations[0].address, ready=True)
             if len(allocations) > 1:
                 record["ip6"] = allocations[1].address
@@ -548,13 +553,19 @@ class BridgePlugin:
         with anyio.CancelScope(shield=True):
             record = await anyio.to_thread.run_sync(self._read_record, sandbox_id)
             if record is None or record.get("ports", True):
-                await self.iptables.remove_hostports(
-                    bridge=self.config.bridge, sandbox_id=sandbox_id
-                )
+                families = [self.iptables]
                 if self.subnet6 is not None and await self.ip6tables.nat_supported():
-                    await self.ip6tables.remove_hostports(
-                        bridge=self.config.bridge, sandbox_id=sandbox_id
-                    )
+                    families.append(self.ip6tables)
+                await _together(
+                    [
+                        functools.partial(
+                            tables.remove_hostports,
+                            bridge=self.config.bridge,
+                            sandbox_id=sandbox_id,
+                        )
+                        for tables in families
+                    ]
+                )
             try:
                 async with AsyncIPRoute() as ipr:
                     index = await _index(ipr, veth_name(sandbox_id))
@@ -580,6 +591,16 @@ class BridgePlugin:
         if record.get("ip6"):
             ips.append(str(record["ip6"]))
         return PodNetwork(ips=tuple(ips))
+
+
+async def _together(calls: list[Callable[[], Coroutine[Any, Any, None]]]) -> None:
+    """Run the calls (one per address family) at once; a single one needs no task group."""
+    if len(calls) == 1:
+        await calls[0]()
+        return
+    async with anyio.create_task_group() as tg:
+        for call in calls:
+            tg.start_soon(call)
 
 
 def ipv6_support(*, ip6tables: str = "ip6tables") -> tuple[bool, str]:
