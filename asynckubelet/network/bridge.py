@@ -91,7 +91,8 @@ class BridgeConfig:
     sandbox_exists: Callable[[str], Awaitable[bool]] | None = field(default=None, compare=False)
     """Whether a sandbox still runs, for the start-up sweep; None: no sweep."""
     engine_id: Callable[[], Awaitable[str]] | None = field(default=None, compare=False)
-    """The ID of the Docker engine whose sandboxes this agent networks (the sweep's scope);
+    """The key of the Docker engine whose sandboxes this agent networks (the sweep's scope,
+    ``factory.engine_key``);
     None: unknown, and the sweep judges every sandbox on the bridge."""
 
 
@@ -206,7 +207,7 @@ class BridgePlugin:
         self.iptables = IPTables(binary=self.config.iptables)
         self.ip6tables = IPTables(binary=self.config.ip6tables)
         self.engine = ""
-        """The engine ID written on every allocation and record (empty until known)."""
+        """The engine key written on every allocation and record (empty until known)."""
         self._nat6 = False
         self._ready = False
         self._lock = anyio.Lock()

@@ -213,7 +213,8 @@ class CNIConfig:
     sandbox_exists: Callable[[str], Awaitable[bool]] | None = field(default=None, compare=False)
     """Whether a sandbox still runs, for the start-up sweep; None: no sweep."""
     engine_id: Callable[[], Awaitable[str]] | None = field(default=None, compare=False)
-    """The ID of the Docker engine whose sandboxes this agent networks (the sweep's scope);
+    """The key of the Docker engine whose sandboxes this agent networks (the sweep's scope,
+    ``factory.engine_key``);
     None: unknown, and the sweep judges every cached attachment."""
 
 
@@ -227,7 +228,7 @@ class CNIPlugin:
         self._network: NetworkConfigList | None = None
         self._versions: dict[tuple[str, int], tuple[str, ...]] = {}
         self.engine = ""
-        """The engine ID written on every cache entry (empty until known)."""
+        """The engine key written on every cache entry (empty until known)."""
 
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         return "host" if host_network else "none"
