@@ -190,6 +190,26 @@ PodCIDRv6Opt = Annotated[
         help="IPv6 pod addresses of the bridge network; turns dual stack on.",
     ),
 ]
+DEFAULT_SERVICE_ACCOUNT_ISSUER = "https://asynckubelet.local"
+ServiceAccountIssuerOpt = Annotated[
+    str,
+    typer.Option(
+        "--service-account-issuer",
+        envvar="ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER",
+        help="`iss` of the service-account tokens the node issues for projected volumes "
+        "(a URL, or a name without ':', as the API server's --service-account-issuer).",
+    ),
+]
+
+
+def _service_account_issuer(value: str) -> str:
+    """The issuer option checked as the API server checks its own (a usage error if not)."""
+    from asynckubelet.node.tokens import validate_issuer
+
+    try:
+        return validate_issuer(value)
+    except ValueError as e:
+        raise _fail(str(e), code=2) from None
 
 
 VerboseOpt = Annotated[
@@ -412,6 +432,7 @@ def run(
         ),
     ] = None,
     cluster_domain: ClusterDomainOpt = "cluster.local",
+    service_account_issuer: ServiceAccountIssuerOpt = DEFAULT_SERVICE_ACCOUNT_ISSUER,
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
     log_level: LogLevelOpt = None,
@@ -431,6 +452,7 @@ def run(
     from asynckubelet.node.volumes import VolumeManager, default_root
 
     node = node_name or None
+    issuer = _service_account_issuer(service_account_issuer)
     if pod_security not in LEVELS:
         raise _fail(f"--pod-security must be one of {', '.join(LEVELS)}, not {pod_security!r}")
     if network not in BACKENDS:
@@ -476,7 +498,11 @@ def run(
         stop = anyio.Event()
         # Volumes are directories on this machine: only a local engine can mount them.
         volumes = (
-            VolumeManager(root=default_root(config.node_name), node_name=config.node_name)
+            VolumeManager(
+                root=default_root(config.node_name),
+                node_name=config.node_name,
+                service_account_issuer=issuer,
+            )
             if is_local_daemon(resolve_docker_url(docker_host))
             else None
         )
@@ -758,6 +784,7 @@ def serve(
         ),
     ] = None,
     cluster_domain: ClusterDomainOpt = "cluster.local",
+    service_account_issuer: ServiceAccountIssuerOpt = DEFAULT_SERVICE_ACCOUNT_ISSUER,
     docker_host: DockerHostOpt = None,
     verbose: VerboseOpt = 0,
     log_level: LogLevelOpt = None,
@@ -774,6 +801,7 @@ def serve(
     from asynckubelet.server import check_listen, parse_listen, serve_http
 
     level = _level(pod_security)
+    issuer = _service_account_issuer(service_account_issuer)
     state = _state_dir(state_dir)
     try:
         host, port = parse_listen(listen)
@@ -789,6 +817,7 @@ def serve(
         pod_security=level,
         leave_running=not stop_pods,
         dns=DNSSettings(cluster_dns=tuple(cluster_dns or ()), cluster_domain=cluster_domain),
+        service_account_issuer=issuer,
     )
 
     async def go() -> None:

@@ -47,6 +47,7 @@ from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_se
 from asynckubelet.node.sources import ManifestDirSource
 from asynckubelet.node.status import kubectl_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
+from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
@@ -88,6 +89,8 @@ class KubeletConfig:
     a library user who means to adopt pods left running applies them before it."""
     resync_period: float = 1.0
     """Seconds after which a pod worker looks again without being woken (back-off expiry)."""
+    service_account_issuer: str = DEFAULT_ISSUER
+    """``iss`` of the service-account tokens this node issues for projected volumes."""
 
 
 @dataclass(eq=False)
@@ -159,7 +162,11 @@ class Kubelet:
         if volumes is None and is_local_daemon(resolve_docker_url(self.config.docker_url)):
             # Volumes are directories on this machine: only a local engine can mount them.
             root = state / "volumes" if state is not None else default_root(self.config.node_name)
-            volumes = VolumeManager(root=root, node_name=self.config.node_name)
+            volumes = VolumeManager(
+                root=root,
+                node_name=self.config.node_name,
+                service_account_issuer=self.config.service_account_issuer,
+            )
         self.recorder = EventRecorder(
             path=access.StateDir(state).events if state is not None else None,
             node_name=self.config.node_name,

@@ -7,7 +7,9 @@ identity, anything that sends the token as a bearer credential). So this node is
 token itself, in the API server's shape, signed by a key of its own: an RSA key made once
 in the node's state directory (``signing-key.pem``, mode 0600), its public half beside it
 (``signing-key.pub``) for whoever verifies the tokens. The claims are the API server's:
-``iss`` (``https://asynckubelet.local`` unless configured), ``sub``
+``iss`` (``https://asynckubelet.local`` unless configured: ``--service-account-issuer``
+of ``serve`` and ``run``, or ``ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER``, which the command line
+reads; the library takes only what it is given), ``sub``
 ``system:serviceaccount:<ns>:<sa>``, ``aud`` (the projection's audience, else the issuer),
 ``iat``/``nbf``/``exp`` from ``expirationSeconds`` and the private ``kubernetes.io`` claim
 naming the namespace, the pod, the service account and the node. The key id is the API
@@ -27,6 +29,7 @@ import hashlib
 import os
 import random
 import threading
+import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,6 +78,23 @@ def requires_refresh(token: Token, *, now: datetime, jitter: float = 0.0) -> boo
     return now >= token.issued_at + MAX_TTL - slack
 
 
+def validate_issuer(issuer: str) -> str:
+    """The issuer as the API server accepts ``--service-account-issuer``: not empty, and a
+    URL when it holds a ``:``; a ValueError in the API server's words otherwise."""
+    if not issuer:
+        raise ValueError("service-account-issuer should not be an empty string")
+    if ":" in issuer:
+        try:
+            if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in issuer):
+                raise ValueError("invalid control character in URL")
+            _ = urllib.parse.urlsplit(issuer).port
+        except ValueError as e:
+            raise ValueError(
+                f"service-account-issuer {issuer!r} contained a ':' but was not a valid URL: {e}"
+            ) from None
+    return issuer
+
+
 def stable_uid(*parts: str) -> str:
     """A UID that stays the same for the same names (there is no object to carry one)."""
     return str(uuid.uuid5(_UID_NAMESPACE, "/".join(parts)))
@@ -88,13 +108,13 @@ class TokenIssuer:
         *,
         directory: Path,
         node_name: str,
-        issuer: str | None = None,
+        issuer: str = DEFAULT_ISSUER,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.directory = directory
         self.clock = clock
         self.node_name = node_name
-        self.issuer = issuer or os.environ.get(ISSUER_ENV) or DEFAULT_ISSUER
+        self.issuer = validate_issuer(issuer)
         self._key: rsa.RSAPrivateKey | None = None
         self._kid = ""
         self._cache: dict[TokenRequest, Token] = {}
@@ -199,4 +219,5 @@ __all__ = [
     "TokenIssuer",
     "TokenRequest",
     "requires_refresh",
+    "validate_issuer",
 ]

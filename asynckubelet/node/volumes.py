@@ -37,7 +37,7 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests.quantity import parse_quantity
-from asynckubelet.node.tokens import TokenIssuer, TokenRequest
+from asynckubelet.node.tokens import DEFAULT_ISSUER, TokenIssuer, TokenRequest
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.expansion import expand
@@ -396,7 +396,7 @@ class VolumeManager:
         node_name: str,
         use_tmpfs: bool | None = None,
         token_dir: Path | None = None,
-        service_account_issuer: str | None = None,
+        service_account_issuer: str = DEFAULT_ISSUER,
     ) -> None:
         self.root = root
         self._made = [p for p in (root.parent, root) if not p.exists()]
