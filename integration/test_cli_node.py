@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -348,8 +350,14 @@ def test_logs_previous_without_a_dead_instance_is_an_error(node: Node, tmp_path:
 
 
 def test_logs_follow_continues_across_a_restart(node: Node, tmp_path: Path) -> None:
-    proc = node.cli("apply", "-f", str(manifest(tmp_path, CRASHER, name="crasher.yaml")))
+    # Each instance lives 5 s, so the follower is on the first one before it dies (the
+    # node restarts it at once, as the kubelet does a first time).
+    lasting = CRASHER.replace("sleep 0.5", "sleep 5")
+    proc = node.cli("apply", "-f", str(manifest(tmp_path, lasting, name="crasher.yaml")))
     assert proc.returncode == 0
+    deadline = time.monotonic() + 60
+    while node.cli("logs", "crasher").returncode != 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
     follower = subprocess.Popen(
         [sys.executable, "-m", "asynckubelet", "logs", "crasher", "-f"],
         env=node.env,
@@ -357,13 +365,23 @@ def test_logs_follow_continues_across_a_restart(node: Node, tmp_path: Path) -> N
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 90
-    while node.cli("logs", "crasher", "-p").returncode != 0 and time.monotonic() < deadline:
-        time.sleep(0.5)
-    time.sleep(3)
-    follower.send_signal(signal.SIGINT)
-    out, _ = follower.communicate(timeout=30)
-    assert len([line for line in out.splitlines() if line.startswith("run at ")]) >= 2
+    runs: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert follower.stdout is not None
+        for line in follower.stdout:
+            if line.startswith("run at "):
+                runs.put(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        first, second = runs.get(timeout=90), runs.get(timeout=90)
+    finally:
+        follower.send_signal(signal.SIGINT)
+        follower.wait(timeout=30)
+        reader.join(timeout=30)
+    assert first != second
 
 
 def test_exec_returns_the_commands_exit_code_and_output(node: Node, tmp_path: Path) -> None:
