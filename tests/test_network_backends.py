@@ -29,8 +29,6 @@ from asynckubelet.network.cni import (
 from asynckubelet.network.dockernet import DockerNetworkPlugin, network_name
 from asynckubelet.network.factory import choose_backend, make_network_plugin
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 @pytest.mark.parametrize(
     ("url", "euid", "backend"),
