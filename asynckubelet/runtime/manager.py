@@ -79,6 +79,8 @@ MAX_TERMINATION_MESSAGE = 4096
 """Bytes of the termination message file read (kubelet ``MaxContainerTerminationMessageLength``)."""
 MAX_TERMINATION_LOG_LINES = 80
 MAX_TERMINATION_LOG_BYTES = 2048
+MAX_OUTDATED = 4096
+"""Container ids marked outdated kept at most; past that, ids not cached are dropped."""
 
 
 class EventRecorder:
@@ -146,6 +148,8 @@ class RuntimeManager:
         self._inspected: dict[str, tuple[str, str, ContainerStatus | ContainerInspect]] = {}
         """Container id -> (pod uid, Docker state, record). An instance's inspect output
         changes only with its state, so a relist re-inspects only what changed state."""
+        self._outdated: set[str] = set()
+        """Container ids an event was about since their last inspect (see :meth:`forget`)."""
         self._pause_image: str | None = self.config.pause_image
         self.probe_helpers = probehelper.ProbeHelpers(docker=self.docker, node=self.node)
         """Per-sandbox helpers for HTTP/TCP probes of pods the node cannot reach."""
@@ -208,8 +212,11 @@ class RuntimeManager:
     def forget(self, container_id: str) -> None:
         """Inspect this container afresh on the next status read. For event watchers: Docker
         emits ``die`` before its container list shows the exit, so a read woken by the
-        event would otherwise keep the cached ``running``."""
-        self._inspected.pop(container_id, None)
+        event would otherwise keep the cached ``running``. The cached record stays in use
+        by a read already under way."""
+        self._outdated.add(container_id)
+        if len(self._outdated) > MAX_OUTDATED:
+            self._outdated.intersection_update(self._inspected)
 
     async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
         """Everything Docker holds about the pod, newest first, from Docker alone."""
@@ -220,7 +227,13 @@ class RuntimeManager:
         cache = self._inspected
         for cid in [c for c, (owner, _, _) in cache.items() if owner == uid and c not in states]:
             del cache[cid]
-        stale = [cid for cid, state in states.items() if cid not in cache or cache[cid][1] != state]
+            self._outdated.discard(cid)
+        stale = [
+            cid
+            for cid, state in states.items()
+            if cid not in cache or cache[cid][1] != state or cid in self._outdated
+        ]
+        self._outdated.difference_update(stale)
         for info in await self._inspect_all(stale):
             labels = ctr.labels_of(info)
             cid = info.get("Id", "")
