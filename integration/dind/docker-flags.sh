@@ -15,3 +15,5 @@ else
         --security-opt=systempaths=unconfined '--device-cgroup-rule=a *:* rwm'
 fi
 printf '%s\n' --tmpfs=/var/lib/docker:exec --tmpfs=/run:exec --tmpfs=/tmp:exec
+# Docker turns IPv6 off in containers; the dual-stack tests need it, as on a CI runner.
+printf '%s\n' --sysctl=net.ipv6.conf.all.disable_ipv6=0 --sysctl=net.ipv6.conf.default.disable_ipv6=0
