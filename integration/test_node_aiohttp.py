@@ -1,4 +1,7 @@
-"""``Kubelet`` embedded in an aiohttp application: request handlers drive real pods."""
+"""``Kubelet`` embedded in an aiohttp application: request handlers drive real pods.
+
+The pod turns Ready only after it has printed its line (a readiness probe on a file written
+after the echo), so the handler that reads its logs has something to read."""
 
 from __future__ import annotations
 
@@ -28,7 +31,13 @@ spec:
   containers:
   - name: main
     image: BUSYBOX
-    command: [sh, -c, "trap 'exit 0' TERM; echo ready; while true; do sleep 0.2; done"]
+    command:
+    - sh
+    - -c
+    - "trap 'exit 0' TERM; echo ready; touch /tmp/ready; while true; do sleep 0.2; done"
+    readinessProbe:
+      exec: {command: [cat, /tmp/ready]}
+      periodSeconds: 1
 """
 
 
