@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import subprocess
 
+import pytest
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.manifests import load_manifests_text
@@ -41,3 +42,17 @@ def pod_from(text: str, *, node: str) -> Pod:
 
 def bridge_name(node: str) -> str:
     return f"akb{node[-10:]}"
+
+
+def node_address() -> str:
+    """The node's own IPv4 address: the source this machine picks for an outside route.
+
+    Nothing is sent; the kernel only answers which of its interface addresses it would use.
+    """
+    out = subprocess.run(
+        ["ip", "-4", "-o", "route", "get", "192.0.2.200"], capture_output=True, text=True
+    ).stdout
+    words = out.split()
+    if "src" not in words:
+        pytest.skip("the node has no IPv4 source address")
+    return words[words.index("src") + 1]

@@ -28,7 +28,7 @@ from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE
-from integration.network_helpers import bridge_name, pod_from
+from integration.network_helpers import bridge_name, node_address, pod_from
 from integration.runtime_helpers import Driver
 
 pytest_plugins = ["integration.network_fixtures"]
@@ -143,7 +143,7 @@ async def test_a_host_port_answers_on_127_0_0_1(rm: RuntimeManager, node_name: s
 
 
 async def test_a_host_port_answers_on_the_nodes_address(rm: RuntimeManager, node_name: str) -> None:
-    node_ip = _node_address()
+    node_ip = node_address()
     port = random.randint(30000, 39999)
     await _running(rm, _server("hpn", host_port=port), node_name)
     text = await anyio.to_thread.run_sync(_fetch, f"http://{node_ip}:{port}/index.html")
@@ -153,21 +153,11 @@ async def test_a_host_port_answers_on_the_nodes_address(rm: RuntimeManager, node
 async def test_a_pod_reaches_its_own_host_port_through_the_node_hairpin(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
-    node_ip = _node_address()
+    node_ip = node_address()
     port = random.randint(40000, 49999)
     await _running(rm, _server("hair", host_port=port), node_name)
     shell = await _container_id(docker, node_name, "hair", "shell")
     assert "hi-from-hair" in await _fetch_in(docker, shell, node_ip, port)
-
-
-def _node_address() -> str:
-    out = subprocess.run(
-        ["ip", "-4", "-o", "route", "get", "192.0.2.200"], capture_output=True, text=True
-    ).stdout
-    words = out.split()
-    if "src" not in words:
-        pytest.skip("the node has no IPv4 source address")
-    return words[words.index("src") + 1]
 
 
 async def test_a_host_network_pod_sees_the_hosts_interfaces(

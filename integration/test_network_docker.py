@@ -3,24 +3,31 @@ published by Docker, through the runtime."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import sys
 import urllib.request
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 import pytest
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
+from asynckubelet.network import PodNetworkRequest
 from asynckubelet.network.dockernet import DockerNetworkPlugin, network_name
 from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from integration.harness import PAUSE_IMAGE, remove_owned
-from integration.network_helpers import pod_from
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, remove_owned
+from integration.network_helpers import node_address, pod_from
 from integration.runtime_helpers import Driver
 
 pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -191,3 +198,92 @@ async def _mac_in(docker: DockerClient, cid: str) -> str:
 
 async def _host_mac() -> str:
     return (await anyio.Path("/sys/class/net/eth0/address").read_text()).strip()
+
+
+async def test_a_host_port_answers_on_the_nodes_address(rm: RuntimeManager, node_name: str) -> None:
+    node_ip = node_address()
+    port = random.randint(20000, 49999)
+    await _running(rm, _server("hpn", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(_fetch, f"http://{node_ip}:{port}/index.html")
+    assert text == "hi-from-hpn\n"
+
+
+async def _pause_on(docker: DockerClient, node: str, network: str) -> str:
+    cid = await docker.create_container(
+        {
+            "Image": PAUSE_IMAGE,
+            "Labels": {naming.LABEL_NODE: node},
+            "HostConfig": {"NetworkMode": network},
+        },
+        name=f"{node}-pause-{random.randint(0, 10**9)}",
+    )
+    await docker.start_container(cid)
+    return cid
+
+
+def _request(sandbox: str) -> PodNetworkRequest:
+    return PodNetworkRequest(
+        sandbox_id=sandbox, pod_name="p", namespace="default", uid="u", netns_path=""
+    )
+
+
+async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
+    plugin: DockerNetworkPlugin, docker: DockerClient, node_name: str
+) -> None:
+    await plugin.start()
+    held: dict[str, str] = {}
+    live: list[str] = []
+    for cycle in range(200):
+        sandbox = await _pause_on(docker, node_name, plugin.network)
+        (ip,) = (await plugin.setup_pod(_request(sandbox))).ips
+        assert ip not in held, f"cycle {cycle}: {ip} handed out twice"
+        held[ip] = sandbox
+        live.append(sandbox)
+        if len(live) > 3:
+            old = live.pop(0)
+            await plugin.teardown_pod(sandbox_id=old)
+            await docker.remove_container(old, force=True)
+            held = {k: v for k, v in held.items() if v != old}
+    for sandbox in live:
+        await plugin.teardown_pod(sandbox_id=sandbox)
+        await docker.remove_container(sandbox, force=True)
+    assert (await docker.inspect_network(plugin.network))["Containers"] == {}
+    assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []
+
+
+async def test_an_agent_killed_during_pod_setup_leaks_nothing_after_restart(
+    docker: DockerClient, node_name: str, plugin: DockerNetworkPlugin, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    text = _server("killed", host_port=random.randint(20000, 49999))
+    manifest.write_text(text.replace("BUSYBOX", BUSYBOX_IMAGE))
+    rng = random.Random()
+    for trial in range(10):
+        spec = {"backend": "docker", "node": node_name, "manifest": str(manifest)}
+        worker = await anyio.open_process(
+            [
+                sys.executable,
+                str(REPO / "integration" / "network_setup_worker.py"),
+                json.dumps(spec),
+            ],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert worker.stdout is not None
+        await worker.stdout.receive()
+        await anyio.sleep(rng.uniform(0, 0.6))
+        worker.kill()
+        await worker.wait()
+        async with RuntimeManager(
+            RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE),
+            docker=docker,
+            network=plugin,
+        ) as again:
+            for uid in await again.list_pod_uids():
+                status = await again.get_pod_status(uid=uid, name="killed", namespace="default")
+                await again.kill_pod(None, status, grace_period=0)
+                await again.remove_pod(uid=uid)
+        assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == [], (
+            f"trial {trial}"
+        )
+        info = await docker.inspect_network(plugin.network)
+        assert info["Containers"] == {}, f"trial {trial}"
