@@ -32,7 +32,7 @@ from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE, remove_owned
-from integration.network_helpers import free_cidr, free_cidr_v6, pod_from
+from integration.network_helpers import free_cidr, free_cidr_v6, node_address, pod_from
 from integration.runtime_helpers import Driver, Recorder
 
 pytestmark = [
@@ -488,3 +488,44 @@ async def test_a_dual_stack_attachment_whose_sandbox_is_gone_leaves_no_ipv6_nat_
 
 def _ip6tables() -> str:
     return subprocess.run(["ip6tables-save"], capture_output=True, text=True).stdout
+
+
+async def test_a_host_port_answers_on_the_nodes_address_through_portmap(
+    rm: RuntimeManager, node_name: str
+) -> None:
+    node_ip = node_address()
+    port = random.randint(20000, 49999)
+    await _running(rm, _server("hpn", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(_fetch, f"http://{node_ip}:{port}/index.html")
+    assert text == "hi-from-hpn\n"
+
+
+async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
+    docker: DockerClient, node_name: str, net: Net
+) -> None:
+    plugin = net.plugin(docker)
+    await plugin.start()
+    held: dict[str, str] = {}
+    made: list[str] = []
+    live: list[str] = []
+    for cycle in range(200):
+        sandbox = await _pause(docker, node_name)
+        made.append(sandbox)
+        ports = (PortMapping(8080, 50000 + cycle),)
+        (ip,) = (await plugin.setup_pod(await _request(docker, sandbox, ports))).ips
+        assert ip not in held, f"cycle {cycle}: {ip} handed out twice"
+        held[ip] = sandbox
+        live.append(sandbox)
+        if len(live) > 3:
+            old = live.pop(0)
+            await plugin.teardown_pod(sandbox_id=old)
+            await docker.remove_container(old, force=True)
+            held = {k: v for k, v in held.items() if v != old}
+    for sandbox in live:
+        await plugin.teardown_pod(sandbox_id=sandbox)
+        await docker.remove_container(sandbox, force=True)
+    rules = _iptables()
+    assert [s for s in made if s in rules] == []
+    assert net.allocations() == []
+    assert net.cache_entries() == []
+    assert await _bridge_ports(net.bridge) == []
