@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 from lightkube.models.core_v1 import Pod
@@ -38,6 +41,18 @@ def pod_from(text: str, *, node: str) -> Pod:
         text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node, pod_security="privileged"
     )
     return manifests.pods[0]
+
+
+def cni_conflist(*, name: str, bridge: str, subnet: str, data_dir: Path) -> dict[str, Any]:
+    """The project's default CNI configuration list with a test's own name, bridge, subnet
+    and host-local data directory."""
+    shipped = Path(__file__).resolve().parent.parent / "asynckubelet" / "cni"
+    doc: dict[str, Any] = json.loads((shipped / "10-asynckubelet.conflist").read_text())
+    doc["name"] = name
+    doc["plugins"][0]["bridge"] = bridge
+    doc["plugins"][0]["ipam"]["ranges"] = [[{"subnet": subnet}]]
+    doc["plugins"][0]["ipam"]["dataDir"] = str(data_dir)
+    return doc
 
 
 def bridge_name(node: str) -> str:

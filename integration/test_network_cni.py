@@ -32,7 +32,13 @@ from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE, remove_owned
-from integration.network_helpers import free_cidr, free_cidr_v6, node_address, pod_from
+from integration.network_helpers import (
+    cni_conflist,
+    free_cidr,
+    free_cidr_v6,
+    node_address,
+    pod_from,
+)
 from integration.runtime_helpers import Driver, Recorder
 
 pytestmark = [
@@ -44,17 +50,6 @@ pytestmark = [
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _conflist(name: str, bridge: str, subnet: str, data_dir: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(
-        (REPO / "asynckubelet" / "cni" / "10-asynckubelet.conflist").read_text()
-    )
-    doc["name"] = name
-    doc["plugins"][0]["bridge"] = bridge
-    doc["plugins"][0]["ipam"]["ranges"] = [[{"subnet": subnet}]]
-    doc["plugins"][0]["ipam"]["dataDir"] = str(data_dir)
-    return doc
-
-
 class Net:
     def __init__(self, tmp_path: Path, node: str) -> None:
         self.name = f"akn-{node[-10:]}"
@@ -64,7 +59,9 @@ class Net:
         self.data_dir = tmp_path / "ipam"
         self.state = tmp_path / "state"
         self.conf_dir.mkdir()
-        doc = _conflist(self.name, self.bridge, self.subnet, self.data_dir)
+        doc = cni_conflist(
+            name=self.name, bridge=self.bridge, subnet=self.subnet, data_dir=self.data_dir
+        )
         (self.conf_dir / "10-test.conflist").write_text(json.dumps(doc))
 
     def plugin(self, docker: DockerClient | None = None) -> CNIPlugin:
@@ -253,7 +250,9 @@ async def test_check_passes_on_a_healthy_attachment(
 async def test_a_plugins_error_json_becomes_a_network_error_and_nothing_is_left(
     docker: DockerClient, node_name: str, net: Net
 ) -> None:
-    doc = _conflist(net.name, net.bridge, "10.0.0.0/33", net.data_dir)
+    doc = cni_conflist(
+        name=net.name, bridge=net.bridge, subnet="10.0.0.0/33", data_dir=net.data_dir
+    )
     (net.conf_dir / "10-test.conflist").write_text(json.dumps(doc))
     sandbox = await _pause(docker, node_name)
     plugin = net.plugin(docker)
@@ -353,7 +352,9 @@ spec:
 async def test_a_failing_network_setup_removes_the_sandbox_and_reports_the_plugins_error(
     docker: DockerClient, node_name: str, net: Net
 ) -> None:
-    doc = _conflist(net.name, net.bridge, "10.0.0.0/33", net.data_dir)
+    doc = cni_conflist(
+        name=net.name, bridge=net.bridge, subnet="10.0.0.0/33", data_dir=net.data_dir
+    )
     (net.conf_dir / "10-test.conflist").write_text(json.dumps(doc))
     events = Recorder()
     rm = RuntimeManager(

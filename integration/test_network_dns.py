@@ -1,14 +1,15 @@
-"""resolv.conf and /etc/hosts inside real pods, per dnsPolicy, as every container sees them."""
+"""resolv.conf and /etc/hosts inside real pods, per dnsPolicy, as every container sees them,
+on each network backend (bridge, cni, docker): the files are the kubelet's whatever the
+backend."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from asynckubelet.docker import DockerClient
-from asynckubelet.network.bridge import BridgePlugin
+from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings, parse_resolv_conf
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
@@ -18,10 +19,7 @@ from integration.runtime_helpers import Driver, Recorder
 
 pytest_plugins = ["integration.network_fixtures"]
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the bridge backend needs root"),
-]
+pytestmark = pytest.mark.anyio
 
 CLUSTER_DNS = DNSSettings(cluster_dns=("10.96.0.10",), cluster_domain="cluster.local")
 HEADER = (
@@ -36,12 +34,16 @@ HEADER = (
 
 
 def _manager(
-    docker: DockerClient, node: str, plugin: BridgePlugin, dns: DNSSettings, events: Recorder
+    docker: DockerClient,
+    node: str,
+    backend_plugin: NetworkPlugin,
+    dns: DNSSettings,
+    events: Recorder,
 ) -> RuntimeManager:
     return RuntimeManager(
         RuntimeConfig(node_name=node, pause_image=PAUSE_IMAGE, dns=dns),
         docker=docker,
-        network=plugin,
+        network=backend_plugin,
         events=events,
     )
 
@@ -96,9 +98,9 @@ def _host_default() -> str:
 
 
 async def test_cluster_first_gives_every_container_the_cluster_resolver_and_managed_hosts(
-    docker: DockerClient, node_name: str, plugin: BridgePlugin
+    docker: DockerClient, node_name: str, backend_plugin: NetworkPlugin
 ) -> None:
-    rm = _manager(docker, node_name, plugin, CLUSTER_DNS, Recorder())
+    rm = _manager(docker, node_name, backend_plugin, CLUSTER_DNS, Recorder())
     ip = await _start(rm, _pod("  dnsPolicy: ClusterFirst"), node_name)
     host = parse_resolv_conf(_read("/etc/resolv.conf"))
     cluster = ["shop.svc.cluster.local", "svc.cluster.local", "cluster.local"]
@@ -111,10 +113,10 @@ async def test_cluster_first_gives_every_container_the_cluster_resolver_and_mana
 
 
 async def test_cluster_first_without_cluster_dns_falls_back_to_default_with_an_event(
-    docker: DockerClient, node_name: str, plugin: BridgePlugin
+    docker: DockerClient, node_name: str, backend_plugin: NetworkPlugin
 ) -> None:
     events = Recorder()
-    rm = _manager(docker, node_name, plugin, DNSSettings(), events)
+    rm = _manager(docker, node_name, backend_plugin, DNSSettings(), events)
     await _start(rm, _pod("  dnsPolicy: ClusterFirst"), node_name)
     resolv, _ = await _files(docker, node_name, "one")
     assert resolv == _host_default()
@@ -127,18 +129,18 @@ async def test_cluster_first_without_cluster_dns_falls_back_to_default_with_an_e
 
 
 async def test_default_gives_the_hosts_resolver_without_loopback_nameservers(
-    docker: DockerClient, node_name: str, plugin: BridgePlugin
+    docker: DockerClient, node_name: str, backend_plugin: NetworkPlugin
 ) -> None:
-    rm = _manager(docker, node_name, plugin, CLUSTER_DNS, Recorder())
+    rm = _manager(docker, node_name, backend_plugin, CLUSTER_DNS, Recorder())
     await _start(rm, _pod("  dnsPolicy: Default"), node_name)
     resolv, _ = await _files(docker, node_name, "two")
     assert resolv == _host_default()
 
 
 async def test_none_with_dns_config_gives_exactly_the_dns_config(
-    docker: DockerClient, node_name: str, plugin: BridgePlugin
+    docker: DockerClient, node_name: str, backend_plugin: NetworkPlugin
 ) -> None:
-    rm = _manager(docker, node_name, plugin, CLUSTER_DNS, Recorder())
+    rm = _manager(docker, node_name, backend_plugin, CLUSTER_DNS, Recorder())
     spec = """  dnsPolicy: "None"
   dnsConfig:
     nameservers: ["192.0.2.10", "192.0.2.11"]
@@ -153,9 +155,9 @@ async def test_none_with_dns_config_gives_exactly_the_dns_config(
 
 
 async def test_hostname_subdomain_and_host_aliases_are_in_the_hosts_file(
-    docker: DockerClient, node_name: str, plugin: BridgePlugin
+    docker: DockerClient, node_name: str, backend_plugin: NetworkPlugin
 ) -> None:
-    rm = _manager(docker, node_name, plugin, CLUSTER_DNS, Recorder())
+    rm = _manager(docker, node_name, backend_plugin, CLUSTER_DNS, Recorder())
     spec = """  hostname: db-0
   subdomain: db
   hostAliases:
@@ -169,9 +171,9 @@ async def test_hostname_subdomain_and_host_aliases_are_in_the_hosts_file(
 
 
 async def test_cluster_first_with_host_net_uses_cluster_dns_and_the_nodes_hosts(
-    docker: DockerClient, node_name: str, plugin: BridgePlugin
+    docker: DockerClient, node_name: str, backend_plugin: NetworkPlugin
 ) -> None:
-    rm = _manager(docker, node_name, plugin, CLUSTER_DNS, Recorder())
+    rm = _manager(docker, node_name, backend_plugin, CLUSTER_DNS, Recorder())
     spec = "  hostNetwork: true\n  dnsPolicy: ClusterFirstWithHostNet"
     await _start(rm, _pod(spec), node_name)
     resolv, hosts = await _files(docker, node_name, "one")
@@ -180,9 +182,9 @@ async def test_cluster_first_with_host_net_uses_cluster_dns_and_the_nodes_hosts(
 
 
 async def test_set_hostname_as_fqdn_makes_the_fqdn_every_containers_hostname(
-    docker: DockerClient, node_name: str, plugin: BridgePlugin
+    docker: DockerClient, node_name: str, backend_plugin: NetworkPlugin
 ) -> None:
-    rm = _manager(docker, node_name, plugin, CLUSTER_DNS, Recorder())
+    rm = _manager(docker, node_name, backend_plugin, CLUSTER_DNS, Recorder())
     spec = "  hostname: db-0\n  subdomain: db\n  setHostnameAsFQDN: true"
     await _start(rm, _pod(spec), node_name)
     rows = await docker.list_containers(labels={naming.LABEL_NODE: node_name})
