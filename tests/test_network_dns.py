@@ -19,6 +19,7 @@ from asynckubelet import errors
 from asynckubelet.network.dns import (
     DNSSettings,
     ResolverConfig,
+    engine_dns,
     managed_hosts,
     parse_resolv_conf,
     pod_dns,
@@ -305,3 +306,31 @@ def test_an_fqdn_longer_than_64_characters_is_refused_with_the_kubelets_message(
         errors.SandboxError, match=r"FQDN .* is too long \(64 characters is the max, "
     ):
         sandbox_hostname(pod, cluster_domain="cluster.local")
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "resolver", "want"),
+    [
+        (
+            "every resolver setting becomes its Docker key",
+            make_pod(),
+            ResolverConfig(("10.96.0.10",), ("shop.svc.cluster.local",), ("ndots:5",)),
+            {
+                "Dns": ["10.96.0.10"],
+                "DnsSearch": ["shop.svc.cluster.local"],
+                "DnsOptions": ["ndots:5"],
+            },
+        ),
+        ("an empty resolver sets no key", make_pod(), ResolverConfig(), {}),
+        (
+            "each host alias name becomes one name:ip entry",
+            make_pod(aliases=[HostAlias(ip="192.0.2.7", hostnames=["a.local", "b.local"])]),
+            ResolverConfig(),
+            {"ExtraHosts": ["a.local:192.0.2.7", "b.local:192.0.2.7"]},
+        ),
+    ],
+)
+def test_a_remote_engine_gets_the_pods_resolver_and_aliases_as_host_config_keys(
+    name: str, pod: Pod, resolver: ResolverConfig, want: dict[str, list[str]]
+) -> None:
+    assert engine_dns(pod, resolver=resolver) == want

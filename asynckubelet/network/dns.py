@@ -26,6 +26,7 @@ from loguru import logger
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
+from asynckubelet.docker.types import HostConfig
 
 MAX_NAMESERVERS = 3
 MAX_SEARCH_PATHS = 32
@@ -282,6 +283,25 @@ def managed_hosts(pod: Pod, *, pod_ips: Sequence[str], cluster_domain: str) -> s
     return text + _alias_lines(pod)
 
 
+def engine_dns(pod: Pod, *, resolver: ResolverConfig) -> HostConfig:
+    """The sandbox's ``HostConfig`` DNS keys for an engine whose files this process cannot
+    write (a remote daemon): Docker then renders the pod's resolver settings and hostAliases
+    itself, as closely as it allows (on a user-defined network its resolv.conf names its
+    embedded server, which forwards to these nameservers)."""
+    keys = HostConfig()
+    if resolver.nameservers:
+        keys["Dns"] = list(resolver.nameservers)
+    if resolver.searches:
+        keys["DnsSearch"] = list(resolver.searches)
+    if resolver.options:
+        keys["DnsOptions"] = list(resolver.options)
+    aliases = (pod.spec.hostAliases if pod.spec else None) or []
+    extra = [f"{name}:{a.ip}" for a in aliases for name in a.hostnames or []]
+    if extra:
+        keys["ExtraHosts"] = extra
+    return keys
+
+
 def node_hosts(pod: Pod, *, node_hosts_text: str) -> str:
     """A host-network pod's hosts file: the node's, plus its hostAliases."""
     return node_hosts_text + _alias_lines(pod)
@@ -349,7 +369,7 @@ async def write_pod_files(
     """Write the pod's resolv.conf and hosts into the sandbox's files; emit the events.
 
     Returns None when the sandbox's files are not reachable from here (a remote daemon),
-    in which case Docker's own files stay.
+    in which case Docker's own files stay, made from :func:`engine_dns`'s keys.
     """
     info = await docker.inspect_container(sandbox_id)
     resolv_path = info.get("ResolvConfPath") or ""
@@ -386,6 +406,7 @@ __all__ = [
     "Event",
     "PodFiles",
     "ResolverConfig",
+    "engine_dns",
     "managed_hosts",
     "parse_resolv_conf",
     "pod_dns",

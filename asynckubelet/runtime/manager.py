@@ -40,7 +40,13 @@ from asynckubelet.network import (
     PortMapping,
     requested_ips,
 )
-from asynckubelet.network.dns import DNSSettings, pod_resolver, sandbox_hostname, write_pod_files
+from asynckubelet.network.dns import (
+    DNSSettings,
+    engine_dns,
+    pod_resolver,
+    sandbox_hostname,
+    write_pod_files,
+)
 from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
@@ -878,6 +884,9 @@ class _Sync:
             fqdn = sandbox_hostname(self.pod, cluster_domain=self.rm.config.dns.cluster_domain)
             if fqdn is not None and not host_network:
                 config["Hostname"] = fqdn
+            if not host_network and not self.rm._engine_is_local():
+                resolver = await pod_resolver(self.pod, settings=self.rm.config.dns)
+                config.setdefault("HostConfig", {}).update(engine_dns(self.pod, resolver=resolver))
             try:
                 sandbox_id = await self._make_sandbox(config, name)
             except errors.ImageNotFound:
