@@ -1,18 +1,29 @@
-"""Helpers of the network integration tests: free pod CIDRs (IPv4, IPv6), bridge names, pods."""
+"""Helpers of the network integration tests: free pod CIDRs (IPv4, IPv6), bridge names, pods,
+the node's address, killed setups and create/delete churn shared by the backends' tests."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from lightkube.models.core_v1 import Pod
 
+from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import load_manifests_text
+from asynckubelet.network import NetworkPlugin, PodNetworkRequest
 from integration.harness import BUSYBOX_IMAGE
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def free_cidr() -> str:
@@ -46,7 +57,7 @@ def pod_from(text: str, *, node: str) -> Pod:
 def cni_conflist(*, name: str, bridge: str, subnet: str, data_dir: Path) -> dict[str, Any]:
     """The project's default CNI configuration list with a test's own name, bridge, subnet
     and host-local data directory."""
-    shipped = Path(__file__).resolve().parent.parent / "asynckubelet" / "cni"
+    shipped = REPO / "asynckubelet" / "cni"
     doc: dict[str, Any] = json.loads((shipped / "10-asynckubelet.conflist").read_text())
     doc["name"] = name
     doc["plugins"][0]["bridge"] = bridge
@@ -71,3 +82,63 @@ def node_address() -> str:
     if "src" not in words:
         pytest.skip("the node has no IPv4 source address")
     return words[words.index("src") + 1]
+
+
+async def kill_setup_worker_after(spec: dict[str, Any], *, delay: float) -> None:
+    """Start ``network_setup_worker.py`` on ``spec`` and kill it ``delay`` seconds after it
+    is ready: an agent dying at that instant of a pod's network setup."""
+    worker = await anyio.open_process(
+        [sys.executable, str(REPO / "integration" / "network_setup_worker.py"), json.dumps(spec)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert worker.stdout is not None
+    await worker.stdout.receive()
+    await anyio.sleep(delay)
+    with contextlib.suppress(ProcessLookupError):
+        worker.kill()
+    await worker.wait()
+
+
+@dataclass(frozen=True)
+class Churned:
+    sandboxes: list[str]
+    addresses: list[str]
+    """Every address handed out, in order (a sandbox's IPv4 first)."""
+
+
+async def churn(
+    plugin: NetworkPlugin,
+    *,
+    request: Callable[[int], Awaitable[PodNetworkRequest]],
+    remove: Callable[[str], Awaitable[None]],
+    cycles: int = 200,
+    alive: int = 3,
+) -> Churned:
+    """``cycles`` pod networks through the plugin, ``alive`` of them up at a time (set up the
+    newest, tear down and ``remove`` the oldest); fails when an address held by a live pod
+    is handed out again. All are torn down and removed at the end."""
+    held: dict[str, str] = {}
+    live: list[str] = []
+    made = Churned(sandboxes=[], addresses=[])
+    for cycle in range(cycles):
+        asked = await request(cycle)
+        ips = (await plugin.setup_pod(asked)).ips
+        for ip in ips:
+            assert ip not in held, f"cycle {cycle}: {ip} handed out twice"
+            held[ip] = asked.sandbox_id
+        made.sandboxes.append(asked.sandbox_id)
+        made.addresses.extend(ips)
+        live.append(asked.sandbox_id)
+        if len(live) > alive:
+            old = live.pop(0)
+            await plugin.teardown_pod(sandbox_id=old)
+            await remove(old)
+            held = {ip: s for ip, s in held.items() if s != old}
+    for sandbox in live:
+        await plugin.teardown_pod(sandbox_id=sandbox)
+        await remove(sandbox)
+    return made
+
+
+async def remove_container(docker: DockerClient, cid: str) -> None:
+    await docker.remove_container(cid, force=True)

@@ -4,7 +4,8 @@ argv[1] is JSON: sandbox, netns, state, and either bridge and cidr (and cidr6 fo
 stack: the bridge backend) or ``backend: cni`` and conf_dir. It prints ``ready`` once
 imported, then calls ``setup_pod`` with a hostPort mapping, so a kill lands inside the
 setup. With ``backend: docker``, node and manifest, Docker itself attaches the sandbox
-while the runtime creates it, so the worker syncs the pod through the runtime instead.
+while the runtime creates it, so the worker syncs the pod through the runtime instead, then
+waits to be killed.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ async def sync_on_docker_network(spec: dict[str, str]) -> None:
         async with RuntimeManager(config, docker=docker, network=plugin) as rm:
             print("ready", flush=True)
             await rm.sync_pod(pod)
-    print("done", flush=True)
+            print("done", flush=True)
+            await anyio.sleep_forever()
 
 
 async def main(spec: dict[str, str]) -> None:

@@ -7,13 +7,12 @@ Traffic goes only to the pods the test made and to the node's own addresses.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
-import sys
 import urllib.error
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -28,7 +27,14 @@ from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE
-from integration.network_helpers import bridge_name, node_address, pod_from
+from integration.network_helpers import (
+    bridge_name,
+    churn,
+    kill_setup_worker_after,
+    node_address,
+    pod_from,
+    remove_container,
+)
 from integration.runtime_helpers import Driver
 
 pytest_plugins = ["integration.network_fixtures"]
@@ -277,33 +283,16 @@ def _request(sandbox: str, pid: int, ports: tuple[PortMapping, ...] = ()) -> Pod
 async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
     plugin: BridgePlugin, docker: DockerClient, node_name: str
 ) -> None:
-    held: dict[str, str] = {}
-    handed: list[str] = []
-    made: list[str] = []
-    live: list[str] = []
-    for cycle in range(200):
+    async def request(cycle: int) -> PodNetworkRequest:
         sandbox = await _pause(docker, node_name)
-        made.append(sandbox)
-        net = await plugin.setup_pod(
-            _request(sandbox, await _pid(docker, sandbox), (PortMapping(80, 50000 + cycle),))
-        )
-        (ip,) = net.ips
-        assert ip not in held, f"cycle {cycle}: {ip} handed out twice"
-        held[ip] = sandbox
-        handed.append(ip)
-        live.append(sandbox)
-        if len(live) > 3:
-            old = live.pop(0)
-            await plugin.teardown_pod(sandbox_id=old)
-            held = {k: v for k, v in held.items() if v != old}
-            await docker.remove_container(old, force=True)
-    for sandbox in live:
-        await plugin.teardown_pod(sandbox_id=sandbox)
-        await docker.remove_container(sandbox, force=True)
-    assert len(set(handed)) == 200
+        pid = await _pid(docker, sandbox)
+        return _request(sandbox, pid, (PortMapping(80, 50000 + cycle),))
+
+    done = await churn(plugin, request=request, remove=partial(remove_container, docker))
+    assert len(set(done.addresses)) == 200
     links = await _links()
     rules = _iptables_rules()
-    assert [s for s in made if veth_name(s) in links or s[:16] in rules] == []
+    assert [s for s in done.sandboxes if veth_name(s) in links or s[:16] in rules] == []
     assert await plugin.ipam.allocations() == {}
     assert list((plugin.root / "pods").glob("*.json")) == []
 
@@ -322,19 +311,7 @@ async def test_an_agent_killed_during_setup_leaks_nothing_after_restart(
             "sandbox": sandbox,
             "netns": f"/proc/{pid}/ns/net",
         }
-        worker = await anyio.open_process(
-            [
-                sys.executable,
-                str(REPO / "integration" / "network_setup_worker.py"),
-                json.dumps(spec),
-            ],
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
-        assert worker.stdout is not None
-        await worker.stdout.receive()
-        await anyio.sleep(rng.uniform(0, 0.06))
-        worker.kill()
-        await worker.wait()
+        await kill_setup_worker_after(spec, delay=rng.uniform(0, 0.06))
         status = await plugin.get_pod_network_status(sandbox_id=sandbox)
         assert status is not None
         if trial % 2:

@@ -14,9 +14,9 @@ import json
 import os
 import random
 import subprocess
-import sys
 import urllib.request
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +33,14 @@ from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE, remove_owned
 from integration.network_helpers import (
+    churn,
     cni_conflist,
     free_cidr,
     free_cidr_v6,
+    kill_setup_worker_after,
     node_address,
     pod_from,
+    remove_container,
 )
 from integration.runtime_helpers import Driver, Recorder
 
@@ -46,8 +49,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="CNI plugins need root"),
     pytest.mark.skipif(not Path("/usr/lib/cni/bridge").exists(), reason="no CNI plugins"),
 ]
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 class Net:
@@ -280,19 +281,7 @@ async def test_an_agent_killed_during_add_leaks_nothing_after_restart(
             "sandbox": sandbox,
             "netns": f"/proc/{pid}/ns/net",
         }
-        worker = await anyio.open_process(
-            [
-                sys.executable,
-                str(REPO / "integration" / "network_setup_worker.py"),
-                json.dumps(spec),
-            ],
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
-        assert worker.stdout is not None
-        await worker.stdout.receive()
-        await anyio.sleep(rng.uniform(0, 0.15))
-        worker.kill()
-        await worker.wait()
+        await kill_setup_worker_after(spec, delay=rng.uniform(0, 0.15))
         await docker.remove_container(sandbox, force=True)
         await net.plugin(docker).start()
         assert net.allocations() == [], f"trial {trial}"
@@ -506,27 +495,14 @@ async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
 ) -> None:
     plugin = net.plugin(docker)
     await plugin.start()
-    held: dict[str, str] = {}
-    made: list[str] = []
-    live: list[str] = []
-    for cycle in range(200):
+
+    async def request(cycle: int) -> PodNetworkRequest:
         sandbox = await _pause(docker, node_name)
-        made.append(sandbox)
-        ports = (PortMapping(8080, 50000 + cycle),)
-        (ip,) = (await plugin.setup_pod(await _request(docker, sandbox, ports))).ips
-        assert ip not in held, f"cycle {cycle}: {ip} handed out twice"
-        held[ip] = sandbox
-        live.append(sandbox)
-        if len(live) > 3:
-            old = live.pop(0)
-            await plugin.teardown_pod(sandbox_id=old)
-            await docker.remove_container(old, force=True)
-            held = {k: v for k, v in held.items() if v != old}
-    for sandbox in live:
-        await plugin.teardown_pod(sandbox_id=sandbox)
-        await docker.remove_container(sandbox, force=True)
+        return await _request(docker, sandbox, (PortMapping(8080, 50000 + cycle),))
+
+    done = await churn(plugin, request=request, remove=partial(remove_container, docker))
     rules = _iptables()
-    assert [s for s in made if s in rules] == []
+    assert [s for s in done.sandboxes if s in rules] == []
     assert net.allocations() == []
     assert net.cache_entries() == []
     assert await _bridge_ports(net.bridge) == []

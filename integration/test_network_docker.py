@@ -3,12 +3,10 @@ published by Docker, through the runtime."""
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import sys
 import urllib.request
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -22,12 +20,16 @@ from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, remove_owned
-from integration.network_helpers import node_address, pod_from
+from integration.network_helpers import (
+    churn,
+    kill_setup_worker_after,
+    node_address,
+    pod_from,
+    remove_container,
+)
 from integration.runtime_helpers import Driver
 
 pytestmark = pytest.mark.anyio
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -231,22 +233,11 @@ async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
     plugin: DockerNetworkPlugin, docker: DockerClient, node_name: str
 ) -> None:
     await plugin.start()
-    held: dict[str, str] = {}
-    live: list[str] = []
-    for cycle in range(200):
-        sandbox = await _pause_on(docker, node_name, plugin.network)
-        (ip,) = (await plugin.setup_pod(_request(sandbox))).ips
-        assert ip not in held, f"cycle {cycle}: {ip} handed out twice"
-        held[ip] = sandbox
-        live.append(sandbox)
-        if len(live) > 3:
-            old = live.pop(0)
-            await plugin.teardown_pod(sandbox_id=old)
-            await docker.remove_container(old, force=True)
-            held = {k: v for k, v in held.items() if v != old}
-    for sandbox in live:
-        await plugin.teardown_pod(sandbox_id=sandbox)
-        await docker.remove_container(sandbox, force=True)
+
+    async def request(cycle: int) -> PodNetworkRequest:
+        return _request(await _pause_on(docker, node_name, plugin.network))
+
+    await churn(plugin, request=request, remove=partial(remove_container, docker))
     assert (await docker.inspect_network(plugin.network))["Containers"] == {}
     assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []
 
@@ -260,19 +251,7 @@ async def test_an_agent_killed_during_pod_setup_leaks_nothing_after_restart(
     rng = random.Random()
     for trial in range(10):
         spec = {"backend": "docker", "node": node_name, "manifest": str(manifest)}
-        worker = await anyio.open_process(
-            [
-                sys.executable,
-                str(REPO / "integration" / "network_setup_worker.py"),
-                json.dumps(spec),
-            ],
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
-        assert worker.stdout is not None
-        await worker.stdout.receive()
-        await anyio.sleep(rng.uniform(0, 0.6))
-        worker.kill()
-        await worker.wait()
+        await kill_setup_worker_after(spec, delay=rng.uniform(0, 0.3))
         async with RuntimeManager(
             RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE),
             docker=docker,

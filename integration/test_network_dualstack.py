@@ -8,7 +8,6 @@ the test made and to the node's own addresses.
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import random
 import subprocess
@@ -26,7 +25,13 @@ from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, ipv6_support
 from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
-from integration.network_helpers import bridge_name, free_cidr, free_cidr_v6, pod_from
+from integration.network_helpers import (
+    bridge_name,
+    free_cidr,
+    free_cidr_v6,
+    kill_setup_worker_after,
+    pod_from,
+)
 from integration.runtime_helpers import Driver
 from integration.test_network_bridge import (
     REPO,
@@ -228,19 +233,7 @@ async def test_a_dual_stack_agent_killed_during_setup_leaks_nothing_after_restar
             "sandbox": sandbox,
             "netns": f"/proc/{await _pid(docker, sandbox)}/ns/net",
         }
-        worker = await anyio.open_process(
-            [
-                sys.executable,
-                str(REPO / "integration" / "network_setup_worker.py"),
-                json.dumps(spec),
-            ],
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
-        assert worker.stdout is not None
-        await worker.stdout.receive()
-        await anyio.sleep(rng.uniform(0, 0.1))
-        worker.kill()
-        await worker.wait()
+        await kill_setup_worker_after(spec, delay=rng.uniform(0, 0.1))
         await docker.remove_container(sandbox, force=True)
         await plugin.sweep()
         assert await plugin.ipam.allocations() == {}, f"trial {trial}"
