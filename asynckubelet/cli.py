@@ -190,6 +190,23 @@ PodCIDRv6Opt = Annotated[
         help="IPv6 pod addresses of the bridge network; turns dual stack on.",
     ),
 ]
+FirewallOpt = Annotated[
+    str,
+    typer.Option(
+        "--firewall",
+        envvar="ASYNCKUBELET_FIREWALL",
+        help="What masquerades pod egress and DNATs hostPorts on the bridge network: "
+        "iptables, or nftables (a table of its own per bridge; needs nft).",
+    ),
+]
+MasqueradeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--masquerade/--no-masquerade",
+        envvar="ASYNCKUBELET_MASQUERADE",
+        help="Masquerade pod egress leaving the node on the bridge network.",
+    ),
+]
 DEFAULT_SERVICE_ACCOUNT_ISSUER = "https://asynckubelet.local"
 ServiceAccountIssuerOpt = Annotated[
     str,
@@ -422,6 +439,8 @@ def run(
     ] = "akl0",
     dual_stack: DualStackOpt = False,
     pod_cidr_v6: PodCIDRv6Opt = None,
+    firewall: FirewallOpt = "iptables",
+    masquerade: MasqueradeOpt = True,
     cluster_dns: Annotated[
         list[str] | None,
         typer.Option(
@@ -457,6 +476,7 @@ def run(
         raise _fail(f"--pod-security must be one of {', '.join(LEVELS)}, not {pod_security!r}")
     if network not in BACKENDS:
         raise _fail(f"--network must be one of {', '.join(BACKENDS)}, not {network!r}")
+    _check_firewall(firewall)
     try:
         manifests = load_manifests(
             files if len(files) > 1 else files[0],
@@ -518,6 +538,8 @@ def run(
                 bridge=bridge,
                 pod_cidr=pod_cidr,
                 pod_cidr_v6=_ipv6_cidr(dual_stack, pod_cidr_v6),
+                firewall=firewall,
+                masquerade=masquerade,
                 node_name=config.node_name,
             )
             await rm.network.start()
@@ -704,8 +726,28 @@ def _ipv6_cidr(dual_stack: bool, pod_cidr_v6: str | None) -> str | None:
     return DEFAULT_POD_CIDR_V6 if dual_stack else None
 
 
+def _check_firewall(firewall: str) -> None:
+    """Refuse an unknown ``--firewall``, and ``nftables`` without ``nft`` on PATH."""
+    import shutil
+
+    if firewall not in ("iptables", "nftables"):
+        raise _fail(f"--firewall must be iptables or nftables, not {firewall!r}", code=2)
+    if firewall == "nftables" and shutil.which("nft") is None:
+        raise _fail(
+            "--firewall nftables needs the nft binary (Debian package nftables), not found "
+            "on PATH; install it or use --firewall iptables",
+            code=2,
+        )
+
+
 def _network_plugin(
-    name: str, docker: DockerClient, *, node_name: str, pod_cidr_v6: str | None = None
+    name: str,
+    docker: DockerClient,
+    *,
+    node_name: str,
+    pod_cidr_v6: str | None = None,
+    firewall: str = "iptables",
+    masquerade: bool = True,
 ) -> NetworkPlugin:
     from asynckubelet.network import LoopbackPlugin
 
@@ -716,7 +758,12 @@ def _network_plugin(
     except ImportError:
         raise _fail(f"--network {name!r} is not available here; use loopback", code=2) from None
     plugin: NetworkPlugin = factory.make_network_plugin(
-        name, docker=docker, node_name=node_name, pod_cidr_v6=pod_cidr_v6
+        name,
+        docker=docker,
+        node_name=node_name,
+        pod_cidr_v6=pod_cidr_v6,
+        firewall=firewall,
+        masquerade=masquerade,
     )
     return plugin
 
@@ -757,6 +804,8 @@ def serve(
     ] = "loopback",
     dual_stack: DualStackOpt = False,
     pod_cidr_v6: PodCIDRv6Opt = None,
+    firewall: FirewallOpt = "iptables",
+    masquerade: MasqueradeOpt = True,
     pod_security: PodSecurityOpt = "baseline",
     pause_image: Annotated[
         str | None,
@@ -801,6 +850,7 @@ def serve(
     from asynckubelet.server import check_listen, parse_listen, serve_http
 
     level = _level(pod_security)
+    _check_firewall(firewall)
     issuer = _service_account_issuer(service_account_issuer)
     state = _state_dir(state_dir)
     try:
@@ -827,6 +877,8 @@ def serve(
                 docker,
                 node_name=config.node_name,
                 pod_cidr_v6=_ipv6_cidr(dual_stack, pod_cidr_v6),
+                firewall=firewall,
+                masquerade=masquerade,
             )
             async with Kubelet(config, docker=docker, network=plugin) as node:
                 node.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
@@ -1539,6 +1591,7 @@ def doctor(
             help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
         ),
     ] = None,
+    firewall: FirewallOpt = "iptables",
     docker_host: DockerHostOpt = None,
 ) -> None:
     """Check what a node needs, with a fix for each problem (exit 1 when any)."""
@@ -1617,6 +1670,18 @@ def doctor(
         )
     backend, why = choose_backend(docker_url=url)
     report(True, f"network backend (auto): {backend}, because {why}")
+    binaries = {"iptables": "iptables", "nftables": "nft"}
+    wall = binaries.get(firewall)
+    where = shutil.which(wall) if wall else None
+    report(
+        where is not None or (wall is not None and not is_local_daemon(url)),
+        f"firewall of the bridge network (--firewall): {firewall}, "
+        + (f"{wall} at {where}" if where else f"{wall or firewall} not found"),
+        "install it (apt-get install nftables or iptables), or choose "
+        + ("--firewall iptables" if firewall == "nftables" else "--firewall nftables")
+        if wall
+        else "--firewall must be iptables or nftables",
+    )
     cni_dirs = [Path(d) for d in ("/usr/lib/cni", "/opt/cni/bin")]
     plugins = ("bridge", "host-local", "portmap", "loopback")
     found = [p for p in plugins if any((d / p).exists() for d in cni_dirs)]

@@ -10,6 +10,8 @@ after the slowest one:
   veth, namespace setup, hostPort chain).
 - ``bridge-ds``: the same with IPv6 dual stack on (a second IPAM pool, the IPv6 address
   and route, IPv6 turned on in the namespace, the ip6tables hostPort chain).
+- ``bridge-nft``: the ``bridge`` path with ``firewall="nftables"``: the pod's hostPort
+  chain made and removed by ``nft`` batches instead of ``iptables-restore``.
 - ``cni``: ``CNIPlugin`` running the project's conflist (bridge, host-local, portmap,
   firewall, loopback) from /usr/lib/cni.
 
@@ -117,8 +119,13 @@ async def main(rounds: int, baseline: str | None) -> None:
             state_dir=state,
         )
     )
+    nft = BridgePlugin(
+        BridgeConfig(
+            bridge="aklbenchnft", pod_cidr="10.250.250.0/24", state_dir=state, firewall="nftables"
+        )
+    )
     cni = CNIPlugin(CNIConfig(conf_dirs=(conf_dir,), cache_dir=state / "cni"))
-    plugins: dict[str, Any] = {"bridge": bridge, "bridge-ds": dual, "cni": cni}
+    plugins: dict[str, Any] = {"bridge": bridge, "bridge-nft": nft, "bridge-ds": dual, "cni": cni}
     if baseline is not None:
         plugins[f"bridge@{baseline}"] = baseline_bridge(baseline, state / "baseline", state)
     times: dict[str, list[tuple[float, float]]] = {"raw": [], **{k: [] for k in plugins}}

@@ -26,8 +26,14 @@ from integration.network_helpers import bridge_name, cni_conflist, free_cidr
 
 
 @pytest.fixture
+def firewall() -> str:
+    """The bridge backend's firewall; a test parametrizes ``firewall`` to run on nftables."""
+    return "iptables"
+
+
+@pytest.fixture
 async def plugin(
-    docker: DockerClient, node_name: str, tmp_path: Path
+    docker: DockerClient, node_name: str, tmp_path: Path, firewall: str
 ) -> AsyncIterator[BridgePlugin]:
     """A started bridge backend of the test's own; removed with its pods afterwards."""
     made = make_network_plugin(
@@ -36,6 +42,7 @@ async def plugin(
         state_dir=tmp_path / "net",
         bridge=bridge_name(node_name),
         pod_cidr=free_cidr(),
+        firewall=firewall,
     )
     assert isinstance(made, BridgePlugin)
     await made.start()

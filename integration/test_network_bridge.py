@@ -7,8 +7,10 @@ Traffic goes only to the pods the test made and to the node's own addresses.
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import shutil
 import subprocess
 import urllib.error
 import urllib.request
@@ -24,6 +26,7 @@ from asynckubelet.docker import DockerClient
 from asynckubelet.network import PodNetworkRequest, PortMapping
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, veth_name
 from asynckubelet.network.factory import make_network_plugin
+from asynckubelet.network.nftables import owner_comment, pod_chain, table_name
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE
@@ -46,6 +49,17 @@ pytestmark = [
 
 REPO = Path(__file__).resolve().parent.parent
 
+each_firewall = pytest.mark.parametrize(
+    "firewall",
+    [
+        "iptables",
+        pytest.param(
+            "nftables",
+            marks=pytest.mark.skipif(shutil.which("nft") is None, reason="no nft here"),
+        ),
+    ],
+)
+
 
 @pytest.fixture
 async def rm(docker: DockerClient, node_name: str, plugin: BridgePlugin) -> RuntimeManager:
@@ -65,6 +79,22 @@ def _files(folder: Path) -> list[str]:
 
 def _iptables_rules() -> str:
     return subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+
+
+def _nft_ruleset() -> list[dict[str, dict[str, object]]]:
+    text = subprocess.run(
+        ["nft", "-j", "list", "ruleset"], capture_output=True, text=True, check=True
+    ).stdout
+    items: list[dict[str, dict[str, object]]] = json.loads(text)["nftables"]
+    return items
+
+
+def _firewall_rules(firewall: str) -> str:
+    """What the firewall holds, as text to look for our addresses and names in."""
+    if firewall == "nftables":
+        argv = ["nft", "list", "ruleset"]
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return _iptables_rules()
 
 
 async def _running(rm: RuntimeManager, text: str, node: str) -> tuple[Driver, str]:
@@ -117,6 +147,7 @@ def _fetch(url: str) -> str:
         return str(answer.read().decode())
 
 
+@each_firewall
 async def test_two_pods_reach_each_other_by_pod_ip(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
@@ -135,12 +166,14 @@ async def test_a_container_reaches_its_sibling_on_localhost(
     assert "hi-from-solo" in await _fetch_in(docker, shell, "127.0.0.1", 8080)
 
 
+@each_firewall
 async def test_the_node_reaches_the_pod_ip(rm: RuntimeManager, node_name: str) -> None:
     _, ip = await _running(rm, _server("reach"), node_name)
     text = await anyio.to_thread.run_sync(_fetch, f"http://{ip}:8080/index.html")
     assert text == "hi-from-reach\n"
 
 
+@each_firewall
 async def test_a_host_port_answers_on_127_0_0_1(rm: RuntimeManager, node_name: str) -> None:
     port = random.randint(20000, 29999)
     await _running(rm, _server("hp", host_port=port), node_name)
@@ -148,6 +181,7 @@ async def test_a_host_port_answers_on_127_0_0_1(rm: RuntimeManager, node_name: s
     assert text == "hi-from-hp\n"
 
 
+@each_firewall
 async def test_a_host_port_answers_on_the_nodes_address(rm: RuntimeManager, node_name: str) -> None:
     node_ip = node_address()
     port = random.randint(30000, 39999)
@@ -156,6 +190,7 @@ async def test_a_host_port_answers_on_the_nodes_address(rm: RuntimeManager, node
     assert text == "hi-from-hpn\n"
 
 
+@each_firewall
 async def test_a_pod_reaches_its_own_host_port_through_the_node_hairpin(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
@@ -188,22 +223,54 @@ spec:
     assert seen == (await anyio.Path("/sys/class/net/eth0/address").read_text()).strip()
 
 
+@each_firewall
 async def test_after_pod_deletion_no_link_allocation_or_nat_rule_remains(
-    rm: RuntimeManager, plugin: BridgePlugin, node_name: str
+    rm: RuntimeManager, plugin: BridgePlugin, node_name: str, firewall: str
 ) -> None:
     port = random.randint(20000, 49999)
     driver, ip = await _running(rm, _server("gone", host_port=port), node_name)
     assert driver.runtime is not None
     sandbox_id = driver.runtime.sandboxes[0].id
     assert veth_name(sandbox_id) in await _links()
-    assert f"{ip}:8080" in _iptables_rules()
+    assert f"{ip}:8080" in _firewall_rules(firewall)
     await rm.kill_pod(driver.pod)
     await rm.remove_pod(uid=driver.runtime.uid)
     assert veth_name(sandbox_id) not in await _links()
     assert await plugin.ipam.allocations() == {}
-    assert f"{ip}:8080" not in _iptables_rules()
-    assert sandbox_id[:16] not in _iptables_rules()
+    assert f"{ip}:8080" not in _firewall_rules(firewall)
+    assert sandbox_id[:16] not in _firewall_rules(firewall)
     assert list((plugin.root / "pods").glob("*.json")) == []
+
+
+@pytest.mark.parametrize(
+    "firewall",
+    [
+        pytest.param(
+            "nftables", marks=pytest.mark.skipif(shutil.which("nft") is None, reason="no nft")
+        )
+    ],
+)
+async def test_removing_the_network_leaves_no_nftables_table_or_rule_of_ours(
+    rm: RuntimeManager, plugin: BridgePlugin, node_name: str
+) -> None:
+    port = random.randint(20000, 49999)
+    driver, _ = await _running(rm, _server("nftgone", host_port=port), node_name)
+    assert driver.runtime is not None
+    sandbox_id = driver.runtime.sandboxes[0].id
+    table = table_name(plugin.config.bridge)
+    assert any(item.get("table", {}).get("name") == table for item in _nft_ruleset())
+    await rm.kill_pod(driver.pod)
+    await rm.remove_pod(uid=driver.runtime.uid)
+    await plugin.remove_node_network()
+    left = [
+        item
+        for item in _nft_ruleset()
+        for body in item.values()
+        if body.get("table") == table
+        or body.get("name") in (table, pod_chain(sandbox_id))
+        or body.get("comment") == owner_comment(plugin.config.bridge)
+    ]
+    assert left == []
 
 
 async def test_teardown_is_idempotent_and_needs_only_the_sandbox_id(

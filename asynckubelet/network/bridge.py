@@ -4,8 +4,9 @@ The kubelet's ``kubenet`` in a few hundred lines: one Linux bridge for the node 
 gateway address of the pod CIDR, and per pod a veth pair whose host end (named after the
 sandbox id, so the name is our ownership mark) is a bridge port in hairpin mode and whose
 other end is moved into the sandbox's network namespace as ``eth0`` with an address from
-the file-based IPAM and a default route via the bridge. iptables masquerades pod egress and
-DNATs hostPorts, from 127.0.0.1 too (``route_localnet`` on the bridge).
+the file-based IPAM and a default route via the bridge. The firewall, iptables (default)
+or nftables (``firewall="nftables"``, :mod:`asynckubelet.network.nftables`), masquerades pod
+egress and DNATs hostPorts, from 127.0.0.1 too (``route_localnet`` on the bridge).
 
 Dual stack is optional (``pod_cidr_v6``): the bridge also gets the IPv6 gateway, a second
 IPAM pool hands out the pod's IPv6 address, ``eth0`` gets it with a default IPv6 route, and
@@ -57,12 +58,15 @@ from asynckubelet import errors
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
 from asynckubelet.network.ipam import Allocation, FileIPAM
 from asynckubelet.network.iptables import DNAT, IPTables
+from asynckubelet.network.nftables import NFTables
 
 DEFAULT_BRIDGE = "akl0"
 DEFAULT_POD_CIDR = "10.137.0.0/16"
 DEFAULT_POD_CIDR_V6 = "fd00:ac1::/64"
 """The IPv6 pod CIDR when dual stack is turned on without naming one (a ULA prefix)."""
 DEFAULT_STATE_DIR = Path("/var/lib/asynckubelet/network")
+FIREWALLS = ("iptables", "nftables")
+"""What masquerades and DNATs for the bridge backend: ``iptables``/``ip6tables`` or ``nft``."""
 LINK_PREFIX = "akl"
 """Host ends of pod veths are ``akl`` + the first 12 characters of the sandbox id."""
 
@@ -88,6 +92,9 @@ class BridgeConfig:
     pod_cidr_v6: str | None = None
     """The IPv6 pod CIDR of dual stack; None: IPv4 only."""
     ip6tables: str = "ip6tables"
+    firewall: str = "iptables"
+    """One of :data:`FIREWALLS`."""
+    nft: str = "nft"
     sandbox_exists: Callable[[str], Awaitable[bool]] | None = field(default=None, compare=False)
     """Whether a sandbox still runs, for the start-up sweep; None: no sweep."""
     engine_id: Callable[[], Awaitable[str]] | None = field(default=None, compare=False)
@@ -204,8 +211,18 @@ class BridgePlugin:
             if self.subnet6 is not None
             else None
         )
-        self.iptables = IPTables(binary=self.config.iptables)
-        self.ip6tables = IPTables(binary=self.config.ip6tables)
+        if self.config.firewall not in FIREWALLS:
+            raise errors.NetworkError(
+                f"firewall must be one of {', '.join(FIREWALLS)}, not {self.config.firewall!r}"
+            )
+        self.iptables: IPTables | NFTables
+        self.ip6tables: IPTables | NFTables
+        if self.config.firewall == "nftables":
+            self.iptables = NFTables(family="ip", binary=self.config.nft)
+            self.ip6tables = NFTables(family="ip6", binary=self.config.nft)
+        else:
+            self.iptables = IPTables(binary=self.config.iptables)
+            self.ip6tables = IPTables(binary=self.config.ip6tables)
         self.engine = ""
         """The engine key written on every allocation and record (empty until known)."""
         self._nat6 = False
@@ -348,7 +365,7 @@ class BridgePlugin:
             raise _netlink_error(f"setting up bridge {bridge}", e) from e
 
     async def remove_node_network(self) -> None:
-        """Delete the bridge, our iptables chains and the state (tests, uninstall)."""
+        """Delete the bridge, our firewall chains or tables and the state (tests, uninstall)."""
         with anyio.CancelScope(shield=True):
             await self.iptables.remove_network(bridge=self.config.bridge)
             if self.subnet6 is not None:
@@ -373,9 +390,9 @@ class BridgePlugin:
         if os.geteuid() != 0:
             return False, "the bridge backend needs root to manage links"
         if not self.iptables.available():
-            return False, f"{self.config.iptables} not found"
+            return False, f"{self.iptables.binary} not found"
         if self.subnet6 is not None and not self.ip6tables.available():
-            return False, f"{self.config.ip6tables} not found (needed by the IPv6 pod CIDR)"
+            return False, f"{self.ip6tables.binary} not found (needed by the IPv6 pod CIDR)"
         try:
             await self.ensure_node_network()
         except errors.NetworkError as e:
@@ -647,6 +664,7 @@ __all__ = [
     "DEFAULT_POD_CIDR",
     "DEFAULT_POD_CIDR_V6",
     "DEFAULT_STATE_DIR",
+    "FIREWALLS",
     "LINK_PREFIX",
     "BridgeConfig",
     "BridgePlugin",

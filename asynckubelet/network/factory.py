@@ -9,6 +9,7 @@ Docker manages itself, since this process cannot enter the containers' namespace
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from asynckubelet.network.bridge import (
     DEFAULT_BRIDGE,
     DEFAULT_POD_CIDR,
     DEFAULT_STATE_DIR,
+    FIREWALLS,
     BridgeConfig,
     BridgePlugin,
 )
@@ -53,6 +55,7 @@ def make_network_plugin(
     pod_cidr: str = DEFAULT_POD_CIDR,
     pod_cidr_v6: str | None = None,
     masquerade: bool = True,
+    firewall: str = "iptables",
     cni_conf_dirs: Sequence[Path] | None = None,
     cni_plugin_dirs: Sequence[Path] | None = None,
     node_name: str | None = None,
@@ -60,7 +63,13 @@ def make_network_plugin(
     """The backend called ``name`` (one of :data:`BACKENDS`).
 
     ``pod_cidr_v6`` turns on dual stack for the ``bridge`` backend (``cni``: dual stack is
-    the configuration list's, two ``host-local`` ranges)."""
+    the configuration list's, two ``host-local`` ranges). ``firewall`` (one of
+    :data:`~asynckubelet.network.bridge.FIREWALLS`) and ``masquerade`` are the ``bridge``
+    backend's; ``nftables`` is refused when ``nft`` is not on PATH."""
+    if firewall not in FIREWALLS:
+        raise errors.NetworkError(
+            f"firewall must be one of {', '.join(FIREWALLS)}, not {firewall!r}"
+        )
     if name == "auto":
         name, _ = choose_backend(docker_url=docker.url if docker is not None else None)
     if pod_cidr_v6 is not None and name != "bridge":
@@ -75,6 +84,11 @@ def make_network_plugin(
     if name == "loopback":
         return LoopbackPlugin()
     if name == "bridge":
+        if firewall == "nftables" and shutil.which("nft") is None:
+            raise errors.NetworkError(
+                "firewall nftables needs the nft binary (Debian package nftables), "
+                "not found on PATH; install it or use the iptables firewall"
+            )
         return BridgePlugin(
             BridgeConfig(
                 bridge=bridge,
@@ -82,6 +96,7 @@ def make_network_plugin(
                 pod_cidr_v6=pod_cidr_v6,
                 state_dir=state_dir,
                 masquerade=masquerade,
+                firewall=firewall,
                 sandbox_exists=_sandbox_runs(docker) if docker is not None else None,
                 engine_id=_engine_id(docker) if docker is not None else None,
             )

@@ -1,0 +1,294 @@
+"""The nftables adapter: the same pod egress masquerade, forwarding and hostPort DNAT as
+:mod:`asynckubelet.network.iptables`, for hosts that run nftables rather than iptables.
+
+Everything lives in one table of our own per bridge and family (``table ip akl_<bridge>``,
+``table ip6 akl_<bridge>``): NAT base chains for postrouting (egress masquerade, the
+masquerade of DNATed traffic from 127.0.0.1, which ``route_localnet`` lets reach the
+bridge, and hairpin masquerade), prerouting and output (to local addresses: the
+``hostports`` chain), a forward base chain accepting the bridge's traffic, and per pod a
+chain ``pod_<sandbox id>`` of its DNAT rules reached by one jump from ``hostports``.
+Removing a pod is deleting its jump and chain; removing the network is deleting the table.
+Every change is one ``nft -f -`` batch, applied atomically; handles are read with
+``nft -j list``.
+
+One thing an own table cannot do: an ``accept`` in our forward chain ends the packet's
+walk through our chain only, and another base chain on the same hook still sees it. Docker
+sets the policy of iptables' ``FORWARD`` chain (with iptables-nft: ``ip filter FORWARD``)
+to ``drop``, and with ``net.bridge.bridge-nf-call-iptables=1`` even traffic between two
+ports of our bridge passes that chain (``ip6 filter FORWARD`` likewise for IPv6). So when
+that chain exists, our bridge's two accept
+rules are also inserted at its head, each with the comment ``akl:<bridge>``, and removing
+the network deletes exactly the rules carrying that comment (found by handle), nothing else.
+
+Handles are read before a batch that deletes by handle; agents sharing one bridge may race
+on them, so such a batch is built afresh and retried when it fails. A failing command
+becomes a :class:`~asynckubelet.errors.NetworkError` carrying nft's own
+message. Commands run as anyio subprocesses, never blocking the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+
+from asynckubelet import errors
+from asynckubelet.network.iptables import DNAT
+
+FAMILIES = ("ip", "ip6")
+
+
+def table_name(bridge: str) -> str:
+    return "akl_" + re.sub(r"[^A-Za-z0-9_]", "_", bridge)
+
+
+def pod_chain(sandbox_id: str) -> str:
+    return f"pod_{sandbox_id[:16]}"
+
+
+def owner_comment(bridge: str) -> str:
+    """The comment marking our rules in a chain that is not ours (``ip filter FORWARD``)."""
+    return f"akl:{bridge}"
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', "") + '"'
+
+
+class NFTables:
+    """Runs ``nft`` (``binary``) for one address family (``ip`` or ``ip6``)."""
+
+    def __init__(self, *, family: str = "ip", binary: str = "nft") -> None:
+        if family not in FAMILIES:
+            raise errors.NetworkError(f"nftables family must be ip or ip6, not {family!r}")
+        self.family = family
+        self.binary = binary
+        self._nat: bool | None = None
+
+    @property
+    def _addr(self) -> str:
+        return "ip6" if self.family == "ip6" else "ip"
+
+    def available(self) -> bool:
+        return shutil.which(self.binary) is not None
+
+    async def nat_supported(self) -> bool:
+        """Whether the kernel takes this family's NAT chains (checked with ``nft -c``)."""
+        if self._nat is None:
+            probe = f"akl_probe_{self.family}"
+            script = (
+                f"add table {self.family} {probe}\n"
+                f"add chain {self.family} {probe} p "
+                "{ type nat hook postrouting priority srcnat; }\n"
+            )
+            try:
+                proc = await anyio.run_process(
+                    [self.binary, "-c", "-f", "-"], input=script.encode(), check=False
+                )
+            except OSError:
+                return False
+            self._nat = proc.returncode == 0
+        return self._nat
+
+    async def apply(self, script: str) -> None:
+        """Apply ``script`` as one atomic ``nft -f -`` batch."""
+        try:
+            proc = await anyio.run_process(
+                [self.binary, "-f", "-"], input=script.encode(), check=False
+            )
+        except OSError as e:
+            raise errors.NetworkError(f"cannot run {self.binary}: {e}") from e
+        if proc.returncode != 0:
+            text = proc.stderr.decode(errors="replace").strip()
+            raise errors.NetworkError(f"nft -f: {text}")
+
+    async def list_json(self, *what: str) -> list[dict[str, Any]] | None:
+        """The objects of ``nft -j list WHAT``; None when it does not exist."""
+        argv = [self.binary, "-j", "list", *what]
+        try:
+            proc = await anyio.run_process(argv, check=False)
+        except OSError as e:
+            raise errors.NetworkError(f"cannot run {self.binary}: {e}") from e
+        if proc.returncode != 0:
+            text = proc.stderr.decode(errors="replace")
+            if "No such file or directory" in text:
+                return None
+            raise errors.NetworkError(f"nft -j list {' '.join(what)}: {text.strip()}")
+        try:
+            items = json.loads(proc.stdout or b"{}").get("nftables", [])
+        except ValueError as e:
+            raise errors.NetworkError(f"nft -j list {' '.join(what)}: bad JSON: {e}") from e
+        return [item for item in items if isinstance(item, dict)]
+
+    async def apply_fresh(self, build: Callable[[], Awaitable[str]], *, attempts: int = 3) -> None:
+        """Apply the batch ``build`` makes from what is there now; rebuilt and retried when
+        another writer changed the handles it names in between."""
+        for attempt in range(attempts):
+            script = await build()
+            if not script:
+                return
+            try:
+                await self.apply(script)
+                return
+            except errors.NetworkError:
+                if attempt == attempts - 1:
+                    raise
+
+    # -- the node network ---------------------------------------------------------------
+
+    def network_script(self, *, bridge: str, subnet: str, masquerade: bool, nat: bool) -> str:
+        """The batch making our table (idempotent: base chains are flushed and refilled,
+        pod chains and ``hostports`` are left as they are)."""
+        t = f"{self.family} {table_name(bridge)}"
+        br = _quote(bridge)
+        a = self._addr
+        lines = [
+            f"add table {t}",
+            f"add chain {t} forward {{ type filter hook forward priority filter; }}",
+            f"flush chain {t} forward",
+            f"add rule {t} forward iifname {br} accept",
+            f"add rule {t} forward oifname {br} accept",
+        ]
+        if nat:
+            lines += [
+                f"add chain {t} postrouting {{ type nat hook postrouting priority srcnat; }}",
+                f"add chain {t} prerouting {{ type nat hook prerouting priority dstnat; }}",
+                f"add chain {t} output {{ type nat hook output priority -100; }}",
+                f"add chain {t} hostports",
+                f"flush chain {t} postrouting",
+                f"flush chain {t} prerouting",
+                f"flush chain {t} output",
+            ]
+            if masquerade:
+                lines.append(
+                    f"add rule {t} postrouting {a} saddr {subnet} {a} daddr != {subnet} "
+                    f"oifname != {br} masquerade"
+                )
+            if self.family == "ip":
+                lines.append(
+                    f"add rule {t} postrouting ip saddr 127.0.0.0/8 oifname {br} masquerade"
+                )
+            lines += [
+                f"add rule {t} postrouting {a} saddr {subnet} oifname {br} "
+                "ct status dnat masquerade",
+                f"add rule {t} prerouting fib daddr type local jump hostports",
+                f"add rule {t} output fib daddr type local jump hostports",
+            ]
+        return "\n".join(lines) + "\n"
+
+    async def _foreign_forward(self, bridge: str) -> tuple[bool, list[int]]:
+        """Whether ``<family> filter FORWARD`` exists, and the handles of our rules in it."""
+        items = await self.list_json("chain", self.family, "filter", "FORWARD")
+        if items is None:
+            return False, []
+        mark = owner_comment(bridge)
+        handles = [
+            int(item["rule"]["handle"])
+            for item in items
+            if "rule" in item and item["rule"].get("comment") == mark
+        ]
+        return True, handles
+
+    async def setup_network(
+        self, *, bridge: str, subnet: str, masquerade: bool, nat: bool = True
+    ) -> None:
+        """Our table for the bridge, and our accepts in a ``filter FORWARD`` that exists."""
+
+        async def build() -> str:
+            script = self.network_script(
+                bridge=bridge, subnet=subnet, masquerade=masquerade, nat=nat
+            )
+            exists, ours = await self._foreign_forward(bridge)
+            if exists:
+                chain = f"{self.family} filter FORWARD"
+                mark = _quote(owner_comment(bridge))
+                br = _quote(bridge)
+                script += "".join(f"delete rule {chain} handle {h}\n" for h in ours)
+                script += f"insert rule {chain} oifname {br} counter accept comment {mark}\n"
+                script += f"insert rule {chain} iifname {br} counter accept comment {mark}\n"
+            return script
+
+        await self.apply_fresh(build)
+
+    async def remove_network(self, *, bridge: str) -> None:
+        async def build() -> str:
+            script = ""
+            if await self.list_json("table", self.family, table_name(bridge)) is not None:
+                script += f"delete table {self.family} {table_name(bridge)}\n"
+            _, ours = await self._foreign_forward(bridge)
+            chain = f"{self.family} filter FORWARD"
+            return script + "".join(f"delete rule {chain} handle {h}\n" for h in ours)
+
+        await self.apply_fresh(build)
+
+    # -- one pod ---------------------------------------------------------------------------
+
+    def hostports_script(
+        self, *, bridge: str, sandbox_id: str, maps: Sequence[DNAT], stale: Sequence[int] = ()
+    ) -> str:
+        """The batch giving the pod its DNAT chain and the jump to it; ``stale``: handles of
+        jumps to a chain of the same name left by an earlier attempt."""
+        t = f"{self.family} {table_name(bridge)}"
+        chain = pod_chain(sandbox_id)
+        lines = [f"delete rule {t} hostports handle {h}" for h in stale]
+        lines += [f"add chain {t} {chain}", f"flush chain {t} {chain}"]
+        for m in maps:
+            match = ""
+            if m.host_ip and m.host_ip not in ("0.0.0.0", "::"):
+                match = f"{self._addr} daddr {m.host_ip} "
+            proto = m.protocol.lower()
+            lines.append(
+                f"add rule {t} {chain} {match}{proto} dport {m.host_port} dnat to {m.destination()}"
+            )
+        lines.append(f"add rule {t} hostports jump {chain}")
+        return "\n".join(lines) + "\n"
+
+    async def _pod_state(self, bridge: str, sandbox_id: str) -> tuple[bool, bool, list[int]]:
+        """Whether our table and the pod's chain exist, and the handles of jumps to it."""
+        items = await self.list_json("table", self.family, table_name(bridge))
+        if items is None:
+            return False, False, []
+        chain = pod_chain(sandbox_id)
+        has_chain = any(item.get("chain", {}).get("name") == chain for item in items)
+        jumps = [
+            int(item["rule"]["handle"])
+            for item in items
+            if "rule" in item
+            and item["rule"].get("chain") == "hostports"
+            and any(e.get("jump", {}).get("target") == chain for e in item["rule"]["expr"])
+        ]
+        return True, has_chain, jumps
+
+    async def add_hostports(self, *, bridge: str, sandbox_id: str, maps: Sequence[DNAT]) -> None:
+        if not maps:
+            return
+
+        async def build() -> str:
+            _, _, stale = await self._pod_state(bridge, sandbox_id)
+            return self.hostports_script(
+                bridge=bridge, sandbox_id=sandbox_id, maps=maps, stale=stale
+            )
+
+        await self.apply_fresh(build)
+
+    async def remove_hostports(self, *, bridge: str, sandbox_id: str) -> None:
+        t = f"{self.family} {table_name(bridge)}"
+        chain = pod_chain(sandbox_id)
+
+        async def build() -> str:
+            table, has_chain, jumps = await self._pod_state(bridge, sandbox_id)
+            if not table:
+                return ""
+            lines = [f"delete rule {t} hostports handle {h}" for h in jumps]
+            if has_chain:
+                lines += [f"flush chain {t} {chain}", f"delete chain {t} {chain}"]
+            return "".join(line + "\n" for line in lines)
+
+        await self.apply_fresh(build)
+
+
+__all__ = ["FAMILIES", "NFTables", "owner_comment", "pod_chain", "table_name"]
