@@ -18,6 +18,7 @@ removed after the test, whether it passed or not.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -77,7 +78,7 @@ def _find_or_start_engine() -> tuple[Engine | None, Dockerd | None, str]:
     if shutil.which("dockerd") is None:
         return None, None, "no Docker engine answers and dockerd is not installed"
     root = Path(tempfile.mkdtemp(prefix="akl-dockerd-"))
-    daemon = Dockerd(root=root, name=f"akltest-{root.name[-8:]}")
+    daemon = Dockerd(root=root, name=f"akltest-{secrets.token_hex(4)}")
     try:
         daemon.start()
     except errors.RuntimeUnavailable as e:

@@ -12,6 +12,7 @@ so nothing else could wake it).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 import textwrap
@@ -53,7 +54,7 @@ async def dockerd() -> AsyncIterator[Dockerd]:
     if os.geteuid() != 0 or shutil.which("dockerd") is None:
         pytest.skip("needs root and dockerd to start a private engine")
     root = Path(tempfile.mkdtemp(prefix="akr-", dir="/tmp"))
-    daemon = Dockerd(root=root, socket_path=root / "d.sock", name=f"akltest-{root.name[-8:]}")
+    daemon = Dockerd(root=root, socket_path=root / "d.sock", name=f"akltest-{secrets.token_hex(4)}")
     try:
         await anyio.to_thread.run_sync(daemon.start)
         async with DockerClient(url=daemon.url) as client:

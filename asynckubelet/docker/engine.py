@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -209,10 +210,24 @@ def tls_handshake_error(endpoint: Endpoint, *, timeout: float = 5.0) -> ssl.SSLE
     return None
 
 
+_CONTAINERD_NAMESPACE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
+
+
 class Dockerd:
-    """A dockerd of our own, with its own socket and directories and no default bridge."""
+    """A dockerd of our own, with its own socket and directories and no default bridge.
+
+    ``name`` is its containerd namespace, kept apart from any other daemon's containers;
+    containerd only takes letters and digits joined by single ``.``, ``_`` or ``-``, and
+    refuses any other name only when the first container starts, so it is checked here.
+    """
 
     def __init__(self, *, root: Path, socket_path: Path | None = None, name: str = "akl") -> None:
+        if len(name) > 68 or not _CONTAINERD_NAMESPACE.match(name):
+            raise ValueError(
+                f"dockerd name {name!r} is not a valid containerd namespace: letters and "
+                "digits joined by single '.', '_' or '-', at most 68 characters (its "
+                "'-plugins' namespace must fit containerd's 76 too)"
+            )
         self.root = root
         self.socket = socket_path or root / "docker.sock"
         self.url = f"unix://{self.socket}"
