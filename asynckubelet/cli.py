@@ -1429,11 +1429,31 @@ def logs(
                 seen.add(nxt)
                 cid, tail, since_ts = nxt, None, None
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(10, shield=True):
                 await rm.__aexit__(None, None, None)
 
+    signalled: list[int] = []
+
+    async def until_signalled(tail: int | None, since_ts: float | None) -> None:
+        # SIGINT/SIGTERM cancel the follower through its task group's scope, which anyio
+        # keeps delivering until the follower has stopped, whatever await it is in.
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for signum in signals:
+                        signalled.append(signum)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            await go(tail, since_ts)
+            tg.cancel_scope.cancel()
+
     try:
-        anyio.run(go, tail, since_ts)
+        anyio.run(until_signalled, tail, since_ts)
+        if signalled:
+            raise typer.Exit(128 + signalled[0])
     except errors.NotFound as e:
         err.print(f"Error from server (BadRequest): {escape(str(e))}")
         raise typer.Exit(1) from None
