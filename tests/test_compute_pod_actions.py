@@ -9,6 +9,11 @@ legacy sidecar path is gated off) and ``pkg/kubelet/kuberuntime/util/util_test.g
   as well; here both fields are checked in the same case.
 * ``TestComputePodActionsWithRestartableInitContainers``: all 24 cases.
 * ``TestPodSandboxChanged``: all 7 cases.
+* ``TestComputePodActionsWithContainerRestartRules``: its cases as the kubelet's test
+  table holds them, and the restart-rule cases it implies (exit-code rules, probe
+  failures, init containers with their own policy), under the same base pod.
+* ``TestComputePodActionsForRestartAllContainers``: the regular-container rows, and the
+  init-container rows rebuilt from ``getContainersToReset``.
 
 Each case keeps the kubelet's name and facts: the base pod, what the runtime holds, the
 prober's verdicts and the expected actions. Three adjustments carry the facts across:
@@ -21,13 +26,13 @@ sandbox always reports one (empty when missing) and the IP check would otherwise
 Skipped, because they test what a Docker node does not do: every case of
 ``TestComputePodActionsWithInitAndEphemeralContainers`` (and its legacy twin: ephemeral
 containers), ``TestComputePodActionsForPodResize`` and the other in-place resize tests
-(``ContainersToUpdate``), the container restart-rules tests (``restartPolicyRules``), and
-the user-namespace cases of ``TestNamespacesForPod``.
+(``ContainersToUpdate``), and the user-namespace cases of ``TestNamespacesForPod``.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +46,7 @@ from asynckubelet.runtime.actions import (
     KILL_REASON_LIVENESS_PROBE,
     KILL_REASON_STARTUP_PROBE,
     KILL_REASON_UNKNOWN,
+    ContainerToReset,
     PodActions,
     compute_pod_actions,
     pod_sandbox_changed,
@@ -125,6 +131,7 @@ class Case:
     inits: tuple[dict[str, Any], ...] = ()
     restart_policy: str = "Always"
     init_patch: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    patch: Mapping[int, dict[str, Any]] = field(default_factory=dict)
     sandboxes: tuple[S, ...] = (S(),)
     liveness: Mapping[str, ProbeResult] = field(default_factory=dict)
     startup: Mapping[str, ProbeResult] = field(default_factory=dict)
@@ -144,13 +151,17 @@ def make_pod(
     restart_policy: str = "Always",
     host_network: bool = False,
     init_patch: Mapping[int, dict[str, Any]] | None = None,
+    patch: Mapping[int, dict[str, Any]] | None = None,
     deleted: bool = False,
 ) -> Pod:
     init_containers = copy.deepcopy(list(inits))
-    for index, patch in (init_patch or {}).items():
-        init_containers[index].update(patch)
+    for index, changes in (init_patch or {}).items():
+        init_containers[index].update(changes)
+    containers = copy.deepcopy(REGULAR)
+    for index, changes in (patch or {}).items():
+        containers[index].update(changes)
     spec: dict[str, Any] = {
-        "containers": copy.deepcopy(REGULAR),
+        "containers": containers,
         "restartPolicy": restart_policy,
         "hostNetwork": host_network,
     }
@@ -165,9 +176,18 @@ def make_pod(
 
 
 def make_status(
-    *, inits: tuple[dict[str, Any], ...], containers: tuple[C, ...], sandboxes: tuple[S, ...]
+    *,
+    inits: tuple[dict[str, Any], ...],
+    containers: tuple[C, ...],
+    sandboxes: tuple[S, ...],
+    patch: Mapping[int, dict[str, Any]] | None = None,
 ) -> PodRuntimeStatus:
-    specs = {c["name"]: c for c in [*REGULAR, *inits]}
+    """The runtime's view; instances of ``patch``ed regular containers were created from
+    the patched spec (a ``init_patch`` is a spec change the instances predate)."""
+    regular = copy.deepcopy(REGULAR)
+    for index, changes in (patch or {}).items():
+        regular[index].update(changes)
+    specs = {c["name"]: c for c in [*regular, *inits]}
     return PodRuntimeStatus(
         uid="12345678",
         name="foo",
@@ -191,8 +211,18 @@ def make_status(
 
 
 def run(case: Case) -> tuple[PodActions, PodRuntimeStatus]:
-    pod = make_pod(inits=case.inits, restart_policy=case.restart_policy, init_patch=case.init_patch)
-    status = make_status(inits=case.inits, containers=case.containers, sandboxes=case.sandboxes)
+    pod = make_pod(
+        inits=case.inits,
+        restart_policy=case.restart_policy,
+        init_patch=case.init_patch,
+        patch=case.patch,
+    )
+    status = make_status(
+        inits=case.inits,
+        containers=case.containers,
+        sandboxes=case.sandboxes,
+        patch=case.patch,
+    )
     liveness = {IDS[name]: result for name, result in case.liveness.items()}
     startup = {IDS[name]: result for name, result in case.startup.items()}
     return compute_pod_actions(pod, status, liveness=liveness, startup=startup), status
@@ -922,3 +952,398 @@ def test_pod_actions_are_frozen() -> None:
     actions = actions_for(ALL_RUNNING)
     with pytest.raises(AttributeError):
         actions.kill_pod = True  # type: ignore[misc]
+
+
+def rule(action: str, operator: str, *values: int) -> dict[str, Any]:
+    return {"action": action, "exitCodes": {"operator": operator, "values": list(values)}}
+
+
+ALWAYS = {"restartPolicy": "Always"}
+ON_FAILURE = {"restartPolicy": "OnFailure"}
+NEVER = {"restartPolicy": "Never"}
+
+
+def with_rules(policy: str, *rules: dict[str, Any]) -> dict[str, Any]:
+    return {"restartPolicy": policy, "restartPolicyRules": list(rules)}
+
+
+WITH_CONTAINER_RESTART_RULES = [
+    Case(
+        "restart exited containers if RestartPolicy == Always",
+        (C("foo1", EXITED, 0), C("foo2", EXITED, 111), C("foo3")),
+        restart_policy="Never",
+        patch={0: ALWAYS, 1: ALWAYS},
+        to_start=(0, 1),
+    ),
+    Case(
+        "restart failed containers if RestartPolicy == OnFailure",
+        (C("foo1", EXITED, 0), C("foo2", EXITED, 111), C("foo3")),
+        restart_policy="Never",
+        patch={0: ON_FAILURE, 1: ON_FAILURE},
+        to_start=(1,),
+    ),
+    Case(
+        "restart created but not started containers if RestartPolicy == OnFailure",
+        (C("foo1", EXITED, 0), C("foo2", CREATED), C("foo3")),
+        restart_policy="Never",
+        patch={0: ON_FAILURE, 1: ON_FAILURE},
+        to_start=(1,),
+    ),
+    Case(
+        "don't restart containers if RestartPolicy == Never",
+        (C("foo1", EXITED, 0), C("foo2", EXITED, 111), C("foo3")),
+        patch={0: NEVER, 1: NEVER},
+    ),
+    Case(
+        "Kill pod and recreate all containers (except for the succeeded one) if the pod sandbox"
+        " is dead",
+        (C("foo1"), C("foo2", EXITED, 0), C("foo3")),
+        patch={1: ON_FAILURE},
+        sandboxes=(S(NOTREADY),),
+        kill_pod=True,
+        create_sandbox=True,
+        attempt=1,
+        to_start=(0, 2),
+    ),
+    Case(
+        "restart a container whose exit code an In rule lists, under Never",
+        (C("foo1", EXITED, 42), C("foo2"), C("foo3")),
+        restart_policy="Never",
+        patch={0: with_rules("Never", rule("Restart", "In", 42, 43))},
+        to_start=(0,),
+    ),
+    Case(
+        "do not restart a container whose exit code no rule matches: its own Never decides",
+        (C("foo1", EXITED, 1), C("foo2"), C("foo3")),
+        patch={0: with_rules("Never", rule("Restart", "In", 42))},
+    ),
+    Case(
+        "restart a container whose exit code a NotIn rule does not list",
+        (C("foo1", EXITED, 99), C("foo2"), C("foo3")),
+        restart_policy="Never",
+        patch={0: with_rules("Never", rule("Restart", "NotIn", 0, 1, 2))},
+        to_start=(0,),
+    ),
+    Case(
+        "do not restart a container whose exit code a NotIn rule lists",
+        (C("foo1", EXITED, 1), C("foo2"), C("foo3")),
+        restart_policy="Never",
+        patch={0: with_rules("Never", rule("Restart", "NotIn", 0, 1, 2))},
+    ),
+    Case(
+        "the first matching rule decides, later rules are not read",
+        (C("foo1", EXITED, 3), C("foo2"), C("foo3")),
+        restart_policy="Never",
+        patch={0: with_rules("Never", rule("Restart", "In", 3), rule("Restart", "In", 4))},
+        to_start=(0,),
+    ),
+    Case(
+        "a rule with no values matches nothing with In and every exit with NotIn",
+        (C("foo1", EXITED, 7), C("foo2", EXITED, 7), C("foo3")),
+        restart_policy="Never",
+        patch={
+            0: with_rules("Never", rule("Restart", "In")),
+            1: with_rules("Never", rule("Restart", "NotIn")),
+        },
+        to_start=(1,),
+    ),
+    Case(
+        "a successful exit that OnFailure would not restart is restarted by a rule",
+        (C("foo1", EXITED, 0), C("foo2"), C("foo3")),
+        restart_policy="Never",
+        patch={0: with_rules("OnFailure", rule("Restart", "In", 0))},
+        to_start=(0,),
+    ),
+    Case(
+        "kill without restarting a container that fails its liveness probe under its own Never",
+        ALL_RUNNING,
+        patch={1: NEVER},
+        liveness={"foo2": FAILURE},
+        to_kill=("foo2",),
+    ),
+    Case(
+        "kill and restart a container that fails its liveness probe under its own Always,"
+        " pod Never",
+        ALL_RUNNING,
+        restart_policy="Never",
+        patch={1: ALWAYS},
+        liveness={"foo2": FAILURE},
+        to_start=(1,),
+        to_kill=("foo2",),
+    ),
+    Case(
+        "a probe failure ignores restart rules: a running container has no exit code",
+        ALL_RUNNING,
+        patch={1: with_rules("Never", rule("Restart", "NotIn"))},
+        startup={"foo2": FAILURE},
+        to_kill=("foo2",),
+    ),
+    Case(
+        "a changed spec restarts a container even under its own Never",
+        (C("foo1"), C("foo2", hash="0"), C("foo3")),
+        patch={1: NEVER},
+        to_start=(1,),
+        to_kill=("foo2",),
+    ),
+    Case(
+        "kill the pod once every container has stopped for good",
+        (C("foo1", EXITED, 0), C("foo2", EXITED, 1), C("foo3", EXITED, 0)),
+        patch={0: NEVER, 1: NEVER, 2: NEVER},
+        kill_pod=True,
+    ),
+    Case(
+        "keep the pod while a container of a Never pod will be restarted",
+        (C("foo1", EXITED, 0), C("foo2", EXITED, 1), C("foo3", EXITED, 0)),
+        restart_policy="Never",
+        patch={1: ON_FAILURE},
+        to_start=(1,),
+    ),
+]
+
+
+INIT_RESTART_RULES = [
+    Case(
+        "an init container with its own Never fails the pod even when the pod restarts",
+        (C("init1", EXITED, 1),),
+        inits=INITS,
+        init_patch={0: NEVER},
+        kill_pod=True,
+    ),
+    Case(
+        "an init container with its own OnFailure is retried in a Never pod",
+        (C("init1", EXITED, 1),),
+        inits=INITS,
+        restart_policy="Never",
+        init_patch={0: ON_FAILURE},
+        next_init="init1",
+        init_to_start=(0,),
+    ),
+    Case(
+        "an init container rule retries a listed exit code in a Never pod",
+        (C("init1", EXITED, 0), C("init2", EXITED, 75)),
+        inits=INITS,
+        restart_policy="Never",
+        init_patch={1: with_rules("Never", rule("Restart", "In", 75))},
+        next_init="init2",
+        init_to_start=(1,),
+    ),
+    Case(
+        "an init container rule that does not match leaves its own Never to fail the pod",
+        (C("init1", EXITED, 0), C("init2", EXITED, 1)),
+        inits=INITS,
+        init_patch={1: with_rules("Never", rule("Restart", "In", 75))},
+        kill_pod=True,
+    ),
+    Case(
+        "an init container in unknown state under its own Never fails the pod",
+        INIT3_UNKNOWN,
+        inits=INITS,
+        init_patch={2: NEVER},
+        kill_pod=True,
+    ),
+    Case(
+        "an init container in unknown state under its own OnFailure, pod Never, is restarted",
+        INIT3_UNKNOWN,
+        inits=INITS,
+        restart_policy="Never",
+        init_patch={2: ON_FAILURE},
+        next_init="init3",
+        init_to_start=(2,),
+        to_kill=("init3",),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", WITH_CONTAINER_RESTART_RULES, ids=lambda c: c.id)
+def test_compute_pod_actions_with_container_restart_rules(case: Case) -> None:
+    actions, status = run(case)
+    assert_matches(case, actions, status)
+
+
+@pytest.mark.parametrize("case", INIT_RESTART_RULES, ids=lambda c: c.id)
+def test_compute_pod_actions_with_init_container_restart_rules(case: Case) -> None:
+    actions, status = run(case)
+    assert_matches(case, actions, status)
+
+
+def test_an_init_failure_under_its_own_never_says_so() -> None:
+    actions, _ = run(INIT_RESTART_RULES[0])
+    assert actions.reason == "Init container init1 failed and its restartPolicy is Never"
+
+
+RESTART_ALL = rule("RestartAllContainers", "In", 1)
+
+
+def instance(
+    name: str,
+    id: str,
+    state: ContainerState = RUNNING,
+    exit_code: int = 0,
+    *,
+    age: int = 0,
+    restarts: int = 0,
+) -> ContainerStatus:
+    return ContainerStatus(
+        id=id,
+        name=name,
+        state=state,
+        created_at=datetime(2024, 1, 1, 0, 0, 59 - age, tzinfo=UTC),
+        exit_code=exit_code,
+        restart_count=restarts,
+    )
+
+
+def runtime_of(*instances: ContainerStatus) -> PodRuntimeStatus:
+    return PodRuntimeStatus(
+        uid="12345678",
+        name="foo",
+        namespace="foo-ns",
+        sandboxes=(SandboxStatus(id=SANDBOX_ID, attempt=0, state=READY, created_at=T0, ip="1"),),
+        containers=tuple(sorted(instances, key=lambda c: c.created_at, reverse=True)),
+    )
+
+
+def reset(
+    name: str, id: str, *, kill: bool, init: bool = False, restarts: int = 0
+) -> ContainerToReset:
+    return ContainerToReset(
+        container_id=id, name=name, init=init, kill=kill, restart_count=restarts
+    )
+
+
+@dataclass(frozen=True)
+class ResetCase:
+    id: str
+    runtime: PodRuntimeStatus
+    restart_all: bool
+    patch: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    inits: tuple[dict[str, Any], ...] = ()
+    init_patch: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    to_reset: tuple[ContainerToReset, ...] = ()
+    to_start: tuple[int, ...] = ()
+    init_to_start: tuple[int, ...] = ()
+
+
+ALL_INSTANCES_RUNNING = runtime_of(
+    instance("foo1", "id1"), instance("foo2", "id2"), instance("foo3", "id3")
+)
+
+FOR_RESTART_ALL_CONTAINERS = [
+    ResetCase("pod not marked for RestartAllContainers", ALL_INSTANCES_RUNNING, False),
+    ResetCase(
+        "pod marked for RestartAllContainers",
+        ALL_INSTANCES_RUNNING,
+        True,
+        to_reset=(
+            reset("foo1", "id1", kill=True),
+            reset("foo2", "id2", kill=True),
+            reset("foo3", "id3", kill=True),
+        ),
+    ),
+    ResetCase(
+        "removes past terminated statuses",
+        runtime_of(
+            instance("foo1", "id1"),
+            instance("foo2", "id2"),
+            instance("foo3", "id3", EXITED, 1),
+            instance("foo1", "id1-past", EXITED, 99, age=30),
+            instance("foo2", "id2-past", EXITED, 99, age=30),
+            instance("foo3", "id3-past", EXITED, 99, age=30),
+        ),
+        True,
+        patch={2: with_rules("Always", RESTART_ALL)},
+        to_reset=(
+            reset("foo1", "id1", kill=True),
+            reset("foo1", "id1-past", kill=False),
+            reset("foo2", "id2", kill=True),
+            reset("foo2", "id2-past", kill=False),
+            reset("foo3", "id3-past", kill=False),
+            reset("foo3", "id3", kill=False),
+        ),
+    ),
+    ResetCase(
+        "removes init containers and sidecars, the sidecar first",
+        runtime_of(
+            instance("init1", "initid1", EXITED, 0, age=50),
+            instance("restartable-init-2", "initid2", age=40),
+            instance("foo1", "id1", EXITED, 1),
+            instance("foo2", "id2"),
+        ),
+        True,
+        inits=(PLAIN_INITS[0], SIDECARS[1]),
+        patch={0: with_rules("Never", RESTART_ALL)},
+        to_reset=(
+            reset("init1", "initid1", kill=False, init=True),
+            reset("restartable-init-2", "initid2", kill=True, init=True),
+            reset("foo2", "id2", kill=True),
+            reset("foo1", "id1", kill=False),
+        ),
+    ),
+    ResetCase(
+        "a sidecar's own exit can be the one that asked for the restart",
+        runtime_of(
+            instance("restartable-init-1", "initid1", EXITED, 1, age=40),
+            instance("foo1", "id1"),
+        ),
+        True,
+        inits=(SIDECARS[0],),
+        init_patch={0: {"restartPolicyRules": [RESTART_ALL]}},
+        to_reset=(
+            reset("foo1", "id1", kill=True),
+            reset("restartable-init-1", "initid1", kill=False, init=True),
+        ),
+    ),
+    ResetCase(
+        "a reset carries each instance's restart count",
+        runtime_of(instance("foo1", "id1", restarts=4)),
+        True,
+        to_reset=(reset("foo1", "id1", kill=True, restarts=4),),
+    ),
+    ResetCase(
+        "all containers removed, start regular container",
+        runtime_of(),
+        False,
+        to_start=(0, 1, 2),
+    ),
+    ResetCase(
+        "all containers removed, start from the first init container",
+        runtime_of(),
+        False,
+        inits=INITS,
+        init_to_start=(0,),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", FOR_RESTART_ALL_CONTAINERS, ids=lambda c: c.id)
+def test_compute_pod_actions_for_restart_all_containers(case: ResetCase) -> None:
+    pod = make_pod(inits=case.inits, patch=case.patch, init_patch=case.init_patch)
+    assert pod.spec is not None
+    specs = {c.name: c for c in [*(pod.spec.initContainers or []), *pod.spec.containers]}
+    runtime = dataclasses.replace(
+        case.runtime,
+        containers=tuple(
+            dataclasses.replace(c, hash=naming.hash_container(specs[c.name]))
+            for c in case.runtime.containers
+        ),
+    )
+    actions = compute_pod_actions(pod, runtime, restart_all_containers=case.restart_all)
+    assert (
+        actions.containers_to_reset,
+        actions.containers_to_start,
+        actions.init_containers_to_start,
+        actions.kill_pod,
+        actions.create_sandbox,
+        dict(actions.containers_to_kill),
+        actions.sandbox_id,
+    ) == (case.to_reset, case.to_start, case.init_to_start, False, False, {}, SANDBOX_ID)
+
+
+def test_a_restart_in_place_keeps_the_sandbox_and_is_not_a_noop() -> None:
+    pod = make_pod(patch={0: with_rules("Never", RESTART_ALL)})
+    actions = compute_pod_actions(pod, ALL_INSTANCES_RUNNING, restart_all_containers=True)
+    assert (actions.is_noop, actions.create_sandbox, actions.sandbox_id) == (
+        False,
+        False,
+        SANDBOX_ID,
+    )

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from lightkube.models.core_v1 import Pod
 
-from asynckubelet.manifests import inspect_manifests_text
+from asynckubelet.manifests import inspect_manifests_text, validation
+from asynckubelet.manifests.defaults import default_pod
 
 Doc = dict[str, Any]
 
@@ -33,6 +35,7 @@ QUANTITY_MSG = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 INIT_FORBIDDEN = "Forbidden: may not be set for init containers without restartPolicy=Always"
+RESTART_42 = {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}
 
 
 def base_pod() -> Doc:
@@ -156,15 +159,79 @@ CASES: list[tuple[str, Callable[[Doc], object], str]] = [
         '"Always", "OnFailure", "Never"',
     ),
     (
-        "restartable init containers only say Always",
-        init(restartPolicy="OnFailure"),
-        'spec.initContainers[0].restartPolicy: Unsupported value: "OnFailure": '
-        'supported values: "Always"',
+        "an init container's restartPolicy is one of three",
+        init(restartPolicy="Sometimes"),
+        'spec.initContainers[0].restartPolicy: Unsupported value: "Sometimes": '
+        'supported values: "Always", "OnFailure", "Never"',
     ),
     (
-        "regular containers have no restartPolicy",
-        set_ctr(restartPolicy="Always"),
-        "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+        "a container's restartPolicy is one of three",
+        set_ctr(restartPolicy="Sometimes"),
+        'spec.containers[0].restartPolicy: Unsupported value: "Sometimes": '
+        'supported values: "Always", "OnFailure", "Never"',
+    ),
+    (
+        "restart rules need the container's own restartPolicy",
+        set_ctr(restartPolicyRules=[RESTART_42]),
+        "spec.containers[0].restartPolicy: Required value: "
+        "must specify restartPolicy when restart rules are used",
+    ),
+    (
+        "an init container's restart rules need its own restartPolicy",
+        init(restartPolicyRules=[RESTART_42]),
+        "spec.initContainers[0].restartPolicy: Required value: "
+        "must specify restartPolicy when restart rules are used",
+    ),
+    (
+        "a restart rule's action is Restart",
+        set_ctr(restartPolicy="Never", restartPolicyRules=[{**RESTART_42, "action": "Stop"}]),
+        'spec.containers[0].restartPolicyRules[0].action: Unsupported value: "Stop": '
+        'supported values: "Restart"',
+    ),
+    (
+        "RestartAllContainers is refused while its gate is off",
+        set_ctr(
+            restartPolicy="Never",
+            restartPolicyRules=[{**RESTART_42, "action": "RestartAllContainers"}],
+        ),
+        "spec.containers[0].restartPolicyRules[0].action: Unsupported value: "
+        '"RestartAllContainers": supported values: "Restart"',
+    ),
+    (
+        "a restart rule needs exit codes",
+        set_ctr(restartPolicy="Never", restartPolicyRules=[{"action": "Restart"}]),
+        "spec.containers[0].restartPolicyRules[0].exitCodes: Required value: must be specified",
+    ),
+    (
+        "a restart rule's operator is In or NotIn",
+        set_ctr(
+            restartPolicy="Never",
+            restartPolicyRules=[{"action": "Restart", "exitCodes": {"operator": "Equals"}}],
+        ),
+        "spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: "
+        '"Equals": supported values: "In", "NotIn"',
+    ),
+    (
+        "at most 20 restart rules",
+        set_ctr(restartPolicy="Never", restartPolicyRules=[RESTART_42] * 21),
+        "spec.containers[0].restartPolicyRules: Too many: 21: must have at most 20 items",
+    ),
+    (
+        "at most 255 exit codes in a rule",
+        set_ctr(
+            restartPolicy="Never",
+            restartPolicyRules=[
+                {"action": "Restart", "exitCodes": {"operator": "In", "values": list(range(256))}}
+            ],
+        ),
+        "spec.containers[0].restartPolicyRules[0].exitCodes.values: Too many: 256: "
+        "must have at most 255 items",
+    ),
+    (
+        "a sidecar takes no restart rules while RestartAllContainers is off",
+        init(restartPolicy="Always", restartPolicyRules=[RESTART_42]),
+        "spec.initContainers[0].restartPolicyRules: Forbidden: "
+        "may not be set for init containers with restartPolicy=Always",
     ),
     (
         "dnsPolicy is one of four",
@@ -638,3 +705,48 @@ def test_validation_does_not_mutate_between_runs() -> None:
     doc = edit(set_ctr(ports=[{"containerPort": 70000}]))
     first = errors_of(copy.deepcopy(doc))
     assert errors_of(doc) == first
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: set_ctr(restartPolicy="OnFailure")(d),
+        lambda d: set_ctr(restartPolicy="Never", restartPolicyRules=[RESTART_42])(d),
+        lambda d: init(restartPolicy="Never", restartPolicyRules=[RESTART_42])(d),
+        lambda d: set_ctr(
+            restartPolicy="Never",
+            restartPolicyRules=[{"action": "Restart", "exitCodes": {"operator": "NotIn"}}],
+        )(d),
+    ],
+    ids=[
+        "a container with its own policy",
+        "a container with an exit-code rule",
+        "an init container with its own policy and a rule",
+        "a rule with no values",
+    ],
+)
+def test_restart_rules_the_api_server_accepts_are_valid(change: Callable[[Doc], object]) -> None:
+    assert errors_of(edit(change)) == []
+
+
+def test_restart_all_containers_is_valid_with_its_gate_on() -> None:
+    doc = edit(
+        set_ctr(
+            restartPolicy="Never",
+            restartPolicyRules=[{**RESTART_42, "action": "RestartAllContainers"}],
+        )
+    )
+    default_pod(doc)
+    pod = Pod.from_dict(doc)
+    assert validation.validate_pod(pod, restart_all_containers=True) == []
+
+
+def test_an_ephemeral_container_takes_no_restart_rules() -> None:
+    doc = base_pod()
+    doc["spec"]["ephemeralContainers"] = [
+        {"name": "debug", "image": "busybox:1", "restartPolicyRules": [RESTART_42]}
+    ]
+    assert (
+        "spec.ephemeralContainers[0].restartPolicyRules: Forbidden: "
+        "cannot be set for an Ephemeral Container"
+    ) in errors_of(doc)

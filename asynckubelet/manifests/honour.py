@@ -5,6 +5,10 @@ nothing without a scheduler, a service-account controller or an API server. Reje
 would make every real manifest fail; dropping them silently is the complaint users have
 about other tools. So each one that is set yields one warning naming the field and saying
 why this node does not honour it.
+
+Every field of the Pod and Container models is listed below as honoured or warned about;
+a test walks the models, so a field a new Kubernetes release adds
+cannot pass through unclassified.
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import ignored
 from asynckubelet.manifests.validation import VOLUME_TYPES
 
-__all__ = ["SUPPORTED_VOLUME_TYPES", "unhonoured_fields"]
+__all__ = [
+    "HONOURED_CONTAINER_FIELDS",
+    "HONOURED_SPEC_FIELDS",
+    "SUPPORTED_VOLUME_TYPES",
+    "WARNED_CONTAINER_FIELDS",
+    "WARNED_SPEC_FIELDS",
+    "unhonoured_fields",
+]
 
 _NO_SCHEDULER = "there is no scheduler: the pod runs here whatever it asks for"
 _NO_API = "there is no API server"
@@ -38,7 +49,81 @@ _SPEC_FIELDS: tuple[tuple[str, str], ...] = (
     ("runtimeClassName", "every container runs on the Docker engine's default runtime"),
     ("overhead", "no RuntimeClass accounts for pod overhead"),
     ("resourceClaims", "there is no dynamic resource allocation"),
+    ("schedulingGroup", f"{_NO_SCHEDULER}, and no group is placed together"),
+    ("ephemeralContainers", "ephemeral containers are not started by this node"),
+    ("evictionResponders", f"{_NO_API} to send eviction requests to respond to"),
+    (
+        "hostnameOverride",
+        "the pod's hostname is spec.hostname or its name; hostnameOverride is not applied",
+    ),
 )
+_CONTAINER_FIELDS: tuple[tuple[str, str], ...] = (
+    (
+        "resizePolicy",
+        "resources are not resized in place: a changed container spec restarts the container",
+    ),
+    ("volumeDevices", "raw block devices are not supported by this node"),
+)
+
+HONOURED_SPEC_FIELDS = frozenset(
+    {
+        "containers",
+        "initContainers",
+        "volumes",
+        "restartPolicy",
+        "terminationGracePeriodSeconds",
+        "activeDeadlineSeconds",
+        "dnsPolicy",
+        "dnsConfig",
+        "hostNetwork",
+        "hostPID",
+        "hostIPC",
+        "shareProcessNamespace",
+        "hostname",
+        "subdomain",
+        "setHostnameAsFQDN",
+        "hostAliases",
+        "imagePullSecrets",
+        "securityContext",
+        "schedulingGates",
+        "enableServiceLinks",
+        "os",
+    }
+)
+"""Pod spec fields the node carries out (``os`` and pod-level requests at admission)."""
+WARNED_SPEC_FIELDS = frozenset(
+    {name for name, _ in _SPEC_FIELDS}
+    | {"schedulerName", "nodeName", "hostUsers", "automountServiceAccountToken", "resources"}
+)
+"""Pod spec fields that get a warning whenever their value asks for something not done."""
+HONOURED_CONTAINER_FIELDS = frozenset(
+    {
+        "name",
+        "image",
+        "imagePullPolicy",
+        "command",
+        "args",
+        "workingDir",
+        "env",
+        "envFrom",
+        "ports",
+        "volumeMounts",
+        "resources",
+        "lifecycle",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "restartPolicy",
+        "restartPolicyRules",
+        "securityContext",
+        "stdin",
+        "stdinOnce",
+        "tty",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+    }
+)
+WARNED_CONTAINER_FIELDS = frozenset(name for name, _ in _CONTAINER_FIELDS)
 
 SUPPORTED_VOLUME_TYPES = frozenset(
     {
@@ -78,6 +163,24 @@ def unhonoured_fields(pod: Pod, *, node_name: str) -> list[FieldError]:
                 "daemon-wide userns-remap does): the pod's user IDs are the node's",
             )
         )
+    if spec.resources is not None and spec.resources.limits:
+        warnings.append(
+            ignored(
+                "spec.resources.limits",
+                "pod-level requests count at admission, but no pod-level cgroup enforces "
+                "the limits; set them on the containers",
+            )
+        )
+    for kind, containers in (
+        ("containers", spec.containers),
+        ("initContainers", spec.initContainers),
+    ):
+        for i, ctr in enumerate(containers or []):
+            warnings.extend(
+                ignored(f"spec.{kind}[{i}].{field}", why)
+                for field, why in _CONTAINER_FIELDS
+                if getattr(ctr, field, None) not in (None, [], {}, "")
+            )
     if spec.automountServiceAccountToken:
         warnings.append(
             ignored(

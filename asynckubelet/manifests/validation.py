@@ -135,6 +135,12 @@ _HOST_PATH_TYPES = (
     "Socket",
 )
 _FILE_MODE = "must be a number between 0 and 0777 (octal), both inclusive"
+RESTART_ALL_CONTAINERS = False
+"""The ``RestartAllContainersOnContainerExits`` gate (alpha in 1.35, off by default): while
+off, a ``RestartAllContainers`` rule is refused as such an API server refuses it."""
+_CONTAINER_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_MAX_RESTART_RULES = 20
+_MAX_RESTART_RULE_EXIT_CODES = 255
 _MAX_DATA_BYTES = 1024 * 1024
 _MAX_ANNOTATION_BYTES = 256 * 1024
 
@@ -207,23 +213,28 @@ def validate_secret_data(data: Mapping[str, bytes]) -> list[FieldError]:
     return errs
 
 
-def validate_pod(pod: Pod) -> list[FieldError]:
-    """Every problem ``ValidatePod`` would report for this defaulted pod."""
+def validate_pod(
+    pod: Pod, *, restart_all_containers: bool = RESTART_ALL_CONTAINERS
+) -> list[FieldError]:
+    """Every problem ``ValidatePod`` would report for this defaulted pod.
+
+    ``restart_all_containers`` is the ``RestartAllContainersOnContainerExits`` gate.
+    """
     errs = validate_object_meta(pod.metadata, namespaced=True)
     spec = pod.spec
     if spec is None:
         errs.append(required("spec.containers"))
         return errs
-    errs.extend(_validate_pod_spec(spec))
+    errs.extend(_validate_pod_spec(spec, restart_all=restart_all_containers))
     return errs
 
 
-def _validate_pod_spec(spec: PodSpec) -> list[FieldError]:
+def _validate_pod_spec(spec: PodSpec, *, restart_all: bool) -> list[FieldError]:
     errs: list[FieldError] = []
     grace = spec.terminationGracePeriodSeconds
     volumes = _validate_volumes(spec.volumes or [], errs)
-    _validate_containers(spec, volumes, grace, errs)
-    _validate_init_containers(spec, volumes, grace, errs)
+    _validate_containers(spec, volumes, grace, errs, restart_all=restart_all)
+    _validate_init_containers(spec, volumes, grace, errs, restart_all=restart_all)
     _validate_ephemeral_containers(spec, volumes, errs)
     _validate_unmasked_proc_mount(spec, errs)
     if spec.hostNetwork:
@@ -375,7 +386,12 @@ def _quantity(errs: list[FieldError], path: str, text: str) -> Quantity | None:
 
 
 def _validate_containers(
-    spec: PodSpec, volumes: Mapping[str, Volume], grace: int | None, errs: list[FieldError]
+    spec: PodSpec,
+    volumes: Mapping[str, Volume],
+    grace: int | None,
+    errs: list[FieldError],
+    *,
+    restart_all: bool,
 ) -> None:
     containers = spec.containers or []
     if not containers:
@@ -394,11 +410,55 @@ def _validate_containers(
         _validate_probe(ctr.livenessProbe, f"{path}.livenessProbe", errs, single_success=True)
         _validate_probe(ctr.readinessProbe, f"{path}.readinessProbe", errs, readiness=True)
         _validate_probe(ctr.startupProbe, f"{path}.startupProbe", errs, single_success=True)
-        if ctr.restartPolicy is not None:
+        if ctr.restartPolicy is not None and ctr.restartPolicy not in _CONTAINER_RESTART_POLICIES:
             errs.append(
-                forbidden(f"{path}.restartPolicy", "may not be set for non-init containers")
+                not_supported(
+                    f"{path}.restartPolicy", ctr.restartPolicy, _CONTAINER_RESTART_POLICIES
+                )
             )
+        _validate_restart_rules(ctr, path, errs, restart_all=restart_all)
     _host_port_conflicts(containers, "spec.containers", 0, errs)
+
+
+def _validate_restart_rules(
+    ctr: Container, path: str, errs: list[FieldError], *, restart_all: bool
+) -> None:
+    """``validateContainerRestartPolicy``'s checks of ``restartPolicyRules``."""
+    rules = ctr.restartPolicyRules or []
+    if not rules:
+        return
+    if ctr.restartPolicy is None:
+        errs.append(
+            required(
+                f"{path}.restartPolicy", "must specify restartPolicy when restart rules are used"
+            )
+        )
+    if len(rules) > _MAX_RESTART_RULES:
+        errs.append(_too_many(f"{path}.restartPolicyRules", len(rules), _MAX_RESTART_RULES))
+    actions = ("Restart", "RestartAllContainers") if restart_all else ("Restart",)
+    for i, rule in enumerate(rules):
+        rule_path = f"{path}.restartPolicyRules[{i}]"
+        if rule.action not in actions:
+            errs.append(not_supported(f"{rule_path}.action", rule.action, actions))
+        codes = rule.exitCodes
+        if codes is None:
+            errs.append(required(f"{rule_path}.exitCodes", "must be specified"))
+            continue
+        if codes.operator not in ("In", "NotIn"):
+            errs.append(
+                not_supported(f"{rule_path}.exitCodes.operator", codes.operator, ("In", "NotIn"))
+            )
+        values = codes.values or []
+        if len(values) > _MAX_RESTART_RULE_EXIT_CODES:
+            errs.append(
+                _too_many(
+                    f"{rule_path}.exitCodes.values", len(values), _MAX_RESTART_RULE_EXIT_CODES
+                )
+            )
+
+
+def _too_many(path: str, count: int, limit: int) -> FieldError:
+    return FieldError(path, "Too many", f"{count}: must have at most {limit} items")
 
 
 def _host_port_conflicts(
@@ -416,7 +476,12 @@ def _host_port_conflicts(
 
 
 def _validate_init_containers(
-    spec: PodSpec, volumes: Mapping[str, Volume], grace: int | None, errs: list[FieldError]
+    spec: PodSpec,
+    volumes: Mapping[str, Volume],
+    grace: int | None,
+    errs: list[FieldError],
+    *,
+    restart_all: bool,
 ) -> None:
     names = {c.name for c in spec.containers or []}
     for i, ctr in enumerate(spec.initContainers or []):
@@ -424,9 +489,22 @@ def _validate_init_containers(
         _validate_container_common(ctr, volumes, path, errs)
         restartable = False
         if ctr.restartPolicy is not None:
-            if ctr.restartPolicy != "Always":
-                errs.append(not_supported(f"{path}.restartPolicy", ctr.restartPolicy, ("Always",)))
+            if ctr.restartPolicy not in _CONTAINER_RESTART_POLICIES:
+                errs.append(
+                    not_supported(
+                        f"{path}.restartPolicy", ctr.restartPolicy, _CONTAINER_RESTART_POLICIES
+                    )
+                )
             restartable = ctr.restartPolicy == "Always"
+        if restartable and ctr.restartPolicyRules and not restart_all:
+            errs.append(
+                forbidden(
+                    f"{path}.restartPolicyRules",
+                    "may not be set for init containers with restartPolicy=Always",
+                )
+            )
+        else:
+            _validate_restart_rules(ctr, path, errs, restart_all=restart_all)
         if ctr.name in names:
             errs.append(duplicate(f"{path}.name", ctr.name))
         elif ctr.name:
@@ -470,6 +548,7 @@ def _validate_ephemeral_containers(
             "lifecycle",
             "resizePolicy",
             "restartPolicy",
+            "restartPolicyRules",
         ):
             if getattr(ec, field):
                 errs.append(forbidden(f"{path}.{field}", _EPHEMERAL_FORBIDDEN))

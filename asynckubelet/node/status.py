@@ -13,6 +13,12 @@ and ``getPhase`` (``pkg/kubelet/kubelet_pods.go``), the prober manager's
 ``pkg/kubelet/status/generate.go``, the status manager's start time and transition times,
 and ``GetPodQOS`` (``pkg/apis/core/v1/helper/qos``). ``kubectl_status`` and
 ``ready_string`` are kubectl's ``printPod`` STATUS and READY columns.
+
+Per-container restart rules count in the phase as the kubelet counts them: a stopped
+container that its rules or policies will start again keeps the pod Running. A pod that
+can restart in place (a ``RestartAllContainers`` rule) also carries the kubelet's
+``AllContainersRestarting`` condition, and while it restarts its removed containers read
+``RestartingAllContainers``. A pod refused at admission gets :func:`rejected_status`.
 """
 
 from __future__ import annotations
@@ -52,8 +58,16 @@ INITIALIZED = "Initialized"
 READY = "Ready"
 CONTAINERS_READY = "ContainersReady"
 POD_SCHEDULED = "PodScheduled"
+ALL_CONTAINERS_RESTARTING = actions.ALL_CONTAINERS_RESTARTING
 KUBELET_CONDITIONS = frozenset(
-    {POD_READY_TO_START_CONTAINERS, INITIALIZED, READY, CONTAINERS_READY, POD_SCHEDULED}
+    {
+        POD_READY_TO_START_CONTAINERS,
+        INITIALIZED,
+        READY,
+        CONTAINERS_READY,
+        POD_SCHEDULED,
+        ALL_CONTAINERS_RESTARTING,
+    }
 )
 
 CONTAINER_CREATING = "ContainerCreating"
@@ -68,6 +82,11 @@ POD_FAILED = "PodFailed"
 CONTAINERS_NOT_READY = "ContainersNotReady"
 CONTAINERS_NOT_INITIALIZED = "ContainersNotInitialized"
 READINESS_GATES_NOT_READY = "ReadinessGatesNotReady"
+RESTART_ALL_CONTAINERS_STARTED = "RestartAllContainersStarted"
+RESTART_ALL_CONTAINERS_STARTED_MESSAGE = "container exited with restart policy rule"
+RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"
+RESTARTING_ALL_CONTAINERS_MESSAGE = "The container is removed because RestartAllContainers in place"
+REJECTED_MESSAGE_PREFIX = "Pod was rejected: "
 
 
 _NO_REASONS: Mapping[str, tuple[str, str]] = {}
@@ -102,6 +121,7 @@ def generate(
     old = previous if previous is not None else api
     inits = list(spec.initContainers or [])
     has_init = bool(inits)
+    restarting = actions.should_all_containers_restart(pod, runtime, old)
 
     status = PodStatus(qosClass=qos_class(pod))
     pod_ips = _sort_pod_ips(_runtime_ips(runtime))
@@ -116,6 +136,7 @@ def generate(
         has_init=has_init,
         is_init=False,
         waiting_reasons=waiting_reasons,
+        restarting=restarting,
     )
     status.initContainerStatuses = _convert_statuses(
         pod,
@@ -125,6 +146,7 @@ def generate(
         has_init=has_init,
         is_init=True,
         waiting_reasons=waiting_reasons,
+        restarting=restarting,
     )
 
     phase = get_phase(
@@ -155,11 +177,18 @@ def generate(
     conditions = [
         copy.deepcopy(c) for c in api.conditions or [] if c.type not in KUBELET_CONDITIONS
     ]
+    in_place = actions.has_restart_all_containers_rule(pod)
     conditions.append(ready_to_start_containers_condition(pod, runtime))
-    conditions.append(initialized_condition(spec, all_statuses, phase))
+    conditions.append(
+        initialized_condition(
+            spec, all_statuses, phase, previous=(old.conditions or []) if in_place else ()
+        )
+    )
     conditions.append(ready_condition(spec, conditions, all_statuses, phase))
     conditions.append(containers_ready_condition(spec, all_statuses, phase))
     conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
+    if in_place:
+        conditions.append(all_containers_restarting_condition(pod, runtime, old, phase))
     status.conditions = _with_transition_times(conditions, old.conditions or [], now=now)
 
     ips = [ip for ip in [host_ip, *host_ips] if ip]
@@ -178,6 +207,18 @@ def generate(
 SCHEDULING_GATED = "SchedulingGated"
 SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 """The API server's ``PodScheduled`` condition for a pod created with scheduling gates."""
+
+
+def rejected_status(pod: Pod, *, reason: str, message: str, now: datetime) -> PodStatus:
+    """The status of a pod the node refused at admission (the kubelet's ``rejectPod``):
+    Failed, the admit handler's reason, ``Pod was rejected: `` and its message."""
+    return PodStatus(
+        phase=FAILED,
+        reason=reason,
+        message=REJECTED_MESSAGE_PREFIX + message,
+        qosClass=qos_class(pod),
+        startTime=now,
+    )
 
 
 def is_scheduling_gated(pod: Pod) -> bool:
@@ -220,7 +261,7 @@ def get_phase(
     """The kubelet's ``getPhase`` over regular and init container statuses."""
     by_name = {s.name: s for s in statuses}
     pending_init = failed_init = 0
-    unknown = running = waiting = stopped = succeeded = 0
+    unknown = running = waiting = stopped = stopped_for_good = succeeded = 0
     inits = list(spec.initContainers or [])
     for c in inits:
         if actions.is_restartable_init_container(c):
@@ -230,13 +271,13 @@ def get_phase(
         if s is None or state.running is not None:
             pending_init += 1
         elif state.terminated is not None:
-            if state.terminated.exitCode != 0:
+            if state.terminated.exitCode != 0 and not _restartable(c, spec, state.terminated):
                 failed_init += 1
         elif state.waiting is not None:
             last = s.lastState.terminated if s.lastState is not None else None
             if last is None:
                 pending_init += 1
-            elif last.exitCode != 0:
+            elif last.exitCode != 0 and not _restartable(c, spec, last):
                 failed_init += 1
         else:
             pending_init += 1
@@ -271,18 +312,22 @@ def get_phase(
             running += 1
         elif state.terminated is not None:
             stopped += 1
+            if not _restartable(c, spec, state.terminated):
+                stopped_for_good += 1
             if state.terminated.exitCode == 0:
                 succeeded += 1
         elif state.waiting is not None:
-            if s.lastState is not None and s.lastState.terminated is not None:
+            last = s.lastState.terminated if s.lastState is not None else None
+            if last is not None:
                 stopped += 1
+                if not _restartable(c, spec, last):
+                    stopped_for_good += 1
             else:
                 waiting += 1
         else:
             unknown += 1
 
-    policy = spec.restartPolicy or actions.RESTART_ALWAYS
-    if failed_init > 0 and policy == actions.RESTART_NEVER:
+    if failed_init > 0:
         return FAILED
     if (pending_init > 0 and not has_any_regular_container_started(spec, statuses)) or waiting:
         return PENDING
@@ -291,14 +336,18 @@ def get_phase(
     if running == 0 and stopped > 0 and unknown == 0:
         if pod_is_terminal:
             return SUCCEEDED if stopped == succeeded else FAILED
-        if policy == actions.RESTART_ALWAYS:
+        if stopped != stopped_for_good:
             return RUNNING
-        if stopped == succeeded:
-            return SUCCEEDED
-        if policy == actions.RESTART_NEVER:
-            return FAILED
-        return RUNNING
+        return SUCCEEDED if stopped == succeeded else FAILED
     return PENDING
+
+
+def _restartable(c: Container, spec: PodSpec, terminated: ContainerStateTerminated) -> bool:
+    """A stopped container that will run again: its rules and policies say so, or it was
+    removed by a restart in place."""
+    if terminated.reason == RESTARTING_ALL_CONTAINERS:
+        return True
+    return actions.container_should_restart(c, spec, terminated.exitCode)
 
 
 def has_any_regular_container_started(spec: PodSpec, statuses: Sequence[V1ContainerStatus]) -> bool:
@@ -318,9 +367,15 @@ def ready_to_start_containers_condition(pod: Pod, runtime: rt.PodRuntimeStatus) 
 
 
 def initialized_condition(
-    spec: PodSpec, statuses: Sequence[V1ContainerStatus], phase: str
+    spec: PodSpec,
+    statuses: Sequence[V1ContainerStatus],
+    phase: str,
+    *,
+    previous: Sequence[PodCondition] = (),
 ) -> PodCondition:
-    """The kubelet's ``GeneratePodInitializedCondition``."""
+    """The kubelet's ``GeneratePodInitializedCondition``. ``previous`` are the last
+    conditions of a pod that can restart in place: once initialized, it stays so while its
+    init containers run again."""
     by_name = {s.name: s for s in statuses}
     unknown: list[str] = []
     incomplete: list[str] = []
@@ -340,6 +395,8 @@ def initialized_condition(
     if incomplete:
         messages.append(f"containers with incomplete status: {_go_list(incomplete)}")
     if messages:
+        if any(c.type == INITIALIZED and c.status == "True" for c in previous):
+            return PodCondition(type=INITIALIZED, status="True")
         return PodCondition(
             type=INITIALIZED,
             status="False",
@@ -347,6 +404,27 @@ def initialized_condition(
             message=", ".join(messages),
         )
     return PodCondition(type=INITIALIZED, status="True")
+
+
+def all_containers_restarting_condition(
+    pod: Pod, runtime: rt.PodRuntimeStatus, previous: PodStatus | None, phase: str
+) -> PodCondition:
+    """The kubelet's ``GenerateAllContainersRestartingCondition``: True from the exit that
+    asks for a restart in place until every container of the pod has been removed."""
+    if phase == SUCCEEDED:
+        return PodCondition(type=ALL_CONTAINERS_RESTARTING, status="False", reason=POD_COMPLETED)
+    if phase == FAILED:
+        return PodCondition(type=ALL_CONTAINERS_RESTARTING, status="False", reason=POD_FAILED)
+    if not actions.should_all_containers_restart(
+        pod, runtime, previous
+    ) or actions.all_containers_restart_cleaned_up(pod, runtime):
+        return PodCondition(type=ALL_CONTAINERS_RESTARTING, status="False")
+    return PodCondition(
+        type=ALL_CONTAINERS_RESTARTING,
+        status="True",
+        reason=RESTART_ALL_CONTAINERS_STARTED,
+        message=RESTART_ALL_CONTAINERS_STARTED_MESSAGE,
+    )
 
 
 def containers_ready_condition(
@@ -574,8 +652,10 @@ def _convert_statuses(
     has_init: bool,
     is_init: bool,
     waiting_reasons: Mapping[str, tuple[str, str]],
+    restarting: bool = False,
 ) -> list[V1ContainerStatus]:
-    """The kubelet's ``convertToAPIContainerStatuses`` for one list of containers."""
+    """The kubelet's ``convertToAPIContainerStatuses`` for one list of containers;
+    ``restarting`` says the pod is restarting in place."""
     old = {s.name: s for s in previous}
     default_reason = POD_INITIALIZING if has_init else CONTAINER_CREATING
     statuses: dict[str, V1ContainerStatus] = {}
@@ -600,7 +680,25 @@ def _convert_statuses(
     present = {cs.name for cs in runtime.containers}
     for c in containers:
         before = old.get(c.name)
-        if c.name in present or before is None or before.state is None:
+        if c.name in present or before is None:
+            continue
+        if restarting and (before.state is None or before.state.waiting is None):
+            status = statuses[c.name]
+            status.state = ContainerState(
+                waiting=ContainerStateWaiting(
+                    reason=RESTARTING_ALL_CONTAINERS, message=RESTARTING_ALL_CONTAINERS_MESSAGE
+                )
+            )
+            status.lastState = ContainerState(
+                terminated=ContainerStateTerminated(
+                    exitCode=137,
+                    reason=RESTARTING_ALL_CONTAINERS,
+                    message=RESTARTING_ALL_CONTAINERS_MESSAGE,
+                )
+            )
+            status.restartCount = before.restartCount + 1
+            continue
+        if before.state is None:
             continue
         if before.state.terminated is not None or before.state.running is None:
             continue
@@ -628,7 +726,7 @@ def _convert_statuses(
     for cs in newest_first:
         if cs.name not in statuses or seen.get(cs.name, 0) >= 2:
             continue
-        converted = _convert_one(cs, old.get(cs.name))
+        converted = _convert_one(cs, old.get(cs.name), restarting=restarting)
         if seen.get(cs.name, 0) == 0:
             statuses[cs.name] = converted
         else:
@@ -661,7 +759,9 @@ def _convert_statuses(
     return [statuses[name] for name in sorted(statuses)]
 
 
-def _convert_one(cs: rt.ContainerStatus, before: V1ContainerStatus | None) -> V1ContainerStatus:
+def _convert_one(
+    cs: rt.ContainerStatus, before: V1ContainerStatus | None, *, restarting: bool = False
+) -> V1ContainerStatus:
     status = V1ContainerStatus(
         name=cs.name,
         image=cs.image,
@@ -670,6 +770,8 @@ def _convert_one(cs: rt.ContainerStatus, before: V1ContainerStatus | None) -> V1
         restartCount=cs.restart_count,
         containerID=cs.container_id,
     )
+    if before is not None and before.restartCount > status.restartCount:
+        status.restartCount = before.restartCount
     if cs.state is rt.ContainerState.RUNNING:
         status.state = ContainerState(running=ContainerStateRunning(startedAt=cs.started_at))
     elif cs.state is rt.ContainerState.CREATED:
@@ -689,7 +791,7 @@ def _convert_one(cs: rt.ContainerStatus, before: V1ContainerStatus | None) -> V1
         status.state = ContainerState(
             terminated=ContainerStateTerminated(
                 exitCode=137,
-                reason=CONTAINER_STATUS_UNKNOWN,
+                reason=RESTARTING_ALL_CONTAINERS if restarting else CONTAINER_STATUS_UNKNOWN,
                 message="The container could not be located when the pod was terminated",
             )
         )

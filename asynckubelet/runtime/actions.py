@@ -16,8 +16,17 @@ restartable init containers, takes the sidecar-aware init path, and
 ``init_containers_to_start`` is the authoritative list. ``next_init_container_to_start``
 is the legacy field kept for pods without sidecars, where the list has at most one entry.
 
+Per-container restart rules (``ContainerRestartRules``) follow the kubelet's: a container's
+own ``restartPolicy`` overrides the pod's, its ``restartPolicyRules`` are matched against the
+exit code first (``podutil.ContainerShouldRestart``), and a probe failure or an unknown state
+consults the container's policy only (there is no exit code to match yet). The
+``RestartAllContainers`` action (``RestartAllContainersOnContainerExits``) is decided here
+too: the caller says whether the pod is restarting in place (``should_all_containers_restart``,
+the kubelet's ``ShouldAllContainersRestart``), and the actions then only remove every
+container, keeping the sandbox, as ``getContainersToReset`` does.
+
 Not carried over, because a Docker node has no use for them yet: in-place resize
-(``ContainersToUpdate``), ephemeral containers and per-container restart rules.
+(``ContainersToUpdate``) and ephemeral containers.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
-from lightkube.models.core_v1 import Container, Pod, PodSpec
+from lightkube.models.core_v1 import Container, ContainerRestartRule, Pod, PodSpec, PodStatus
 
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.probes import ProbeResult
@@ -42,11 +51,20 @@ KILL_REASON_STARTUP_PROBE = "StartupProbe"
 KILL_REASON_LIVENESS_PROBE = "LivenessProbe"
 KILL_REASON_FAILED_POST_START_HOOK = "FailedPostStartHook"
 KILL_REASON_UNKNOWN = "Unknown"
+KILL_REASON_RESTART_ALL_CONTAINERS = "RestartAllContainers"
 """The kubelet's ``containerKillReason`` values; a spec change kills with reason ``""``."""
 
 RESTART_ALWAYS = "Always"
 RESTART_ON_FAILURE = "OnFailure"
 RESTART_NEVER = "Never"
+
+RULE_ACTION_RESTART = "Restart"
+RULE_ACTION_RESTART_ALL_CONTAINERS = "RestartAllContainers"
+RULE_OPERATOR_IN = "In"
+RULE_OPERATOR_NOT_IN = "NotIn"
+
+ALL_CONTAINERS_RESTARTING = "AllContainersRestarting"
+"""The pod condition that is True while a ``RestartAllContainers`` restart is under way."""
 
 _NO_PROBES: Mapping[str, ProbeResult] = MappingProxyType({})
 
@@ -66,13 +84,31 @@ class ContainerToKill:
 
 
 @dataclass(frozen=True)
+class ContainerToReset:
+    """One instance a restart in place removes (the kubelet's ``containerToRemoveInfo``)."""
+
+    container_id: str
+    """Docker container id of the instance."""
+    name: str
+    """The container's name in the pod spec."""
+    init: bool
+    """True for an instance of an init container (sidecars included)."""
+    kill: bool
+    """Stop it first (it is not exited); never with ``preStop``, as the kubelet does."""
+    restart_count: int
+    """The instance's restart count; the container's next instance takes one more."""
+
+
+@dataclass(frozen=True)
 class PodActions:
     """The kubelet's ``podActions``: everything one sync of a pod must do, in order.
 
     ``sync_pod`` carries these out as the kubelet does: kill the pod if ``kill_pod``; kill
     ``containers_to_kill``; create the sandbox (attempt ``attempt``) if ``create_sandbox``,
     else use ``sandbox_id``; start ``init_containers_to_start`` in order; start
-    ``containers_to_start``.
+    ``containers_to_start``. When ``containers_to_reset`` is not empty (a restart in place)
+    nothing else is set: stop the listed instances that are still running and remove every
+    listed instance, in order, keeping the sandbox, its IP and the pod's volumes.
     """
 
     kill_pod: bool = False
@@ -95,6 +131,10 @@ class PodActions:
     """Docker container id -> what to kill and why."""
     reason: str = ""
     """Why the sandbox is (re)created or the pod killed; ``""`` when neither happens."""
+    containers_to_reset: tuple[ContainerToReset, ...] = ()
+    """Every instance of every container, in removal order: the containers whose exit did not
+    ask for the restart first, then those whose exit did (so an interrupted reset is taken up
+    again from what is left)."""
 
     @property
     def is_noop(self) -> bool:
@@ -105,6 +145,7 @@ class PodActions:
             or self.init_containers_to_start
             or self.containers_to_start
             or self.containers_to_kill
+            or self.containers_to_reset
         )
 
 
@@ -166,12 +207,23 @@ def compute_pod_actions(
     *,
     liveness: Mapping[str, ProbeResult] = _NO_PROBES,
     startup: Mapping[str, ProbeResult] = _NO_PROBES,
+    restart_all_containers: bool = False,
 ) -> PodActions:
     """Decide what a sync of ``pod`` must do, given what Docker holds for it.
 
     ``pod`` is a defaulted lightkube ``Pod``. ``liveness`` and ``startup`` map a Docker
     container id to the prober's latest result; a missing id means "not probed yet".
+    ``restart_all_containers`` says the pod is restarting in place (the caller's
+    :func:`should_all_containers_restart` over the runtime and the last status).
     """
+    if restart_all_containers:
+        sandbox = pod_sandbox_changed(pod, status)
+        return PodActions(
+            sandbox_id=sandbox.sandbox_id,
+            attempt=sandbox.attempt,
+            containers_to_reset=containers_to_reset(pod, status),
+            reason="A container exited with a RestartAllContainers rule: restarting the pod",
+        )
     plan = _Plan(status=status, liveness=liveness, startup=startup)
     plan.decide(pod)
     return plan.freeze(pod)
@@ -180,7 +232,8 @@ def compute_pod_actions(
 def should_container_be_restarted(
     container: Container, *, pod: Pod, status: PodRuntimeStatus
 ) -> bool:
-    """The kubelet's ``ShouldContainerBeRestarted`` for a regular container."""
+    """The kubelet's ``ShouldContainerBeRestarted``: its restart rules, then its own
+    ``restartPolicy``, then the pod's, decide over the exit code of the newest instance."""
     if pod.metadata is not None and pod.metadata.deletionTimestamp is not None:
         return False
     cs = status.find_container(container.name)
@@ -190,12 +243,125 @@ def should_container_be_restarted(
         return False
     if cs.state in (ContainerState.UNKNOWN, ContainerState.CREATED):
         return True
-    policy = restart_policy(pod)
-    if policy == RESTART_NEVER:
-        return False
+    return container_should_restart(container, _spec(pod), cs.exit_code)
+
+
+def container_should_restart(container: Container, spec: PodSpec, exit_code: int) -> bool:
+    """``podutil.ContainerShouldRestart``: whether an exit with ``exit_code`` is followed by
+    a new instance. The first matching rule decides (both actions restart); without one,
+    the container's ``restartPolicy``, else the pod's."""
+    if container.restartPolicy is not None:
+        if find_matching_restart_rule(container, exit_code) is not None:
+            return True
+        if container.restartPolicy == RESTART_ALWAYS:
+            return True
+        if container.restartPolicy == RESTART_ON_FAILURE:
+            return exit_code != 0
+        if container.restartPolicy == RESTART_NEVER:
+            return False
+    policy = spec.restartPolicy or RESTART_ALWAYS
     if policy == RESTART_ON_FAILURE:
-        return cs.exit_code != 0
-    return True
+        return exit_code != 0
+    return policy != RESTART_NEVER
+
+
+def find_matching_restart_rule(container: Container, exit_code: int) -> ContainerRestartRule | None:
+    """The first of the container's ``restartPolicyRules`` that matches the exit code
+    (``findMatchingContainerRestartRule``); a rule without ``exitCodes`` never matches."""
+    for rule in container.restartPolicyRules or []:
+        codes = rule.exitCodes
+        if codes is None:
+            continue
+        listed = exit_code in (codes.values or [])
+        if codes.operator == RULE_OPERATOR_IN and listed:
+            return rule
+        if codes.operator == RULE_OPERATOR_NOT_IN and not listed:
+            return rule
+    return None
+
+
+def restart_on_probe_failure(container: Container, pod: Pod) -> bool:
+    """Whether a running container killed for a failed probe (or found in an unknown state)
+    is started again: the container's own ``restartPolicy`` when set, else the pod's.
+    Restart rules are not consulted; there is no exit code yet."""
+    if container.restartPolicy is not None:
+        return container.restartPolicy != RESTART_NEVER
+    return _restart_on_failure(pod)
+
+
+def has_restart_all_containers_rule(pod: Pod) -> bool:
+    """Some container carries a ``RestartAllContainers`` rule (the pod can restart in place)."""
+    spec = _spec(pod)
+    return any(
+        rule.action == RULE_ACTION_RESTART_ALL_CONTAINERS
+        for c in [*(spec.initContainers or []), *spec.containers]
+        for rule in c.restartPolicyRules or []
+    )
+
+
+def should_all_containers_restart(
+    pod: Pod, runtime: PodRuntimeStatus, api_status: PodStatus | None
+) -> bool:
+    """The kubelet's ``ShouldAllContainersRestart``: the last status says a restart in place
+    is under way, or a container (on Docker, or terminated in the last status) exited with
+    a code whose first matching rule is ``RestartAllContainers``."""
+    if not has_restart_all_containers_rule(pod):
+        return False
+    if api_status is not None:
+        for condition in api_status.conditions or []:
+            if condition.type == ALL_CONTAINERS_RESTARTING and condition.status == "True":
+                return True
+    api_statuses = {}
+    if api_status is not None:
+        for s in [*(api_status.initContainerStatuses or []), *(api_status.containerStatuses or [])]:
+            api_statuses[s.name] = s
+    spec = _spec(pod)
+    for c in [*(spec.initContainers or []), *spec.containers]:
+        cs = runtime.find_container(c.name)
+        if cs is not None and cs.state is ContainerState.EXITED and _restarts_all(c, cs.exit_code):
+            return True
+        api = api_statuses.get(c.name)
+        terminated = api.state.terminated if api is not None and api.state is not None else None
+        if terminated is not None and _restarts_all(c, terminated.exitCode):
+            return True
+    return False
+
+
+def all_containers_restart_cleaned_up(pod: Pod, runtime: PodRuntimeStatus) -> bool:
+    """``AllContainersRestartCleanedUp``: no instance of any of the pod's containers is left."""
+    spec = _spec(pod)
+    return all(
+        runtime.find_container(c.name) is None
+        for c in [*(spec.initContainers or []), *spec.containers]
+    )
+
+
+def containers_to_reset(pod: Pod, runtime: PodRuntimeStatus) -> tuple[ContainerToReset, ...]:
+    """``getContainersToReset``: every instance of every init and regular container; the
+    instances whose exit matched a ``RestartAllContainers`` rule come last."""
+    spec = _spec(pod)
+    targets: list[ContainerToReset] = []
+    sources: list[ContainerToReset] = []
+    for init, containers in ((True, spec.initContainers or []), (False, spec.containers)):
+        for c in containers:
+            for cs in runtime.containers:
+                if cs.name != c.name:
+                    continue
+                exited = cs.state is ContainerState.EXITED
+                item = ContainerToReset(
+                    container_id=cs.id,
+                    name=cs.name,
+                    init=init,
+                    kill=not exited,
+                    restart_count=cs.restart_count,
+                )
+                (sources if exited and _restarts_all(c, cs.exit_code) else targets).append(item)
+    return (*targets, *sources)
+
+
+def _restarts_all(container: Container, exit_code: int) -> bool:
+    rule = find_matching_restart_rule(container, exit_code)
+    return rule is not None and rule.action == RULE_ACTION_RESTART_ALL_CONTAINERS
 
 
 def restart_policy(pod: Pod) -> str:
@@ -321,7 +487,9 @@ class _Plan:
         to_start = [
             i
             for i, c in enumerate(_containers(pod))
-            if not (policy == RESTART_ON_FAILURE and _succeeded(c, self.status))
+            if not (
+                (c.restartPolicy or policy) == RESTART_ON_FAILURE and _succeeded(c, self.status)
+            )
         ]
         if not to_start and _any_regular_container_created(pod, self.status):
             self.create_sandbox = False
@@ -344,7 +512,6 @@ class _Plan:
                 initialized = True
                 break
         previously_initialized = initialized
-        restart_on_failure = _restart_on_failure(pod)
         last = len(inits) - 1
         # Walk backwards: completed init containers may have been garbage-collected, so
         # the newest evidence of progress is the last init container that left a trace.
@@ -375,7 +542,7 @@ class _Plan:
                 if sidecar:
                     picked.append(i)
                 elif is_init_container_failed(cs):
-                    if not restart_on_failure:
+                    if not self.restart_failed_init(c, cs, pod):
                         self.fail_init(c)
                         return False
                     picked.append(i)
@@ -384,7 +551,7 @@ class _Plan:
                 else:
                     picked.append(i + 1)
             else:
-                if not sidecar and not restart_on_failure:
+                if not sidecar and not restart_on_probe_failure(c, pod):
                     self.fail_init(c)
                     return False
                 self.kill(
@@ -439,10 +606,21 @@ class _Plan:
             picked.append(index)
         return completes
 
+    @staticmethod
+    def restart_failed_init(c: Container, cs: ContainerStatus, pod: Pod) -> bool:
+        """A failed init container is retried as its rules and policies say; an OOM kill
+        with exit code 0 counts as a failure the policies retry unless ``Never``."""
+        if pod.metadata is not None and pod.metadata.deletionTimestamp is not None:
+            return False
+        if cs.state is ContainerState.EXITED and cs.exit_code != 0:
+            return container_should_restart(c, _spec(pod), cs.exit_code)
+        return restart_on_probe_failure(c, pod)
+
     def fail_init(self, c: Container) -> None:
         self.kill_pod = True
         self.init_to_start = []
-        self.reason = f"Init container {c.name} failed and the pod's restartPolicy is Never"
+        policy = "its restartPolicy" if c.restartPolicy is not None else "the pod's restartPolicy"
+        self.reason = f"Init container {c.name} failed and {policy} is Never"
 
     def decide_containers(self, pod: Pod) -> None:
         keep = 0
@@ -458,7 +636,7 @@ class _Plan:
                             message=_unknown_state_message("Container"),
                         )
                 continue
-            restart = _restart_on_failure(pod)
+            restart = restart_on_probe_failure(c, pod)
             if naming.hash_container(c) != cs.hash:
                 message, reason = f"Container {c.name} definition changed", ""
                 restart = True
