@@ -37,3 +37,18 @@ def test_a_logged_traceback_holds_no_local_value_through_add_sink() -> None:
 def test_logurus_own_default_would_have_printed_it() -> None:
     text = _logged(lambda s: logger.add(s, level="DEBUG"))
     assert SECRET in text
+
+
+def test_records_that_hold_secret_values_show_none_in_their_repr() -> None:
+    from datetime import UTC, datetime
+
+    from asynckubelet.node.tokens import Token
+    from asynckubelet.runtime.env import Environment, PodContext
+
+    now = datetime.now(UTC)
+    shown = [
+        repr(PodContext(secrets={"creds": {"password": SECRET.encode()}})),
+        repr(Environment(env=(("PASSWORD", SECRET),), command=None, args=None)),
+        repr(Token(value=SECRET, issued_at=now, expires_at=now)),
+    ]
+    assert not any(SECRET in text for text in shown)

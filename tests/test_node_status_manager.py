@@ -117,11 +117,13 @@ def test_a_pod_uid_that_is_a_path_writes_and_removes_no_file_outside(
     state.mkdir(parents=True)
     victim = tmp_path / "a" / "victim.json"
     victim.write_text("host")
+    before = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")}
     manager = StatusManager(state_dir=state)
     manager.set(pod(uid=uid), PodStatus(phase="Running"))
+    made = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")} - before
     manager.remove(uid)
+    assert made <= {"a/state/pods"}
     assert victim.read_text() == "host"
-    assert not (tmp_path / "victim.json").exists()
 
 
 def test_a_status_file_planted_as_a_link_is_replaced_not_written_through(tmp_path: Path) -> None:

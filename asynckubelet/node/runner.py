@@ -311,7 +311,10 @@ class PodWorker:
         """An unexpected error in a sync: logged with its traceback, a ``FailedSync``
         Warning event, and the status reported with reason ``FailedSync`` and the error
         (until a sync succeeds again). The worker goes on, after a pause."""
-        text = f"{type(error).__name__}: {error}"
+        cause: BaseException = error
+        while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+            cause = cause.exceptions[0]
+        text = f"{type(cause).__name__}: {cause}"
         if len(text) > MAX_ERROR_TEXT:
             text = text[: MAX_ERROR_TEXT - 3] + "..."
         message = f"error syncing pod, will retry: {text}"

@@ -31,7 +31,7 @@ import threading
 import urllib.parse
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -64,7 +64,7 @@ class TokenRequest:
 
 @dataclass(frozen=True)
 class Token:
-    value: str
+    value: str = field(repr=False)
     issued_at: datetime
     expires_at: datetime
 

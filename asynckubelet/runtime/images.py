@@ -223,6 +223,10 @@ class ImageManager:
     async def pull(self, image: str, *, auths: Iterable[RegistryAuth] = ()) -> None:
         """Pull ``image``, or wait for the pull of it already running."""
         ref = with_default_tag(image)
+        auths = list(auths)
+        broken = [a.problem for a in auths if a.problem]
+        if broken:
+            raise errors.ImagePullError(broken[0], image=ref)
         pull = self._inflight.get(ref)
         if pull is None:
             pull = _Pull()
@@ -231,7 +235,7 @@ class ImageManager:
             if listener is not None:
                 listener.pull_started(ref)
             try:
-                await self._pull_with_auths(ref, list(auths))
+                await self._pull_with_auths(ref, auths)
             except errors.DockerError as e:
                 pull.error = e
                 raise
@@ -246,9 +250,6 @@ class ImageManager:
             raise pull.error
 
     async def _pull_with_auths(self, ref: str, auths: list[RegistryAuth]) -> None:
-        broken = [a.problem for a in auths if a.problem]
-        if broken:
-            raise errors.ImagePullError(broken[0], image=ref)
         registry = registry_of(ref)
         matching = [a for a in auths if a.server == registry]
         logger.debug("pulling image {} ({} credential(s))", ref, len(matching))
