@@ -235,9 +235,9 @@ def unmount(target: str) -> None:
     if _libc.umount2(target.encode(), 0) == 0:
         return
     code = ctypes.get_errno()
-    if code == errno.EBUSY and _libc.umount2(target.encode(), _MNT_DETACH) == 0:
-        return
     if code == errno.EBUSY:
+        if _libc.umount2(target.encode(), _MNT_DETACH) == 0:
+            return
         code = ctypes.get_errno()
     raise OSError(code, os.strerror(code), target)
 
