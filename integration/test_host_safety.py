@@ -389,7 +389,12 @@ async def test_no_secret_value_reaches_logs_events_status_files_or_describe(
                     await node.status.changed()
                 while not any(e.reason == "FailedSync" for e in node.recorder.list()):
                     await node.status.changed()
-            token = next((state / "volumes").rglob("..data/token")).read_text()
+            token_file = next((state / "volumes").rglob("..data/token"))
+            token = token_file.read_text()
+            pod_dir = state / "volumes" / token_file.relative_to(state / "volumes").parts[0]
+            on_the_way = [state, state / "volumes", pod_dir, pod_dir / "volumes"]
+            on_the_way.append(pod_dir / "volumes" / "kubernetes.io~projected")
+            others = {str(p): stat.S_IMODE(p.stat().st_mode) & 0o007 for p in on_the_way}
             pods = {p.metadata.name: p for p in node.list() if p.metadata}
             described = "".join(
                 describe_pod(
@@ -414,3 +419,5 @@ async def test_no_secret_value_reaches_logs_events_status_files_or_describe(
         for where, text in (("log", logged), ("files", files), ("describe", described)):
             assert value not in text, f"a secret value is in the {where}"
     assert os.stat(state / "events.jsonl").st_mode & 0o077 == 0
+    assert all(os.stat(p).st_mode & 0o077 == 0 for p in (state / "pods").glob("*.json"))
+    assert others == dict.fromkeys(others, 0)
