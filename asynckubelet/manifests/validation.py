@@ -197,17 +197,6 @@ def _decoded_size(text: str) -> int:
     return len(text) * 3 // 4 - text[-2:].count("=")
 
 
-def validate_secret_data(data: Mapping[str, bytes]) -> list[FieldError]:
-    errs: list[FieldError] = []
-    size = 0
-    for key, value in data.items():
-        _names(errs, f"data[{key}]", key, is_config_map_key(key))
-        size += len(value)
-    if size > _MAX_DATA_BYTES:
-        errs.append(too_long("data", _MAX_DATA_BYTES))
-    return errs
-
-
 _DOCKER_CONFIG_KEYS = {
     "kubernetes.io/dockercfg": ".dockercfg",
     "kubernetes.io/dockerconfigjson": ".dockerconfigjson",
@@ -234,6 +223,17 @@ def validate_secret_type(secret_type: str | None, data: Mapping[str, bytes]) -> 
         detail = f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
         return [invalid(f"data[{key}]", REDACTED, detail)]
     return []
+
+
+def validate_secret_data(data: Mapping[str, bytes]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    size = 0
+    for key, value in data.items():
+        _names(errs, f"data[{key}]", key, is_config_map_key(key))
+        size += len(value)
+    if size > _MAX_DATA_BYTES:
+        errs.append(too_long("data", _MAX_DATA_BYTES))
+    return errs
 
 
 def validate_pod(pod: Pod) -> list[FieldError]:
