@@ -21,6 +21,8 @@ and never by library::
      ├── ContainerConfigError          CreateContainerConfigError: the spec cannot be made
      │                                 into a container (missing ConfigMap, bad env, ...)
      ├── VolumeError                   FailedMount: a pod volume cannot be set up
+     ├── UnsafePath                    a host path would leave the agent's own tree or
+     │                                 go through a symbolic link (also an OSError)
      ├── SandboxError                  FailedCreatePodSandBox
      │    └── NetworkError             the network plugin failed (NetworkNotReady, ...)
      └── PodError                      a pod-level failure (unknown pod, terminated, ...)
@@ -53,6 +55,7 @@ __all__ = [
     "RuntimeUnavailable",
     "SandboxError",
     "ServerBusy",
+    "UnsafePath",
     "VolumeError",
 ]
 
@@ -175,6 +178,17 @@ class VolumeError(AsyncKubeletError):
     def __init__(self, message: str, *, volume: str) -> None:
         super().__init__(message)
         self.volume = volume
+
+
+class UnsafePath(AsyncKubeletError, OSError):
+    """A file operation on the host was refused: its path is outside the root it belongs
+    under, or goes through a symbolic link where none may be followed. An ``OSError`` too,
+    so code that handles file errors handles this one."""
+
+    kubelet_reason = "UnsafePath"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class SandboxError(AsyncKubeletError):

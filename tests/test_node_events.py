@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -111,3 +112,25 @@ def test_subscribers_receive_each_event_until_they_unsubscribe() -> None:
 )
 def test_ages_are_shown_as_kubectl_shows_them(seconds: int, shown: str) -> None:
     assert age(T0, now=T0 + timedelta(seconds=seconds)) == shown
+
+
+def test_the_events_file_is_readable_by_its_owner_only_also_after_compaction(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state" / "events.jsonl"
+    recorder = EventRecorder(path=path, clock=Clock(), max_events=2)
+    recorder(pod(), type="Normal", reason="Started", message="m0")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o750
+    for i in range(6):
+        recorder(pod(), type="Normal", reason="Started", message=f"m{i}")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_events_are_not_appended_through_a_link_in_place_of_the_file(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("host\n")
+    path = tmp_path / "events.jsonl"
+    path.symlink_to(victim)
+    EventRecorder(path=path, clock=Clock())(pod(), type="Normal", reason="Started", message="m")
+    assert victim.read_text() == "host\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import anyio
@@ -100,3 +101,35 @@ def test_prune_removes_files_of_pods_no_longer_held(tmp_path: Path) -> None:
     manager.set(pod(uid="kept"), PodStatus(phase="Running"))
     assert manager.prune() == ["gone"]
     assert set(read_status_files(tmp_path)) == {"kept"}
+
+
+def test_status_files_and_their_directory_are_closed_to_other_users(tmp_path: Path) -> None:
+    StatusManager(state_dir=tmp_path).set(pod(), PodStatus(phase="Running"))
+    assert stat.S_IMODE((tmp_path / "pods").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "pods" / "u1.json").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("uid", ["../../victim", "../victim", "a/b"])
+def test_a_pod_uid_that_is_a_path_writes_and_removes_no_file_outside(
+    tmp_path: Path, uid: str
+) -> None:
+    state = tmp_path / "a" / "state"
+    state.mkdir(parents=True)
+    victim = tmp_path / "a" / "victim.json"
+    victim.write_text("host")
+    before = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")}
+    manager = StatusManager(state_dir=state)
+    manager.set(pod(uid=uid), PodStatus(phase="Running"))
+    made = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")} - before
+    manager.remove(uid)
+    assert made <= {"a/state/pods"}
+    assert victim.read_text() == "host"
+
+
+def test_a_status_file_planted_as_a_link_is_replaced_not_written_through(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("host")
+    (tmp_path / "state" / "pods").mkdir(parents=True)
+    (tmp_path / "state" / "pods" / "u1.json").symlink_to(victim)
+    StatusManager(state_dir=tmp_path / "state").set(pod(), PodStatus(phase="Running"))
+    assert victim.read_text() == "host"

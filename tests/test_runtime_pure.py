@@ -233,7 +233,6 @@ def test_pull_secrets_of_both_docker_config_types_give_registry_auth() -> None:
             },
         ),
         ("Opaque", {"x": b"y"}),
-        ("kubernetes.io/dockerconfigjson", {".dockerconfigjson": b"not json"}),
     ]
     found = auths_from_secrets(secrets)
     assert [(a.server, a.header()["username"], a.header()["password"]) for a in found] == [

@@ -110,3 +110,20 @@ def test_the_refresh_rule_is_the_kubelet_token_managers(
     ttl: timedelta, age: timedelta, jitter: float, refresh: bool
 ) -> None:
     assert requires_refresh(_token(ttl), now=T0 + age, jitter=jitter) is refresh
+
+
+def test_the_key_directory_is_made_0700_and_a_loose_key_is_tightened_to_0600(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "serviceaccount"
+    TokenIssuer(directory=directory, node_name="n").token(REQUEST, now=T0)
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    (directory / "signing-key.pem").chmod(0o644)
+    TokenIssuer(directory=directory, node_name="n").token(REQUEST, now=T0)
+    assert stat.S_IMODE((directory / "signing-key.pem").stat().st_mode) == 0o600
+
+
+def test_a_signing_key_planted_as_a_link_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / "signing-key.pem").symlink_to("/etc/hostname")
+    with pytest.raises(OSError):
+        TokenIssuer(directory=tmp_path, node_name="n").token(REQUEST, now=T0)

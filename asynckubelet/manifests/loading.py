@@ -455,6 +455,7 @@ class _Loader:
             return
         errors += validation.validate_object_meta(secret.metadata, namespaced=True)
         errors += validation.validate_secret_data(decoded)
+        errors += validation.validate_secret_type(secret.type, decoded)
         for error in errors:
             self._error(error, source, prefix)
         if not errors and secret.metadata is not None and secret.metadata.name:

@@ -9,6 +9,7 @@ and key checks the API server applies to them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -200,6 +201,34 @@ def _decoded_size(text: str) -> int:
     """Bytes a base64 ``binaryData`` value stands for (the API server counts those)."""
     text = text.strip()
     return len(text) * 3 // 4 - text[-2:].count("=")
+
+
+_DOCKER_CONFIG_KEYS = {
+    "kubernetes.io/dockercfg": ".dockercfg",
+    "kubernetes.io/dockerconfigjson": ".dockerconfigjson",
+}
+REDACTED = "<secret contents redacted>"
+
+
+def validate_secret_type(secret_type: str | None, data: Mapping[str, bytes]) -> list[FieldError]:
+    """``ValidateSecret``'s rules for the image pull types: the type's key is present and
+    holds well-formed JSON (an object). The value is never shown."""
+    key = _DOCKER_CONFIG_KEYS.get(secret_type or "")
+    if key is None:
+        return []
+    if key not in data:
+        return [required(f"data[{key}]")]
+    try:
+        parsed = json.loads(data[key].decode("utf-8"))
+    except UnicodeDecodeError:
+        return [invalid(f"data[{key}]", REDACTED, "invalid UTF-8 in JSON input")]
+    except json.JSONDecodeError as e:
+        return [invalid(f"data[{key}]", REDACTED, f"{e.msg} at line {e.lineno} column {e.colno}")]
+    if not isinstance(parsed, dict):
+        kind = "array" if isinstance(parsed, list) else type(parsed).__name__
+        detail = f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
+        return [invalid(f"data[{key}]", REDACTED, detail)]
+    return []
 
 
 def validate_secret_data(data: Mapping[str, bytes]) -> list[FieldError]:

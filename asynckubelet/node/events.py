@@ -5,14 +5,14 @@ and users read them first when a pod misbehaves. The kubelet's recorder aggregat
 of the same event into one with a ``count`` and first/last timestamps; this one does the
 same, keeps a bounded history in memory for the library (``Kubelet.events()``), and appends
 every change to a bounded JSON-lines file in the state dir, so that ``describe`` in another
-process (or after a restart) shows the same events.
+process (or after a restart) shows the same events. The file is 0600: event messages name
+pods, images and errors that other local users have no business reading.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
@@ -22,9 +22,11 @@ from pathlib import Path
 from lightkube.models.core_v1 import Pod
 from loguru import logger
 
+from asynckubelet import hostfs
 from asynckubelet.runtime import containers as ctr
 
 EVENTS_FILE = "events.jsonl"
+EVENTS_MODE = 0o600
 MAX_EVENTS = 1000
 """Distinct events kept in memory and, once the file is compacted, on disk."""
 
@@ -148,9 +150,8 @@ class EventRecorder:
         if self.path is None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(event.to_json()) + "\n")
+            line = json.dumps(event.to_json()) + "\n"
+            hostfs.append_file(self.path.parent, self.path.name, line.encode(), mode=EVENTS_MODE)
             self._lines_written += 1
             if self._lines_written > 2 * self.max_events:
                 self._compact()
@@ -160,9 +161,8 @@ class EventRecorder:
     def _compact(self) -> None:
         assert self.path is not None
         latest = read_events(self.path)[-self.max_events :]
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text("".join(json.dumps(e.to_json()) + "\n" for e in latest), encoding="utf-8")
-        tmp.replace(self.path)
+        text = "".join(json.dumps(e.to_json()) + "\n" for e in latest)
+        hostfs.write_file(self.path.parent, self.path.name, text.encode(), mode=EVENTS_MODE)
         self._lines_written = len(latest)
 
 

@@ -32,7 +32,7 @@ import yaml
 from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
 
-from asynckubelet import errors
+from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerClient, ExecResult, LogLine
 from asynckubelet.docker.engine import resolve_docker_url
 from asynckubelet.manifests import Level, Manifests, load_manifests_text
@@ -64,6 +64,9 @@ CONDITIONS = (
     "PodReadyToStartContainers",
 )
 PHASES = ("Pending", "Running", "Succeeded", "Failed")
+STATE_DIR_MODE = 0o750
+"""A state dir the node makes: closed to other local users (it holds pod specs, events,
+volumes with Secrets and the token signing key)."""
 
 
 @dataclass(frozen=True)
@@ -220,7 +223,7 @@ class Kubelet:
                     "is dockerd running?"
                 )
             if self.config.state_dir is not None:
-                self.config.state_dir.mkdir(parents=True, exist_ok=True)
+                hostfs.make_dirs(self.config.state_dir, ".", mode=STATE_DIR_MODE)
                 self._saved = read_status_files(self.config.state_dir)
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()

@@ -14,6 +14,7 @@ pod removes the gates (no scheduler would bind it before).
 from __future__ import annotations
 
 import base64
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,6 +50,11 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 RESYNC_INTERVAL = 1.0
 FAILURE_PAUSE = (0.1, 1.0)
 """Seconds a worker waits after a sync whose Docker operations failed: first, longest."""
+SYNC_ERROR_PAUSE = (1.0, 10.0)
+"""Seconds a worker waits after a sync that raised an unexpected error: first, longest
+(the kubelet's pod workers retry such a pod after 10 s)."""
+FAILED_SYNC = "FailedSync"
+MAX_ERROR_TEXT = 300
 EVICTION_INTERVAL = 10.0
 """Seconds between emptyDir usage checks (the kubelet's eviction monitoring period)."""
 
@@ -279,6 +285,10 @@ class PodWorker:
                 )
                 await self._pause_after_failure(stop, failed=True)
                 continue
+            except Exception as e:
+                self._sync_failed(e, previous)
+                await self._pause_after_failure(stop, failed=True, pause=SYNC_ERROR_PAUSE)
+                continue
             await self._pause_after_failure(stop, failed=result.failed_in_runtime())
             await self._idle(stop)
         self.outcome.stopped = True
@@ -297,14 +307,39 @@ class PodWorker:
         status.phase, status.reason, status.message = "Failed", "Evicted", message
         await self.rm.kill_pod(self.pod, runtime, grace_period=0)
 
-    async def _pause_after_failure(self, stop: anyio.Event, *, failed: bool) -> None:
+    def _sync_failed(self, error: Exception, previous: PodStatus | None) -> None:
+        """An unexpected error in a sync: logged with its traceback, a ``FailedSync``
+        Warning event, and the status reported with reason ``FailedSync`` and the error
+        (until a sync succeeds again). The worker goes on, after a pause."""
+        cause: BaseException = error
+        while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+            cause = cause.exceptions[0]
+        text = f"{type(cause).__name__}: {cause}"
+        if len(text) > MAX_ERROR_TEXT:
+            text = text[: MAX_ERROR_TEXT - 3] + "..."
+        message = f"error syncing pod, will retry: {text}"
+        logger.opt(exception=error).bind(pod=f"{self.namespace}/{self.name}").error("{}", message)
+        try:
+            self.rm.events(self.pod, type="Warning", reason=FAILED_SYNC, message=message)
+            shown = copy.deepcopy(previous) if previous is not None else PodStatus()
+            shown.phase = shown.phase or "Pending"
+            shown.reason, shown.message = FAILED_SYNC, message
+            self.outcome.status = shown
+            if self.on_status is not None:
+                self.on_status(self.pod, shown)
+        except Exception:
+            logger.opt(exception=True).error("reporting a failed sync of {} failed", self.name)
+
+    async def _pause_after_failure(
+        self, stop: anyio.Event, *, failed: bool, pause: tuple[float, float] = FAILURE_PAUSE
+    ) -> None:
         """After a sync whose Docker operations failed, wait a little before the next, each
         time longer (``FAILURE_PAUSE``): a failing sandbox or container creation makes
         Docker events that would otherwise wake the worker into a tight retry loop."""
         if not failed:
             self._failure_pause = 0.0
             return
-        first, longest = FAILURE_PAUSE
+        first, longest = pause
         self._failure_pause = min(max(self._failure_pause * 2, first), longest)
         with anyio.move_on_after(self._failure_pause):
             await stop.wait()
@@ -381,6 +416,11 @@ class PodWorker:
         except errors.AsyncKubeletError as e:
             self.outcome.error = str(e)
             logger.error("cleaning up pod {}/{} failed: {}", self.namespace, self.name, e)
+        except Exception as e:
+            self.outcome.error = f"{type(e).__name__}: {e}"
+            logger.opt(exception=e).error(
+                "cleaning up pod {}/{} failed: {}", self.namespace, self.name, self.outcome.error
+            )
 
 
 async def run_pods(

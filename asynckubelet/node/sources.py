@@ -19,7 +19,7 @@ import anyio.abc
 import watchfiles
 from loguru import logger
 
-from asynckubelet import errors
+from asynckubelet import errors, hostfs
 from asynckubelet.manifests import Level, Manifests, load_manifests
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -74,7 +74,7 @@ class ManifestDirSource:
         self.sink(source_name(path), manifests)
 
     def load_all(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        hostfs.make_dirs(self.directory, ".", mode=hostfs.DIR_MODE)
         present = {p for p in self.directory.iterdir() if is_manifest(p)}
         for path in sorted(present | self.loaded):
             self.load(path)
@@ -83,7 +83,7 @@ class ManifestDirSource:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Load everything, report started, then follow the directory's changes."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        hostfs.make_dirs(self.directory, ".", mode=hostfs.DIR_MODE)
 
         def wanted(_change: watchfiles.Change, name: str) -> bool:
             return is_manifest(Path(name))

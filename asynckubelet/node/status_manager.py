@@ -5,7 +5,10 @@ Pod workers produce statuses; readers (the library's ``get``/``wait``/``watch``,
 number that grows on every change lets a watcher know it missed nothing. With a state
 dir, every change is also written (atomically) as the full v1 Pod with its status to
 ``<state>/pods/<uid>.json``, so that commands run in another process see what the daemon
-sees, waiting reasons such as ``CrashLoopBackOff`` included.
+sees, waiting reasons such as ``CrashLoopBackOff`` included. A status holds the pod's
+spec, environment values included, so the directory is 0700 and the files 0600, and they
+are written and removed only through :mod:`asynckubelet.hostfs` (a pod UID is one file
+name, never a path).
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import builtins
 import copy
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +25,16 @@ import anyio
 from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
 
+from asynckubelet import hostfs
 from asynckubelet.runtime import containers as ctr
 
 PODS_DIR = "pods"
+STATUS_DIR_MODE = 0o700
+STATUS_FILE_MODE = 0o600
+
+
+def _file_name(uid: str) -> str:
+    return f"{hostfs.single_name(uid, what='pod UID')}.json"
 
 
 @dataclass(frozen=True)
@@ -100,7 +109,10 @@ class StatusManager:
             return
         self._version += 1
         if self._dir is not None:
-            (self._dir / f"{uid}.json").unlink(missing_ok=True)
+            try:
+                hostfs.remove_file(self._dir, _file_name(uid))
+            except OSError as e:
+                logger.warning("cannot remove the status of pod {}: {}", uid, e)
         self._notify(None, uid)
 
     def prune(self) -> builtins.list[str]:
@@ -109,7 +121,7 @@ class StatusManager:
             return []
         stale = [p for p in self._dir.glob("*.json") if p.stem not in self._records]
         for path in stale:
-            path.unlink(missing_ok=True)
+            hostfs.remove_file(self._dir, path.name)
         return [p.stem for p in stale]
 
     def subscribe(self, watcher: Watcher) -> Callable[[], None]:
@@ -130,11 +142,12 @@ class StatusManager:
         if self._dir is None:
             return
         try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            target = self._dir / f"{record.uid}.json"
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(record.api_object().to_dict()), encoding="utf-8")
-            tmp.replace(target)
+            if not self._dir.is_dir():
+                hostfs.make_dirs(self._dir, ".", mode=STATUS_DIR_MODE)
+            text = json.dumps(record.api_object().to_dict())
+            hostfs.write_file(
+                self._dir, _file_name(record.uid), text.encode(), mode=STATUS_FILE_MODE
+            )
         except OSError as e:
             logger.warning("cannot write the status of pod {}: {}", record.uid, e)
 

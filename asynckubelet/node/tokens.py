@@ -26,19 +26,20 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import random
 import threading
 import urllib.parse
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from asynckubelet import hostfs
 
 DEFAULT_ISSUER = "https://asynckubelet.local"
 ISSUER_ENV = "ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER"
@@ -63,7 +64,7 @@ class TokenRequest:
 
 @dataclass(frozen=True)
 class Token:
-    value: str
+    value: str = field(repr=False)
     issued_at: datetime
     expires_at: datetime
 
@@ -129,32 +130,27 @@ class TokenIssuer:
             return self._key
         path = self.directory / PRIVATE_KEY_FILE
         if path.exists():
-            loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
+            data = hostfs.read_file(self.directory, PRIVATE_KEY_FILE)
+            loaded = serialization.load_pem_private_key(data, password=None)
             if not isinstance(loaded, rsa.RSAPrivateKey):
                 raise ValueError(f"{path} does not hold an RSA private key")
             key = loaded
+            hostfs.chmod(self.directory, PRIVATE_KEY_FILE, 0o600)
         else:
             key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             pem = key.private_bytes(
                 serialization.Encoding.PEM,
                 serialization.PrivateFormat.PKCS8,
                 serialization.NoEncryption(),
             )
-            tmp = path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(pem)
-            os.replace(tmp, path)
+            hostfs.make_dirs(self.directory, ".", mode=0o700)
+            hostfs.write_file(self.directory, PRIVATE_KEY_FILE, pem, mode=0o600)
         public = key.public_key()
         public_pem = public.public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
         if not self.public_key_path.exists() or self.public_key_path.read_bytes() != public_pem:
-            tmp = self.public_key_path.with_suffix(".tmp")
-            tmp.write_bytes(public_pem)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, self.public_key_path)
+            hostfs.write_file(self.directory, PUBLIC_KEY_FILE, public_pem, mode=0o644)
         der = public.public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )

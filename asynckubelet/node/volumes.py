@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
-import shutil
 import stat
 import time
 from collections.abc import Callable, Mapping
@@ -34,9 +34,10 @@ import anyio
 from lightkube.models.core_v1 import Container, Pod, Volume
 from loguru import logger
 
-from asynckubelet import errors
+from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests.quantity import parse_quantity
+from asynckubelet.node import subpath
 from asynckubelet.node.tokens import DEFAULT_ISSUER, TokenIssuer, TokenRequest
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import PodContext
@@ -126,56 +127,231 @@ def check_host_path(path: str, type_: str | None) -> None:
 
 # -- atomic writer ----------------------------------------------------------------------
 
+_TS_NAME = re.compile(r"^\.\.\d{4}(_\d{2}){5}\.[0-9a-f]{10}$")
+"""The writer's own timestamped directories, ``..2026_01_31_12_00_00.<10 hex>``."""
+_DATA_TMP = "..data_tmp"
+MAX_PATH = 4096
+MAX_NAME = 255
 
-def _current_payload(target: Path) -> Payload | None:
-    data = target / DATA_DIR
-    if not data.is_symlink():
-        return None
-    base = target / os.readlink(data)
-    found: Payload = {}
-    for dirpath, _, files in os.walk(base):
-        for f in files:
-            full = Path(dirpath) / f
-            found[str(full.relative_to(base))] = (
-                full.read_bytes(),
-                stat.S_IMODE(full.stat().st_mode),
+
+def validate_payload_path(path: str) -> None:
+    """The kubelet atomic writer's ``validatePath``: a payload path is relative, has no
+    ``..`` element, does not start with ``..`` (those names are the writer's) and fits."""
+    if not path:
+        raise errors.VolumeError(f"invalid path: must not be empty: {path!r}", volume="")
+    if os.path.isabs(path):
+        raise errors.VolumeError(f"invalid path: must be relative path: {path}", volume="")
+    if len(path) > MAX_PATH:
+        raise errors.VolumeError(
+            f"invalid path: must be less than or equal to {MAX_PATH} characters", volume=""
+        )
+    items = path.split("/")
+    for item in items:
+        if item == "..":
+            raise errors.VolumeError(f"invalid path: must not contain '..': {path}", volume="")
+        if len(item.encode()) > MAX_NAME:
+            raise errors.VolumeError(
+                f"invalid path: filenames must be less than or equal to {MAX_NAME} characters",
+                volume="",
             )
-    return found
+        if "\0" in item:
+            raise errors.VolumeError(f"invalid path: must not contain NUL: {path!r}", volume="")
+    if items[0].startswith("..") and len(items[0]) > 2:
+        raise errors.VolumeError(f"invalid path: must not start with '..': {path}", volume="")
 
 
-def write_atomic(target: Path, payload: Payload, *, gid: int | None = None) -> bool:
-    """The kubelet's ``AtomicWriter.Write``; returns False when nothing changed."""
-    target.mkdir(parents=True, exist_ok=True)
-    if _current_payload(target) == payload:
-        return False
+def _clean_payload(payload: Payload) -> Payload:
+    """Paths checked and normalised; modes cut to the permission bits (as the kubelet's
+    ``os.FileMode`` conversion does: no setuid, setgid or sticky bit reaches a file)."""
+    clean: Payload = {}
+    for path, (content, mode) in payload.items():
+        validate_payload_path(path)
+        name = "/".join(p for p in path.split("/") if p not in ("", "."))
+        if not name:
+            raise errors.VolumeError(f"invalid path: must not be empty: {path!r}", volume="")
+        clean[name] = (content, mode & 0o777)
+    return clean
+
+
+def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _current_dir(target_fd: int) -> str | None:
+    """The timestamped directory ``..data`` names, when it is one of the writer's own: a
+    link to a plain directory of the writer's name pattern in the volume directory. Any
+    other ``..data`` is not followed."""
+    st = _lstat_at(target_fd, DATA_DIR)
+    if st is None or not stat.S_ISLNK(st.st_mode):
+        return None
+    name = os.readlink(DATA_DIR, dir_fd=target_fd)
+    if not _TS_NAME.match(name):
+        return None
+    found = _lstat_at(target_fd, name)
+    return name if found is not None and stat.S_ISDIR(found.st_mode) else None
+
+
+def _read_tree(dir_fd: int, prefix: str, found: Payload) -> bool:
+    """Files below ``dir_fd`` into ``found``; False on anything but directories and regular
+    files (the tree is then not the writer's as written, and is replaced)."""
+    with os.scandir(dir_fd) as entries:
+        names = [
+            (e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+            for e in entries
+        ]
+    for name, is_dir, is_file in names:
+        rel = f"{prefix}{name}"
+        if is_dir:
+            child = hostfs.open_child_dir(dir_fd, name)
+            try:
+                if not _read_tree(child, f"{rel}/", found):
+                    return False
+            finally:
+                os.close(child)
+        elif is_file:
+            fd = os.open(
+                name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+            )
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    return False
+                found[rel] = (f.read(), stat.S_IMODE(st.st_mode))
+        else:
+            return False
+    return True
+
+
+def _current_payload(target_fd: int, ts_name: str) -> Payload | None:
+    try:
+        ts_fd = hostfs.open_child_dir(target_fd, ts_name)
+    except OSError:
+        return None
+    found: Payload = {}
+    try:
+        return found if _read_tree(ts_fd, "", found) else None
+    except OSError:
+        return None
+    finally:
+        os.close(ts_fd)
+
+
+def _write_payload(ts_fd: int, payload: Payload, gid: int | None) -> None:
+    for rel, (content, mode) in payload.items():
+        *dirs, name = rel.split("/")
+        opened: list[int] = []
+        try:
+            parent = ts_fd
+            for d in dirs:
+                parent = hostfs.open_child_dir(parent, d, create=True, mode=0o755)
+                opened.append(parent)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(name, flags, mode, dir_fd=parent)
+            try:
+                os.fchmod(fd, mode)
+                if gid is not None:
+                    os.fchown(fd, -1, gid)
+                view = memoryview(content)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+        finally:
+            for fd in opened:
+                os.close(fd)
+
+
+def write_atomic_at(target_fd: int, payload: Payload, *, gid: int | None = None) -> bool:
+    """The kubelet's ``AtomicWriter.Write`` into the open volume directory ``target_fd``;
+    returns False when nothing changed.
+
+    Every step acts through ``target_fd``: names are looked up with ``lstat``, links are
+    read and replaced but never followed, and only the writer's own timestamped
+    directories (matched by name and checked to be directories, not links) are removed. A
+    ``..data`` that is not a link to one of them, as a container that could write here might
+    leave, is not read and is replaced by the new one.
+    """
+    clean = _clean_payload(payload)
+    visible = {rel.split("/", 1)[0] for rel in clean}
+    old = _current_dir(target_fd)
+    if old is not None and _current_payload(target_fd, old) == clean:
+        if all(_lstat_at(target_fd, name) is not None for name in visible) and not _stale_links(
+            target_fd, visible
+        ):
+            return False
     stamp = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime())
     ts_name = f"..{stamp}.{secrets.token_hex(5)}"
-    ts_dir = target / ts_name
-    ts_dir.mkdir(mode=0o755)
-    for rel, (content, mode) in payload.items():
-        path = ts_dir / rel
-        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        path.write_bytes(content)
-        os.chmod(path, mode)
-        if gid is not None:
-            os.chown(path, -1, gid)
-    old = os.readlink(target / DATA_DIR) if (target / DATA_DIR).is_symlink() else None
-    tmp = target / "..data_tmp"
-    if tmp.is_symlink():
-        tmp.unlink()
-    os.symlink(ts_name, tmp)
-    os.replace(tmp, target / DATA_DIR)
-    visible = {rel.split("/", 1)[0] for rel in payload}
-    for name in visible:
-        link = target / name
-        if not link.is_symlink():
-            os.symlink(f"{DATA_DIR}/{name}", link)
-    for entry in target.iterdir():
-        if not entry.name.startswith("..") and entry.name not in visible and entry.is_symlink():
-            entry.unlink()
-    if old is not None and old != ts_name:
-        shutil.rmtree(target / old, ignore_errors=True)
+    os.mkdir(ts_name, 0o755, dir_fd=target_fd)
+    try:
+        ts_fd = hostfs.open_child_dir(target_fd, ts_name)
+        try:
+            os.fchmod(ts_fd, 0o755)
+            _write_payload(ts_fd, clean, gid)
+        finally:
+            os.close(ts_fd)
+        for name in visible:
+            link = f"{DATA_DIR}/{name}"
+            found = _lstat_at(target_fd, name)
+            if found is None:
+                os.symlink(link, name, dir_fd=target_fd)
+            elif stat.S_ISLNK(found.st_mode) and os.readlink(name, dir_fd=target_fd) != link:
+                os.unlink(name, dir_fd=target_fd)
+                os.symlink(link, name, dir_fd=target_fd)
+        tmp = _lstat_at(target_fd, _DATA_TMP)
+        if tmp is not None:
+            os.unlink(_DATA_TMP, dir_fd=target_fd)
+        os.symlink(ts_name, _DATA_TMP, dir_fd=target_fd)
+        data = _lstat_at(target_fd, DATA_DIR)
+        if data is not None and stat.S_ISDIR(data.st_mode):
+            raise errors.VolumeError(
+                f"{DATA_DIR} is a directory the writer did not make; it is left alone",
+                volume="",
+            )
+        os.replace(_DATA_TMP, DATA_DIR, src_dir_fd=target_fd, dst_dir_fd=target_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if _lstat_at(target_fd, _DATA_TMP) is not None:
+                os.unlink(_DATA_TMP, dir_fd=target_fd)
+        with contextlib.suppress(OSError):
+            hostfs.remove_tree_at(target_fd, ts_name)
+        raise
+    for name in _stale_links(target_fd, visible):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=target_fd)
+    with os.scandir(target_fd) as entries:
+        own = [e.name for e in entries if _TS_NAME.match(e.name) and e.name != ts_name]
+    for name in own:
+        found = _lstat_at(target_fd, name)
+        if found is not None and stat.S_ISDIR(found.st_mode):
+            hostfs.remove_tree_at(target_fd, name)
     return True
+
+
+def _stale_links(target_fd: int, visible: set[str]) -> list[str]:
+    """Visible links of the writer (``name -> ..data/name``) for names no longer written."""
+    stale = []
+    with os.scandir(target_fd) as entries:
+        for entry in entries:
+            if entry.name.startswith("..") or entry.name in visible:
+                continue
+            if entry.is_symlink():
+                target = os.readlink(entry.name, dir_fd=target_fd)
+                if target == f"{DATA_DIR}/{entry.name}":
+                    stale.append(entry.name)
+    return stale
+
+
+def write_atomic(
+    target: Path, payload: Payload, *, gid: int | None = None, root: Path | None = None
+) -> bool:
+    """:func:`write_atomic_at` into the directory ``target``, reached from ``root`` (default:
+    its parent) without following links and made (0755) when absent."""
+    base = root if root is not None else target.parent
+    with hostfs.open_dir(base, target, create=True, mode=0o755) as fd:
+        return write_atomic_at(fd, payload, gid=gid)
 
 
 # -- payloads ---------------------------------------------------------------------------
@@ -360,21 +536,45 @@ def volume_payload(
 
 
 def set_volume_ownership(path: Path, gid: int, *, read_only: bool) -> None:
-    """The kubelet's ``SetVolumeOwnership``: group ``gid``, group rw (ro), setgid dirs."""
+    """The kubelet's ``SetVolumeOwnership``: group ``gid``, group rw (ro), setgid dirs.
+
+    Walks with directory descriptors and changes nothing through a link (links are left
+    as they are), so a link a container made in the volume cannot carry the change out."""
     mask = 0o440 if read_only else 0o660
-    for dirpath, dirs, files in os.walk(path):
-        for name in [*dirs, *files, None]:
-            full = Path(dirpath) if name is None else Path(dirpath) / name
-            if full.is_symlink():
-                continue
-            os.chown(full, -1, gid)
-            mode = stat.S_IMODE(full.stat().st_mode) | mask
-            if full.is_dir():
-                mode |= stat.S_ISGID | 0o110
-            os.chmod(full, mode)
+    with hostfs.open_dir(path.parent, path.name) as top:
+        _own_tree(top, gid, mask)
+
+
+def _own_tree(dir_fd: int, gid: int, mask: int) -> None:
+    st = os.fstat(dir_fd)
+    os.fchown(dir_fd, -1, gid)
+    os.fchmod(dir_fd, stat.S_IMODE(st.st_mode) | mask | stat.S_ISGID | 0o110)
+    with os.scandir(dir_fd) as entries:
+        children = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in entries]
+    for name, is_dir, is_link in children:
+        if is_link:
+            continue
+        if is_dir:
+            child = hostfs.open_child_dir(dir_fd, name)
+            try:
+                _own_tree(child, gid, mask)
+            finally:
+                os.close(child)
+            continue
+        os.chown(name, -1, gid, dir_fd=dir_fd, follow_symlinks=False)
+        mode = stat.S_IMODE(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        hostfs.chmod_at(dir_fd, name, mode | mask)
 
 
 # -- the manager ------------------------------------------------------------------------
+
+POD_DIR_MODE = 0o750
+"""The pods root, each pod's directory and the directories between it and the volumes:
+other local users reach nothing below (the kubelet's ``/var/lib/kubelet/pods``)."""
+EMPTY_DIR_MODE = 0o777
+"""An ``emptyDir``, writable by any user a container runs as (the kubelet's mode)."""
+FILES_DIR_MODE = 0o755
+"""A ConfigMap, Secret, downward API or projected volume: readable by the container's user."""
 
 
 @dataclass(frozen=True)
@@ -387,7 +587,11 @@ class _Prepared:
 
 
 class VolumeManager:
-    """Pod volumes under ``root`` (one directory per pod UID); a runtime ``VolumeProvider``."""
+    """Pod volumes under ``root`` (one directory per pod UID); a runtime ``VolumeProvider``.
+
+    Every file operation under ``root`` goes through :mod:`asynckubelet.hostfs`: it never
+    leaves ``root`` and never follows a link a container may have made in a volume.
+    """
 
     def __init__(
         self,
@@ -403,6 +607,8 @@ class VolumeManager:
         """Directories this manager will create, removed again once no pod is left."""
         self.node_name = node_name
         self.use_tmpfs = os.geteuid() == 0 if use_tmpfs is None else use_tmpfs
+        """Whether the node may mount: tmpfs for Secrets and memory emptyDirs, bind mounts
+        for subPaths. Without it they are plain directories and checked paths."""
         self._prepared: dict[str, dict[str, _Prepared]] = {}
         self._claims: dict[str, _Prepared] = {}
         self.tokens = TokenIssuer(
@@ -414,10 +620,34 @@ class VolumeManager:
         (default ``<root>/../serviceaccount``), made on the first token."""
 
     def pod_dir(self, uid: str) -> Path:
-        return self.root / uid
+        return self.root / hostfs.single_name(uid, what="pod UID")
+
+    def _pod_rel(self, uid: str, *parts: str) -> str:
+        return "/".join([hostfs.single_name(uid, what="pod UID"), *parts])
+
+    def _volume_rel(self, uid: str, plugin: str, name: str) -> str:
+        return self._pod_rel(uid, "volumes", PLUGINS[plugin], hostfs.single_name(name))
 
     def volume_dir(self, uid: str, plugin: str, name: str) -> Path:
-        return self.pod_dir(uid) / "volumes" / PLUGINS[plugin] / name
+        return self.root / self._volume_rel(uid, plugin, name)
+
+    def _make_root(self) -> None:
+        if not self.root.parent.exists():
+            hostfs.make_dirs(self.root.parent, ".", mode=POD_DIR_MODE)
+        with hostfs.open_dir(self.root, create=True, mode=POD_DIR_MODE) as fd:
+            os.fchmod(fd, POD_DIR_MODE)
+
+    def _make_volume_dir(self, uid: str, plugin: str, name: str, mode: int) -> bool:
+        """Make the volume's directory (its parents 0750); False when it was there."""
+        rel = self._volume_rel(uid, plugin, name)
+        *parents, last = rel.split("/")
+        with hostfs.open_dir(self.root, "/".join(parents), create=True, mode=POD_DIR_MODE) as fd:
+            try:
+                os.close(hostfs.open_child_dir(fd, last))
+                return False
+            except FileNotFoundError:
+                os.close(hostfs.open_child_dir(fd, last, create=True, mode=mode))
+                return True
 
     async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerClient) -> None:
         assert pod.metadata is not None and pod.spec is not None
@@ -429,11 +659,7 @@ class VolumeManager:
                 continue
             try:
                 prepared[volume.name] = await self._setup_one(pod, volume, context, docker)
-            except errors.VolumeError as e:
-                raise errors.VolumeError(
-                    failed_mount_message(volume.name, str(e)), volume=volume.name
-                ) from e
-            except OSError as e:
+            except (errors.VolumeError, OSError) as e:
                 raise errors.VolumeError(
                     failed_mount_message(volume.name, str(e)), volume=volume.name
                 ) from e
@@ -472,15 +698,17 @@ class VolumeManager:
                 host_path=str(info.get("Mountpoint", "")),
             )
             return self._claims[name]
+        await anyio.to_thread.run_sync(self._make_root)
         if volume.emptyDir is not None:
             path = self.volume_dir(uid, "emptyDir", volume.name)
-            if path.is_dir():
+            made = await anyio.to_thread.run_sync(
+                self._make_volume_dir, uid, "emptyDir", volume.name, EMPTY_DIR_MODE
+            )
+            if not made:
                 return _Prepared(source=str(path), kind="bind")
-            path.mkdir(mode=0o777, parents=True)
-            os.chmod(path, 0o777)
             if volume.emptyDir.medium == "Memory":
                 size = volume.emptyDir.sizeLimit
-                await self._tmpfs(path, size=str(size) if size else None)
+                await self._tmpfs(path, mode=EMPTY_DIR_MODE, size=str(size) if size else None)
             if fs_group is not None:
                 await anyio.to_thread.run_sync(
                     lambda: set_volume_ownership(path, fs_group, read_only=False)
@@ -500,19 +728,22 @@ class VolumeManager:
                 else:
                     payload = volume_payload(pod, volume, context)
                 path = self.volume_dir(uid, plugin, volume.name)
-                if plugin in ("secret", "projected") and not path.exists():
-                    path.mkdir(mode=0o755, parents=True)
-                    await self._tmpfs(path, size=None)
+                made = await anyio.to_thread.run_sync(
+                    self._make_volume_dir, uid, plugin, volume.name, FILES_DIR_MODE
+                )
+                if made and plugin in ("secret", "projected"):
+                    await self._tmpfs(path, mode=FILES_DIR_MODE, size=None)
+                rel = self._volume_rel(uid, plugin, volume.name)
                 await anyio.to_thread.run_sync(
-                    lambda: write_atomic(path, payload, gid=fs_group)  # noqa: B023
+                    lambda: write_atomic(self.root / rel, payload, gid=fs_group, root=self.root)  # noqa: B023
                 )
                 return _Prepared(source=str(path), kind="bind", read_only=True)
         raise errors.VolumeError("volume type is not supported on this node", volume=volume.name)
 
-    async def _tmpfs(self, path: Path, *, size: str | None) -> None:
-        if not self.use_tmpfs or await anyio.to_thread.run_sync(os.path.ismount, path):
+    async def _tmpfs(self, path: Path, *, mode: int, size: str | None) -> None:
+        if not self.use_tmpfs:
             return
-        options = "mode=0777" if size is None else f"mode=0777,size={_bytes(size)}"
+        options = f"mode={mode:04o}" if size is None else f"mode={mode:04o},size={_bytes(size)}"
         try:
             await anyio.run_process(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)])
         except (OSError, Exception) as e:
@@ -522,9 +753,10 @@ class VolumeManager:
         self, pod: Pod, container: Container, *, environment: Mapping[str, str]
     ) -> list[Mount]:
         assert pod.metadata is not None
-        prepared = self._prepared.get(pod.metadata.uid or "", {})
+        uid = pod.metadata.uid or ""
+        prepared = self._prepared.get(uid, {})
         mounts: list[Mount] = []
-        for vm in container.volumeMounts or []:
+        for index, vm in enumerate(container.volumeMounts or []):
             volume = prepared.get(vm.name)
             declared = {v.name for v in (pod.spec.volumes if pod.spec else None) or []}
             if volume is None and vm.name in declared:
@@ -541,7 +773,13 @@ class VolumeManager:
                 if kind == "volume":
                     source, kind = volume.host_path, "bind"
                 source = await anyio.to_thread.run_sync(
-                    lambda: prepare_sub_path(source, sub, vm.name, container.name)  # noqa: B023
+                    self._sub_path,
+                    uid,
+                    source,
+                    sub,
+                    vm.name,
+                    container.name,
+                    index,
                 )
             mounts.append(
                 Mount(
@@ -553,6 +791,20 @@ class VolumeManager:
                 )
             )
         return mounts
+
+    def _sub_path(
+        self, uid: str, source: str, sub: str, volume: str, container: str, index: int
+    ) -> str:
+        if not self.use_tmpfs:
+            return subpath.prepare_sub_path(source, sub, volume, container)
+        return subpath.bind_sub_path(
+            source,
+            sub,
+            pod_dir=self.pod_dir(uid),
+            volume=volume,
+            container=container,
+            index=index,
+        )
 
     async def empty_dir_over_limit(self, pod: Pod) -> str | None:
         """The eviction manager's local-storage check: the message when a disk emptyDir
@@ -573,32 +825,38 @@ class VolumeManager:
         an earlier try at this same instance, are removed (garbage collection keeps only
         the newest dead instance)."""
         assert pod.metadata is not None
-        directory = self.pod_dir(pod.metadata.uid or "") / "containers" / container.name
-        path = directory / f"{restart_count}-{secrets.token_hex(4)}"
+        uid = pod.metadata.uid or ""
+        rel = self._pod_rel(uid, "containers", hostfs.single_name(container.name))
+        name = f"{restart_count}-{secrets.token_hex(4)}"
 
         def make() -> None:
-            directory.mkdir(parents=True, exist_ok=True)
-            for old in directory.iterdir():
-                count = old.name.split("-", 1)[0]
-                if count.isdigit() and int(count) in (*range(restart_count - 1), restart_count):
-                    old.unlink(missing_ok=True)
-            path.touch()
-            os.chmod(path, 0o666)
+            self._make_root()
+            with hostfs.open_dir(self.root, rel, create=True) as fd:
+                with os.scandir(fd) as entries:
+                    old = [e.name for e in entries]
+                for entry in old:
+                    count = entry.split("-", 1)[0]
+                    if count.isdigit() and int(count) in (*range(restart_count - 1), restart_count):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(entry, dir_fd=fd)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                os.close(os.open(name, flags, 0o600, dir_fd=fd))
+                hostfs.chmod_at(fd, name, 0o666)
 
         await anyio.to_thread.run_sync(make)
-        return str(path)
+        return str(self.root / rel / name)
 
     async def teardown_pod(self, *, uid: str) -> None:
         self._prepared.pop(uid, None)
         self.tokens.forget(pod_uid=uid)
         pod_dir = self.pod_dir(uid)
-        volumes = pod_dir / "volumes"
-        if volumes.exists():
-            for plugin_dir in volumes.iterdir():
-                for vol in plugin_dir.iterdir():
-                    if await anyio.to_thread.run_sync(os.path.ismount, vol):
-                        await anyio.run_process(["umount", str(vol)], check=False)
-        await anyio.to_thread.run_sync(lambda: shutil.rmtree(pod_dir, ignore_errors=True))
+        left = await anyio.to_thread.run_sync(subpath.unmount_all_under, pod_dir)
+        if left:
+            # Removing the tree now would delete through what is still mounted there
+            # (a persistent volume's data behind a subPath bind).
+            logger.warning("pod directory {} kept: {} still mounted", pod_dir, ", ".join(left))
+            return
+        await anyio.to_thread.run_sync(hostfs.remove_tree, self.root, uid)
         for made in reversed(self._made):
             with contextlib.suppress(OSError):
                 made.rmdir()
@@ -619,22 +877,7 @@ def directory_usage(path: Path) -> int:
     return total
 
 
-def prepare_sub_path(source: str, sub: str, volume: str, container: str) -> str:
-    """A ``subPath`` inside the volume: created as a directory when absent, never outside."""
-    base = os.path.realpath(source)
-    if os.path.isabs(sub) or ".." in Path(sub).parts:
-        raise errors.ContainerConfigError(
-            f"failed to prepare subPath for volumeMount {volume!r} of container {container!r}"
-        )
-    path = os.path.join(source, sub)
-    if not os.path.lexists(path):
-        os.makedirs(path, mode=0o755, exist_ok=True)
-    real = os.path.realpath(path)
-    if real != base and not real.startswith(base + os.sep):
-        raise errors.ContainerConfigError(
-            f"failed to prepare subPath for volumeMount {volume!r} of container {container!r}"
-        )
-    return real
+prepare_sub_path = subpath.prepare_sub_path
 
 
 def _bytes(quantity: str) -> int:

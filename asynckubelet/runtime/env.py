@@ -31,13 +31,14 @@ class PodContext:
     """ConfigMaps of the pod's namespace: name -> data."""
     binary_configmaps: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
     """The same ConfigMaps' ``binaryData``, decoded: volumes only, as in the kubelet."""
-    secrets: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
-    """Secrets of the pod's namespace: name -> decoded data."""
+    secrets: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict, repr=False)
+    """Secrets of the pod's namespace: name -> decoded data (never in a ``repr``)."""
 
 
 @dataclass(frozen=True)
 class Environment:
-    env: tuple[tuple[str, str], ...]
+    env: tuple[tuple[str, str], ...] = field(repr=False)
+    """The container's variables, Secret values among them (never in a ``repr``)."""
     command: list[str] | None
     args: list[str] | None
     skipped: tuple[str, ...] = ()

@@ -11,10 +11,11 @@ each pull's start, Docker's per-layer progress messages and the end, once per pu
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
@@ -58,20 +59,111 @@ def with_default_tag(image: str) -> str:
     return f"{image}:latest"
 
 
+DOCKER_CONFIG_JSON = "kubernetes.io/dockerconfigjson"
+DOCKER_CFG = "kubernetes.io/dockercfg"
+_AUTH_FIELDS = ("username", "password", "auth", "email", "identitytoken", "registrytoken")
+
+
 @dataclass(frozen=True)
 class RegistryAuth:
-    """Credentials for one registry, from a pull secret."""
+    """Credentials for one registry, from a pull secret. The secret parts never show in a
+    ``repr`` (so neither in a log line nor a traceback)."""
 
     server: str
     username: str = ""
-    password: str = ""
-    auth: str = ""
+    password: str = field(default="", repr=False)
+    auth: str = field(default="", repr=False)
+    problem: str = ""
+    """Why the pull secret this stands for cannot be used (then nothing else is set): a
+    pull fails with ``ErrImagePull`` and this message, as the kubelet's does when it
+    cannot make a keyring of the pod's pull secrets."""
 
     def header(self) -> dict[str, str]:
         user, password = self.username, self.password
         if self.auth and not user:
-            user, _, password = base64.b64decode(self.auth).decode().partition(":")
+            user, password = _decode_auth(self.auth)
         return {"username": user, "password": password, "serveraddress": self.server}
+
+
+class PullSecretError(ValueError):
+    """A pull secret's data has an unexpected shape; the message holds none of its values."""
+
+
+def _decode_auth(auth: str) -> tuple[str, str]:
+    try:
+        text = base64.b64decode(auth, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        raise PullSecretError("auth is not valid base64 of UTF-8 text") from None
+    user, sep, password = text.partition(":")
+    if not sep:
+        raise PullSecretError(
+            "unable to parse auth field, must be formatted as base64(username:password)"
+        )
+    return user, password
+
+
+def _entry(server: str, entry: object) -> RegistryAuth:
+    if not isinstance(entry, dict):
+        raise PullSecretError(f"the entry of {server!r} must be an object")
+    for name in _AUTH_FIELDS:
+        if name in entry and not isinstance(entry[name], str):
+            raise PullSecretError(f"{name} of {server!r} must be a string")
+    auth = RegistryAuth(
+        server=_normalise_server(server),
+        username=str(entry.get("username", "")),
+        password=str(entry.get("password", "")),
+        auth=str(entry.get("auth", "")),
+    )
+    if auth.auth:
+        try:
+            _decode_auth(auth.auth)
+        except PullSecretError as e:
+            raise PullSecretError(f"{server!r}: {e}") from None
+    return auth
+
+
+def parse_pull_secret(kind: str, data: Mapping[str, bytes]) -> list[RegistryAuth]:
+    """Registry credentials of one ``kubernetes.io/dockerconfigjson`` or
+    ``kubernetes.io/dockercfg`` Secret (other types hold none). Raises
+    :class:`PullSecretError`, whose message names the key and the problem, never a value."""
+    if kind == DOCKER_CONFIG_JSON:
+        key = ".dockerconfigjson"
+    elif kind == DOCKER_CFG:
+        key = ".dockercfg"
+    else:
+        return []
+    if key not in data:
+        raise PullSecretError(f"a Secret of type {kind} needs the key {key}")
+    try:
+        parsed = json.loads(data[key].decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PullSecretError(f"{key} is not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise PullSecretError(
+            f"{key} is not valid JSON: {e.msg}: line {e.lineno} column {e.colno}"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise PullSecretError(f"{key} must be a JSON object")
+    entries = parsed.get("auths", {}) if kind == DOCKER_CONFIG_JSON else parsed
+    if not isinstance(entries, dict):
+        raise PullSecretError(f"{key}: auths must be an object")
+    return [_entry(str(server), entry) for server, entry in entries.items()]
+
+
+def auths_from_secrets(secrets: Iterable[tuple[str, Mapping[str, bytes]]]) -> list[RegistryAuth]:
+    """Registry credentials from ``(type, data)`` of ``kubernetes.io/dockerconfigjson`` and
+    ``kubernetes.io/dockercfg`` Secrets; other types are skipped. A secret that cannot be
+    read becomes one :class:`RegistryAuth` with ``problem`` set, so every pull of the pod
+    fails with ``ErrImagePull`` saying why, instead of the sync failing."""
+    found: list[RegistryAuth] = []
+    for kind, data in secrets:
+        try:
+            found.extend(parse_pull_secret(kind, data))
+        except PullSecretError as e:
+            found.append(
+                RegistryAuth(server="", problem=f"invalid pull secret of type {kind}: {e}")
+            )
+    return found
 
 
 def _normalise_server(server: str) -> str:
@@ -81,32 +173,6 @@ def _normalise_server(server: str) -> str:
     if server in ("index.docker.io", "registry-1.docker.io"):
         return DOCKER_HUB
     return server
-
-
-def auths_from_secrets(secrets: Iterable[tuple[str, Mapping[str, bytes]]]) -> list[RegistryAuth]:
-    """Registry credentials from ``(type, data)`` of ``kubernetes.io/dockerconfigjson`` and
-    ``kubernetes.io/dockercfg`` Secrets. Other types and unreadable data are skipped."""
-    found: list[RegistryAuth] = []
-    for kind, data in secrets:
-        try:
-            if kind == "kubernetes.io/dockerconfigjson":
-                entries = json.loads(data[".dockerconfigjson"]).get("auths", {})
-            elif kind == "kubernetes.io/dockercfg":
-                entries = json.loads(data[".dockercfg"])
-            else:
-                continue
-        except (KeyError, ValueError):
-            continue
-        for server, entry in entries.items():
-            found.append(
-                RegistryAuth(
-                    server=_normalise_server(server),
-                    username=str(entry.get("username", "")),
-                    password=str(entry.get("password", "")),
-                    auth=str(entry.get("auth", "")),
-                )
-            )
-    return found
 
 
 class PullListener(Protocol):
@@ -157,6 +223,10 @@ class ImageManager:
     async def pull(self, image: str, *, auths: Iterable[RegistryAuth] = ()) -> None:
         """Pull ``image``, or wait for the pull of it already running."""
         ref = with_default_tag(image)
+        auths = list(auths)
+        broken = [a.problem for a in auths if a.problem]
+        if broken:
+            raise errors.ImagePullError(broken[0], image=ref)
         pull = self._inflight.get(ref)
         if pull is None:
             pull = _Pull()
@@ -165,7 +235,7 @@ class ImageManager:
             if listener is not None:
                 listener.pull_started(ref)
             try:
-                await self._pull_with_auths(ref, list(auths))
+                await self._pull_with_auths(ref, auths)
             except errors.DockerError as e:
                 pull.error = e
                 raise

@@ -17,10 +17,9 @@ Both need the engine's files on this machine: they are off for a remote engine.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 from pathlib import Path
 
+from asynckubelet import hostfs
 from asynckubelet.runtime.qos import BEST_EFFORT, BURSTABLE
 
 _QOS_DIRS = {BURSTABLE: "burstable", BEST_EFFORT: "besteffort"}
@@ -55,7 +54,8 @@ def cgroup_mounts(mountinfo: str) -> list[Path]:
 def remove_pod_cgroup(parent: str) -> list[Path]:
     """Remove the pod's (now empty) cgroup directories in every hierarchy; returns them.
 
-    Only for the cgroupfs layout (a path); systemd removes its empty slices itself.
+    Only for the cgroupfs layout (a path); systemd removes its empty slices itself. A
+    parent that would lead out of a hierarchy is left alone.
     """
     if parent.endswith(".slice"):
         return []
@@ -65,16 +65,27 @@ def remove_pod_cgroup(parent: str) -> list[Path]:
         return []
     removed = []
     for mount in cgroup_mounts(mountinfo):
+        try:
+            hostfs.parts_under(mount, parent.lstrip("/"))
+        except hostfs.UnsafePath:
+            continue
         target = mount / parent.lstrip("/")
-        if target.is_dir():
-            with contextlib.suppress(OSError):
-                target.rmdir()
-                removed.append(target)
+        if target.is_dir() and hostfs.remove_dir(mount, parent.lstrip("/")):
+            removed.append(target)
     return removed
 
 
+def _pod_log_name(*, namespace: str, name: str, uid: str) -> str:
+    return hostfs.single_name(f"{namespace}_{name}_{uid}", what="pod log directory")
+
+
 def pod_log_dir(root: Path, *, namespace: str, name: str, uid: str) -> Path:
-    return root / f"{namespace}_{name}_{uid}"
+    return root / _pod_log_name(namespace=namespace, name=name, uid=uid)
+
+
+def _log_rel(*, namespace: str, name: str, uid: str, container: str) -> str:
+    folder = _pod_log_name(namespace=namespace, name=name, uid=uid)
+    return f"{folder}/{hostfs.single_name(container, what='container name')}"
 
 
 def link_container_log(
@@ -87,25 +98,23 @@ def link_container_log(
     restart_count: int,
     log_path: str,
 ) -> Path:
-    """Point ``<pod dir>/<container>/<restartCount>.log`` at the engine's log file."""
-    folder = pod_log_dir(root, namespace=namespace, name=name, uid=uid) / container
-    folder.mkdir(parents=True, exist_ok=True)
-    link = folder / f"{restart_count}.log"
-    tmp = folder / f".{restart_count}.log.tmp"
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    os.symlink(log_path, tmp)
-    os.replace(tmp, link)
-    return link
+    """Point ``<pod dir>/<container>/<restartCount>.log`` at the engine's log file.
+
+    The directories are made 0750 and nothing under ``root`` is reached through a link.
+    """
+    rel = _log_rel(namespace=namespace, name=name, uid=uid, container=container)
+    hostfs.symlink(root, f"{rel}/{restart_count}.log", log_path)
+    return root / rel / f"{restart_count}.log"
 
 
 def unlink_container_log(
     root: Path, *, namespace: str, name: str, uid: str, container: str, restart_count: int
 ) -> None:
-    path = pod_log_dir(root, namespace=namespace, name=name, uid=uid) / container
+    rel = _log_rel(namespace=namespace, name=name, uid=uid, container=container)
     with contextlib.suppress(FileNotFoundError):
-        (path / f"{restart_count}.log").unlink()
+        hostfs.remove_file(root, f"{rel}/{restart_count}.log")
 
 
 def remove_pod_logs(root: Path, *, namespace: str, name: str, uid: str) -> None:
-    shutil.rmtree(pod_log_dir(root, namespace=namespace, name=name, uid=uid), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        hostfs.remove_tree(root, _pod_log_name(namespace=namespace, name=name, uid=uid))
