@@ -25,7 +25,7 @@ from lightkube.models.core_v1 import Pod
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.types import HostConfig
 
 MAX_NAMESERVERS = 3
@@ -359,7 +359,7 @@ async def pod_resolver(pod: Pod, *, settings: DNSSettings) -> ResolverConfig:
 
 async def write_pod_files(
     *,
-    docker: DockerClient,
+    docker: DockerAPI,
     pod: Pod,
     sandbox_id: str,
     pod_ips: Sequence[str],

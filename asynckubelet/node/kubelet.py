@@ -33,7 +33,7 @@ from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient, ExecResult, LogLine
+from asynckubelet.docker import DockerAPI, ExecResult, LogLine
 from asynckubelet.docker.engine import resolve_docker_url
 from asynckubelet.manifests import Level, Manifests, load_manifests_text
 from asynckubelet.network import NetworkPlugin
@@ -153,7 +153,7 @@ class Kubelet:
         self,
         config: KubeletConfig | None = None,
         *,
-        docker: DockerClient | None = None,
+        docker: DockerAPI | None = None,
         network: NetworkPlugin | None = None,
         volumes: VolumeProvider | None = None,
     ) -> None:

@@ -30,7 +30,7 @@ from lightkube.models.core_v1 import Container, Pod, Probe
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime.hooks import Target, run_handler
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
@@ -141,7 +141,7 @@ class Prober:
     def __init__(
         self,
         *,
-        docker: DockerClient,
+        docker: DockerAPI,
         events: EventSink,
         on_change: Callable[[], None] | None = None,
         locate: Locate | None = None,

@@ -35,7 +35,7 @@ from lightkube.models.core_v1 import Container, Pod, Volume
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.manifests.quantity import parse_quantity
 from asynckubelet.node.tokens import DEFAULT_ISSUER, TokenIssuer, TokenRequest
 from asynckubelet.runtime import naming
@@ -419,7 +419,7 @@ class VolumeManager:
     def volume_dir(self, uid: str, plugin: str, name: str) -> Path:
         return self.pod_dir(uid) / "volumes" / PLUGINS[plugin] / name
 
-    async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerClient) -> None:
+    async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerAPI) -> None:
         assert pod.metadata is not None and pod.spec is not None
         uid = pod.metadata.uid or ""
         prepared: dict[str, _Prepared] = {}
@@ -440,7 +440,7 @@ class VolumeManager:
         self._prepared[uid] = prepared
 
     async def _setup_one(
-        self, pod: Pod, volume: Volume, context: PodContext, docker: DockerClient
+        self, pod: Pod, volume: Volume, context: PodContext, docker: DockerAPI
     ) -> _Prepared:
         assert pod.metadata is not None and pod.spec is not None
         uid = pod.metadata.uid or ""

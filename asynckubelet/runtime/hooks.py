@@ -36,7 +36,7 @@ import anyio
 from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime.probes import ProbeResult
 
 MAX_PROBE_OUTPUT = 10 * 1024
@@ -206,7 +206,7 @@ def _helper_verdict(output: str, *, host: str, port: int, url: str | None) -> Ou
 
 
 async def _in_helper(
-    docker: DockerClient, helper: str, command: list[str], *, timeout: float
+    docker: DockerAPI, helper: str, command: list[str], *, timeout: float
 ) -> str | Outcome:
     try:
         result = await docker.exec_run(helper, command, timeout=timeout + EXEC_MARGIN)
@@ -244,7 +244,7 @@ async def run_handler(
     container: Container,
     target: Target,
     *,
-    docker: DockerClient,
+    docker: DockerAPI,
     timeout: float,
 ) -> Outcome:
     """Run one ``exec``/``httpGet``/``tcpSocket``/``grpc`` handler (probes and hooks)."""
@@ -489,7 +489,7 @@ async def run_hook(
     container: Container,
     target: Target,
     *,
-    docker: DockerClient,
+    docker: DockerAPI,
     timeout: float | None,
 ) -> str | None:
     """Run a lifecycle handler; None on success, else the kubelet's failure message."""

@@ -30,7 +30,7 @@ from lightkube.models.core_v1 import Container, Pod
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import ContainerConfig, ContainerInspect, DockerClient
+from asynckubelet.docker import ContainerConfig, ContainerInspect, DockerAPI, DockerClient
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
 from asynckubelet.network import (
     LoopbackPlugin,
@@ -136,7 +136,7 @@ class RuntimeManager:
         self,
         config: RuntimeConfig | None = None,
         *,
-        docker: DockerClient | None = None,
+        docker: DockerAPI | None = None,
         network: NetworkPlugin | None = None,
         events: EventRecorder | Callable[..., None] | None = None,
         volumes: VolumeProvider | None = None,
@@ -144,8 +144,10 @@ class RuntimeManager:
         self.config = config or RuntimeConfig()
         self.volumes = volumes
         """Pod volumes; None: volumes are not mounted (the node normally hands one in)."""
-        self._own_docker = docker is None
-        self.docker = docker or DockerClient(url=self.config.docker_url)
+        self._owned_docker: DockerClient | None = None
+        if docker is None:
+            docker = self._owned_docker = DockerClient(url=self.config.docker_url)
+        self.docker = docker
         self.network: NetworkPlugin = network or LoopbackPlugin()
         self.events: Callable[..., None] = events or EventRecorder()
         self.images = ImageManager(self.docker)
@@ -162,13 +164,13 @@ class RuntimeManager:
         self._isolated: bool | None = None
 
     async def __aenter__(self) -> Self:
-        if self._own_docker:
-            await self.docker.__aenter__()
+        if self._owned_docker is not None:
+            await self._owned_docker.__aenter__()
         try:
             await self.network.start()
         except BaseException:
-            if self._own_docker:
-                await self.docker.close()
+            if self._owned_docker is not None:
+                await self._owned_docker.close()
             raise
         return self
 
@@ -178,8 +180,8 @@ class RuntimeManager:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._own_docker:
-            await self.docker.close()
+        if self._owned_docker is not None:
+            await self._owned_docker.close()
 
     @property
     def node(self) -> str:
