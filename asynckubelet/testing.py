@@ -182,6 +182,7 @@ class FakeDocker(DockerAPI):
         self._holds: dict[tuple[str, str | None], anyio.Event] = {}
         self._exits: dict[str, anyio.Event] = {}
         self._ticks = 0
+        self._ids = 0
         for ref in images:
             self.add_image(ref)
 
@@ -301,7 +302,8 @@ class FakeDocker(DockerAPI):
             self._exits.pop(container_id).set()
 
     def _new_id(self) -> str:
-        return f"{self.id_prefix}{len(self.containers) + 1}"
+        self._ids += 1
+        return f"{self.id_prefix}{self._ids}"
 
     def _container(self, container_id: str) -> FakeContainer:
         found = self.containers.get(container_id)
