@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import socket
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -59,6 +59,7 @@ from asynckubelet.runtime.actions import (
     compute_pod_actions,
 )
 from asynckubelet.runtime.env import PodContext, make_environment
+from asynckubelet.runtime.events import EventSink, log_event
 from asynckubelet.runtime.images import (
     ImageManager,
     RegistryAuth,
@@ -87,15 +88,6 @@ MAX_TERMINATION_LOG_LINES = 80
 MAX_TERMINATION_LOG_BYTES = 2048
 MAX_OUTDATED = 4096
 """Container ids marked outdated kept at most; past that, ids not cached are dropped."""
-
-
-class EventRecorder:
-    """Receives the Kubernetes-style events of the runtime; the default drops them."""
-
-    def __call__(
-        self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
-    ) -> None:
-        logger.bind(pod=_pod_ref(pod), container=container).debug("{} {}", reason, message)
 
 
 @dataclass(frozen=True)
@@ -138,7 +130,7 @@ class RuntimeManager:
         *,
         docker: DockerAPI | None = None,
         network: NetworkPlugin | None = None,
-        events: EventRecorder | Callable[..., None] | None = None,
+        events: EventSink | None = None,
         volumes: VolumeProvider | None = None,
     ) -> None:
         self.config = config or RuntimeConfig()
@@ -149,7 +141,7 @@ class RuntimeManager:
             docker = self._owned_docker = DockerClient(url=self.config.docker_url)
         self.docker = docker
         self.network: NetworkPlugin = network or LoopbackPlugin()
-        self.events: Callable[..., None] = events or EventRecorder()
+        self.events: EventSink = events or log_event
         self.images = ImageManager(self.docker)
         self._image_ids: dict[str, str] = {}
         self._cgroup_driver: str | None = None
@@ -1206,4 +1198,4 @@ def _port_mappings(pod: Pod) -> tuple[PortMapping, ...]:
     return tuple(found)
 
 
-__all__ = ["EventRecorder", "RuntimeConfig", "RuntimeManager"]
+__all__ = ["RuntimeConfig", "RuntimeManager"]
