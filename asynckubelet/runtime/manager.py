@@ -66,6 +66,7 @@ from asynckubelet.runtime.images import (
     auths_from_secrets,
     validate_image_name,
 )
+from asynckubelet.runtime.metrics import RuntimeMetrics, count_failed_steps, measured
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
 from asynckubelet.runtime.resources import host_config_resources
@@ -132,9 +133,12 @@ class RuntimeManager:
         network: NetworkPlugin | None = None,
         events: EventSink | None = None,
         volumes: VolumeProvider | None = None,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
         self.config = config or RuntimeConfig()
         self.volumes = volumes
+        self.metrics = metrics
+        """Told the duration and failures of ``sync_pod``, ``kill_pod`` and ``get_pod_status``."""
         """Pod volumes; None: volumes are not mounted (the node normally hands one in)."""
         self._owned_docker: DockerClient | None = None
         if docker is None:
@@ -220,6 +224,10 @@ class RuntimeManager:
 
     async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
         """Everything Docker holds about the pod, newest first, from Docker alone."""
+        with measured(self.metrics, "get_pod_status"):
+            return await self._read_pod_status(uid=uid, name=name, namespace=namespace)
+
+    async def _read_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
         rows = await self.docker.list_containers(
             labels={naming.LABEL_NODE: self.node, naming.LABEL_POD_UID: uid}
         )
@@ -338,6 +346,32 @@ class RuntimeManager:
 
         ``pull_secrets`` are ``(type, data)`` of the pod's image pull Secrets.
         """
+        with measured(self.metrics, "sync_pod"):
+            result = await self._sync_pod(
+                pod,
+                status,
+                context=context,
+                pull_secrets=pull_secrets,
+                backoff=backoff,
+                image_backoff=image_backoff,
+                liveness=liveness,
+                startup=startup,
+            )
+        count_failed_steps(self.metrics, result)
+        return result
+
+    async def _sync_pod(
+        self,
+        pod: Pod,
+        status: PodRuntimeStatus | None,
+        *,
+        context: PodContext | None,
+        pull_secrets: Sequence[tuple[str, Mapping[str, bytes]]],
+        backoff: backoff_mod.Backoff | None,
+        image_backoff: backoff_mod.Backoff | None,
+        liveness: Mapping[str, ProbeResult] | None,
+        startup: Mapping[str, ProbeResult] | None,
+    ) -> PodSyncResult:
         if status is None:
             status = await self.get_status_of(pod)
         actions = compute_pod_actions(pod, status, liveness=liveness or {}, startup=startup or {})
@@ -500,6 +534,14 @@ class RuntimeManager:
         Regular containers stop first (together), then sidecars in reverse order, then
         anything else still running; then the sandbox, then the pod's network.
         """
+        with measured(self.metrics, "kill_pod"):
+            result = await self._kill_pod(pod, status, grace_period=grace_period)
+        count_failed_steps(self.metrics, result)
+        return result
+
+    async def _kill_pod(
+        self, pod: Pod | None, status: PodRuntimeStatus | None, *, grace_period: float | None
+    ) -> PodSyncResult:
         if status is None:
             assert pod is not None
             status = await self.get_status_of(pod)
