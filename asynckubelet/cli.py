@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient, LogLine
+from asynckubelet.docker import DockerAPI, DockerClient, LogLine
 from asynckubelet.docker.engine import own_engine, resolve_docker_url, tls_from_environment
 from asynckubelet.images import build as image_build
 from asynckubelet.manifests import Level, Manifests
@@ -1534,7 +1534,7 @@ def exec_(
 
 
 async def _exec_interactive(
-    docker: DockerClient, container_id: str, command: list[str], *, stdin: bool, tty: bool
+    docker: DockerAPI, container_id: str, command: list[str], *, stdin: bool, tty: bool
 ) -> int:
     """Attach the terminal to the command: input, output, window size, raw mode."""
     import shutil

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from lightkube.models.core_v1 import Container, ContainerStatus, Pod, PodSpec
+from lightkube.models.core_v1 import Container, ContainerStatus, Pod, PodCondition, PodSpec
 
 from asynckubelet.node.events import PodEvent, age
 from asynckubelet.node.status import is_scheduling_gated, kubectl_status, ready_string
@@ -312,23 +312,8 @@ def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: d
     lines.append("Containers:")
     for c in spec.containers:
         lines += _container_lines(c, statuses.get(c.name))
-    conditions = (status.conditions if status else None) or []
-    if conditions:
-        lines.append("Conditions:")
-        width = max(len("Type"), *(len(c.type) for c in conditions)) + 3
-        lines.append(f"  {'Type'.ljust(width)}Status")
-        lines += [f"  {c.type.ljust(width)}{c.status} " for c in conditions]
-    volumes = spec.volumes or []
-    if volumes:
-        lines.append("Volumes:")
-        for v in volumes:
-            lines.append(f"  {v.name}:")
-            kind = next(
-                (k for k, val in v.to_dict().items() if k != "name" and val is not None), "unknown"
-            )
-            lines.append(f"    Type:       {kind}")
-    else:
-        lines.append(field("Volumes", "<none>"))
+    lines += _condition_lines((status.conditions if status else None) or [])
+    lines += _volume_lines(spec) if spec.volumes else [field("Volumes", "<none>")]
     lines.append(field("QoS Class", (status.qosClass if status else None) or "BestEffort"))
     lines.append(field("Node-Selectors", "\n".join(_map(spec.nodeSelector, pad))))
     tolerations = [
@@ -338,6 +323,28 @@ def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: d
     lines.append(field("Tolerations", ("\n" + " " * pad).join(tolerations) or "<none>"))
     lines += _event_lines(events, now=now)
     return "\n".join(lines)
+
+
+def _condition_lines(conditions: Sequence[PodCondition]) -> list[str]:
+    if not conditions:
+        return []
+    width = max(len("Type"), *(len(c.type) for c in conditions)) + 3
+    return [
+        "Conditions:",
+        f"  {'Type'.ljust(width)}Status",
+        *(f"  {c.type.ljust(width)}{c.status} " for c in conditions),
+    ]
+
+
+def _volume_lines(spec: PodSpec) -> list[str]:
+    lines = ["Volumes:"]
+    for v in spec.volumes or []:
+        lines.append(f"  {v.name}:")
+        kind = next(
+            (k for k, val in v.to_dict().items() if k != "name" and val is not None), "unknown"
+        )
+        lines.append(f"    Type:       {kind}")
+    return lines
 
 
 def now_utc() -> datetime:

@@ -16,7 +16,7 @@ import pytest
 from lightkube.models.core_v1 import PodStatus
 
 from asynckubelet.docker import DockerClient
-from asynckubelet.runtime.manager import MINIMUM_GRACE_PERIOD
+from asynckubelet.runtime.kill import MINIMUM_GRACE_PERIOD
 from asynckubelet.runtime.types import ContainerState, SandboxState
 from integration.harness import BUSYBOX_IMAGE, Engine
 from integration.runtime_helpers import Driver, manager, pod_from

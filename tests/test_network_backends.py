@@ -28,6 +28,7 @@ from asynckubelet.network.cni import (
 )
 from asynckubelet.network.dockernet import DockerNetworkPlugin, network_name
 from asynckubelet.network.factory import choose_backend, make_network_plugin
+from asynckubelet.testing import FakeDocker
 
 
 @pytest.mark.parametrize(
@@ -64,7 +65,7 @@ def test_the_loopback_backend_adds_nothing_to_the_sandbox() -> None:
 
 
 def test_the_docker_backend_publishes_host_ports_on_the_sandbox() -> None:
-    plugin = DockerNetworkPlugin(docker=None, node_name="n1")  # type: ignore[arg-type]
+    plugin = DockerNetworkPlugin(docker=FakeDocker(), node_name="n1")
     extra = plugin.sandbox_extra(
         host_network=False,
         port_mappings=(PortMapping(8080, 18080), PortMapping(53, 1053, "UDP", "127.0.0.1")),

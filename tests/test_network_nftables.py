@@ -8,7 +8,7 @@ import pytest
 from asynckubelet import errors
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from asynckubelet.network.factory import make_network_plugin
-from asynckubelet.network.iptables import DNAT
+from asynckubelet.network.firewall import DNAT
 from asynckubelet.network.nftables import NFTables, owner_comment, pod_chain, table_name
 
 SANDBOX = "0123456789abcdef0123456789abcdef"
@@ -117,8 +117,8 @@ def test_names_of_the_pod_chain_and_the_ownership_comment() -> None:
 
 def test_the_bridge_backend_uses_nftables_for_both_families_when_asked() -> None:
     plugin = BridgePlugin(BridgeConfig(firewall="nftables", pod_cidr_v6="fd00:ac1::/64"))
-    assert isinstance(plugin.iptables, NFTables) and plugin.iptables.family == "ip"
-    assert isinstance(plugin.ip6tables, NFTables) and plugin.ip6tables.family == "ip6"
+    assert isinstance(plugin.firewall, NFTables) and plugin.firewall.family == "ip"
+    assert isinstance(plugin.firewall6, NFTables) and plugin.firewall6.family == "ip6"
 
 
 def test_an_unknown_firewall_is_refused_by_name() -> None:

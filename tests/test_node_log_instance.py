@@ -12,7 +12,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 
 from asynckubelet import errors
 from asynckubelet.node.access import choose_instance
-from asynckubelet.runtime.manager import dead_instances_to_remove
+from asynckubelet.runtime.kill import dead_instances_to_remove
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -4,46 +4,34 @@ a lost stream is opened again and counted."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import anyio
 import pytest
 
-from asynckubelet import errors
+from asynckubelet.docker import Event
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError
+from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
 
 
-def event(action: str, cid: str, uid: str) -> dict[str, Any]:
+def event(action: str, cid: str, uid: str) -> Event:
     return {"Action": action, "Actor": {"ID": cid, "Attributes": {naming.LABEL_POD_UID: uid}}}
 
 
-class FakeDocker:
+def engine(streams: list[list[Event]]) -> FakeDocker:
     """Streams that each deliver some events, then fail as a restarting engine does."""
-
-    def __init__(self, streams: list[list[dict[str, Any]]]) -> None:
-        self.streams = streams
-
-    async def events(self, **_: Any) -> AsyncIterator[dict[str, Any]]:
-        if not self.streams:
-            await anyio.sleep_forever()
-        for item in self.streams.pop(0):
-            yield item
-        raise errors.RuntimeUnavailable("engine restarting")
-
-    async def list_containers(self, **_: Any) -> list[dict[str, Any]]:
-        return []
+    docker = FakeDocker()
+    docker.event_streams = streams
+    return docker
 
 
 async def watch(docker: FakeDocker) -> tuple[PLEG, list[str], list[str]]:
     woken: list[str] = []
     forgotten: list[str] = []
     pleg = PLEG(
-        docker,  # type: ignore[arg-type]
+        docker,
         node_name="n1",
         wake=woken.append,
         relist_period=3600,
@@ -52,7 +40,7 @@ async def watch(docker: FakeDocker) -> tuple[PLEG, list[str], list[str]]:
     with anyio.move_on_after(1):
         async with anyio.create_task_group() as tg:
             await tg.start(pleg.run)
-            while docker.streams:  # noqa: ASYNC110
+            while docker.event_streams:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
             await anyio.sleep(0.05)
             tg.cancel_scope.cancel()
@@ -60,13 +48,13 @@ async def watch(docker: FakeDocker) -> tuple[PLEG, list[str], list[str]]:
 
 
 async def test_an_event_wakes_its_pod_and_drops_the_cached_container() -> None:
-    _, woken, forgotten = await watch(FakeDocker([[event("die", "c1", "u1")]]))
+    _, woken, forgotten = await watch(engine([[event("die", "c1", "u1")]]))
     assert woken == ["u1"]
     assert forgotten == ["c1"]
 
 
 async def test_events_after_a_lost_stream_come_through_the_reopened_one() -> None:
-    docker = FakeDocker([[event("start", "c1", "u1")], [event("die", "c1", "u1")]])
+    docker = engine([[event("start", "c1", "u1")], [event("die", "c1", "u1")]])
     pleg, woken, _ = await watch(docker)
     assert woken == ["u1", "u1"]
     assert pleg.reconnects >= 1

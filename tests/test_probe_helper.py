@@ -40,6 +40,7 @@ from asynckubelet.runtime.probehelper import (
 )
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
+from asynckubelet.testing import FakeDocker
 
 R = Route
 
@@ -118,28 +119,30 @@ def test_a_helper_joins_its_sandboxs_network_and_carries_the_pods_and_nodes_labe
     }
 
 
-class HelperDocker:
-    """Answers every exec with the probe program's output given; records the commands."""
+def helper_docker(
+    stdout: str = "", exit_code: int = 0, fail: Exception | None = None
+) -> FakeDocker:
+    """The app and its helper running; every exec answers with the probe program's output
+    given (or fails)."""
+    docker = FakeDocker()
+    docker.add_container(id="app-id", state="running")
+    docker.add_container(id="helper-id", state="running")
+    if fail is not None:
+        docker.fail("exec_run", fail, times=None)
+    docker.exec_results = [ExecResult(exit_code=exit_code, stdout=stdout.encode(), stderr=b"")]
+    return docker
 
-    def __init__(self, stdout: str = "", exit_code: int = 0, fail: Exception | None = None):
-        self.stdout = stdout
-        self.exit_code = exit_code
-        self.fail = fail
-        self.calls: list[tuple[str, list[str]]] = []
 
-    async def exec_run(self, cid: str, cmd: list[str], **_: Any) -> ExecResult:
-        self.calls.append((cid, list(cmd)))
-        if self.fail is not None:
-            raise self.fail
-        return ExecResult(exit_code=self.exit_code, stdout=self.stdout.encode(), stderr=b"")
+def execs(docker: FakeDocker) -> list[tuple[str, list[str]]]:
+    return [(c.target, list(c.command)) for c in docker.calls if c.method == "exec_run"]
 
 
 APP = Container(name="app", image="img")
 HELPED = hooks.Target(container_id="app-id", host="10.1.0.5", netns=None, helper="helper-id")
 
 
-async def _run(probe: Probe, docker: HelperDocker, target: hooks.Target = HELPED) -> hooks.Outcome:
-    return await hooks.run_handler(probe, APP, target, docker=docker, timeout=1.0)  # type: ignore[arg-type]
+async def _run(probe: Probe, docker: FakeDocker, target: hooks.Target = HELPED) -> hooks.Outcome:
+    return await hooks.run_handler(probe, APP, target, docker=docker, timeout=1.0)
 
 
 def _http(path: str = "/healthz", **kw: Any) -> Probe:
@@ -148,9 +151,9 @@ def _http(path: str = "/healthz", **kw: Any) -> Probe:
 
 @pytest.mark.anyio
 async def test_an_http_probe_with_a_helper_runs_the_probe_program_in_the_helper() -> None:
-    docker = HelperDocker("status 200\nok")
+    docker = helper_docker("status 200\nok")
     await _run(_http(httpHeaders=[HTTPHeader(name="X-Check", value="1")]), docker)
-    assert docker.calls == [
+    assert execs(docker) == [
         (
             "helper-id",
             [
@@ -164,10 +167,10 @@ async def test_an_http_probe_with_a_helper_runs_the_probe_program_in_the_helper(
 
 @pytest.mark.anyio
 async def test_a_probe_header_replaces_the_kubelets_default_of_the_same_name() -> None:
-    docker = HelperDocker("status 200\n")
+    docker = helper_docker("status 200\n")
     await _run(_http(httpHeaders=[HTTPHeader(name="host", value="example.test")]), docker)
-    assert "Host: example.test" in docker.calls[0][1]
-    assert not any(arg.startswith("Host: 10.") for arg in docker.calls[0][1])
+    assert "Host: example.test" in execs(docker)[0][1]
+    assert not any(arg.startswith("Host: 10.") for arg in execs(docker)[0][1])
 
 
 @pytest.mark.parametrize(
@@ -201,7 +204,7 @@ async def test_a_probe_header_replaces_the_kubelets_default_of_the_same_name() -
 async def test_the_helpers_http_verdicts_read_as_the_kubelets(
     answer: str, result: ProbeResult, text: str
 ) -> None:
-    outcome = await _run(_http(), HelperDocker(answer))
+    outcome = await _run(_http(), helper_docker(answer))
     assert (outcome.result, outcome.output) == (result, text)
 
 
@@ -221,15 +224,15 @@ async def test_the_helpers_http_verdicts_read_as_the_kubelets(
 async def test_the_helpers_tcp_verdicts_read_as_the_kubelets(
     answer: str, result: ProbeResult, text: str
 ) -> None:
-    docker = HelperDocker(answer)
+    docker = helper_docker(answer)
     outcome = await _run(Probe(tcpSocket=TCPSocketAction(port=5432)), docker)
     assert (outcome.result, outcome.output) == (result, text)
-    assert docker.calls[0][1] == ["/probe", "tcp", "10.1.0.5", "5432", "1000"]
+    assert execs(docker)[0][1] == ["/probe", "tcp", "10.1.0.5", "5432", "1000"]
 
 
 @pytest.mark.anyio
 async def test_a_helper_that_cannot_be_reached_makes_the_probe_unknown_with_the_reason() -> None:
-    docker = HelperDocker(fail=errors.NotFound("no such container: helper-id"))
+    docker = helper_docker(fail=errors.NotFound("no such container: helper-id"))
     outcome = await _run(_http(), docker)
     assert outcome.result is ProbeResult.UNKNOWN
     assert outcome.error == "the probe helper failed: no such container: helper-id"
@@ -237,7 +240,7 @@ async def test_a_helper_that_cannot_be_reached_makes_the_probe_unknown_with_the_
 
 @pytest.mark.anyio
 async def test_an_https_probe_through_the_helper_is_unknown_with_the_reason() -> None:
-    outcome = await _run(_http(scheme="HTTPS"), HelperDocker())
+    outcome = await _run(_http(scheme="HTTPS"), helper_docker())
     assert outcome.result is ProbeResult.UNKNOWN
     assert "the probe helper speaks plain HTTP only" in outcome.error
 
@@ -245,23 +248,15 @@ async def test_an_https_probe_through_the_helper_is_unknown_with_the_reason() ->
 @pytest.mark.anyio
 async def test_a_target_without_a_route_makes_http_probes_unknown_with_its_error() -> None:
     target = hooks.Target(container_id="c", host="", netns=None, error="cannot start helper: x")
-    outcome = await _run(_http(), HelperDocker(), target)
+    outcome = await _run(_http(), helper_docker(), target)
     assert (outcome.result, outcome.error) == (ProbeResult.UNKNOWN, "cannot start helper: x")
 
 
 @pytest.mark.anyio
 async def test_an_exec_probe_never_goes_through_the_helper() -> None:
-    docker = HelperDocker("fine")
+    docker = helper_docker("fine")
     await _run(Probe(exec=ExecAction(command=["true"])), docker)
-    assert docker.calls == [("app-id", ["true"])]
-
-
-class RouteDocker:
-    def __init__(self, url: str | None) -> None:
-        self.url = url
-
-    async def info(self) -> dict[str, Any]:
-        return {"OperatingSystem": "Debian GNU/Linux 12 (bookworm)"}
+    assert execs(docker) == [("app-id", ["true"])]
 
 
 class OneAddress:
@@ -291,10 +286,10 @@ POD = Pod(
 )
 
 
-def _manager(url: str | None, ip: str, helpers: Helpers) -> RuntimeManager:
+def _manager(url: str, ip: str, helpers: Helpers) -> RuntimeManager:
     rm = RuntimeManager(
         RuntimeConfig(node_name="n1"),
-        docker=RouteDocker(url),  # type: ignore[arg-type]
+        docker=FakeDocker(url=url, info={"OperatingSystem": "Debian GNU/Linux 12 (bookworm)"}),
         network=OneAddress(ip),  # type: ignore[arg-type]
     )
     rm.probe_helpers = helpers  # type: ignore[assignment]
@@ -382,7 +377,7 @@ async def test_a_prober_asks_the_runtime_where_to_probe_with_the_pod_ip_it_knows
     status = ContainerStatus(
         id="c1", name="app", state=ContainerState.RUNNING, created_at=now, sandbox_id="sb1"
     )
-    prober = Prober(docker=HelperDocker(), events=lambda *a, **k: None, locate=locate)  # type: ignore[arg-type]
+    prober = Prober(docker=FakeDocker(), events=lambda *a, **k: None, locate=locate)
     prober.update(
         pod,
         PodRuntimeStatus(
@@ -393,84 +388,48 @@ async def test_a_prober_asks_the_runtime_where_to_probe_with_the_pod_ip_it_knows
     assert asked == [{"container_id": "c1", "sandbox_id": "sb1", "pod_ip": "10.1.0.5"}]
 
 
-class HelperEngine:
-    """The Docker adapter's container calls, over an in-memory set of containers."""
-
-    def __init__(self, *, has_image: bool = True) -> None:
-        self.has_image = has_image
-        self.loaded: list[bytes] = []
-        self.containers: dict[str, dict[str, Any]] = {
-            "sb1": {
-                "Id": "sb1",
-                "State": {"Running": True},
-                "Config": {
-                    "Labels": {
-                        naming.LABEL_POD_NAME: "web",
-                        naming.LABEL_POD_NAMESPACE: "default",
-                        naming.LABEL_POD_UID: "u1",
-                        naming.LABEL_ATTEMPT: "0",
-                    }
-                },
-            }
-        }
-        self.created: list[str] = []
-        self.removed: list[str] = []
-
-    async def image_exists(self, ref: str) -> bool:
-        return self.has_image
-
-    async def load_image(self, data: bytes) -> None:
-        self.loaded.append(data)
-        self.has_image = True
-
-    async def list_containers(self, *, labels: dict[str, str]) -> list[dict[str, Any]]:
-        rows = []
-        for c in self.containers.values():
-            own = c["Config"]["Labels"]
-            if all(own.get(k) == v for k, v in labels.items()):
-                rows.append(
-                    {"Id": c["Id"], "State": "running" if c["State"]["Running"] else "exited"}
-                )
-        return rows
-
-    async def inspect_container(self, cid: str) -> dict[str, Any]:
-        if cid not in self.containers:
-            raise errors.NotFound(f"no such container: {cid}")
-        return self.containers[cid]
-
-    async def create_container(self, config: dict[str, Any], *, name: str) -> str:
-        cid = f"helper{len(self.created) + 1}"
-        self.created.append(name)
-        self.containers[cid] = {"Id": cid, "State": {"Running": False}, "Config": config}
-        return cid
-
-    async def start_container(self, cid: str) -> None:
-        self.containers[cid]["State"]["Running"] = True
-
-    async def remove_container(self, cid: str, *, force: bool = True) -> None:
-        self.removed.append(cid)
-        self.containers.pop(cid, None)
+PROBE_TAG = "asynckubelet.local/probe:t"
 
 
-def _helpers(engine: HelperEngine) -> ProbeHelpers:
-    return ProbeHelpers(docker=engine, node="n1", image="asynckubelet.local/probe:t")  # type: ignore[arg-type]
+def helper_engine(*, has_image: bool = True) -> FakeDocker:
+    """Sandbox ``sb1`` of pod default/web running; new containers are ``helper1``, ``helper2``..."""
+    docker = FakeDocker(id_prefix="helper", images=[PROBE_TAG] if has_image else [])
+    docker.add_container(
+        id="sb1",
+        state="running",
+        labels={
+            naming.LABEL_POD_NAME: "web",
+            naming.LABEL_POD_NAMESPACE: "default",
+            naming.LABEL_POD_UID: "u1",
+            naming.LABEL_ATTEMPT: "0",
+        },
+    )
+    return docker
+
+
+def _helpers(engine: FakeDocker) -> ProbeHelpers:
+    return ProbeHelpers(docker=engine, node="n1", image=PROBE_TAG)
 
 
 @pytest.mark.anyio
 async def test_a_sandboxs_helper_is_started_once_and_reused() -> None:
-    engine = HelperEngine()
+    engine = helper_engine()
     helpers = _helpers(engine)
     first = await helpers.container_for(sandbox_id="sb1")
     second = await helpers.container_for(sandbox_id="sb1")
-    assert (first, second, engine.created) == ("helper1", "helper1", ["akl_PROBE_web_default_u1_0"])
+    assert (first, second, engine.targets("create_container")) == (
+        "helper1",
+        "helper1",
+        ["akl_PROBE_web_default_u1_0"],
+    )
 
 
 @pytest.mark.anyio
 async def test_a_running_helper_left_by_an_earlier_agent_is_adopted() -> None:
-    engine = HelperEngine()
+    engine = helper_engine()
     await _helpers(engine).container_for(sandbox_id="sb1")
     adopted = await _helpers(engine).container_for(sandbox_id="sb1")
-    assert (adopted, len(engine.created)) == ("helper1", 1)
+    assert (adopted, len(engine.targets("create_container"))) == ("helper1", 1)
 
 
 @pytest.mark.anyio
@@ -478,12 +437,12 @@ async def test_a_helper_that_stopped_is_replaced_at_the_next_look(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(probehelper, "RECHECK_SECONDS", 0.0)
-    engine = HelperEngine()
+    engine = helper_engine()
     helpers = _helpers(engine)
     await helpers.container_for(sandbox_id="sb1")
-    engine.containers["helper1"]["State"]["Running"] = False
+    engine.exit("helper1")
     replaced = await helpers.container_for(sandbox_id="sb1")
-    assert (replaced, engine.removed) == ("helper2", ["helper1"])
+    assert (replaced, engine.targets("remove_container")) == ("helper2", ["helper1"])
 
 
 @pytest.mark.anyio
@@ -491,23 +450,31 @@ async def test_the_helper_image_is_loaded_through_the_api_when_the_engine_lacks_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     built: list[str] = []
+    archives: list[bytes] = []
 
-    async def build(docker: HelperEngine, *, tag: str) -> str:
+    async def build(docker: FakeDocker, *, tag: str) -> str:
         built.append(tag)
-        await docker.load_image(b"archive")
+        archives.append(
+            image_build.image_archive(
+                repo_tag=tag,
+                files=[image_build.File(path="/probe", data=b"", mode=0o755)],
+                config=image_build.ImageConfig(entrypoint=("/probe",)),
+            )
+        )
+        await docker.load_image(archives[-1])
         return "sha256:x"
 
     monkeypatch.setattr(image_build, "build_probe_image", build)
-    engine = HelperEngine(has_image=False)
+    engine = helper_engine(has_image=False)
     await _helpers(engine).container_for(sandbox_id="sb1")
-    assert (built, engine.loaded) == (["asynckubelet.local/probe:t"], [b"archive"])
+    assert (built, engine.loaded) == ([PROBE_TAG], archives)
 
 
 @pytest.mark.anyio
 async def test_removing_a_sandboxs_helpers_removes_every_one_labelled_with_it() -> None:
-    engine = HelperEngine()
+    engine = helper_engine()
     helpers = _helpers(engine)
     await helpers.container_for(sandbox_id="sb1")
     await helpers.remove_for(sandbox_id="sb1")
-    assert engine.removed == ["helper1"]
+    assert engine.targets("remove_container") == ["helper1"]
     assert await helpers.container_for(sandbox_id="sb1") == "helper2"

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import pytest
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.docker import ExecResult
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.runtime.hooks import Target, run_hook
+from asynckubelet.testing import FakeDocker
 
 
-class FakeDocker:
-    def __init__(self, result: ExecResult | type[BaseException]) -> None:
-        self.result = result
-
-    async def exec_run(self, container_id: str, cmd: Sequence[str], **kw: Any) -> ExecResult:
-        if isinstance(self.result, ExecResult):
-            return self.result
-        raise self.result()
+def engine(answer: ExecResult | BaseException | None = None) -> FakeDocker:
+    """Container ``cid`` running, answering its one exec with ``answer``."""
+    docker = FakeDocker()
+    docker.add_container(id="cid", state="running")
+    docker.exec_results = [answer] if answer is not None else []
+    return docker
 
 
 def _pod(hook: str) -> Pod:
@@ -48,7 +44,7 @@ async def _run(hook: str, docker: FakeDocker, timeout: float | None = None) -> s
         pod,
         container,
         Target(container_id="cid", host="127.0.0.1", netns=None),
-        docker=docker,  # type: ignore[arg-type]
+        docker=docker,
         timeout=timeout,
     )
 
@@ -58,12 +54,12 @@ EXEC = "{exec: {command: [sh, -c, check]}}"
 
 @pytest.mark.anyio
 async def test_a_successful_exec_hook_has_no_message() -> None:
-    assert await _run(EXEC, FakeDocker(ExecResult(0, b"ok", b""))) is None
+    assert await _run(EXEC, engine(ExecResult(0, b"ok", b""))) is None
 
 
 @pytest.mark.anyio
 async def test_a_failed_exec_hook_message_names_the_command_container_pod_and_output() -> None:
-    message = await _run(EXEC, FakeDocker(ExecResult(3, b"out", b"err")))
+    message = await _run(EXEC, engine(ExecResult(3, b"out", b"err")))
     assert message == (
         'Exec lifecycle hook ([sh -c check]) for Container "app" in Pod "web_default(u1)" '
         "failed - error: command 'sh -c check' exited with 3: err, message: \"outerr\""
@@ -72,7 +68,7 @@ async def test_a_failed_exec_hook_message_names_the_command_container_pod_and_ou
 
 @pytest.mark.anyio
 async def test_an_exec_hook_past_its_timeout_says_timed_out() -> None:
-    message = await _run(EXEC, FakeDocker(TimeoutError), timeout=1)
+    message = await _run(EXEC, engine(TimeoutError()), timeout=1)
     assert message is not None
     assert 'error: command "sh -c check" timed out' in message
 
@@ -84,7 +80,7 @@ async def test_an_http_hook_to_a_closed_port_fails_with_the_dial_error() -> None
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    message = await _run(f"{{httpGet: {{path: /hook, port: {port}}}}}", FakeDocker(TimeoutError))
+    message = await _run(f"{{httpGet: {{path: /hook, port: {port}}}}}", engine())
     assert message == (
         f'HTTP lifecycle hook (/hook) for Container "app" in Pod "web_default(u1)" failed - '
         f'error: Get "http://127.0.0.1:{port}/hook": dial tcp 127.0.0.1:{port}: connect: '
@@ -94,4 +90,4 @@ async def test_an_http_hook_to_a_closed_port_fails_with_the_dial_error() -> None
 
 @pytest.mark.anyio
 async def test_a_sleep_hook_succeeds() -> None:
-    assert await _run("{sleep: {seconds: 0}}", FakeDocker(TimeoutError)) is None
+    assert await _run("{sleep: {seconds: 0}}", engine()) is None

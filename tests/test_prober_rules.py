@@ -18,6 +18,7 @@ from asynckubelet.node.prober import Prober
 from asynckubelet.runtime.hooks import http_probe, tcp_probe
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
+from asynckubelet.testing import FakeDocker
 
 seen_headers: list[dict[str, str]] = []
 
@@ -125,14 +126,12 @@ def test_tcp_probes_fail_with_the_dial_error_when_refused() -> None:
     assert outcome.output == f"dial tcp 127.0.0.1:{port}: connect: connection refused"
 
 
-class FakeDocker:
-    """The project's Docker adapter, answering exec with scripted exit codes."""
-
-    def __init__(self, codes: Sequence[int]) -> None:
-        self.codes = list(codes)
-
-    async def exec_run(self, container_id: str, cmd: Sequence[str], **kw: Any) -> ExecResult:
-        return ExecResult(exit_code=self.codes.pop(0), stdout=b"out", stderr=b"")
+def engine(codes: Sequence[int]) -> FakeDocker:
+    """Container ``cid`` running, answering exec with these exit codes in turn."""
+    docker = FakeDocker()
+    docker.add_container(id="cid", state="running")
+    docker.exec_results = [ExecResult(exit_code=c, stdout=b"out", stderr=b"") for c in codes]
+    return docker
 
 
 def _pod(probes: str) -> Pod:
@@ -164,7 +163,7 @@ def _prober(codes: Sequence[int]) -> tuple[Prober, list[str]]:
     def events(pod: Pod, *, type: str, reason: str, message: str, container: str | None) -> None:
         messages.append(f"{reason}: {message}")
 
-    return Prober(docker=FakeDocker(codes), events=events), messages  # type: ignore[arg-type]
+    return Prober(docker=engine(codes), events=events), messages
 
 
 def _start(prober: Prober, pod: Pod) -> None:

@@ -12,6 +12,7 @@ from asynckubelet import errors
 from asynckubelet.docker import PullProgress
 from asynckubelet.progress import PullDisplay, WaitDisplay
 from asynckubelet.runtime.images import ImageManager
+from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
 
@@ -111,22 +112,16 @@ def test_the_wait_display_on_a_terminal_shows_every_pod_and_why() -> None:
     assert "WAITING FOR" in text and "pod/web" in text and "PodInitializing" in text
 
 
-class FakeDocker:
-    """The adapter's image calls: a pull streams ``STREAM`` (or fails)."""
-
-    def __init__(self, *, fail: bool = False) -> None:
-        self.fail = fail
-        self.pulls = 0
-
-    async def image_exists(self, ref: str) -> bool:
-        return False
-
-    async def pull_image(self, ref: str, *, auth: Any = None, on_progress: Any = None) -> None:
-        self.pulls += 1
-        for p in STREAM:
-            on_progress(p)
-        if self.fail:
-            raise errors.ImagePullError(f'failed to pull image "{ref}": denied', image=ref)
+def engine(*, fail: bool = False) -> FakeDocker:
+    """An engine without the image, whose pull streams ``STREAM`` (or is denied)."""
+    docker = FakeDocker()
+    docker.pull_stream = list(STREAM)
+    if fail:
+        docker.fail(
+            "pull_image",
+            errors.ImagePullError(f'failed to pull image "{IMAGE}": denied', image=IMAGE),
+        )
+    return docker
 
 
 class Recorder:
@@ -145,7 +140,7 @@ class Recorder:
 
 async def test_the_image_manager_tells_its_listener_each_pulls_start_progress_and_end() -> None:
     recorder = Recorder()
-    images = ImageManager(FakeDocker(), listener=recorder)  # type: ignore[arg-type]
+    images = ImageManager(engine(), listener=recorder)
     await images.ensure(IMAGE, policy="IfNotPresent")
     assert recorder.calls[0] == ("started", IMAGE, None)
     assert [c[2] for c in recorder.calls[1:-1]] == [p.status for p in STREAM]
@@ -154,7 +149,7 @@ async def test_the_image_manager_tells_its_listener_each_pulls_start_progress_an
 
 async def test_a_failed_pull_reaches_the_listener_with_its_error() -> None:
     recorder = Recorder()
-    images = ImageManager(FakeDocker(fail=True), listener=recorder)  # type: ignore[arg-type]
+    images = ImageManager(engine(fail=True), listener=recorder)
     with pytest.raises(errors.ImagePullError):
         await images.ensure(IMAGE, policy="IfNotPresent")
     assert recorder.calls[-1] == ("finished", IMAGE, f'failed to pull image "{IMAGE}": denied')

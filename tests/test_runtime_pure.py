@@ -12,6 +12,7 @@ import pytest
 from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet import errors
+from asynckubelet.network.dns import DNSSettings, ResolverConfig
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import Environment, PodContext, make_environment
@@ -22,8 +23,9 @@ from asynckubelet.runtime.images import (
     validate_image_name,
     with_default_tag,
 )
-from asynckubelet.runtime.manager import dead_instances_to_remove
+from asynckubelet.runtime.kill import dead_instances_to_remove
 from asynckubelet.runtime.resources import host_config_resources, resource_field_value
+from asynckubelet.runtime.sandbox import generate_pod_sandbox_config, sandbox_docker_config
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
 
 VARS = {"VAR_A": "A", "VAR_B": "B", "VAR_C": "C", "VAR_REF": "$(VAR_A)", "VAR_EMPTY": ""}
@@ -297,8 +299,11 @@ def test_sandbox_config_is_shareable_ipc_with_the_plugins_network_and_the_pods_h
         {"containers": [{"name": "app", "image": "busybox:1"}], "hostname": "h1"},
         labels={"app": "web"},
     )
-    name, config = ctr.sandbox_config(pod, node="n1", attempt=2, image="pause", network_mode="none")
-    assert name == "akl_POD_web_team_u-1_2"
+    sandbox = generate_pod_sandbox_config(
+        pod, node="n1", attempt=2, dns=DNSSettings(), node_resolver=ResolverConfig()
+    )
+    config = sandbox_docker_config(pod, sandbox, image="pause", network_mode="none")
+    assert sandbox.name == "akl_POD_web_team_u-1_2"
     assert config["HostConfig"]["IpcMode"] == "shareable"
     assert config["HostConfig"]["NetworkMode"] == "none"
     assert config["Hostname"] == "h1"

@@ -4,53 +4,35 @@ a mark made while a read is under way never drops the container from that read."
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 import pytest
 
-from asynckubelet import errors
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
 
 
-class FakeDocker:
-    """The adapter's list and inspect calls over a table of app containers."""
-
-    def __init__(self, states: dict[str, str]) -> None:
-        self.states = states
-        self.inspected: list[str] = []
-        self.gates: dict[str, anyio.Event] = {}
-
-    async def list_containers(self, **_: Any) -> list[dict[str, Any]]:
-        return [{"Id": cid, "State": state} for cid, state in self.states.items()]
-
-    async def inspect_container(self, cid: str) -> dict[str, Any]:
-        self.inspected.append(cid)
-        if cid in self.gates:
-            await self.gates.pop(cid).wait()
-        return {
-            "Id": cid,
-            "Image": "sha256:1",
-            "Created": "2026-01-01T00:00:00Z",
-            "Config": {
-                "Image": "img",
-                "Labels": {
-                    naming.LABEL_TYPE: naming.TYPE_CONTAINER,
-                    naming.LABEL_CONTAINER_NAME: cid,
-                },
+def engine(states: dict[str, str]) -> FakeDocker:
+    """App containers of pod u1 on node n1, each named after its id, in these states."""
+    docker = FakeDocker()
+    for cid, state in states.items():
+        docker.add_container(
+            id=cid,
+            state=state,
+            labels={
+                naming.LABEL_NODE: "n1",
+                naming.LABEL_POD_UID: "u1",
+                naming.LABEL_TYPE: naming.TYPE_CONTAINER,
+                naming.LABEL_CONTAINER_NAME: cid,
             },
-            "State": {"Status": self.states[cid], "Running": self.states[cid] == "running"},
-        }
-
-    async def inspect_image(self, ref: str) -> dict[str, Any]:
-        raise errors.ImageNotFound(ref)
+        )
+    return docker
 
 
 def manager(docker: FakeDocker) -> RuntimeManager:
-    return RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker)  # type: ignore[arg-type]
+    return RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker)
 
 
 async def read(rm: RuntimeManager) -> list[str]:
@@ -59,30 +41,30 @@ async def read(rm: RuntimeManager) -> list[str]:
 
 
 async def test_an_unchanged_listed_state_is_not_inspected_again() -> None:
-    docker = FakeDocker({"c1": "running", "c2": "running"})
+    docker = engine({"c1": "running", "c2": "running"})
     rm = manager(docker)
     await read(rm)
-    docker.inspected.clear()
+    docker.calls.clear()
     assert await read(rm) == ["c1", "c2"]
-    assert docker.inspected == []
+    assert docker.targets("inspect_container") == []
 
 
 async def test_a_container_an_event_was_about_is_inspected_again() -> None:
-    docker = FakeDocker({"c1": "running", "c2": "running"})
+    docker = engine({"c1": "running", "c2": "running"})
     rm = manager(docker)
     await read(rm)
-    docker.inspected.clear()
+    docker.calls.clear()
     rm.forget("c1")
     await read(rm)
-    assert docker.inspected == ["c1"]
+    assert docker.targets("inspect_container") == ["c1"]
 
 
 async def test_a_container_marked_during_a_read_stays_in_that_read() -> None:
-    docker = FakeDocker({"c1": "running", "c2": "created"})
+    docker = engine({"c1": "running", "c2": "created"})
     rm = manager(docker)
     await read(rm)
-    docker.states["c2"] = "running"
-    docker.gates["c2"] = gate = anyio.Event()
+    docker.containers["c2"].status = "running"
+    gate = docker.hold("inspect_container", target="c2")
     async with anyio.create_task_group() as tg:
         found: list[list[str]] = []
 
@@ -94,6 +76,6 @@ async def test_a_container_marked_during_a_read_stays_in_that_read() -> None:
         rm.forget("c1")
         gate.set()
     assert found == [["c1", "c2"]]
-    docker.inspected.clear()
+    docker.calls.clear()
     await read(rm)
-    assert docker.inspected == ["c1"]
+    assert docker.targets("inspect_container") == ["c1"]

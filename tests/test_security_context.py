@@ -10,7 +10,8 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.runtime.containers import sandbox_config
+from asynckubelet.network.dns import DNSSettings, ResolverConfig
+from asynckubelet.runtime.sandbox import generate_pod_sandbox_config, sandbox_docker_config
 from asynckubelet.runtime.security import host_config_security, image_user, verify_run_as_non_root
 
 
@@ -207,5 +208,8 @@ def test_run_as_non_root_verdicts_match_the_kubelet(
 
 def test_the_sandbox_carries_the_pods_selinux_options() -> None:
     pod = _pod("{seLinuxOptions: {type: other_t}}", "{seLinuxOptions: {type: spc_t}}")
-    _, config = sandbox_config(pod, node="n", attempt=0, image="pause", network_mode="none")
+    sandbox = generate_pod_sandbox_config(
+        pod, node="n", attempt=0, dns=DNSSettings(), node_resolver=ResolverConfig()
+    )
+    config = sandbox_docker_config(pod, sandbox, image="pause", network_mode="none")
     assert config["HostConfig"]["SecurityOpt"] == ["no-new-privileges", "label=type:spc_t"]

@@ -3,6 +3,7 @@
 Nothing outside this package imports aiodocker.
 """
 
+from asynckubelet.docker.api import DockerAPI
 from asynckubelet.docker.client import DockerClient, default_docker_url
 from asynckubelet.docker.types import (
     ContainerConfig,
@@ -20,6 +21,7 @@ __all__ = [
     "ContainerConfig",
     "ContainerInspect",
     "ContainerSummary",
+    "DockerAPI",
     "DockerClient",
     "Event",
     "ExecResult",

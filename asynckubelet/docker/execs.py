@@ -15,6 +15,8 @@ import aiodocker
 import aiohttp
 import anyio
 
+from asynckubelet import errors
+from asynckubelet.docker.api import DockerAPI
 from asynckubelet.docker.client import DockerClient
 from asynckubelet.docker.errors import map_error
 
@@ -72,7 +74,7 @@ class ExecSession:
 
 @asynccontextmanager
 async def exec_session(
-    client: DockerClient,
+    client: DockerAPI,
     container_id: str,
     cmd: Sequence[str],
     *,
@@ -80,7 +82,11 @@ async def exec_session(
     tty: bool,
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[ExecSession]:
-    """Start ``cmd`` in the container, attached; the session closes on exit."""
+    """Start ``cmd`` in the container, attached; the session closes on exit.
+
+    The attach stream is hijacked HTTP, which only the real client carries."""
+    if not isinstance(client, DockerClient):
+        raise errors.RuntimeUnavailable("an interactive exec needs a connection to a Docker engine")
     docker = client._connect()
     try:
         container = docker.containers.container(container_id)

@@ -56,8 +56,9 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from asynckubelet import errors
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
+from asynckubelet.network.firewall import DNAT, Firewall
 from asynckubelet.network.ipam import Allocation, FileIPAM
-from asynckubelet.network.iptables import DNAT, IPTables
+from asynckubelet.network.iptables import IPTables
 from asynckubelet.network.nftables import NFTables
 
 DEFAULT_BRIDGE = "akl0"
@@ -174,7 +175,7 @@ async def _index(ipr: AsyncIPRoute, name: str) -> int | None:
 
 
 class BridgePlugin:
-    """The node bridge, per-pod veths, file IPAM and iptables; root on a local daemon."""
+    """The node bridge, per-pod veths, file IPAM and a firewall; root on a local daemon."""
 
     name = "bridge"
 
@@ -215,14 +216,15 @@ class BridgePlugin:
             raise errors.NetworkError(
                 f"firewall must be one of {', '.join(FIREWALLS)}, not {self.config.firewall!r}"
             )
-        self.iptables: IPTables | NFTables
-        self.ip6tables: IPTables | NFTables
+        self.firewall: Firewall
+        self.firewall6: Firewall
+        """The IPv4 and IPv6 halves of the host's packet filter."""
         if self.config.firewall == "nftables":
-            self.iptables = NFTables(family="ip", binary=self.config.nft)
-            self.ip6tables = NFTables(family="ip6", binary=self.config.nft)
+            self.firewall = NFTables(family="ip", binary=self.config.nft)
+            self.firewall6 = NFTables(family="ip6", binary=self.config.nft)
         else:
-            self.iptables = IPTables(binary=self.config.iptables)
-            self.ip6tables = IPTables(binary=self.config.ip6tables)
+            self.firewall = IPTables(binary=self.config.iptables)
+            self.firewall6 = IPTables(binary=self.config.ip6tables)
         self.engine = ""
         """The engine key written on every allocation and record (empty until known)."""
         self._nat6 = False
@@ -251,19 +253,19 @@ class BridgePlugin:
             if self.config.engine_id is not None and not self.engine:
                 self.engine = await self.config.engine_id()
             await self._ensure_bridge()
-            await self.iptables.setup_network(
+            await self.firewall.setup_network(
                 bridge=self.config.bridge,
                 subnet=str(self.subnet),
                 masquerade=self.config.masquerade,
             )
             if self.subnet6 is not None:
-                self._nat6 = await self.ip6tables.nat_supported()
+                self._nat6 = await self.firewall6.nat_supported()
                 if not self._nat6:
                     logger.warning(
                         "network: the kernel has no IPv6 NAT; pods get IPv6 addresses "
                         "but no IPv6 egress masquerade and no IPv6 hostPorts"
                     )
-                await self.ip6tables.setup_network(
+                await self.firewall6.setup_network(
                     bridge=self.config.bridge,
                     subnet=str(self.subnet6),
                     masquerade=self.config.masquerade,
@@ -367,9 +369,9 @@ class BridgePlugin:
     async def remove_node_network(self) -> None:
         """Delete the bridge, our firewall chains or tables and the state (tests, uninstall)."""
         with anyio.CancelScope(shield=True):
-            await self.iptables.remove_network(bridge=self.config.bridge)
+            await self.firewall.remove_network(bridge=self.config.bridge)
             if self.subnet6 is not None:
-                await self.ip6tables.remove_network(bridge=self.config.bridge)
+                await self.firewall6.remove_network(bridge=self.config.bridge)
             try:
                 async with AsyncIPRoute() as ipr:
                     index = await _index(ipr, self.config.bridge)
@@ -389,10 +391,10 @@ class BridgePlugin:
     async def status(self) -> tuple[bool, str]:
         if os.geteuid() != 0:
             return False, "the bridge backend needs root to manage links"
-        if not self.iptables.available():
-            return False, f"{self.iptables.binary} not found"
-        if self.subnet6 is not None and not self.ip6tables.available():
-            return False, f"{self.ip6tables.binary} not found (needed by the IPv6 pod CIDR)"
+        if not self.firewall.available():
+            return False, f"{self.firewall.binary} not found"
+        if self.subnet6 is not None and not self.firewall6.available():
+            return False, f"{self.firewall6.binary} not found (needed by the IPv6 pod CIDR)"
         try:
             await self.ensure_node_network()
         except errors.NetworkError as e:
@@ -499,9 +501,9 @@ class BridgePlugin:
                         maps=_dnats(request.port_mappings, allocation.address),
                     )
                     for tables, allocation in zip(
-                        (self.iptables, self.ip6tables), allocations, strict=False
+                        (self.firewall, self.firewall6), allocations, strict=False
                     )
-                    if tables is self.iptables or self._nat6
+                    if tables is self.firewall or self._nat6
                 ]
             )
             record.update(ip=allocations[0].address, ready=True)
@@ -571,9 +573,9 @@ class BridgePlugin:
         with anyio.CancelScope(shield=True):
             record = await anyio.to_thread.run_sync(self._read_record, sandbox_id)
             if record is None or record.get("ports", True):
-                families = [self.iptables]
-                if self.subnet6 is not None and await self.ip6tables.nat_supported():
-                    families.append(self.ip6tables)
+                families = [self.firewall]
+                if self.subnet6 is not None and await self.firewall6.nat_supported():
+                    families.append(self.firewall6)
                 await _together(
                     [
                         functools.partial(

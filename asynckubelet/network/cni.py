@@ -25,13 +25,13 @@ The exact configuration and arguments of every attachment are cached on disk *be
 after a restart, after a crash half-way through ``ADD`` or after the configuration changed
 runs with what ``ADD`` ran with, and later plugins (``firewall``) learn the addresses
 their rules name. A plugin's error JSON (``code``, ``msg``, ``details``) becomes a
-:class:`~asynckubelet.errors.NetworkError` quoting it.
+:class:`~asynckubelet.errors.NetworkError` quoting it. Configuration lists are read and
+checked in :mod:`asynckubelet.network.cniconf`.
 """
 
 from __future__ import annotations
 
 import base64
-import importlib.resources
 import json
 import os
 import re
@@ -47,89 +47,25 @@ from loguru import logger
 
 from asynckubelet import errors
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
+from asynckubelet.network.cniconf import (
+    DEFAULT_CONF_DIR,
+    GC_VERSION,
+    PROJECT_CONF_DIR,
+    NetworkConfigList,
+    load_config,
+    parse_config,
+    supports_gc,
+    version_tuple,
+)
 from asynckubelet.network.iptables import IPTables
 
-DEFAULT_CONF_DIR = Path("/etc/cni/net.d")
-PROJECT_CONF_DIR: Traversable = importlib.resources.files("asynckubelet").joinpath("cni")
-"""The project's default configuration list, shipped inside the package."""
 DEFAULT_PLUGIN_DIRS = (Path("/opt/cni/bin"), Path("/usr/lib/cni"))
 DEFAULT_CACHE_DIR = Path("/var/lib/asynckubelet/cni")
 IFNAME = "eth0"
-SUPPORTED_VERSIONS = ("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
-GC_VERSION = "1.1.0"
-"""The CNI version that brought ``STATUS`` and ``GC``."""
 VALID_ATTACHMENTS = "cni.dev/valid-attachments"
 _TMP_ID = re.compile(r"-([0-9a-f]{64})-[^-]+\.tmp$")
 _ENGINE_KEY = "engineId"
 """Our addition to libcni's cache entry: the engine whose sandbox the attachment is."""
-
-
-@dataclass(frozen=True)
-class NetworkConfigList:
-    name: str
-    cni_version: str
-    plugins: tuple[Mapping[str, Any], ...]
-    raw: bytes
-    source: str = ""
-
-
-def parse_config(data: bytes, *, source: str = "") -> NetworkConfigList:
-    """A ``.conflist`` (or a single-plugin ``.conf``), checked for what we rely on."""
-    try:
-        doc = json.loads(data)
-    except ValueError as e:
-        raise errors.NetworkError(f"CNI configuration {source}: not JSON: {e}") from e
-    if not isinstance(doc, dict):
-        raise errors.NetworkError(f"CNI configuration {source}: not a JSON object")
-    if "plugins" not in doc and "type" in doc:
-        single = dict(doc)
-        doc = {
-            "cniVersion": doc.get("cniVersion", ""),
-            "name": doc.get("name"),
-            "plugins": [single],
-        }
-        data = json.dumps(doc).encode()
-    name = doc.get("name")
-    version = doc.get("cniVersion")
-    plugins = doc.get("plugins")
-    if not isinstance(name, str) or not name:
-        raise errors.NetworkError(f"CNI configuration {source}: name: required")
-    if version not in SUPPORTED_VERSIONS:
-        raise errors.NetworkError(
-            f"CNI configuration {source}: cniVersion {version!r} is not one of "
-            f"{', '.join(SUPPORTED_VERSIONS)}"
-        )
-    if not isinstance(plugins, list) or not plugins:
-        raise errors.NetworkError(f"CNI configuration {source}: plugins: at least one required")
-    for i, plugin in enumerate(plugins):
-        if not isinstance(plugin, dict) or not isinstance(plugin.get("type"), str):
-            raise errors.NetworkError(f"CNI configuration {source}: plugins[{i}].type: required")
-    return NetworkConfigList(name, str(version), tuple(plugins), data, source)
-
-
-def load_config(conf_dirs: Sequence[Path | Traversable]) -> NetworkConfigList:
-    """The first configuration (in name order) of the first directory that has one."""
-    for folder in conf_dirs:
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.iterdir(), key=lambda p: p.name):
-            if Path(path.name).suffix in (".conflist", ".conf", ".json"):
-                return parse_config(path.read_bytes(), source=str(path))
-    where = ", ".join(str(d) for d in conf_dirs)
-    raise errors.NetworkError(f"no CNI network configuration found in {where}")
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
-
-
-def supports_gc(network_version: str, plugin_versions: Sequence[str]) -> bool:
-    """Whether ``STATUS`` and ``GC`` may go to a plugin: the list is 1.1.0 or later and the
-    plugin's ``VERSION`` lists 1.1.0 (a plugin that does not know them fails on them)."""
-    wanted = _version_tuple(GC_VERSION)
-    return _version_tuple(network_version) >= wanted and any(
-        _version_tuple(v) == wanted for v in plugin_versions
-    )
 
 
 def plugin_environment(
@@ -303,7 +239,7 @@ class CNIPlugin:
 
     async def speaks_gc(self, network: NetworkConfigList, plugin: Mapping[str, Any]) -> bool:
         """Whether ``STATUS`` and ``GC`` may go to this plugin of this list."""
-        if _version_tuple(network.cni_version) < _version_tuple(GC_VERSION):
+        if version_tuple(network.cni_version) < version_tuple(GC_VERSION):
             return False
         return supports_gc(network.cni_version, await self.plugin_versions(str(plugin["type"])))
 
@@ -514,7 +450,7 @@ class CNIPlugin:
         """CNI ``CHECK`` of every cached attachment (cniVersion 0.4.0 and later)."""
         for _, entry in await anyio.to_thread.run_sync(self._cached, sandbox_id):
             network = parse_config(base64.b64decode(entry["config"]))
-            if _version_tuple(network.cni_version) < (0, 4, 0):
+            if version_tuple(network.cni_version) < (0, 4, 0):
                 continue
             for plugin in network.plugins:
                 conf = self.plugin_conf(
@@ -551,7 +487,7 @@ class CNIPlugin:
                     conf = self.plugin_conf(
                         network,
                         plugin,
-                        prev=prev if _version_tuple(network.cni_version) >= (0, 4, 0) else None,
+                        prev=prev if version_tuple(network.cni_version) >= (0, 4, 0) else None,
                         capability_args=entry.get("capabilityArgs") or {},
                     )
                     try:

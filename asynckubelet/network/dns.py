@@ -25,7 +25,7 @@ from lightkube.models.core_v1 import Pod
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.types import HostConfig
 
 MAX_NAMESERVERS = 3
@@ -342,24 +342,30 @@ def _rewrite(path: str, text: str) -> None:
         f.truncate()
 
 
+async def node_resolver(settings: DNSSettings) -> ResolverConfig:
+    """The node's resolver file, parsed (empty when none is configured). A file that cannot
+    be read counts as empty: what is read here only informs network plugins and the
+    engine; :func:`write_pod_files` reads it again, and fails, when it writes the pod's."""
+    if not settings.resolv_conf:
+        return ResolverConfig()
+    text = ""
+    try:
+        text = await anyio.to_thread.run_sync(_read, settings.resolv_conf)
+    except errors.SandboxError as e:
+        logger.debug("dns: {}", e)
+    return parse_resolv_conf(text)
+
+
 async def pod_resolver(pod: Pod, *, settings: DNSSettings) -> ResolverConfig:
     """The resolver settings the pod's resolv.conf will hold (no events are emitted here:
-    :func:`write_pod_files` emits them when it writes the file). A node resolver file that
-    cannot be read counts as empty: these settings only inform network plugins."""
-    text = ""
-    if settings.resolv_conf:
-        try:
-            text = await anyio.to_thread.run_sync(_read, settings.resolv_conf)
-        except errors.SandboxError as e:
-            logger.debug("dns: {}", e)
-    host = parse_resolv_conf(text) if settings.resolv_conf else ResolverConfig()
-    resolver, _ = pod_dns(pod, settings=settings, host=host)
+    :func:`write_pod_files` emits them when it writes the file)."""
+    resolver, _ = pod_dns(pod, settings=settings, host=await node_resolver(settings))
     return resolver
 
 
 async def write_pod_files(
     *,
-    docker: DockerClient,
+    docker: DockerAPI,
     pod: Pod,
     sandbox_id: str,
     pod_ips: Sequence[str],
@@ -408,6 +414,7 @@ __all__ = [
     "ResolverConfig",
     "engine_dns",
     "managed_hosts",
+    "node_resolver",
     "parse_resolv_conf",
     "pod_dns",
     "pod_files",

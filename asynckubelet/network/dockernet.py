@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.types import HostConfig
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
 from asynckubelet.runtime import naming
@@ -30,7 +30,7 @@ class DockerNetworkPlugin:
 
     name = "docker"
 
-    def __init__(self, *, docker: DockerClient, node_name: str, network: str | None = None):
+    def __init__(self, *, docker: DockerAPI, node_name: str, network: str | None = None):
         self.docker = docker
         self.node_name = node_name
         self.network = network or network_name(node_name)

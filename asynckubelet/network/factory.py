@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin
 from asynckubelet.network.bridge import (
     DEFAULT_BRIDGE,
@@ -49,7 +49,7 @@ def choose_backend(*, docker_url: str | None, euid: int | None = None) -> tuple[
 def make_network_plugin(
     name: str,
     *,
-    docker: DockerClient | None = None,
+    docker: DockerAPI | None = None,
     state_dir: Path = DEFAULT_STATE_DIR,
     bridge: str = DEFAULT_BRIDGE,
     pod_cidr: str = DEFAULT_POD_CIDR,
@@ -127,14 +127,14 @@ def engine_key(info: Mapping[str, Any]) -> str:
     return f"{info.get('ID') or ''}@{info.get('DockerRootDir') or ''}"
 
 
-def _engine_id(docker: DockerClient) -> Callable[[], Awaitable[str]]:
+def _engine_id(docker: DockerAPI) -> Callable[[], Awaitable[str]]:
     async def engine() -> str:
         return engine_key(await docker.info())
 
     return engine
 
 
-def _sandbox_runs(docker: DockerClient) -> Callable[[str], Awaitable[bool]]:
+def _sandbox_runs(docker: DockerAPI) -> Callable[[str], Awaitable[bool]]:
     async def runs(sandbox_id: str) -> bool:
         try:
             info = await docker.inspect_container(sandbox_id)

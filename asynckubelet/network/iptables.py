@@ -14,11 +14,11 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import anyio
 
 from asynckubelet import errors
+from asynckubelet.network.firewall import DNAT, Firewall
 
 _MISSING = (
     "No chain/target/match by that name",
@@ -26,21 +26,6 @@ _MISSING = (
     "Bad rule",
     "Chain already exists",
 )
-
-
-@dataclass(frozen=True)
-class DNAT:
-    host_port: int
-    pod_ip: str
-    container_port: int
-    protocol: str = "TCP"
-    host_ip: str = ""
-
-    def destination(self) -> str:
-        """``--to-destination`` of the rule: an IPv6 address goes in brackets."""
-        if ":" in self.pod_ip:
-            return f"[{self.pod_ip}]:{self.container_port}"
-        return f"{self.pod_ip}:{self.container_port}"
 
 
 def forward_chain(bridge: str) -> str:
@@ -59,7 +44,7 @@ def pod_chain(sandbox_id: str) -> str:
     return f"AKLP-{sandbox_id[:16]}"
 
 
-class IPTables:
+class IPTables(Firewall):
     """Runs ``iptables`` (the binary found on PATH, or ``binary``; ``ip6tables`` for IPv6)."""
 
     def __init__(self, *, binary: str = "iptables") -> None:

@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 
 from asynckubelet import errors
-from asynckubelet.network.iptables import DNAT
+from asynckubelet.network.firewall import DNAT, Firewall
 
 FAMILIES = ("ip", "ip6")
 
@@ -59,7 +59,7 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', "") + '"'
 
 
-class NFTables:
+class NFTables(Firewall):
     """Runs ``nft`` (``binary``) for one address family (``ip`` or ``ip6``)."""
 
     def __init__(self, *, family: str = "ip", binary: str = "nft") -> None:

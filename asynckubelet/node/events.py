@@ -80,11 +80,13 @@ class PodEvent:
         )
 
 
-EventSink = Callable[[PodEvent], None]
+EventSubscriber = Callable[[PodEvent], None]
+"""Told every new or repeated event (``Kubelet.events()`` readers)."""
 
 
 class EventRecorder:
-    """Callable as the runtime's ``events=``: ``recorder(pod, type=, reason=, message=)``."""
+    """The node's :class:`~asynckubelet.runtime.events.EventSink`: aggregates repeats, keeps a
+    bounded history, writes it to the state dir and tells subscribers."""
 
     def __init__(
         self,
@@ -99,7 +101,7 @@ class EventRecorder:
         self.max_events = max_events
         self._clock = clock
         self._events: OrderedDict[tuple[str, str, str, str, str], PodEvent] = OrderedDict()
-        self._sinks: list[EventSink] = []
+        self._subscribers: list[EventSubscriber] = []
         self._lines_written = _count_lines(path) if path is not None else 0
 
     def __call__(
@@ -129,13 +131,16 @@ class EventRecorder:
             "{} {}: {}", type, reason, message
         )
         self._append(event)
-        for sink in list(self._sinks):
-            sink(event)
+        for subscriber in list(self._subscribers):
+            subscriber(event)
 
-    def subscribe(self, sink: EventSink) -> Callable[[], None]:
-        """Call ``sink`` with every new or repeated event; returns the unsubscribe function."""
-        self._sinks.append(sink)
-        return lambda: self._sinks.remove(sink) if sink in self._sinks else None
+    def subscribe(self, subscriber: EventSubscriber) -> Callable[[], None]:
+        """Call ``subscriber`` with every new or repeated event; returns the unsubscribe
+        function."""
+        self._subscribers.append(subscriber)
+        return lambda: (
+            self._subscribers.remove(subscriber) if subscriber in self._subscribers else None
+        )
 
     def list(self, *, uid: str | None = None) -> list[PodEvent]:
         """Events in the order they last happened, those of one pod when ``uid`` is given."""

@@ -33,7 +33,7 @@ from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
 
 from asynckubelet import errors, hostfs
-from asynckubelet.docker import DockerClient, ExecResult, LogLine
+from asynckubelet.docker import DockerAPI, ExecResult, LogLine
 from asynckubelet.docker.engine import resolve_docker_url
 from asynckubelet.manifests import Level, Manifests, load_manifests_text
 from asynckubelet.network import NetworkPlugin
@@ -51,7 +51,6 @@ from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from asynckubelet.runtime.results import PodSyncResult
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
 from asynckubelet.runtime.volumes import VolumeProvider
 
@@ -110,45 +109,6 @@ class _Entry:
 Condition = str | Callable[[Pod | None], bool]
 
 
-class _MeteredRuntime(RuntimeManager):
-    """The runtime manager, timing each operation for ``kubelet_runtime_operations_*``."""
-
-    metrics: NodeMetrics | None = None
-
-    async def _timed(self, operation: str, call: Any) -> Any:
-        started = time.monotonic()
-        try:
-            result = await call
-        except errors.AsyncKubeletError:
-            if self.metrics is not None:
-                self.metrics.runtime_operations_errors.inc(operation_type=operation)
-            raise
-        finally:
-            if self.metrics is not None:
-                self.metrics.runtime_operations_duration.observe(
-                    time.monotonic() - started, operation_type=operation
-                )
-        if isinstance(result, PodSyncResult) and self.metrics is not None:
-            for step in result.results:
-                if step.error:
-                    self.metrics.runtime_operations_errors.inc(operation_type=step.action.value)
-        return result
-
-    async def sync_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
-        result: PodSyncResult = await self._timed("sync_pod", super().sync_pod(*args, **kwargs))
-        return result
-
-    async def kill_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
-        result: PodSyncResult = await self._timed("kill_pod", super().kill_pod(*args, **kwargs))
-        return result
-
-    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
-        result: PodRuntimeStatus = await self._timed(
-            "get_pod_status", super().get_pod_status(uid=uid, name=name, namespace=namespace)
-        )
-        return result
-
-
 class Kubelet:
     """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``."""
 
@@ -156,7 +116,7 @@ class Kubelet:
         self,
         config: KubeletConfig | None = None,
         *,
-        docker: DockerClient | None = None,
+        docker: DockerAPI | None = None,
         network: NetworkPlugin | None = None,
         volumes: VolumeProvider | None = None,
     ) -> None:
@@ -175,7 +135,10 @@ class Kubelet:
             node_name=self.config.node_name,
         )
         self.status = StatusManager(state_dir=state)
-        self.runtime = _MeteredRuntime(
+        self.metrics = NodeMetrics(
+            running_pods=self._running_pods, running_containers=self._running_containers
+        )
+        self.runtime = RuntimeManager(
             RuntimeConfig(
                 node_name=self.config.node_name,
                 pause_image=self.config.pause_image,
@@ -186,11 +149,8 @@ class Kubelet:
             network=network,
             events=self.recorder,
             volumes=volumes,
+            metrics=self.metrics,
         )
-        self.metrics = NodeMetrics(
-            running_pods=self._running_pods, running_containers=self._running_containers
-        )
-        self.runtime.metrics = self.metrics
         self.pleg = PLEG(
             self.runtime.docker,
             node_name=self.config.node_name,

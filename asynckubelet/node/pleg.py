@@ -18,7 +18,7 @@ import anyio.abc
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime import naming
 
 WAKING_ACTIONS = frozenset({"create", "start", "die", "oom", "destroy", "kill", "stop"})
@@ -30,7 +30,7 @@ class PLEG:
 
     def __init__(
         self,
-        docker: DockerClient,
+        docker: DockerAPI,
         *,
         node_name: str,
         wake: Callable[[str], None],

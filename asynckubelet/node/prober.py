@@ -30,7 +30,8 @@ from lightkube.models.core_v1 import Container, Pod, Probe
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
+from asynckubelet.runtime.events import EventSink
 from asynckubelet.runtime.hooks import Target, run_handler
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
@@ -44,7 +45,6 @@ INITIAL = {
     STARTUP: ProbeResult.UNKNOWN,
 }
 """The kubelet's initial results: live until proven dead, not ready until proven ready."""
-EventSink = Callable[..., None]
 Locate = Callable[..., Awaitable[Target]]
 """``locate(pod, container_id=, sandbox_id=, pod_ip=)``: where a probe's HTTP/TCP goes."""
 
@@ -141,7 +141,7 @@ class Prober:
     def __init__(
         self,
         *,
-        docker: DockerClient,
+        docker: DockerAPI,
         events: EventSink,
         on_change: Callable[[], None] | None = None,
         locate: Locate | None = None,

@@ -7,9 +7,9 @@ waiting reasons. Keeping it a pure function of data (the pod, the runtime's reco
 prober's verdicts, the reasons the last sync failed, the previous status and the time)
 makes each of those rules a table test, and lets the agent regenerate status at any time.
 
-The logic follows the kubelet's ``generateAPIPodStatus``, ``convertToAPIContainerStatuses``
-and ``getPhase`` (``pkg/kubelet/kubelet_pods.go``), the prober manager's
-``UpdatePodStatus`` (ready/started), the condition generators in
+The logic follows the kubelet's ``generateAPIPodStatus`` and ``getPhase``
+(``pkg/kubelet/kubelet_pods.go``; the containers' statuses are converted in
+:mod:`asynckubelet.node.container_status`), the condition generators in
 ``pkg/kubelet/status/generate.go``, the status manager's start time and transition times,
 and ``GetPodQOS`` (``pkg/apis/core/v1/helper/qos``). ``kubectl_status`` and
 ``ready_string`` are kubectl's ``printPod`` STATUS and READY columns.
@@ -26,14 +26,12 @@ from __future__ import annotations
 import copy
 import ipaddress
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from lightkube.models.core_v1 import (
     Container,
-    ContainerState,
-    ContainerStateRunning,
     ContainerStateTerminated,
-    ContainerStateWaiting,
     HostIP,
     Pod,
     PodCondition,
@@ -43,6 +41,14 @@ from lightkube.models.core_v1 import (
 )
 from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
 
+from asynckubelet.node.container_status import (
+    COMPLETED,
+    POD_INITIALIZING,
+    RESTARTING_ALL_CONTAINERS,
+    container_state,
+    convert_container_statuses,
+    set_probe_fields,
+)
 from asynckubelet.runtime import actions
 from asynckubelet.runtime import types as rt
 from asynckubelet.runtime.qos import qos_class
@@ -70,11 +76,6 @@ KUBELET_CONDITIONS = frozenset(
     }
 )
 
-CONTAINER_CREATING = "ContainerCreating"
-POD_INITIALIZING = "PodInitializing"
-CONTAINER_STATUS_UNKNOWN = "ContainerStatusUnknown"
-COMPLETED = "Completed"
-ERROR = "Error"
 
 UNKNOWN_CONTAINER_STATUSES = "UnknownContainerStatuses"
 POD_COMPLETED = "PodCompleted"
@@ -84,8 +85,6 @@ CONTAINERS_NOT_INITIALIZED = "ContainersNotInitialized"
 READINESS_GATES_NOT_READY = "ReadinessGatesNotReady"
 RESTART_ALL_CONTAINERS_STARTED = "RestartAllContainersStarted"
 RESTART_ALL_CONTAINERS_STARTED_MESSAGE = "container exited with restart policy rule"
-RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"
-RESTARTING_ALL_CONTAINERS_MESSAGE = "The container is removed because RestartAllContainers in place"
 REJECTED_MESSAGE_PREFIX = "Pod was rejected: "
 
 
@@ -128,7 +127,7 @@ def generate(
     if pod_ips:
         status.podIPs = [PodIP(ip=ip) for ip in pod_ips]
         status.podIP = pod_ips[0]
-    status.containerStatuses = _convert_statuses(
+    status.containerStatuses = convert_container_statuses(
         pod,
         runtime,
         previous=list(old.containerStatuses or []),
@@ -138,7 +137,7 @@ def generate(
         waiting_reasons=waiting_reasons,
         restarting=restarting,
     )
-    status.initContainerStatuses = _convert_statuses(
+    status.initContainerStatuses = convert_container_statuses(
         pod,
         runtime,
         previous=list(old.initContainerStatuses or []),
@@ -149,9 +148,28 @@ def generate(
         restarting=restarting,
     )
 
+    start = _set_phase(status, spec, old=old, api=api, pod_is_terminal=pod_is_terminal, now=now)
+    set_probe_fields(spec, status, readiness=readiness, started=started)
+    status.conditions = _conditions(pod, runtime, status, old=old, api=api, now=now)
+    _set_host_ips(status, spec, [host_ip, *host_ips])
+    status.startTime = start
+    return status
+
+
+def _set_phase(
+    status: PodStatus,
+    spec: PodSpec,
+    *,
+    old: PodStatus,
+    api: PodStatus,
+    pod_is_terminal: bool,
+    now: datetime,
+) -> datetime:
+    """Phase, reason and message (a terminal phase never reverts; past the active deadline
+    the pod fails); returns the pod's start time."""
     phase = get_phase(
         spec,
-        [*status.containerStatuses, *status.initContainerStatuses],
+        [*(status.containerStatuses or []), *(status.initContainerStatuses or [])],
         pod_is_terminal=pod_is_terminal,
     )
     if phase not in TERMINAL_PHASES:
@@ -167,13 +185,25 @@ def generate(
     status.phase = phase
     start = old.startTime or api.startTime or now
     if phase not in TERMINAL_PHASES and past_active_deadline(spec, start=start, now=now):
-        phase = status.phase = "Failed"
+        status.phase = "Failed"
         status.reason = DEADLINE_EXCEEDED
         status.message = DEADLINE_EXCEEDED_MESSAGE
+    return start
 
-    _set_probe_fields(spec, status, readiness=readiness, started=started)
 
-    all_statuses = [*status.initContainerStatuses, *status.containerStatuses]
+def _conditions(
+    pod: Pod,
+    runtime: rt.PodRuntimeStatus,
+    status: PodStatus,
+    *,
+    old: PodStatus,
+    api: PodStatus,
+    now: datetime,
+) -> list[PodCondition]:
+    """Conditions set by others first, then the kubelet's five, in the kubelet's order."""
+    spec = _spec(pod)
+    phase = status.phase or PENDING
+    all_statuses = [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]
     conditions = [
         copy.deepcopy(c) for c in api.conditions or [] if c.type not in KUBELET_CONDITIONS
     ]
@@ -189,19 +219,18 @@ def generate(
     conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
     if in_place:
         conditions.append(all_containers_restarting_condition(pod, runtime, old, phase))
-    status.conditions = _with_transition_times(conditions, old.conditions or [], now=now)
+    return _with_transition_times(conditions, old.conditions or [], now=now)
 
-    ips = [ip for ip in [host_ip, *host_ips] if ip]
-    ips = list(dict.fromkeys(ips))
+
+def _set_host_ips(status: PodStatus, spec: PodSpec, candidates: Sequence[str]) -> None:
+    """The node's addresses (two at most, one per family); a host-network pod's too."""
+    ips = list(dict.fromkeys(ip for ip in candidates if ip))
     if ips:
         status.hostIP = ips[0]
         status.hostIPs = [HostIP(ip=ip) for ip in ips[:2]]
         if spec.hostNetwork and not status.podIP:
             status.podIP = ips[0]
             status.podIPs = [PodIP(ip=ip) for ip in ips[:2]]
-
-    status.startTime = start
-    return status
 
 
 SCHEDULING_GATED = "SchedulingGated"
@@ -255,90 +284,48 @@ def past_active_deadline(spec: PodSpec, *, start: datetime, now: datetime) -> bo
     return deadline is not None and (now - start).total_seconds() >= deadline
 
 
+@dataclass
+class _PhaseCounts:
+    """What ``getPhase`` counts over the pod's containers."""
+
+    pending_init: int = 0
+    failed_init: int = 0
+    unknown: int = 0
+    running: int = 0
+    waiting: int = 0
+    stopped: int = 0
+    stopped_for_good: int = 0
+    succeeded: int = 0
+
+
 def get_phase(
     spec: PodSpec, statuses: Sequence[V1ContainerStatus], *, pod_is_terminal: bool = False
 ) -> str:
     """The kubelet's ``getPhase`` over regular and init container statuses."""
     by_name = {s.name: s for s in statuses}
-    pending_init = failed_init = 0
-    unknown = running = waiting = stopped = stopped_for_good = succeeded = 0
+    n = _PhaseCounts()
     inits = list(spec.initContainers or [])
     for c in inits:
-        if actions.is_restartable_init_container(c):
-            continue
-        s = by_name.get(c.name)
-        state = _state(s)
-        if s is None or state.running is not None:
-            pending_init += 1
-        elif state.terminated is not None:
-            if state.terminated.exitCode != 0 and not _restartable(c, spec, state.terminated):
-                failed_init += 1
-        elif state.waiting is not None:
-            last = s.lastState.terminated if s.lastState is not None else None
-            if last is None:
-                pending_init += 1
-            elif last.exitCode != 0 and not _restartable(c, spec, last):
-                failed_init += 1
-        else:
-            pending_init += 1
-    for c in inits:
         if not actions.is_restartable_init_container(c):
-            continue
-        s = by_name.get(c.name)
-        if s is None:
-            unknown += 1
-            continue
-        state = _state(s)
-        if state.running is not None:
-            if not s.started:
-                pending_init += 1
-            running += 1
-        elif state.terminated is not None:
-            pass
-        elif state.waiting is not None:
-            if s.lastState is None or s.lastState.terminated is None:
-                pending_init += 1
-                waiting += 1
-        else:
-            pending_init += 1
-            unknown += 1
+            _count_init(n, c, spec, by_name.get(c.name))
+    for c in inits:
+        if actions.is_restartable_init_container(c):
+            _count_sidecar(n, by_name.get(c.name))
     for c in spec.containers:
-        s = by_name.get(c.name)
-        if s is None:
-            unknown += 1
-            continue
-        state = _state(s)
-        if state.running is not None:
-            running += 1
-        elif state.terminated is not None:
-            stopped += 1
-            if not _restartable(c, spec, state.terminated):
-                stopped_for_good += 1
-            if state.terminated.exitCode == 0:
-                succeeded += 1
-        elif state.waiting is not None:
-            last = s.lastState.terminated if s.lastState is not None else None
-            if last is not None:
-                stopped += 1
-                if not _restartable(c, spec, last):
-                    stopped_for_good += 1
-            else:
-                waiting += 1
-        else:
-            unknown += 1
+        _count_regular(n, c, spec, by_name.get(c.name))
 
-    if failed_init > 0:
+    if n.failed_init > 0:
         return FAILED
-    if (pending_init > 0 and not has_any_regular_container_started(spec, statuses)) or waiting:
+    if (n.pending_init > 0 and not has_any_regular_container_started(spec, statuses)) or n.waiting:
         return PENDING
-    if running > 0 and unknown == 0:
+    if n.running > 0 and n.unknown == 0:
         return RUNNING
-    if running == 0 and stopped > 0 and unknown == 0:
+    if n.running == 0 and n.stopped > 0 and n.unknown == 0:
         if pod_is_terminal:
-            return SUCCEEDED if stopped == succeeded else FAILED
-        if stopped != stopped_for_good:
+            return SUCCEEDED if n.stopped == n.succeeded else FAILED
+        if n.stopped != n.stopped_for_good:
             return RUNNING
-        return SUCCEEDED if stopped == succeeded else FAILED
+        return SUCCEEDED if n.stopped == n.succeeded else FAILED
     return PENDING
 
 
@@ -348,6 +335,70 @@ def _restartable(c: Container, spec: PodSpec, terminated: ContainerStateTerminat
     if terminated.reason == RESTARTING_ALL_CONTAINERS:
         return True
     return actions.container_should_restart(c, spec, terminated.exitCode)
+
+
+def _count_init(n: _PhaseCounts, c: Container, spec: PodSpec, s: V1ContainerStatus | None) -> None:
+    state = container_state(s)
+    if s is None or state.running is not None:
+        n.pending_init += 1
+    elif state.terminated is not None:
+        if state.terminated.exitCode != 0 and not _restartable(c, spec, state.terminated):
+            n.failed_init += 1
+    elif state.waiting is not None:
+        last = s.lastState.terminated if s.lastState is not None else None
+        if last is None:
+            n.pending_init += 1
+        elif last.exitCode != 0 and not _restartable(c, spec, last):
+            n.failed_init += 1
+    else:
+        n.pending_init += 1
+
+
+def _count_sidecar(n: _PhaseCounts, s: V1ContainerStatus | None) -> None:
+    if s is None:
+        n.unknown += 1
+        return
+    state = container_state(s)
+    if state.running is not None:
+        if not s.started:
+            n.pending_init += 1
+        n.running += 1
+    elif state.terminated is not None:
+        pass
+    elif state.waiting is not None:
+        if s.lastState is None or s.lastState.terminated is None:
+            n.pending_init += 1
+            n.waiting += 1
+    else:
+        n.pending_init += 1
+        n.unknown += 1
+
+
+def _count_regular(
+    n: _PhaseCounts, c: Container, spec: PodSpec, s: V1ContainerStatus | None
+) -> None:
+    if s is None:
+        n.unknown += 1
+        return
+    state = container_state(s)
+    if state.running is not None:
+        n.running += 1
+    elif state.terminated is not None:
+        n.stopped += 1
+        if not _restartable(c, spec, state.terminated):
+            n.stopped_for_good += 1
+        if state.terminated.exitCode == 0:
+            n.succeeded += 1
+    elif state.waiting is not None:
+        last = s.lastState.terminated if s.lastState is not None else None
+        if last is not None:
+            n.stopped += 1
+            if not _restartable(c, spec, last):
+                n.stopped_for_good += 1
+        else:
+            n.waiting += 1
+    else:
+        n.unknown += 1
 
 
 def has_any_regular_container_started(spec: PodSpec, statuses: Sequence[V1ContainerStatus]) -> bool:
@@ -526,7 +577,7 @@ def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
     ready = 0
     initializing = False
     for i, cs in enumerate(status.initContainerStatuses or []):
-        state = _state(cs)
+        state = container_state(cs)
         term = state.terminated
         spec_c = inits.get(cs.name)
         if term is not None and term.exitCode == 0:
@@ -554,7 +605,7 @@ def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
     if not initializing or _condition_true(status, INITIALIZED):
         has_running = False
         for cs in reversed(status.containerStatuses or []):
-            state = _state(cs)
+            state = container_state(cs)
             if state.waiting is not None and state.waiting.reason:
                 reason = state.waiting.reason
             elif state.terminated is not None and state.terminated.reason:
@@ -581,12 +632,6 @@ def _spec(pod: Pod) -> PodSpec:
     if pod.spec is None:
         raise ValueError("the pod has no spec")
     return pod.spec
-
-
-def _state(status: V1ContainerStatus | None) -> ContainerState:
-    if status is None or status.state is None:
-        return ContainerState()
-    return status.state
 
 
 def _condition_true(status: PodStatus, kind: str) -> bool:
@@ -641,201 +686,3 @@ def _with_transition_times(
             else:
                 c.lastTransitionTime = now
     return conditions
-
-
-def _convert_statuses(
-    pod: Pod,
-    runtime: rt.PodRuntimeStatus,
-    *,
-    previous: list[V1ContainerStatus],
-    containers: list[Container],
-    has_init: bool,
-    is_init: bool,
-    waiting_reasons: Mapping[str, tuple[str, str]],
-    restarting: bool = False,
-) -> list[V1ContainerStatus]:
-    """The kubelet's ``convertToAPIContainerStatuses`` for one list of containers;
-    ``restarting`` says the pod is restarting in place."""
-    old = {s.name: s for s in previous}
-    default_reason = POD_INITIALIZING if has_init else CONTAINER_CREATING
-    statuses: dict[str, V1ContainerStatus] = {}
-    for c in containers:
-        status = V1ContainerStatus(
-            name=c.name,
-            image=c.image or "",
-            imageID="",
-            ready=False,
-            restartCount=0,
-            state=ContainerState(waiting=ContainerStateWaiting(reason=default_reason)),
-        )
-        before = old.get(c.name)
-        if before is not None:
-            if before.state is not None and before.state.terminated is not None:
-                status = copy.deepcopy(before)
-            else:
-                status.restartCount = before.restartCount
-                status.lastState = copy.deepcopy(before.lastState)
-        statuses[c.name] = status
-
-    present = {cs.name for cs in runtime.containers}
-    for c in containers:
-        before = old.get(c.name)
-        if c.name in present or before is None:
-            continue
-        if restarting and (before.state is None or before.state.waiting is None):
-            status = statuses[c.name]
-            status.state = ContainerState(
-                waiting=ContainerStateWaiting(
-                    reason=RESTARTING_ALL_CONTAINERS, message=RESTARTING_ALL_CONTAINERS_MESSAGE
-                )
-            )
-            status.lastState = ContainerState(
-                terminated=ContainerStateTerminated(
-                    exitCode=137,
-                    reason=RESTARTING_ALL_CONTAINERS,
-                    message=RESTARTING_ALL_CONTAINERS_MESSAGE,
-                )
-            )
-            status.restartCount = before.restartCount + 1
-            continue
-        if before.state is None:
-            continue
-        if before.state.terminated is not None or before.state.running is None:
-            continue
-        status = statuses[c.name]
-        waiting = status.state.waiting if status.state is not None else None
-        if waiting is None or waiting.reason != default_reason:
-            continue
-        if status.lastState is not None and status.lastState.terminated is not None:
-            continue
-        status.lastState = ContainerState(
-            terminated=ContainerStateTerminated(
-                exitCode=137,
-                reason=CONTAINER_STATUS_UNKNOWN,
-                message=(
-                    "The container could not be located when the pod was deleted."
-                    "  The container used to be Running"
-                ),
-            )
-        )
-        if pod.metadata is None or pod.metadata.deletionTimestamp is None:
-            status.restartCount += 1
-
-    seen: dict[str, int] = {}
-    newest_first = sorted(runtime.containers, key=lambda cs: cs.created_at, reverse=True)
-    for cs in newest_first:
-        if cs.name not in statuses or seen.get(cs.name, 0) >= 2:
-            continue
-        converted = _convert_one(cs, old.get(cs.name), restarting=restarting)
-        if seen.get(cs.name, 0) == 0:
-            statuses[cs.name] = converted
-        else:
-            statuses[cs.name].lastState = converted.state
-        seen[cs.name] = seen.get(cs.name, 0) + 1
-
-    for c in containers:
-        if is_init:
-            found = runtime.find_container(c.name)
-            if (
-                found is not None
-                and found.state is rt.ContainerState.EXITED
-                and found.exit_code == 0
-            ):
-                continue
-        if not actions.should_container_be_restarted(c, pod=pod, status=runtime):
-            continue
-        cached = waiting_reasons.get(c.name)
-        if cached is None:
-            continue
-        status = statuses[c.name]
-        if status.state is not None and status.state.terminated is not None:
-            status.lastState = status.state
-        status.state = ContainerState(
-            waiting=ContainerStateWaiting(reason=cached[0], message=cached[1] or None)
-        )
-
-    if is_init:
-        return [statuses[c.name] for c in containers]
-    return [statuses[name] for name in sorted(statuses)]
-
-
-def _convert_one(
-    cs: rt.ContainerStatus, before: V1ContainerStatus | None, *, restarting: bool = False
-) -> V1ContainerStatus:
-    status = V1ContainerStatus(
-        name=cs.name,
-        image=cs.image,
-        imageID=cs.image_id,
-        ready=False,
-        restartCount=cs.restart_count,
-        containerID=cs.container_id,
-    )
-    if before is not None and before.restartCount > status.restartCount:
-        status.restartCount = before.restartCount
-    if cs.state is rt.ContainerState.RUNNING:
-        status.state = ContainerState(running=ContainerStateRunning(startedAt=cs.started_at))
-    elif cs.state is rt.ContainerState.CREATED:
-        status.state = ContainerState(waiting=ContainerStateWaiting())
-    elif cs.state is rt.ContainerState.EXITED:
-        status.state = ContainerState(
-            terminated=ContainerStateTerminated(
-                exitCode=cs.exit_code,
-                reason=cs.reason or (COMPLETED if cs.exit_code == 0 else ERROR),
-                message=cs.message or None,
-                startedAt=cs.started_at,
-                finishedAt=cs.finished_at,
-                containerID=cs.container_id,
-            )
-        )
-    elif before is not None and before.state is not None and before.state.running is not None:
-        status.state = ContainerState(
-            terminated=ContainerStateTerminated(
-                exitCode=137,
-                reason=RESTARTING_ALL_CONTAINERS if restarting else CONTAINER_STATUS_UNKNOWN,
-                message="The container could not be located when the pod was terminated",
-            )
-        )
-        status.restartCount = before.restartCount + 1
-    else:
-        status.state = ContainerState(waiting=ContainerStateWaiting())
-    return status
-
-
-def _set_probe_fields(
-    spec: PodSpec,
-    status: PodStatus,
-    *,
-    readiness: Mapping[str, bool],
-    started: Mapping[str, bool],
-) -> None:
-    """The prober manager's ``UpdatePodStatus``: ``started`` and ``ready`` per container."""
-    regular = {c.name: c for c in spec.containers}
-    inits = {c.name: c for c in spec.initContainers or []}
-    for cs in status.containerStatuses or []:
-        c = regular[cs.name]
-        cs.started = _is_started(c, cs, started)
-        cs.ready = cs.started and _is_ready(c, cs, readiness)
-    for cs in status.initContainerStatuses or []:
-        c = inits[cs.name]
-        cs.started = _is_started(c, cs, started)
-        if not actions.is_restartable_init_container(c):
-            term = _state(cs).terminated
-            cs.ready = term is not None and term.exitCode == 0
-        else:
-            cs.ready = cs.started and _is_ready(c, cs, readiness)
-
-
-def _is_started(c: Container, cs: V1ContainerStatus, started: Mapping[str, bool]) -> bool:
-    if _state(cs).running is None:
-        return False
-    if c.name in started:
-        return started[c.name]
-    return c.startupProbe is None
-
-
-def _is_ready(c: Container, cs: V1ContainerStatus, readiness: Mapping[str, bool]) -> bool:
-    if _state(cs).running is None:
-        return False
-    if readiness.get(c.name):
-        return True
-    return c.readinessProbe is None

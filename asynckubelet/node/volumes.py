@@ -35,7 +35,7 @@ from lightkube.models.core_v1 import Container, Pod, Volume
 from loguru import logger
 
 from asynckubelet import errors, hostfs
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.manifests.quantity import parse_quantity
 from asynckubelet.node import subpath
 from asynckubelet.node.tokens import DEFAULT_ISSUER, TokenIssuer, TokenRequest
@@ -649,7 +649,7 @@ class VolumeManager:
                 os.close(hostfs.open_child_dir(fd, last, create=True, mode=mode))
                 return True
 
-    async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerClient) -> None:
+    async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerAPI) -> None:
         assert pod.metadata is not None and pod.spec is not None
         uid = pod.metadata.uid or ""
         prepared: dict[str, _Prepared] = {}
@@ -666,7 +666,7 @@ class VolumeManager:
         self._prepared[uid] = prepared
 
     async def _setup_one(
-        self, pod: Pod, volume: Volume, context: PodContext, docker: DockerClient
+        self, pod: Pod, volume: Volume, context: PodContext, docker: DockerAPI
     ) -> _Prepared:
         assert pod.metadata is not None and pod.spec is not None
         uid = pod.metadata.uid or ""

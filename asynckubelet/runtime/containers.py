@@ -1,8 +1,9 @@
-"""Docker configuration from the Pod spec, and runtime records from Docker's answers.
+"""Containers' Docker configuration from the Pod spec, and runtime records from Docker's answers.
 
 Both directions live together because they are one contract: whatever a container is
 created with (names, labels, hash, restart count) is exactly what the status side reads
-back after a restart of the agent.
+back after a restart of the agent. The sandbox's configuration is decided in
+:mod:`asynckubelet.runtime.sandbox`, with the same labels.
 """
 
 from __future__ import annotations
@@ -34,73 +35,6 @@ def container_type(pod: Pod, name: str) -> str:
         if c.name == name:
             return "sidecar" if c.restartPolicy == "Always" else "init"
     return "regular"
-
-
-def hostname(pod: Pod) -> str:
-    """The kubelet's ``GeneratePodHostNameAndDomain``: spec.hostname or the pod name, 63 max."""
-    assert pod.metadata is not None and pod.spec is not None
-    name = pod.spec.hostname or pod.metadata.name or ""
-    return name[:63].rstrip("-.")
-
-
-def sandbox_config(
-    pod: Pod,
-    *,
-    node: str,
-    attempt: int,
-    image: str,
-    network_mode: str,
-    extra_labels: Mapping[str, str] | None = None,
-    extra_host: HostConfig | None = None,
-    exposed_ports: Mapping[str, Mapping[str, Any]] | None = None,
-) -> tuple[str, ContainerConfig]:
-    """Name and Docker config of the pause container for ``attempt``.
-
-    ``extra_host`` and ``exposed_ports`` come from the network backend (a Docker-managed
-    network publishes hostPorts on the sandbox).
-    """
-    name, ns, uid = pod_identity(pod)
-    spec = pod.spec
-    assert spec is not None
-    labels = {
-        **{
-            str(k): str(v)
-            for k, v in ((pod.metadata.labels if pod.metadata else None) or {}).items()
-        },
-        **{
-            f"{naming.ANNOTATION_PREFIX}{k}": str(v)
-            for k, v in ((pod.metadata.annotations if pod.metadata else None) or {}).items()
-        },
-        **naming.pod_labels(node=node, pod=name, namespace=ns, uid=uid),
-        naming.LABEL_TYPE: naming.TYPE_SANDBOX,
-        naming.LABEL_ATTEMPT: str(attempt),
-        naming.LABEL_HOST_NETWORK: "true" if spec.hostNetwork else "false",
-        **(extra_labels or {}),
-    }
-    host: HostConfig = {
-        "NetworkMode": network_mode,
-        "IpcMode": "host" if spec.hostIPC else "shareable",
-        "SecurityOpt": ["no-new-privileges", *security.sandbox_security_options(pod)],
-    }
-    if spec.hostPID:
-        host["PidMode"] = "host"
-    if spec.securityContext is not None and spec.securityContext.sysctls:
-        host["Sysctls"] = {s.name: s.value for s in spec.securityContext.sysctls}
-    if extra_host:
-        host.update(extra_host)
-    config: ContainerConfig = {
-        "Image": image,
-        "Labels": labels,
-        "HostConfig": host,
-    }
-    if exposed_ports:
-        config["ExposedPorts"] = {k: dict(v) for k, v in exposed_ports.items()}
-    if network_mode != "host":
-        config["Hostname"] = hostname(pod)
-    return (
-        naming.sandbox_name(pod=name, namespace=ns, uid=uid, attempt=attempt),
-        config,
-    )
 
 
 def _user(container: Container, pod: Pod) -> str:

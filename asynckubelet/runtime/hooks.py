@@ -36,7 +36,7 @@ import anyio
 from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime.probes import ProbeResult
 
 MAX_PROBE_OUTPUT = 10 * 1024
@@ -206,7 +206,7 @@ def _helper_verdict(output: str, *, host: str, port: int, url: str | None) -> Ou
 
 
 async def _in_helper(
-    docker: DockerClient, helper: str, command: list[str], *, timeout: float
+    docker: DockerAPI, helper: str, command: list[str], *, timeout: float
 ) -> str | Outcome:
     try:
         result = await docker.exec_run(helper, command, timeout=timeout + EXEC_MARGIN)
@@ -244,80 +244,18 @@ async def run_handler(
     container: Container,
     target: Target,
     *,
-    docker: DockerClient,
+    docker: DockerAPI,
     timeout: float,
 ) -> Outcome:
     """Run one ``exec``/``httpGet``/``tcpSocket``/``grpc`` handler (probes and hooks)."""
     if target.error and handler.exec is None:
         return Outcome(ProbeResult.UNKNOWN, error=target.error)
     if handler.exec is not None:
-        command = list(handler.exec.command or [])
-        try:
-            result = await docker.exec_run(target.container_id, command, timeout=timeout)
-        except TimeoutError:
-            joined = json.dumps(" ".join(command))
-            return Outcome(ProbeResult.FAILURE, f"command {joined} timed out")
-        except errors.DockerError as e:
-            return Outcome(ProbeResult.UNKNOWN, error=str(e))
-        output = result.output[:MAX_PROBE_OUTPUT]
-        if result.exit_code == 0:
-            return Outcome(ProbeResult.SUCCESS, output)
-        return Outcome(ProbeResult.FAILURE, output)
+        return await _run_exec(handler.exec, target, docker=docker, timeout=timeout)
     if handler.httpGet is not None:
-        get = handler.httpGet
-        try:
-            port = _port(get.port, container)
-        except ValueError as e:
-            return Outcome(ProbeResult.UNKNOWN, error=str(e))
-        host = get.host or target.host
-        headers = {h.name: h.value for h in get.httpHeaders or []}
-        path = get.path or "/"
-        if not path.startswith("/"):
-            path = "/" + path
-        if target.helper is not None:
-            scheme = (get.scheme or "HTTP").upper()
-            if scheme != "HTTP":
-                return Outcome(
-                    ProbeResult.UNKNOWN,
-                    error=f"{scheme} probes cannot run where the node cannot reach the pod: "
-                    "the probe helper speaks plain HTTP only",
-                )
-            command = helper_http_command(
-                host=host, port=port, path=path, headers=headers, timeout=timeout
-            )
-            answer = await _in_helper(docker, target.helper, command, timeout=timeout)
-            if isinstance(answer, Outcome):
-                return answer
-            url = f"http://{_host_port(host, port)}{path}"
-            return _helper_verdict(answer, host=host, port=port, url=url)
-        return await anyio.to_thread.run_sync(
-            lambda: http_probe(
-                scheme=get.scheme or "HTTP",
-                host=host,
-                port=port,
-                path=path,
-                headers=headers,
-                timeout=timeout,
-                netns=None if get.host else target.netns,
-            )
-        )
+        return await _run_http(handler.httpGet, container, target, docker=docker, timeout=timeout)
     if handler.tcpSocket is not None:
-        sock = handler.tcpSocket
-        try:
-            port = _port(sock.port, container)
-        except ValueError as e:
-            return Outcome(ProbeResult.UNKNOWN, error=str(e))
-        host = sock.host or target.host
-        netns = None if sock.host else target.netns
-        if target.helper is not None:
-            command = helper_tcp_command(host=host, port=port, timeout=timeout)
-            answer = await _in_helper(docker, target.helper, command, timeout=timeout)
-            if isinstance(answer, Outcome):
-                return answer
-            return _helper_verdict(answer, host=host, port=port, url=None)
-        return await anyio.to_thread.run_sync(
-            lambda: tcp_probe(host, port, timeout=timeout, netns=netns)
-        )
+        return await _run_tcp(handler.tcpSocket, container, target, docker=docker, timeout=timeout)
     if getattr(handler, "sleep", None) is not None:
         await anyio.sleep(float(handler.sleep.seconds or 0))
         return Outcome(ProbeResult.SUCCESS)
@@ -336,6 +274,82 @@ async def run_handler(
             netns=target.netns,
         )
     return Outcome(ProbeResult.UNKNOWN, error=f"missing probe handler for {container.name}")
+
+
+async def _run_exec(action: Any, target: Target, *, docker: DockerAPI, timeout: float) -> Outcome:
+    command = list(action.command or [])
+    try:
+        result = await docker.exec_run(target.container_id, command, timeout=timeout)
+    except TimeoutError:
+        joined = json.dumps(" ".join(command))
+        return Outcome(ProbeResult.FAILURE, f"command {joined} timed out")
+    except errors.DockerError as e:
+        return Outcome(ProbeResult.UNKNOWN, error=str(e))
+    output = result.output[:MAX_PROBE_OUTPUT]
+    if result.exit_code == 0:
+        return Outcome(ProbeResult.SUCCESS, output)
+    return Outcome(ProbeResult.FAILURE, output)
+
+
+async def _run_http(
+    get: Any, container: Container, target: Target, *, docker: DockerAPI, timeout: float
+) -> Outcome:
+    try:
+        port = _port(get.port, container)
+    except ValueError as e:
+        return Outcome(ProbeResult.UNKNOWN, error=str(e))
+    host = get.host or target.host
+    headers = {h.name: h.value for h in get.httpHeaders or []}
+    path = get.path or "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    if target.helper is not None:
+        scheme = (get.scheme or "HTTP").upper()
+        if scheme != "HTTP":
+            return Outcome(
+                ProbeResult.UNKNOWN,
+                error=f"{scheme} probes cannot run where the node cannot reach the pod: "
+                "the probe helper speaks plain HTTP only",
+            )
+        command = helper_http_command(
+            host=host, port=port, path=path, headers=headers, timeout=timeout
+        )
+        answer = await _in_helper(docker, target.helper, command, timeout=timeout)
+        if isinstance(answer, Outcome):
+            return answer
+        url = f"http://{_host_port(host, port)}{path}"
+        return _helper_verdict(answer, host=host, port=port, url=url)
+    return await anyio.to_thread.run_sync(
+        lambda: http_probe(
+            scheme=get.scheme or "HTTP",
+            host=host,
+            port=port,
+            path=path,
+            headers=headers,
+            timeout=timeout,
+            netns=None if get.host else target.netns,
+        )
+    )
+
+
+async def _run_tcp(
+    sock: Any, container: Container, target: Target, *, docker: DockerAPI, timeout: float
+) -> Outcome:
+    try:
+        port = _port(sock.port, container)
+    except ValueError as e:
+        return Outcome(ProbeResult.UNKNOWN, error=str(e))
+    host = sock.host or target.host
+    netns = None if sock.host else target.netns
+    if target.helper is not None:
+        command = helper_tcp_command(host=host, port=port, timeout=timeout)
+        answer = await _in_helper(docker, target.helper, command, timeout=timeout)
+        if isinstance(answer, Outcome):
+            return answer
+        return _helper_verdict(answer, host=host, port=port, url=None)
+    return await anyio.to_thread.run_sync(
+        lambda: tcp_probe(host, port, timeout=timeout, netns=netns)
+    )
 
 
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
@@ -489,7 +503,7 @@ async def run_hook(
     container: Container,
     target: Target,
     *,
-    docker: DockerClient,
+    docker: DockerAPI,
     timeout: float | None,
 ) -> str | None:
     """Run a lifecycle handler; None on success, else the kubelet's failure message."""

@@ -22,7 +22,7 @@ import anyio
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import DockerClient, PullProgress
+from asynckubelet.docker import DockerAPI, PullProgress
 
 _DOMAIN_RE = re.compile(r"^(localhost|[^/]*[.:][^/]*)(/|$)")
 _REFERENCE_RE = re.compile(
@@ -188,7 +188,7 @@ class PullListener(Protocol):
 class ImageManager:
     """Ensures images are present, joining pulls that are already in flight."""
 
-    def __init__(self, docker: DockerClient, *, listener: PullListener | None = None) -> None:
+    def __init__(self, docker: DockerAPI, *, listener: PullListener | None = None) -> None:
         self._docker = docker
         self._inflight: dict[str, _Pull] = {}
         self.listener = listener

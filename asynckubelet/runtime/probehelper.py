@@ -28,7 +28,7 @@ import anyio
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.docker import ContainerConfig, DockerClient
+from asynckubelet.docker import ContainerConfig, DockerAPI
 from asynckubelet.docker.engine import EngineTLS
 from asynckubelet.images import build as image_build
 from asynckubelet.network.factory import is_local_daemon
@@ -114,7 +114,7 @@ def helper_config(
 class ProbeHelpers:
     """The node's probe helpers, one per sandbox that needs one, made on first use."""
 
-    def __init__(self, *, docker: DockerClient, node: str, image: str | None = None) -> None:
+    def __init__(self, *, docker: DockerAPI, node: str, image: str | None = None) -> None:
         self.docker = docker
         self.node = node
         self.image = image or image_build.default_probe_tag()

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from lightkube.models.core_v1 import Container, Pod
 
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime.env import PodContext
 
 PROPAGATION = {
@@ -55,7 +55,7 @@ class Mount:
 class VolumeProvider(Protocol):
     """What the runtime needs from the node's volume manager."""
 
-    async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerClient) -> None:
+    async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerAPI) -> None:
         """Make every volume of the pod ready (idempotent; refreshes ConfigMap/Secret files).
 
         Raises :class:`~asynckubelet.errors.VolumeError` naming the volume that failed.

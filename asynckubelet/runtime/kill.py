@@ -1,0 +1,278 @@
+"""Stopping and cleaning up: the kubelet's ``killContainer``, ``KillPod`` and container GC.
+
+A container stops gracefully: its ``preStop`` hook first, within the grace period, then
+its stop signal, then SIGKILL once the rest of the grace period (at least
+:data:`MINIMUM_GRACE_PERIOD`) has passed. A pod stops in order: regular containers
+together, sidecars in reverse order, then the sandbox and its network. Removal and
+garbage collection keep what ``logs --previous`` and restart counts need (the newest
+dead instance of each container) and remove the rest, with the files the pod left on the
+node. Everything here runs shielded: a cancelled caller never leaves a pod half stopped.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+import anyio
+from lightkube.models.core_v1 import Container, Pod
+from loguru import logger
+
+from asynckubelet import errors
+from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime import hooks, naming, nodefiles
+from asynckubelet.runtime.qos import BEST_EFFORT, BURSTABLE, GUARANTEED
+from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError
+from asynckubelet.runtime.types import (
+    ContainerState,
+    ContainerStatus,
+    PodRuntimeStatus,
+    SandboxState,
+)
+
+if TYPE_CHECKING:
+    from asynckubelet.runtime.manager import RuntimeManager
+
+MINIMUM_GRACE_PERIOD = 2
+"""Seconds: the kubelet's ``minimumGracePeriodInSeconds``."""
+DEFAULT_GRACE_PERIOD = 30
+
+
+def grace_period_of(pod: Pod | None, override: float | None) -> float:
+    """``override``, else the deletion grace period, else ``terminationGracePeriodSeconds``."""
+    if override is not None:
+        return max(float(override), 0.0)
+    if pod is not None and pod.spec is not None:
+        if pod.metadata is not None and pod.metadata.deletionGracePeriodSeconds is not None:
+            return float(pod.metadata.deletionGracePeriodSeconds)
+        if pod.spec.terminationGracePeriodSeconds is not None:
+            return float(pod.spec.terminationGracePeriodSeconds)
+    return float(DEFAULT_GRACE_PERIOD)
+
+
+def container_spec(pod: Pod | None, name: str) -> Container | None:
+    if pod is None or pod.spec is None:
+        return None
+    for c in list(pod.spec.initContainers or []) + list(pod.spec.containers or []):
+        if c.name == name:
+            return c
+    return None
+
+
+async def kill_container(
+    rm: RuntimeManager,
+    pod: Pod | None,
+    status: ContainerStatus,
+    *,
+    grace_period: float,
+    reason: str = "",
+    message: str = "",
+    result: PodSyncResult | None = None,
+) -> None:
+    """Stop one container: its stop signal, then SIGKILL after the grace period (>= 2 s)."""
+    step = (result or PodSyncResult()).add(SyncAction.KILL_CONTAINER, status.name)
+    if pod is not None:
+        text = message or f"Stopping container {status.name}"
+        rm.events(pod, type="Normal", reason="Killing", message=text, container=status.name)
+    grace = grace_period
+    spec = container_spec(pod, status.name)
+    if grace > 0 and pod is not None and spec is not None and spec.lifecycle is not None:
+        if spec.lifecycle.preStop is not None:
+            grace -= await _pre_stop(rm, pod, spec, status, grace)
+    grace = max(grace, MINIMUM_GRACE_PERIOD)
+    try:
+        with anyio.CancelScope(shield=True):
+            await rm.docker.stop_container(status.id, grace_period=grace)
+    except errors.NotFound:
+        pass
+    except errors.DockerError as e:
+        step.fail(SyncError.KILL_CONTAINER, str(e))
+
+
+async def _pre_stop(
+    rm: RuntimeManager, pod: Pod, spec: Container, status: ContainerStatus, grace: float
+) -> float:
+    """Run ``preStop`` for at most ``grace`` seconds; returns the seconds it took."""
+    assert spec.lifecycle is not None
+    started = anyio.current_time()
+    with anyio.CancelScope(shield=True):
+        target = await rm.hook_target(pod, container_id=status.id, sandbox_id=status.sandbox_id)
+        message: str | None = None
+        with anyio.move_on_after(grace):
+            message = await hooks.run_hook(
+                spec.lifecycle.preStop, pod, spec, target, docker=rm.docker, timeout=grace
+            )
+    if message is not None:
+        name, ns, _ = ctr.pod_identity(pod)
+        logger.bind(pod=f"{ns}/{name}", container=spec.name).warning("preStop: {}", message)
+        rm.events(
+            pod,
+            type="Warning",
+            reason="FailedPreStopHook",
+            message="PreStopHook failed",
+            container=spec.name,
+        )
+    return anyio.current_time() - started
+
+
+async def kill_pod(
+    rm: RuntimeManager, pod: Pod | None, status: PodRuntimeStatus, *, grace_period: float | None
+) -> PodSyncResult:
+    """Regular containers (and any not in the spec) stop together, then sidecars in reverse
+    order within what is left of the grace period, then the sandboxes."""
+    result = PodSyncResult()
+    grace = grace_period_of(pod, grace_period)
+    running = [c for c in status.containers if c.state is ContainerState.RUNNING]
+    kinds = {
+        c.id: ctr.container_type(pod, c.name) if pod is not None else "regular" for c in running
+    }
+    regular = [c for c in running if kinds[c.id] == "regular"]
+    sidecars = [c for c in running if kinds[c.id] == "sidecar"]
+    others = [c for c in running if kinds[c.id] not in ("regular", "sidecar")]
+    order = _sidecar_order(pod)
+    sidecars.sort(key=lambda c: order.get(c.name, 0), reverse=True)
+    started = anyio.current_time()
+
+    def left() -> float:
+        return max(grace - (anyio.current_time() - started), 0.0)
+
+    with anyio.CancelScope(shield=True):
+        async with anyio.create_task_group() as tg:
+            for c in regular + others:
+                tg.start_soon(partial(rm.kill_container, pod, c, grace_period=grace, result=result))
+        for c in sidecars:
+            await rm.kill_container(pod, c, grace_period=left(), result=result)
+        for sandbox in status.sandboxes:
+            await _stop_sandbox(rm, sandbox.id, result)
+    return result
+
+
+def _sidecar_order(pod: Pod | None) -> dict[str, int]:
+    if pod is None or pod.spec is None:
+        return {}
+    return {c.name: i for i, c in enumerate(pod.spec.initContainers or [])}
+
+
+async def _stop_sandbox(rm: RuntimeManager, sandbox_id: str, result: PodSyncResult) -> None:
+    step = result.add(SyncAction.KILL_POD_SANDBOX, sandbox_id[:12])
+    net = result.add(SyncAction.TEARDOWN_NETWORK, sandbox_id[:12])
+    with anyio.CancelScope(shield=True):
+        try:
+            await rm.network.teardown_pod(sandbox_id=sandbox_id)
+        except errors.AsyncKubeletError as e:
+            net.fail(SyncError.TEARDOWN_NETWORK, str(e))
+        try:
+            if await rm.may_have_probe_helpers():
+                await rm.probe_helpers.remove_for(sandbox_id=sandbox_id)
+            await rm.docker.stop_container(sandbox_id, grace_period=MINIMUM_GRACE_PERIOD)
+        except errors.NotFound:
+            pass
+        except errors.DockerError as e:
+            step.fail(SyncError.KILL_POD_SANDBOX, str(e))
+
+
+async def remove_pod(rm: RuntimeManager, *, uid: str) -> list[str]:
+    """Remove every Docker object of the pod (after it was killed), its volumes and its
+    files on the node; returns the ids removed."""
+    rows = await rm.docker.list_containers(
+        labels={naming.LABEL_NODE: rm.node, naming.LABEL_POD_UID: uid}
+    )
+    rows.sort(key=lambda r: (r.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX)
+    labels = (rows[0].get("Labels") or {}) if rows else {}
+    with anyio.CancelScope(shield=True):
+        for row in rows:
+            if (row.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
+                await rm.network.teardown_pod(sandbox_id=row["Id"])
+            await rm.docker.remove_container(row["Id"], force=True)
+        if rm.volumes is not None:
+            await rm.volumes.teardown_pod(uid=uid)
+        await _remove_node_files(
+            rm,
+            uid,
+            labels.get(naming.LABEL_POD_NAMESPACE, ""),
+            labels.get(naming.LABEL_POD_NAME, ""),
+        )
+    return [r["Id"] for r in rows]
+
+
+async def _remove_node_files(rm: RuntimeManager, uid: str, namespace: str, name: str) -> None:
+    if not rm.engine_is_local():
+        return
+    root = rm.config.cgroup_root
+    if root is not None and rm.cgroup_driver != "systemd":
+        for qos in (GUARANTEED, BURSTABLE, BEST_EFFORT):
+            parent = nodefiles.pod_cgroup_parent(root=root, driver="cgroupfs", qos=qos, uid=uid)
+            await anyio.to_thread.run_sync(nodefiles.remove_pod_cgroup, parent)
+    if rm.config.pod_log_dir is not None and name:
+        await anyio.to_thread.run_sync(
+            partial(
+                nodefiles.remove_pod_logs,
+                rm.config.pod_log_dir,
+                namespace=namespace,
+                name=name,
+                uid=uid,
+            )
+        )
+
+
+async def garbage_collect(rm: RuntimeManager, status: PodRuntimeStatus) -> list[str]:
+    """Remove dead containers but the newest dead instance of each container name, and
+    dead sandboxes but the newest that no remaining container uses; returns the ids."""
+    doomed = set(dead_instances_to_remove(status))
+    kept_sandboxes = {c.sandbox_id for c in status.containers if c.id not in doomed}
+    for s in status.sandboxes[1:]:
+        if s.state is not SandboxState.READY and s.id not in kept_sandboxes:
+            doomed.add(s.id)
+    with anyio.CancelScope(shield=True):
+        for cid in doomed:
+            await rm.docker.remove_container(cid, force=True)
+        if rm.config.pod_log_dir is not None:
+            for c in status.containers:
+                if c.id in doomed:
+                    nodefiles.unlink_container_log(
+                        rm.config.pod_log_dir,
+                        namespace=status.namespace,
+                        name=status.name,
+                        uid=status.uid,
+                        container=c.name,
+                        restart_count=c.restart_count,
+                    )
+    return sorted(doomed)
+
+
+def dead_instances_to_remove(status: PodRuntimeStatus) -> list[str]:
+    """Ids of dead container instances beyond the newest dead one of each name.
+
+    An instance created but never started is not the dead one kept: while it is the newest
+    of its name it may be a start in flight and stays; the instance that ran before it is
+    what ``logs --previous`` reads until the next one exists.
+    """
+    seen: set[str] = set()
+    seen_dead: set[str] = set()
+    doomed: list[str] = []
+    for c in status.containers:
+        newest = c.name not in seen
+        seen.add(c.name)
+        if c.state is ContainerState.RUNNING:
+            continue
+        if c.state is ContainerState.CREATED:
+            if not newest:
+                doomed.append(c.id)
+            continue
+        if c.name in seen_dead:
+            doomed.append(c.id)
+        else:
+            seen_dead.add(c.name)
+    return doomed
+
+
+__all__ = [
+    "DEFAULT_GRACE_PERIOD",
+    "MINIMUM_GRACE_PERIOD",
+    "dead_instances_to_remove",
+    "garbage_collect",
+    "grace_period_of",
+    "kill_container",
+    "kill_pod",
+    "remove_pod",
+]

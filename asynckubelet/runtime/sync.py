@@ -1,0 +1,460 @@
+"""The sync step executor: one ``sync_pod`` call carrying out a :class:`PodActions`.
+
+:func:`~asynckubelet.runtime.actions.compute_pod_actions` decides; :class:`PodSync` acts,
+in the kubelet's order: kill the pod or the unwanted containers, set up volumes, create
+the sandbox and its network, start the init containers one at a time, then the app
+containers together. Image pulls for every container start at the beginning, so they
+overlap the rest. Each step records one result; a step that fails records why, emits the
+kubelet's event, and leaves the rest to the next sync. Creating and starting a container
+(or the sandbox) is one step a cancelled caller cannot split, and what a failed sandbox
+left is removed, shielded from cancellation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+from lightkube.models.core_v1 import Container, Pod
+
+from asynckubelet import errors
+from asynckubelet.docker import ContainerConfig, HostConfig
+from asynckubelet.network.dns import ResolverConfig, node_resolver, write_pod_files
+from asynckubelet.runtime import backoff as backoff_mod
+from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime import hooks, naming, security
+from asynckubelet.runtime.actions import (
+    KILL_REASON_LIVENESS_PROBE,
+    KILL_REASON_STARTUP_PROBE,
+    ContainerToKill,
+    PodActions,
+)
+from asynckubelet.runtime.env import Environment, PodContext, make_environment
+from asynckubelet.runtime.images import RegistryAuth
+from asynckubelet.runtime.kill import container_spec
+from asynckubelet.runtime.pulls import ImagePull
+from asynckubelet.runtime.resources import host_config_resources
+from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError, SyncResult
+from asynckubelet.runtime.sandbox import (
+    PodSandboxConfig,
+    generate_pod_sandbox_config,
+    pod_network_request,
+    sandbox_docker_config,
+)
+from asynckubelet.runtime.status_reader import DEFAULT_TERMINATION_MESSAGE_PATH
+from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
+from asynckubelet.runtime.volumes import Mount
+
+if TYPE_CHECKING:
+    from asynckubelet.runtime.manager import RuntimeManager
+
+
+class PodSync:
+    """One ``sync_pod`` call: carries out a :class:`PodActions` in the kubelet's order."""
+
+    def __init__(
+        self,
+        rm: RuntimeManager,
+        pod: Pod,
+        status: PodRuntimeStatus,
+        actions: PodActions,
+        result: PodSyncResult,
+        *,
+        context: PodContext,
+        auths: list[RegistryAuth],
+        backoff: backoff_mod.Backoff,
+        image_backoff: backoff_mod.Backoff,
+    ) -> None:
+        self.rm = rm
+        self.pod = pod
+        self.status = status
+        self.actions = actions
+        self.result = result
+        self.context = context
+        self.auths = auths
+        self.backoff = backoff
+        self.image_backoff = image_backoff
+        self.pulls: dict[str, ImagePull] = {}
+        self.sandbox_id = actions.sandbox_id
+        assert pod.spec is not None
+        self.spec = pod.spec
+
+    def event(self, type: str, reason: str, message: str, container: str | None = None) -> None:
+        self.rm.events(self.pod, type=type, reason=reason, message=message, container=container)
+
+    async def execute(self) -> None:
+        actions = self.actions
+        if actions.create_sandbox and self.status.sandboxes:
+            self.event(
+                "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created."
+            )
+        if actions.kill_pod:
+            killed = await self.rm.kill_pod(self.pod, self.status)
+            self.result.results.extend(killed.results)
+            if not killed.ok:
+                return
+            if actions.create_sandbox:
+                await self._purge_init_containers()
+        else:
+            await self._kill_unwanted()
+        init = self.spec.initContainers or []
+        to_start = [init[i] for i in actions.init_containers_to_start] if init else []
+        app = [self.spec.containers[i] for i in actions.containers_to_start]
+        volumes_ready = await self._setup_volumes()
+        if not (actions.create_sandbox or to_start or app) or not volumes_ready:
+            return
+        async with anyio.create_task_group() as tg:
+            for container in to_start + app:
+                self._prefetch(tg, container)
+            try:
+                await self._run(to_start, app)
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _run(self, init: list[Container], app: list[Container]) -> None:
+        if self.actions.create_sandbox:
+            created = await self._create_sandbox(self.actions.attempt)
+            if created is None:
+                return
+            self.sandbox_id = created
+        for container in init:
+            ok = await self._start(container, init=True)
+            if not ok and container.restartPolicy != "Always":
+                return
+        async with anyio.create_task_group() as tg:
+            for container in app:
+                tg.start_soon(self._start, container, False)
+
+    async def _setup_volumes(self) -> bool:
+        """The kubelet's ``WaitForAttachAndMount``: no container starts before its volumes."""
+        provider = self.rm.volumes
+        if provider is None or not self.spec.volumes:
+            return True
+        try:
+            await provider.setup_pod(self.pod, context=self.context, docker=self.rm.docker)
+        except errors.VolumeError as e:
+            self.event("Warning", "FailedMount", str(e))
+            return False
+        return True
+
+    # -- killing --------------------------------------------------------------------------
+
+    async def _kill_unwanted(self) -> None:
+        to_kill = list(self.actions.containers_to_kill.values())
+        if not to_kill:
+            return
+        by_id = {c.id: c for c in self.status.containers}
+        grace = self.rm.grace_period_of(self.pod, None)
+        async with anyio.create_task_group() as tg:
+            for info in to_kill:
+                status = by_id.get(info.container_id)
+                if status is None:
+                    continue
+                tg.start_soon(self._kill_one, status, self._probe_grace(info, grace), info.message)
+
+    def _probe_grace(self, info: ContainerToKill, grace: float) -> float:
+        """A probe's own ``terminationGracePeriodSeconds`` when it is why the kill happens."""
+        spec = container_spec(self.pod, info.name)
+        if spec is None:
+            return grace
+        probe = {
+            KILL_REASON_LIVENESS_PROBE: spec.livenessProbe,
+            KILL_REASON_STARTUP_PROBE: spec.startupProbe,
+        }.get(info.reason)
+        if probe is not None and probe.terminationGracePeriodSeconds is not None:
+            return float(probe.terminationGracePeriodSeconds)
+        return grace
+
+    async def _kill_one(self, status: ContainerStatus, grace: float, message: str) -> None:
+        await self.rm.kill_container(
+            self.pod, status, grace_period=grace, message=message, result=self.result
+        )
+
+    async def _purge_init_containers(self) -> None:
+        names = {c.name for c in self.spec.initContainers or []}
+        with anyio.CancelScope(shield=True):
+            for c in self.status.containers:
+                if c.name in names and c.state is not ContainerState.RUNNING:
+                    await self.rm.docker.remove_container(c.id, force=True)
+
+    # -- the sandbox ----------------------------------------------------------------------
+
+    async def _sandbox_config(self, attempt: int) -> PodSandboxConfig:
+        """The inputs that need I/O, then the pure configuration."""
+        rm = self.rm
+        local = rm.engine_is_local()
+        cgroup_root = rm.config.cgroup_root if local else None
+        return generate_pod_sandbox_config(
+            self.pod,
+            node=rm.node,
+            attempt=attempt,
+            dns=rm.config.dns,
+            node_resolver=(
+                ResolverConfig() if self.spec.hostNetwork else await node_resolver(rm.config.dns)
+            ),
+            cgroup_root=cgroup_root,
+            cgroup_driver=await rm.engine_cgroup_driver() if cgroup_root is not None else "",
+            log_root=rm.config.pod_log_dir if local else None,
+        )
+
+    async def _make_sandbox(self, config: ContainerConfig, name: str) -> str:
+        """Create and start the pause container as one step a cancelled caller cannot split;
+        a sandbox that fails to start is removed."""
+        with anyio.CancelScope(shield=True):
+            sandbox_id = await self.rm.docker.create_container(config, name=name)
+            try:
+                await self.rm.docker.start_container(sandbox_id)
+            except BaseException:
+                await self.rm.docker.remove_container(sandbox_id, force=True)
+                raise
+        return sandbox_id
+
+    async def _create_sandbox(self, attempt: int) -> str | None:
+        rm = self.rm
+        step = self.result.add(SyncAction.CREATE_POD_SANDBOX, ctr.pod_identity(self.pod)[0])
+        host_network = bool(self.spec.hostNetwork)
+        mode = rm.network.sandbox_network_mode(host_network=host_network)
+        sandbox_id: str | None = None
+        try:
+            image = await rm.pause_image()
+            sandbox = await self._sandbox_config(attempt)
+            extra = rm.network.sandbox_extra(
+                host_network=host_network, port_mappings=sandbox.port_mappings
+            )
+            config = sandbox_docker_config(
+                self.pod,
+                sandbox,
+                image=image,
+                network_mode=mode,
+                extra=extra,
+                engine_dns_keys=not rm.engine_is_local(),
+            )
+            try:
+                sandbox_id = await self._make_sandbox(config, sandbox.name)
+            except errors.ImageNotFound:
+                await rm.images.pull(image)
+                sandbox_id = await self._make_sandbox(config, sandbox.name)
+            ips = () if host_network else await self._setup_network(sandbox, sandbox_id)
+            await write_pod_files(
+                docker=rm.docker,
+                pod=self.pod,
+                sandbox_id=sandbox_id,
+                pod_ips=ips,
+                settings=rm.config.dns,
+                event=self.event,
+            )
+            self.context = dataclasses.replace(self.context, pod_ips=ips)
+            return sandbox_id
+        except (errors.AsyncKubeletError, OSError) as e:
+            message = f"Failed to create pod sandbox: {e}"
+            step.fail(SyncError.CREATE_POD_SANDBOX, message)
+            self.event("Warning", "FailedCreatePodSandBox", message)
+            await self._remove_sandbox(sandbox_id)
+            return None
+        except BaseException:
+            await self._remove_sandbox(sandbox_id)
+            raise
+
+    async def _setup_network(self, sandbox: PodSandboxConfig, sandbox_id: str) -> tuple[str, ...]:
+        """The network backend's part; returns the pod's IPs."""
+        net_step = self.result.add(SyncAction.SETUP_NETWORK, sandbox.name)
+        info = await self.rm.docker.inspect_container(sandbox_id)
+        pid = info.get("State", {}).get("Pid", 0)
+        try:
+            request = pod_network_request(self.pod, sandbox, sandbox_id=sandbox_id, pid=pid)
+            net = await self.rm.network.setup_pod(request)
+        except errors.AsyncKubeletError as e:
+            net_step.fail(SyncError.SETUP_NETWORK, str(e))
+            raise
+        return net.ips
+
+    async def _remove_sandbox(self, sandbox_id: str | None) -> None:
+        if sandbox_id is None:
+            return
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.rm.network.teardown_pod(sandbox_id=sandbox_id)
+            finally:
+                await self.rm.docker.remove_container(sandbox_id, force=True)
+
+    # -- images ---------------------------------------------------------------------------
+
+    def _pull(self, container: Container) -> ImagePull:
+        return ImagePull(
+            container,
+            images=self.rm.images,
+            pod_uid=self.status.uid,
+            auths=self.auths,
+            image_backoff=self.image_backoff,
+        )
+
+    def _prefetch(self, tg: anyio.abc.TaskGroup, container: Container) -> None:
+        image = container.image or ""
+        if image in self.pulls:
+            return
+        task = self._pull(container)
+        self.pulls[image] = task
+        tg.start_soon(task.run)
+
+    async def _ensure_image(self, container: Container, step: SyncResult) -> bool:
+        task = self.pulls.get(container.image or "")
+        if task is None:
+            task = self._pull(container)
+            await task.run()
+        await task.done.wait()
+        for type, reason, message in task.events:
+            self.event(type, reason, message, container.name)
+        if task.error is not None:
+            error, message = task.error
+            step.fail(error, message)
+            return False
+        return True
+
+    # -- containers -----------------------------------------------------------------------
+
+    async def _start(self, container: Container, init: bool) -> bool:
+        action = SyncAction.INIT_CONTAINER if init else SyncAction.START_CONTAINER
+        step = self.result.add(action, container.name)
+        check = backoff_mod.should_back_off(
+            backoff=self.backoff, pod=self.pod, container=container, status=self.status
+        )
+        if check.in_backoff:
+            step.fail(SyncError.CRASH_LOOP_BACK_OFF, check.message)
+            self.event("Warning", "BackOff", check.event_message, container.name)
+            return False
+        if not await self._ensure_image(container, step):
+            return False
+        previous = self.status.find_container(container.name)
+        restart_count = previous.restart_count + 1 if previous is not None else 0
+        try:
+            environment, host = await self._container_setup(container, restart_count)
+        except errors.ContainerConfigError as e:
+            step.fail(SyncError.CREATE_CONTAINER_CONFIG, str(e))
+            self.event("Warning", "Failed", f"Error: {e}", container.name)
+            return False
+        cgroup_parent = await self.rm.cgroup_parent(self.pod)
+        if cgroup_parent is not None:
+            host["CgroupParent"] = cgroup_parent
+        name, config = ctr.container_config(
+            self.pod,
+            container,
+            node=self.rm.node,
+            sandbox_id=self.sandbox_id,
+            restart_count=restart_count,
+            environment=environment,
+            extra_host=host,
+        )
+        # Created and started as one step: a cancelled caller never leaves a container
+        # that was made but not started.
+        with anyio.CancelScope(shield=True):
+            cid = await self._create_and_start(container, name, config, step)
+        if cid is None:
+            return False
+        await self.rm.link_log(self.pod, container.name, restart_count, cid)
+        lifecycle = container.lifecycle
+        if lifecycle is not None and lifecycle.postStart is not None:
+            return await self._post_start(container, cid, step)
+        return True
+
+    async def _container_setup(
+        self, container: Container, restart_count: int
+    ) -> tuple[Environment, HostConfig]:
+        """The container's environment, and its resources, security settings and mounts;
+        :class:`~errors.ContainerConfigError` when the spec cannot be carried out."""
+        environment = make_environment(self.pod, container, self.context)
+        host = host_config_resources(container)
+        host.update(security.host_config_security(self.pod, container))
+        if security.effective(self.pod, container).run_as_non_root:
+            image = await self.rm.docker.inspect_image(container.image or "")
+            security.verify_run_as_non_root(
+                self.pod, container, image_user_field=image.get("Config", {}).get("User") or ""
+            )
+        volumes = self.rm.volumes
+        if volumes is None and container.volumeMounts:
+            raise errors.ContainerConfigError(
+                f"container {container.name} mounts volumes, but this node cannot provide"
+                " them (pod volumes are directories on the node: they need a local Docker"
+                " engine)"
+            )
+        if volumes is not None and container.volumeMounts:
+            mounts = await volumes.mounts_for(
+                self.pod, container, environment=dict(environment.env)
+            )
+            host["Mounts"] = [m.to_docker() for m in mounts]
+        if volumes is not None:
+            log = await volumes.termination_log(self.pod, container, restart_count=restart_count)
+            target = container.terminationMessagePath or DEFAULT_TERMINATION_MESSAGE_PATH
+            host.setdefault("Mounts", []).append(Mount(target=target, source=log).to_docker())
+        return environment, host
+
+    async def _post_start(self, container: Container, cid: str, step: SyncResult) -> bool:
+        """Run ``postStart``; on failure kill the container, as ``kuberuntime`` does."""
+        assert container.lifecycle is not None
+        target = await self.rm.hook_target(self.pod, container_id=cid, sandbox_id=self.sandbox_id)
+        message = await hooks.run_hook(
+            container.lifecycle.postStart,
+            self.pod,
+            container,
+            target,
+            docker=self.rm.docker,
+            timeout=None,
+        )
+        if message is None:
+            return True
+        step.fail(SyncError.POST_START_HOOK, message)
+        self.event("Warning", "FailedPostStartHook", "PostStartHook failed", container.name)
+        started = ContainerStatus(
+            id=cid, name=container.name, state=ContainerState.RUNNING, created_at=datetime.now(UTC)
+        )
+        await self.rm.kill_container(
+            self.pod,
+            started,
+            grace_period=self.rm.grace_period_of(self.pod, None),
+            message="FailedPostStartHook",
+            result=self.result,
+        )
+        return False
+
+    async def _create_and_start(
+        self, container: Container, name: str, config: ContainerConfig, step: SyncResult
+    ) -> str | None:
+        docker = self.rm.docker
+        try:
+            try:
+                cid = await docker.create_container(config, name=name)
+            except errors.Conflict:
+                await self._remove_stale(name)
+                cid = await docker.create_container(config, name=name)
+        except errors.DockerError as e:
+            step.fail(SyncError.CREATE_CONTAINER, str(e))
+            self.event("Warning", "Failed", f"Error: {e}", container.name)
+            if isinstance(e, errors.RuntimeUnavailable):
+                # The answer was lost, not the create: Docker may have made the container.
+                with contextlib.suppress(errors.DockerError):
+                    await self._remove_stale(name)
+            return None
+        self.event("Normal", "Created", f"Created container {container.name}", container.name)
+        try:
+            await docker.start_container(cid)
+        except errors.DockerError as e:
+            step.fail(SyncError.RUN_CONTAINER, str(e))
+            self.event("Warning", "Failed", f"Error: {e}", container.name)
+            return None
+        self.event("Normal", "Started", f"Started container {container.name}", container.name)
+        return cid
+
+    async def _remove_stale(self, name: str) -> None:
+        """A container of this name exists from a sync that died before starting it."""
+        rows = await self.rm.docker.list_containers(
+            labels={naming.LABEL_NODE: self.rm.node}, name=f"^/{name}$"
+        )
+        for row in rows:
+            if row.get("State") != "running":
+                await self.rm.docker.remove_container(row["Id"], force=True)
+
+
+__all__ = ["PodSync"]
