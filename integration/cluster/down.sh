@@ -20,28 +20,36 @@ if [ ! -d "$1" ] || [ ! -f "$1/.akl-cluster" ]; then
     log "no cluster made by up.sh in $1; nothing to do"
     exit 0
 fi
-dir="$(cd "$1" && pwd)"
+dir="$(cd "$1" && pwd -P)"
 
-# Components first, etcd last, so none of them logs a lost store on the way down.
-order=(kube-scheduler kube-controller-manager kube-apiserver etcd)
-running=()
-for name in "${order[@]}"; do
-    if pid="$(cluster_pid "$dir" "$name")"; then
-        kill -TERM "$pid" 2>/dev/null || true
-        running+=("$name")
-    fi
-done
-deadline=$(($(date +%s) + stop_timeout))
-for name in "${running[@]}"; do
+# One at a time, components first and etcd last, so none of them loses its store while it runs.
+stopped=0
+stuck=""
+for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    pid="$(cluster_pid "$dir" "$name")" || continue
+    kill -TERM "$pid" 2>/dev/null || true
+    stopped=$((stopped + 1))
+    deadline=$(($(date +%s) + stop_timeout))
     while cluster_pid "$dir" "$name" >/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do
         sleep 0.1
     done
-    if pid="$(cluster_pid "$dir" "$name")"; then
+    if cluster_pid "$dir" "$name" >/dev/null; then
         log "$name ($pid) did not stop within ${stop_timeout}s; killing it"
         kill -KILL "$pid" 2>/dev/null || true
-        while cluster_pid "$dir" "$name" >/dev/null; do sleep 0.1; done
+        for _ in $(seq 100); do
+            cluster_pid "$dir" "$name" >/dev/null || break
+            sleep 0.1
+        done
+        if cluster_pid "$dir" "$name" >/dev/null; then
+            log "$name ($pid) is still there after SIGKILL"
+            stuck=1
+        fi
     fi
 done
+if [ -n "$stuck" ]; then
+    log "leaving $dir in place while a process of it runs"
+    exit 1
+fi
 
 created="$(sed -n 's/^created_dir=//p' "$dir/.akl-cluster")"
 for f in "${cluster_made[@]}"; do
@@ -52,4 +60,4 @@ rm -f "$dir/.akl-cluster"
 if [ "$created" = 1 ]; then
     rmdir "$dir" 2>/dev/null || log "kept $dir: it holds files up.sh did not make"
 fi
-log "stopped ${#running[@]} process(es); removed the cluster in $dir"
+log "stopped $stopped process(es); removed the cluster in $dir"

@@ -15,7 +15,7 @@ die() { echo "node-kubeconfig.sh: $*" >&2; exit 1; }
 [ $# = 2 ] || die "usage: node-kubeconfig.sh DIR NAME"
 [ -f "$1/.akl-cluster" ] && [ -f "$1/pki/ca.key" ] && [ -f "$1/cluster.env" ] \
     || die "$1 holds no cluster made by up.sh"
-dir="$(cd "$1" && pwd)"
+dir="$(cd "$1" && pwd -P)"
 name="$2"
 valid_node_name "$name" || die "'$name' is not a valid node name (a lowercase DNS-1123 subdomain)"
 out="$dir/nodes/$name.kubeconfig"

@@ -30,7 +30,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=lib.sh
 . "$here/lib.sh"
 
-log() { echo "up.sh: $*" >&2; }
+log() { echo "up.sh: [${SECONDS}s] $*" >&2; }
 die() { log "$*"; exit 1; }
 
 [ $# = 1 ] && [ -n "$1" ] || die "usage: up.sh DIR"
@@ -66,7 +66,7 @@ if [ ! -d "$1" ]; then
     mkdir -p "$1"
     created=1
 fi
-dir="$(cd "$1" && pwd)"
+dir="$(cd "$1" && pwd -P)"
 if [ -e "$dir/.akl-cluster" ]; then
     for name in "${cluster_processes[@]}"; do
         if cluster_pid "$dir" "$name" >/dev/null; then
@@ -271,10 +271,14 @@ wait_for kube-controller-manager "the controller manager's /healthz" \
     curl -fsSk "https://127.0.0.1:$cm_port/healthz"
 wait_for kube-scheduler "the scheduler's /healthz" curl -fsSk "https://127.0.0.1:$sched_port/healthz"
 
+log "control plane answers; waiting for the default service account"
 kubectl_admin() { "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
 wait_for kube-apiserver "kubectl get namespaces" kubectl_admin get namespaces
-wait_for kube-controller-manager "the default service account" \
-    kubectl_admin get serviceaccount default --namespace default
+# Pods are admitted once their service account has its token secret.
+default_sa_token() {
+    [ -n "$(kubectl_admin get serviceaccount default --namespace default -o jsonpath='{.secrets[0].name}')" ]
+}
+wait_for kube-controller-manager "the default service account and its token" default_sa_token
 
 for name in "${cluster_processes[@]}"; do
     cluster_pid "$dir" "$name" >/dev/null || die "$name is not running"
