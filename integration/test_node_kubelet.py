@@ -193,7 +193,12 @@ async def test_logs_and_exec_reach_the_pods_containers(
     async with Kubelet(config(node_name, tmp_path)) as node:
         await node.apply(sleeper(node=node_name))
         await node.wait("default", "web", "Ready", timeout=60)
-        lines = [line.text async for line in node.logs("default", "web", container="a")]
+        # Ready comes with the start; the line reaches the log when Docker has copied it.
+        lines: list[str] = []
+        with anyio.fail_after(30):
+            while not lines:
+                lines = [line.text async for line in node.logs("default", "web", container="a")]
+                await anyio.sleep(0.05)
         assert lines == ["started a"]
         result = await node.exec("default", "web", ["sh", "-c", "echo $WHO"], container="a")
         assert (result.exit_code, result.stdout) == (0, b"one\n")
