@@ -271,3 +271,11 @@ def test_every_hostile_input_raises_a_manifest_error_with_exit_code_one(tmp_path
         assert result.exit_code == 1, (name, result.output)
         assert result.exception is None or isinstance(result.exception, SystemExit), name
         assert "Traceback" not in result.output, name
+
+
+def test_errors_past_the_limit_cost_a_reference_each_not_a_message() -> None:
+    text = pod_text(container=", args: [" + "1," * 300_000 + "1]")
+    found: list[str] = []
+    peak = peak_bytes(lambda: found.extend(errors(text)))
+    assert found[-1] == "<document>: Too many: 299001 more errors not shown (at most 1000)"
+    assert peak < 30 * MIB

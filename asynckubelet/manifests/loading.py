@@ -32,14 +32,15 @@ from asynckubelet.errors import FieldError, ManifestError
 from asynckubelet.manifests import decoding, defaults, honour, security, strict, validation
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.messages import (
+    DROPPED,
     MAX_SHOWN,
+    error_budget,
     go_quote,
     ignored,
     invalid,
     not_supported,
     required,
     shown,
-    too_long,
 )
 from asynckubelet.manifests.security import ENFORCE_LABEL, LEVELS, Level
 
@@ -71,6 +72,7 @@ _KINDS: dict[str, type] = {
 _SUPPORTED_KINDS = ("ConfigMap", "List", "Namespace", "Pod", "Secret")
 MAX_ERRORS = 1000
 """Errors (and, apart, warnings) kept per load; more are counted in one last entry."""
+_ERROR_BUDGET = 2 * MAX_ERRORS + 10
 _END = object()
 _UID_NAMESPACE = uuid.UUID("6f1d3c0e-8a4b-5c2d-9e7f-a1b2c3d4e5f6")
 _T = TypeVar("_T")
@@ -172,9 +174,10 @@ def inspect_manifests(
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
     )
-    for name, text in _read_sources(source, loader):
-        loader.add_text(text, name)
-    return loader.finish()
+    with error_budget(_ERROR_BUDGET):
+        for name, text in _read_sources(source, loader):
+            loader.add_text(text, name)
+        return loader.finish()
 
 
 def inspect_manifests_text(
@@ -193,8 +196,9 @@ def inspect_manifests_text(
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
     )
-    loader.add_text(text, source_name)
-    return loader.finish()
+    with error_budget(_ERROR_BUDGET):
+        loader.add_text(text, source_name)
+        return loader.finish()
 
 
 def _accepted_or_raise(report: ManifestReport) -> Manifests:
@@ -257,8 +261,8 @@ def _read_file(file: Path, loader: _Loader) -> str | None:
 
 
 def _too_long(name: str) -> FieldError:
-    error = too_long(DOCUMENT, MAX_DOCUMENT_BYTES)
-    return FieldError(error.field, error.reason, error.detail, source=name)
+    detail = f"must have at most {MAX_DOCUMENT_BYTES} bytes"
+    return FieldError(DOCUMENT, "Too long", detail, source=name)
 
 
 def _oversized(text: str) -> bool:
@@ -335,7 +339,7 @@ class _Loader:
         """Keep ``error`` with its field and detail cut to a readable length; past
         :data:`MAX_ERRORS` only count it."""
         into = self.warnings if warning else self.errors
-        if len(into) >= MAX_ERRORS:
+        if error is DROPPED or len(into) >= MAX_ERRORS:
             if warning:
                 self.dropped_warnings += 1
             else:
@@ -368,10 +372,16 @@ class _Loader:
         self._add_object(doc, source, "")
 
     def _error(self, error: FieldError, source: str, prefix: str = "") -> None:
+        if error is DROPPED:
+            self.record(error)
+            return
         path = f"{prefix}{error.field}" if prefix and error.field != DOCUMENT else error.field
         self.record(FieldError(path, error.reason, error.detail, source=source))
 
     def _warn(self, warning: FieldError, source: str, prefix: str = "") -> None:
+        if warning is DROPPED:
+            self.record(warning, warning=True)
+            return
         path = f"{prefix}{warning.field}" if prefix else warning.field
         self.record(FieldError(path, warning.reason, warning.detail, source=source), warning=True)
 

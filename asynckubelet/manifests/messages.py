@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from asynckubelet.errors import FieldError
 
 __all__ = [
+    "DROPPED",
     "IP_MESSAGE",
     "MAX_SHOWN",
     "duplicate",
+    "error_budget",
     "forbidden",
     "go_quote",
     "ignored",
@@ -120,37 +124,78 @@ def _value(value: object) -> str:
     return f"<{type(value).__name__}>"
 
 
+DROPPED = FieldError("<document>", "Too many")
+"""What every constructor below returns once the error budget is spent: one shared object,
+so a document that provokes a million errors costs a million references, not messages."""
+_BUDGET: ContextVar[list[int] | None] = ContextVar("asynckubelet_error_budget", default=None)
+
+
+@contextmanager
+def error_budget(count: int) -> Iterator[None]:
+    """Within this block, the constructors below make at most ``count`` errors, then
+    :data:`DROPPED` (code that only asks whether there were errors sees no difference)."""
+    token = _BUDGET.set([count])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _spent() -> bool:
+    budget = _BUDGET.get()
+    if budget is None:
+        return False
+    budget[0] -= 1
+    return budget[0] < 0
+
+
 def invalid(path: str, value: object, detail: str) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Invalid value", f"{_value(value)}: {detail}")
 
 
 def required(path: str, detail: str = "") -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Required value", detail)
 
 
 def forbidden(path: str, detail: str) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Forbidden", detail)
 
 
 def duplicate(path: str, value: object) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Duplicate value", _value(value))
 
 
 def not_found(path: str, value: object) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Not found", _value(value))
 
 
 def not_supported(path: str, value: object, supported: Iterable[str]) -> FieldError:
+    if _spent():
+        return DROPPED
     choices = ", ".join(go_quote(s) for s in supported)
     return FieldError(path, "Unsupported value", f"{_value(value)}: supported values: {choices}")
 
 
 def too_long(path: str, limit: int) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Too long", f"must have at most {limit} bytes")
 
 
 def ignored(path: str, why: str) -> FieldError:
     """A warning: the field is accepted but this node does nothing with it."""
+    if _spent():
+        return DROPPED
     return FieldError(path, "Ignored", f"not honoured on this node ({why})")
 
 
