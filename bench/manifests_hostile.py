@@ -21,10 +21,26 @@ POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
 
 
 def laughs(levels: int = 9, fanout: int = 10) -> str:
+    """The classic "billion laughs": ``fanout ** levels`` strings from a few lines."""
     text = "a0: &a0 lol\n"
     for level in range(1, levels + 1):
         text += f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * fanout)}]\n"
     return text
+
+
+def env_bomb(width: int = 10_000) -> str:
+    """A valid-looking pod of ``width`` aliased containers with ``width`` aliased env vars
+    each: 10^8 env vars, from 80 KB, along a path the schema walks."""
+    envs = ", ".join(["*e"] * (width - 1))
+    containers = ", ".join(["*c"] * (width - 1))
+    return (
+        POD
+        + "  initContainers:\n"
+        + "  - &c {name: a, image: b, env: [&e {name: A, value: x}, "
+        + envs
+        + "]}\n"
+        + f"  containers: [{containers}]\n"
+    )
 
 
 def flat_list() -> str:
@@ -46,6 +62,7 @@ def many_quantities() -> str:
 
 CASES: dict[str, Callable[[], str]] = {
     "billion laughs (10^9 strings)": laughs,
+    "alias bomb (10^8 env vars in a pod)": env_bomb,
     "3 MiB flow list (1.5 million scalars)": flat_list,
     "3 MiB of invalid containers": many_containers,
     "3 MiB of 1e999 quantities": many_quantities,

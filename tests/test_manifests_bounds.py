@@ -124,6 +124,21 @@ def test_a_billion_laughs_costs_almost_nothing() -> None:
     assert peak_bytes(lambda: errors(laughs(9, 10))) < 1 * MIB
 
 
+def test_an_alias_bomb_along_the_pod_schema_is_refused_at_once() -> None:
+    envs = ", ".join(["*e"] * 9_999)
+    containers = ", ".join(["*c"] * 9_999)
+    text = pod_text(
+        "  initContainers:\n"
+        f"  - &c {{name: a, image: b, env: [&e {{name: A, value: x}}, {envs}]}}\n"
+        f"  ephemeralContainers: [{containers}]\n"
+    )
+    found: list[str] = []
+    assert peak_bytes(lambda: found.extend(errors(text))) < 2 * MIB
+    assert found == [
+        "<document>: Invalid YAML: line 8, column 49: document contains excessive aliasing"
+    ]
+
+
 def test_aliasing_is_bounded_where_go_yaml_bounds_it() -> None:
     assert list(load_documents(laughs(3, 10)))  # a thousand strings: go-yaml decodes it
     with pytest.raises(yaml.YAMLError, match="excessive aliasing"):
