@@ -206,6 +206,12 @@ HOSTILE: list[tuple[str, Callable[[], Doc], str]] = [
         "must not contain '..'",
     ),
     (
+        "an absolute subPath that also climbs (both errors, as upstream reports them)",
+        lambda: with_volume({"emptyDir": {}}, subPath="/a/../../etc"),
+        'spec.containers[0].volumeMounts.subPath: Invalid value: "/a/../../etc": '
+        "must not contain '..'",
+    ),
+    (
         "a subPathExpr climbing out",
         lambda: with_volume({"emptyDir": {}}, subPathExpr="$(POD_NAME)/../.."),
         'spec.containers[0].volumeMounts.subPathExpr: Invalid value: "$(POD_NAME)/../..": '
