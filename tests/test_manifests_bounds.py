@@ -294,3 +294,22 @@ def test_errors_past_the_limit_cost_a_reference_each_not_a_message() -> None:
     peak = peak_bytes(lambda: found.extend(errors(text)))
     assert found[-1] == "<document>: Too many: 299001 more errors not shown (at most 1000)"
     assert peak < 30 * MIB
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a: !!int b\n", "cannot decode !!str `b` as a !!int"),
+        ("a: !!bool maybe\n", "cannot decode !!str `maybe` as a !!bool"),
+        ("a: !!float x\n", "cannot decode !!str `x` as a !!float"),
+        (f"a: !!int {'9' * 5000}\n", f"cannot decode !!str `{'9' * 64}...` as a !!int"),
+    ],
+)
+def test_an_explicit_tag_its_value_does_not_fit_is_a_yaml_error(text: str, problem: str) -> None:
+    assert errors(text) == [f"<document>: Invalid YAML: line 1, column 4: {problem}"]
+
+
+def test_an_explicit_tag_that_fits_is_honoured() -> None:
+    assert list(load_documents('a: !!int "5"\nb: !!str 5\nc: !!float "1.5"\n')) == [
+        {"a": 5, "b": "5", "c": 1.5}
+    ]

@@ -222,7 +222,8 @@ def _finish(frame: _Frame) -> Any:
 def _scalar(event: Any) -> Any:
     value: str = event.value
     tag = event.tag
-    if tag in _PLAIN_TAGS:
+    explicit = tag not in _PLAIN_TAGS
+    if not explicit:
         if not event.implicit[0]:
             return value
         resolvers = _RESOLVERS.get(value[0] if value else "", ())
@@ -235,24 +236,26 @@ def _scalar(event: Any) -> Any:
         return value
     if tag == _NULL:
         return None
-    if tag == _BOOL:
-        return _CONSTRUCTOR.construct_yaml_bool(ScalarNode(tag, value))
-    if tag == _INT:
-        if len(value) > MAX_INT_DIGITS:
-            return value
-        if value.isdigit() and (value[0] != "0" or len(value) == 1):
-            return int(value)
-        try:
+    try:
+        if tag == _BOOL:
+            return _CONSTRUCTOR.bool_values[value.lower()]
+        if tag == _INT:
+            if value.isdigit() and (value[0] != "0" or len(value) == 1):
+                if len(value) > MAX_INT_DIGITS:
+                    raise ValueError(value)
+                return int(value)
             return _CONSTRUCTOR.construct_yaml_int(ScalarNode(tag, value))
-        except ValueError:
-            return value
-    if tag == _FLOAT:
-        try:
+        if tag == _FLOAT:
             return _CONSTRUCTOR.construct_yaml_float(ScalarNode(tag, value))
-        except ValueError:
-            return value
-    if tag == _BINARY:
-        return _CONSTRUCTOR.construct_yaml_binary(ScalarNode(tag, value, event.start_mark))
+        if tag == _BINARY:
+            return _CONSTRUCTOR.construct_yaml_binary(ScalarNode(tag, value, event.start_mark))
+    except (ValueError, KeyError, IndexError):
+        if not explicit:
+            return value  # as go-yaml: a plain number it cannot read is text
+        kind = tag.rpartition(":")[2]
+        raise _error(
+            f"cannot decode !!str `{_shown(value)}` as a !!{kind}", event.start_mark
+        ) from None
     raise _error(f"could not determine a constructor for the tag {_shown(tag)!r}", event.start_mark)
 
 
