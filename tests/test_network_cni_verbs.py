@@ -263,6 +263,8 @@ def test_the_ips_annotation_names_the_addresses_a_pod_asks_for(
         ("10.1.0.9", "not a JSON list of addresses"),
         ('{"ip": "10.1.0.9"}', "must be a JSON list of addresses"),
         ('["10.1.0.999"]', "'10.1.0.999' is not an IP address"),
+        ('["fe80::1%eth0\\nIP=10.0.0.1"]', "is not an IP address"),
+        ('["10.1.0.9/24"]', "'10.1.0.9/24' is not an IP address"),
     ],
 )
 def test_a_bad_ips_annotation_is_refused_naming_the_annotation(value: str, message: str) -> None:

@@ -94,7 +94,9 @@ def daemon_pid(state: Path) -> int | None:
     return pid
 
 
-def manifest_pods(directory: Path, *, node_name: str, pod_security: Level) -> dict[str, Pod]:
+def manifest_pods(
+    directory: Path, *, node_name: str, pod_security: Level, allow_namespace_policy: bool = False
+) -> dict[str, Pod]:
     """uid -> pod of every loadable manifest in ``directory`` (broken files skipped)."""
     found: dict[str, Pod] = {}
     if not directory.is_dir():
@@ -103,7 +105,12 @@ def manifest_pods(directory: Path, *, node_name: str, pod_security: Level) -> di
         if not sources.is_manifest(path):
             continue
         try:
-            manifests = load_manifests(path, pod_security=pod_security, node_name=node_name)
+            manifests = load_manifests(
+                path,
+                pod_security=pod_security,
+                allow_namespace_policy=allow_namespace_policy,
+                node_name=node_name,
+            )
         except (errors.ManifestError, OSError):
             continue
         for pod in manifests.pods:
@@ -127,12 +134,21 @@ def synthetic_pod(
 
 
 async def read_pods(
-    rm: RuntimeManager, *, state: Path, pod_security: Level = "privileged"
+    rm: RuntimeManager,
+    *,
+    state: Path,
+    pod_security: Level = "privileged",
+    allow_namespace_policy: bool = False,
 ) -> list[Pod]:
     """Every pod of the node, with status, as the daemon sees it (or would, were it running)."""
     files = status_manager.read_status_files(state)
     alive = daemon_pid(state) is not None
-    specs = manifest_pods(StateDir(state).manifests, node_name=rm.node, pod_security=pod_security)
+    specs = manifest_pods(
+        StateDir(state).manifests,
+        node_name=rm.node,
+        pod_security=pod_security,
+        allow_namespace_policy=allow_namespace_policy,
+    )
     on_docker = await rm.list_pod_uids()
     pods: list[Pod] = []
     now = datetime.now(UTC)

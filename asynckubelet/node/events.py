@@ -108,6 +108,29 @@ class EventRecorder:
         self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
     ) -> None:
         name, namespace, uid = ctr.pod_identity(pod)
+        self.record(
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            type=type,
+            reason=reason,
+            message=message,
+            container=container,
+        )
+
+    def record(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        type: str,
+        reason: str,
+        message: str,
+        container: str | None = None,
+    ) -> None:
+        """An event about an object known by name and uid only (a manifest file that made
+        no pod is one)."""
         now = self._clock()
         event = PodEvent(
             namespace=namespace,

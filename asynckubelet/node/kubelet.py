@@ -44,7 +44,7 @@ from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.metrics import NodeMetrics
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
 from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_secrets
-from asynckubelet.node.sources import ManifestDirSource
+from asynckubelet.node.sources import ManifestDirSource, source_name
 from asynckubelet.node.status import kubectl_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
 from asynckubelet.node.tokens import DEFAULT_ISSUER
@@ -81,6 +81,9 @@ class KubeletConfig:
     pause_image: str | None = None
     docker_url: str | None = None
     pod_security: Level = "baseline"
+    allow_namespace_policy: bool = False
+    """Let a Namespace's ``pod-security.kubernetes.io/enforce`` label relax ``pod_security``
+    for its pods (by default a label may only make it stricter)."""
     dns: DNSSettings = field(default_factory=DNSSettings)
     """Cluster DNS servers and domain for ``ClusterFirst`` pods."""
     leave_running: bool = False
@@ -199,6 +202,8 @@ class Kubelet:
                     sink=self.set_source,
                     node_name=self.node_name,
                     pod_security=self.config.pod_security,
+                    allow_namespace_policy=self.config.allow_namespace_policy,
+                    on_error=self._manifest_failed,
                 )
                 await self._tg.start(self._guard(self.manifest_source.run), name="manifests")
             self._tg.start_soon(self._guard(self._housekeeping_loop), name="housekeeping")
@@ -251,6 +256,18 @@ class Kubelet:
 
         return guarded
 
+    def _manifest_failed(self, path: Path, message: str) -> None:
+        """A manifest file that was not loaded: a Warning event about the file (it made no
+        pod to carry one), the reason the kubelet gives a pod it refuses from a source."""
+        self.recorder.record(
+            namespace="",
+            name=path.name,
+            uid=source_name(path),
+            type="Warning",
+            reason="FailedValidation",
+            message=message,
+        )
+
     # -- desired state --------------------------------------------------------------------
 
     def _prepare(self, pods: Manifests | Pod | Iterable[Pod]) -> tuple[list[Pod], Manifests]:
@@ -265,6 +282,7 @@ class Kubelet:
                 text,
                 source_name=f"pod {name}",
                 pod_security=self.config.pod_security,
+                allow_namespace_policy=self.config.allow_namespace_policy,
                 node_name=self.node_name,
             )
             prepared.extend(loaded.pods)
