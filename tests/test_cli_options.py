@@ -4,6 +4,7 @@ environment, which beats the default."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -11,8 +12,9 @@ import pytest
 from loguru import logger
 from typer.testing import CliRunner
 
-from asynckubelet import cli
 from asynckubelet.cli import app
+
+cli = importlib.import_module("asynckubelet.cli.app")
 
 
 class FakeLogger:

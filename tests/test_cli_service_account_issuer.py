@@ -4,16 +4,19 @@ node's token issuer; a value the API server would refuse is a usage error."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from asynckubelet import cli, errors
+from asynckubelet import errors
 from asynckubelet.cli import app
 from asynckubelet.node import kubelet, tokens, volumes
 from asynckubelet.node.tokens import DEFAULT_ISSUER, ISSUER_ENV, TokenIssuer
+
+cli = importlib.import_module("asynckubelet.cli.app")
 
 POD = """\
 apiVersion: v1

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from asynckubelet import errors
-from asynckubelet.cli import _ipv6_cidr
+from asynckubelet.cli.app import _ipv6_cidr
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.network import IPS_ANNOTATION, PodDNS, PodNetworkRequest, requested_ips
 from asynckubelet.network.cni import (
