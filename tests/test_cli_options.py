@@ -4,7 +4,6 @@ environment, which beats the default."""
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any
 
@@ -12,13 +11,12 @@ import pytest
 from loguru import logger
 from typer.testing import CliRunner
 
-from asynckubelet.cli import app
-
-cli = importlib.import_module("asynckubelet.cli.app")
+from asynckubelet.cli import app, output
+from asynckubelet.cli.options import LogOptions
 
 
 class FakeLogger:
-    """Records what ``_setup_logging`` configures instead of configuring loguru."""
+    """Records what ``setup_logging`` configures instead of configuring loguru."""
 
     def __init__(self) -> None:
         self.added: list[tuple[Any, str]] = []
@@ -36,7 +34,7 @@ class FakeLogger:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeLogger:
     recorder = FakeLogger()
-    monkeypatch.setattr(cli, "logger", recorder)
+    monkeypatch.setattr(output, "logger", recorder)
     return recorder
 
 
@@ -45,7 +43,7 @@ def configured(fake: FakeLogger, args: list[str], env: dict[str, str]) -> tuple[
     result = CliRunner().invoke(app, args, env={"ASYNCKUBELET_STATE_DIR": "/nonexistent", **env})
     assert result.exit_code == 2, result.output
     ((sink, level),) = fake.added
-    return level, "json" if sink is cli._json_sink else "text"
+    return level, "json" if sink is output.json_sink else "text"
 
 
 GET = ["get", "pods", "-o", "bogus"]
@@ -155,7 +153,7 @@ def test_an_option_of_serve_reads_its_environment_variable(fake: FakeLogger) -> 
 def test_a_json_log_line_is_one_object_with_time_level_message_and_pod(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cli._setup_logging(0, "info", "json")
+    output.setup_logging(LogOptions(log_level="info", log_format="json"))
     try:
         logger.bind(pod="default/web", container="app").info("Started container {}", "app")
     finally:

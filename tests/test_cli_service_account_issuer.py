@@ -4,7 +4,6 @@ node's token issuer; a value the API server would refuse is a usage error."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from asynckubelet import errors
-from asynckubelet.cli import app
+from asynckubelet.cli import app, options
 from asynckubelet.node import kubelet, tokens, volumes
 from asynckubelet.node.tokens import DEFAULT_ISSUER, ISSUER_ENV, TokenIssuer
-
-cli = importlib.import_module("asynckubelet.cli.app")
 
 POD = """\
 apiVersion: v1
@@ -124,7 +121,7 @@ def test_help_shows_the_option_its_variable_and_its_default(command: str) -> Non
 
 
 def test_the_command_lines_default_is_the_issuers() -> None:
-    assert cli.DEFAULT_SERVICE_ACCOUNT_ISSUER == tokens.DEFAULT_ISSUER
+    assert options.DEFAULT_SERVICE_ACCOUNT_ISSUER == tokens.DEFAULT_ISSUER
 
 
 def test_the_library_reads_no_environment_variable(

@@ -1,9 +1,8 @@
-"""The ``asynckubelet`` command line: parses, calls the library, renders.
+"""The ``asynckubelet`` command tree: the Typer app, its sub-apps and the options before the
+command. Each command lives in a module of its own under :mod:`asynckubelet.cli.commands`.
 
-Command names, flags and output formats are an interface that users and scripts rely on.
-Pod output goes to stdout (stderr lines to stderr), prefixed ``pod/container``; progress
-and diagnostics go to stderr, so ``asynckubelet run pod.yaml > out.txt`` captures only
-what the pod printed.
+Command names, flags, environment variables, exit codes and output formats are an
+interface that users and scripts rely on.
 """
 
 from __future__ import annotations
@@ -14,27 +13,47 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 import typer
 from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
-from rich.console import Console
 from rich.markup import escape
 
 from asynckubelet import errors
+from asynckubelet.cli import output
+from asynckubelet.cli.commands import doctor, engine, images, validate
+from asynckubelet.cli.options import (
+    DEFAULT_SERVICE_ACCOUNT_ISSUER,
+    ClusterDomainOpt,
+    DockerHostOpt,
+    DualStackOpt,
+    FirewallOpt,
+    GlobalLogFormatOpt,
+    GlobalLogLevelOpt,
+    LogFormatOpt,
+    LogLevelOpt,
+    LogOptions,
+    MasqueradeOpt,
+    NamespaceOpt,
+    NodeNameOpt,
+    PodCIDRv6Opt,
+    PodSecurityOpt,
+    ServiceAccountIssuerOpt,
+    StateDirOpt,
+    VerboseOpt,
+)
+from asynckubelet.cli.output import command, err, out
 from asynckubelet.docker import DockerClient, LogLine
-from asynckubelet.docker.engine import own_engine, resolve_docker_url, tls_from_environment
-from asynckubelet.images import build as image_build
+from asynckubelet.docker.engine import resolve_docker_url
 from asynckubelet.manifests import Level, Manifests
 from asynckubelet.network import NetworkPlugin
-from asynckubelet.network.factory import choose_backend, is_local_daemon
+from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.progress import PullDisplay, WaitDisplay
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import probehelper
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
 app = typer.Typer(
@@ -49,79 +68,23 @@ app.add_typer(images_app, name="images")
 engine_app = typer.Typer(help="Make sure a Docker engine runs: the one there, or our own.")
 app.add_typer(engine_app, name="engine")
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
 _COLORS = ["cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan"]
-
-
-LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
-LOG_FORMATS = ("text", "json")
-
-_LOG_LEVEL_HELP = "DEBUG, INFO, WARNING or ERROR (default: WARNING; serve: INFO)."
-_LOG_FORMAT_HELP = "text, or json: one JSON object per line (time, level, message, pod context)."
-LogLevelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--log-level",
-        help=f"{_LOG_LEVEL_HELP} Before the command too. \\[env var: ASYNCKUBELET_LOG_LEVEL]",
-    ),
-]
-LogFormatOpt = Annotated[
-    str | None,
-    typer.Option("--log-format", help=f"{_LOG_FORMAT_HELP} \\[env var: ASYNCKUBELET_LOG_FORMAT]"),
-]
-
-
-@dataclasses.dataclass
-class _Globals:
-    """The options given before the command (or by environment), for this invocation."""
-
-    log_level: str | None = None
-    log_format: str | None = None
-
-
-_globals = _Globals()
 
 
 @app.callback()
 def _global_options(
-    log_level: Annotated[
-        str | None,
-        typer.Option("--log-level", envvar="ASYNCKUBELET_LOG_LEVEL", help=_LOG_LEVEL_HELP),
-    ] = None,
-    log_format: Annotated[
-        str | None,
-        typer.Option("--log-format", envvar="ASYNCKUBELET_LOG_FORMAT", help=_LOG_FORMAT_HELP),
-    ] = None,
+    log_level: GlobalLogLevelOpt = None, log_format: GlobalLogFormatOpt = None
 ) -> None:
     """Options for every command; each command takes them too (the command's own win)."""
-    _globals.log_level, _globals.log_format = log_level, log_format
+    output.set_global_logging(log_level=log_level, log_format=log_format)
 
 
-def _json_sink(message: Any) -> None:
-    """One JSON object per line: time, level, message, then the bound context (pod...)."""
-    import json
-    import traceback
-
-    record = message.record
-    entry: dict[str, Any] = {
-        "time": record["time"].isoformat(),
-        "level": record["level"].name,
-        "message": record["message"],
-    }
-    entry.update({k: v for k, v in record["extra"].items() if v is not None})
-    entry["logger"] = record["name"]
-    if record["exception"] is not None:
-        kind, value, tb = record["exception"]
-        entry["exception"] = "".join(traceback.format_exception(kind, value, tb))
-    sys.stderr.write(json.dumps(entry, default=str) + "\n")
-    sys.stderr.flush()
-
-
-def _text_sink(message: Any) -> None:
-    """To whatever ``sys.stderr`` is at the time: a live display replaces it while it runs."""
-    sys.stderr.write(message)
+images_app.command("build-pause")(images.build_pause)
+images_app.command("build-busybox")(images.build_busybox)
+images_app.command("build-probe")(images.build_probe)
+engine_app.command("start")(engine.start)
+engine_app.command("stop")(engine.stop)
+engine_app.command("status")(engine.status)
 
 
 def _setup_logging(
@@ -131,24 +94,8 @@ def _setup_logging(
     *,
     default: str = "WARNING",
 ) -> None:
-    """Log to stderr at the chosen level and format. The command's own flags come first
-    (``-v``: INFO, ``-vv``: DEBUG), then those before the command or the environment."""
-    level = log_level
-    if level is None and verbose:
-        level = "DEBUG" if verbose > 1 else "INFO"
-    level = level or _globals.log_level or default
-    form = (log_format or _globals.log_format or "text").lower()
-    level = level.upper()
-    if level not in LOG_LEVELS:
-        raise _fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}", code=2)
-    if form not in LOG_FORMATS:
-        raise _fail(f"--log-format must be text or json, not {form!r}", code=2)
-    logger.remove()
-    logger.enable("asynckubelet")
-    if form == "json":
-        logger.add(_json_sink, level=level)
-    else:
-        logger.add(_text_sink, level=level, colorize=sys.stderr.isatty())
+    options = LogOptions(verbose=verbose, log_level=log_level, log_format=log_format)
+    output.setup_logging(options, default=default)
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -156,204 +103,21 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-DockerHostOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--docker-host",
-        "-H",
-        envvar="ASYNCKUBELET_DOCKER_HOST",
-        help="Docker daemon address (default: DOCKER_HOST or local socket).",
-    ),
-]
-ClusterDomainOpt = Annotated[
-    str,
-    typer.Option(
-        "--cluster-domain",
-        envvar="ASYNCKUBELET_CLUSTER_DOMAIN",
-        help="Cluster domain of the pods' DNS search.",
-    ),
-]
-DualStackOpt = Annotated[
-    bool,
-    typer.Option(
-        "--dual-stack",
-        envvar="ASYNCKUBELET_DUAL_STACK",
-        help="IPv4/IPv6 dual stack on the bridge network (IPv6 pod CIDR fd00:ac1::/64 "
-        "unless --pod-cidr-v6 names one).",
-    ),
-]
-PodCIDRv6Opt = Annotated[
-    str | None,
-    typer.Option(
-        "--pod-cidr-v6",
-        envvar="ASYNCKUBELET_POD_CIDR_V6",
-        help="IPv6 pod addresses of the bridge network; turns dual stack on.",
-    ),
-]
-FirewallOpt = Annotated[
-    str,
-    typer.Option(
-        "--firewall",
-        envvar="ASYNCKUBELET_FIREWALL",
-        help="What masquerades pod egress and DNATs hostPorts on the bridge network: "
-        "iptables, or nftables (a table of its own per bridge; needs nft).",
-    ),
-]
-MasqueradeOpt = Annotated[
-    bool,
-    typer.Option(
-        "--masquerade/--no-masquerade",
-        envvar="ASYNCKUBELET_MASQUERADE",
-        help="Masquerade pod egress leaving the node on the bridge network.",
-    ),
-]
-DEFAULT_SERVICE_ACCOUNT_ISSUER = "https://asynckubelet.local"
-ServiceAccountIssuerOpt = Annotated[
-    str,
-    typer.Option(
-        "--service-account-issuer",
-        envvar="ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER",
-        help="`iss` of the service-account tokens the node issues for projected volumes "
-        "(a URL, or a name without ':', as the API server's --service-account-issuer).",
-    ),
-]
-
-
 def _service_account_issuer(value: str) -> str:
-    """The issuer option checked as the API server checks its own (a usage error if not)."""
-    from asynckubelet.node.tokens import validate_issuer
+    from asynckubelet.cli.options import check_issuer
 
-    try:
-        return validate_issuer(value)
-    except ValueError as e:
-        raise _fail(str(e), code=2) from None
+    return check_issuer(value)
 
 
-VerboseOpt = Annotated[
-    int, typer.Option("--verbose", "-v", count=True, help="More logging (-vv: debug).")
-]
+_commands: dict[str, Callable[..., None]] = {}
 
 
-def _build_image(
-    build: Callable[[DockerClient], Awaitable[str]], *, tag: str, docker_host: str | None
-) -> None:
-    """Run one offline image builder against the engine and print ``<tag> <image id>``."""
+def _register(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def decorate(function: Callable[..., None]) -> Callable[..., None]:
+        _commands[name] = command()(function)
+        return function
 
-    async def go() -> str:
-        async with DockerClient(url=docker_host) as docker:
-            return await build(docker)
-
-    try:
-        image_id = anyio.run(go)
-    except errors.AsyncKubeletError as e:
-        raise _fail(str(e)) from None
-    out.print(f"{tag} {image_id}")
-
-
-@images_app.command("build-pause")
-def build_pause(
-    tag: Annotated[str, typer.Option("--tag", "-t", help="Image reference to create.")] = (
-        image_build.DEFAULT_PAUSE_TAG
-    ),
-    docker_host: DockerHostOpt = None,
-    verbose: VerboseOpt = 0,
-    log_level: LogLevelOpt = None,
-    log_format: LogFormatOpt = None,
-) -> None:
-    """Compile the project's pause program statically and load it as a sandbox image."""
-    _setup_logging(verbose, log_level, log_format)
-    _build_image(
-        functools.partial(image_build.build_pause_image, tag=tag), tag=tag, docker_host=docker_host
-    )
-
-
-@images_app.command("build-busybox")
-def build_busybox(
-    tag: Annotated[str, typer.Option("--tag", "-t", help="Image reference to create.")] = (
-        image_build.DEFAULT_BUSYBOX_TAG
-    ),
-    busybox: Annotated[
-        Path, typer.Option("--busybox", help="A static busybox binary (Debian: busybox-static).")
-    ] = Path("/bin/busybox"),
-    docker_host: DockerHostOpt = None,
-    verbose: VerboseOpt = 0,
-    log_level: LogLevelOpt = None,
-    log_format: LogFormatOpt = None,
-) -> None:
-    """Pack the host's static busybox as a small general-purpose image."""
-    _setup_logging(verbose, log_level, log_format)
-    build = functools.partial(image_build.build_busybox_image, tag=tag, busybox=busybox)
-    _build_image(build, tag=tag, docker_host=docker_host)
-
-
-@images_app.command("build-probe")
-def build_probe(
-    tag: Annotated[
-        str | None,
-        typer.Option("--tag", "-t", help="Image reference (default: the one the node uses)."),
-    ] = None,
-    docker_host: DockerHostOpt = None,
-    verbose: VerboseOpt = 0,
-) -> None:
-    """Compile the probe helper statically and load it (the node does so itself when it
-    first needs it; for engines the node cannot reach the pods of)."""
-    _setup_logging(verbose)
-    tag = tag or image_build.default_probe_tag()
-    build = functools.partial(image_build.build_probe_image, tag=tag)
-    _build_image(build, tag=tag, docker_host=docker_host)
-
-
-async def _engine_answers(url: str | None) -> bool:
-    async with DockerClient(url=url, retry_attempts=1) as docker:
-        return await docker.ping()
-
-
-@engine_app.command("start")
-def engine_start(
-    verbose: VerboseOpt = 0, log_level: LogLevelOpt = None, log_format: LogFormatOpt = None
-) -> None:
-    """Use the engine that answers; else start our own dockerd (root, dockerd installed)."""
-    _setup_logging(verbose, log_level, log_format)
-    url = resolve_docker_url(None)
-    if url is not None and anyio.run(_engine_answers, url):
-        out.print(f"Docker engine answering at {url}")
-        return
-    daemon = own_engine()
-    try:
-        daemon.start()
-    except errors.RuntimeUnavailable as e:
-        raise _fail(str(e)) from None
-    out.print(f"started Docker engine at {daemon.url} (data {daemon.root}, log {daemon.log})")
-
-
-@engine_app.command("stop")
-def engine_stop(
-    purge: Annotated[
-        bool, typer.Option("--purge", help="Also delete its images and data.")
-    ] = False,
-    verbose: VerboseOpt = 0,
-    log_level: LogLevelOpt = None,
-    log_format: LogFormatOpt = None,
-) -> None:
-    """Stop the engine that `engine start` started (never any other)."""
-    _setup_logging(verbose, log_level, log_format)
-    daemon = own_engine()
-    if daemon.pid() is None and not purge:
-        out.print("no engine of ours is running")
-        return
-    daemon.stop(remove=purge)
-    out.print("stopped" + (" and removed its data" if purge else ""))
-
-
-@engine_app.command("status")
-def engine_status(log_level: LogLevelOpt = None, log_format: LogFormatOpt = None) -> None:
-    """Which engine the commands use, and whether it answers (exit 1 when none does)."""
-    _setup_logging(0, log_level, log_format)
-    url = resolve_docker_url(None)
-    if url is not None and anyio.run(_engine_answers, url):
-        out.print(f"Docker engine answering at {url}")
-        return
-    raise _fail("no Docker engine answers; run `asynckubelet engine start`")
+    return decorate
 
 
 class _Renderer:
@@ -385,7 +149,7 @@ class _Renderer:
             err.print(f"[dim]pod/{escape(pod.metadata.name or '')}: {escape(shown)}[/dim]")
 
 
-@app.command("run")
+@_register("run")
 def run(
     files: Annotated[list[str], typer.Argument(help="Manifest files or directories; - for stdin.")],
     keep: Annotated[
@@ -586,117 +350,6 @@ def run(
     raise typer.Exit(next((c for c in codes if c), 0))
 
 
-@app.command("validate")
-def validate(
-    files: Annotated[list[str], typer.Argument(help="Manifest files or directories; - for stdin.")],
-    output: Annotated[
-        str, typer.Option("--output", "-o", help="Output format: text or json.")
-    ] = "text",
-    lenient: Annotated[
-        bool, typer.Option("--lenient", help="Unknown fields warn instead of failing.")
-    ] = False,
-    pod_security: Annotated[
-        str,
-        typer.Option(
-            "--pod-security",
-            help="Pod Security level to enforce: privileged, baseline, restricted.",
-        ),
-    ] = "baseline",
-    node_name: Annotated[
-        str | None,
-        typer.Option("--node-name", help="Node name the pod UIDs derive from; default: hostname."),
-    ] = None,
-) -> None:
-    """Check manifests as an API server would, creating nothing (exit 1 when rejected)."""
-    import json
-
-    from asynckubelet.manifests import LEVELS, inspect_manifests
-
-    if output not in ("text", "json"):
-        raise _fail(f"--output must be text or json, not {output!r}", code=2)
-    if pod_security not in LEVELS:
-        raise _fail(
-            f"--pod-security must be one of {', '.join(LEVELS)}, not {pod_security!r}", code=2
-        )
-    report = inspect_manifests(
-        files,
-        lenient=lenient,
-        pod_security=pod_security,
-        node_name=node_name or os.environ.get("ASYNCKUBELET_NODE_NAME") or None,
-    )
-
-    def entry(e: errors.FieldError) -> dict[str, str]:
-        return {
-            "source": e.source,
-            "field": e.field,
-            "reason": e.reason,
-            "detail": e.detail,
-            "message": str(e),
-        }
-
-    def ref(meta: object) -> dict[str, str | None]:
-        return {k: getattr(meta, k, None) for k in ("namespace", "name", "uid")}
-
-    m = report.manifests
-    if output == "json":
-        document = {
-            "accepted": report.accepted,
-            "errors": [entry(e) for e in report.errors],
-            "warnings": [entry(w) for w in report.warnings],
-            "pods": [ref(p.metadata) for p in m.pods],
-            "configmaps": [ref(c.metadata) for c in m.configmaps],
-            "secrets": [ref(s.metadata) for s in m.secrets],
-        }
-        print(json.dumps(document, indent=2))
-    else:
-        for w in report.warnings:
-            out.print(f"[yellow]warning:[/yellow] {escape(w.source)}: {escape(str(w))}")
-        for e in report.errors:
-            out.print(f"[red]error:[/red] {escape(e.source)}: {escape(str(e))}")
-
-        def count(n: int, noun: str) -> str:
-            return f"{n} {noun}{'' if n == 1 else 's'}"
-
-        if report.accepted:
-            out.print(
-                f"accepted: {count(len(m.pods), 'pod')}, {count(len(m.configmaps), 'configmap')}, "
-                f"{count(len(m.secrets), 'secret')}, {count(len(report.warnings), 'warning')}"
-            )
-        else:
-            out.print(f"rejected: {count(len(report.errors), 'error')}")
-    raise typer.Exit(0 if report.accepted else 1)
-
-
-# -- the node: serve, apply, delete, get, describe, logs, exec, doctor ---------------------
-
-StateDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--state-dir",
-        envvar="ASYNCKUBELET_STATE_DIR",
-        help="Node state (manifests, statuses, events); default /var/lib/asynckubelet as "
-        "root, else ~/.local/state/asynckubelet.",
-    ),
-]
-NodeNameOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--node-name",
-        envvar="ASYNCKUBELET_NODE_NAME",
-        help="Node name (ownership label); default: hostname.",
-    ),
-]
-NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="The pod's namespace.")]
-PodSecurityOpt = Annotated[
-    str,
-    typer.Option(
-        "--pod-security",
-        envvar="ASYNCKUBELET_POD_SECURITY",
-        help="Pod Security level to enforce: privileged, baseline, restricted.",
-    ),
-]
-
-
 def _state_dir(value: Path | None) -> Path:
     from asynckubelet.node.access import default_state_dir
 
@@ -768,7 +421,7 @@ def _network_plugin(
     return plugin
 
 
-@app.command("serve")
+@_register("serve")
 def serve(
     manifests: Annotated[
         Path | None,
@@ -936,7 +589,7 @@ def _spec_key(pod: Pod) -> str:
     return json.dumps(pod.spec.to_dict() if pod.spec else {}, sort_keys=True)
 
 
-@app.command("apply")
+@_register("apply")
 def apply(
     files: Annotated[
         list[str], typer.Option("--filename", "-f", help="Manifest file (repeatable); - for stdin.")
@@ -1162,7 +815,7 @@ async def _delete_pods(
                 await anyio.sleep(0.3)
 
 
-@app.command("delete")
+@_register("delete")
 def delete(
     kind: Annotated[str | None, typer.Argument(help="`pod`, followed by the pod's name.")] = None,
     name: Annotated[str | None, typer.Argument(help="The pod's name.")] = None,
@@ -1226,7 +879,7 @@ def delete(
         raise typer.Exit(1)
 
 
-@app.command("get")
+@_register("get")
 def get(
     kind: Annotated[str, typer.Argument(help="`pods`.")],
     name: Annotated[str | None, typer.Argument(help="One pod's name.")] = None,
@@ -1303,7 +956,7 @@ def get(
     )
 
 
-@app.command("describe")
+@_register("describe")
 def describe(
     kind: Annotated[str, typer.Argument(help="`pod`.")],
     name: Annotated[str, typer.Argument(help="The pod's name.")],
@@ -1365,7 +1018,7 @@ async def _find_container(
     return rm, pod, chosen, instance.id
 
 
-@app.command("logs")
+@_register("logs")
 def logs(
     name: Annotated[str, typer.Argument(help="The pod's name.")],
     container: Annotated[str | None, typer.Option("--container", "-c")] = None,
@@ -1481,7 +1134,7 @@ async def _next_instance(
         await anyio.sleep(0.5)
 
 
-@app.command("exec")
+@_register("exec")
 def exec_(
     name: Annotated[str, typer.Argument(help="The pod's name.")],
     command: Annotated[list[str], typer.Argument(help="The command and its arguments, after --.")],
@@ -1600,148 +1253,10 @@ async def _exec_interactive(
         return await session.exit_code()
 
 
-@app.command("doctor")
-def doctor(
-    state_dir: StateDirOpt = None,
-    pause_image: Annotated[
-        str | None,
-        typer.Option(
-            "--pause-image",
-            envvar="ASYNCKUBELET_PAUSE_IMAGE",
-            help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
-        ),
-    ] = None,
-    firewall: FirewallOpt = "iptables",
-    docker_host: DockerHostOpt = None,
-) -> None:
-    """Check what a node needs, with a fix for each problem (exit 1 when any)."""
-    import shutil
-
-    from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
-
-    state = _state_dir(state_dir)
-    problems = 0
-
-    def report(ok: bool, what: str, fix: str = "") -> None:
-        nonlocal problems
-        mark = "[green]ok[/green]  " if ok else "[red]FAIL[/red]"
-        out.print(f"{mark} {escape(what)}")
-        if not ok:
-            problems += 1
-            if fix:
-                out.print(f"      fix: {escape(fix)}")
-
-    url = resolve_docker_url(docker_host)
-
-    probe_tag = image_build.default_probe_tag()
-    seen: dict[str, bool] = {"isolated": False, "probe_image": False}
-
-    async def probe() -> tuple[str | None, bool, str]:
-        async with DockerClient(url=url, retry_attempts=1) as docker:
-            if not await docker.ping():
-                return None, False, ""
-            version = await docker.version()
-            image = pause_image or DEFAULT_PAUSE_TAG
-            present = await docker.image_exists(image)
-            if not present and pause_image is None:
-                present = await docker.image_exists(REGISTRY_PAUSE_IMAGE)
-                image = REGISTRY_PAUSE_IMAGE if present else image
-            seen["isolated"] = probehelper.engine_is_isolated(await docker.info())
-            seen["probe_image"] = await docker.image_exists(probe_tag)
-            return (
-                f"{version.get('Version', '?')} (API {version.get('ApiVersion', '?')})",
-                present,
-                image,
-            )
-
-    problem = "not reachable"
-    try:
-        version, pause_ok, image = anyio.run(probe)
-    except errors.AsyncKubeletError as e:
-        version, pause_ok, image = None, False, ""
-        problem = str(e)
-    report(
-        version is not None,
-        f"Docker engine at {url or 'the default socket'}: "
-        + (f"version {version}" if version else problem),
-        "start one with `asynckubelet engine start` (or set DOCKER_HOST)",
-    )
-    report(
-        True,
-        "engine shape: "
-        + probehelper.describe_engine(
-            url=url, tls=tls_from_environment(), isolated=seen["isolated"]
-        ),
-    )
-    if version is not None and (not is_local_daemon(url) or seen["isolated"]):
-        compiler = shutil.which("musl-gcc") or shutil.which("gcc")
-        report(
-            seen["probe_image"] or compiler is not None,
-            f"probe helper image {probe_tag}: "
-            + ("present" if seen["probe_image"] else "missing, loaded at first use"),
-            "install a C compiler here (apt-get install musl-tools), or run "
-            "`asynckubelet images build-probe` on a machine that has one",
-        )
-    if version is not None:
-        report(
-            pause_ok,
-            f"pause image {image or DEFAULT_PAUSE_TAG}: " + ("present" if pause_ok else "missing"),
-            "build it with `asynckubelet images build-pause`",
-        )
-    backend, why = choose_backend(docker_url=url)
-    report(True, f"network backend (auto): {backend}, because {why}")
-    binaries = {"iptables": "iptables", "nftables": "nft"}
-    wall = binaries.get(firewall)
-    where = shutil.which(wall) if wall else None
-    report(
-        where is not None or (wall is not None and not is_local_daemon(url)),
-        f"firewall of the bridge network (--firewall): {firewall}, "
-        + (f"{wall} at {where}" if where else f"{wall or firewall} not found"),
-        "install it (apt-get install nftables or iptables), or choose "
-        + ("--firewall iptables" if firewall == "nftables" else "--firewall nftables")
-        if wall
-        else "--firewall must be iptables or nftables",
-    )
-    cni_dirs = [Path(d) for d in ("/usr/lib/cni", "/opt/cni/bin")]
-    plugins = ("bridge", "host-local", "portmap", "loopback")
-    found = [p for p in plugins if any((d / p).exists() for d in cni_dirs)]
-    report(
-        len(found) == len(plugins) or not is_local_daemon(url),
-        f"CNI plugins: {', '.join(found) or 'none'} found in {', '.join(map(str, cni_dirs))}"
-        + ("" if is_local_daemon(url) else " (not used: --network cni needs a local engine)"),
-        "install them: apt-get install containernetworking-plugins (needed for --network cni)",
-    )
-    if is_local_daemon(url):
-        from asynckubelet.network.bridge import ipv6_support
-
-        ipv6, how = ipv6_support()
-        report(
-            True, f"IPv6 dual stack (--dual-stack): {'possible' if ipv6 else 'not possible'}, {how}"
-        )
-    try:
-        state.mkdir(parents=True, exist_ok=True)
-        probe_file = state / f".doctor.{os.getpid()}"
-        probe_file.write_text("ok")
-        probe_file.unlink()
-        writable = True
-    except OSError:
-        writable = False
-    report(
-        writable,
-        f"state dir {state}: " + ("writable" if writable else "not writable"),
-        "pass --state-dir DIR (or ASYNCKUBELET_STATE_DIR) with a directory you can write",
-    )
-    report(
-        shutil.which("dockerd") is not None or version is not None,
-        "dockerd installed or an engine answering",
-        "apt-get install docker.io",
-    )
-    raise typer.Exit(1 if problems else 0)
+for _name in ("run", "validate", "serve", "apply", "delete", "get", "describe", "logs", "exec"):
+    app.command(_name)(validate.validate if _name == "validate" else _commands[_name])
+app.command("doctor")(doctor.doctor)
 
 
 def main() -> None:
     app()
-
-
-if __name__ == "__main__":
-    main()
