@@ -7,9 +7,7 @@ interface that users and scripts rely on.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import importlib
 import os
 import signal
 import sys
@@ -19,40 +17,29 @@ from typing import Annotated
 
 import anyio
 import typer
-from lightkube.models.core_v1 import Pod, PodStatus
-from loguru import logger
+from lightkube.models.core_v1 import Pod
 from rich.markup import escape
 
 from asynckubelet import errors
 from asynckubelet.cli import output
-from asynckubelet.cli.commands import doctor, engine, images, validate
+from asynckubelet.cli.commands import doctor, engine, images, run, serve, validate
 from asynckubelet.cli.options import (
-    DEFAULT_SERVICE_ACCOUNT_ISSUER,
-    ClusterDomainOpt,
     DockerHostOpt,
-    DualStackOpt,
-    FirewallOpt,
     GlobalLogFormatOpt,
     GlobalLogLevelOpt,
     LogFormatOpt,
     LogLevelOpt,
     LogOptions,
-    MasqueradeOpt,
     NamespaceOpt,
     NodeNameOpt,
-    PodCIDRv6Opt,
     PodSecurityOpt,
-    ServiceAccountIssuerOpt,
     StateDirOpt,
     VerboseOpt,
 )
 from asynckubelet.cli.output import command, err, out
-from asynckubelet.docker import DockerClient, LogLine
-from asynckubelet.docker.engine import resolve_docker_url
+from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import Level, Manifests
-from asynckubelet.network import NetworkPlugin
-from asynckubelet.network.factory import is_local_daemon
-from asynckubelet.progress import PullDisplay, WaitDisplay
+from asynckubelet.progress import WaitDisplay
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
@@ -67,8 +54,6 @@ images_app = typer.Typer(help="Build the images a node needs, from local materia
 app.add_typer(images_app, name="images")
 engine_app = typer.Typer(help="Make sure a Docker engine runs: the one there, or our own.")
 app.add_typer(engine_app, name="engine")
-
-_COLORS = ["cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan"]
 
 
 @app.callback()
@@ -103,12 +88,6 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _service_account_issuer(value: str) -> str:
-    from asynckubelet.cli.options import check_issuer
-
-    return check_issuer(value)
-
-
 _commands: dict[str, Callable[..., None]] = {}
 
 
@@ -118,236 +97,6 @@ def _register(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]
         return function
 
     return decorate
-
-
-class _Renderer:
-    """Prefixes pod output and reports status changes."""
-
-    def __init__(self, *, color: bool) -> None:
-        self.color = color
-        self.colors: dict[str, str] = {}
-        self.last: dict[str, str] = {}
-
-    def _prefix(self, pod: Pod, container: str) -> str:
-        name = f"{pod.metadata.name if pod.metadata else ''}/{container}"
-        color = self.colors.setdefault(name, _COLORS[len(self.colors) % len(_COLORS)])
-        return f"[{color}]{escape(name)}[/{color}] | " if self.color else f"{name} | "
-
-    def log(self, pod: Pod, container: str, line: LogLine) -> None:
-        console = out if line.stream == "stdout" else err
-        text = self._prefix(pod, container) + (escape(line.text) if self.color else line.text)
-        console.print(text, markup=self.color, highlight=False)
-
-    def status(self, pod: Pod, status: PodStatus) -> None:
-        from asynckubelet.node.status import kubectl_status
-
-        assert pod.metadata is not None
-        shown = kubectl_status(pod, status)
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-        if self.last.get(key) != shown:
-            self.last[key] = shown
-            err.print(f"[dim]pod/{escape(pod.metadata.name or '')}: {escape(shown)}[/dim]")
-
-
-@_register("run")
-def run(
-    files: Annotated[list[str], typer.Argument(help="Manifest files or directories; - for stdin.")],
-    keep: Annotated[
-        bool, typer.Option("--keep", help="Keep the pod's containers at exit.")
-    ] = False,
-    node_name: NodeNameOpt = None,
-    pause_image: Annotated[
-        str | None,
-        typer.Option(
-            "--pause-image",
-            envvar="ASYNCKUBELET_PAUSE_IMAGE",
-            help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
-        ),
-    ] = None,
-    grace_period: Annotated[
-        float | None,
-        typer.Option(
-            "--grace-period",
-            envvar="ASYNCKUBELET_GRACE_PERIOD",
-            help="Seconds to wait on stop before SIGKILL.",
-        ),
-    ] = None,
-    pod_security: PodSecurityOpt = "baseline",
-    lenient: Annotated[
-        bool, typer.Option("--lenient", help="Unknown fields warn instead of failing.")
-    ] = False,
-    color: Annotated[bool, typer.Option("--color/--no-color", help="Colour the prefixes.")] = True,
-    network: Annotated[
-        str,
-        typer.Option(
-            "--network",
-            envvar="ASYNCKUBELET_NETWORK",
-            help="Pod network: auto (bridge for a local daemon as root, else docker), "
-            "bridge, cni (plugins from /opt/cni/bin:/usr/lib/cni, config from /etc/cni/net.d "
-            "else the project's cni/), docker (a Docker network of the node), loopback.",
-        ),
-    ] = "auto",
-    pod_cidr: Annotated[
-        str,
-        typer.Option(
-            "--pod-cidr",
-            envvar="ASYNCKUBELET_POD_CIDR",
-            help="Pod addresses of the bridge network.",
-        ),
-    ] = "10.137.0.0/16",
-    bridge: Annotated[
-        str,
-        typer.Option(
-            "--bridge", envvar="ASYNCKUBELET_BRIDGE", help="Node bridge of the bridge network."
-        ),
-    ] = "akl0",
-    dual_stack: DualStackOpt = False,
-    pod_cidr_v6: PodCIDRv6Opt = None,
-    firewall: FirewallOpt = "iptables",
-    masquerade: MasqueradeOpt = True,
-    cluster_dns: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--cluster-dns",
-            envvar="ASYNCKUBELET_CLUSTER_DNS",
-            help="Cluster DNS server for ClusterFirst pods (repeatable); none: they fall "
-            "back to the node's resolver, with a MissingClusterDNS warning.",
-        ),
-    ] = None,
-    cluster_domain: ClusterDomainOpt = "cluster.local",
-    service_account_issuer: ServiceAccountIssuerOpt = DEFAULT_SERVICE_ACCOUNT_ISSUER,
-    docker_host: DockerHostOpt = None,
-    verbose: VerboseOpt = 0,
-    log_level: LogLevelOpt = None,
-    log_format: LogFormatOpt = None,
-) -> None:
-    """Run the Pods in FILES on Docker, stream their output, exit with their exit code.
-
-    Pods with restartPolicy Never or OnFailure end by themselves; Always pods run until
-    SIGINT/SIGTERM, which stops every pod gracefully. The pods' containers are removed
-    at exit unless --keep is given.
-    """
-    _setup_logging(verbose, log_level, log_format)
-    from asynckubelet.manifests import LEVELS, load_manifests
-    from asynckubelet.network.dns import DNSSettings
-    from asynckubelet.network.factory import BACKENDS, make_network_plugin
-    from asynckubelet.node.runner import options_from_manifests, run_pods
-    from asynckubelet.node.volumes import VolumeManager, default_root
-
-    node = node_name or None
-    issuer = _service_account_issuer(service_account_issuer)
-    if pod_security not in LEVELS:
-        raise _fail(f"--pod-security must be one of {', '.join(LEVELS)}, not {pod_security!r}")
-    if network not in BACKENDS:
-        raise _fail(f"--network must be one of {', '.join(BACKENDS)}, not {network!r}")
-    _check_firewall(firewall)
-    try:
-        manifests = load_manifests(
-            files if len(files) > 1 else files[0],
-            lenient=lenient,
-            pod_security=pod_security,
-            node_name=node,
-        )
-    except errors.ManifestError as e:
-        raise _fail(str(e)) from None
-    except OSError as e:
-        raise _fail(str(e)) from None
-    for warning in manifests.warnings:
-        err.print(f"[yellow]warning:[/yellow] {escape(str(warning))}")
-    if not manifests.pods:
-        raise _fail("no Pod found in the given manifests")
-    for pod in manifests.pods:
-        gates = [g.name for g in (pod.spec.schedulingGates if pod.spec else None) or []]
-        if gates:
-            name, ns, _ = ctr.pod_identity(pod)
-            raise _fail(
-                f"pod {ns}/{name} has scheduling gates ({', '.join(gates)}): it would stay "
-                "SchedulingGated, and `run` has no API to remove them; remove "
-                "spec.schedulingGates to run it, or apply it to `asynckubelet serve`, which "
-                "starts it once an edit of its manifest removes them"
-            )
-
-    config = RuntimeConfig(pause_image=pause_image, docker_url=docker_host)
-    if node:
-        config = RuntimeConfig(node_name=node, pause_image=pause_image, docker_url=docker_host)
-    dns = DNSSettings(cluster_dns=tuple(cluster_dns or ()), cluster_domain=cluster_domain)
-    config = dataclasses.replace(config, dns=dns)
-    renderer = _Renderer(color=color and out.is_terminal)
-    options = options_from_manifests(
-        manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
-    )
-    received: list[int] = []
-
-    async def go() -> list[int]:
-        stop = anyio.Event()
-        # Volumes are directories on this machine: only a local engine can mount them.
-        volumes = (
-            VolumeManager(
-                root=default_root(config.node_name),
-                node_name=config.node_name,
-                service_account_issuer=issuer,
-            )
-            if is_local_daemon(resolve_docker_url(docker_host))
-            else None
-        )
-        async with RuntimeManager(config, volumes=volumes) as rm:
-            rm.images.listener = pulls
-            if not await rm.docker.ping():
-                raise errors.RuntimeUnavailable(
-                    f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running?"
-                )
-            rm.network = make_network_plugin(
-                network,
-                docker=rm.docker,
-                bridge=bridge,
-                pod_cidr=pod_cidr,
-                pod_cidr_v6=_ipv6_cidr(dual_stack, pod_cidr_v6),
-                firewall=firewall,
-                masquerade=masquerade,
-                node_name=config.node_name,
-            )
-            await rm.network.start()
-            async with anyio.create_task_group() as tg:
-
-                async def signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                        async for signum in signals:
-                            received.append(signum)
-                            if stop.is_set():
-                                err.print("[red]second signal: killing now[/red]")
-                                options.grace_period = 0
-                                tg.cancel_scope.cancel()
-                                return
-                            err.print("[dim]stopping pods gracefully (again to force)...[/dim]")
-                            stop.set()
-
-                tg.start_soon(signals, name="signals")
-                outcomes = await run_pods(
-                    rm,
-                    manifests.pods,
-                    stop=stop,
-                    on_log=renderer.log,
-                    on_status=renderer.status,
-                    options=options,
-                )
-                tg.cancel_scope.cancel()
-        codes = []
-        for o in outcomes:
-            if o.error:
-                name = o.pod.metadata.name if o.pod.metadata else ""
-                err.print(f"[red]pod/{escape(name or '')}: {escape(o.error)}[/red]")
-            codes.append(o.exit_code if o.exit_code else (1 if o.phase == "Failed" else 0))
-        return codes
-
-    pulls = PullDisplay(console=err, live=err.is_terminal)
-    try:
-        with pulls:
-            codes = anyio.run(go)
-    except errors.AsyncKubeletError as e:
-        raise _fail(str(e)) from None
-    if received:
-        raise typer.Exit(128 + received[0])
-    raise typer.Exit(next((c for c in codes if c), 0))
 
 
 def _state_dir(value: Path | None) -> Path:
@@ -368,204 +117,6 @@ def _level(value: str) -> Level:
     if value not in LEVELS:
         raise _fail(f"--pod-security must be one of {', '.join(LEVELS)}, not {value!r}", code=2)
     return value
-
-
-def _ipv6_cidr(dual_stack: bool, pod_cidr_v6: str | None) -> str | None:
-    """The IPv6 pod CIDR the options ask for; None: IPv4 only."""
-    from asynckubelet.network.bridge import DEFAULT_POD_CIDR_V6
-
-    if pod_cidr_v6:
-        return pod_cidr_v6
-    return DEFAULT_POD_CIDR_V6 if dual_stack else None
-
-
-def _check_firewall(firewall: str) -> None:
-    """Refuse an unknown ``--firewall``, and ``nftables`` without ``nft`` on PATH."""
-    import shutil
-
-    if firewall not in ("iptables", "nftables"):
-        raise _fail(f"--firewall must be iptables or nftables, not {firewall!r}", code=2)
-    if firewall == "nftables" and shutil.which("nft") is None:
-        raise _fail(
-            "--firewall nftables needs the nft binary (Debian package nftables), not found "
-            "on PATH; install it or use --firewall iptables",
-            code=2,
-        )
-
-
-def _network_plugin(
-    name: str,
-    docker: DockerClient,
-    *,
-    node_name: str,
-    pod_cidr_v6: str | None = None,
-    firewall: str = "iptables",
-    masquerade: bool = True,
-) -> NetworkPlugin:
-    from asynckubelet.network import LoopbackPlugin
-
-    if name == "loopback":
-        return LoopbackPlugin()
-    try:
-        factory = importlib.import_module("asynckubelet.network.factory")
-    except ImportError:
-        raise _fail(f"--network {name!r} is not available here; use loopback", code=2) from None
-    plugin: NetworkPlugin = factory.make_network_plugin(
-        name,
-        docker=docker,
-        node_name=node_name,
-        pod_cidr_v6=pod_cidr_v6,
-        firewall=firewall,
-        masquerade=masquerade,
-    )
-    return plugin
-
-
-@_register("serve")
-def serve(
-    manifests: Annotated[
-        Path | None,
-        typer.Option(
-            "--manifests",
-            envvar="ASYNCKUBELET_MANIFESTS",
-            help="Static pod manifest directory, watched (default <state-dir>/manifests).",
-        ),
-    ] = None,
-    listen: Annotated[
-        str,
-        typer.Option(
-            "--listen", envvar="ASYNCKUBELET_LISTEN", help="HOST:PORT of the HTTP endpoints."
-        ),
-    ] = "127.0.0.1:10255",
-    allow_remote: Annotated[
-        bool,
-        typer.Option(
-            "--allow-remote",
-            envvar="ASYNCKUBELET_ALLOW_REMOTE",
-            help="Allow --listen on a non-loopback address.",
-        ),
-    ] = False,
-    state_dir: StateDirOpt = None,
-    node_name: NodeNameOpt = None,
-    network: Annotated[
-        str,
-        typer.Option(
-            "--network",
-            envvar="ASYNCKUBELET_NETWORK",
-            help="Network backend: loopback, bridge, auto.",
-        ),
-    ] = "loopback",
-    dual_stack: DualStackOpt = False,
-    pod_cidr_v6: PodCIDRv6Opt = None,
-    firewall: FirewallOpt = "iptables",
-    masquerade: MasqueradeOpt = True,
-    pod_security: PodSecurityOpt = "baseline",
-    pause_image: Annotated[
-        str | None,
-        typer.Option(
-            "--pause-image",
-            envvar="ASYNCKUBELET_PAUSE_IMAGE",
-            help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
-        ),
-    ] = None,
-    stop_pods: Annotated[
-        bool,
-        typer.Option(
-            "--stop-pods-on-exit",
-            envvar="ASYNCKUBELET_STOP_PODS_ON_EXIT",
-            help="Stop and remove every pod on SIGINT/SIGTERM (default: leave them running "
-            "for the next start to adopt, as the kubelet does).",
-        ),
-    ] = False,
-    cluster_dns: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--cluster-dns",
-            envvar="ASYNCKUBELET_CLUSTER_DNS",
-            help="Cluster DNS server for ClusterFirst pods (repeatable).",
-        ),
-    ] = None,
-    cluster_domain: ClusterDomainOpt = "cluster.local",
-    service_account_issuer: ServiceAccountIssuerOpt = DEFAULT_SERVICE_ACCOUNT_ISSUER,
-    docker_host: DockerHostOpt = None,
-    verbose: VerboseOpt = 0,
-    log_level: LogLevelOpt = None,
-    log_format: LogFormatOpt = None,
-) -> None:
-    """Run the node: static pods from the manifest directory, HTTP endpoints, until a signal.
-
-    Image pulls are logged, one line per change of a layer's state.
-    """
-    _setup_logging(verbose, log_level, log_format, default="INFO")
-    from asynckubelet.network.dns import DNSSettings
-    from asynckubelet.node.access import StateDir
-    from asynckubelet.node.kubelet import Kubelet, KubeletConfig
-    from asynckubelet.server import check_listen, parse_listen, serve_http
-
-    level = _level(pod_security)
-    _check_firewall(firewall)
-    issuer = _service_account_issuer(service_account_issuer)
-    state = _state_dir(state_dir)
-    try:
-        host, port = parse_listen(listen)
-        check_listen(host, allow_remote=allow_remote)
-    except ValueError as e:
-        raise _fail(str(e), code=2) from None
-    config = KubeletConfig(
-        node_name=_node_name(node_name),
-        state_dir=state,
-        manifest_dir=manifests or StateDir(state).manifests,
-        pause_image=pause_image,
-        docker_url=docker_host,
-        pod_security=level,
-        leave_running=not stop_pods,
-        dns=DNSSettings(cluster_dns=tuple(cluster_dns or ()), cluster_domain=cluster_domain),
-        service_account_issuer=issuer,
-    )
-
-    async def go() -> None:
-        async with DockerClient(url=docker_host) as docker:
-            plugin = _network_plugin(
-                network,
-                docker,
-                node_name=config.node_name,
-                pod_cidr_v6=_ipv6_cidr(dual_stack, pod_cidr_v6),
-                firewall=firewall,
-                masquerade=masquerade,
-            )
-            async with Kubelet(config, docker=docker, network=plugin) as node:
-                node.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
-                pid_file = StateDir(state).pid_file
-                pid_file.write_text(f"{os.getpid()}\n")
-                try:
-                    async with anyio.create_task_group() as tg:
-                        bound = await tg.start(
-                            functools.partial(
-                                serve_http, node, host=host, port=port, allow_remote=allow_remote
-                            )
-                        )
-                        err.print(
-                            f"node {config.node_name}: manifests {config.manifest_dir}, "
-                            f"http://{host}:{bound}"
-                        )
-                        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
-                            async for signum in sigs:
-                                err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
-                                break
-                        tg.cancel_scope.cancel()
-                finally:
-                    pid_file.unlink(missing_ok=True)
-
-    try:
-        anyio.run(go)
-    except errors.AsyncKubeletError as e:
-        raise _fail(str(e)) from None
-    except OSError as e:
-        raise _fail(f"cannot listen on {listen}: {e}") from None
-
-
-def _log_pull(image: str, text: str) -> None:
-    logger.bind(image=image).info("pull {}: {}", image, text)
 
 
 def _load_files(files: list[str], *, node: str, level: Level) -> Manifests:
@@ -1253,8 +804,11 @@ async def _exec_interactive(
         return await session.exit_code()
 
 
-for _name in ("run", "validate", "serve", "apply", "delete", "get", "describe", "logs", "exec"):
-    app.command(_name)(validate.validate if _name == "validate" else _commands[_name])
+app.command("run")(run.run)
+app.command("validate")(validate.validate)
+app.command("serve")(serve.serve)
+for _name in ("apply", "delete", "get", "describe", "logs", "exec"):
+    app.command(_name)(_commands[_name])
 app.command("doctor")(doctor.doctor)
 
 

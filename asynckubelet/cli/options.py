@@ -24,11 +24,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
-import click
 import typer
 
 if TYPE_CHECKING:
+    from asynckubelet.docker import DockerClient
     from asynckubelet.manifests import Level
+    from asynckubelet.network import NetworkPlugin
+    from asynckubelet.network.dns import DNSSettings
+    from asynckubelet.runtime.manager import RuntimeConfig
 
 DEFAULT_NETWORK = "auto"
 NETWORK_BACKENDS = ("auto", "bridge", "cni", "docker", "loopback")
@@ -358,6 +361,12 @@ PurgeOpt = Annotated[bool, typer.Option("--purge", help="Also delete its images 
 # -- checks ----------------------------------------------------------------------------------
 
 
+class UsageError(typer.TyperException):
+    """A bad option or argument: ``error: <message>``, exit 2."""
+
+    exit_code = 2
+
+
 def check_pod_security(value: str, *, code: int = 2) -> Level:
     """The ``--pod-security`` level, or an error naming the levels."""
     if value not in POD_SECURITY_LEVELS:
@@ -381,9 +390,9 @@ def check_firewall(value: str) -> str:
     import shutil
 
     if value not in FIREWALLS:
-        raise click.UsageError(f"--firewall must be iptables or nftables, not {value!r}")
+        raise UsageError(f"--firewall must be iptables or nftables, not {value!r}")
     if value == "nftables" and shutil.which("nft") is None:
-        raise click.UsageError(
+        raise UsageError(
             "--firewall nftables needs the nft binary (Debian package nftables), not found "
             "on PATH; install it or use --firewall iptables"
         )
@@ -397,7 +406,7 @@ def check_issuer(value: str) -> str:
     try:
         return validate_issuer(value)
     except ValueError as e:
-        raise click.UsageError(str(e)) from None
+        raise UsageError(str(e)) from None
 
 
 def ipv6_pod_cidr(*, dual_stack: bool, pod_cidr_v6: str | None) -> str | None:
@@ -407,9 +416,9 @@ def ipv6_pod_cidr(*, dual_stack: bool, pod_cidr_v6: str | None) -> str | None:
     return DEFAULT_POD_CIDR_V6 if dual_stack else None
 
 
-def _option_error(message: str, *, code: int) -> click.ClickException:
+def _option_error(message: str, *, code: int) -> typer.TyperException:
     """A usage error (exit 2), or with ``code`` 1 a plain failure."""
-    return click.UsageError(message) if code == 2 else click.ClickException(message)
+    return UsageError(message) if code == 2 else typer.TyperException(message)
 
 
 # -- option groups ---------------------------------------------------------------------------
@@ -474,8 +483,39 @@ class NodeOptions:
         check_firewall(self.firewall)
 
     @property
-    def pod_cidr_ipv6(self) -> str | None:
-        return ipv6_pod_cidr(dual_stack=self.dual_stack, pod_cidr_v6=self.pod_cidr_v6)
+    def level(self) -> Level:
+        return check_pod_security(self.pod_security)
+
+    def dns(self) -> DNSSettings:
+        from asynckubelet.network.dns import DNSSettings
+
+        return DNSSettings(
+            cluster_dns=tuple(self.cluster_dns or ()), cluster_domain=self.cluster_domain
+        )
+
+    def runtime_config(self) -> RuntimeConfig:
+        """The runtime's configuration (the node name defaults to the hostname)."""
+        from asynckubelet.runtime.manager import RuntimeConfig
+
+        config = RuntimeConfig(
+            pause_image=self.pause_image, docker_url=self.docker_host, dns=self.dns()
+        )
+        return dataclasses.replace(config, node_name=self.node_name) if self.node_name else config
+
+    def network_plugin(self, docker: DockerClient, *, node_name: str) -> NetworkPlugin:
+        """The pod network backend these options choose, on ``docker``'s engine."""
+        from asynckubelet.network import factory
+
+        return factory.make_network_plugin(
+            self.network,
+            docker=docker,
+            bridge=self.bridge,
+            pod_cidr=self.pod_cidr,
+            pod_cidr_v6=ipv6_pod_cidr(dual_stack=self.dual_stack, pod_cidr_v6=self.pod_cidr_v6),
+            firewall=self.firewall,
+            masquerade=self.masquerade,
+            node_name=node_name,
+        )
 
 
 OPTION_GROUPS: tuple[type, ...] = (LogOptions, NodeRef, NodeOptions)

@@ -4,7 +4,7 @@ What a command is for (pod output, tables, YAML) goes to stdout; progress, warni
 lines and errors go to stderr, so ``asynckubelet run pod.yaml > out.txt`` captures only
 what the pod printed. A failure is one message, ``error: ...``, and an exit code: every
 command is wrapped by :func:`command`, the one place that maps the project's exceptions
-(:mod:`asynckubelet.errors`) and click's to them. Exit codes: 0 success, 1 a failure, 2 a
+(:mod:`asynckubelet.errors`) and Typer's to them. Exit codes: 0 success, 1 a failure, 2 a
 usage error, 128+N the signal N that stopped the command, and for ``run`` and ``exec``
 the exit code of what they ran.
 """
@@ -19,14 +19,13 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar, TypeVarTuple
 
 import anyio
-import click
 import typer
 from loguru import logger
 from rich.console import Console
 from rich.markup import escape
 
 from asynckubelet import errors
-from asynckubelet.cli.options import LOG_FORMATS, LOG_LEVELS, LogOptions, expand
+from asynckubelet.cli.options import LOG_FORMATS, LOG_LEVELS, LogOptions, UsageError, expand
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -40,10 +39,10 @@ def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/yellow] {escape(message)}")
 
 
-def fail(message: str) -> click.ClickException:
+def fail(message: str) -> typer.TyperException:
     """The error a command raises to end with ``error: <message>``, exit 1 (a usage error,
-    exit 2, is a ``click.UsageError``)."""
-    return click.ClickException(message)
+    exit 2, is an :class:`~asynckubelet.cli.options.UsageError`)."""
+    return typer.TyperException(message)
 
 
 def not_found(kind: str, message: str) -> typer.Exit:
@@ -62,7 +61,7 @@ def reported_errors(*, not_found_as: str | None = None) -> Iterator[None]:
     """
     try:
         yield
-    except click.ClickException as e:
+    except typer.TyperException as e:
         err.print(f"[red]error:[/red] {escape(e.format_message())}")
         raise typer.Exit(e.exit_code) from None
     except errors.NotFound as e:
@@ -87,14 +86,18 @@ def command(
     logging set up from its :class:`LogOptions` before it runs, its failures reported."""
 
     def decorate(function: Callable[..., R]) -> Callable[..., R]:
-        expanded = expand(function)
+        @functools.wraps(function)
+        def logged(**values: Any) -> R:
+            for value in values.values():
+                if isinstance(value, LogOptions):
+                    setup_logging(value, default=log_default)
+            return function(**values)
+
+        expanded = expand(logged)
 
         @functools.wraps(expanded)
         def run(**values: Any) -> R:
             with reported_errors(not_found_as=not_found_as):
-                for value in values.values():
-                    if isinstance(value, LogOptions):
-                        setup_logging(value, default=log_default)
                 return expanded(**values)
 
         return run
@@ -135,9 +138,9 @@ def setup_logging(options: LogOptions, *, default: str = "WARNING") -> None:
     level = (level or global_logging.log_level or default).upper()
     form = (options.log_format or global_logging.log_format or "text").lower()
     if level not in LOG_LEVELS:
-        raise click.UsageError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}")
+        raise UsageError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}")
     if form not in LOG_FORMATS:
-        raise click.UsageError(f"--log-format must be text or json, not {form!r}")
+        raise UsageError(f"--log-format must be text or json, not {form!r}")
     logger.remove()
     logger.enable("asynckubelet")
     if form == "json":

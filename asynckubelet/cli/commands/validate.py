@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import click
 import typer
 from rich.markup import escape
 
@@ -14,6 +13,7 @@ from asynckubelet.cli.options import (
     LogOptions,
     NodeNameOpt,
     ReportFormatOpt,
+    UsageError,
     ValidatePodSecurityOpt,
     check_pod_security,
 )
@@ -38,7 +38,7 @@ def validate(
     from asynckubelet.manifests import inspect_manifests
 
     if output not in ("text", "json"):
-        raise click.UsageError(f"--output must be text or json, not {output!r}")
+        raise UsageError(f"--output must be text or json, not {output!r}")
     level = check_pod_security(pod_security)
     report = inspect_manifests(
         files, lenient=lenient, pod_security=level, node_name=node_name or None
