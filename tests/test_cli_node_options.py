@@ -6,6 +6,8 @@ neither the Docker client nor netlink."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +133,37 @@ def test_an_unknown_network_is_refused_naming_the_backends(command: str, tmp_pat
     assert "--network must be one of auto, bridge, cni, docker, loopback, not 'weave'" in (
         result.stderr
     )
+
+
+HEAVY = ("aiodocker", "aiohttp", "pyroute2")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        *([name, "--help"] for name in ("run", "serve", "apply", "delete", "get", "logs")),
+        ["images", "build-pause", "--help"],
+        ["engine", "start", "--help"],
+    ],
+    ids=" ".join,
+)
+def test_help_loads_neither_the_docker_client_nor_netlink(args: list[str]) -> None:
+    script = (
+        "import sys\n"
+        "from asynckubelet.cli import app\n"
+        "try:\n"
+        f"    app({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "COLUMNS": "200"},
+        check=True,
+    )
+    assert result.stdout.splitlines()[-1] == "[]"

@@ -57,26 +57,42 @@ def reported_errors(*, not_found_as: str | None = None) -> Iterator[None]:
 
     ``not_found_as`` reports :class:`~asynckubelet.errors.NotFound` as kubectl's
     ``Error from server (<kind>)`` (``NotFound`` for a missing pod, ``BadRequest`` for a
-    missing container).
+    missing container). Failures inside a task group arrive as an exception group: each
+    is reported, and the first one's exit code is the command's. Anything else (a bug) is
+    left to propagate with its traceback.
     """
     try:
         yield
-    except typer.TyperException as e:
-        err.print(f"[red]error:[/red] {escape(e.format_message())}")
-        raise typer.Exit(e.exit_code) from None
-    except errors.NotFound as e:
-        if not_found_as is None:
-            raise _error(str(e)) from None
-        raise not_found(not_found_as, str(e)) from None
-    except (errors.AsyncKubeletError, OSError) as e:
-        raise _error(str(e)) from None
     except KeyboardInterrupt:
         raise typer.Exit(128 + signal.SIGINT) from None
+    except Exception as e:
+        failures = _leaves(e)
+        if not all(isinstance(f, REPORTED) for f in failures):
+            raise
+        codes = [_report(f, not_found_as=not_found_as) for f in failures]
+        raise typer.Exit(codes[0]) from None
 
 
-def _error(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {escape(message)}")
-    return typer.Exit(1)
+REPORTED = (typer.TyperException, errors.AsyncKubeletError, OSError)
+"""The failures reported as a message: the command line's own, the project's, the system's."""
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if not isinstance(error, BaseExceptionGroup):
+        return [error]
+    return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+
+
+def _report(failure: BaseException, *, not_found_as: str | None) -> int:
+    """Print the failure's one message; its exit code."""
+    if isinstance(failure, errors.NotFound) and not_found_as is not None:
+        err.print(f"Error from server ({not_found_as}): {escape(str(failure))}")
+        return 1
+    if isinstance(failure, typer.TyperException):
+        err.print(f"[red]error:[/red] {escape(failure.format_message())}")
+        return failure.exit_code
+    err.print(f"[red]error:[/red] {escape(str(failure))}")
+    return 1
 
 
 def command(
@@ -116,6 +132,23 @@ async def first_signal() -> int:
         async for signum in signals:
             return int(signum)
     raise AssertionError("the signal receiver ended")
+
+
+async def stopped_by_signal(function: Callable[[*Ts], Awaitable[object]], *args: *Ts) -> int | None:
+    """Run ``function`` until it returns or SIGINT/SIGTERM arrives; that signal's number,
+    else None. The signal cancels the function through its task group's scope, which anyio
+    keeps delivering until the function has stopped, whatever await it is in."""
+    received: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            received.append(await first_signal())
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch, name="signals")
+        await function(*args)
+        tg.cancel_scope.cancel()
+    return received[0] if received else None
 
 
 # -- logging ---------------------------------------------------------------------------------
