@@ -327,8 +327,7 @@ DeleteTimeoutOpt = Annotated[
     float,
     typer.Option(
         "--timeout",
-        help="Seconds to wait until the pods are gone; when some are still there, exit 1 "
-        "naming them.",
+        help="Seconds to wait until the pods are gone; those still there then are named, exit 1.",
     ),
 ]
 

@@ -26,7 +26,7 @@ from asynckubelet.cli.options import (
     UsageError,
     check_pod_security,
 )
-from asynckubelet.cli.output import command, err, out, run_async
+from asynckubelet.cli.output import command, err, fail, out, run_async
 
 if TYPE_CHECKING:
     from asynckubelet.manifests import Level
@@ -46,7 +46,8 @@ def delete(
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """Delete pods gracefully: `delete pod NAME` or `delete -f FILE...`; waits until gone."""
+    """Delete pods gracefully: `delete pod NAME` or `delete -f FILE...`; waits until they
+    are gone (exit 1 naming those still there after --timeout)."""
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.operations import remove_manifests
 
@@ -55,12 +56,16 @@ def delete(
     in_files = remove_manifests(
         StateDir(node.state).manifests, pods=targets, node_name=node.name, pod_security=level
     )
-    present = run_async(_delete, targets, in_files, node, grace_period, timeout)
-    for _ns, pod_name in sorted(present):
+    present, left = run_async(_delete, targets, in_files, node, grace_period, timeout)
+    for _ns, pod_name in sorted(present - left):
         out.print(f'pod "{escape(pod_name)}" deleted')
     missing = sorted(targets - present)
     for _ns, pod_name in missing:
         err.print(f'Error from server (NotFound): pods "{escape(pod_name)}" not found')
+    if left:
+        still = ", ".join(f"{ns}/{pod_name}" for ns, pod_name in sorted(left))
+        wait = f"timed out after {timeout:g}s waiting for the pods to be gone"
+        raise fail(f"{wait}; still present: {still}")
     if missing:
         raise typer.Exit(1)
 
@@ -92,19 +97,20 @@ async def _delete(
     node: NodeRef,
     grace_period: float | None,
     timeout: float,
-) -> set[PodKey]:
-    """Delete the targets the node has (in Docker or in its manifests); those."""
+) -> tuple[set[PodKey], set[PodKey]]:
+    """Delete the targets the node has (in Docker or in its manifests): those, and those
+    still in Docker when the timeout ran out."""
     from asynckubelet.node.access import daemon_pid
     from asynckubelet.node.operations import delete_pods, pod_key
 
     async with node_runtime(node) as rm:
         present = {pod_key(p) for p in await node_pods(rm, node)} | in_files
         present &= targets
-        await delete_pods(
+        left = await delete_pods(
             rm,
             pods=present,
             daemon_running=daemon_pid(node.state) is not None,
             grace_period=grace_period,
             timeout=timeout,
         )
-    return present
+    return present, left
