@@ -327,7 +327,7 @@ DeleteTimeoutOpt = Annotated[
     float,
     typer.Option(
         "--timeout",
-        help="Seconds to wait until the pods are gone; those still there then are named, exit 1.",
+        help="Seconds to wait until the pods are gone; exit 1 naming any still there.",
     ),
 ]
 
