@@ -309,6 +309,34 @@ def test_delete_that_times_out_fails_naming_the_pod_still_there(node: Node, tmp_
     assert "still present: default/stubborn" in proc.stderr
 
 
+def test_serve_on_an_address_in_use_fails_naming_it(node: Node, tmp_path: Path) -> None:
+    env = {
+        **node.env,
+        "ASYNCKUBELET_STATE_DIR": str(tmp_path / "second"),
+        "ASYNCKUBELET_NODE_NAME": f"{node.node_name}-b",
+    }
+    listen = f"127.0.0.1:{node.port}"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "asynckubelet",
+            "serve",
+            "--listen",
+            listen,
+            "--network",
+            "loopback",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1].startswith(f"error: cannot listen on {listen}: ")
+    assert not (tmp_path / "second" / "serve.pid").exists()
+
+
 def test_describe_shows_containers_conditions_and_events(node: Node, tmp_path: Path) -> None:
     apply_web(node, tmp_path)
     text = node.cli("describe", "pod", "web").stdout

@@ -72,15 +72,12 @@ def serve(
         dns=node.dns(),
         service_account_issuer=node.service_account_issuer,
     )
-    address = _Address(host=host, port=port, allow_remote=allow_remote)
-    try:
-        run_async(_serve, config, node, state, address)
-    except OSError as e:
-        raise fail(f"cannot listen on {listen}: {e}") from None
+    run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote))
 
 
 @dataclasses.dataclass(frozen=True)
 class _Address:
+    listen: str
     host: str
     port: int
     allow_remote: bool
@@ -108,7 +105,10 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
                         port=at.port,
                         allow_remote=at.allow_remote,
                     )
-                    bound = await tg.start(http)
+                    try:
+                        bound = await tg.start(http)
+                    except OSError as e:
+                        raise fail(f"cannot listen on {at.listen}: {e}") from None
                     err.print(
                         f"node {config.node_name}: manifests {config.manifest_dir}, "
                         f"http://{at.host}:{bound}"
