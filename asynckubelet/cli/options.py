@@ -377,6 +377,7 @@ def check_pod_security(value: str, *, code: int = 2) -> Level:
 
 
 def check_network(value: str) -> str:
+    """Refuse an unknown ``--network``, naming the backends (exit 1, as it always was)."""
     if value not in NETWORK_BACKENDS:
         raise _option_error(
             f"--network must be one of {', '.join(NETWORK_BACKENDS)}, not {value!r}", code=1
