@@ -288,6 +288,55 @@ def test_delete_by_file_removes_its_pods(node: Node, tmp_path: Path) -> None:
     assert node.owned() == 0
 
 
+STUBBORN = """
+apiVersion: v1
+kind: Pod
+metadata: {name: stubborn}
+spec:
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "trap '' TERM; while true; do sleep 0.2; done"]
+"""
+
+
+def test_delete_that_times_out_fails_naming_the_pod_still_there(node: Node, tmp_path: Path) -> None:
+    path = manifest(tmp_path, STUBBORN, name="stubborn.yaml")
+    assert node.cli("apply", "-f", str(path), "--wait", "--timeout", "60").returncode == 0
+    proc = node.cli("delete", "pod", "stubborn", "--timeout", "1")
+    assert (proc.returncode, proc.stdout) == (1, ""), proc.stderr
+    assert "still present: default/stubborn" in proc.stderr
+
+
+def test_serve_on_an_address_in_use_fails_naming_it(node: Node, tmp_path: Path) -> None:
+    env = {
+        **node.env,
+        "ASYNCKUBELET_STATE_DIR": str(tmp_path / "second"),
+        "ASYNCKUBELET_NODE_NAME": f"{node.node_name}-b",
+    }
+    listen = f"127.0.0.1:{node.port}"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "asynckubelet",
+            "serve",
+            "--listen",
+            listen,
+            "--network",
+            "loopback",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1].startswith(f"error: cannot listen on {listen}: ")
+    assert not (tmp_path / "second" / "serve.pid").exists()
+
+
 def test_describe_shows_containers_conditions_and_events(node: Node, tmp_path: Path) -> None:
     apply_web(node, tmp_path)
     text = node.cli("describe", "pod", "web").stdout

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
 from asynckubelet.cli import app
+from asynckubelet.cli.commands import delete as delete_command
+from asynckubelet.manifests import load_manifests_text
+from asynckubelet.runtime.types import PodRuntimeStatus
 
 POD = """\
 apiVersion: v1
@@ -88,3 +94,63 @@ def test_bad_arguments_are_refused_with_a_clear_message(
     code, _, err = invoke(*args, state=tmp_path / "s")
     assert code != 0
     assert message in " ".join(err.split())
+
+
+class OnePodRuntime:
+    """Docker holding one pod, ``default/web``; ``stubborn``: removing it leaves it there."""
+
+    def __init__(self, *, stubborn: bool) -> None:
+        self.pods = {"u1": ("default", "web")}
+        self.stubborn = stubborn
+
+    async def list_pod_uids(self) -> dict[str, tuple[str, str]]:
+        return dict(self.pods)
+
+    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
+        return PodRuntimeStatus(uid=uid, name=name, namespace=namespace)
+
+    async def kill_pod(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    async def remove_pod(self, *, uid: str) -> None:
+        if not self.stubborn:
+            self.pods.pop(uid)
+
+
+@pytest.fixture
+def on_docker(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
+    """Make ``delete`` see ``default/web`` on a fake Docker (no daemon runs)."""
+
+    def install(stubborn: bool) -> None:
+        runtime = OnePodRuntime(stubborn=stubborn)
+
+        @contextlib.asynccontextmanager
+        async def node_runtime(node: object) -> AsyncIterator[OnePodRuntime]:
+            yield runtime
+
+        async def node_pods(rm: object, node: object) -> list[Pod]:
+            return [load_manifests_text(POD, node_name="n1").pods[0]]
+
+        monkeypatch.setattr(delete_command, "node_runtime", node_runtime)
+        monkeypatch.setattr(delete_command, "node_pods", node_pods)
+
+    return install
+
+
+def test_delete_reports_the_pod_deleted_once_it_is_gone(
+    on_docker: Callable[[bool], None], tmp_path: Path
+) -> None:
+    on_docker(False)
+    code, out, err = invoke("delete", "pod", "web", state=tmp_path / "s")
+    assert (code, out, err) == (0, 'pod "web" deleted\n', "")
+
+
+def test_delete_that_times_out_fails_naming_the_pods_still_there(
+    on_docker: Callable[[bool], None], tmp_path: Path
+) -> None:
+    on_docker(True)
+    code, out, err = invoke("delete", "pod", "web", "--timeout", "0.2", state=tmp_path / "s")
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: timed out after 0.2s waiting for the pods to be gone; still present: default/web\n"
+    )
