@@ -11,6 +11,7 @@ import pytest
 from loguru import logger
 from typer.testing import CliRunner
 
+from asynckubelet import logsetup
 from asynckubelet.cli import app, output
 from asynckubelet.cli.options import LogOptions
 
@@ -35,6 +36,7 @@ class FakeLogger:
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeLogger:
     recorder = FakeLogger()
     monkeypatch.setattr(output, "logger", recorder)
+    monkeypatch.setattr(logsetup, "add_sink", recorder.add)
     return recorder
 
 

@@ -140,6 +140,16 @@ PodSecurityOpt = Annotated[
 ValidatePodSecurityOpt = Annotated[
     str, typer.Option("--pod-security", help=POD_SECURITY_HELP, rich_help_panel=NODE_PANEL)
 ]
+AllowNamespacePolicyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-namespace-policy",
+        envvar="ASYNCKUBELET_ALLOW_NAMESPACE_POLICY",
+        help="Let a Namespace document's pod-security.kubernetes.io/enforce label relax the "
+        "level for its pods (without it, such a label can only make the level stricter).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
 ServiceAccountIssuerOpt = Annotated[
     str,
     typer.Option(
@@ -464,6 +474,7 @@ class NodeOptions:
     docker_host: DockerHostOpt = None
     pause_image: PauseImageOpt = None
     pod_security: PodSecurityOpt = DEFAULT_POD_SECURITY
+    allow_namespace_policy: AllowNamespacePolicyOpt = False
     service_account_issuer: ServiceAccountIssuerOpt = DEFAULT_SERVICE_ACCOUNT_ISSUER
     network: NetworkOpt = DEFAULT_NETWORK
     bridge: BridgeOpt = DEFAULT_BRIDGE

@@ -174,12 +174,14 @@ def setup_logging(options: LogOptions, *, default: str = "WARNING") -> None:
         raise UsageError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}")
     if form not in LOG_FORMATS:
         raise UsageError(f"--log-format must be text or json, not {form!r}")
+    from asynckubelet.logsetup import add_sink
+
     logger.remove()
     logger.enable("asynckubelet")
     if form == "json":
-        logger.add(json_sink, level=level)
+        add_sink(json_sink, level=level)
     else:
-        logger.add(text_sink, level=level, colorize=sys.stderr.isatty())
+        add_sink(text_sink, level=level, colorize=sys.stderr.isatty())
 
 
 def json_sink(message: Any) -> None:

@@ -18,6 +18,7 @@ from asynckubelet.manifests.loading import (
     load_manifests,
     load_manifests_text,
     pod_uid,
+    read_sources,
 )
 from asynckubelet.manifests.security import LEVELS, Level
 
@@ -32,4 +33,5 @@ __all__ = [
     "load_manifests",
     "load_manifests_text",
     "pod_uid",
+    "read_sources",
 ]

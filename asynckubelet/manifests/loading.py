@@ -56,6 +56,7 @@ __all__ = [
     "load_manifests",
     "load_manifests_text",
     "pod_uid",
+    "read_sources",
 ]
 
 DOCUMENT = "<document>"
@@ -210,7 +211,32 @@ def _accepted_or_raise(report: ManifestReport) -> Manifests:
     return report.manifests
 
 
-def _read_sources(source: Source | Sequence[Source], loader: _Loader) -> Iterator[tuple[str, str]]:
+def read_sources(source: Source | Sequence[Source]) -> list[tuple[str, str]]:
+    """The ``(name, text)`` of every file named (a folder's manifest files, ``"-"`` for
+    stdin, read once), each bounded as :func:`load_manifests` reads them; raise
+    :class:`ManifestError` when any cannot be read. For callers that must keep the exact
+    text they validate (``apply``)."""
+    recorder = _ReadErrors()
+    texts = list(_read_sources(source, recorder))
+    if recorder.errors:
+        n = len(recorder.errors)
+        raise ManifestError(
+            f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", recorder.errors
+        )
+    return texts
+
+
+@dataclass
+class _ReadErrors:
+    errors: list[FieldError] = field(default_factory=list)
+
+    def record(self, error: FieldError) -> None:
+        self.errors.append(error)
+
+
+def _read_sources(
+    source: Source | Sequence[Source], loader: _Loader | _ReadErrors
+) -> Iterator[tuple[str, str]]:
     items: Sequence[Source] = [source] if isinstance(source, (str, os.PathLike)) else source
     for item in items:
         name = os.fspath(item)
@@ -236,7 +262,7 @@ def _unreadable(name: str, e: OSError) -> FieldError:
     return FieldError(DOCUMENT, "Unreadable", e.strerror or type(e).__name__, source=name)
 
 
-def _read_file(file: Path, loader: _Loader) -> str | None:
+def _read_file(file: Path, loader: _Loader | _ReadErrors) -> str | None:
     """The file's text, or None once its error is recorded. At most one byte more than the
     limit is read, so a huge file (or ``/dev/zero``) costs nothing."""
     name = str(file)

@@ -22,6 +22,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.manifests import Level, load_manifests
+from asynckubelet.node import access
 from asynckubelet.node.access import choose_instance, default_container, find_pod
 from asynckubelet.node.sources import is_manifest
 from asynckubelet.node.status import SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE, kubectl_status
@@ -77,7 +78,7 @@ def remove_manifests(
             continue
         held = {pod_key(p) for p in loaded} & set(pods)
         if held:
-            path.unlink(missing_ok=True)
+            access.remove_manifest(directory, path.name)
             found |= held
     return found
 

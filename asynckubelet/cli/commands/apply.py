@@ -6,17 +6,16 @@ waits until each is Ready (or has Succeeded) on the applied spec.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from asynckubelet.cli.client import load_files, node_runtime
+from asynckubelet.cli.client import node_runtime
 from asynckubelet.cli.options import (
     DEFAULT_POD_SECURITY,
+    AllowNamespacePolicyOpt,
     FilenamesOpt,
     LogOptions,
     NodeRef,
@@ -25,7 +24,7 @@ from asynckubelet.cli.options import (
     WaitTimeoutOpt,
     check_pod_security,
 )
-from asynckubelet.cli.output import command, err, fail, out, run_async
+from asynckubelet.cli.output import command, err, fail, out, run_async, warn
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
@@ -40,6 +39,7 @@ def apply(
     wait: WaitOpt = False,
     timeout: WaitTimeoutOpt = 300.0,
     pod_security: PodSecurityOpt = DEFAULT_POD_SECURITY,
+    allow_namespace_policy: AllowNamespacePolicyOpt = False,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
@@ -53,8 +53,15 @@ def apply(
 
     level = check_pod_security(pod_security)
     target = StateDir(node.state).manifests
-    before = manifest_pods(target, node_name=node.name, pod_security=level)
-    texts, applied = _read(files, node_name=node.name, level=level)
+    before = manifest_pods(
+        target,
+        node_name=node.name,
+        pod_security=level,
+        allow_namespace_policy=allow_namespace_policy,
+    )
+    texts, applied = _read(
+        files, node_name=node.name, level=level, allow_namespace_policy=allow_namespace_policy
+    )
     _install(target, texts)
     for pod in applied:
         assert pod.metadata is not None
@@ -71,31 +78,44 @@ def apply(
 
 
 def _read(
-    files: list[str], *, node_name: str, level: Level
+    files: list[str], *, node_name: str, level: Level, allow_namespace_policy: bool
 ) -> tuple[list[tuple[str, str]], list[Pod]]:
     """Each file's name in the manifest directory and text, and the pods they hold; a file
-    that does not validate stops the command before anything is written."""
+    that does not validate stops the command before anything is written. Standard input
+    (``-``) is read once, and what was read is what is validated and kept."""
+    from asynckubelet.manifests import load_manifests_text, read_sources
+
     texts: list[tuple[str, str]] = []
     pods: list[Pod] = []
-    for index, name in enumerate(files):
-        loaded = load_files([name], node_name=node_name, level=level)
-        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-        base = f"stdin-{index}.yaml" if name == "-" else Path(name).name
+    for index, (name, text) in enumerate(read_sources(files)):
+        loaded = load_manifests_text(
+            text,
+            source_name=name,
+            pod_security=level,
+            allow_namespace_policy=allow_namespace_policy,
+            node_name=node_name,
+        )
+        for warning in loaded.warnings:
+            warn(str(warning))
+        if not (loaded.pods or loaded.configmaps or loaded.secrets):
+            continue
+        base = f"stdin-{index}.yaml" if name == "<stdin>" else Path(name).name
         if Path(base).suffix not in (".yaml", ".yml", ".json"):
             base += ".yaml"
         texts.append((base, text))
         pods.extend(loaded.pods)
+    if not texts:
+        raise fail("no objects passed to apply")
     return texts, pods
 
 
 def _install(target: Path, texts: list[tuple[str, str]]) -> None:
-    """Write each file into the manifest directory atomically (a rename over the old one)."""
+    """Keep each file in the manifest directory, written at once, closed to other users."""
+    from asynckubelet.node.access import save_manifest
+
     try:
-        target.mkdir(parents=True, exist_ok=True)
         for base, text in texts:
-            tmp = target / f".{base}.{os.getpid()}.tmp"
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(target / base)
+            save_manifest(target, base, text)
     except OSError as e:
         raise fail(f"cannot write into {target}: {e}") from None
 

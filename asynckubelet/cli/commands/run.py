@@ -89,6 +89,7 @@ def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
         files if len(files) > 1 else files[0],
         lenient=lenient,
         pod_security=node.level,
+        allow_namespace_policy=node.allow_namespace_policy,
         node_name=node.node_name or None,
     )
     for warning in manifests.warnings:

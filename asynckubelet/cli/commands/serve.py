@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,6 +67,7 @@ def serve(
         pause_image=node.pause_image,
         docker_url=node.docker_host,
         pod_security=node.level,
+        allow_namespace_policy=node.allow_namespace_policy,
         leave_running=not stop_pods,
         dns=node.dns(),
         service_account_issuer=node.service_account_issuer,
@@ -85,7 +85,7 @@ class _Address:
 
 async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Address) -> None:
     from asynckubelet.docker import DockerClient
-    from asynckubelet.node.access import StateDir
+    from asynckubelet.node.access import remove_pid_file, write_pid_file
     from asynckubelet.node.kubelet import Kubelet
     from asynckubelet.progress import PullDisplay
     from asynckubelet.server import serve_http
@@ -94,8 +94,7 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
         plugin = node.network_plugin(docker, node_name=config.node_name)
         async with Kubelet(config, docker=docker, network=plugin) as kubelet:
             kubelet.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
-            pid_file = StateDir(state).pid_file
-            pid_file.write_text(f"{os.getpid()}\n")
+            write_pid_file(state)
             try:
                 async with anyio.create_task_group() as tg:
                     http = functools.partial(
@@ -117,7 +116,7 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
                     err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
                     tg.cancel_scope.cancel()
             finally:
-                pid_file.unlink(missing_ok=True)
+                remove_pid_file(state)
 
 
 def _log_pull(image: str, text: str) -> None:

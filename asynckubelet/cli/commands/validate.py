@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from asynckubelet.cli.options import (
+    AllowNamespacePolicyOpt,
     FilesArg,
     LenientOpt,
     LogOptions,
@@ -31,6 +32,7 @@ def validate(
     output: ReportFormatOpt = "text",
     lenient: LenientOpt = False,
     pod_security: ValidatePodSecurityOpt = "baseline",
+    allow_namespace_policy: AllowNamespacePolicyOpt = False,
     node_name: NodeNameOpt = None,
     log: LogOptions,
 ) -> None:
@@ -41,7 +43,11 @@ def validate(
         raise UsageError(f"--output must be text or json, not {output!r}")
     level = check_pod_security(pod_security)
     report = inspect_manifests(
-        files, lenient=lenient, pod_security=level, node_name=node_name or None
+        files,
+        lenient=lenient,
+        pod_security=level,
+        allow_namespace_policy=allow_namespace_policy,
+        node_name=node_name or None,
     )
     if output == "json":
         print_json(report)
