@@ -129,6 +129,7 @@ class Node:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        log.close()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:

@@ -287,7 +287,7 @@ def test_compiled_pause_reaps_children_it_inherits(pause_binary: Path) -> None:
         assert process.poll() is None
     finally:
         process.kill()
-        process.wait()
+        process.communicate()
 
 
 def test_compiled_pause_with_gcc_is_static_too(tmp_path: Path) -> None:

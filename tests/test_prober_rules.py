@@ -42,6 +42,7 @@ def server() -> Iterator[int]:
     thread.start()
     yield httpd.server_address[1]
     httpd.shutdown()
+    httpd.server_close()
 
 
 def _closed_port() -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import math
 import os
@@ -530,7 +531,7 @@ class DockerClient:
                 d,
                 "images/load",
                 "POST",
-                data=data,
+                data=io.BytesIO(data),
                 headers={"Content-Type": "application/x-tar"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
             ) as response:
