@@ -1,4 +1,4 @@
-"""The documentation's example pods (``../shared/examples``) for volumes, probes, hooks and
+"""The documentation's example pods (``tests/data/examples``) for volumes, probes, hooks and
 security contexts, on real Docker, checked against what their pages say.
 
 The public images are replaced in each test's copy by stand-ins built here from the host's
@@ -52,7 +52,7 @@ from integration.spec_helpers import Events, make_manager
 
 pytestmark = pytest.mark.anyio
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "tests" / "data" / "examples"
 NGINX = "akltest.local/standin-nginx:1"
 BUSYBOX = "akltest.local/standin-busybox:1"
 NODE_HELLO = "akltest.local/standin-node-hello:1"
@@ -92,8 +92,6 @@ def _busybox_files() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def stand_ins(docker_engine: Any, test_images: dict[str, str]) -> None:
-    if not EXAMPLES.is_dir():
-        pytest.skip("shared examples not present")
     base = _busybox_files()
     env = [f"PATH={DEFAULT_PATH}"]
     images = {

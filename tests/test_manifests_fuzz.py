@@ -24,7 +24,7 @@ from asynckubelet.errors import ManifestError
 from asynckubelet.manifests import LEVELS, load_manifests_text
 from asynckubelet.manifests.decoding import load_documents
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"
 
 _SEED_TEXT = """
 apiVersion: v1
@@ -92,9 +92,8 @@ metadata: {name: ns, labels: {pod-security.kubernetes.io/enforce: privileged}}
 
 def _seeds() -> list[Any]:
     docs = [d for d in yaml.safe_load_all(_SEED_TEXT) if d]
-    if EXAMPLES.is_dir():
-        for path in sorted(EXAMPLES.glob("*.yaml")):
-            docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
     return docs
 
 

@@ -22,7 +22,7 @@ from asynckubelet.manifests import (
 from asynckubelet.manifests.defaults import image_pull_policy
 from asynckubelet.manifests.strict import schema_of
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"
 
 POD = """\
 apiVersion: v1
@@ -49,8 +49,7 @@ def pod_dict(text: str = POD, **kwargs: Any) -> dict[str, Any]:
 # --- sources ------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared examples not present")
-def test_every_example_in_the_shared_directory_loads_without_errors() -> None:
+def test_every_example_in_the_examples_directory_loads_without_errors() -> None:
     report = inspect_manifests(EXAMPLES, node_name="node-a")
     assert report.errors == ()
     names = {p.metadata.name for p in report.manifests.pods if p.metadata}
@@ -65,7 +64,6 @@ def test_every_example_in_the_shared_directory_loads_without_errors() -> None:
     }
 
 
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared examples not present")
 def test_example_warnings_say_what_is_not_honoured() -> None:
     report = inspect_manifests(EXAMPLES, node_name="node-a")
     for warning in report.warnings:
@@ -81,10 +79,7 @@ def test_example_warnings_say_what_is_not_honoured() -> None:
     ) not in fields
 
 
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared examples not present")
-@pytest.mark.parametrize(
-    "path", sorted(EXAMPLES.glob("*.yaml")) if EXAMPLES.is_dir() else [], ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_each_example_file_loads_on_its_own(path: Path) -> None:
     assert inspect_manifests(path, node_name="node-a").errors == ()
 
