@@ -30,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from asynckubelet.docker import DockerClient
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.runtime_helpers import finished_syncs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -481,7 +482,10 @@ def test_a_killed_node_restarted_adopts_every_pod_without_restarts(
     before = node.containers()
     node.stop(signal.SIGKILL)
     node.start()
-    time.sleep(3)
+    deadline = time.monotonic() + 60
+    while finished_syncs(node.get("/metrics")) < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert finished_syncs(node.get("/metrics")) >= 1
     assert node.containers() == before
     row = node.cli("get", "pods").stdout.splitlines()[1].split()
     assert row[:4] == ["web", "2/2", "Running", "0"]
