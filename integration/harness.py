@@ -17,6 +17,7 @@ removed after the test, whether it passed or not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -139,10 +140,8 @@ def _sweep_session_nodes(engine: Engine) -> None:
             for node in sorted(_SESSION_NODES):
                 await remove_owned(client, node, settle=0)
 
-    try:
+    with contextlib.suppress(errors.DockerError):
         anyio.run(sweep)
-    except errors.DockerError:
-        pass
 
 
 @pytest.fixture

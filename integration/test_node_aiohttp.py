@@ -111,9 +111,11 @@ async def test_leaving_the_application_stops_its_pods(
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
     try:
-        async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http:
-            async with http.post("/pods/app2") as r:
-                assert r.status == 200
+        async with (
+            aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http,
+            http.post("/pods/app2") as r,
+        ):
+            assert r.status == 200
     finally:
         await runner.cleanup()
     assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []

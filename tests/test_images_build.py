@@ -309,8 +309,9 @@ async def test_build_pause_image_loads_an_image_running_pause() -> None:
     entries = layer_members(layer)
     assert list(entries) == ["pause"]
     assert entries["pause"].mode == 0o755
-    pause = tarfile.open(fileobj=io.BytesIO(layer)).extractfile("pause")
-    assert pause is not None and is_static_elf(pause.read())
+    with tarfile.open(fileobj=io.BytesIO(layer)) as tar:
+        pause = tar.extractfile("pause")
+        assert pause is not None and is_static_elf(pause.read())
 
 
 @pytest.mark.anyio

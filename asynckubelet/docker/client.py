@@ -17,7 +17,7 @@ import math
 import os
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
@@ -548,10 +548,8 @@ class DockerClient:
         async def remove(d: aiodocker.Docker) -> None:
             await d.images.delete(ref, force=force)
 
-        try:
+        with suppress(errors.NotFound):
             await self._call(f"remove image {ref}", remove)
-        except errors.NotFound:
-            pass
 
     # -- volumes --------------------------------------------------------------------------
 
@@ -591,10 +589,8 @@ class DockerClient:
         async def remove(d: aiodocker.Docker) -> None:
             await d._query_json(f"volumes/{name}", "DELETE")
 
-        try:
+        with suppress(errors.NotFound):
             await self._call(f"remove volume {name}", remove)
-        except errors.NotFound:
-            pass
 
     async def tag_image(self, ref: str, *, repo: str, tag: str) -> None:
         async def do_tag(d: aiodocker.Docker) -> None:
@@ -641,10 +637,8 @@ class DockerClient:
         async def remove(d: aiodocker.Docker) -> None:
             await d._query_json(f"networks/{name}", "DELETE")
 
-        try:
+        with suppress(errors.NotFound):
             await self._call(f"remove network {name}", remove)
-        except errors.NotFound:
-            pass
 
 
 @asynccontextmanager

@@ -1236,9 +1236,7 @@ def _validate_handler(
                 errs.append(required(f"{apath}.command"))
         elif kind == "httpGet":
             _validate_http_get(action, apath, errs)
-        elif kind == "tcpSocket":
-            _validate_port_ref(action.port, f"{apath}.port", errs)
-        elif kind == "grpc":
+        elif kind in ("tcpSocket", "grpc"):
             _validate_port_ref(action.port, f"{apath}.port", errs)
         elif grace is not None and not 0 <= action.seconds <= grace:
             errs.append(

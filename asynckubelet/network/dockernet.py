@@ -10,6 +10,7 @@ or goes, so teardown has nothing of its own to undo.
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from asynckubelet import errors
@@ -58,12 +59,10 @@ class DockerNetworkPlugin:
         try:
             info = await self.docker.inspect_network(self.network)
         except errors.NotFound:
-            try:
+            with contextlib.suppress(errors.Conflict):
                 await self.docker.create_network(
                     self.network, labels={naming.LABEL_NODE: self.node_name}
                 )
-            except errors.Conflict:
-                pass
             return
         labels = info.get("Labels") or {}
         if labels.get(naming.LABEL_NODE) != self.node_name:

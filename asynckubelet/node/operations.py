@@ -181,12 +181,18 @@ async def next_instance(
         if not status.containers:
             return None
         current = status.find_container(container)
-        if current is not None and current.id not in seen:
-            if current.state is not ContainerState.CREATED:
-                return current.id
-        if current is not None and current.state is ContainerState.EXITED:
-            if policy == "Never" or (policy == "OnFailure" and current.exit_code == 0):
-                return None
+        if (
+            current is not None
+            and current.id not in seen
+            and current.state is not ContainerState.CREATED
+        ):
+            return current.id
+        if (
+            current is not None
+            and current.state is ContainerState.EXITED
+            and (policy == "Never" or (policy == "OnFailure" and current.exit_code == 0))
+        ):
+            return None
         await anyio.sleep(poll_interval)
 
 

@@ -277,11 +277,13 @@ def write_atomic_at(target_fd: int, payload: Payload, *, gid: int | None = None)
     clean = _clean_payload(payload)
     visible = {rel.split("/", 1)[0] for rel in clean}
     old = _current_dir(target_fd)
-    if old is not None and _current_payload(target_fd, old) == clean:
-        if all(_lstat_at(target_fd, name) is not None for name in visible) and not _stale_links(
-            target_fd, visible
-        ):
-            return False
+    if (
+        old is not None
+        and _current_payload(target_fd, old) == clean
+        and all(_lstat_at(target_fd, name) is not None for name in visible)
+        and not _stale_links(target_fd, visible)
+    ):
+        return False
     stamp = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime())
     ts_name = f"..{stamp}.{secrets.token_hex(5)}"
     os.mkdir(ts_name, 0o755, dir_fd=target_fd)

@@ -76,9 +76,14 @@ async def kill_container(
         rm.events(pod, type="Normal", reason="Killing", message=text, container=status.name)
     grace = grace_period
     spec = container_spec(pod, status.name)
-    if grace > 0 and pod is not None and spec is not None and spec.lifecycle is not None:
-        if spec.lifecycle.preStop is not None:
-            grace -= await _pre_stop(rm, pod, spec, status, grace)
+    if (
+        grace > 0
+        and pod is not None
+        and spec is not None
+        and spec.lifecycle is not None
+        and spec.lifecycle.preStop is not None
+    ):
+        grace -= await _pre_stop(rm, pod, spec, status, grace)
     grace = max(grace, MINIMUM_GRACE_PERIOD)
     try:
         with anyio.CancelScope(shield=True):

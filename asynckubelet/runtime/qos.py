@@ -58,7 +58,10 @@ def qos_class(pod: Pod) -> str:
             guaranteed = False
     if not requests and not limits:
         return BEST_EFFORT
-    if guaranteed and all(limits.get(n) == q for n, q in requests.items()):
-        if len(requests) == len(limits):
-            return GUARANTEED
+    if (
+        guaranteed
+        and all(limits.get(n) == q for n, q in requests.items())
+        and len(requests) == len(limits)
+    ):
+        return GUARANTEED
     return BURSTABLE
