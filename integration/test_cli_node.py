@@ -346,7 +346,8 @@ def test_describe_shows_containers_conditions_and_events(node: Node, tmp_path: P
     assert "Containers:\n  a:\n" in text
     assert "Conditions:" in text
     events = text[text.index("Events:") :]
-    assert "Started" in events and "Started container a" in events
+    assert "Started" in events
+    assert "Started container a" in events
 
 
 def test_logs_prints_the_default_container_with_a_notice(node: Node, tmp_path: Path) -> None:
@@ -571,7 +572,8 @@ def test_doctor_reports_the_engine_and_the_state_dir(
 ) -> None:
     n = Node(state=tmp_path / "state", node_name=node_name, port=0, engine=docker_engine)
     proc = n.cli("doctor")
-    assert "Docker engine at" in proc.stdout and "version" in proc.stdout
+    assert "Docker engine at" in proc.stdout
+    assert "version" in proc.stdout
     assert f"pause image {PAUSE_IMAGE}: present" in proc.stdout
     assert f"state dir {tmp_path / 'state'}: writable" in proc.stdout
 
@@ -625,7 +627,8 @@ def test_logs_tail_and_timestamps_shape_the_output(node: Node, tmp_path: Path) -
     proc = node.cli("logs", "web", "-c", "a", "--tail", "1", "--timestamps", "--since", "1h")
     stamp, text = proc.stdout.rstrip("\n").split(" ", 1)
     assert text == "hello from a"
-    assert stamp[:4].isdigit() and stamp.endswith("Z")
+    assert stamp[:4].isdigit()
+    assert stamp.endswith("Z")
 
 
 def test_container_logs_endpoint_follows_until_the_client_leaves(

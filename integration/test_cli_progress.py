@@ -263,7 +263,8 @@ def test_apply_wait_on_a_terminal_shows_which_pods_are_not_ready_and_why(
         [sys.executable, "-m", "asynckubelet", "apply", "-f", str(path), "--wait"], node.env
     )
     assert code == 0, output + node.log()
-    assert "WAITING FOR" in output and "pod/slow" in output
+    assert "WAITING FOR" in output
+    assert "pod/slow" in output
     assert "\x1b[2K" in output or "\x1b[1A" in output
 
 
@@ -291,7 +292,8 @@ def test_apply_wait_in_a_pipe_prints_a_line_per_change_of_reason(
     waits = [line for line in proc.stderr.splitlines() if line.startswith("pod/slow: not ready:")]
     assert waits, proc.stderr
     assert len(waits) == len(set(waits))
-    assert "\r" not in proc.stderr and "\x1b" not in proc.stderr
+    assert "\r" not in proc.stderr
+    assert "\x1b" not in proc.stderr
 
 
 @pytest.mark.anyio

@@ -53,7 +53,8 @@ def make_app(config: KubeletConfig) -> web.Application:
         text = POD.replace("NAME", name).replace("BUSYBOX", BUSYBOX_IMAGE)
         await node.apply(load_manifests_text(text, node_name=node.node_name))
         pod = await node.wait("default", name, "Ready", timeout=60)
-        assert pod is not None and pod.status is not None
+        assert pod is not None
+        assert pod.status is not None
         return web.json_response({"name": name, "phase": pod.status.phase})
 
     async def logs(request: web.Request) -> web.Response:

@@ -54,7 +54,8 @@ async def test_run_as_user_group_supplemental_groups_and_fs_group_set_the_proces
     )
     lines = await _lines(docker, node_name, tmp_path, text)
     assert lines[0].startswith("app: uid=1000 gid=3000 groups=")
-    assert "2000" in lines[0] and "4000" in lines[0]
+    assert "2000" in lines[0]
+    assert "4000" in lines[0]
     assert lines[1] == "app: 2000"
 
 
@@ -77,7 +78,8 @@ async def test_run_as_non_root_refuses_an_image_that_runs_as_root(
     status = generate(pod, runtime, waiting_reasons=result.waiting_reasons(), now=datetime.now(UTC))
     assert status.containerStatuses is not None
     state = status.containerStatuses[0].state
-    assert state is not None and state.waiting is not None
+    assert state is not None
+    assert state.waiting is not None
     assert (state.waiting.reason, state.waiting.message) == ("CreateContainerConfigError", message)
     assert ("Warning", "Failed", f"Error: {message}") in events.seen
 

@@ -364,7 +364,8 @@ def test_a_user_value_is_never_replaced_by_a_default() -> None:
 def test_the_uid_is_stable_across_loads() -> None:
     first = only_pod(POD).metadata
     second = only_pod(POD.replace("nginx:1.25", "nginx:1.26")).metadata
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert first.uid == second.uid == pod_uid(node_name="node-a", namespace="default", name="web")
 
 
@@ -382,7 +383,8 @@ def test_a_given_uuid_is_kept() -> None:
     uid = "0f8fad5b-d9cb-469f-a165-70867728950e"
     text = POD.replace("name: web", f"name: web\n  uid: '{uid}'")
     meta = only_pod(text).metadata
-    assert meta is not None and meta.uid == uid
+    assert meta is not None
+    assert meta.uid == uid
 
 
 # --- other kinds --------------------------------------------------------------------------
@@ -461,7 +463,8 @@ def test_configmaps_are_lightkube_objects_in_their_namespace() -> None:
     )
     (cm,) = load_manifests_text(text, node_name="n").configmaps
     assert isinstance(cm, ConfigMap)
-    assert cm.metadata is not None and cm.metadata.namespace == "default"
+    assert cm.metadata is not None
+    assert cm.metadata.namespace == "default"
 
 
 # --- warnings -----------------------------------------------------------------------------
@@ -513,7 +516,8 @@ def test_a_later_pod_with_the_same_name_replaces_the_earlier_with_a_warning() ->
         POD + "---\n" + POD.replace("nginx:1.25", "nginx:1.26"), source_name="f", node_name="n"
     )
     (pod,) = manifests.pods
-    assert pod.spec is not None and pod.spec.containers[0].image == "nginx:1.26"
+    assert pod.spec is not None
+    assert pod.spec.containers[0].image == "nginx:1.26"
     (warning,) = manifests.warnings
     assert warning.source == "f[1]"
     assert "also defined in f[0]" in warning.detail

@@ -586,7 +586,8 @@ def test_a_pod_already_running_is_not_probed_for_its_own_ports() -> None:
 def test_a_new_pod_is_probed_through_the_admitter() -> None:
     admitter = NodeAdmitter(NODE, host_port_in_use=lambda *key: True)
     rejection = admitter.admit(with_ports(port(8080)), admitted=())
-    assert rejection is not None and rejection.reason == "HostPortConflict"
+    assert rejection is not None
+    assert rejection.reason == "HostPortConflict"
 
 
 def test_the_first_reason_is_reported_as_the_kubelet_does() -> None:
@@ -713,7 +714,8 @@ def test_host_resources_are_read_from_this_host() -> None:
 
 
 def test_the_allocatable_reads_as_node_quantities() -> None:
-    assert RESOURCES.as_quantities()["cpu"] == "2" and BASE.as_quantities()["memory"] == str(8 * GI)
+    assert RESOURCES.as_quantities()["cpu"] == "2"
+    assert BASE.as_quantities()["memory"] == str(8 * GI)
 
 
 def test_taints_parse_as_the_kubelets_register_with_taints() -> None:

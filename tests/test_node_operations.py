@@ -356,7 +356,8 @@ async def test_a_succeeded_pod_ends_the_wait_unreported() -> None:
     subject = pod(policy="Never")
     done = runtime_status(subject, instance("c1", state=ContainerState.EXITED, spec=None))
     shown = as_the_node_shows(subject, done)
-    assert shown.status is not None and shown.status.phase == "Succeeded"
+    assert shown.status is not None
+    assert shown.status.phase == "Succeeded"
     seen: dict[str, Any] = {}
     await wait([subject], [shown], FakeRuntime(), seen=seen)
     assert seen == {}

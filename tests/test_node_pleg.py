@@ -74,4 +74,5 @@ async def test_each_relist_reports_its_duration() -> None:
     docker, durations = FakeDocker(), []
     p = PLEG(docker, node_name="n1", wake=lambda uid: None, on_relist=durations.append)
     await p.relist()
-    assert len(durations) == 1 and durations[0] >= 0
+    assert len(durations) == 1
+    assert durations[0] >= 0

@@ -113,7 +113,8 @@ def test_credentials_never_show_in_the_repr_of_an_auth() -> None:
         [("kubernetes.io/dockerconfigjson", _json({"auths": {"r.io": {"auth": AUTH}}}))]
     )
     assert auth.header()["password"] == SECRET
-    assert SECRET not in repr(auth) and AUTH not in repr(auth)
+    assert SECRET not in repr(auth)
+    assert AUTH not in repr(auth)
     assert SECRET not in repr(RegistryAuth(server="r.io", username="u", password=SECRET))
 
 

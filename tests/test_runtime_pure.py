@@ -265,7 +265,8 @@ def test_container_config_joins_the_sandbox_and_carries_the_identity_labels() ->
     assert labels[naming.LABEL_RESTART_COUNT] == "3"
     assert labels[naming.LABEL_HASH] == naming.hash_container(container)
     assert labels[naming.LABEL_SANDBOX_ID] == "sb1"
-    assert config["Entrypoint"] == ["sleep"] and config["Cmd"] == ["1"]
+    assert config["Entrypoint"] == ["sleep"]
+    assert config["Cmd"] == ["1"]
     assert config["Env"] == ["A=1"]
 
 

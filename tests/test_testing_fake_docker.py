@@ -179,9 +179,13 @@ async def test_each_event_stream_ends_as_a_restarting_engine_ends_it() -> None:
     docker = FakeDocker()
     docker.event_streams = [[{"Action": "start"}]]
     seen = []
-    with pytest.raises(errors.RuntimeUnavailable):
+
+    async def read() -> None:
         async for event in docker.events():
             seen.append(event["Action"])
+
+    with pytest.raises(errors.RuntimeUnavailable):
+        await read()
     assert seen == ["start"]
 
 
