@@ -172,7 +172,7 @@ def _state_lines(label: str, state: object, pad: int) -> list[str]:
     return lines
 
 
-def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:
+def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # noqa: C901  (mirrors kubectl describeContainers)
     pad = 16
     lines = [f"  {c.name}:"]
 

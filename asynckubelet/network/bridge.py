@@ -306,7 +306,7 @@ class BridgePlugin:
                     return f"{network} dev {names.get(route.get('oif'), '?')}"
         return None
 
-    async def _ensure_bridge(self) -> None:
+    async def _ensure_bridge(self) -> None:  # noqa: C901  (mirrors the CNI bridge plugin's setupBridge)
         bridge = self.config.bridge
         gateway = self.ipam.gateway
         try:
@@ -518,7 +518,7 @@ class BridgePlugin:
         logger.bind(pod=record["pod"]).debug("network: {} on {}", ", ".join(ips), record["veth"])
         return PodNetwork(ips=ips)
 
-    async def _plug(self, request: PodNetworkRequest, allocations: list[Allocation]) -> None:
+    async def _plug(self, request: PodNetworkRequest, allocations: list[Allocation]) -> None:  # noqa: C901  (mirrors the CNI bridge plugin's setupVeth and ConfigureIface)
         host = veth_name(request.sandbox_id)
         try:
             async with AsyncIPRoute() as ipr:

@@ -83,7 +83,7 @@ class _Worker:
                     return
                 await anyio.sleep(period)
 
-    async def once(self) -> bool:
+    async def once(self) -> bool:  # noqa: C901  (mirrors upstream prober worker.doProbe)
         """One probe; False when the worker should stop."""
         probe = self.probe
         prober = self.prober

@@ -566,7 +566,7 @@ def ready_string(pod: Pod, status: PodStatus) -> str:
     return f"{ready}/{total}"
 
 
-def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
+def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:  # noqa: C901  (mirrors kubectl printPod)
     """kubectl's ``printPod``: the STATUS text, ready containers and total containers."""
     spec = _spec(pod)
     reason = status.reason or status.phase or ""

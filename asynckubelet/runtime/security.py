@@ -203,7 +203,7 @@ def sandbox_security_options(pod: Pod) -> list[str]:
     return selinux_options(psc.seLinuxOptions if psc is not None else None)
 
 
-def host_config_security(
+def host_config_security(  # noqa: C901  (mirrors cri-dockerd's security context to HostConfig)
     pod: Pod, container: Container, *, seccomp_root: Path = DEFAULT_SECCOMP_ROOT
 ) -> HostConfig:
     """Docker ``HostConfig`` entries for the effective security context."""
