@@ -433,6 +433,9 @@ def test_logs_follow_continues_across_a_restart(node: Node, tmp_path: Path) -> N
         follower.send_signal(signal.SIGINT)
         follower.wait(timeout=30)
         reader.join(timeout=30)
+        for pipe in (follower.stdout, follower.stderr):
+            if pipe is not None:
+                pipe.close()
     assert first != second
 
 
@@ -608,6 +611,7 @@ def test_container_logs_endpoint_serves_the_previous_instance_during_back_off(
 def test_container_logs_endpoint_answers_404_for_an_unknown_pod(node: Node) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
         node.get("/containerLogs/default/nope/c")
+    info.value.close()
     assert info.value.code == 404
 
 
