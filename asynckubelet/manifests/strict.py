@@ -217,7 +217,7 @@ def _zero(t: _Type, path: str, problems: Problems) -> Any:
     if t.kind in (_DICT, _ANY):
         return {}
     if t.kind == _STRUCT:
-        assert t.cls is not None
+        assert t.cls is not None  # noqa: S101  (type narrowing: _classify gives a struct its class)
         value: dict[str, Any] = {}
         _walk_struct(value, t.cls, path, problems)
         return value
@@ -237,7 +237,7 @@ def _check(value: Any, t: _Type, path: str, problems: Problems) -> Any:
 
 def _check_struct(value: Any, t: _Type, path: str, problems: Problems) -> Any:
     if isinstance(value, dict):
-        assert t.cls is not None
+        assert t.cls is not None  # noqa: S101  (type narrowing: _classify gives a struct its class)
         _walk_struct(value, t.cls, path, problems)
         return value
     return _type_error(path, value, "an object", problems)
@@ -245,7 +245,7 @@ def _check_struct(value: Any, t: _Type, path: str, problems: Problems) -> Any:
 
 def _check_list(value: Any, t: _Type, path: str, problems: Problems) -> Any:
     if isinstance(value, list):
-        assert t.inner is not None
+        assert t.inner is not None  # noqa: S101  (type narrowing: _classify gives a list its item type)
         inner = t.inner
         for i, item in enumerate(value):
             item_path = f"{path}[{i}]"
@@ -259,7 +259,7 @@ def _check_list(value: Any, t: _Type, path: str, problems: Problems) -> Any:
 
 def _check_dict(value: Any, t: _Type, path: str, problems: Problems) -> Any:
     if isinstance(value, dict):
-        assert t.inner is not None
+        assert t.inner is not None  # noqa: S101  (type narrowing: _classify gives a map its value type)
         for key in list(value):
             item_path = f"{path}[{key}]"
             if not isinstance(key, str):

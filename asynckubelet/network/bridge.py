@@ -634,7 +634,7 @@ def ipv6_support(*, ip6tables: str = "ip6tables") -> tuple[bool, str]:
         return False, "IPv6 is turned off (net.ipv6.conf.all.disable_ipv6 = 1)"
     if shutil.which(ip6tables) is None:
         return False, f"{ip6tables} not found"
-    proc = subprocess.run(
+    proc = subprocess.run(  # noqa: S603  (argv list, no shell: ip6tables found by shutil.which)
         [ip6tables, "-w", "5", "-t", "nat", "-S", "POSTROUTING"],
         capture_output=True,
         check=False,
@@ -657,7 +657,7 @@ def _dnats(ports: tuple[PortMapping, ...], pod_ip: str) -> list[DNAT]:
             host_ip=p.host_ip,
         )
         for p in ports
-        if not p.host_ip or p.host_ip in ("0.0.0.0", "::") or (":" in p.host_ip) == v6
+        if not p.host_ip or p.host_ip in ("0.0.0.0", "::") or (":" in p.host_ip) == v6  # noqa: S104  (compares a hostIP with the wildcard; binds nothing)
     ]
 
 

@@ -589,7 +589,7 @@ async def _run_plugin(
             into.extend(chunk)
 
     async with await anyio.open_process([str(binary)], env=env) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # noqa: S101  (type narrowing: the three pipes were asked for)
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
             tg.start_soon(drain, proc.stderr, err)

@@ -226,7 +226,7 @@ class Kubelet:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._tg is not None
+        assert self._tg is not None  # noqa: S101  (type narrowing: set by __aenter__)
         self._closing = True
         with anyio.CancelScope(shield=True):
             for entry in list(self._entries.values()):
@@ -344,7 +344,7 @@ class Kubelet:
             entry.worker.poke()
 
     def _start_worker(self, pod: Pod, source: str, options: RunOptions) -> None:
-        assert self._tg is not None, "the Kubelet is not running; use `async with`"
+        assert self._tg is not None, "the Kubelet is not running; use `async with`"  # noqa: S101  (a programming error, not input: use outside `async with`)
         name, ns, uid = ctr.pod_identity(pod)
         saved = self._saved.pop(uid, None)
         if saved is not None and saved.status is not None and pod.status is None:

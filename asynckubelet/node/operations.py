@@ -289,7 +289,7 @@ async def _verdict(
 ) -> str | None:
     """``Succeeded``, or ``Ready`` (on the applied spec), when the wait for this pod is
     over; None while it goes on (``last`` then says why)."""
-    assert pod.status is not None
+    assert pod.status is not None  # noqa: S101  (type narrowing: a reported pod has a status)
     key = pod_key(pod)
     name = key[1]
     if pod.status.phase == "Failed":

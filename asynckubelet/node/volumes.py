@@ -394,7 +394,7 @@ def _quoted_map(values: Mapping[str, str] | None) -> str:
 
 def _downward_field(pod: Pod, path: str) -> str:
     meta = pod.metadata
-    assert meta is not None and pod.spec is not None
+    assert meta is not None and pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
     simple = {
         "metadata.name": meta.name or "",
         "metadata.namespace": meta.namespace or "default",
@@ -414,7 +414,7 @@ def _downward_field(pod: Pod, path: str) -> str:
 def _downward_payload(pod: Pod, items: list[Any] | None, default_mode: int | None) -> Payload:
     mode = DEFAULT_MODE if default_mode is None else default_mode
     payload: Payload = {}
-    assert pod.spec is not None
+    assert pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     for item in items or []:
         if item.fieldRef is not None:
             value = _downward_field(pod, item.fieldRef.fieldPath)
@@ -450,7 +450,7 @@ def _configmap_bytes(context: PodContext, name: str) -> dict[str, bytes] | None:
 
 def _token_request(pod: Pod, source: Any) -> TokenRequest:
     meta, spec = pod.metadata, pod.spec
-    assert meta is not None and spec is not None
+    assert meta is not None and spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
     return TokenRequest(
         namespace=meta.namespace or "default",
         service_account=spec.serviceAccountName or spec.serviceAccount or "default",
@@ -497,7 +497,7 @@ def volume_payload(
         )
     if volume.downwardAPI is not None:
         return _downward_payload(pod, volume.downwardAPI.items, volume.downwardAPI.defaultMode)
-    assert volume.projected is not None
+    assert volume.projected is not None  # noqa: S101  (type narrowing: the last volume kind this is called for)
     mode = volume.projected.defaultMode
     payload: Payload = {}
     for source in volume.projected.sources or []:
@@ -652,7 +652,7 @@ class VolumeManager:
                 return True
 
     async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerAPI) -> None:
-        assert pod.metadata is not None and pod.spec is not None
+        assert pod.metadata is not None and pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
         uid = pod.metadata.uid or ""
         prepared: dict[str, _Prepared] = {}
         for volume in pod.spec.volumes or []:
@@ -670,7 +670,7 @@ class VolumeManager:
     async def _setup_one(
         self, pod: Pod, volume: Volume, context: PodContext, docker: DockerAPI
     ) -> _Prepared:
-        assert pod.metadata is not None and pod.spec is not None
+        assert pod.metadata is not None and pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
         uid = pod.metadata.uid or ""
         ctx = pod.spec.securityContext
         fs_group = ctx.fsGroup if ctx is not None else None
@@ -754,7 +754,7 @@ class VolumeManager:
     async def mounts_for(
         self, pod: Pod, container: Container, *, environment: Mapping[str, str]
     ) -> list[Mount]:
-        assert pod.metadata is not None
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: an admitted pod has metadata)
         uid = pod.metadata.uid or ""
         prepared = self._prepared.get(uid, {})
         mounts: list[Mount] = []
@@ -811,7 +811,7 @@ class VolumeManager:
     async def empty_dir_over_limit(self, pod: Pod) -> str | None:
         """The eviction manager's local-storage check: the message when a disk emptyDir
         uses more than its ``sizeLimit``, else None."""
-        assert pod.metadata is not None and pod.spec is not None
+        assert pod.metadata is not None and pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
         for volume in pod.spec.volumes or []:
             empty = volume.emptyDir
             if empty is None or empty.sizeLimit is None or empty.medium == "Memory":
@@ -826,7 +826,7 @@ class VolumeManager:
         """A new file per instance; files older than the previous instance's, and those of
         an earlier try at this same instance, are removed (garbage collection keeps only
         the newest dead instance)."""
-        assert pod.metadata is not None
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: an admitted pod has metadata)
         uid = pod.metadata.uid or ""
         rel = self._pod_rel(uid, "containers", hostfs.single_name(container.name))
         name = f"{restart_count}-{secrets.token_hex(4)}"

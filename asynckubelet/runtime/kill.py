@@ -98,7 +98,7 @@ async def _pre_stop(
     rm: RuntimeManager, pod: Pod, spec: Container, status: ContainerStatus, grace: float
 ) -> float:
     """Run ``preStop`` for at most ``grace`` seconds; returns the seconds it took."""
-    assert spec.lifecycle is not None
+    assert spec.lifecycle is not None  # noqa: S101  (type narrowing: called only for a container with preStop)
     started = anyio.current_time()
     with anyio.CancelScope(shield=True):
         target = await rm.hook_target(pod, container_id=status.id, sandbox_id=status.sandbox_id)

@@ -230,7 +230,7 @@ class RuntimeManager:
         """
         with measured(self.metrics, "kill_pod"):
             if status is None:
-                assert pod is not None
+                assert pod is not None  # noqa: S101  (type narrowing: the pod or its status is given)
                 status = await self.get_status_of(pod)
             result = await kill.kill_pod(self, pod, status, grace_period=grace_period)
         count_failed_steps(self.metrics, result)

@@ -34,7 +34,7 @@ def qos_class(pod: Pod) -> str:
     if pod.status is not None and pod.status.qosClass:
         return pod.status.qosClass
     spec = pod.spec
-    assert spec is not None
+    assert spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     requests: dict[str, Fraction] = {}
     limits: dict[str, Fraction] = {}
     guaranteed = True

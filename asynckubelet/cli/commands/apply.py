@@ -64,7 +64,7 @@ def apply(
     )
     _install(target, texts)
     for pod in applied:
-        assert pod.metadata is not None
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: a loaded pod has metadata)
         verb = "created"
         if (pod.metadata.uid or "") in before:
             same = spec_key(before[pod.metadata.uid or ""]) == spec_key(pod)
@@ -131,7 +131,7 @@ async def _wait(pods: list[Pod], node: NodeRef, timeout: float) -> None:
     display = WaitDisplay(console=err, live=err.is_terminal)
 
     def ready(pod: Pod) -> None:
-        assert pod.metadata is not None and pod.status is not None
+        assert pod.metadata is not None and pod.status is not None  # noqa: S101  (type narrowing: a reported pod has metadata and status)
         out.print(
             f"pod/{escape(pod.metadata.name or '')} {escape(kubectl_status(pod, pod.status))}"
         )

@@ -206,7 +206,7 @@ class _Renderer:
     def status(self, pod: Pod, status: PodStatus) -> None:
         from asynckubelet.node.status import kubectl_status
 
-        assert pod.metadata is not None
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: a running pod has metadata)
         shown = kubectl_status(pod, status)
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         if self.last.get(key) != shown:
