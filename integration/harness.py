@@ -178,6 +178,13 @@ def remove_node_state(node: str) -> None:
     shutil.rmtree(state, ignore_errors=True)
 
 
+def held_connections(client: DockerClient) -> int:
+    """How many connections the adapter's HTTP session has taken from its pool."""
+    connector = client._connect().session.connector
+    assert connector is not None
+    return len(connector._acquired)
+
+
 async def remove_owned(client: DockerClient, node: str, *, settle: float = 0.5) -> list[str]:
     """Force-remove every container labelled as owned by ``node``; returns their ids.
 

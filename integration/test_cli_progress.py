@@ -21,7 +21,7 @@ import pytest
 
 from asynckubelet.docker import DockerClient
 from integration import test_cli_node as node_cli
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, held_connections, remove_owned
 from integration.registry import Registry, registry
 
 __all__ = ["registry"]
@@ -306,9 +306,9 @@ async def test_a_pull_stream_cancelled_mid_way_gives_its_connection_back(
         async def pull() -> None:
             async for progress in docker.pull_progress(pushed, auth=registry.auth()):
                 if progress.layer:
-                    held.append(len(docker._connect().session.connector._acquired))
+                    held.append(held_connections(docker))
                     tg.cancel_scope.cancel()
 
         tg.start_soon(pull)
     assert held == [1], "the pull was not cancelled while its stream held a connection"
-    assert len(docker._connect().session.connector._acquired) == 0
+    assert held_connections(docker) == 0

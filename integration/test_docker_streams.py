@@ -7,13 +7,9 @@ import pytest
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE
+from integration.harness import BUSYBOX_IMAGE, held_connections
 
 pytestmark = pytest.mark.anyio
-
-
-def _held(client: DockerClient) -> int:
-    return len(client._connect().session.connector._acquired)
 
 
 async def test_cancelled_event_and_log_streams_release_their_connections(
@@ -44,7 +40,7 @@ async def test_cancelled_event_and_log_streams_release_their_connections(
             tg.start_soon(follow, following)
             with anyio.fail_after(10):
                 await following.wait()
-                while _held(docker) < 2:  # noqa: ASYNC110
+                while held_connections(docker) < 2:  # noqa: ASYNC110
                     await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
-        assert _held(docker) == 0
+        assert held_connections(docker) == 0

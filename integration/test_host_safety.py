@@ -27,6 +27,7 @@ from asynckubelet.logsetup import add_sink
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import pod_context
 from asynckubelet.printers import describe_pod, now_utc
+from asynckubelet.runtime import env as env_mod
 from asynckubelet.runtime import sync as manager_mod
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
 from integration.spec_helpers import Events, make_manager, run_manifest
@@ -360,7 +361,7 @@ async def test_no_secret_value_reaches_logs_events_status_files_or_describe(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = manager_mod.make_environment
+    real = env_mod.make_environment
 
     def crashing(pod, container, context):  # type: ignore[no-untyped-def]
         environment = real(pod, container, context)

@@ -151,7 +151,7 @@ async def test_addresses_stay_unique_across_the_engines_sharing_a_bridge(
     node_name: str,
 ) -> None:
     one, two = agents
-    handed = []
+    handed: list[str] = []
     for plugin, client in (
         (one, docker),
         (two, second_docker),

@@ -48,6 +48,7 @@ def _converged(status: PodStatus) -> bool:
         len(apps) == 2
         and all(c.ready for c in apps)
         and len(sidecars) == 1
+        and sidecars[0].state is not None
         and sidecars[0].state.running is not None
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from lightkube.models.core_v1 import Pod
@@ -737,7 +737,7 @@ def test_restart_all_containers_is_valid_with_its_gate_on() -> None:
         )
     )
     default_pod(doc)
-    pod = Pod.from_dict(doc)
+    pod = cast(Pod, Pod.from_dict(doc))
     assert validation.validate_pod(pod, restart_all_containers=True) == []
 
 

@@ -338,7 +338,7 @@ async def wait(
         read_pods=read,
         node_running=node_running,
         timeout=timeout,
-        on_ready=lambda p: record.setdefault("ready", []).append(p.metadata.name),
+        on_ready=lambda p: record.setdefault("ready", []).append(p.metadata and p.metadata.name),
         on_waiting=lambda reasons: record.setdefault("waiting", []).append(dict(reasons)),
         poll_interval=0.01,
     )

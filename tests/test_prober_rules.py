@@ -161,7 +161,9 @@ def _runtime() -> PodRuntimeStatus:
 def _prober(codes: Sequence[int]) -> tuple[Prober, list[str]]:
     messages: list[str] = []
 
-    def events(pod: Pod, *, type: str, reason: str, message: str, container: str | None) -> None:
+    def events(
+        pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
+    ) -> None:
         messages.append(f"{reason}: {message}")
 
     return Prober(docker=engine(codes), events=events), messages

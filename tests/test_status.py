@@ -19,6 +19,7 @@ from lightkube.models.core_v1 import (
 from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
 
 from asynckubelet.node import status as st
+from asynckubelet.runtime.qos import qos_class
 from asynckubelet.runtime.types import (
     ContainerState as RState,
 )
@@ -800,11 +801,11 @@ QOS = [
 @pytest.mark.parametrize(("id", "resources", "expected"), QOS, ids=[q[0] for q in QOS])
 def test_qos_class(id: str, resources: dict[str, Any], expected: str) -> None:
     containers = ("app", "web") if id.startswith("a container without") else ("app",)
-    assert st.qos_class(make_pod(containers=containers, resources=resources)) == expected
+    assert qos_class(make_pod(containers=containers, resources=resources)) == expected
 
 
 def test_the_qos_class_already_in_the_status_wins() -> None:
-    assert st.qos_class(make_pod(status={"qosClass": "Burstable"})) == "Burstable"
+    assert qos_class(make_pod(status={"qosClass": "Burstable"})) == "Burstable"
 
 
 KUBECTL = [

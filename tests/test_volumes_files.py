@@ -267,7 +267,7 @@ def test_a_projected_token_is_written_at_its_path_with_the_volumes_mode() -> Non
             namespace="default",
             service_account="default",
             pod_name="p",
-            pod_uid=pod.metadata.uid if pod.metadata else "",
+            pod_uid=(pod.metadata.uid or "") if pod.metadata else "",
             audiences=("vault",),
             expiration_seconds=7200,
         )
@@ -285,7 +285,8 @@ async def test_a_projected_token_is_replaced_through_the_atomic_writer_at_80_per
     now = [datetime(2026, 1, 1, tzinfo=UTC)]
     manager = VolumeManager(root=tmp_path / "pods", node_name="n", use_tmpfs=False)
     manager.tokens.clock = lambda: now[0]
-    directory = manager.volume_dir(pod.metadata.uid if pod.metadata else "", "projected", "v")
+    uid = (pod.metadata.uid or "") if pod.metadata else ""
+    directory = manager.volume_dir(uid, "projected", "v")
 
     async def setup() -> tuple[str, str]:
         await manager.setup_pod(pod, context=CTX, docker=None)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import cast
 
 import anyio
 import pytest
@@ -243,14 +244,17 @@ def test_mount_points_are_read_from_mountinfo_with_escapes_deepest_first(tmp_pat
 
 
 def _pod(uid: str) -> Pod:
-    return Pod.from_dict(  # type: ignore[no-any-return]
-        {
-            "metadata": {"name": "p", "namespace": "default", "uid": uid},
-            "spec": {
-                "containers": [{"name": "c", "image": "x"}],
-                "volumes": [{"name": "v", "emptyDir": {}}],
-            },
-        }
+    return cast(
+        Pod,
+        Pod.from_dict(
+            {
+                "metadata": {"name": "p", "namespace": "default", "uid": uid},
+                "spec": {
+                    "containers": [{"name": "c", "image": "x"}],
+                    "volumes": [{"name": "v", "emptyDir": {}}],
+                },
+            }
+        ),
     )
 
 
