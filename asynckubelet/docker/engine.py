@@ -82,6 +82,11 @@ def resolve_docker_url(url: str | None = None) -> str | None:
     return None
 
 
+def is_local_daemon(url: str | None) -> bool:
+    """Whether ``url`` is an engine on this machine (a unix socket, or None: the default)."""
+    return url is None or url.startswith("unix://") or url.startswith("/")
+
+
 @dataclass(frozen=True)
 class EngineTLS:
     """TLS towards a ``tcp://`` engine: ``verify`` the engine against ``cert_path/ca.pem``,

@@ -34,11 +34,10 @@ from loguru import logger
 
 from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerAPI, ExecResult, LogLine
-from asynckubelet.docker.engine import resolve_docker_url
+from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Level, Manifests, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
-from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.node import access
 from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.metrics import NodeMetrics

@@ -29,10 +29,10 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI, DockerClient
+from asynckubelet.docker.engine import is_local_daemon
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
-from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, kill, nodefiles, probehelper

@@ -83,9 +83,8 @@ def doctor(
 ) -> None:
     """Check what a node needs, with a fix for each problem (exit 1 when any)."""
     from asynckubelet import errors
-    from asynckubelet.docker.engine import resolve_docker_url
+    from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
     from asynckubelet.images.build import default_probe_tag
-    from asynckubelet.network.factory import is_local_daemon
     from asynckubelet.node.access import default_state_dir
 
     report = _Report()

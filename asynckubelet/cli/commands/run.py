@@ -160,8 +160,7 @@ class _Session:
 
     def _volumes(self) -> VolumeManager | None:
         """Volumes are directories on this machine: only a local engine can mount them."""
-        from asynckubelet.docker.engine import resolve_docker_url
-        from asynckubelet.network.factory import is_local_daemon
+        from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
         from asynckubelet.node.volumes import VolumeManager, default_root
 
         if not is_local_daemon(resolve_docker_url(self.node.docker_host)):
