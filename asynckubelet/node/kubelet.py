@@ -45,10 +45,10 @@ from asynckubelet.node.metrics import NodeMetrics
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
 from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_secrets
 from asynckubelet.node.sources import ManifestDirSource, source_name
-from asynckubelet.node.status import kubectl_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
 from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
+from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
