@@ -176,6 +176,22 @@ async def test_a_watch_that_keeps_up_gets_every_change_and_no_resync(
     assert seen == [("ADDED", "Pending"), ("MODIFIED", "Running"), ("MODIFIED", "Succeeded")]
 
 
+async def test_without_the_initial_listing_pods_there_already_change_and_go_as_known_pods(
+    tmp_path: Path, docker: FakeDocker
+) -> None:
+    node = make_node(tmp_path, docker)
+    web = pod()
+    node.status.set(web, status_of("Running"))
+    async with node.watch(initial=False) as changes:
+        node.status.set(web, status_of("Succeeded"))
+        node.status.remove(web.metadata.uid if web.metadata else "")
+        seen = [await anext(changes), await anext(changes)]
+    assert [(kind, p.status.phase if p.status else None) for kind, p in seen] == [
+        ("MODIFIED", "Succeeded"),
+        ("DELETED", "Succeeded"),
+    ]
+
+
 async def test_the_initial_listing_does_not_count_against_the_buffer(
     tmp_path: Path, docker: FakeDocker
 ) -> None:

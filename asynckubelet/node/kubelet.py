@@ -590,7 +590,8 @@ class Kubelet:
                 async for kind, pod in changes:
                     ...
 
-        With ``initial``, every current pod first comes as ``ADDED``. Leaving the block
+        With ``initial``, every current pod first comes as ``ADDED`` (without, a pod that is
+        there already comes as ``MODIFIED`` when it changes). Leaving the block
         unsubscribes at once. A reader that falls more than ``buffer`` changes behind
         gets every change up to there, then :class:`~asynckubelet.errors.ResyncNeeded`
         ends the iteration (the API server's ``410 Gone``): nothing is missed silently;
@@ -598,7 +599,9 @@ class Kubelet:
         """
         records = self.status.list() if initial else []
         send, receive = anyio.create_memory_object_stream[tuple[str, Pod]](buffer + len(records))
-        known: dict[str, Pod] = {}
+        known: dict[str, Pod] = (
+            {} if initial else {r.uid: r.api_object() for r in self.status.list()}
+        )
         overflowed = False
 
         def offer(record: PodRecord | None, uid: str) -> None:
