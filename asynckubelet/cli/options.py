@@ -123,7 +123,8 @@ PauseImageOpt = Annotated[
     typer.Option(
         "--pause-image",
         envvar="ASYNCKUBELET_PAUSE_IMAGE",
-        help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
+        help="Sandbox image, pulled when missing (default: the project's own "
+        "asynckubelet.local/pause:3.10, built here when missing, never pulled).",
         rich_help_panel=NODE_PANEL,
     ),
 ]

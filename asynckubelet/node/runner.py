@@ -36,10 +36,9 @@ from asynckubelet.node.status import (
     is_scheduling_gated,
 )
 from asynckubelet.node.volumes import VolumeManager
-from asynckubelet.runtime import actions
+from asynckubelet.runtime import actions, naming
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult

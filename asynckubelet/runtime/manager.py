@@ -29,7 +29,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI, DockerClient
-from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
+from asynckubelet.images.build import DEFAULT_PAUSE_TAG
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import is_local_daemon
@@ -57,8 +57,8 @@ class RuntimeConfig:
     node_name: str = field(default_factory=socket.gethostname)
     """Ownership label of everything created; objects of other nodes are never touched."""
     pause_image: str | None = None
-    """None: the locally built ``asynckubelet.local/pause`` when present, else
-    ``registry.k8s.io/pause:3.10``."""
+    """The sandbox image, pulled when missing; None: the project's own
+    ``asynckubelet.local/pause``, built here when missing and never pulled."""
     docker_url: str | None = None
     dns: DNSSettings = field(default_factory=DNSSettings)
     """Cluster DNS, cluster domain and the node's resolver file, for pods' resolv.conf."""
@@ -102,7 +102,7 @@ class RuntimeManager:
         self.cgroup_driver: str | None = None
         """The engine's cgroup driver, once looked up (:meth:`engine_cgroup_driver`)."""
         self._status = StatusReader(self)
-        self._pause_image: str | None = self.config.pause_image
+        self._pause_ready = False
         self.reset_restart_counts: dict[tuple[str, str], int] = {}
         """(pod UID, container name) -> the restart count of the container's next instance,
         after a restart in place removed every instance that carried it."""
@@ -363,10 +363,15 @@ class RuntimeManager:
             )
 
     async def pause_image(self) -> str:
-        if self._pause_image is None:
-            local = await self.docker.image_exists(DEFAULT_PAUSE_TAG)
-            self._pause_image = DEFAULT_PAUSE_TAG if local else REGISTRY_PAUSE_IMAGE
-        return self._pause_image
+        """The sandbox image; the project's own is made here the first time it is missing
+        (:class:`~errors.ImagePullError` saying why when it cannot be). A ``pause_image``
+        of the configuration is pulled by the sandbox step when it is missing."""
+        if self.config.pause_image is not None:
+            return self.config.pause_image
+        if not self._pause_ready:
+            await self.images.ensure(DEFAULT_PAUSE_TAG, policy="IfNotPresent")
+            self._pause_ready = True
+        return DEFAULT_PAUSE_TAG
 
 
 __all__ = ["RuntimeConfig", "RuntimeManager"]

@@ -280,7 +280,7 @@ class PodSync:
             try:
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
             except errors.ImageNotFound:
-                await rm.images.pull(image)
+                await rm.images.ensure(image, policy="IfNotPresent")
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
             ips = () if host_network else await self._setup_network(sandbox, sandbox_id)
             await write_pod_files(
