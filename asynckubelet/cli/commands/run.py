@@ -20,10 +20,8 @@ signal N (130 for SIGINT, 143 for SIGTERM); 141 (128+SIGPIPE) when stdout was cl
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -110,9 +108,8 @@ def run(
         pull_timeout=pull_timeout,
         config_timeout=config_timeout,
     )
-    session.renderer = _Renderer(
-        color=color and out.is_terminal, on_stdout_closed=session.stdout_closed
-    )
+    session.renderer = _Renderer(color=color and out.is_terminal)
+    out.on_closed = session.stdout_closed
     with session.pulls:
         outcomes = run_async(session.run, manifests.pods)
     codes = [_exit_code(outcome) for outcome in outcomes]
@@ -394,12 +391,10 @@ class _Renderer:
     """Prefixes pod output and reports status changes, waiting reasons with their messages
     among them."""
 
-    def __init__(self, *, color: bool, on_stdout_closed: Callable[[], None] | None = None) -> None:
+    def __init__(self, *, color: bool) -> None:
         self.color = color
         self.colors: dict[str, str] = {}
         self.last: dict[str, str] = {}
-        self.on_stdout_closed = on_stdout_closed
-        self.stdout_closed = False
 
     def _prefix(self, pod: Pod, container: str) -> str:
         name = f"{pod.metadata.name if pod.metadata else ''}/{container}"
@@ -408,27 +403,8 @@ class _Renderer:
 
     def log(self, pod: Pod, container: str, line: LogLine) -> None:
         console = out if line.stream == "stdout" else err
-        if console is out and self.stdout_closed:
-            return
         text = self._prefix(pod, container) + (escape(line.text) if self.color else line.text)
-        try:
-            console.print(text, markup=self.color, highlight=False)
-        except BrokenPipeError:
-            if console is not out:
-                raise
-            self._close_stdout()
-
-    def _close_stdout(self) -> None:
-        """The reader of stdout is gone (``| head``): later writes, the interpreter's last
-        flush included, go to /dev/null instead of raising."""
-        self.stdout_closed = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        finally:
-            os.close(devnull)
-        if self.on_stdout_closed is not None:
-            self.on_stdout_closed()
+        console.print(text, markup=self.color, highlight=False)
 
     def status(self, pod: Pod, status: PodStatus) -> None:
         from asynckubelet.node.status import kubectl_status
