@@ -221,6 +221,7 @@ class Kubelet:
                     pod_security=self.config.pod_security,
                     allow_namespace_policy=self.config.allow_namespace_policy,
                     on_error=self._manifest_failed,
+                    node_labels=self.admitter.node.labels is not None,
                 )
                 await self._tg.start(self._guard(self.manifest_source.run), name="manifests")
             self._tg.start_soon(self._guard(self._housekeeping_loop), name="housekeeping")
@@ -301,6 +302,7 @@ class Kubelet:
                 pod_security=self.config.pod_security,
                 allow_namespace_policy=self.config.allow_namespace_policy,
                 node_name=self.node_name,
+                node_labels=self.admitter.node.labels is not None,
             )
             prepared.extend(loaded.pods)
         return prepared, Manifests(pods=tuple(prepared))

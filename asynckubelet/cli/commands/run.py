@@ -176,6 +176,7 @@ def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
         pod_security=node.level,
         allow_namespace_policy=node.allow_namespace_policy,
         node_name=node.node_name or None,
+        node_labels=node.node_labels is not None,
     )
     for warning in manifests.warnings:
         warn(str(warning))
