@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from asynckubelet.manifests.loading import load_manifests_text as load_manifests_text
     from asynckubelet.network import NetworkPlugin as NetworkPlugin
     from asynckubelet.network.dns import DNSSettings as DNSSettings
+    from asynckubelet.node.admission import NodeInfo as NodeInfo
+    from asynckubelet.node.admission import NodeResources as NodeResources
+    from asynckubelet.node.admission import Taint as Taint
     from asynckubelet.node.events import PodEvent as PodEvent
     from asynckubelet.node.kubelet import Kubelet as Kubelet
     from asynckubelet.node.kubelet import KubeletConfig as KubeletConfig
@@ -70,6 +73,8 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "LogLine": ("asynckubelet.docker.types", "LogLine"),
     "Manifests": ("asynckubelet.manifests.loading", "Manifests"),
     "NetworkPlugin": ("asynckubelet.network", "NetworkPlugin"),
+    "NodeInfo": ("asynckubelet.node.admission", "NodeInfo"),
+    "NodeResources": ("asynckubelet.node.admission", "NodeResources"),
     "PodContext": ("asynckubelet.runtime.env", "PodContext"),
     "PodEvent": ("asynckubelet.node.events", "PodEvent"),
     "PodRuntimeStatus": ("asynckubelet.runtime.types", "PodRuntimeStatus"),
@@ -83,6 +88,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "SyncAction": ("asynckubelet.runtime.results", "SyncAction"),
     "SyncError": ("asynckubelet.runtime.results", "SyncError"),
     "SyncResult": ("asynckubelet.runtime.results", "SyncResult"),
+    "Taint": ("asynckubelet.node.admission", "Taint"),
     "VolumeProvider": ("asynckubelet.runtime.volumes", "VolumeProvider"),
     "load_manifests": ("asynckubelet.manifests.loading", "load_manifests"),
     "load_manifests_text": ("asynckubelet.manifests.loading", "load_manifests_text"),
