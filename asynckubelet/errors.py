@@ -25,7 +25,9 @@ and never by library::
      │                                 go through a symbolic link (also an OSError)
      ├── SandboxError                  FailedCreatePodSandBox
      │    └── NetworkError             the network plugin failed (NetworkNotReady, ...)
-     └── PodError                      a pod-level failure (unknown pod, terminated, ...)
+     ├── PodError                      a pod-level failure (unknown pod, terminated, ...)
+     └── ResyncNeeded                  a watch fell behind and ended: list again, then
+                                       watch anew (the API server's 410 Gone)
 
 ``kubelet_reason`` on the runtime errors holds the name the kubelet uses in container
 waiting reasons and events, so status and event code need no mapping table.
@@ -52,6 +54,7 @@ __all__ = [
     "NetworkError",
     "NotFound",
     "PodError",
+    "ResyncNeeded",
     "RuntimeUnavailable",
     "SandboxError",
     "ServerBusy",
@@ -205,3 +208,12 @@ class NetworkError(SandboxError):
 
 class PodError(AsyncKubeletError):
     """A pod-level failure."""
+
+
+class ResyncNeeded(AsyncKubeletError):
+    """A watch fell behind: changes came faster than its reader took them, more than its
+    buffer holds. It delivered every change up to the first it could not hold, then
+    ended with this; what it knew may be stale, so read the current state again (a new
+    watch with ``initial=True`` starts with every pod) and watch from there."""
+
+    kubelet_reason = "Expired"

@@ -123,6 +123,7 @@ def load_manifests(
     pod_security: Level = "baseline",
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    node_labels: bool = False,
 ) -> Manifests:
     """Load, default, validate and admit manifests; raise :class:`ManifestError` if any fail.
 
@@ -135,6 +136,7 @@ def load_manifests(
         pod_security=pod_security,
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
     return _accepted_or_raise(report)
 
@@ -147,6 +149,7 @@ def load_manifests_text(
     pod_security: Level = "baseline",
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    node_labels: bool = False,
 ) -> Manifests:
     """:func:`load_manifests` for YAML already in memory."""
     report = inspect_manifests_text(
@@ -156,6 +159,7 @@ def load_manifests_text(
         pod_security=pod_security,
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
     return _accepted_or_raise(report)
 
@@ -167,6 +171,7 @@ def inspect_manifests(
     pod_security: Level = "baseline",
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    node_labels: bool = False,
 ) -> ManifestReport:
     """Like :func:`load_manifests`, but return the errors instead of raising them."""
     loader = _Loader.create(
@@ -174,6 +179,7 @@ def inspect_manifests(
         level=pod_security,
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
     with error_budget(_ERROR_BUDGET):
         for name, text in _read_sources(source, loader):
@@ -189,6 +195,7 @@ def inspect_manifests_text(
     pod_security: Level = "baseline",
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    node_labels: bool = False,
 ) -> ManifestReport:
     """Like :func:`load_manifests_text`, but return the errors instead of raising them."""
     loader = _Loader.create(
@@ -196,6 +203,7 @@ def inspect_manifests_text(
         level=pod_security,
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
     with error_budget(_ERROR_BUDGET):
         loader.add_text(text, source_name)
@@ -320,6 +328,7 @@ class _Loader:
     level: Level
     allow_namespace_policy: bool
     node_name: str
+    node_labels: bool = False
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[FieldError] = field(default_factory=list)
     pods: dict[tuple[str, str], tuple[Pod, str]] = field(default_factory=dict)
@@ -332,7 +341,13 @@ class _Loader:
 
     @classmethod
     def create(
-        cls, *, lenient: bool, level: Level, allow_namespace_policy: bool, node_name: str | None
+        cls,
+        *,
+        lenient: bool,
+        level: Level,
+        allow_namespace_policy: bool,
+        node_name: str | None,
+        node_labels: bool = False,
     ) -> _Loader:
         if level not in LEVELS:
             raise ValueError(f"pod security level must be one of {', '.join(LEVELS)}: {level!r}")
@@ -341,6 +356,7 @@ class _Loader:
             level=level,
             allow_namespace_policy=allow_namespace_policy,
             node_name=node_name or socket.gethostname(),
+            node_labels=node_labels,
         )
 
     def add_text(self, text: str, name: str) -> None:
@@ -478,7 +494,9 @@ class _Loader:
         pod = self._build(Pod, doc, source, prefix)
         if pod is None:
             return
-        for warning in honour.unhonoured_fields(pod, node_name=self.node_name):
+        for warning in honour.unhonoured_fields(
+            pod, node_name=self.node_name, node_labels=self.node_labels
+        ):
             self._warn(warning, source, prefix)
         errors = validation.validate_pod(pod)
         for error in errors:

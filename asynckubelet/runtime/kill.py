@@ -68,8 +68,10 @@ async def kill_container(
     reason: str = "",
     message: str = "",
     result: PodSyncResult | None = None,
+    pre_stop: bool = True,
 ) -> None:
-    """Stop one container: its stop signal, then SIGKILL after the grace period (>= 2 s)."""
+    """Stop one container: its ``preStop`` hook (unless ``pre_stop`` is False), its stop
+    signal, then SIGKILL after the grace period (>= 2 s)."""
     step = (result or PodSyncResult()).add(SyncAction.KILL_CONTAINER, status.name)
     if pod is not None:
         text = message or f"Stopping container {status.name}"
@@ -77,7 +79,8 @@ async def kill_container(
     grace = grace_period
     spec = container_spec(pod, status.name)
     if (
-        grace > 0
+        pre_stop
+        and grace > 0
         and pod is not None
         and spec is not None
         and spec.lifecycle is not None

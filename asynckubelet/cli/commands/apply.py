@@ -16,6 +16,7 @@ from asynckubelet.cli.client import node_runtime
 from asynckubelet.cli.options import (
     DEFAULT_POD_SECURITY,
     AllowNamespacePolicyOpt,
+    ConfigTimeoutOpt,
     FilenamesOpt,
     LogOptions,
     NodeRef,
@@ -38,6 +39,7 @@ def apply(
     files: FilenamesOpt,
     wait: WaitOpt = False,
     timeout: WaitTimeoutOpt = 300.0,
+    config_timeout: ConfigTimeoutOpt = 30.0,
     pod_security: PodSecurityOpt = DEFAULT_POD_SECURITY,
     allow_namespace_policy: AllowNamespacePolicyOpt = False,
     node: NodeRef,
@@ -46,7 +48,10 @@ def apply(
     """Validate manifests, then hand them to the node (its manifest directory).
 
     A running `asynckubelet serve` on the same state dir starts or updates the pods at
-    once; an edit restarts only the containers whose spec changed.
+    once; an edit restarts only the containers whose spec changed. --wait ends early, with
+    the kubelet's reason and message, on what waiting will not fix: a pod the node
+    rejected, an image that does not exist or is never pulled, a container still in
+    CreateContainerConfigError after --config-timeout.
     """
     from asynckubelet.node.access import StateDir, daemon_pid, manifest_pods
     from asynckubelet.node.operations import spec_key
@@ -74,7 +79,7 @@ def apply(
         return
     if daemon_pid(node.state) is None:
         raise fail(f"no `asynckubelet serve` runs with state dir {node.state}; cannot --wait")
-    run_async(_wait, applied, node, timeout)
+    run_async(_wait, applied, node, timeout, config_timeout)
 
 
 def _read(
@@ -120,12 +125,12 @@ def _install(target: Path, texts: list[tuple[str, str]]) -> None:
         raise fail(f"cannot write into {target}: {e}") from None
 
 
-async def _wait(pods: list[Pod], node: NodeRef, timeout: float) -> None:
+async def _wait(pods: list[Pod], node: NodeRef, timeout: float, config_timeout: float) -> None:
     import functools
 
     from asynckubelet.node.access import daemon_pid, read_pods
     from asynckubelet.node.operations import PodKey, wait_until_ready
-    from asynckubelet.node.status import kubectl_status
+    from asynckubelet.printers import kubectl_status
     from asynckubelet.progress import WaitDisplay
 
     display = WaitDisplay(console=err, live=err.is_terminal)
@@ -147,6 +152,7 @@ async def _wait(pods: list[Pod], node: NodeRef, timeout: float) -> None:
                 read_pods=functools.partial(read_pods, rm, state=node.state),
                 node_running=lambda: daemon_pid(node.state) is not None,
                 timeout=timeout,
+                config_timeout=config_timeout,
                 on_ready=ready,
                 on_waiting=waiting,
             )

@@ -45,10 +45,14 @@ def serve(
 ) -> None:
     """Run the node: static pods from the manifest directory, HTTP endpoints, until a signal.
 
-    Image pulls are logged, one line per change of a layer's state.
+    Pods are admitted as a kubelet admits them (--capacity, --max-pods, --node-labels,
+    host ports): one the node cannot take is listed Failed with the kubelet's reason.
+    Image pulls are logged, one line per change of a layer's state. A Docker engine and
+    the sandbox image are set up when missing, each announced in one line.
     """
     import socket
 
+    from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.node.access import StateDir, default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
     from asynckubelet.server import check_listen, parse_listen
@@ -71,7 +75,9 @@ def serve(
         leave_running=not stop_pods,
         dns=node.dns(),
         service_account_issuer=node.service_account_issuer,
+        node=node.node_info(),
     )
+    ensure_engine(node.docker_host)
     run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote))
 
 
@@ -84,6 +90,7 @@ class _Address:
 
 
 async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Address) -> None:
+    from asynckubelet.cli.provision import announce
     from asynckubelet.docker import DockerClient
     from asynckubelet.node.access import remove_pid_file, write_pid_file
     from asynckubelet.node.kubelet import Kubelet
@@ -94,6 +101,8 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
         plugin = node.network_plugin(docker, node_name=config.node_name)
         async with Kubelet(config, docker=docker, network=plugin) as kubelet:
             kubelet.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
+            kubelet.runtime.images.announce = announce
+            await kubelet.runtime.pause_image()
             write_pid_file(state)
             try:
                 async with anyio.create_task_group() as tg:
