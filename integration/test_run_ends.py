@@ -432,6 +432,8 @@ def test_a_closed_stdout_ends_the_run_quietly(
     finally:
         if proc.poll() is None:
             proc.kill()
+        if proc.stderr is not None:
+            proc.stderr.close()
     assert code == 128 + signal.SIGPIPE
     assert "Traceback" not in stderr
     assert "BrokenPipe" not in stderr
