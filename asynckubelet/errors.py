@@ -25,7 +25,9 @@ and never by library::
      │                                 go through a symbolic link (also an OSError)
      ├── SandboxError                  FailedCreatePodSandBox
      │    └── NetworkError             the network plugin failed (NetworkNotReady, ...)
-     └── PodError                      a pod-level failure (unknown pod, terminated, ...)
+     ├── PodError                      a pod-level failure (unknown pod, terminated, ...)
+     └── DaemonError                   the node daemon (``serve``) cannot be reached, or
+                                       refused what its local API was asked
 
 ``kubelet_reason`` on the runtime errors holds the name the kubelet uses in container
 waiting reasons and events, so status and event code need no mapping table.
@@ -39,6 +41,7 @@ __all__ = [
     "AsyncKubeletError",
     "Conflict",
     "ContainerConfigError",
+    "DaemonError",
     "DockerAPIError",
     "DockerError",
     "FieldError",
@@ -205,3 +208,14 @@ class NetworkError(SandboxError):
 
 class PodError(AsyncKubeletError):
     """A pod-level failure."""
+
+
+class DaemonError(AsyncKubeletError):
+    """The node daemon cannot be reached, or its local API refused a request."""
+
+    kubelet_reason = "DaemonError"
+
+    def __init__(self, message: str, *, status: int = 500, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason

@@ -49,31 +49,6 @@ class StateDir:
         return self.root / PID_FILE
 
 
-def default_state_dir() -> Path:
-    """``/var/lib/asynckubelet`` for root, else ``$XDG_STATE_HOME/asynckubelet``."""
-    if os.geteuid() == 0:
-        return Path("/var/lib/asynckubelet")
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "asynckubelet"
-
-
-MANIFEST_MODE = 0o600
-"""A manifest copy kept by ``apply``: it may hold Secrets."""
-
-
-def save_manifest(directory: Path, name: str, text: str) -> Path:
-    """Keep ``text`` as ``<directory>/<name>`` (``apply``): written at once, mode 0600,
-    never through a link; the directory is made 0750. ``name`` is one file name."""
-    hostfs.single_name(name, what="manifest file name")
-    hostfs.write_file(directory, name, text.encode(), mode=MANIFEST_MODE)
-    return directory / name
-
-
-def remove_manifest(directory: Path, name: str) -> bool:
-    """Remove the manifest copy ``<directory>/<name>`` (a link there, never its target)."""
-    return hostfs.remove_file(directory, hostfs.single_name(name, what="manifest file name"))
-
-
 def write_pid_file(state: Path) -> Path:
     """Record this process as the ``serve`` daemon of ``state``."""
     hostfs.write_file(state, PID_FILE, f"{os.getpid()}\n".encode(), mode=0o644)

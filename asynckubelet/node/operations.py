@@ -14,17 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 import anyio
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
-from asynckubelet.manifests import Level, load_manifests
-from asynckubelet.node import access
 from asynckubelet.node.access import choose_instance, default_container, find_pod
-from asynckubelet.node.sources import is_manifest
 from asynckubelet.node.status import SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE, kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
@@ -61,28 +57,6 @@ def pod_key(pod: Pod) -> PodKey:
 # -- delete ----------------------------------------------------------------------------------
 
 
-def remove_manifests(
-    directory: Path, *, pods: Collection[PodKey], node_name: str, pod_security: Level
-) -> set[PodKey]:
-    """Delete every manifest file in ``directory`` that holds one of ``pods``; which of
-    ``pods`` they held. Files that do not load are left alone."""
-    found: set[PodKey] = set()
-    if not directory.is_dir():
-        return found
-    for path in sorted(directory.iterdir()):
-        if not is_manifest(path):
-            continue
-        try:
-            loaded = load_manifests(path, pod_security=pod_security, node_name=node_name).pods
-        except (errors.ManifestError, OSError):
-            continue
-        held = {pod_key(p) for p in loaded} & set(pods)
-        if held:
-            access.remove_manifest(directory, path.name)
-            found |= held
-    return found
-
-
 async def delete_pods(
     runtime: PodRuntime,
     *,
@@ -95,10 +69,9 @@ async def delete_pods(
     """Stop ``pods`` and wait until Docker holds nothing of them; the pods still there when
     ``timeout`` (seconds; None: no limit) ran out, an empty set when all are gone.
 
-    A running daemon deletes a pod itself once its manifest is gone (see
-    :func:`remove_manifests`): this process then only stops the containers when
-    ``grace_period`` overrides the pod's own, and leaves their removal to the daemon.
-    Without a daemon this process stops and removes them itself.
+    With ``daemon_running`` the daemon is deleting the pods itself: this process then
+    only stops the containers when ``grace_period`` overrides the pod's own, and leaves
+    their removal to the daemon. Without a daemon this process stops and removes them.
     """
     wanted = set(pods)
     uids = {uid: key for uid, key in (await runtime.list_pod_uids()).items() if key in wanted}

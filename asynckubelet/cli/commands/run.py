@@ -7,14 +7,17 @@ code of the pods' containers, 128+N after signal N, 1 when the run itself failed
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import secrets
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import typer
 from rich.markup import escape
 
+from asynckubelet.cli.client import as_pod, find_daemon
 from asynckubelet.cli.options import (
     ColorOpt,
     FilesArg,
@@ -23,6 +26,8 @@ from asynckubelet.cli.options import (
     LenientOpt,
     LogOptions,
     NodeOptions,
+    NodeRef,
+    StateDirOpt,
 )
 from asynckubelet.cli.output import command, err, fail, first_signal, out, run_async, warn
 
@@ -47,6 +52,8 @@ def run(
     grace_period: GracePeriodOpt = None,
     lenient: LenientOpt = False,
     color: ColorOpt = True,
+    state_dir: StateDirOpt = None,
+    ctx: typer.Context,
     node: NodeOptions,
     log: LogOptions,
 ) -> None:
@@ -60,8 +67,16 @@ def run(
     from asynckubelet.progress import PullDisplay
 
     node.check(pod_security_code=1)
-    manifests = _load(files, lenient=lenient, node=node)
-    config = node.runtime_config()
+    daemon = find_daemon(NodeRef(state_dir=state_dir))
+    if daemon is not None:
+        node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
+    owner = f"run-{secrets.token_hex(4)}"
+    config = dataclasses.replace(node.runtime_config(), owner=owner)
+    manifests = _owned(
+        _load(files, lenient=lenient, node=node), node_name=config.node_name, owner=owner
+    )
+    if daemon is not None:
+        _check_host_ports(manifests.pods, [as_pod(p) for p in daemon.pods()])
     options = options_from_manifests(
         manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
     )
@@ -107,6 +122,70 @@ def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
                 "starts it once an edit of its manifest removes them"
             )
     return manifests
+
+
+def _given(ctx: typer.Context) -> set[str]:
+    """The options given on the command line or in the environment, not defaulted."""
+    return {
+        name
+        for name in ctx.params
+        if (source := ctx.get_parameter_source(name)) is not None and source.name != "DEFAULT"
+    }
+
+
+def _daemon_defaults(node: NodeOptions, info: dict[str, Any], *, given: set[str]) -> NodeOptions:
+    """The node daemon's configuration in place of every node option not ``given``:
+    ``run`` then runs its pods on the same node, network and DNS, at the same level."""
+    theirs = {
+        "node_name": info.get("node_name") or None,
+        "pod_security": info.get("pod_security") or None,
+        "allow_namespace_policy": bool(info.get("allow_namespace_policy")),
+        "network": info.get("network") or None,
+        "bridge": info.get("bridge") or None,
+        "pod_cidr": info.get("pod_cidr") or None,
+        "pod_cidr_v6": info.get("pod_cidr_v6") or None,
+        "cluster_dns": list(info.get("cluster_dns") or []) or None,
+        "cluster_domain": info.get("cluster_domain") or None,
+    }
+    changes: dict[str, Any] = {}
+    for name, value in theirs.items():
+        if value is not None and name not in given:
+            changes[name] = value
+    return dataclasses.replace(node, **changes)
+
+
+def _owned(manifests: Manifests, *, node_name: str, owner: str) -> Manifests:
+    """The pods with UIDs of this run's own: a pod of the same name under ``serve`` (or
+    another ``run``) on the same node is another pod, and its containers are not ours."""
+    from asynckubelet.manifests import pod_uid
+    from asynckubelet.runtime import containers as ctr
+
+    pods = []
+    for pod in manifests.pods:
+        mine = copy.deepcopy(pod)
+        name, ns, _ = ctr.pod_identity(mine)
+        assert mine.metadata is not None
+        mine.metadata.uid = pod_uid(node_name=f"{node_name}/{owner}", namespace=ns, name=name)
+        pods.append(mine)
+    return dataclasses.replace(manifests, pods=tuple(pods))
+
+
+def _check_host_ports(pods: Sequence[Pod], theirs: list[Pod]) -> None:
+    """Refuse a pod whose host port a pod of the node daemon holds (as the kubelet's
+    NodePorts admission would), before anything starts."""
+    from asynckubelet.node.admission import host_port_conflict
+    from asynckubelet.runtime import containers as ctr
+
+    admitted = list(theirs)
+    for pod in pods:
+        rejection = host_port_conflict(pod, admitted=admitted)
+        if rejection is not None:
+            name, ns, _ = ctr.pod_identity(pod)
+            raise fail(
+                f"pod {ns}/{name}: Pod was rejected: {rejection.message} (held by the node "
+                "daemon's pods)"
+            )
+        admitted.append(pod)
 
 
 def _exit_code(outcome: PodOutcome) -> int:
