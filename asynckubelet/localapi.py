@@ -21,11 +21,12 @@ namespace policy, and with the Namespaces it stores.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -54,7 +55,8 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.server import _flag, _int_param, healthz, metrics
 
 NODE_KEY = web.AppKey("node", Kubelet)
-INFO_KEY = web.AppKey("info", NodeInfo)
+InfoSource = Callable[[], NodeInfo]
+INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
 LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"
 MAX_REQUEST_BYTES = 4 * MAX_DOCUMENT_BYTES
 """A request may carry a few manifest texts of the loader's own limit each."""
@@ -207,7 +209,7 @@ def get_object(kind: str) -> Any:
 
 
 async def node_info(request: web.Request) -> web.Response:
-    return web.json_response(request.app[INFO_KEY].to_json())
+    return web.json_response(request.app[INFO_KEY]().to_json())
 
 
 async def pod_log(request: web.Request) -> web.StreamResponse:
@@ -376,7 +378,8 @@ def _verdict(node: Kubelet, applied: Applied) -> dict[str, Any]:
     }
     stored = node.objects.get(applied.kind, applied.namespace, applied.name)
     if applied.kind == "Pod" and stored is not None:
-        item["object"] = stored.body
+        pod = cast(Pod, Pod.from_dict(copy.deepcopy(dict(stored.body))))
+        item["object"] = bound_pod(pod, node_name=node.node_name).to_dict()
     return item
 
 
@@ -435,11 +438,12 @@ async def delete(request: web.Request) -> web.Response:
 # -- the app ---------------------------------------------------------------------------------
 
 
-def create_local_app(node: Kubelet, info: NodeInfo) -> web.Application:
-    """The local API of ``node``; ``info`` is its published configuration."""
+def create_local_app(node: Kubelet, info: NodeInfo | InfoSource) -> web.Application:
+    """The local API of ``node``; ``info`` is its published configuration (or what gives
+    it when asked: the daemon completes it once all its listeners are bound)."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[NODE_KEY] = node
-    app[INFO_KEY] = info
+    app[INFO_KEY] = info if callable(info) else lambda: info
     r = app.router
     r.add_get("/healthz", healthz)
     r.add_get("/metrics", metrics)
@@ -464,7 +468,7 @@ def create_local_app(node: Kubelet, info: NodeInfo) -> web.Application:
 
 async def serve_local(
     node: Kubelet,
-    info: NodeInfo,
+    info: NodeInfo | InfoSource,
     *,
     path: str,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ from asynckubelet.cli.options import (
     StopPodsOpt,
     UsageError,
 )
-from asynckubelet.cli.output import command, err, fail, first_signal, run_async
+from asynckubelet.cli.output import command, err, fail, run_async
 
 if TYPE_CHECKING:
     from asynckubelet.node.daemon import NodeInfo
@@ -108,21 +109,30 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
             kubelet.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
             write_pid_file(state)
             inode: int | None = None
+            published: list[NodeInfo] = []
+            signals = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
             try:
-                async with anyio.create_task_group() as tg:
-                    bound = await _listen(tg, kubelet, at)
-                    info = _node_info(
-                        config, node, at, bound, socket_file, docker.url, network=plugin.name
-                    )
-                    inode = await _listen_locally(tg, kubelet, info, socket_file)
-                    daemon.write_node_info(state, info)
-                    err.print(
-                        f"node {config.node_name}: manifests {config.manifest_dir}, "
-                        f"http://{at.host}:{bound}, local API {socket_file}"
-                    )
-                    signum = await first_signal()
-                    err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
-                    tg.cancel_scope.cancel()
+                # Signals are taken before the node is announced: one that comes right after
+                # still removes what was announced.
+                with signals as received:
+                    async with anyio.create_task_group() as tg:
+                        # The socket first: a client that sees HTTP answer finds it.
+                        inode = await _listen_locally(
+                            tg, kubelet, lambda: published[0], socket_file
+                        )
+                        bound = await _listen(tg, kubelet, at)
+                        info = _node_info(
+                            config, node, at, bound, socket_file, docker.url, network=plugin.name
+                        )
+                        published.append(info)
+                        daemon.write_node_info(state, info)
+                        err.print(
+                            f"node {config.node_name}: manifests {config.manifest_dir}, "
+                            f"http://{at.host}:{bound}, local API {socket_file}"
+                        )
+                        signum = await anext(aiter(received))
+                        err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
+                        tg.cancel_scope.cancel()
             finally:
                 daemon.release_socket(state, inode=inode)
                 if inode is not None:
@@ -144,7 +154,7 @@ async def _listen(tg: anyio.abc.TaskGroup, kubelet: Kubelet, at: _Address) -> in
 
 
 async def _listen_locally(
-    tg: anyio.abc.TaskGroup, kubelet: Kubelet, info: NodeInfo, socket_file: Path
+    tg: anyio.abc.TaskGroup, kubelet: Kubelet, info: Callable[[], NodeInfo], socket_file: Path
 ) -> int:
     """The local API on the state dir's socket, started; the socket's inode."""
     from asynckubelet.localapi import serve_local
