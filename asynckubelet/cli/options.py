@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
+from asynckubelet.cli import fast
+
 if TYPE_CHECKING:
     from asynckubelet.docker import DockerAPI
     from asynckubelet.manifests import Level
@@ -47,13 +49,9 @@ POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
 POD_KINDS = ("pod", "pods", "po")
-RESOURCES = {
-    **dict.fromkeys(POD_KINDS, "pods"),
-    **dict.fromkeys(("configmap", "configmaps", "cm"), "configmaps"),
-    **dict.fromkeys(("secret", "secrets"), "secrets"),
-}
+RESOURCES = fast.RESOURCES
 """kubectl's names (and short names) of the resources the node keeps -> the plural."""
-KIND_OF = {"pods": "Pod", "configmaps": "ConfigMap", "secrets": "Secret"}
+KIND_OF = fast.KINDS
 
 NODE_PANEL = "Node and engine"
 NETWORK_PANEL = "Pod network"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from asynckubelet.cli.client import daemon_client
+from asynckubelet.cli.fast import print_items, print_table
 from asynckubelet.cli.options import (
     RESOURCES,
     AllNamespacesOpt,
@@ -28,9 +29,6 @@ from asynckubelet.cli.output import command, err, fail, not_found, run_async
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-OUTPUTS = (None, "wide", "yaml", "json", "name")
-SINGULAR = {"pods": "pod", "configmaps": "configmap", "secrets": "secret"}
-
 
 @command(not_found_as="NotFound")
 def get(
@@ -44,13 +42,17 @@ def get(
     log: LogOptions,
 ) -> None:
     """List pods, configmaps or secrets as `kubectl get` does (asking the node daemon)."""
+    from asynckubelet.cli import fast
+
     plural = RESOURCES.get(kind.split("/", 1)[0])
     if plural is None:
         raise fail(f'the server doesn\'t have a resource type "{kind}"')
     if "/" in kind and name is None:
         name = kind.split("/", 1)[1]
-    if output not in OUTPUTS:
+    if output not in fast.OUTPUTS:
         raise UsageError(f"--output must be wide, yaml, json or name, not {output!r}")
+    if name is not None and all_namespaces:
+        raise fail("a resource cannot be retrieved by name across all namespaces")
     where = None if all_namespaces else namespace
     if plural == "pods":
         client = daemon_client(node)
@@ -59,59 +61,14 @@ def get(
     if client is None:
         _get_without_daemon(plural, name, where=where, output=output, node=node)
         return
-    if output in (None, "wide"):
-        document = client.table(plural, where, name)
-        _print_table(document, plural, where=where, wide=output == "wide")
-        return
-    if name is not None:
-        one = (
-            client.pod(namespace, name)
-            if plural == "pods"
-            else client.object(plural, namespace, name)
-        )
-        _print_items([one], plural, output=output, single=True)
-        return
-    items = client.pods(where) if plural == "pods" else client.objects(plural, where)
-    _print_items(items, plural, output=output, single=False)
-
-
-def _print_table(document: dict[str, Any], plural: str, *, where: str | None, wide: bool) -> None:
-    from asynckubelet.tables import render
-
-    if not document.get("rows"):
-        shown = "" if where is None else f" in {where} namespace"
-        err.print(f"No resources found{shown}.", markup=False)
-        return
-    print(render(document, wide=wide, all_namespaces=where is None))
-
-
-def _print_items(
-    items: list[dict[str, Any]], plural: str, *, output: str | None, single: bool
-) -> None:
-    kind = {"pods": "Pod", "configmaps": "ConfigMap", "secrets": "Secret"}[plural]
-    for item in items:
-        item.setdefault("apiVersion", "v1")
-        item.setdefault("kind", kind)
-        if plural == "secrets":
-            item.pop("data", None)
-            item.pop("stringData", None)
-    if output == "name":
-        for item in items:
-            print(f"{SINGULAR[plural]}/{(item.get('metadata') or {}).get('name', '')}")
-        return
-    document: dict[str, Any] = items[0] if single else _list(items)
-    if output == "json":
-        import json
-
-        print(json.dumps(document, indent=4))
-    else:
-        import yaml
-
-        print(yaml.safe_dump(document, sort_keys=False), end="")
-
-
-def _list(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}
+    options = {
+        "plural": plural,
+        "name": name,
+        "namespace": namespace,
+        "all_namespaces": all_namespaces,
+        "output": output,
+    }
+    fast.show(client, options)
 
 
 # -- no daemon -------------------------------------------------------------------------------
@@ -149,9 +106,9 @@ def _get_without_daemon(
         now = now_utc()
         columns = SECRET_COLUMNS if kind == "Secret" else CONFIGMAP_COLUMNS
         rows = [(object_row(o, now=now), {"namespace": o.namespace}) for o in found]
-        _print_table(table(columns, rows), plural, where=where, wide=output == "wide")
+        print_table(table(columns, rows), where=where, wide=output == "wide")
         return
-    _print_items([dict(o.body) for o in found], plural, output=output, single=name is not None)
+    print_items([dict(o.body) for o in found], plural, output=output, single=name is not None)
 
 
 def _pods_without_daemon(
@@ -173,7 +130,7 @@ def _pods_without_daemon(
             pod.spec.nodeName = bound_node(pod, node_name=node.name)
         pod.apiVersion, pod.kind = "v1", "Pod"
     if output in ("yaml", "json", "name"):
-        _print_items([_pod_dict(p) for p in pods], "pods", output=output, single=name is not None)
+        print_items([_pod_dict(p) for p in pods], "pods", output=output, single=name is not None)
         return
     if not pods:
         shown = "" if where is None else f" in {where} namespace"
