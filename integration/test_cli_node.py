@@ -710,3 +710,49 @@ def test_describe_shows_a_gated_pod_on_no_node(node: Node, tmp_path: Path) -> No
     assert [c.split() for c in conditions] == [["Type", "Status"], ["PodScheduled", "False"]]
     pod = yaml.safe_load(node.cli("get", "pods", "gated", "-o", "yaml").stdout)
     assert "nodeName" not in pod["spec"]
+
+
+def test_apply_wait_ends_on_a_missing_config_map_after_the_config_timeout(
+    node: Node, tmp_path: Path
+) -> None:
+    path = manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: noconfig}
+        spec:
+          containers:
+          - name: app
+            image: BUSYBOX
+            env: [{name: X, valueFrom: {configMapKeyRef: {name: x, key: k}}}]
+        """,
+        name="noconfig.yaml",
+    )
+    proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "60", "--config-timeout", "1")
+    assert proc.returncode == 1
+    assert 'pod/noconfig: CreateContainerConfigError: configmap "x" not found' in proc.stderr
+
+
+def test_serve_rejects_a_pod_asking_for_an_extended_resource_it_lacks(
+    node: Node, tmp_path: Path
+) -> None:
+    path = manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: dongle}
+        spec:
+          containers:
+          - {name: app, image: BUSYBOX, resources: {limits: {example.com/dongle: 1}}}
+        """,
+        name="dongle.yaml",
+    )
+    proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "60")
+    assert proc.returncode == 1
+    assert (
+        "pod/dongle: OutOfexample.com/dongle: Pod was rejected: Node didn't have enough "
+        "resource: example.com/dongle, requested: 1, used: 0, capacity: 0"
+    ) in proc.stderr
+    assert node.containers() == {}

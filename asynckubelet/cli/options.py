@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from asynckubelet.manifests import Level
     from asynckubelet.network import NetworkPlugin
     from asynckubelet.network.dns import DNSSettings
+    from asynckubelet.node.admission import NodeInfo
     from asynckubelet.runtime.manager import RuntimeConfig
 
 DEFAULT_NETWORK = "auto"
@@ -128,7 +129,8 @@ PauseImageOpt = Annotated[
     typer.Option(
         "--pause-image",
         envvar="ASYNCKUBELET_PAUSE_IMAGE",
-        help="Sandbox image (default: local build, else registry.k8s.io/pause:3.10).",
+        help="Sandbox image, pulled when missing (default: the project's own "
+        "asynckubelet.local/pause:3.10, built here when missing, never pulled).",
         rich_help_panel=NODE_PANEL,
     ),
 ]
@@ -242,6 +244,36 @@ ClusterDNSOpt = Annotated[
         rich_help_panel=NETWORK_PANEL,
     ),
 ]
+CapacityOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--capacity",
+        envvar="ASYNCKUBELET_CAPACITY",
+        help="What the node offers pods, over what this host has: NAME=QUANTITY,... e.g. "
+        "cpu=4,memory=8Gi,pods=50,example.com/dongle=2 (extended resources included). A pod "
+        "asking for more is rejected (OutOfcpu...).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+MaxPodsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-pods",
+        envvar="ASYNCKUBELET_MAX_PODS",
+        help="Pods the node runs at once (default 110, as the kubelet's).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+NodeLabelsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--node-labels",
+        envvar="ASYNCKUBELET_NODE_LABELS",
+        help="The node's labels, KEY=VALUE,...: pods' nodeSelector and node affinity are "
+        "then checked against them (a pod that does not match is rejected).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
 ClusterDomainOpt = Annotated[
     str,
     typer.Option(
@@ -303,6 +335,25 @@ GracePeriodOpt = Annotated[
     ),
 ]
 ColorOpt = Annotated[bool, typer.Option("--color/--no-color", help="Colour the prefixes.")]
+PullTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--pull-timeout",
+        envvar="ASYNCKUBELET_PULL_TIMEOUT",
+        help="Seconds a failing image pull (network, registry down) is retried, with the "
+        "kubelet's back-off, before the run ends with its error. An image the registry "
+        "says does not exist ends it at once.",
+    ),
+]
+ConfigTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--config-timeout",
+        envvar="ASYNCKUBELET_CONFIG_TIMEOUT",
+        help="Seconds a container may wait in CreateContainerConfigError (a ConfigMap or "
+        "Secret not found...) before the wait ends with that error.",
+    ),
+]
 
 # -- serve -----------------------------------------------------------------------------------
 
@@ -431,6 +482,12 @@ def check_issuer(value: str) -> str:
         raise UsageError(str(e)) from None
 
 
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
 def ipv6_pod_cidr(*, dual_stack: bool, pod_cidr_v6: str | None) -> str | None:
     """The IPv6 pod CIDR ``--dual-stack``/``--pod-cidr-v6`` ask for; None: IPv4 only."""
     if pod_cidr_v6:
@@ -497,6 +554,9 @@ class NodeOptions:
     masquerade: MasqueradeOpt = True
     cluster_dns: ClusterDNSOpt = None
     cluster_domain: ClusterDomainOpt = DEFAULT_CLUSTER_DOMAIN
+    capacity: CapacityOpt = None
+    max_pods: MaxPodsOpt = None
+    node_labels: NodeLabelsOpt = None
 
     def check(self, *, pod_security_code: int = 2) -> None:
         """Refuse values no node can run with, before anything is started."""
@@ -504,6 +564,33 @@ class NodeOptions:
         check_pod_security(self.pod_security, code=pod_security_code)
         check_network(self.network)
         check_firewall(self.firewall)
+        self.node_info()
+
+    def node_info(self) -> NodeInfo:
+        """The node as admission sees it: this host's resources with ``--capacity`` and
+        ``--max-pods`` over them, and ``--node-labels`` (None when not given)."""
+        import dataclasses as dc
+
+        from asynckubelet.node.admission import (
+            NodeInfo,
+            host_resources,
+            parse_labels,
+            parse_node_resources,
+        )
+
+        try:
+            resources = parse_node_resources(self.capacity or "", base=host_resources())
+        except ValueError as e:
+            raise UsageError(f"--capacity: {e}") from None
+        try:
+            labels = parse_labels(self.node_labels) if self.node_labels is not None else None
+        except ValueError as e:
+            raise UsageError(f"--node-labels: {e}") from None
+        if self.max_pods is not None:
+            if self.max_pods < 1:
+                raise UsageError(f"--max-pods must be at least 1, not {self.max_pods}")
+            resources = dc.replace(resources, pods=self.max_pods)
+        return NodeInfo(name=self.node_name or _hostname(), allocatable=resources, labels=labels)
 
     @property
     def level(self) -> Level:

@@ -27,7 +27,30 @@ from rich.markup import escape
 from asynckubelet import errors
 from asynckubelet.cli.options import LOG_FORMATS, LOG_LEVELS, LogOptions, UsageError, expand
 
-out = Console(highlight=False, soft_wrap=True)
+
+class _Stdout(Console):
+    """Standard output. When its reader goes away (``| head``) rich's way applies (quiet,
+    exit 1), unless the command set ``on_closed``: then later writes go to /dev/null and
+    the command is told, to end in its own way."""
+
+    on_closed: Callable[[], None] | None = None
+
+    def on_broken_pipe(self) -> None:
+        if self.on_closed is None:
+            super().on_broken_pipe()
+            return
+        import os
+
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+        self.on_closed()
+
+
+out = _Stdout(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 R = TypeVar("R")

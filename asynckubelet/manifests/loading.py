@@ -126,6 +126,7 @@ def load_manifests(
     pod_security: Level = "baseline",
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    node_labels: bool = False,
 ) -> Manifests:
     """Load, default, validate and admit manifests; raise :class:`ManifestError` if any fail.
 
@@ -138,6 +139,7 @@ def load_manifests(
         pod_security=pod_security,
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
     return _accepted_or_raise(report)
 
@@ -151,6 +153,7 @@ def load_manifests_text(
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
     namespaces: Sequence[Namespace] = (),
+    node_labels: bool = False,
 ) -> Manifests:
     """:func:`load_manifests` for YAML already in memory.
 
@@ -164,6 +167,7 @@ def load_manifests_text(
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
         namespaces=namespaces,
+        node_labels=node_labels,
     )
     return _accepted_or_raise(report)
 
@@ -175,6 +179,7 @@ def inspect_manifests(
     pod_security: Level = "baseline",
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    node_labels: bool = False,
 ) -> ManifestReport:
     """Like :func:`load_manifests`, but return the errors instead of raising them."""
     loader = _Loader.create(
@@ -182,6 +187,7 @@ def inspect_manifests(
         level=pod_security,
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
     with error_budget(_ERROR_BUDGET):
         for name, text in _read_sources(source, loader):
@@ -198,6 +204,7 @@ def inspect_manifests_text(
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
     namespaces: Sequence[Namespace] = (),
+    node_labels: bool = False,
 ) -> ManifestReport:
     """Like :func:`load_manifests_text`, but return the errors instead of raising them."""
     loader = _Loader.create(
@@ -205,6 +212,7 @@ def inspect_manifests_text(
         level=pod_security,
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
     for known in namespaces:
         loader.know_namespace(known)
@@ -385,6 +393,7 @@ class _Loader:
     level: Level
     allow_namespace_policy: bool
     node_name: str
+    node_labels: bool = False
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[FieldError] = field(default_factory=list)
     pods: dict[tuple[str, str], tuple[Pod, str]] = field(default_factory=dict)
@@ -398,7 +407,13 @@ class _Loader:
 
     @classmethod
     def create(
-        cls, *, lenient: bool, level: Level, allow_namespace_policy: bool, node_name: str | None
+        cls,
+        *,
+        lenient: bool,
+        level: Level,
+        allow_namespace_policy: bool,
+        node_name: str | None,
+        node_labels: bool = False,
     ) -> _Loader:
         if level not in LEVELS:
             raise ValueError(f"pod security level must be one of {', '.join(LEVELS)}: {level!r}")
@@ -407,6 +422,7 @@ class _Loader:
             level=level,
             allow_namespace_policy=allow_namespace_policy,
             node_name=node_name or socket.gethostname(),
+            node_labels=node_labels,
         )
 
     def know_namespace(self, ns: Namespace) -> None:
@@ -565,7 +581,9 @@ class _Loader:
         pod = self._build(Pod, doc, source, prefix)
         if pod is None:
             return
-        for warning in honour.unhonoured_fields(pod, node_name=self.node_name):
+        for warning in honour.unhonoured_fields(
+            pod, node_name=self.node_name, node_labels=self.node_labels
+        ):
             self._warn(warning, source, prefix)
         errors = validation.validate_pod(pod)
         for error in errors:

@@ -146,9 +146,11 @@ _HOST_PATH_TYPES = (
     "Socket",
 )
 _FILE_MODE = "must be a number between 0 and 0777 (octal), both inclusive"
-RESTART_ALL_CONTAINERS = False
-"""The ``RestartAllContainersOnContainerExits`` gate (alpha in 1.35, off by default): while
-off, a ``RestartAllContainers`` rule is refused as such an API server refuses it."""
+RESTART_ALL_CONTAINERS = True
+"""The ``RestartAllContainersOnContainerExits`` gate (alpha in 1.35, off by default in a
+cluster). On here, since this node carries the action out (a restart in place keeping the
+sandbox); while off, a ``RestartAllContainers`` rule is refused as such an API server
+refuses it."""
 _CONTAINER_RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _MAX_RESTART_RULES = 20
 _MAX_RESTART_RULE_EXIT_CODES = 255

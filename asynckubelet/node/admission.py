@@ -62,7 +62,6 @@ __all__ = [
     "Rejection",
     "Taint",
     "admit",
-    "host_port_conflict",
     "host_port_in_use",
     "host_resources",
     "parse_labels",
@@ -260,15 +259,6 @@ class NodeAdmitter:
             static=static,
             ignore_unadvertised_extended=self.ignore_unadvertised_extended,
         )
-
-
-def host_port_conflict(pod: Pod, *, admitted: Iterable[Pod]) -> Rejection | None:
-    """The NodePorts predicate alone: ``pod`` asks for a host port one of ``admitted``
-    holds (for a process that shares the node with its agent, such as ``run``)."""
-    in_use = _HostPortInfo(port for other in admitted for port in host_ports(other))
-    if any(in_use.conflicts(p) for p in host_ports(pod)):
-        return _predicate(NODE_PORTS)
-    return None
 
 
 def _predicate(name: str) -> Rejection:

@@ -4,7 +4,10 @@ Sources (the library's :meth:`Kubelet.apply`/:meth:`Kubelet.delete`, the static-
 manifest directory) say which pods are wanted; one pod worker per pod UID drives each
 toward its spec, woken by the PLEG as soon as Docker reports a change; the status manager
 keeps the latest ``PodStatus`` of each; the event recorder keeps what happened; and
-housekeeping kills containers of this node that belong to no wanted pod. State lives in
+housekeeping kills containers of this node that belong to no wanted pod. A pod new to the
+node is admitted first, as the kubelet admits it (:mod:`asynckubelet.node.admission`):
+one the node cannot take (its resources, host ports, labels) gets no worker, only a
+``Failed`` status with the kubelet's reason and a Warning event. State lives in
 Docker, so a new ``Kubelet`` on the same node adopts running pods as they are: same UIDs,
 restart counts from the labels, and no container restarted.
 
@@ -40,13 +43,14 @@ from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.node import access
+from asynckubelet.node.admission import NodeAdmitter, NodeInfo, host_port_in_use, host_resources
 from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.metrics import NodeMetrics
 from asynckubelet.node.objects import ObjectStore, persisted_text
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
 from asynckubelet.node.runner import PodWorker, RunOptions
 from asynckubelet.node.sources import ManifestDirSource, source_name
-from asynckubelet.node.status import kubectl_status
+from asynckubelet.node.status import TERMINAL_PHASES, kubectl_status, rejected_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
 from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
@@ -98,6 +102,11 @@ class KubeletConfig:
     """Seconds after which a pod worker looks again without being woken (back-off expiry)."""
     service_account_issuer: str = DEFAULT_ISSUER
     """``iss`` of the service-account tokens this node issues for projected volumes."""
+    node: NodeInfo | None = None
+    """The node as admission sees it (capacity, labels); None: this host's resources, no
+    labels (``nodeSelector`` and node affinity are then not checked)."""
+    check_host_ports: bool = True
+    """Refuse a pod whose hostPort a process on this host already holds."""
 
 
 @dataclass(eq=False)
@@ -177,6 +186,13 @@ class Kubelet:
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
         self._saved: dict[str, Pod] = {}
+        self._on_docker: set[str] = set()
+        self._rejected: set[str] = set()
+        self.admitter = NodeAdmitter(
+            node=self.config.node
+            or NodeInfo(name=self.config.node_name, allocatable=host_resources()),
+            host_port_in_use=host_port_in_use if self.config.check_host_ports else None,
+        )
         self.manifest_source: ManifestDirSource | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -196,6 +212,7 @@ class Kubelet:
             if self.config.state_dir is not None:
                 hostfs.make_dirs(self.config.state_dir, ".", mode=STATE_DIR_MODE)
                 self._saved = read_status_files(self.config.state_dir)
+            self._on_docker = set(await self.runtime.list_pod_uids())
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
         except BaseException:
@@ -213,6 +230,7 @@ class Kubelet:
                     pod_security=self.config.pod_security,
                     allow_namespace_policy=self.config.allow_namespace_policy,
                     on_error=self._manifest_failed,
+                    node_labels=self.admitter.node.labels is not None,
                 )
                 await self._tg.start(self._guard(self.manifest_source.run), name="manifests")
             self._tg.start_soon(self._guard(self._housekeeping_loop), name="housekeeping")
@@ -289,6 +307,7 @@ class Kubelet:
             pod_security=self.config.pod_security,
             allow_namespace_policy=self.config.allow_namespace_policy,
             node_name=self.node_name,
+            node_labels=self.admitter.node.labels is not None,
         )
         for error in report.errors:
             logger.warning("a kept object was not taken back: {}: {}", error.source, error.field)
@@ -316,6 +335,7 @@ class Kubelet:
                 allow_namespace_policy=self.config.allow_namespace_policy,
                 node_name=self.node_name,
                 namespaces=self.objects.namespaces(),
+                node_labels=self.admitter.node.labels is not None,
             )
             prepared.extend(loaded.pods)
         return prepared, Manifests(pods=tuple(prepared))
@@ -342,6 +362,8 @@ class Kubelet:
             entry = self._entries.get(uid)
             if entry is not None and entry.source == source:
                 self._begin_delete(uid, grace_period=None)
+            elif entry is None:
+                self._forget_rejected(uid)
         self._sources[source] = wanted
         self.objects.set_source(source, manifests)
         for pod in manifests.pods:
@@ -387,7 +409,8 @@ class Kubelet:
                 self._begin_delete(other_uid, grace_period=None)
         entry = self._entries.get(uid)
         if entry is None:
-            self._start_worker(pod, source, options)
+            if self._admit(pod):
+                self._start_worker(pod, source, options)
             return
         if entry.deleting:
             entry.replacement = (pod, source, options)
@@ -400,6 +423,45 @@ class Kubelet:
             entry.worker.update(pod)
         else:
             entry.worker.poke()
+
+    def _admit(self, pod: Pod) -> bool:
+        """The kubelet's admission of a pod new to the node, over the pods it runs; a pod
+        refused gets a ``Failed`` status, the reason as a Warning event, and no worker."""
+        name, ns, uid = ctr.pod_identity(pod)
+        admitted = []
+        for other_uid, entry in self._entries.items():
+            record = self.status.get(other_uid)
+            if entry.deleting or (record is not None and record.status.phase in TERMINAL_PHASES):
+                continue
+            admitted.append(entry.worker.pod)
+        rejection = self.admitter.admit(pod, admitted=admitted, running=uid in self._on_docker)
+        if rejection is None:
+            self._forget_rejected(uid)
+            return True
+        status = rejected_status(
+            pod, reason=rejection.reason, message=rejection.message, now=datetime.now(UTC)
+        )
+        record = self.status.get(uid)
+        if (
+            uid in self._rejected
+            and record is not None
+            and record.pod == pod
+            and (record.status.reason, record.status.message) == (status.reason, status.message)
+        ):
+            return False
+        self._rejected.add(uid)
+        self._saved.pop(uid, None)
+        self.status.set(pod, status)
+        self.recorder(pod, type="Warning", reason=rejection.reason, message=rejection.message)
+        logger.bind(pod=f"{ns}/{name}").warning(
+            "pod rejected: {}: {}", rejection.reason, rejection.message
+        )
+        return False
+
+    def _forget_rejected(self, uid: str) -> None:
+        if uid in self._rejected:
+            self._rejected.discard(uid)
+            self.status.remove(uid)
 
     def _start_worker(self, pod: Pod, source: str, options: RunOptions) -> None:
         assert self._tg is not None, "the Kubelet is not running; use `async with`"
@@ -487,6 +549,12 @@ class Kubelet:
                 if wait:
                     await entry.done.wait()
                 return True
+        record = self.status.find(namespace, name)
+        if record is not None and record.uid in self._rejected:
+            self._forget_rejected(record.uid)
+            for members in self._sources.values():
+                members.discard(record.uid)
+            return True
         return False
 
     # -- reading --------------------------------------------------------------------------

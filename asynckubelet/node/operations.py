@@ -21,6 +21,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.node.access import choose_instance, default_container, find_pod
+from asynckubelet.node.failures import DEFAULT_CONFIG_TIMEOUT, FailureWatch
 from asynckubelet.node.status import SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE, kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
@@ -201,6 +202,7 @@ async def wait_until_ready(
     on_ready: Callable[[Pod], None] | None = None,
     on_waiting: Callable[[Mapping[PodKey, str]], None] | None = None,
     poll_interval: float = 0.3,
+    config_timeout: float | None = DEFAULT_CONFIG_TIMEOUT,
 ) -> None:
     """Wait until each of ``pods`` (as applied) has Succeeded, or runs the applied spec
     (every container's spec hash) and is Ready.
@@ -209,12 +211,18 @@ async def wait_until_ready(
     :func:`~asynckubelet.node.access.read_pods`); ``node_running`` says whether the node
     still runs. ``on_ready`` gets each pod (as read) once it is Ready, ``on_waiting`` the
     pods still waited for and why, after each look. Raises
-    :class:`~asynckubelet.errors.PodError` when a pod fails, is ``SchedulingGated`` or
-    ``timeout`` (seconds; None: none) runs out, naming each pod still waited for and why;
-    :class:`~asynckubelet.errors.RuntimeUnavailable` when the node stops.
+    :class:`~asynckubelet.errors.PodError` when a pod fails, is ``SchedulingGated``, waits
+    for what waiting will not bring (``pod/NAME: REASON: MESSAGE``, see
+    :class:`~asynckubelet.node.failures.FailureWatch`; a ``CreateContainerConfigError``
+    after ``config_timeout`` seconds) or ``timeout`` (seconds; None: none) runs out, naming
+    each pod still waited for and why; :class:`~asynckubelet.errors.RuntimeUnavailable`
+    when the node stops.
     """
     pending = {pod_key(p): p for p in pods}
     last: dict[PodKey, str] = {}
+    watches = {
+        key: FailureWatch(pull_timeout=None, config_timeout=config_timeout) for key in pending
+    }
     with anyio.move_on_after(timeout) as scope:
         while pending:
             if not node_running():
@@ -226,6 +234,10 @@ async def wait_until_ready(
                     last[key] = NOT_SEEN
                     continue
                 last[key] = pod_state(found)
+                assert found.status is not None
+                failure = watches[key].observe(found.status, now=anyio.current_time())
+                if failure is not None:
+                    raise errors.PodError(failure.line(key[1]))
                 verdict = await _verdict(runtime, found, wanted, last)
                 if verdict is not None:
                     del pending[key]

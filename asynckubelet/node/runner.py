@@ -36,9 +36,9 @@ from asynckubelet.node.status import (
     is_scheduling_gated,
 )
 from asynckubelet.node.volumes import VolumeManager
+from asynckubelet.runtime import actions, naming
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult
@@ -275,7 +275,13 @@ class PodWorker:
                     image_backoff=self.image_backoff,
                     liveness=self.prober.liveness,
                     startup=self.prober.startup,
+                    restart_all_containers=actions.should_all_containers_restart(
+                        self.pod, runtime, status
+                    ),
                 )
+                if result.containers_reset:
+                    self.wake.set()
+                    continue
                 await self.rm.garbage_collect(runtime)
             except errors.RuntimeUnavailable as e:
                 # The engine is restarting or gone a while: the pod stays wanted, and the

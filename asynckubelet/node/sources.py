@@ -65,8 +65,11 @@ class ManifestDirSource:
         pod_security: Level = "baseline",
         allow_namespace_policy: bool = False,
         on_error: Callable[[Path, str], None] | None = None,
+        node_labels: bool = False,
     ) -> None:
         self.directory = directory
+        self.node_labels = node_labels
+        """The node checks nodeSelector and node affinity (no warning that they are not)."""
         self.sink = sink
         self.node_name = node_name
         self.pod_security: Level = pod_security
@@ -91,6 +94,7 @@ class ManifestDirSource:
                 pod_security=self.pod_security,
                 allow_namespace_policy=self.allow_namespace_policy,
                 node_name=self.node_name,
+                node_labels=self.node_labels,
             )
         except errors.ManifestError as e:
             lines = [f"{err.source}: {err}" if err.source else str(err) for err in e.errors]

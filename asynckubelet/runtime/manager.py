@@ -29,7 +29,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI, DockerClient
-from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
+from asynckubelet.images.build import DEFAULT_PAUSE_TAG
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import is_local_daemon
@@ -57,8 +57,8 @@ class RuntimeConfig:
     node_name: str = field(default_factory=socket.gethostname)
     """Ownership label of everything created; objects of other nodes are never touched."""
     pause_image: str | None = None
-    """None: the locally built ``asynckubelet.local/pause`` when present, else
-    ``registry.k8s.io/pause:3.10``."""
+    """The sandbox image, pulled when missing; None: the project's own
+    ``asynckubelet.local/pause``, built here when missing and never pulled."""
     docker_url: str | None = None
     dns: DNSSettings = field(default_factory=DNSSettings)
     """Cluster DNS, cluster domain and the node's resolver file, for pods' resolv.conf."""
@@ -106,7 +106,10 @@ class RuntimeManager:
         self.cgroup_driver: str | None = None
         """The engine's cgroup driver, once looked up (:meth:`engine_cgroup_driver`)."""
         self._status = StatusReader(self)
-        self._pause_image: str | None = self.config.pause_image
+        self._pause_ready = False
+        self.reset_restart_counts: dict[tuple[str, str], int] = {}
+        """(pod UID, container name) -> the restart count of the container's next instance,
+        after a restart in place removed every instance that carried it."""
         self._isolated: bool | None = None
 
     async def __aenter__(self) -> Self:
@@ -168,16 +171,24 @@ class RuntimeManager:
         image_backoff: backoff_mod.Backoff | None = None,
         liveness: Mapping[str, ProbeResult] | None = None,
         startup: Mapping[str, ProbeResult] | None = None,
+        restart_all_containers: bool = False,
     ) -> PodSyncResult:
         """Bring the pod on Docker one step closer to its spec; the kubelet's ``SyncPod``.
 
         ``pull_secrets`` are ``(type, data)`` of the pod's image pull Secrets.
+        ``restart_all_containers`` says the pod is restarting in place
+        (:func:`~asynckubelet.runtime.actions.should_all_containers_restart`): this sync
+        then only removes the pod's containers, keeping its sandbox, IP and volumes.
         """
         with measured(self.metrics, "sync_pod"):
             if status is None:
                 status = await self.get_status_of(pod)
             actions = compute_pod_actions(
-                pod, status, liveness=liveness or {}, startup=startup or {}
+                pod,
+                status,
+                liveness=liveness or {},
+                startup=startup or {},
+                restart_all_containers=restart_all_containers,
             )
             result = PodSyncResult()
             run = PodSync(
@@ -209,8 +220,10 @@ class RuntimeManager:
         reason: str = "",
         message: str = "",
         result: PodSyncResult | None = None,
+        pre_stop: bool = True,
     ) -> None:
-        """Stop one container: its stop signal, then SIGKILL after the grace period (>= 2 s)."""
+        """Stop one container: its ``preStop`` hook (unless ``pre_stop`` is False), its stop
+        signal, then SIGKILL after the grace period (>= 2 s)."""
         await kill.kill_container(
             self,
             pod,
@@ -219,6 +232,7 @@ class RuntimeManager:
             reason=reason,
             message=message,
             result=result,
+            pre_stop=pre_stop,
         )
 
     async def kill_pod(
@@ -243,6 +257,8 @@ class RuntimeManager:
 
     async def remove_pod(self, *, uid: str) -> list[str]:
         """Remove every Docker object of the pod (after :meth:`kill_pod`); returns the ids."""
+        for key in [k for k in self.reset_restart_counts if k[0] == uid]:
+            del self.reset_restart_counts[key]
         return await kill.remove_pod(self, uid=uid)
 
     async def garbage_collect(self, status: PodRuntimeStatus) -> list[str]:
@@ -352,10 +368,15 @@ class RuntimeManager:
             )
 
     async def pause_image(self) -> str:
-        if self._pause_image is None:
-            local = await self.docker.image_exists(DEFAULT_PAUSE_TAG)
-            self._pause_image = DEFAULT_PAUSE_TAG if local else REGISTRY_PAUSE_IMAGE
-        return self._pause_image
+        """The sandbox image; the project's own is made here the first time it is missing
+        (:class:`~errors.ImagePullError` saying why when it cannot be). A ``pause_image``
+        of the configuration is pulled by the sandbox step when it is missing."""
+        if self.config.pause_image is not None:
+            return self.config.pause_image
+        if not self._pause_ready:
+            await self.images.ensure(DEFAULT_PAUSE_TAG, policy="IfNotPresent")
+            self._pause_ready = True
+        return DEFAULT_PAUSE_TAG
 
 
 __all__ = ["RuntimeConfig", "RuntimeManager"]

@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from asynckubelet.cli.client import as_pod, require_daemon
 from asynckubelet.cli.options import (
+    ConfigTimeoutOpt,
     FilenamesOpt,
     LogOptions,
     NodeRef,
@@ -38,6 +39,7 @@ def apply(
     files: FilenamesOpt,
     wait: WaitOpt = False,
     timeout: WaitTimeoutOpt = 300.0,
+    config_timeout: ConfigTimeoutOpt = 30.0,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
@@ -45,7 +47,10 @@ def apply(
     every object: Pods, ConfigMaps, Secrets, Namespaces.
 
     An edited pod restarts only the containers whose spec changed; a ConfigMap or Secret
-    reaches every pod of its namespace, whichever file it came from.
+    reaches every pod of its namespace, whichever file it came from. --wait ends early,
+    with the kubelet's reason and message, on what waiting will not fix: a pod the node
+    rejected, an image that does not exist or is never pulled, a container still in
+    CreateContainerConfigError after --config-timeout.
     """
     from asynckubelet.manifests import read_sources
 
@@ -67,10 +72,12 @@ def apply(
         if item.get("kind") == "Pod" and isinstance(item.get("object"), dict):
             pods.append(item["object"])
     if wait and pods:
-        run_async(_wait, [as_pod(p) for p in pods], client, node, timeout)
+        run_async(_wait, [as_pod(p) for p in pods], client, node, timeout, config_timeout)
 
 
-async def _wait(pods: list[Pod], client: NodeClient, node: NodeRef, timeout: float) -> None:
+async def _wait(
+    pods: list[Pod], client: NodeClient, node: NodeRef, timeout: float, config_timeout: float
+) -> None:
     """Poll the daemon for the pods; the applied spec hashes are confirmed on the engine
     the daemon drives (the daemon's status says Ready a moment before a changed
     container has been replaced)."""
@@ -110,6 +117,7 @@ async def _wait(pods: list[Pod], client: NodeClient, node: NodeRef, timeout: flo
                 read_pods=read_pods,
                 node_running=lambda: socket_answers(client.socket),
                 timeout=timeout,
+                config_timeout=config_timeout,
                 on_ready=ready,
                 on_waiting=waiting,
             )

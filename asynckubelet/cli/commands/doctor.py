@@ -12,11 +12,14 @@ from rich.markup import escape
 
 from asynckubelet.cli.options import (
     DEFAULT_FIREWALL,
+    DEFAULT_NETWORK,
     DockerHostOpt,
     FirewallOpt,
     LogOptions,
+    NetworkOpt,
     PauseImageOpt,
     StateDirOpt,
+    check_network,
 )
 from asynckubelet.cli.output import command, out, run_async
 
@@ -51,7 +54,7 @@ class _Engine:
 
 async def _ask_engine(url: str | None, pause_image: str | None, probe_tag: str) -> _Engine:
     from asynckubelet.docker import DockerClient
-    from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
+    from asynckubelet.images.build import DEFAULT_PAUSE_TAG
     from asynckubelet.runtime import probehelper
 
     async with DockerClient(url=url, retry_attempts=1) as docker:
@@ -60,9 +63,6 @@ async def _ask_engine(url: str | None, pause_image: str | None, probe_tag: str) 
         version = await docker.version()
         image = pause_image or DEFAULT_PAUSE_TAG
         present = await docker.image_exists(image)
-        if not present and pause_image is None:
-            present = await docker.image_exists(REGISTRY_PAUSE_IMAGE)
-            image = REGISTRY_PAUSE_IMAGE if present else image
         return _Engine(
             version=f"{version.get('Version', '?')} (API {version.get('ApiVersion', '?')})",
             pause_image=image,
@@ -78,16 +78,21 @@ def doctor(
     state_dir: StateDirOpt = None,
     pause_image: PauseImageOpt = None,
     firewall: FirewallOpt = DEFAULT_FIREWALL,
+    network: NetworkOpt = DEFAULT_NETWORK,
     docker_host: DockerHostOpt = None,
     log: LogOptions,
 ) -> None:
-    """Check what a node needs, with a fix for each problem (exit 1 when any)."""
+    """Check what a node needs, with a fix for each problem (exit 1 when any).
+
+    The defaults are those of `run` and `serve` (the same --network, --pause-image and
+    engine), so a clean report means they can start a pod as they are."""
     from asynckubelet import errors
     from asynckubelet.docker.engine import resolve_docker_url
     from asynckubelet.images.build import default_probe_tag
     from asynckubelet.network.factory import is_local_daemon
     from asynckubelet.node.daemon import default_state_dir
 
+    check_network(network)
     report = _Report()
     url = resolve_docker_url(docker_host)
     local = is_local_daemon(url)
@@ -97,7 +102,7 @@ def doctor(
     except errors.AsyncKubeletError as e:
         engine = _Engine(problem=str(e))
     _check_engine(report, url, engine, probe_tag=probe_tag, local=local)
-    _check_network(report, url, firewall=firewall, local=local)
+    _check_network(report, url, network=network, firewall=firewall, local=local)
     _check_state_dir(report, state_dir or default_state_dir())
     report(
         shutil.which("dockerd") is not None or engine.version is not None,
@@ -135,19 +140,39 @@ def _check_engine(
             "install a C compiler here (apt-get install musl-tools), or run "
             "`asynckubelet images build-probe` on a machine that has one",
         )
+    _check_pause_image(report, engine, default=engine.pause_image == DEFAULT_PAUSE_TAG)
+
+
+def _check_pause_image(report: _Report, engine: _Engine, *, default: bool) -> None:
+    """The sandbox image: present; or the project's own, made at first use when a compiler
+    is here; or another, pulled at first use."""
+    compiler = shutil.which("musl-gcc") or shutil.which("gcc")
+    if engine.pause_present:
+        state, ok = "present", True
+    elif default and compiler is not None:
+        state, ok = f"missing, built at first use (with {compiler})", True
+    elif default:
+        state, ok = "missing, and no C compiler here to build it", False
+    else:
+        state, ok = "missing, pulled at first use", True
     report(
-        engine.pause_present,
-        f"pause image {engine.pause_image or DEFAULT_PAUSE_TAG}: "
-        + ("present" if engine.pause_present else "missing"),
-        "build it with `asynckubelet images build-pause`",
+        ok,
+        f"pause image {engine.pause_image}: {state}",
+        "install a C compiler with a static libc (apt-get install musl-tools), or run "
+        "`asynckubelet images build-pause` on a machine that has one",
     )
 
 
-def _check_network(report: _Report, url: str | None, *, firewall: str, local: bool) -> None:
+def _check_network(
+    report: _Report, url: str | None, *, network: str, firewall: str, local: bool
+) -> None:
     from asynckubelet.network.factory import choose_backend
 
-    backend, why = choose_backend(docker_url=url)
-    report(True, f"network backend (auto): {backend}, because {why}")
+    if network == "auto":
+        backend, why = choose_backend(docker_url=url)
+        report(True, f"network backend (--network auto): {backend}, because {why}")
+    else:
+        report(True, f"network backend (--network): {network}")
     wall = {"iptables": "iptables", "nftables": "nft"}.get(firewall)
     where = shutil.which(wall) if wall else None
     report(

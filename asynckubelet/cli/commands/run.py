@@ -1,8 +1,20 @@
 """``asynckubelet run``: the pods of some files on Docker, their output on the terminal.
 
 Pod output goes to stdout (the pod's stderr lines to stderr), prefixed ``pod/container``;
-status changes and pull progress go to stderr. The exit code is the first non-zero exit
-code of the pods' containers, 128+N after signal N, 1 when the run itself failed.
+status changes, waiting reasons with their messages and pull progress go to stderr.
+
+A run always ends. Pods are admitted first, as a kubelet admits them (resources, host
+ports, node labels); a pod the node cannot take ends the run before anything starts. A
+pod that waits for what waiting will not bring (an image that does not exist, a pull
+policy of Never, a ConfigMap that is not there after ``--config-timeout``, a pull that
+keeps failing past ``--pull-timeout``) ends it with ``pod/NAME: REASON: MESSAGE``. The
+first SIGINT/SIGTERM stops the pods gracefully, counting down their grace period; a
+second kills them at once. A closed stdout (``| head``) stops the pods and ends the run
+without a word, as other tools end on SIGPIPE.
+
+Exit codes: the first non-zero exit code of the pods' containers (else 0); 1 when the run
+failed (a rejected pod, a permanent error, an engine that cannot be reached); 128+N after
+signal N (130 for SIGINT, 143 for SIGTERM); 141 (128+SIGPIPE) when stdout was closed.
 """
 
 from __future__ import annotations
@@ -10,16 +22,19 @@ from __future__ import annotations
 import copy
 import dataclasses
 import secrets
+import signal
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import typer
 from rich.markup import escape
 
 from asynckubelet.cli.client import as_pod, find_daemon
 from asynckubelet.cli.options import (
     ColorOpt,
+    ConfigTimeoutOpt,
     FilesArg,
     GracePeriodOpt,
     KeepOpt,
@@ -27,21 +42,34 @@ from asynckubelet.cli.options import (
     LogOptions,
     NodeOptions,
     NodeRef,
+    PullTimeoutOpt,
     StateDirOpt,
 )
-from asynckubelet.cli.output import command, err, fail, first_signal, out, run_async, warn
+from asynckubelet.cli.output import command, err, fail, out, run_async, warn
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
 
+    from asynckubelet.client import NodeClient
     from asynckubelet.docker import LogLine
     from asynckubelet.manifests import Manifests
+    from asynckubelet.node.admission import NodeInfo
+    from asynckubelet.node.failures import Failure, FailureWatch
     from asynckubelet.node.runner import PodOutcome, RunOptions
     from asynckubelet.node.volumes import VolumeManager
     from asynckubelet.progress import PullDisplay
-    from asynckubelet.runtime.manager import RuntimeConfig
+    from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
 COLORS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
+DEFAULT_PULL_TIMEOUT = 300.0
+DEFAULT_CONFIG_TIMEOUT = 5.0
+"""Seconds, for ``run``: nothing can apply a missing ConfigMap during a run."""
+COUNTDOWN_LINE_EVERY = 5.0
+"""Seconds between countdown lines when stderr is not a terminal."""
+KILL_AGAIN_EVERY = 0.5
+"""Seconds between rounds of SIGKILL after the second signal (a container a sync was
+still starting is caught by the next round)."""
+EXIT_STDOUT_CLOSED = 128 + signal.SIGPIPE
 
 
 @command()
@@ -52,6 +80,8 @@ def run(
     grace_period: GracePeriodOpt = None,
     lenient: LenientOpt = False,
     color: ColorOpt = True,
+    pull_timeout: PullTimeoutOpt = DEFAULT_PULL_TIMEOUT,
+    config_timeout: ConfigTimeoutOpt = DEFAULT_CONFIG_TIMEOUT,
     state_dir: StateDirOpt = None,
     ctx: typer.Context,
     node: NodeOptions,
@@ -60,9 +90,13 @@ def run(
     """Run the Pods in FILES on Docker, stream their output, exit with their exit code.
 
     Pods with restartPolicy Never or OnFailure end by themselves; Always pods run until
-    SIGINT/SIGTERM, which stops every pod gracefully. The pods' containers are removed
-    at exit unless --keep is given.
+    SIGINT/SIGTERM, which stops every pod gracefully (a second signal kills them at once).
+    A pod that cannot run (rejected by the node, an image that does not exist, a missing
+    ConfigMap) ends the run with its reason, exit 1. The pods' containers are removed at
+    exit unless --keep is given. A Docker engine and the project's images are set up when
+    missing, each announced in one line.
     """
+    from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.node.runner import options_from_manifests
     from asynckubelet.progress import PullDisplay
 
@@ -75,8 +109,8 @@ def run(
     manifests = _owned(
         _load(files, lenient=lenient, node=node), node_name=config.node_name, owner=owner
     )
-    if daemon is not None:
-        _check_host_ports(manifests.pods, [as_pod(p) for p in daemon.pods()])
+    _admit(manifests.pods, node.node_info(), daemon)
+    ensure_engine(node.docker_host)
     options = options_from_manifests(
         manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
     )
@@ -84,15 +118,59 @@ def run(
         node=node,
         config=config,
         options=options,
-        renderer=_Renderer(color=color and out.is_terminal),
         pulls=PullDisplay(console=err, live=err.is_terminal),
+        pull_timeout=pull_timeout,
+        config_timeout=config_timeout,
     )
+    session.renderer = _Renderer(color=color and out.is_terminal)
+    out.on_closed = session.stdout_closed
     with session.pulls:
         outcomes = run_async(session.run, manifests.pods)
     codes = [_exit_code(outcome) for outcome in outcomes]
+    if session.closed_stdout:
+        raise typer.Exit(EXIT_STDOUT_CLOSED)
     if session.signals:
         raise typer.Exit(128 + session.signals[0])
+    if session.failures:
+        for name, failure in session.failures:
+            err.print(f"[red]{escape(failure.line(name))}[/red]")
+        raise typer.Exit(1)
     raise typer.Exit(next((c for c in codes if c), 0))
+
+
+def _admit(pods: Sequence[Pod], node: NodeInfo, daemon: NodeClient | None) -> None:
+    """Admit the pods as a kubelet admits them, each over the node daemon's pods and those
+    before it; a pod the node cannot take ends the run before anything starts."""
+    from asynckubelet.node.admission import NodeAdmitter, host_port_in_use
+    from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX
+
+    admitter = NodeAdmitter(node=node, host_port_in_use=host_port_in_use)
+    admitted = _node_pods(daemon)
+    rejected = False
+    for pod in pods:
+        rejection = admitter.admit(pod, admitted=admitted)
+        if rejection is None:
+            admitted.append(pod)
+            continue
+        rejected = True
+        name = pod.metadata.name if pod.metadata else ""
+        err.print(
+            f"[red]pod/{escape(name or '')}: {escape(rejection.reason)}: "
+            f"{escape(REJECTED_MESSAGE_PREFIX + rejection.message)}[/red]"
+        )
+    if rejected:
+        raise typer.Exit(1)
+
+
+def _node_pods(daemon: NodeClient | None) -> list[Pod]:
+    """The active pods of the node daemon, when one runs: a run's pods share the host's
+    ports and resources with them."""
+    from asynckubelet.node.status import TERMINAL_PHASES
+
+    if daemon is None:
+        return []
+    pods = [as_pod(p) for p in daemon.pods()]
+    return [p for p in pods if p.status is None or p.status.phase not in TERMINAL_PHASES]
 
 
 def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
@@ -106,6 +184,7 @@ def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
         pod_security=node.level,
         allow_namespace_policy=node.allow_namespace_policy,
         node_name=node.node_name or None,
+        node_labels=node.node_labels is not None,
     )
     for warning in manifests.warnings:
         warn(str(warning))
@@ -170,24 +249,6 @@ def _owned(manifests: Manifests, *, node_name: str, owner: str) -> Manifests:
     return dataclasses.replace(manifests, pods=tuple(pods))
 
 
-def _check_host_ports(pods: Sequence[Pod], theirs: list[Pod]) -> None:
-    """Refuse a pod whose host port a pod of the node daemon holds (as the kubelet's
-    NodePorts admission would), before anything starts."""
-    from asynckubelet.node.admission import host_port_conflict
-    from asynckubelet.runtime import containers as ctr
-
-    admitted = list(theirs)
-    for pod in pods:
-        rejection = host_port_conflict(pod, admitted=admitted)
-        if rejection is not None:
-            name, ns, _ = ctr.pod_identity(pod)
-            raise fail(
-                f"pod {ns}/{name}: Pod was rejected: {rejection.message} (held by the node "
-                "daemon's pods)"
-            )
-        admitted.append(pod)
-
-
 def _exit_code(outcome: PodOutcome) -> int:
     """The pod's exit code for the run's (its first failed container's); its error shown."""
     if outcome.error:
@@ -200,42 +261,78 @@ def _exit_code(outcome: PodOutcome) -> int:
 
 @dataclasses.dataclass
 class _Session:
-    """One run: the pods on one runtime until they end or a signal stops them."""
+    """One run: the pods on one runtime until they end, fail for good, or a signal (or a
+    closed stdout) stops them."""
 
     node: NodeOptions
     config: RuntimeConfig
     options: RunOptions
-    renderer: _Renderer
     pulls: PullDisplay
+    pull_timeout: float = DEFAULT_PULL_TIMEOUT
+    config_timeout: float = DEFAULT_CONFIG_TIMEOUT
+    renderer: _Renderer = dataclasses.field(default_factory=lambda: _Renderer(color=False))
     signals: list[int] = dataclasses.field(default_factory=list)
+    failures: list[tuple[str, Failure]] = dataclasses.field(default_factory=list)
+    closed_stdout: bool = False
+    stop: anyio.Event | None = None
+    watches: dict[str, FailureWatch] = dataclasses.field(default_factory=dict)
 
     async def run(self, pods: Sequence[Pod]) -> list[PodOutcome]:
         from asynckubelet import errors
+        from asynckubelet.cli.provision import announce
         from asynckubelet.node.runner import run_pods
         from asynckubelet.runtime.manager import RuntimeManager
 
-        stop = anyio.Event()
+        self.stop = stop = anyio.Event()
         outcomes: list[PodOutcome] = []
         async with RuntimeManager(self.config, volumes=self._volumes()) as rm:
             rm.images.listener = self.pulls
+            rm.images.announce = announce
             if not await rm.docker.ping():
                 raise errors.RuntimeUnavailable(
-                    f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running?"
+                    f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running? "
+                    "(`asynckubelet engine start` starts one)"
                 )
+            await rm.pause_image()
             rm.network = self.node.network_plugin(rm.docker, node_name=self.config.node_name)
             await rm.network.start()
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._stop_on_signals, stop, tg.cancel_scope, name="signals")
+                tg.start_soon(self._stop_on_signals, rm, pods, tg, name="signals")
                 outcomes = await run_pods(
                     rm,
                     pods,
                     stop=stop,
                     on_log=self.renderer.log,
-                    on_status=self.renderer.status,
+                    on_status=self._status,
                     options=self.options,
                 )
                 tg.cancel_scope.cancel()
         return outcomes
+
+    def _status(self, pod: Pod, status: PodStatus) -> None:
+        """Show the status; end the run when the pod waits for what will not come."""
+        from asynckubelet.node.failures import FailureWatch
+
+        self.renderer.status(pod, status)
+        assert pod.metadata is not None
+        name = pod.metadata.name or ""
+        watch = self.watches.setdefault(
+            name,
+            FailureWatch(pull_timeout=self.pull_timeout, config_timeout=self.config_timeout),
+        )
+        failure = watch.observe(status, now=anyio.current_time())
+        if failure is None or self.stop is None or self.stop.is_set():
+            return
+        self.failures.append((name, failure))
+        self.stop.set()
+
+    def stdout_closed(self) -> None:
+        """Nobody reads the pods' output any more: stop them and end without a word."""
+        if self.closed_stdout:
+            return
+        self.closed_stdout = True
+        if self.stop is not None:
+            self.stop.set()
 
     def _volumes(self) -> VolumeManager | None:
         """Volumes are directories on this machine: only a local engine can mount them."""
@@ -251,21 +348,103 @@ class _Session:
             service_account_issuer=self.node.service_account_issuer,
         )
 
-    async def _stop_on_signals(self, stop: anyio.Event, scope: anyio.CancelScope) -> None:
-        """The first SIGINT/SIGTERM stops the pods gracefully, the second kills them."""
-        while True:
-            self.signals.append(await first_signal())
-            if stop.is_set():
-                err.print("[red]second signal: killing now[/red]")
-                self.options.grace_period = 0
-                scope.cancel()
-                return
-            err.print("[dim]stopping pods gracefully (again to force)...[/dim]")
-            stop.set()
+    def _grace(self, pods: Sequence[Pod]) -> float:
+        from asynckubelet.runtime.kill import MINIMUM_GRACE_PERIOD, grace_period_of
+
+        longest = max((grace_period_of(p, self.options.grace_period) for p in pods), default=0)
+        return max(longest, float(MINIMUM_GRACE_PERIOD))
+
+    async def _stop_on_signals(
+        self, rm: RuntimeManager, pods: Sequence[Pod], tg: anyio.abc.TaskGroup
+    ) -> None:
+        """The first SIGINT/SIGTERM stops the pods gracefully, with a countdown of the grace
+        period; the second kills them at once."""
+        from asynckubelet.runtime import containers as ctr
+
+        assert self.stop is not None
+        countdown: _Countdown | None = None
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for signum in received:
+                self.signals.append(int(signum))
+                if len(self.signals) > 1 or self.stop.is_set():
+                    break
+                self.stop.set()
+                names = ", ".join(f"pod/{p.metadata.name}" for p in pods if p.metadata)
+                countdown = _Countdown(names=names, grace=self._grace(pods), live=err.is_terminal)
+                tg.start_soon(countdown.run, name="countdown")
+            if countdown is not None:
+                countdown.done()
+            err.print("[red]second signal: killing the pods now[/red]")
+            self.stop.set()
+            self.options.grace_period = 0
+            uids = {ctr.pod_identity(p)[2] for p in pods}
+            while True:
+                await _kill_now(rm, uids)
+                await anyio.sleep(KILL_AGAIN_EVERY)
+
+
+async def _kill_now(rm: RuntimeManager, uids: set[str]) -> None:
+    """SIGKILL every running container of these pods (sandboxes included)."""
+    from asynckubelet import errors
+    from asynckubelet.runtime import naming
+
+    try:
+        rows = await rm.docker.list_containers(labels={naming.LABEL_NODE: rm.node})
+    except errors.DockerError:
+        return
+    for row in rows:
+        labels = row.get("Labels") or {}
+        if labels.get(naming.LABEL_POD_UID) in uids and row.get("State") == "running":
+            try:
+                await rm.docker.kill_container(row["Id"])
+            except errors.DockerError:
+                pass
+
+
+class _Countdown:
+    """``stopping pod/web: 28s left (Ctrl-C again to kill now)``: redrawn in place on a
+    terminal, a line every few seconds elsewhere."""
+
+    def __init__(self, *, names: str, grace: float, live: bool) -> None:
+        self.names = names
+        self.grace = grace
+        self.live = live
+        self._shown = False
+
+    def _text(self, left: float) -> str:
+        return f"stopping {self.names}: {left:.0f}s left (Ctrl-C again to kill now)"
+
+    async def run(self) -> None:
+        started = anyio.current_time()
+        every = 1.0 if self.live else COUNTDOWN_LINE_EVERY
+        try:
+            while True:
+                left = max(self.grace - (anyio.current_time() - started), 0.0)
+                self._show(self._text(left))
+                if left <= 0:
+                    return
+                await anyio.sleep(min(every, left))
+        finally:
+            self.done()
+
+    def _show(self, text: str) -> None:
+        if self.live:
+            err.file.write(f"\r\x1b[2K{text}")
+            err.file.flush()
+            self._shown = True
+        else:
+            err.print(f"[dim]{escape(text)}[/dim]")
+
+    def done(self) -> None:
+        if self.live and self._shown:
+            err.file.write("\n")
+            err.file.flush()
+            self._shown = False
 
 
 class _Renderer:
-    """Prefixes pod output and reports status changes."""
+    """Prefixes pod output and reports status changes, waiting reasons with their messages
+    among them."""
 
     def __init__(self, *, color: bool) -> None:
         self.color = color
@@ -286,8 +465,17 @@ class _Renderer:
         from asynckubelet.node.status import kubectl_status
 
         assert pod.metadata is not None
+        name = pod.metadata.name or ""
+        key = f"{pod.metadata.namespace}/{name}"
         shown = kubectl_status(pod, status)
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         if self.last.get(key) != shown:
             self.last[key] = shown
-            err.print(f"[dim]pod/{escape(pod.metadata.name or '')}: {escape(shown)}[/dim]")
+            err.print(f"[dim]pod/{escape(name)}: {escape(shown)}[/dim]")
+        for c in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
+            waiting = c.state.waiting if c.state is not None else None
+            if waiting is None or not waiting.reason or not waiting.message:
+                continue
+            line = f"pod/{name}/{c.name}: {waiting.reason}: {waiting.message}"
+            if self.last.get(f"{key}/{c.name}") != line:
+                self.last[f"{key}/{c.name}"] = line
+                err.print(f"[dim]{escape(line)}[/dim]")

@@ -49,12 +49,17 @@ def serve(
     node: NodeOptions,
     log: LogOptions,
 ) -> None:
-    """Run the node: static pods from the manifest directory, HTTP endpoints, until a signal.
+    """Run the node until a signal: the objects applied to it and the static pods of its
+    manifest directory, its local API on <state-dir>/api.sock, the HTTP endpoints.
 
-    Image pulls are logged, one line per change of a layer's state.
+    Pods are admitted as a kubelet admits them (--capacity, --max-pods, --node-labels,
+    host ports): one the node cannot take is listed Failed with the kubelet's reason.
+    Image pulls are logged, one line per change of a layer's state. A Docker engine and
+    the sandbox image are set up when missing, each announced in one line.
     """
     import socket
 
+    from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.daemon import default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
@@ -78,7 +83,9 @@ def serve(
         leave_running=not stop_pods,
         dns=node.dns(),
         service_account_issuer=node.service_account_issuer,
+        node=node.node_info(),
     )
+    ensure_engine(node.docker_host)
     run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote))
 
 
@@ -91,6 +98,7 @@ class _Address:
 
 
 async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Address) -> None:
+    from asynckubelet.cli.provision import announce
     from asynckubelet.docker import DockerClient
     from asynckubelet.node import daemon
     from asynckubelet.node.access import remove_pid_file, write_pid_file
@@ -107,6 +115,8 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
         plugin = node.network_plugin(docker, node_name=config.node_name)
         async with Kubelet(config, docker=docker, network=plugin, objects=objects) as kubelet:
             kubelet.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
+            kubelet.runtime.images.announce = announce
+            await kubelet.runtime.pause_image()
             write_pid_file(state)
             inode: int | None = None
             published: list[NodeInfo] = []
