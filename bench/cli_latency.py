@@ -131,6 +131,31 @@ class Probe(threading.Thread):
         conn.close()
 
 
+class TableProbe(threading.Thread):
+    """The request ``get pods`` makes of a daemon's local API (the printed pod table),
+    every 50 ms, without a process around it: what the daemon's answer costs."""
+
+    def __init__(self, socket_path: Path) -> None:
+        super().__init__(daemon=True)
+        self.socket_path = socket_path
+        self.samples: list[float] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            started = time.monotonic()
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(str(self.socket_path))
+                s.sendall(
+                    b"GET /api/v1/namespaces/default/pods HTTP/1.0\r\nHost: localhost\r\n"
+                    b"Accept: application/json;as=Table;v=v1;g=meta.k8s.io\r\n\r\n"
+                )
+                while s.recv(65536):
+                    pass
+            self.samples.append(time.monotonic() - started)
+            self.stop.wait(0.05)
+
+
 def get_times(cli: list[str], env: dict[str, str], *, until: threading.Event) -> list[float]:
     """Wall times of ``get pods`` processes, one after another, until ``until`` is set."""
     times: list[float] = []
@@ -164,6 +189,9 @@ def main() -> None:
     if args.docker_host:
         env["ASYNCKUBELET_DOCKER_HOST"] = args.docker_host
     cli = [sys.executable, "-m", "asynckubelet"]
+    # Every process runs in the temporary directory: ``python -m`` puts the working
+    # directory first on the path, which would shadow --tree with a checkout there.
+    os.chdir(root)
     serve = subprocess.Popen(
         [*cli, "serve", "--listen", f"127.0.0.1:{port}", "--stop-pods-on-exit"],
         env=env,
@@ -198,6 +226,10 @@ def main() -> None:
         lag_before = lag_buckets(port)
         probe = Probe(port)
         probe.start()
+        api = root / "state" / "api.sock"
+        table_probe = TableProbe(api) if api.exists() else None
+        if table_probe is not None:
+            table_probe.start()
         done = threading.Event()
         sampled: list[float] = []
         getter = threading.Thread(
@@ -213,10 +245,20 @@ def main() -> None:
         getter.join()
         probe.stop.set()
         probe.join()
+        if table_probe is not None:
+            table_probe.stop.set()
+            table_probe.join()
         lag_after = lag_buckets(port)
 
         tree = "this tree" if args.tree.resolve() == REPO else str(args.tree)
-        print(f"code: {tree}; {args.pods} pods applied -> all Ready in {burst:.2f} s")
+        code = subprocess.run(
+            [sys.executable, "-c", "import asynckubelet; print(asynckubelet.__file__)"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        print(f"code: {tree} ({code}); {args.pods} pods applied -> all Ready in {burst:.2f} s")
         print(
             f"get pods at rest ({len(rest)} runs): p50 {statistics.median(rest):.3f} s, "
             f"p99 {percentile(rest, 99):.3f} s"
@@ -237,6 +279,13 @@ def main() -> None:
             f"probes): p50 {statistics.median(during) * 1e3:.1f} ms, "
             f"p99 {percentile(during, 99) * 1e3:.1f} ms"
         )
+        if table_probe is not None:
+            asked = table_probe.samples
+            print(
+                f"the pod table from the local API alone, during the burst ({len(asked)} "
+                f"requests): p50 {statistics.median(asked) * 1e3:.1f} ms, "
+                f"p99 {percentile(asked, 99) * 1e3:.1f} ms"
+            )
     finally:
         serve.send_signal(signal.SIGTERM)
         try:

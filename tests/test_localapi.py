@@ -290,3 +290,52 @@ async def test_the_socket_is_0600_and_a_stale_one_is_replaced(tmp_path: Path) ->
         with pytest.raises(errors.DaemonError, match="another `asynckubelet serve` answers"):
             daemon.claim_socket(state)
         tg.cancel_scope.cancel()
+
+
+async def test_deleting_a_namespace_deletes_everything_in_it(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    inside = CONFIG.replace("VALUE", "fast").replace(
+        "{name: settings}", "{name: settings, namespace: team}"
+    )
+    pod = POD.replace("{name: web}", "{name: web, namespace: team}")
+    assert (await apply(client, namespace, inside, pod))[0] == 200
+    await node.wait("team", "web", "Running", timeout=10)
+    objects = [{"kind": "Namespace", "name": "team"}]
+    response = await client.post(f"{LOCAL}/delete", json={"objects": objects, "timeoutSeconds": 30})
+    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    await node.wait("team", "web", "Deleted", timeout=30)
+    assert not any(node.objects.list(k) for k in ("Namespace", "ConfigMap", "Pod"))
+
+
+async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    docker = FakeDocker(images=IMAGES)
+
+    def node() -> Kubelet:
+        config = KubeletConfig(
+            node_name="n1",
+            state_dir=state,
+            housekeeping_period=0.1,
+            resync_period=0.2,
+            leave_running=True,
+        )
+        objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
+        return Kubelet(config, docker=docker, objects=objects)
+
+    info = daemon.NodeInfo(node_name="n1", pod_security="baseline")
+    first = node()
+    async with first, TestClient(TestServer(create_local_app(first, info))) as client:
+        await apply(client, CONFIG.replace("VALUE", "fast"), POD)
+        await first.wait("default", "web", "Running", timeout=10)
+    running = {c.id for c in docker.containers.values()}
+    second = node()
+    async with second:
+        await anyio.sleep(0.5)
+        assert await second.housekeeping() == []
+        pod = await second.wait("default", "web", "Running", timeout=10)
+        assert pod is not None
+        assert second.objects.view("default").configmaps == {"settings": {"mode": "fast"}}
+    assert {c.id for c in docker.containers.values()} == running

@@ -1,8 +1,9 @@
 """Reading pods from Docker and the state dir: for the node itself and for other processes.
 
-``asynckubelet get``, ``describe``, ``logs`` and ``exec`` must work whether a daemon runs
-or not. State lives in Docker (labels) and in the state dir (the manifest directory, the
-status files the daemon writes, the events file), so any process can rebuild a pod's view:
+With a daemon running, the client commands ask it (:mod:`asynckubelet.localapi`); without
+one, ``asynckubelet get``, ``describe``, ``logs``, ``exec`` and ``delete`` still work. State
+lives in Docker (labels) and in the state dir (the manifest directory, the status files
+the daemon writes, the events file), so any process can rebuild a pod's view:
 the spec from the daemon's status file or the manifest directory, the containers from
 Docker, the status through the same pure :func:`~asynckubelet.node.status.generate`.
 """

@@ -1,8 +1,8 @@
 """What the node's client commands do to its pods, as library calls.
 
-``apply --wait``, ``delete``, ``logs`` and ``exec`` act on a node that may or may not have
-a ``serve`` daemon running: the pods' state is in Docker and in the state dir (see
-:mod:`asynckubelet.node.access`), so any process can wait for pods to become ready,
+``apply --wait`` (beside a daemon), and ``delete``, ``logs`` and ``exec`` without one, act
+on the pods' state in Docker and in the state dir (see :mod:`asynckubelet.node.access`),
+so any process can wait for pods to become ready,
 delete them and wait until they are gone, or find the container instance to read or
 enter. These functions do that on a :class:`PodRuntime` (the runtime manager's status,
 kill and remove calls); they print nothing and report through return values, callbacks
