@@ -505,6 +505,8 @@ class Kubelet:
             resync_interval=self.config.resync_period,
             host_ips=self.config.host_ips,
         )
+        # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
+        worker.leave_running = self.config.leave_running
         entry = _Entry(
             worker=worker,
             source=source,
