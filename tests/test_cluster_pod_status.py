@@ -107,3 +107,15 @@ def test_the_servers_timestamps_compare_equal_to_the_nodes_finer_ones() -> None:
     pod.observe_api(from_api(api))
     pod.wanted = owned(running())
     assert not pod.patch_needed()
+
+
+def test_a_merged_condition_loses_the_reason_it_no_longer_has() -> None:
+    not_ready = PodCondition(
+        type="Ready", status="False", reason="ContainersNotReady", message="unready: [c]"
+    )
+    current = owned(PodStatus(phase="Running", conditions=[not_ready]))
+    new = owned(PodStatus(phase="Running", conditions=[PodCondition(type="Ready", status="True")]))
+    patch = status_patch("uid-1", new, current=current)
+    assert patch["status"]["conditions"] == [
+        {"type": "Ready", "status": "True", "reason": None, "message": None}
+    ]

@@ -11,7 +11,7 @@ from typing import Any, cast
 import anyio
 import pytest
 from fake_cluster import FakeCluster, pod
-from lightkube.models.core_v1 import Pod
+from lightkube.models.core_v1 import Pod, PodStatus
 
 from asynckubelet.cluster.events import EventReporter, Involved
 from asynckubelet.cluster.objects import ObjectCache, ObjectRef, pod_object_refs
@@ -68,6 +68,7 @@ async def harness(*, cpu_millis: int = 2000) -> AsyncIterator[Harness]:
         pause_image=PAUSE,
         docker_url="tcp://fake:2375",
         housekeeping_period=0.2,
+        resync_period=0.2,
         host_ips=("10.0.0.5",),
         wait_for_sources=frozenset({SOURCE_READY}),
     )
@@ -260,3 +261,22 @@ async def test_events_about_a_pod_are_posted_once_and_repeats_patch_the_count() 
     assert (first.source.component, first.source.host) == ("kubelet", "n1")  # type: ignore[union-attr]
     assert reporter.dropped == 1
     assert [p["count"] for _, p in api.event_patches] == [3]
+
+
+async def test_a_failed_sync_reason_the_api_server_still_shows_is_cleared_once_the_pod_runs() -> (
+    None
+):
+    async with harness() as h:
+        stale = api_pod("web", "uid-web")
+        stale.status = PodStatus(phase="Running", reason="FailedSync", message="error syncing pod")
+        h.bind(stale)
+
+        def shown() -> dict[str, Any]:
+            merged: dict[str, Any] = {"phase": "Running", "reason": "FailedSync"}
+            for status in h.patches("web"):
+                merged.update(status)
+            return merged
+
+        await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
+        await anyio.sleep(0.5)
+        assert (shown()["phase"], shown()["reason"]) == ("Running", None)

@@ -354,13 +354,14 @@ class KubeClient:
         pod_uid: str,
     ) -> BoundToken:
         request = core_v1.ServiceAccountToken(
+            metadata=ObjectMeta(),
             spec=TokenRequestSpec(
                 audiences=list(audiences),
                 expirationSeconds=expiration_seconds,
                 boundObjectRef=BoundObjectReference(
                     apiVersion="v1", kind="Pod", name=pod_name, uid=pod_uid
                 ),
-            )
+            ),
         )
         what = f"request a token of service account {namespace}/{service_account}"
         answer = await self._call(

@@ -83,15 +83,9 @@ def status_patch(uid: str, new: Mapping[str, Any], *, current: Mapping[str, Any]
             if new[key] == current.get(key):
                 continue
             merge_key = _MERGE_KEYS.get(key)
-            value = list(new[key]) if merge_key else new[key]
-            if merge_key:
-                kept = {item.get(merge_key) for item in new[key]}
-                value += [
-                    {merge_key: item.get(merge_key), "$patch": "delete"}
-                    for item in current.get(key) or []
-                    if item.get(merge_key) not in kept
-                ]
-            status[key] = value
+            status[key] = (
+                _merged_list(new[key], current.get(key) or [], merge_key) if merge_key else new[key]
+            )
         elif key in current:
             merge_key = _MERGE_KEYS.get(key)
             status[key] = (
@@ -100,6 +94,26 @@ def status_patch(uid: str, new: Mapping[str, Any], *, current: Mapping[str, Any]
                 else None
             )
     return {"metadata": {"uid": uid}, "status": status}
+
+
+def _merged_list(
+    new: list[dict[str, Any]], current: list[dict[str, Any]], merge_key: str
+) -> list[dict[str, Any]]:
+    """A list the API server merges item by item: each new item with ``null`` for the
+    fields its current twin has and it lacks (a condition's ``reason`` once it is true
+    again), and a ``$patch: delete`` for each current item that is gone."""
+    twins = {item.get(merge_key): item for item in current}
+    out = []
+    for item in new:
+        twin = twins.get(item.get(merge_key)) or {}
+        out.append({**{k: None for k in twin if k not in item}, **item})
+    kept = {item.get(merge_key) for item in new}
+    out += [
+        {merge_key: item.get(merge_key), "$patch": "delete"}
+        for item in current
+        if item.get(merge_key) not in kept
+    ]
+    return out
 
 
 def reverts_terminal(api_phase: str | None, new: Mapping[str, Any]) -> bool:

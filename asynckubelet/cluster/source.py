@@ -319,15 +319,21 @@ class ApiPodSource:
         self._forget(uid)
 
     def _vanished(self, uid: str, tracked: _Tracked | None) -> None:
-        if tracked is None:
+        if tracked is None or tracked.state == "terminating":
             return
-        if tracked.state == "running":
-            logger.bind(pod=pod_key(tracked.api)).info(
-                "pod removed from the API server; stopping it"
-            )
-            self.kubelet.terminate(uid, grace_period=_grace(tracked.api))
-        if tracked.state != "terminating":
+        if tracked.state != "running":
             self._forget(uid)
+            return
+        logger.bind(pod=pod_key(tracked.api)).info("pod removed from the API server; stopping it")
+        tracked.state = "terminating"
+        done = self.kubelet.terminate(uid, grace_period=_grace(tracked.api))
+        assert self._tg is not None
+        self._tg.start_soon(self._forget_when_done, uid, done, name=f"stop {pod_key(tracked.api)}")
+
+    async def _forget_when_done(self, uid: str, done: anyio.Event | None) -> None:
+        if done is not None:
+            await done.wait()
+        self._forget(uid)
 
     def _forget(self, uid: str) -> None:
         self.tracked.pop(uid, None)
@@ -372,16 +378,28 @@ def _finished(status: PodStatus | None) -> bool:
 
 def _with_api_state(local: Pod, api: Pod) -> Pod:
     """The validated pod with the API pod's current metadata (volatile fields dropped)
-    and status, so that a relabel reaches the downward API and a restart keeps the start
-    time and a terminal phase."""
+    and status (:func:`_worth_keeping`), so that a relabel reaches the downward API and a
+    restart keeps the start time and a terminal phase."""
     out = cast(Pod, Pod.from_dict(local.to_dict()))
     meta = cast(Pod, Pod.from_dict(api.to_dict())).metadata
     if meta is not None:
         meta.managedFields = None
         meta.resourceVersion = None
         out.metadata = meta
-    out.status = api.status
+    out.status = _worth_keeping(api.status)
     return out
+
+
+def _worth_keeping(status: PodStatus | None) -> PodStatus | None:
+    """What of the API server's status the node's pod worker starts from: the start time,
+    transition times and container states; a reason and message only with a terminal
+    phase (a ``FailedSync`` the node once reported must not outlive the failure)."""
+    if status is None:
+        return None
+    kept = cast(PodStatus, PodStatus.from_dict(status.to_dict()))
+    if kept.phase not in TERMINAL_PHASES:
+        kept.reason = kept.message = None
+    return kept
 
 
 __all__ = [
