@@ -35,6 +35,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+from lightkube.models.core_v1 import Pod
 from loguru import logger
 
 from asynckubelet import __version__, errors
@@ -42,6 +43,7 @@ from asynckubelet.cluster import host, nodestatus
 from asynckubelet.cluster.client import KubeClient, check_access
 from asynckubelet.cluster.events import EventReporter, Involved
 from asynckubelet.cluster.lease import LEASE_DURATION, LeaseKeeper
+from asynckubelet.cluster.mirror import MirrorPods
 from asynckubelet.cluster.nodestatus import NodeFacts, Readiness, Thresholds
 from asynckubelet.cluster.objects import ObjectCache
 from asynckubelet.cluster.reflector import PodReflector
@@ -323,7 +325,26 @@ async def _run(
                 return Involved("Pod", state.namespace, state.name, state.uid)
 
             events.resolve = resolve
-            unsubscribe = [reporter.attach(kubelet.status), events.attach(kubelet.recorder)]
+            reflector = PodReflector(api, node_name=name, on_change=source.on_change)
+            mirrors = MirrorPods(
+                api,
+                kubelet=kubelet,
+                reporter=reporter,
+                cluster_pods=lambda: reflector.pods,
+                is_cluster_pod=lambda uid: uid in source.tracked,
+                node_uid=registrar.uid,
+            )
+
+            def on_change(pods: Mapping[str, Pod], changed: set[str]) -> None:
+                source.on_change(pods, changed)
+                mirrors.poke()
+
+            reflector.on_change = on_change
+            unsubscribe = [
+                reporter.attach(kubelet.status),
+                events.attach(kubelet.recorder),
+                mirrors.attach(),
+            ]
             try:
                 async with anyio.create_task_group() as pods:
                     await pods.start(source.objects.run, name="cluster objects")
@@ -335,10 +356,10 @@ async def _run(
                         ),
                         name="cluster pod source",
                     )
-                    reflector = PodReflector(api, node_name=name, on_change=source.on_change)
                     await pods.start(reflector.run, name="pod watch")
                     first_list.set()
                     await source.synced.wait()
+                    await pods.start(mirrors.run, name="mirror pods")
                     logger.info(
                         "node {} joined {} (Kubernetes {}): {} pods bound to it",
                         name,
