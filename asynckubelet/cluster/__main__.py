@@ -25,7 +25,7 @@ from asynckubelet.cluster.agent import ClusterConfig, ClusterNode, run_cluster_n
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import LEVELS
 from asynckubelet.network import NetworkPlugin
-from asynckubelet.network.bridge import DEFAULT_BRIDGE
+from asynckubelet.network.bridge import DEFAULT_BRIDGE, DEFAULT_STATE_DIR
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import BACKENDS, make_network_plugin
 from asynckubelet.node.admission import (
@@ -64,6 +64,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--network", default="bridge", choices=BACKENDS, help="pod network backend")
     p.add_argument("--bridge", default=DEFAULT_BRIDGE, help="bridge name (bridge backend)")
+    p.add_argument(
+        "--network-state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        help="IPAM and pod network records (bridge and cni backends)",
+    )
     p.add_argument("--state-dir", type=Path, default=None, help="node state directory")
     p.add_argument("--manifests", type=Path, default=None, help="static pod directory")
     p.add_argument("--pause-image", default=None)
@@ -128,6 +134,7 @@ async def serve(args: argparse.Namespace) -> None:
                 docker=docker,
                 node_name=kubelet.node_name,
                 bridge=args.bridge,
+                state_dir=args.network_state_dir,
                 **kwargs,  # type: ignore[arg-type]
             )
 
