@@ -36,6 +36,9 @@ REFILL_SECONDS = 300.0
 QUEUE_SIZE = 1000
 MAX_POSTED = 4096
 """Event names remembered for repeats (the correlator's LRU cache holds 4096)."""
+MAX_BUCKETS = 4096
+"""Objects whose rate limit is remembered (the spam filter's LRU cache holds 4096); the
+least recently made is forgotten first."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,8 @@ class EventReporter:
         if bucket is None:
             bucket = TokenBucket(burst=self.burst, refill=self.refill, clock=self.clock)
             self._buckets[bucket_key] = bucket
+            while len(self._buckets) > MAX_BUCKETS:
+                del self._buckets[next(iter(self._buckets))]
         if not bucket.take():
             self.dropped += 1
             logger.debug("event {} about {} dropped: rate limit", fields["reason"], involved.name)
@@ -167,10 +172,6 @@ class EventReporter:
         except anyio.WouldBlock:
             self.dropped += 1
             logger.debug("event {} about {} dropped: queue full", fields["reason"], involved.name)
-
-    def forget(self, uid: str) -> None:
-        """The object is gone: drop its rate limit and repeat bookkeeping."""
-        self._buckets.pop(("Pod", uid), None)
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED

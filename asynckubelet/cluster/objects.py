@@ -122,9 +122,10 @@ class ObjectCache:
     def watched(self) -> list[ObjectRef]:
         return sorted(self._watched)
 
-    async def acquire(self, owner: str, refs: Iterable[ObjectRef]) -> None:
+    def hold(self, owner: str, refs: Iterable[ObjectRef]) -> list[anyio.Event]:
         """Make ``owner`` (a pod UID) hold ``refs`` (and only those): new ones are
-        watched, ones it no longer names are let go; waits for each one's first read."""
+        watched, ones it no longer names are let go. Returns the events of those not read
+        yet (see :meth:`first_reads`)."""
         assert self._tg is not None, "ObjectCache.run() is not running"
         wanted = set(refs)
         for ref, held in list(self._watched.items()):
@@ -139,10 +140,18 @@ class ObjectCache:
                 self._tg.start_soon(self._watch, watched, name=f"watch {ref.kind} {ref.name}")
             watched.owners.add(owner)
             if not watched.read.is_set():
-                pending.append(watched)
+                pending.append(watched.read)
+        return pending
+
+    async def first_reads(self, pending: Iterable[anyio.Event]) -> None:
+        """Wait until each object has been read once, ``first_read_wait`` s at most."""
         with anyio.move_on_after(self.first_read_wait):
-            for watched in pending:
-                await watched.read.wait()
+            for read in pending:
+                await read.wait()
+
+    async def acquire(self, owner: str, refs: Iterable[ObjectRef]) -> None:
+        """:meth:`hold`, then wait for the first reads."""
+        await self.first_reads(self.hold(owner, refs))
 
     def release(self, owner: str) -> None:
         """``owner`` is gone: objects no other pod holds are no longer watched."""

@@ -77,7 +77,8 @@ class _Tracked:
     local: Pod | None = None
     """The validated pod handed to the node (defaults applied)."""
     spec_key: str = ""
-    admitted_at: float = 0.0
+    given: str = ""
+    """What was last handed to the node (metadata, spec, object versions)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,17 @@ def validate(pod: Pod, *, node_name: str, pod_security: Level) -> Validated:
 
 def _spec_key(pod: Pod) -> str:
     return json.dumps(pod.spec.to_dict() if pod.spec else {}, sort_keys=True, default=str)
+
+
+def _fingerprint(local: Pod, objects: list[Any]) -> str:
+    meta = local.metadata.to_dict() if local.metadata is not None else {}
+    spec = local.spec.to_dict() if local.spec is not None else {}
+    versions = [
+        (type(o).__name__, o.metadata.name, o.metadata.resourceVersion)
+        for o in objects
+        if o.metadata is not None
+    ]
+    return json.dumps([meta, spec, versions], sort_keys=True, default=str)
 
 
 def _grace(pod: Pod) -> float | None:
@@ -246,7 +258,10 @@ class ApiPodSource:
         self.tracked[uid] = tracked
         await self._hand_over(uid, tracked)
 
-    async def _hand_over(self, uid: str, tracked: _Tracked) -> None:
+    async def _hand_over(self, uid: str, tracked: _Tracked, *, wait: bool = True) -> None:
+        """Give the node the pod as it is now, with its ConfigMaps and Secrets; a pod
+        whose objects were never read is given once they are (in a task of its own, so
+        that other pods do not wait), unless ``wait`` is False."""
         pod = tracked.api
         key = _spec_key(pod)
         if tracked.local is None or key != tracked.spec_key:
@@ -255,10 +270,29 @@ class ApiPodSource:
                 logger.bind(pod=pod_key(pod)).warning("pod update refused: {}", checked.message)
                 return
             tracked.local, tracked.spec_key = checked.pod, key
-        local = _with_api_state(tracked.local, pod)
-        await self.objects.acquire(uid, pod_object_refs(local))
-        configmaps, secrets, data = self.objects.pod_objects(local)
         self.reporter.track(uid, pod)
+        pending = self.objects.hold(uid, pod_object_refs(tracked.local))
+        if pending and wait:
+            assert self._tg is not None
+            self._tg.start_soon(self._give_when_read, uid, tracked, pending)
+            return
+        self._give(uid, tracked)
+
+    async def _give_when_read(
+        self, uid: str, tracked: _Tracked, pending: list[anyio.Event]
+    ) -> None:
+        await self.objects.first_reads(pending)
+        if self.tracked.get(uid) is tracked and tracked.state == "running":
+            self._give(uid, tracked)
+
+    def _give(self, uid: str, tracked: _Tracked) -> None:
+        assert tracked.local is not None
+        local = _with_api_state(tracked.local, tracked.api)
+        configmaps, secrets, data = self.objects.pod_objects(local)
+        given = _fingerprint(local, [*configmaps, *secrets])
+        if given == tracked.given:
+            return
+        tracked.given = given
         self.kubelet.set_source(
             source_name(uid),
             Manifests(
@@ -284,7 +318,7 @@ class ApiPodSource:
             self.tracked[uid] = tracked
         tracked.api = pod
         if tracked.state == "running" and not self.kubelet.has_pod(uid):
-            await self._hand_over(uid, tracked)
+            await self._hand_over(uid, tracked, wait=False)
         was_running = tracked.state == "running"
         tracked.state = "terminating"
         done = self.kubelet.terminate(uid, grace_period=_grace(pod)) if was_running else None
