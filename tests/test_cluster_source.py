@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,6 +24,13 @@ from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
 BUSYBOX = "akltest.local/busybox:1.35"
+
+
+def U(name: str) -> str:
+    """A pod UID as the API server makes them (a UUID), the same for the same name."""
+    return str(uuid.uuid5(uuid.NAMESPACE_OID, name))
+
+
 PAUSE = "akltest.local/pause:3.10"
 
 
@@ -108,33 +116,33 @@ async def test_a_bound_pod_runs_and_its_status_reaches_the_api_with_the_uid_as_p
     None
 ):
     async with harness() as h:
-        h.bind(api_pod("web", "uid-web"))
+        h.bind(api_pod("web", U("web")))
         await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
         patch = next(p for n, p in h.api.status_patches if n == "web")
-        assert patch["metadata"] == {"uid": "uid-web"}
+        assert patch["metadata"] == {"uid": U("web")}
         shown: dict[str, Any] = {}
         for status in h.patches("web"):
             shown.update(status)
         assert (shown["phase"], shown["hostIP"]) == ("Running", "10.0.0.5")
-        assert h.kubelet.has_pod("uid-web")
+        assert h.kubelet.has_pod(U("web"))
 
 
 async def test_a_pod_that_fails_validation_fails_with_the_field_error_and_nothing_runs() -> None:
     async with harness() as h:
-        h.bind(api_pod("bad", "uid-bad", containers=[{"name": "c", "image": ""}]))
+        h.bind(api_pod("bad", U("bad"), containers=[{"name": "c", "image": ""}]))
         await h.until(lambda: bool(h.patches("bad")))
         status = h.patches("bad")[-1]
         assert status["phase"] == "Failed"
         assert status["reason"] == "FailedValidation"
         assert "spec.containers[0].image: Required value" in status["message"]
         assert h.docker.count("create_container") == 0
-        assert not h.kubelet.has_pod("uid-bad")
+        assert not h.kubelet.has_pod(U("bad"))
 
 
 async def test_a_pod_over_the_nodes_cpu_is_rejected_in_the_kubelets_words() -> None:
     async with harness(cpu_millis=1000) as h:
         big = [{"name": "c", "image": BUSYBOX, "resources": {"requests": {"cpu": "2"}}}]
-        h.bind(api_pod("big", "uid-big", containers=big))
+        h.bind(api_pod("big", U("big"), containers=big))
         await h.until(lambda: bool(h.patches("big")))
         status = h.patches("big")[-1]
         assert (status["phase"], status["reason"]) == ("Failed", "OutOfcpu")
@@ -142,12 +150,12 @@ async def test_a_pod_over_the_nodes_cpu_is_rejected_in_the_kubelets_words() -> N
             "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000,"
             " used: 0, capacity: 1000"
         )
-        assert not h.kubelet.has_pod("uid-big")
+        assert not h.kubelet.has_pod(U("big"))
 
 
 async def test_a_deleted_pod_is_stopped_then_deleted_for_good_with_grace_zero_and_its_uid() -> None:
     async with harness() as h:
-        web = api_pod("web", "uid-web", terminationGracePeriodSeconds=3)
+        web = api_pod("web", U("web"), terminationGracePeriodSeconds=3)
         h.bind(web)
         await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
         deleting = cast(Pod, Pod.from_dict(web.to_dict()))
@@ -156,28 +164,28 @@ async def test_a_deleted_pod_is_stopped_then_deleted_for_good_with_grace_zero_an
         deleting.metadata.deletionGracePeriodSeconds = 3
         deleting.metadata.resourceVersion = "2"
         h.bind(deleting)
-        await h.until(lambda: ("delete_pod", ("web", "uid-web", 0)) in h.api.calls)
-        assert not h.kubelet.has_pod("uid-web")
+        await h.until(lambda: ("delete_pod", ("web", U("web"), 0)) in h.api.calls)
+        assert not h.kubelet.has_pod(U("web"))
         assert not [c for c in h.docker.containers.values() if c.status == "running"]
 
 
 async def test_a_pod_removed_from_the_api_is_stopped() -> None:
     async with harness() as h:
-        h.bind(api_pod("web", "uid-web", terminationGracePeriodSeconds=1))
-        await h.until(lambda: h.kubelet.has_pod("uid-web"))
-        h.remove("uid-web")
-        await h.until(lambda: not h.kubelet.has_pod("uid-web"))
-        assert ("delete_pod", ("web", "uid-web", 0)) not in h.api.calls
+        h.bind(api_pod("web", U("web"), terminationGracePeriodSeconds=1))
+        await h.until(lambda: h.kubelet.has_pod(U("web")))
+        h.remove(U("web"))
+        await h.until(lambda: not h.kubelet.has_pod(U("web")))
+        assert ("delete_pod", ("web", U("web"), 0)) not in h.api.calls
 
 
 async def test_a_mirror_pod_is_never_run() -> None:
     async with harness() as h:
-        mirror = api_pod("static-n1", "uid-mirror")
+        mirror = api_pod("static-n1", U("mirror"))
         assert mirror.metadata is not None
         mirror.metadata.annotations = {"kubernetes.io/config.mirror": "abc"}
         h.bind(mirror)
         await anyio.sleep(0.3)
-        assert not h.kubelet.has_pod("uid-mirror")
+        assert not h.kubelet.has_pod(U("mirror"))
         assert h.docker.count("create_container") == 0
 
 
@@ -236,7 +244,7 @@ async def test_events_about_a_pod_are_posted_once_and_repeats_patch_the_count() 
     reporter = EventReporter(
         api,  # type: ignore[arg-type]
         node_name="n1",
-        resolve=lambda uid: Involved("Pod", "default", "web", "uid-web"),
+        resolve=lambda uid: Involved("Pod", "default", "web", U("web")),
         clock=lambda: now[0],
         burst=2,
     )
@@ -244,7 +252,7 @@ async def test_events_about_a_pod_are_posted_once_and_repeats_patch_the_count() 
 
     recorder = EventRecorder(node_name="n1")
     reporter.attach(recorder)
-    web = api_pod("web", "uid-web")
+    web = api_pod("web", U("web"))
     async with anyio.create_task_group() as tg:
         await tg.start(reporter.run)
         recorder(web, type="Normal", reason="Pulled", message="already present", container="c")
@@ -267,7 +275,7 @@ async def test_a_failed_sync_reason_the_api_server_still_shows_is_cleared_once_t
     None
 ):
     async with harness() as h:
-        stale = api_pod("web", "uid-web")
+        stale = api_pod("web", U("web"))
         stale.status = PodStatus(phase="Running", reason="FailedSync", message="error syncing pod")
         h.bind(stale)
 

@@ -302,10 +302,14 @@ async def _run(
             kubelet_config,
             host_ips=kubelet_config.host_ips or (node_ip,),
             wait_for_sources=kubelet_config.wait_for_sources | {SOURCE_READY},
+            node=kubelet_config.node or NodeInfo(name=name, allocatable=resources),
         )
         async with Kubelet(
             kconfig, docker=docker, network=plugin, volumes=_volumes(kconfig, tokens)
         ) as kubelet:
+            # The node admits every pod again as it starts it; in a cluster, resources it
+            # does not advertise are the scheduler's to count (removeMissingExtendedResources).
+            kubelet.admitter.ignore_unadvertised_extended = True
             reporter = PodStatusReporter(api)
             source = ApiPodSource(
                 api=api,

@@ -100,6 +100,7 @@ def validate(pod: Pod, *, node_name: str, pod_security: Level) -> Validated:
         source_name=f"pod {pod_key(pod)}",
         pod_security=pod_security,
         node_name=node_name,
+        node_labels=True,
     )
     if report.errors or not report.manifests.pods:
         text = "; ".join(str(e) for e in report.errors) or "not accepted"
