@@ -27,6 +27,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import copy
+import dataclasses
 import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
@@ -124,6 +125,12 @@ class KubeletConfig:
     and ``preStop`` hooks run within it); the containers of pods still stopping then are
     killed (SIGKILL) at once and removed. None: no limit, every grace period is waited
     for in full."""
+    host_ips: tuple[str, ...] = ()
+    """The node's addresses (at most one per family): pods' ``status.hostIP(s)`` and the
+    downward API's ``status.hostIP``; empty: not reported."""
+    wait_for_sources: frozenset[str] = frozenset()
+    """Sources that must call :meth:`Kubelet.source_ready` before housekeeping removes any
+    pod: until a remote source has listed its pods, none of the pods running is unwanted."""
 
 
 @dataclass(eq=False)
@@ -196,6 +203,7 @@ class Kubelet:
         self._started: set[str] = set()
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
+        self._unready_sources = set(self.config.wait_for_sources)
         self._saved: dict[str, Pod] = {}
         self._on_docker: set[str] = set()
         self._rejected: set[str] = set()
@@ -383,14 +391,36 @@ class Kubelet:
                 self._begin_delete(uid, grace_period=None)
             elif entry is None:
                 self._forget_rejected(uid)
-        self._sources[source] = wanted
+        if wanted:
+            self._sources[source] = wanted
+        else:
+            self._sources.pop(source, None)
         for pod in manifests.pods:
             self._want(pod, source, manifests)
+
+    def source_ready(self, source: str) -> None:
+        """``source`` (one of ``wait_for_sources``) has said what it wants: housekeeping
+        may remove what no source wants once every such source is ready."""
+        self._unready_sources.discard(source)
+
+    def terminate(self, uid: str, *, grace_period: float | None) -> anyio.Event | None:
+        """Stop the pod ``uid`` (``grace_period`` None: the pod's own) and remove it, as
+        for a pod deleted on an API server; returns an event set once its containers are
+        gone, or None when the node runs no such pod."""
+        entry = self._begin_delete(uid, grace_period=grace_period)
+        return entry.done if entry is not None else None
+
+    def has_pod(self, uid: str) -> bool:
+        """Whether a pod worker drives the pod ``uid`` (running, or being stopped)."""
+        return uid in self._entries
 
     def _options(self, pod: Pod, manifests: Manifests) -> RunOptions:
         uid = ctr.pod_identity(pod)[2]
         options = RunOptions()
-        options.contexts[uid] = pod_context(manifests, pod, node_name=self.node_name)
+        context = pod_context(manifests, pod, node_name=self.node_name)
+        if self.config.host_ips:
+            context = dataclasses.replace(context, host_ip=self.config.host_ips[0])
+        options.contexts[uid] = context
         options.pull_secrets[uid] = pull_secrets(manifests, pod)
         return options
 
@@ -473,7 +503,10 @@ class Kubelet:
             own_events=False,
             exit_on_terminal=False,
             resync_interval=self.config.resync_period,
+            host_ips=self.config.host_ips,
         )
+        # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
+        worker.leave_running = self.config.leave_running
         entry = _Entry(
             worker=worker,
             source=source,
@@ -840,6 +873,8 @@ class Kubelet:
 
     async def housekeeping(self) -> builtins.list[str]:
         """Kill and remove this node's pods that no source wants; returns their uids."""
+        if self._unready_sources:
+            return []
         self._saved.clear()
         self.status.prune()
         removed = []
