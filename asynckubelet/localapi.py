@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -40,7 +40,7 @@ from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests, inspect_manifests_text
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.node import access, operations
-from asynckubelet.node.daemon import API_GROUP, SOCKET_MODE, NodeInfo
+from asynckubelet.node.daemon import API_GROUP, SOCKET_MODE, DaemonInfo
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import (
     KINDS,
@@ -55,7 +55,7 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.server import _flag, _int_param, healthz, metrics
 
 NODE_KEY = web.AppKey("node", Kubelet)
-InfoSource = Callable[[], NodeInfo]
+InfoSource = Callable[[], DaemonInfo]
 INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
 LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"
 MAX_REQUEST_BYTES = 4 * MAX_DOCUMENT_BYTES
@@ -245,16 +245,23 @@ async def pod_log(request: web.Request) -> web.StreamResponse:
     follow = follow and not previous
     try:
         while True:
-            async for line in node.runtime.docker.logs(
+            lines = node.runtime.docker.logs(
                 cid, follow=follow, tail=tail, timestamps=timestamps, since=since
-            ):
-                data = (line.text + "\n").encode()
-                if left is not None:
-                    data = data[:left]
-                    left -= len(data)
-                await response.write(data)
-                if left is not None and left <= 0:
-                    break
+            )
+            try:
+                async for line in lines:
+                    data = (line.text + "\n").encode()
+                    if left is not None:
+                        data = data[:left]
+                        left -= len(data)
+                    await response.write(data)
+                    if left is not None and left <= 0:
+                        break
+            finally:
+                # The engine's stream is closed as soon as it is left, not when collected.
+                if isinstance(lines, AsyncGenerator):
+                    with anyio.CancelScope(shield=True):
+                        await lines.aclose()
             if not follow or (left is not None and left <= 0):
                 break
             following = await operations.next_instance(
@@ -438,7 +445,7 @@ async def delete(request: web.Request) -> web.Response:
 # -- the app ---------------------------------------------------------------------------------
 
 
-def create_local_app(node: Kubelet, info: NodeInfo | InfoSource) -> web.Application:
+def create_local_app(node: Kubelet, info: DaemonInfo | InfoSource) -> web.Application:
     """The local API of ``node``; ``info`` is its published configuration (or what gives
     it when asked: the daemon completes it once all its listeners are bound)."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
@@ -468,7 +475,7 @@ def create_local_app(node: Kubelet, info: NodeInfo | InfoSource) -> web.Applicat
 
 async def serve_local(
     node: Kubelet,
-    info: NodeInfo | InfoSource,
+    info: DaemonInfo | InfoSource,
     *,
     path: str,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,

@@ -53,7 +53,7 @@ def running_daemon(
             from asynckubelet.localapi import serve_local
 
             path = daemon.claim_socket(state)
-            info = daemon.NodeInfo(
+            info = daemon.DaemonInfo(
                 node_name=node_name, pod_security=pod_security, docker_host=docker.url
             )
             future, _ = portal.start_task(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from daemon_helpers import Daemon, running_daemon
 from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
@@ -17,7 +18,6 @@ from asynckubelet.cli import client as cli_client
 from asynckubelet.cli.commands import run as run_command
 from asynckubelet.manifests import load_manifests_text, pod_uid
 from asynckubelet.node.objects import ObjectStore
-from tests.daemon_helpers import Daemon, running_daemon
 
 CONFIG = """\
 apiVersion: v1

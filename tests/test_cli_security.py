@@ -9,13 +9,13 @@ import stat
 from pathlib import Path
 
 import pytest
+from daemon_helpers import running_daemon
 from loguru import logger
 from typer.testing import CliRunner
 
 from asynckubelet.cli import app
 from asynckubelet.cli.options import LogOptions
 from asynckubelet.cli.output import setup_logging
-from tests.daemon_helpers import running_daemon
 
 POD = """\
 apiVersion: v1

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from daemon_helpers import IMAGES
 
 from asynckubelet import errors
 from asynckubelet.localapi import create_local_app, serve_local
@@ -22,7 +23,6 @@ from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
 from asynckubelet.tables import TABLE_ACCEPT
 from asynckubelet.testing import FakeDocker
-from tests.daemon_helpers import IMAGES
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +70,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet]]:
     )
     objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
     node = Kubelet(config, docker=FakeDocker(images=IMAGES), objects=objects)
-    info = daemon.NodeInfo(node_name="n1", pod_security="baseline")
+    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with node, TestClient(TestServer(create_local_app(node, info))) as client:
         yield client, node
 
@@ -280,7 +280,7 @@ async def test_the_socket_is_0600_and_a_stale_one_is_replaced(tmp_path: Path) ->
     node = Kubelet(
         KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker(images=IMAGES)
     )
-    info = daemon.NodeInfo(node_name="n1", pod_security="baseline")
+    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with node, anyio.create_task_group() as tg:
         await tg.start(
             lambda task_status: serve_local(node, info, path=str(path), task_status=task_status)
@@ -325,7 +325,7 @@ async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path
         objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
         return Kubelet(config, docker=docker, objects=objects)
 
-    info = daemon.NodeInfo(node_name="n1", pod_security="baseline")
+    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     first = node()
     async with first, TestClient(TestServer(create_local_app(first, info))) as client:
         await apply(client, CONFIG.replace("VALUE", "fast"), POD)

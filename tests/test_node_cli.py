@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from daemon_helpers import Daemon, running_daemon
 from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
@@ -14,7 +15,6 @@ from asynckubelet.cli import app
 from asynckubelet.cli.commands import delete as delete_command
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.runtime.types import PodRuntimeStatus
-from tests.daemon_helpers import Daemon, running_daemon
 
 POD = """\
 apiVersion: v1

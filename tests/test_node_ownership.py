@@ -4,13 +4,13 @@ and a node agent's housekeeping neither lists nor removes them (nor the reverse)
 from __future__ import annotations
 
 import pytest
+from daemon_helpers import IMAGES
 
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.testing import FakeDocker
-from tests.daemon_helpers import IMAGES
 
 pytestmark = pytest.mark.anyio
 

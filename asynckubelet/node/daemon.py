@@ -50,7 +50,7 @@ def node_file(state: Path) -> Path:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NodeInfo:
+class DaemonInfo:
     """A running daemon's effective configuration, as it publishes it."""
 
     node_name: str
@@ -77,25 +77,25 @@ class NodeInfo:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> NodeInfo:
+    def from_json(cls, data: dict[str, Any]) -> DaemonInfo:
         known = {f for f in cls.__dataclass_fields__}
         values = {k: v for k, v in data.items() if k in known}
         values["cluster_dns"] = tuple(str(s) for s in values.get("cluster_dns") or ())
         return cls(**values)
 
 
-def write_node_info(state: Path, info: NodeInfo) -> Path:
+def write_node_info(state: Path, info: DaemonInfo) -> Path:
     text = json.dumps(info.to_json(), indent=2) + "\n"
     hostfs.write_file(state, NODE_FILE, text.encode(), mode=NODE_FILE_MODE)
     return node_file(state)
 
 
-def read_node_info(state: Path) -> NodeInfo | None:
+def read_node_info(state: Path) -> DaemonInfo | None:
     """The configuration a daemon published in ``state``; None when there is none (or it
     cannot be read: it may be another user's)."""
     try:
         data = json.loads(hostfs.read_file(state, NODE_FILE, limit=1 << 16))
-        return NodeInfo.from_json(data) if isinstance(data, dict) else None
+        return DaemonInfo.from_json(data) if isinstance(data, dict) else None
     except (OSError, ValueError, TypeError):
         return None
 
@@ -151,7 +151,7 @@ __all__ = [
     "API_GROUP",
     "NODE_FILE",
     "SOCKET_NAME",
-    "NodeInfo",
+    "DaemonInfo",
     "claim_socket",
     "default_state_dir",
     "node_file",

@@ -85,7 +85,7 @@ async def _wait(
 
     from asynckubelet.node.daemon import socket_answers
     from asynckubelet.node.operations import PodKey, wait_until_ready
-    from asynckubelet.node.status import kubectl_status
+    from asynckubelet.printers import kubectl_status
     from asynckubelet.progress import WaitDisplay
     from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 

@@ -34,7 +34,7 @@ from asynckubelet.cli.options import (
 from asynckubelet.cli.output import command, err, fail, run_async
 
 if TYPE_CHECKING:
-    from asynckubelet.node.daemon import NodeInfo
+    from asynckubelet.node.daemon import DaemonInfo
     from asynckubelet.node.kubelet import Kubelet, KubeletConfig
 
 
@@ -119,7 +119,7 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
             await kubelet.runtime.pause_image()
             write_pid_file(state)
             inode: int | None = None
-            published: list[NodeInfo] = []
+            published: list[DaemonInfo] = []
             signals = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
             try:
                 # Signals are taken before the node is announced: one that comes right after
@@ -164,7 +164,7 @@ async def _listen(tg: anyio.abc.TaskGroup, kubelet: Kubelet, at: _Address) -> in
 
 
 async def _listen_locally(
-    tg: anyio.abc.TaskGroup, kubelet: Kubelet, info: Callable[[], NodeInfo], socket_file: Path
+    tg: anyio.abc.TaskGroup, kubelet: Kubelet, info: Callable[[], DaemonInfo], socket_file: Path
 ) -> int:
     """The local API on the state dir's socket, started; the socket's inode."""
     from asynckubelet.localapi import serve_local
@@ -185,13 +185,13 @@ def _node_info(
     docker_url: str,
     *,
     network: str,
-) -> NodeInfo:
+) -> DaemonInfo:
     """What the daemon publishes: its effective configuration."""
     from asynckubelet import __version__
     from asynckubelet.cli.options import ipv6_pod_cidr
-    from asynckubelet.node.daemon import NodeInfo
+    from asynckubelet.node.daemon import DaemonInfo
 
-    return NodeInfo(
+    return DaemonInfo(
         node_name=config.node_name,
         pod_security=config.pod_security,
         allow_namespace_policy=config.allow_namespace_policy,
