@@ -16,7 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from asynckubelet.cli import app
+from asynckubelet.cli.app import app
 from asynckubelet.errors import ManifestError
 from asynckubelet.manifests import (
     inspect_manifests,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from asynckubelet.cli import app
+from asynckubelet.cli.app import app
 
 EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"
 GOOD = """\

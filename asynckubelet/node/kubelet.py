@@ -45,15 +45,16 @@ from loguru import logger
 from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerAPI, ExecResult, LogLine
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
-from asynckubelet.manifests import Level, Manifests, load_manifests_text
+from asynckubelet.manifests import Level, Manifests, inspect_manifests_text, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.node import access
 from asynckubelet.node.admission import NodeAdmitter, NodeInfo, host_port_in_use, host_resources
 from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.metrics import NodeMetrics
+from asynckubelet.node.objects import ObjectStore, persisted_text
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
-from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_secrets
+from asynckubelet.node.runner import PodWorker, RunOptions
 from asynckubelet.node.sources import ManifestDirSource, source_name
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
@@ -61,6 +62,7 @@ from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 from asynckubelet.runtime.volumes import VolumeProvider
@@ -123,6 +125,12 @@ class KubeletConfig:
     and ``preStop`` hooks run within it); the containers of pods still stopping then are
     killed (SIGKILL) at once and removed. None: no limit, every grace period is waited
     for in full."""
+    host_ips: tuple[str, ...] = ()
+    """The node's addresses (at most one per family): pods' ``status.hostIP(s)`` and the
+    downward API's ``status.hostIP``; empty: not reported."""
+    wait_for_sources: frozenset[str] = frozenset()
+    """Sources that must call :meth:`Kubelet.source_ready` before housekeeping removes any
+    pod: until a remote source has listed its pods, none of the pods running is unwanted."""
 
 
 @dataclass(eq=False)
@@ -149,8 +157,14 @@ class Kubelet:
         docker: DockerAPI | None = None,
         network: NetworkPlugin | None = None,
         volumes: VolumeProvider | None = None,
+        objects: ObjectStore | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
+        self.objects = objects if objects is not None else ObjectStore(persistent_source=API_SOURCE)
+        """Namespaces, ConfigMaps, Secrets and applied Pods: what every pod of a namespace
+        may refer to, whichever source brought it (kept across restarts when the store
+        has a directory)."""
+        self.objects.subscribe(self._objects_changed)
         state = self.config.state_dir
         if volumes is None and is_local_daemon(resolve_docker_url(self.config.docker_url)):
             # Volumes are directories on this machine: only a local engine can mount them.
@@ -195,6 +209,7 @@ class Kubelet:
         self._started: set[str] = set()
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
+        self._unready_sources = set(self.config.wait_for_sources)
         self._saved: dict[str, Pod] = {}
         self._on_docker: set[str] = set()
         self._rejected: set[str] = set()
@@ -231,6 +246,7 @@ class Kubelet:
             raise
         try:
             await self._tg.start(self._guard(self.pleg.run), name="pleg")
+            self._restore_objects()
             if self.config.manifest_dir is not None:
                 self.manifest_source = ManifestDirSource(
                     self.config.manifest_dir,
@@ -338,6 +354,29 @@ class Kubelet:
             message=message,
         )
 
+    def _restore_objects(self) -> None:
+        """Take back the objects a previous run kept, loaded as any manifest is; their
+        pods are wanted again before housekeeping could take them for unwanted."""
+        directory = self.objects.directory
+        if directory is None or not directory.is_dir():
+            return
+        report = inspect_manifests_text(
+            persisted_text(directory),
+            source_name=str(directory),
+            pod_security=self.config.pod_security,
+            allow_namespace_policy=self.config.allow_namespace_policy,
+            node_name=self.node_name,
+            node_labels=self.admitter.node.labels is not None,
+        )
+        for error in report.errors:
+            logger.warning("a kept object was not taken back: {}: {}", error.source, error.field)
+        self.objects.restore(report.manifests)
+        for pod in report.manifests.pods:
+            self._want(pod, API_SOURCE)
+        self._sources.setdefault(API_SOURCE, set()).update(
+            ctr.pod_identity(p)[2] for p in report.manifests.pods
+        )
+
     # -- desired state --------------------------------------------------------------------
 
     def _prepare(self, pods: Manifests | Pod | Iterable[Pod]) -> tuple[list[Pod], Manifests]:
@@ -354,6 +393,7 @@ class Kubelet:
                 pod_security=self.config.pod_security,
                 allow_namespace_policy=self.config.allow_namespace_policy,
                 node_name=self.node_name,
+                namespaces=self.objects.namespaces(),
                 node_labels=self.admitter.node.labels is not None,
             )
             prepared.extend(loaded.pods)
@@ -368,8 +408,9 @@ class Kubelet:
         restarts only the containers whose spec changed.
         """
         prepared, manifests = self._prepare(pods)
+        self.objects.put(manifests, source=API_SOURCE)
         for pod in prepared:
-            self._want(pod, API_SOURCE, manifests)
+            self._want(pod, API_SOURCE)
         self._sources.setdefault(API_SOURCE, set()).update(ctr.pod_identity(p)[2] for p in prepared)
         return prepared
 
@@ -382,20 +423,65 @@ class Kubelet:
                 self._begin_delete(uid, grace_period=None)
             elif entry is None:
                 self._forget_rejected(uid)
-        self._sources[source] = wanted
+        if wanted:
+            self._sources[source] = wanted
+        else:
+            self._sources.pop(source, None)
+        self.objects.set_source(source, manifests)
         for pod in manifests.pods:
-            self._want(pod, source, manifests)
+            self._want(pod, source)
 
-    def _options(self, pod: Pod, manifests: Manifests) -> RunOptions:
-        uid = ctr.pod_identity(pod)[2]
+    def source_ready(self, source: str) -> None:
+        """``source`` (one of ``wait_for_sources``) has said what it wants: housekeeping
+        may remove what no source wants once every such source is ready."""
+        self._unready_sources.discard(source)
+
+    def terminate(self, uid: str, *, grace_period: float | None) -> anyio.Event | None:
+        """Stop the pod ``uid`` (``grace_period`` None: the pod's own) and remove it, as
+        for a pod deleted on an API server; returns an event set once its containers are
+        gone, or None when the node runs no such pod."""
+        entry = self._begin_delete(uid, grace_period=grace_period)
+        return entry.done if entry is not None else None
+
+    def has_pod(self, uid: str) -> bool:
+        """Whether a pod worker drives the pod ``uid`` (running, or being stopped)."""
+        return uid in self._entries
+
+    def _options(self, pod: Pod) -> RunOptions:
+        """The pod's ConfigMaps, Secrets and pull secrets: those of its namespace, from
+        whichever source they came."""
+        _, ns, uid = ctr.pod_identity(pod)
+        view = self.objects.view(ns)
         options = RunOptions()
-        options.contexts[uid] = pod_context(manifests, pod, node_name=self.node_name)
-        options.pull_secrets[uid] = pull_secrets(manifests, pod)
+        options.contexts[uid] = PodContext(
+            node_name=self.node_name,
+            host_ip=self.config.host_ips[0] if self.config.host_ips else "",
+            configmaps=view.configmaps,
+            binary_configmaps=view.binary_configmaps,
+            secrets=view.secrets,
+        )
+        refs = (pod.spec.imagePullSecrets if pod.spec else None) or []
+        options.pull_secrets[uid] = [
+            (view.secret_types[ref.name], dict(view.secrets[ref.name]))
+            for ref in refs
+            if ref.name is not None and ref.name in view.secrets
+        ]
         return options
 
-    def _want(self, pod: Pod, source: str, manifests: Manifests) -> None:
+    def _objects_changed(self, namespaces: frozenset[str]) -> None:
+        """ConfigMaps or Secrets of these namespaces changed: their pods see the new ones
+        and look again now (a pod waiting for one starts; mounted volumes are rewritten)."""
+        for uid, entry in list(self._entries.items()):
+            if entry.deleting or ctr.pod_identity(entry.worker.pod)[1] not in namespaces:
+                continue
+            options = self._options(entry.worker.pod)
+            entry.worker.options.contexts[uid] = options.contexts[uid]
+            entry.worker.options.pull_secrets[uid] = options.pull_secrets[uid]
+            entry.worker.poke()
+
+    def _want(self, pod: Pod, source: str) -> None:
         name, ns, uid = ctr.pod_identity(pod)
-        options = self._options(pod, manifests)
+        options = self._options(pod)
         for other_uid, other in list(self._entries.items()):
             oname, ons, _ = ctr.pod_identity(other.worker.pod)
             if other_uid != uid and (ons, oname) == (ns, name) and not other.deleting:
@@ -472,7 +558,10 @@ class Kubelet:
             own_events=False,
             exit_on_terminal=False,
             resync_interval=self.config.resync_period,
+            host_ips=self.config.host_ips,
         )
+        # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
+        worker.leave_running = self.config.leave_running
         entry = _Entry(
             worker=worker,
             source=source,
@@ -534,6 +623,7 @@ class Kubelet:
         ``grace_period`` overrides the pod's ``terminationGracePeriodSeconds``. With
         ``wait`` (the default) this returns once the pod's objects are gone.
         """
+        self.objects.remove("Pod", namespace, name)
         for uid, entry in list(self._entries.items()):
             pname, pns, _ = ctr.pod_identity(entry.worker.pod)
             if (pns, pname) == (namespace, name):
@@ -839,6 +929,8 @@ class Kubelet:
 
     async def housekeeping(self) -> builtins.list[str]:
         """Kill and remove this node's pods that no source wants; returns their uids."""
+        if self._unready_sources:
+            return []
         self._saved.clear()
         self.status.prune()
         removed = []

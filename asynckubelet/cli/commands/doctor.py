@@ -89,7 +89,7 @@ def doctor(
     from asynckubelet import errors
     from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
     from asynckubelet.images.build import default_probe_tag
-    from asynckubelet.node.access import default_state_dir
+    from asynckubelet.node.daemon import default_state_dir
 
     check_network(network)
     report = _Report()
