@@ -335,9 +335,8 @@ async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path
     running = {c.id for c in docker.containers.values()}
     second = node()
     async with second:
-        await anyio.sleep(0.5)
-        assert await second.housekeeping() == []
         pod = await second.wait("default", "web", "Running", timeout=10)
         assert pod is not None
+        assert await second.housekeeping() == []
         assert second.objects.view("default").configmaps == {"settings": {"mode": "fast"}}
     assert {c.id for c in docker.containers.values()} == running
