@@ -60,6 +60,8 @@ def _free_cluster_cidr() -> str:
 class Cluster:
     dir: Path
     env: dict[str, str]
+    restarted: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    """API servers started again by a test: they run until down.sh stops the cluster."""
 
     @property
     def bin(self) -> Path:
@@ -114,6 +116,7 @@ class Cluster:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        self.restarted.append(process)
         pid_file.write_text(f"{process.pid}\n")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -149,6 +152,7 @@ def cluster() -> Iterator[Cluster]:
         "AKL_CLUSTER_NODE_MONITOR_GRACE_PERIOD": GRACE,
         "NODE_NAME": "akltest-node",
     }
+    running: Cluster | None = None
     try:
         up = subprocess.run(
             [str(SCRIPTS / "up.sh"), str(directory)],
@@ -165,9 +169,13 @@ def cluster() -> Iterator[Cluster]:
             key, sep, value = line.partition("=")
             if sep:
                 values[key.strip()] = value.strip().strip("'\"")
-        yield Cluster(dir=directory, env={**env, **values})
+        running = Cluster(dir=directory, env={**env, **values})
+        yield running
     finally:
         subprocess.run([str(SCRIPTS / "down.sh"), str(directory)], capture_output=True)
+        if running is not None:
+            for process in running.restarted:
+                process.wait(timeout=30)
         shutil.rmtree(directory, ignore_errors=True)
 
 
