@@ -398,6 +398,15 @@ def _seconds(value: Any, name: str) -> float | None:
     return float(value)
 
 
+async def _delete_namespace_contents(node: Kubelet, name: str, *, grace: float | None) -> None:
+    """Delete the pods of namespace ``name`` (not waiting) and forget its objects."""
+    for inner in [*_pods(node, name)]:
+        await node.delete(name, ctr.pod_identity(inner)[0], grace_period=grace, wait=False)
+    for other in ("ConfigMap", "Secret", "Pod"):
+        for obj in node.objects.list(other, name):
+            node.objects.remove(other, name, obj.name)
+
+
 async def delete(request: web.Request) -> web.Response:
     """``{"objects": [{"kind", "namespace", "name"}], "gracePeriodSeconds",
     "timeoutSeconds"}``: each object deleted (pods gracefully, waited for until they are
@@ -425,11 +434,7 @@ async def delete(request: web.Request) -> web.Response:
                 waiting.append(result)
             continue
         if kind == "Namespace":
-            for inner in [*_pods(node, name)]:
-                await node.delete(name, ctr.pod_identity(inner)[0], grace_period=grace, wait=False)
-            for other in ("ConfigMap", "Secret", "Pod"):
-                for obj in node.objects.list(other, name):
-                    node.objects.remove(other, name, obj.name)
+            await _delete_namespace_contents(node, name, grace=grace)
         if node.objects.remove(kind, namespace, name) is not None:
             result["status"] = "deleted"
             logger.info("{} {} deleted", RESOURCES[kind], "/".join(filter(None, (namespace, name))))

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -36,6 +36,8 @@ import pytest
 from asynckubelet.docker import DockerClient
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from integration.harness import Engine, remove_owned
+
+_T = TypeVar("_T")
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "integration" / "cluster"
@@ -58,6 +60,8 @@ def _free_cluster_cidr() -> str:
 class Cluster:
     dir: Path
     env: dict[str, str]
+    restarted: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    """API servers started again by a test: they run until down.sh stops the cluster."""
 
     @property
     def bin(self) -> Path:
@@ -112,6 +116,7 @@ class Cluster:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        self.restarted.append(process)
         pid_file.write_text(f"{process.pid}\n")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -147,6 +152,7 @@ def cluster() -> Iterator[Cluster]:
         "AKL_CLUSTER_NODE_MONITOR_GRACE_PERIOD": GRACE,
         "NODE_NAME": "akltest-node",
     }
+    running: Cluster | None = None
     try:
         up = subprocess.run(
             [str(SCRIPTS / "up.sh"), str(directory)],
@@ -163,9 +169,13 @@ def cluster() -> Iterator[Cluster]:
             key, sep, value = line.partition("=")
             if sep:
                 values[key.strip()] = value.strip().strip("'\"")
-        yield Cluster(dir=directory, env={**env, **values})
+        running = Cluster(dir=directory, env={**env, **values})
+        yield running
     finally:
         subprocess.run([str(SCRIPTS / "down.sh"), str(directory)], capture_output=True)
+        if running is not None:
+            for process in running.restarted:
+                process.wait(timeout=30)
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -312,10 +322,12 @@ def unmount_under(root: Path) -> None:
         subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
 
 
-def wait_for(check: Callable[[], Any], *, timeout: float, what: str, every: float = 0.3) -> Any:
+def wait_for(
+    check: Callable[[], _T | None], *, timeout: float, what: str, every: float = 0.3
+) -> _T:
     """Poll ``check`` until it returns something truthy; fail naming ``what``."""
     deadline = time.monotonic() + timeout
-    last: Any = None
+    last: _T | None = None
     while time.monotonic() < deadline:
         last = check()
         if last:

@@ -17,6 +17,7 @@ removed after the test, whether it passed or not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -139,10 +140,8 @@ def _sweep_session_nodes(engine: Engine) -> None:
             for node in sorted(_SESSION_NODES):
                 await remove_owned(client, node, settle=0)
 
-    try:
+    with contextlib.suppress(errors.DockerError):
         anyio.run(sweep)
-    except errors.DockerError:
-        pass
 
 
 @pytest.fixture
@@ -177,6 +176,13 @@ def remove_node_state(node: str) -> None:
     for mount in sorted((m for m in mounts if m.startswith(f"{state}/")), reverse=True):
         subprocess.run(["umount", mount], check=False, capture_output=True)
     shutil.rmtree(state, ignore_errors=True)
+
+
+def held_connections(client: DockerClient) -> int:
+    """How many connections the adapter's HTTP session has taken from its pool."""
+    connector = client._connect().session.connector
+    assert connector is not None
+    return len(connector._acquired)
 
 
 async def remove_owned(client: DockerClient, node: str, *, settle: float = 0.5) -> list[str]:

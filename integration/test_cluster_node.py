@@ -152,7 +152,8 @@ def test_a_pod_applied_without_a_node_is_scheduled_here_and_runs_with_its_ip(
     assert ipaddress.ip_address(ip) in ipaddress.ip_network(cidr)
     shown = pod(cluster, namespace, "web")
     conditions = {c["type"]: c["status"] for c in shown["status"]["conditions"]}
-    assert conditions["Ready"] == "True" and conditions["ContainersReady"] == "True"
+    assert conditions["Ready"] == "True"
+    assert conditions["ContainersReady"] == "True"
     events = cluster.json(
         "get", "events", "-n", namespace, "--field-selector", "involvedObject.name=web"
     )["items"]
@@ -261,7 +262,8 @@ spec:
 
     status = wait_for(failed, timeout=180, what="the job to fail")
     assert status["failed"] == 2
-    assert not status.get("succeeded") and not status.get("active")
+    assert not status.get("succeeded")
+    assert not status.get("active")
     failure = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert failure["reason"] == "BackoffLimitExceeded"
     pods = cluster.json("get", "pods", "-n", namespace, "-l", "job-name=failing")["items"]
@@ -437,7 +439,7 @@ def test_a_node_stopped_past_the_grace_turns_not_ready_then_ready_and_reconciles
 
     def ready_status() -> str:
         node = cluster.json("get", "node", agent.name)
-        return next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+        return str(next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"))
 
     wait_for(lambda: ready_status() == "Unknown", timeout=120, what="the node to be NotReady")
     assert "NotReady" in cluster.kubectl("get", "node", agent.name).stdout
@@ -484,7 +486,8 @@ def test_running_pods_outlive_an_api_server_outage_and_the_watch_resumes(
         input=pod_yaml("after", test_images["busybox"], command=SLEEPER),
     )  # fmt: skip
     wait_phase(cluster, namespace, "after", "Running")
-    assert agent.process is not None and agent.process.poll() is None
+    assert agent.process is not None
+    assert agent.process.poll() is None
     assert container_id(agent, "before") == cid
     sandboxes = docker(
         agent.engine,

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from asynckubelet import errors
-from asynckubelet.cli import app
+from asynckubelet.cli.app import app
 from asynckubelet.network import factory
 
 POD = """\

@@ -16,7 +16,8 @@ import typer
 from typer.testing import CliRunner
 
 from asynckubelet import errors
-from asynckubelet.cli import app, options
+from asynckubelet.cli import options
+from asynckubelet.cli.app import app
 from asynckubelet.cli.options import NodeOptions
 from asynckubelet.manifests import LEVELS
 from asynckubelet.network import bridge, factory

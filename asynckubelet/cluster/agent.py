@@ -52,10 +52,9 @@ from asynckubelet.cluster.reporter import PodStatusReporter
 from asynckubelet.cluster.source import SOURCE_READY, ApiPodSource
 from asynckubelet.cluster.tokens import ClusterTokens
 from asynckubelet.docker import DockerAPI, DockerClient
-from asynckubelet.docker.engine import resolve_docker_url
+from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Level
 from asynckubelet.network import NetworkPlugin
-from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.node.admission import (
     NodeInfo,
     NodeResources,

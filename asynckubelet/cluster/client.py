@@ -56,8 +56,8 @@ def _fail(path: Path, problem: str) -> errors.KubeconfigError:
     return errors.KubeconfigError(f"kubeconfig {path}: {problem}", path=str(path))
 
 
-def load_kubeconfig(path: Path, *, context: str | None = None) -> SingleConfig:
-    """The kubeconfig's context ``context`` (default its ``current-context``), checked."""
+def _read_kubeconfig(path: Path) -> dict[str, Any]:
+    """The kubeconfig's document: readable YAML, a mapping with clusters and contexts."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -76,6 +76,12 @@ def load_kubeconfig(path: Path, *, context: str | None = None) -> SingleConfig:
     for key in ("clusters", "contexts"):
         if not isinstance(data.get(key), list) or not data[key]:
             raise _fail(path, f"no {key}")
+    return data
+
+
+def load_kubeconfig(path: Path, *, context: str | None = None) -> SingleConfig:
+    """The kubeconfig's context ``context`` (default its ``current-context``), checked."""
+    data = _read_kubeconfig(path)
     name = context or data.get("current-context")
     if not name:
         raise _fail(path, "no current-context (and none given)")

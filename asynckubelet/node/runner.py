@@ -376,7 +376,7 @@ class PodWorker:
             tg.start_soon(self._follow, c.id, c.name, name=f"logs {self.name}/{c.name}")
 
     async def _follow(self, container_id: str, container: str) -> None:
-        assert self.on_log is not None
+        assert self.on_log is not None  # noqa: S101  (type narrowing: followed only when a log sink is set)
         try:
             async for line in self.rm.docker.logs(container_id, follow=True):
                 self.on_log(self.pod, container, line)
