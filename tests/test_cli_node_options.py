@@ -16,7 +16,7 @@ import typer
 from typer.testing import CliRunner
 
 from asynckubelet import errors
-from asynckubelet.cli import options
+from asynckubelet.cli import options, provision
 from asynckubelet.cli.app import app
 from asynckubelet.cli.options import NodeOptions
 from asynckubelet.manifests import LEVELS
@@ -79,6 +79,7 @@ def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         raise Stop("stopped by the test")
 
     monkeypatch.setattr(factory, "make_network_plugin", record)
+    monkeypatch.setattr(provision, "ensure_engine", lambda *args, **kwargs: None)
     return seen
 
 
