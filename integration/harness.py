@@ -72,8 +72,9 @@ def _find_or_start_engine() -> tuple[Engine | None, Dockerd | None, str]:
         if _answers(host):
             return Engine(url=host, private=False), None, ""
         return None, None, f"DOCKER_HOST={host} does not answer"
-    if not private_wanted and Path("/var/run/docker.sock").exists() and _answers(None):
-        return Engine(url="unix:///var/run/docker.sock", private=False), None, ""
+    default = "unix:///var/run/docker.sock"
+    if not private_wanted and Path("/var/run/docker.sock").exists() and _answers(default):
+        return Engine(url=default, private=False), None, ""
     if os.geteuid() != 0:
         return None, None, "no Docker engine answers and not root to start one"
     if shutil.which("dockerd") is None:
