@@ -224,6 +224,7 @@ start kube-apiserver "$bin/kube-apiserver" \
     --client-ca-file="$pki/ca.crt" \
     --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
     --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
     --requestheader-client-ca-file="$pki/front-proxy-ca.crt" \
     --requestheader-allowed-names=front-proxy-client \
     --requestheader-username-headers=X-Remote-User \
