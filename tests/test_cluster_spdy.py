@@ -26,7 +26,7 @@ def test_the_dictionary_is_spdy3s() -> None:
 
 def test_header_blocks_round_trip_through_one_compression_context() -> None:
     out, into = spdy.HeaderCompressor(), spdy.HeaderDecompressor()
-    first = {"streamType": "stdout", "X-Multi": ["a", "b"]}
+    first: dict[str, list[str] | str] = {"streamType": "stdout", "X-Multi": ["a", "b"]}
     second = {"streamtype": "stderr", "port": "8080"}
     one, two = out.compress(first), out.compress(second)
     assert into.decompress(one) == {"streamtype": ["stdout"], "x-multi": ["a", "b"]}
