@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import subprocess
 import sys
 import urllib.request
@@ -773,3 +774,38 @@ def test_kubectl_port_forward_reaches_a_port_of_the_pod(
     finally:
         forward.terminate()
         forward.wait(timeout=30)
+
+
+def test_the_local_api_of_serve_lists_cluster_pods_beside_its_own(
+    cluster: Cluster, agent: Agent, namespace: str, test_images: dict[str, str]
+) -> None:
+    cluster.kubectl(
+        "apply", "-n", namespace, "-f", "-",
+        input=pod_yaml("remote", test_images["busybox"], command=SLEEPER),
+    )  # fmt: skip
+    wait_phase(cluster, namespace, "remote", "Running")
+    local = agent.root / "local.yaml"
+    local.write_text(pod_yaml("local", test_images["busybox"], command=SLEEPER))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "asynckubelet", *args,
+             "--state-dir", str(agent.state_dir), "--node-name", agent.name],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        )  # fmt: skip
+
+    applied = cli("apply", "-f", str(local), "--wait", "--timeout", "120")
+    assert applied.returncode == 0, applied.stderr
+    listed = cli("get", "pods", "-A")
+    assert listed.returncode == 0, listed.stderr
+    names = {line.split()[1] for line in listed.stdout.splitlines()[1:]}
+    assert {"remote", "local"} <= names
+    # The locally applied pod is the node's own: the API server shows its mirror pod.
+    wait_for(
+        lambda: phase(cluster, "default", f"local-{agent.name}") == "Running",
+        timeout=60,
+        what="the local pod's mirror pod",
+    )

@@ -1,7 +1,8 @@
 """``asynckubelet serve --kubeconfig FILE``: the node joins a cluster.
 
-The same node as a standalone ``serve`` (its static pods, with mirror pods in the API; its
-read-only HTTP endpoints; its pid file), plus the pods the cluster binds to it and the
+The same node as a standalone ``serve`` (its static pods and what is applied to it
+through its local API, with mirror pods in the API server; its read-only HTTP endpoints;
+its socket, ``node.json`` and pid file), plus the pods the cluster binds to it and the
 kubelet API on ``--kubelet-port`` (:func:`~asynckubelet.cluster.run_cluster_node`). A
 kubeconfig that cannot be used, or a serving certificate or client CA that cannot be
 loaded, is one ``error:`` line and exit status 2.
@@ -9,6 +10,7 @@ loaded, is one ``error:`` line and exit status 2.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import signal
 from collections.abc import Callable
@@ -19,12 +21,13 @@ import anyio
 
 from asynckubelet import errors
 from asynckubelet.cli.options import ClusterOptions, NodeOptions, UsageError
-from asynckubelet.cli.output import err, fail, first_signal, run_async
+from asynckubelet.cli.output import err, fail, run_async
 
 if TYPE_CHECKING:
     from asynckubelet.cluster.agent import ClusterConfig
     from asynckubelet.docker import DockerAPI
     from asynckubelet.network import NetworkPlugin
+    from asynckubelet.node.daemon import DaemonInfo
     from asynckubelet.node.kubelet import KubeletConfig
 
 
@@ -111,44 +114,89 @@ async def _serve(
     state: Path,
     listen: tuple[str, int, bool],
 ) -> None:
+    from asynckubelet.cli.commands.serve import _Address, _node_info
     from asynckubelet.cli.provision import announce
     from asynckubelet.cluster.agent import ClusterNode, run_cluster_node
     from asynckubelet.docker import DockerClient
+    from asynckubelet.localapi import serve_local
+    from asynckubelet.node import daemon
     from asynckubelet.node.access import remove_pid_file, write_pid_file
+    from asynckubelet.node.kubelet import API_SOURCE
+    from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
     from asynckubelet.server import serve_http
 
     host, port, allow_remote = listen
+    try:
+        socket_file = daemon.claim_socket(state)
+    except errors.DaemonError as e:
+        raise fail(str(e)) from None
+    objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
+    inode: int | None = None
+    published: list[DaemonInfo] = []
     async with DockerClient(url=node.docker_host) as docker:
         network = network_factory(node, cluster, docker, node_name=config.node_name)
         write_pid_file(state)
+        signals = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
         try:
-            async with anyio.create_task_group() as tg:
-                joined: ClusterNode = await tg.start(
-                    functools.partial(
-                        run_cluster_node, joining, config, docker=docker, network=network
+            # Signals are taken from the start: one during the join, or right after the
+            # announcement, still removes what was announced.
+            with signals as received:
+                async with anyio.create_task_group() as tg:
+
+                    async def stop_on_signal() -> None:
+                        async for signum in received:
+                            err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
+                            tg.cancel_scope.cancel()
+                            return
+
+                    tg.start_soon(stop_on_signal)
+                    joined: ClusterNode = await tg.start(
+                        functools.partial(
+                            run_cluster_node,
+                            joining,
+                            config,
+                            docker=docker,
+                            network=network,
+                            objects=objects,
+                        )
                     )
-                )
-                joined.kubelet.runtime.images.announce = announce
-                http = functools.partial(
-                    serve_http, joined.kubelet, host=host, port=port, allow_remote=allow_remote
-                )
-                try:
-                    bound = await tg.start(http)
-                except OSError as e:
-                    raise fail(f"cannot listen on {host}:{port}: {e}") from None
-                kubelet_api = (
-                    f", kubelet API port {joined.kubelet_port}" if joined.kubelet_port else ""
-                )
-                err.print(
-                    f"node {joined.node_name} joined {joined.api.server} "
-                    f"(pod CIDR {joined.pod_cidr}{kubelet_api}), manifests "
-                    f"{config.manifest_dir}, http://{host}:{bound}",
-                    soft_wrap=True,
-                )
-                signum = await first_signal()
-                err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
-                tg.cancel_scope.cancel()
+                    kubelet = joined.kubelet
+                    kubelet.runtime.images.announce = announce
+                    local = functools.partial(
+                        serve_local, kubelet, lambda: published[0], path=str(socket_file)
+                    )
+                    http = functools.partial(
+                        serve_http, kubelet, host=host, port=port, allow_remote=allow_remote
+                    )
+                    try:
+                        inode = int(await tg.start(local))
+                        bound = await tg.start(http)
+                    except OSError as e:
+                        raise fail(f"cannot listen: {e}") from None
+                    info = _node_info(
+                        config,
+                        node,
+                        _Address(f"{host}:{port}", host, port, allow_remote),
+                        bound,
+                        socket_file,
+                        docker.url,
+                        network=kubelet.runtime.network.name,
+                    )
+                    published.append(dataclasses.replace(info, pod_cidr=joined.pod_cidr or ""))
+                    daemon.write_node_info(state, published[0])
+                    kubelet_api = (
+                        f", kubelet API port {joined.kubelet_port}" if joined.kubelet_port else ""
+                    )
+                    err.print(
+                        f"node {joined.node_name} joined {joined.api.server} "
+                        f"(pod CIDR {joined.pod_cidr}{kubelet_api}), manifests "
+                        f"{config.manifest_dir}, http://{host}:{bound}, local API {socket_file}",
+                        soft_wrap=True,
+                    )
         finally:
+            daemon.release_socket(state, inode=inode)
+            if inode is not None:
+                daemon.remove_node_info(state)
             remove_pid_file(state)
 
 

@@ -75,6 +75,7 @@ from asynckubelet.node.admission import (
     host_resources,
 )
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
+from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.volumes import VolumeManager, default_root
 
 DEFAULT_KUBELET_PORT = 10250
@@ -257,12 +258,14 @@ async def run_cluster_node(
     *,
     docker: DockerAPI | None = None,
     network: NetworkPlugin | NetworkFactory | None = None,
+    objects: ObjectStore | None = None,
     task_status: anyio.abc.TaskStatus[ClusterNode] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Join the cluster and run its pods until cancelled.
 
     ``network`` is the pod network, or a factory called with the pod CIDR (the Node's
-    ``spec.podCIDR``, else ``config.pod_cidr``); None: the node's default. Reports started
+    ``spec.podCIDR``, else ``config.pod_cidr``); None: the node's default. ``objects`` is
+    the node's store of what was applied to it locally (None: one in memory). Reports started
     with the :class:`ClusterNode` once the first list of pods has been acted on. Raises
     :class:`~asynckubelet.errors.KubeconfigError` for a kubeconfig that cannot be used.
     """
@@ -271,9 +274,20 @@ async def run_cluster_node(
         server_version = await check_access(api, path=config.kubeconfig)
         if docker is None:
             async with DockerClient(url=kubelet_config.docker_url) as owned:
-                await _run(config, kubelet_config, api, server_version, owned, network, task_status)
+                await _run(
+                    config,
+                    kubelet_config,
+                    api,
+                    server_version,
+                    owned,
+                    network,
+                    objects,
+                    task_status,
+                )
         else:
-            await _run(config, kubelet_config, api, server_version, docker, network, task_status)
+            await _run(
+                config, kubelet_config, api, server_version, docker, network, objects, task_status
+            )
     finally:
         with anyio.CancelScope(shield=True):
             await api.aclose()
@@ -286,6 +300,7 @@ async def _run(
     server_version: str,
     docker: DockerAPI,
     network: NetworkPlugin | NetworkFactory | None,
+    objects: ObjectStore | None,
     task_status: anyio.abc.TaskStatus[ClusterNode],
 ) -> None:
     name = kubelet_config.node_name
@@ -378,7 +393,11 @@ async def _run(
             node=kubelet_config.node or NodeInfo(name=name, allocatable=resources),
         )
         async with Kubelet(
-            kconfig, docker=docker, network=plugin, volumes=_volumes(kconfig, tokens)
+            kconfig,
+            docker=docker,
+            network=plugin,
+            volumes=_volumes(kconfig, tokens),
+            objects=objects,
         ) as kubelet:
             # The node admits every pod again as it starts it; in a cluster, resources it
             # does not advertise are the scheduler's to count (removeMissingExtendedResources).
