@@ -16,7 +16,7 @@ certificate. So the server speaks HTTPS:
   request is a ``SubjectAccessReview`` for ``nodes/proxy`` (``nodes/log``, ``nodes/stats``,
   ``nodes/metrics``, ``nodes/spec`` for their paths), answers cached as the kubelet does.
 
-The read-only endpoints are those of :mod:`asynckubelet.server` (``/healthz``, ``/pods``,
+The read-only endpoints are those of :mod:`asynckubelet.endpoints` (``/healthz``, ``/pods``,
 ``/containerLogs`` with the kubelet's query parameters); exec and port forwarding are SPDY
 sessions (:mod:`asynckubelet.cluster.streaming`). ``/attach`` and ``/run`` are not served.
 """
@@ -40,7 +40,7 @@ import anyio.abc
 from aiohttp import web
 from loguru import logger
 
-from asynckubelet import errors, server
+from asynckubelet import endpoints, errors
 from asynckubelet.cluster import spdy, streaming
 from asynckubelet.node import access
 from asynckubelet.node.kubelet import Kubelet
@@ -372,7 +372,7 @@ def _pod_and_container(node: Kubelet, request: web.Request) -> tuple[Any, str]:
 
 
 async def exec_handler(request: web.Request) -> web.StreamResponse:
-    node = request.app[server.NODE_KEY]
+    node = request.app[endpoints.NODE_KEY]
     pod, container = _pod_and_container(node, request)
     command = request.query.getall("command", [])
     if not command:
@@ -414,7 +414,7 @@ async def exec_handler(request: web.Request) -> web.StreamResponse:
 
 
 async def port_forward_handler(request: web.Request) -> web.StreamResponse:
-    node = request.app[server.NODE_KEY]
+    node = request.app[endpoints.NODE_KEY]
     pod, _ = _pod_and_container(node, request)
     status = pod.status
     address = (status.podIP if status is not None else None) or ""
@@ -442,14 +442,13 @@ def create_app(
     node: Kubelet, *, node_name: str, authorizer: Reviewer | None = None
 ) -> web.Application:
     app = web.Application(middlewares=[authenticate])
-    app[server.NODE_KEY] = node
-    app[server.HOSTS_KEY] = frozenset()
+    app[endpoints.NODE_KEY] = node
     app[NODE_NAME_KEY] = node_name
     app[AUTHORIZER_KEY] = authorizer
-    app.router.add_get("/healthz", server.healthz)
-    app.router.add_get("/pods", server.pods)
-    app.router.add_get("/pods/", server.pods)
-    app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", server.container_logs)
+    app.router.add_get("/healthz", endpoints.healthz)
+    app.router.add_get("/pods", endpoints.pods)
+    app.router.add_get("/pods/", endpoints.pods)
+    app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", endpoints.container_logs)
     for method in ("GET", "POST"):
         app.router.add_route(method, "/exec/{namespace}/{pod}/{container}", exec_handler)
         app.router.add_route(method, "/exec/{namespace}/{pod}/{uid}/{container}", exec_handler)
