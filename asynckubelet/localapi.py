@@ -36,6 +36,9 @@ from lightkube.models.core_v1 import Namespace, Pod
 from loguru import logger
 
 from asynckubelet import errors, hostfs, printers, tables
+from asynckubelet.endpoints import NODE_KEY, healthz, metrics
+from asynckubelet.endpoints import flag_param as _flag
+from asynckubelet.endpoints import int_param as _int_param
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests, inspect_manifests_text
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
@@ -52,9 +55,7 @@ from asynckubelet.node.objects import (
 )
 from asynckubelet.node.status import is_scheduling_gated
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.server import _flag, _int_param, healthz, metrics
 
-NODE_KEY = web.AppKey("node", Kubelet)
 InfoSource = Callable[[], DaemonInfo]
 INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
 LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"

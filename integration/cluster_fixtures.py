@@ -5,8 +5,9 @@
 ``down.sh`` at the end whatever happened. When the control plane cannot be built or
 started the tests skip, saying why; with ``ASYNCKUBELET_REQUIRE_CLUSTER=1`` they fail.
 
-``Agent`` runs ``python -m asynckubelet.cluster`` as a node of that cluster, with its own
-node name, state directory, bridge and network state; ``agents`` (per test) stops every
+``Agent`` runs ``asynckubelet serve --kubeconfig`` as a node of that cluster, with its own
+node name, state directory, bridge and network state, its node IP on loopback (where the
+API server dials its kubelet API, on a port of its own); ``agents`` (per test) stops every
 agent the test started, removes its containers, bridge, firewall chains and state, and
 deletes its Node and the pods bound to it, whether the test passed or not. Everything the
 tests send goes to loopback (the API server) or to the pods they made.
@@ -20,6 +21,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,13 @@ REQUIRE_ENV = "ASYNCKUBELET_REQUIRE_CLUSTER"
 GRACE = "20s"
 """The node monitor grace period of the test cluster (40 s by default, shortened so the
 NotReady test takes less time)."""
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _free_cluster_cidr() -> str:
@@ -190,6 +199,7 @@ class Agent:
     pause_image: str
     bridge: str
     extra: tuple[str, ...] = ()
+    kubelet_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     log_paths: list[Path] = field(default_factory=list)
@@ -210,7 +220,8 @@ class Agent:
         return [
             sys.executable,
             "-m",
-            "asynckubelet.cluster",
+            "asynckubelet",
+            "serve",
             "--kubeconfig",
             str(kubeconfig or self.cluster.node_kubeconfig(self.name)),
             "--node-name",
@@ -231,6 +242,12 @@ class Agent:
             self.engine.url,
             "--pod-cidr-wait",
             "60",
+            "--node-ip",
+            "127.0.0.1",
+            "--kubelet-port",
+            str(self.kubelet_port),
+            "--listen",
+            "127.0.0.1:0",
             *self.extra,
         ]
 

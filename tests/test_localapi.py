@@ -340,3 +340,11 @@ async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path
         assert await second.housekeeping() == []
         assert second.objects.view("default").configmaps == {"settings": {"mode": "fast"}}
     assert {c.id for c in docker.containers.values()} == running
+
+
+async def test_the_local_api_serves_the_nodes_metrics(served: tuple[Client, Kubelet]) -> None:
+    client, _ = served
+    response = await client.get("/metrics")
+    assert response.status == 200
+    assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert "# TYPE" in await response.text()

@@ -22,16 +22,19 @@ this is the node agent, what the kubelet (or virtual-kubelet) is to a cluster.
 
 Nothing here stops pods on the way out unless the node's configuration says so
 (``leave_running``): a node agent that restarts adopts its pods with no restart, keeps its
-Node, and reconciles what changed meanwhile. The kubelet API on ``kubelet_port`` is not
-served here; the Node advertises the port (``daemonEndpoints.kubeletEndpoint.port``).
+Node, and reconciles what changed meanwhile. The kubelet API
+(:mod:`~asynckubelet.cluster.kubeletapi`: logs, exec, port forwarding for the API server)
+is served over HTTPS on the node IP and ``kubelet_port``, the port the Node advertises
+(``daemonEndpoints.kubeletEndpoint.port``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -42,6 +45,14 @@ from asynckubelet import __version__, errors
 from asynckubelet.cluster import host, nodestatus
 from asynckubelet.cluster.client import KubeClient, check_access
 from asynckubelet.cluster.events import EventReporter, Involved
+from asynckubelet.cluster.kubeletapi import (
+    AUTHORIZATION_MODES,
+    Attributes,
+    AuthorizationMode,
+    KubeletServing,
+    User,
+    serve_kubelet_api,
+)
 from asynckubelet.cluster.lease import LEASE_DURATION, LeaseKeeper
 from asynckubelet.cluster.mirror import MirrorPods
 from asynckubelet.cluster.nodestatus import NodeFacts, Readiness, Thresholds
@@ -63,6 +74,7 @@ from asynckubelet.node.admission import (
     host_resources,
 )
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
+from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.volumes import VolumeManager, default_root
 
 DEFAULT_KUBELET_PORT = 10250
@@ -104,8 +116,31 @@ class ClusterConfig:
     kubelet_version: str | None = None
     """``nodeInfo.kubeletVersion``; None: the API server's version with this project's."""
     thresholds: Thresholds = field(default_factory=Thresholds)
+    serve_kubelet_api: bool = True
+    """Serve the kubelet API on ``kubelet_port`` (HTTPS, clients verified)."""
+    kubelet_address: str | None = None
+    """``--address``: where the kubelet API listens; None: the node IP."""
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    """``--tls-cert-file``/``--tls-private-key-file``: the kubelet API's serving pair;
+    None: a self-signed pair made under ``<state-dir>/pki``."""
+    client_ca_file: Path | None = None
+    """``--client-ca-file``: the CA client certificates are verified against; None: the
+    kubeconfig's certificate authority."""
+    authorization_mode: AuthorizationMode = "AlwaysAllow"
+    """``--authorization-mode``: AlwaysAllow (any client the CA signed) or Webhook
+    (``SubjectAccessReview`` for ``nodes/proxy``...)."""
 
     def __post_init__(self) -> None:
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        if self.authorization_mode not in AUTHORIZATION_MODES:
+            raise ValueError(
+                f"--authorization-mode must be one of {', '.join(AUTHORIZATION_MODES)}, "
+                f"not {self.authorization_mode!r}"
+            )
+        if not 0 < self.kubelet_port <= 65535:
+            raise ValueError(f"--kubelet-port must be a port number, not {self.kubelet_port}")
         bad = nodestatus.unknown_node_labels(self.node_labels)
         if bad:
             raise ValueError(
@@ -128,6 +163,8 @@ class ClusterNode:
     events: EventReporter
     pod_cidr: str | None
     server_version: str
+    kubelet_port: int | None = None
+    """Where the kubelet API listens (None: not served)."""
 
     @property
     def node_name(self) -> str:
@@ -177,18 +214,57 @@ def _volumes(config: KubeletConfig, tokens: ClusterTokens) -> VolumeManager | No
     )
 
 
+def _kubelet_api(
+    config: ClusterConfig, kubelet: Kubelet, api: KubeClient, *, name: str, node_ip: str
+) -> Callable[..., Coroutine[Any, Any, None]]:
+    state = kubelet.config.state_dir
+    serving = KubeletServing(
+        address=config.kubelet_address or node_ip,
+        port=config.kubelet_port,
+        tls_cert_file=config.tls_cert_file,
+        tls_private_key_file=config.tls_private_key_file,
+        client_ca_file=config.client_ca_file,
+        authorization_mode=config.authorization_mode,
+        cert_dir=(state if state is not None else default_root(name).parent) / "pki",
+    )
+
+    async def review(user: User, attrs: Attributes) -> tuple[bool, str]:
+        return await api.review_access(
+            user=user.name,
+            groups=user.groups,
+            verb=attrs.verb,
+            resource=attrs.resource,
+            subresource=attrs.subresource,
+            name=attrs.name,
+        )
+
+    async def run(*, task_status: anyio.abc.TaskStatus[int]) -> None:
+        await serve_kubelet_api(
+            kubelet,
+            serving,
+            node_name=name,
+            cluster_ca=api.ca_pem,
+            review=review,
+            task_status=task_status,
+        )
+
+    return run
+
+
 async def run_cluster_node(
     config: ClusterConfig,
     kubelet_config: KubeletConfig,
     *,
     docker: DockerAPI | None = None,
     network: NetworkPlugin | NetworkFactory | None = None,
+    objects: ObjectStore | None = None,
     task_status: anyio.abc.TaskStatus[ClusterNode] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Join the cluster and run its pods until cancelled.
 
     ``network`` is the pod network, or a factory called with the pod CIDR (the Node's
-    ``spec.podCIDR``, else ``config.pod_cidr``); None: the node's default. Reports started
+    ``spec.podCIDR``, else ``config.pod_cidr``); None: the node's default. ``objects`` is
+    the node's store of what was applied to it locally (None: one in memory). Reports started
     with the :class:`ClusterNode` once the first list of pods has been acted on. Raises
     :class:`~asynckubelet.errors.KubeconfigError` for a kubeconfig that cannot be used.
     """
@@ -197,9 +273,20 @@ async def run_cluster_node(
         server_version = await check_access(api, path=config.kubeconfig)
         if docker is None:
             async with DockerClient(url=kubelet_config.docker_url) as owned:
-                await _run(config, kubelet_config, api, server_version, owned, network, task_status)
+                await _run(
+                    config,
+                    kubelet_config,
+                    api,
+                    server_version,
+                    owned,
+                    network,
+                    objects,
+                    task_status,
+                )
         else:
-            await _run(config, kubelet_config, api, server_version, docker, network, task_status)
+            await _run(
+                config, kubelet_config, api, server_version, docker, network, objects, task_status
+            )
     finally:
         with anyio.CancelScope(shield=True):
             await api.aclose()
@@ -212,6 +299,7 @@ async def _run(
     server_version: str,
     docker: DockerAPI,
     network: NetworkPlugin | NetworkFactory | None,
+    objects: ObjectStore | None,
     task_status: anyio.abc.TaskStatus[ClusterNode],
 ) -> None:
     name = kubelet_config.node_name
@@ -304,7 +392,11 @@ async def _run(
             node=kubelet_config.node or NodeInfo(name=name, allocatable=resources),
         )
         async with Kubelet(
-            kconfig, docker=docker, network=plugin, volumes=_volumes(kconfig, tokens)
+            kconfig,
+            docker=docker,
+            network=plugin,
+            volumes=_volumes(kconfig, tokens),
+            objects=objects,
         ) as kubelet:
             # The node admits every pod again as it starts it; in a cluster, resources it
             # does not advertise are the scheduler's to count (removeMissingExtendedResources).
@@ -363,6 +455,12 @@ async def _run(
                     first_list.set()
                     await source.synced.wait()
                     await pods.start(mirrors.run, name="mirror pods")
+                    kubelet_port = None
+                    if config.serve_kubelet_api:
+                        kubelet_port = await pods.start(
+                            _kubelet_api(config, kubelet, api, name=name, node_ip=node_ip),
+                            name="kubelet API",
+                        )
                     logger.info(
                         "node {} joined {} (Kubernetes {}): {} pods bound to it",
                         name,
@@ -382,6 +480,7 @@ async def _run(
                             events=events,
                             pod_cidr=pod_cidr,
                             server_version=server_version,
+                            kubelet_port=kubelet_port,
                         )
                     )
                     await anyio.sleep_forever()

@@ -42,7 +42,7 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult
-from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 
 LogSink = Callable[[Pod, str, LogLine], None]
 StatusSink = Callable[[Pod, PodStatus], None]
@@ -133,6 +133,15 @@ def options_from_manifests(
         options.contexts[uid] = pod_context(manifests, pod, node_name=node_name)
         options.pull_secrets[uid] = pull_secrets(manifests, pod)
     return options
+
+
+def _keep_pod_ips(status: PodStatus, before: PodStatus | None) -> None:
+    """A finished pod keeps the IPs it had once its sandbox is stopped (they show in
+    ``kubectl get pods -o wide``, as a cluster's kubelet reports them)."""
+    if status.podIP or before is None or not before.podIP:
+        return
+    status.podIP = before.podIP
+    status.podIPs = list(before.podIPs or [])
 
 
 def first_failure_exit_code(runtime: PodRuntimeStatus) -> int:
@@ -250,6 +259,8 @@ class PodWorker:
                 )
                 if status.phase not in TERMINAL_PHASES:
                     await self._evict_if_over_limit(status, runtime)
+                if status.phase in TERMINAL_PHASES:
+                    _keep_pod_ips(status, previous or self.pod.status)
                 previous = status
                 self.outcome.status = status
                 self.outcome.exit_code = first_failure_exit_code(runtime)
@@ -268,6 +279,7 @@ class PodWorker:
                         await self.rm.kill_pod(self.pod, runtime)
                     if self.exit_on_terminal:
                         return
+                    await self._release_sandbox(runtime)
                     await self._idle(stop)
                     continue
                 result = await self.rm.sync_pod(
@@ -302,6 +314,15 @@ class PodWorker:
             await self._pause_after_failure(stop, failed=result.failed_in_runtime())
             await self._idle(stop)
         self.outcome.stopped = True
+
+    async def _release_sandbox(self, runtime: PodRuntimeStatus) -> None:
+        """A finished pod's sandbox is stopped and its network (its IP) released, as the
+        kubelet does once a pod reaches a terminal phase; its containers stay, for their
+        logs, until the pod is removed."""
+        if any(s.state is SandboxState.READY for s in runtime.sandboxes) or any(
+            c.state is ContainerState.RUNNING for c in runtime.containers
+        ):
+            await self.rm.kill_pod(self.pod, runtime)
 
     async def _evict_if_over_limit(self, status: PodStatus, runtime: PodRuntimeStatus) -> None:
         """The eviction manager's emptyDir check, every ``EVICTION_INTERVAL`` seconds: a pod
