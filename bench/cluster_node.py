@@ -66,7 +66,7 @@ def free_port() -> int:
 def free_cidr() -> str:
     taken = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
     for _ in range(100):
-        second = random.randint(200, 250)
+        second = random.randint(200, 250)  # noqa: S311  (a free test subnet, not a secret)
         if f"10.{second}." not in taken:
             return f"10.{second}.0.0/16"
     raise SystemExit("no free /16 for the pods")

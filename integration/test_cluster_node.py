@@ -694,7 +694,8 @@ spec:
     logged = lines("-c", "talker")
     assert logged[:3] == ["line 0", "line 1", "line 2"]
     tail = lines("-c", "talker", "--tail=1")
-    assert len(tail) == 1 and tail[0].startswith("line ")
+    assert len(tail) == 1
+    assert tail[0].startswith("line ")
 
     def restarted() -> bool:
         statuses = pod(cluster, namespace, "chatty")["status"].get("containerStatuses", [])

@@ -145,9 +145,11 @@ def cluster_ca(tmp_path: Path) -> tuple[Any, x509.Certificate]:
 async def _get(
     port: int, path: str, context: ssl.SSLContext, method: str = "GET"
 ) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as http:
-        async with http.request(method, f"https://127.0.0.1:{port}{path}", ssl=context) as r:
-            return r.status, await r.text()
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(method, f"https://127.0.0.1:{port}{path}", ssl=context) as r,
+    ):
+        return r.status, await r.text()
 
 
 async def test_clients_need_a_certificate_the_cluster_ca_signed(
@@ -168,7 +170,8 @@ async def test_clients_need_a_certificate_the_cluster_ca_signed(
         )
         assert await _get(port, "/healthz", apiserver) == (200, "ok")
         status, body = await _get(port, "/pods", apiserver)
-        assert status == 200 and '"kind": "PodList"' in body
+        assert status == 200
+        assert '"kind": "PodList"' in body
         assert await _get(port, "/healthz", _anonymous()) == (401, "Unauthorized\n")
         with pytest.raises(aiohttp.ClientError):
             await _get(port, "/healthz", stranger)

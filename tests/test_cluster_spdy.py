@@ -114,7 +114,8 @@ async def test_a_stream_the_client_opens_is_answered_and_carries_data_both_ways(
     await stream.close()
     sent = client.data(1)
     assert [len(f.data) for f in sent] == [spdy.MAX_DATA_CHUNK, 1, 0]
-    assert sent[-1].fin and not sent[0].fin
+    assert sent[-1].fin
+    assert not sent[0].fin
 
 
 async def test_streams_must_have_new_odd_ids() -> None:

@@ -292,7 +292,7 @@ async def test_port_forward_pairs_streams_by_request_and_copies_both_ways() -> N
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(listener.serve, serve)
-                port_of = listener.extra(anyio.abc.SocketAttribute.local_port)
+                port_of = listener.extra(anyio.abc.SocketAttribute.local_port)  # noqa: S610  (anyio's typed attribute, not Django)
                 async with await anyio.connect_tcp("127.0.0.1", port_of) as connection:
                     yield connection
                 tg.cancel_scope.cancel()

@@ -148,5 +148,6 @@ async def test_a_pod_worker_that_exits_on_a_terminal_phase_leaves_the_sandbox_to
     worker.leave_running = True
     with anyio.fail_after(10):
         outcome = await worker.run(anyio.Event())
-    assert outcome.status is not None and outcome.status.phase == "Succeeded"
+    assert outcome.status is not None
+    assert outcome.status.phase == "Succeeded"
     assert rm.kills == 0

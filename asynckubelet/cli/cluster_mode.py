@@ -36,7 +36,8 @@ def cluster_config(node: NodeOptions, cluster: ClusterOptions) -> ClusterConfig:
     from asynckubelet.cluster.agent import ClusterConfig
     from asynckubelet.node.admission import parse_taints
 
-    assert cluster.kubeconfig is not None
+    if cluster.kubeconfig is None:
+        raise ValueError("cluster_config needs --kubeconfig")
     info = node.node_info()
     try:
         return ClusterConfig(

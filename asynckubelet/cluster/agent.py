@@ -292,6 +292,54 @@ async def run_cluster_node(
             await api.aclose()
 
 
+async def _pod_network(
+    config: ClusterConfig,
+    registrar: NodeRegistrar,
+    network: NetworkPlugin | NetworkFactory | None,
+    name: str,
+) -> tuple[NetworkPlugin | None, str | None]:
+    """The pod network and its CIDR: a factory waits for the node's ``spec.podCIDR`` (else
+    the local pod CIDR); a plugin is used as given."""
+    if not callable(network):
+        return network, None
+    pod_cidr = await _wait_for_pod_cidr(registrar, wait=config.pod_cidr_wait)
+    if pod_cidr is None:
+        pod_cidr = config.pod_cidr
+        logger.warning(
+            "node {} has no spec.podCIDR after {} s; using the local pod CIDR {}",
+            name,
+            config.pod_cidr_wait,
+            pod_cidr,
+        )
+    else:
+        logger.info("node {}: pod CIDR {}", name, pod_cidr)
+    return (network(pod_cidr) if pod_cidr else network("")), pod_cidr
+
+
+async def _node_facts(
+    config: ClusterConfig,
+    name: str,
+    server_version: str,
+    docker: DockerAPI,
+    resources: NodeResources,
+    addresses: tuple[tuple[str, str], ...],
+) -> NodeFacts:
+    """What the node reports of itself: addresses, capacity and versions."""
+    engine = await docker.version()
+    return NodeFacts(
+        name=name,
+        addresses=addresses,
+        capacity=resources.as_quantities(),
+        allocatable=resources.as_quantities(),
+        info=host.node_info(
+            runtime_version=f"docker://{engine.get('Version', 'unknown')}",
+            kubelet_version=config.kubelet_version
+            or f"{server_version or 'v0.0.0'}+asynckubelet-{__version__}",
+        ),
+        kubelet_port=config.kubelet_port,
+    )
+
+
 async def _run(
     config: ClusterConfig,
     kubelet_config: KubeletConfig,
@@ -305,22 +353,10 @@ async def _run(
     name = kubelet_config.node_name
     if not await docker.ping():
         raise errors.RuntimeUnavailable(f"cannot reach the Docker engine at {docker.url}")
-    engine = await docker.version()
     info = await docker.info()
     resources = config.resources or host_resources()
     addresses = host.node_addresses(node_name=name, node_ip=config.node_ip)
-    facts = NodeFacts(
-        name=name,
-        addresses=addresses,
-        capacity=resources.as_quantities(),
-        allocatable=resources.as_quantities(),
-        info=host.node_info(
-            runtime_version=f"docker://{engine.get('Version', 'unknown')}",
-            kubelet_version=config.kubelet_version
-            or f"{server_version or 'v0.0.0'}+asynckubelet-{__version__}",
-        ),
-        kubelet_port=config.kubelet_port,
-    )
+    facts = await _node_facts(config, name, server_version, docker, resources, addresses)
     network_problem = [NO_POD_CIDR if callable(network) else ""]
 
     async def readiness() -> Readiness:
@@ -363,23 +399,7 @@ async def _run(
         events.node_event(type="Normal", reason="Starting", message="Starting kubelet.")
         await tg.start(lease.run, name="node lease")
         await tg.start(registrar.run, name="node status")
-        pod_cidr: str | None = None
-        plugin: NetworkPlugin | None
-        if callable(network):
-            pod_cidr = await _wait_for_pod_cidr(registrar, wait=config.pod_cidr_wait)
-            if pod_cidr is None:
-                pod_cidr = config.pod_cidr
-                logger.warning(
-                    "node {} has no spec.podCIDR after {} s; using the local pod CIDR {}",
-                    name,
-                    config.pod_cidr_wait,
-                    pod_cidr,
-                )
-            else:
-                logger.info("node {}: pod CIDR {}", name, pod_cidr)
-            plugin = network(pod_cidr) if pod_cidr else network("")
-        else:
-            plugin = network
+        plugin, pod_cidr = await _pod_network(config, registrar, network, name)
         network_problem[0] = ""
         registrar.poke()
 

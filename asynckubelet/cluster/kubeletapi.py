@@ -326,7 +326,8 @@ async def upgraded(request: web.Request, protocols: Sequence[str]) -> AsyncItera
     feeder = _Feeder(request.transport)
     request.protocol.set_parser(cast(Any, feeder))
     writer = await response.prepare(request)
-    assert writer is not None
+    if writer is None:
+        raise ConnectionResetError("the connection closed before the protocol switch")
     closing = [False]
 
     async def write(data: bytes) -> None:

@@ -392,60 +392,77 @@ class Session:
             stream._remote_fin()
 
     async def _on_control(self, frame: ControlFrame) -> None:
-        p = frame.payload
-        if frame.type == FrameType.SYN_STREAM:
-            if len(p) < 10:
-                raise ProtocolError("SYN_STREAM too short")
-            stream_id = struct.unpack_from(">I", p)[0] & 0x7FFFFFFF
-            headers = self._decompressor.decompress(p[10:])
-            if self.gone_away:
-                await self._write(rst_stream(stream_id, RstStatus.REFUSED_STREAM))
-                return
-            if stream_id in self.streams or stream_id % 2 == 0 or stream_id <= self.last_stream_id:
-                await self._write(rst_stream(stream_id, RstStatus.PROTOCOL_ERROR))
-                return
-            self.last_stream_id = stream_id
-            send, receive = anyio.create_memory_object_stream[bytes](16)
-            stream = Stream(
-                session=self, id=stream_id, headers=headers, _send=send, _receive=receive
-            )
-            self.streams[stream_id] = stream
-            if frame.flags & FLAG_FIN:
-                stream._remote_fin()
-            if frame.flags & FLAG_UNIDIRECTIONAL:
-                stream.local_closed = True
-            else:
-                await self._write(syn_reply(self._compressor, stream_id, {}))
-            self._on_stream(stream)
-        elif frame.type == FrameType.RST_STREAM:
-            if len(p) != 8:
-                raise ProtocolError("RST_STREAM of a wrong length")
-            stream_id = struct.unpack_from(">I", p)[0] & 0x7FFFFFFF
-            reset = self.streams.get(stream_id)
-            if reset is not None:
-                reset.local_closed = True
-                reset._remote_fin()
-        elif frame.type == FrameType.PING:
-            if len(p) != 4:
-                raise ProtocolError("PING of a wrong length")
-            (ping_id,) = struct.unpack(">I", p)
-            if ping_id % 2 == 1:
-                await self._write(ping(ping_id))
-        elif frame.type == FrameType.GOAWAY:
+        handlers: dict[int, Callable[[ControlFrame], Awaitable[None]]] = {
+            FrameType.SYN_STREAM: self._on_syn_stream,
+            FrameType.RST_STREAM: self._on_rst_stream,
+            FrameType.PING: self._on_ping,
+            FrameType.HEADERS: self._on_headers,
+            FrameType.SYN_REPLY: self._on_syn_reply,
+        }
+        handler = handlers.get(frame.type)
+        if frame.type == FrameType.GOAWAY:
             self.gone_away = True
-        elif frame.type == FrameType.HEADERS:
-            if len(p) < 4:
-                raise ProtocolError("HEADERS too short")
-            self._decompressor.decompress(p[4:])
-            if frame.flags & FLAG_FIN:
-                ended = self.streams.get(struct.unpack_from(">I", p)[0] & 0x7FFFFFFF)
-                if ended is not None:
-                    ended._remote_fin()
-        elif frame.type == FrameType.SYN_REPLY:
-            if len(p) < 4:
-                raise ProtocolError("SYN_REPLY too short")
-            self._decompressor.decompress(p[4:])
+        elif handler is not None:
+            await handler(frame)
         # SETTINGS, WINDOW_UPDATE and unknown types are read and ignored.
+
+    async def _on_syn_stream(self, frame: ControlFrame) -> None:
+        p = frame.payload
+        if len(p) < 10:
+            raise ProtocolError("SYN_STREAM too short")
+        stream_id = struct.unpack_from(">I", p)[0] & 0x7FFFFFFF
+        headers = self._decompressor.decompress(p[10:])
+        if self.gone_away:
+            await self._write(rst_stream(stream_id, RstStatus.REFUSED_STREAM))
+            return
+        if stream_id in self.streams or stream_id % 2 == 0 or stream_id <= self.last_stream_id:
+            await self._write(rst_stream(stream_id, RstStatus.PROTOCOL_ERROR))
+            return
+        self.last_stream_id = stream_id
+        send, receive = anyio.create_memory_object_stream[bytes](16)
+        stream = Stream(session=self, id=stream_id, headers=headers, _send=send, _receive=receive)
+        self.streams[stream_id] = stream
+        if frame.flags & FLAG_FIN:
+            stream._remote_fin()
+        if frame.flags & FLAG_UNIDIRECTIONAL:
+            stream.local_closed = True
+        else:
+            await self._write(syn_reply(self._compressor, stream_id, {}))
+        self._on_stream(stream)
+
+    async def _on_rst_stream(self, frame: ControlFrame) -> None:
+        p = frame.payload
+        if len(p) != 8:
+            raise ProtocolError("RST_STREAM of a wrong length")
+        stream_id = struct.unpack_from(">I", p)[0] & 0x7FFFFFFF
+        reset = self.streams.get(stream_id)
+        if reset is not None:
+            reset.local_closed = True
+            reset._remote_fin()
+
+    async def _on_ping(self, frame: ControlFrame) -> None:
+        p = frame.payload
+        if len(p) != 4:
+            raise ProtocolError("PING of a wrong length")
+        (ping_id,) = struct.unpack(">I", p)
+        if ping_id % 2 == 1:
+            await self._write(ping(ping_id))
+
+    async def _on_headers(self, frame: ControlFrame) -> None:
+        p = frame.payload
+        if len(p) < 4:
+            raise ProtocolError("HEADERS too short")
+        self._decompressor.decompress(p[4:])
+        if frame.flags & FLAG_FIN:
+            ended = self.streams.get(struct.unpack_from(">I", p)[0] & 0x7FFFFFFF)
+            if ended is not None:
+                ended._remote_fin()
+
+    async def _on_syn_reply(self, frame: ControlFrame) -> None:
+        p = frame.payload
+        if len(p) < 4:
+            raise ProtocolError("SYN_REPLY too short")
+        self._decompressor.decompress(p[4:])
 
     async def goaway(self) -> None:
         """Tell the peer the session ends (no new streams)."""

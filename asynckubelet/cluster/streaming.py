@@ -316,20 +316,19 @@ async def _forward(error: spdy.Stream, data: spdy.Stream, pod: str, dial: Dial) 
         await data.close()
         return
     try:
-        async with dial(port) as connection:
-            async with anyio.create_task_group() as tg:
+        async with dial(port) as connection, anyio.create_task_group() as tg:
 
-                async def client_to_pod() -> None:
-                    while chunk := await data.read():
-                        await connection.send(chunk)
-                    with contextlib.suppress(OSError, anyio.BrokenResourceError):
-                        await connection.send_eof()
+            async def client_to_pod() -> None:
+                while chunk := await data.read():
+                    await connection.send(chunk)
+                with contextlib.suppress(OSError, anyio.BrokenResourceError):
+                    await connection.send_eof()
 
-                tg.start_soon(client_to_pod)
-                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                    while True:
-                        await data.write(await connection.receive())
-                tg.cancel_scope.cancel()
+            tg.start_soon(client_to_pod)
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                while True:
+                    await data.write(await connection.receive())
+            tg.cancel_scope.cancel()
     except (OSError, errors.AsyncKubeletError) as e:
         message = f"error forwarding port {port} to pod {pod}: {e}"
         logger.info("{}", message)

@@ -223,6 +223,24 @@ class PodWorker:
                     await self._finish(stop)
         return self.outcome
 
+    async def _on_terminal(self, status: PodStatus, runtime: PodRuntimeStatus) -> bool:
+        """A pod past its deadline has its containers killed; then the worker ends (``run``)
+        or the pod releases its sandbox and waits. True: the worker ends."""
+        if status.reason == DEADLINE_EXCEEDED and any(
+            c.state is ContainerState.RUNNING for c in runtime.containers
+        ):
+            self.rm.events(
+                self.pod,
+                type="Normal",
+                reason=DEADLINE_EXCEEDED,
+                message=DEADLINE_EXCEEDED_MESSAGE,
+            )
+            await self.rm.kill_pod(self.pod, runtime)
+        if self.exit_on_terminal:
+            return True
+        await self._release_sandbox(runtime)
+        return False
+
     async def _loop(self, stop: anyio.Event, logs: anyio.abc.TaskGroup) -> None:
         result = PodSyncResult()
         previous: PodStatus | None = None
@@ -267,19 +285,8 @@ class PodWorker:
                 if self.on_status is not None:
                     self.on_status(self.pod, status)
                 if status.phase in TERMINAL_PHASES:
-                    if status.reason == DEADLINE_EXCEEDED and any(
-                        c.state is ContainerState.RUNNING for c in runtime.containers
-                    ):
-                        self.rm.events(
-                            self.pod,
-                            type="Normal",
-                            reason=DEADLINE_EXCEEDED,
-                            message=DEADLINE_EXCEEDED_MESSAGE,
-                        )
-                        await self.rm.kill_pod(self.pod, runtime)
-                    if self.exit_on_terminal:
+                    if await self._on_terminal(status, runtime):
                         return
-                    await self._release_sandbox(runtime)
                     await self._idle(stop)
                     continue
                 result = await self.rm.sync_pod(
