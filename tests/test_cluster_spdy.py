@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 
 import anyio
 import pytest
@@ -70,6 +71,17 @@ def test_a_frame_of_another_spdy_version_is_refused() -> None:
         spdy.FrameReader().feed(frame)
 
 
+SESSIONS: list[spdy.Session] = []
+"""Every session a test made; each is released after its test, as the server does."""
+
+
+@pytest.fixture(autouse=True)
+def _release_sessions() -> Iterator[None]:
+    yield
+    while SESSIONS:
+        SESSIONS.pop().release()
+
+
 class Client:
     """The client end: frames into the session, what the session sends parsed back."""
 
@@ -80,6 +92,7 @@ class Client:
         self.received: list[spdy.Frame] = []
         self.opened: list[spdy.Stream] = []
         self.session = spdy.Session(self._from_server, on_stream=self.opened.append, window=window)
+        SESSIONS.append(self.session)
 
     async def _from_server(self, data: bytes) -> None:
         self.received += self.reader.feed(data)

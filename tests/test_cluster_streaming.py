@@ -6,7 +6,7 @@ applied, and the error stream carries the outcome as each protocol version write
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -56,6 +56,17 @@ class FakeProcess:
         return self.code
 
 
+SESSIONS: list[spdy.Session] = []
+"""Every session a test made; each is released after its test, as the server does."""
+
+
+@pytest.fixture(autouse=True)
+def _release_sessions() -> Iterator[None]:
+    yield
+    while SESSIONS:
+        SESSIONS.pop().release()
+
+
 class Client:
     def __init__(self) -> None:
         self.compressor = spdy.HeaderCompressor()
@@ -63,6 +74,7 @@ class Client:
         self.received: list[spdy.Frame] = []
         self.streams = streaming.StreamCollector()
         self.session = spdy.Session(self._from_server, on_stream=self.streams)
+        SESSIONS.append(self.session)
         self.next_id = 1
         self.arrived = anyio.Event()
 

@@ -354,6 +354,7 @@ async def upgraded(request: web.Request, protocols: Sequence[str]) -> AsyncItera
         finally:
             closing[0] = True
             tg.cancel_scope.cancel()
+    session.release()
 
 
 def _pod_and_container(node: Kubelet, request: web.Request) -> tuple[Any, str]:

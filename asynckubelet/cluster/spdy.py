@@ -288,6 +288,7 @@ class Stream:
         try:
             data = await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._receive.close()
             return b""
         await self.session._consumed(self, len(data))
         return data
@@ -371,9 +372,18 @@ class Session:
                 await self._on_control(frame)
 
     def connection_lost(self) -> None:
+        """The connection ended: every stream reads to its end (what arrived stays readable
+        until :meth:`release`)."""
         for stream in self.streams.values():
             stream._remote_fin()
         self.closed.set()
+
+    def release(self) -> None:
+        """Drop every stream's buffer; the session's owner calls it once its handlers are
+        done."""
+        for stream in self.streams.values():
+            stream._send.close()
+            stream._receive.close()
 
     async def _on_data(self, frame: DataFrame) -> None:
         stream = self.streams.get(frame.stream_id)
