@@ -7,8 +7,7 @@ netlink library it needs.
 
 from typing import TYPE_CHECKING, Any
 
-from loguru import logger
-
+from asynckubelet import _imports
 from asynckubelet.errors import (
     AsyncKubeletError,
     Conflict,
@@ -36,7 +35,11 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # A library logs only when its user asks: ``logger.enable("asynckubelet")`` (the CLI does).
-logger.disable("asynckubelet")
+# The logger is disabled as loguru is imported, so that importing the package does not
+# import it (the command line's --help needs no logging).
+_imports.when_imported("loguru", lambda loguru: loguru.logger.disable("asynckubelet"))
+# The Kubernetes models without lightkube's client (cluster mode imports it when it runs).
+_imports.defer_package_init("lightkube")
 
 
 def __getattr__(name: str) -> Any:
