@@ -273,7 +273,12 @@ def timed_job(tool: Tool, pod: PodDef, *, network: str) -> float:
     started = time.perf_counter()
     for command in commands:
         result = subprocess.run(
-            command, capture_output=True, env=tool.env, timeout=COMMAND_TIMEOUT, check=False
+            command,
+            capture_output=True,
+            env=tool.env,
+            cwd=tool.workdir,
+            timeout=COMMAND_TIMEOUT,
+            check=False,
         )
         outputs.append(result)
         if result.returncode != 0:
