@@ -1,4 +1,5 @@
-"""kubectl's output for pods: the ``get pods`` table and the ``describe pod`` page.
+"""kubectl's output for pods: the ``get pods`` table, its STATUS and READY words, and the
+``describe pod`` page.
 
 People read these outputs with years of kubectl habit: the same columns, the same STATUS
 words, the same ``2 (5s ago)`` restarts and the same ``describe`` sections let them find
@@ -12,10 +13,27 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from lightkube.models.core_v1 import Container, ContainerStatus, Pod, PodCondition, PodSpec
+from lightkube.models.core_v1 import (
+    Container,
+    ContainerStatus,
+    Pod,
+    PodCondition,
+    PodSpec,
+    PodStatus,
+)
 
+from asynckubelet.node.container_status import COMPLETED, POD_INITIALIZING, container_state
 from asynckubelet.node.events import PodEvent, age
-from asynckubelet.node.status import is_scheduling_gated, kubectl_status, ready_string
+from asynckubelet.node.status import (
+    INITIALIZED,
+    POD_SCHEDULED,
+    READY,
+    RUNNING,
+    SCHEDULING_GATED,
+    TERMINAL_PHASES,
+    is_scheduling_gated,
+)
+from asynckubelet.runtime import actions
 from asynckubelet.runtime import containers as ctr
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -34,6 +52,89 @@ def parse_duration(text: str) -> float:
     if pos != len(text) or not text:
         raise ValueError(f"invalid duration {text!r}: use a number and a unit, e.g. 30s, 5m, 1h")
     return total
+
+
+def kubectl_status(pod: Pod, status: PodStatus) -> str:
+    """The STATUS column of ``kubectl get pods`` (kubectl's ``printPod``)."""
+    return _print_pod(pod, status)[0]
+
+
+def ready_string(pod: Pod, status: PodStatus) -> str:
+    """The READY column of ``kubectl get pods``: ready / total, sidecars counted."""
+    _, ready, total = _print_pod(pod, status)
+    return f"{ready}/{total}"
+
+
+def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
+    """kubectl's ``printPod``: the STATUS text, ready containers and total containers."""
+    spec = _spec(pod)
+    reason = status.reason or status.phase or ""
+    for cond in status.conditions or []:
+        if cond.type == POD_SCHEDULED and cond.reason == SCHEDULING_GATED:
+            reason = SCHEDULING_GATED
+    inits = {c.name: c for c in spec.initContainers or []}
+    total = len(spec.containers) + sum(
+        1 for c in inits.values() if actions.is_restartable_init_container(c)
+    )
+    ready = 0
+    initializing = False
+    for i, cs in enumerate(status.initContainerStatuses or []):
+        state = container_state(cs)
+        term = state.terminated
+        spec_c = inits.get(cs.name)
+        if term is not None and term.exitCode == 0:
+            continue
+        if spec_c is not None and actions.is_restartable_init_container(spec_c) and cs.started:
+            ready += 1 if cs.ready else 0
+            continue
+        if term is not None:
+            if term.reason:
+                reason = f"Init:{term.reason}"
+            elif term.signal:
+                reason = f"Init:Signal:{term.signal}"
+            else:
+                reason = f"Init:ExitCode:{term.exitCode}"
+        elif (
+            state.waiting is not None
+            and state.waiting.reason
+            and state.waiting.reason != POD_INITIALIZING
+        ):
+            reason = f"Init:{state.waiting.reason}"
+        else:
+            reason = f"Init:{i}/{len(spec.initContainers or [])}"
+        initializing = True
+        break
+    if not initializing or _condition_true(status, INITIALIZED):
+        has_running = False
+        for cs in reversed(status.containerStatuses or []):
+            state = container_state(cs)
+            if state.waiting is not None and state.waiting.reason:
+                reason = state.waiting.reason
+            elif state.terminated is not None and state.terminated.reason:
+                reason = state.terminated.reason
+            elif state.terminated is not None:
+                if state.terminated.signal:
+                    reason = f"Signal:{state.terminated.signal}"
+                else:
+                    reason = f"ExitCode:{state.terminated.exitCode}"
+            elif cs.ready and state.running is not None:
+                has_running = True
+                ready += 1
+        if reason == COMPLETED and has_running:
+            reason = RUNNING if _condition_true(status, READY) else "NotReady"
+    deleted = pod.metadata is not None and pod.metadata.deletionTimestamp is not None
+    if deleted and status.reason == "NodeLost":
+        reason = "Unknown"
+    elif deleted and status.phase not in TERMINAL_PHASES:
+        reason = "Terminating"
+    return reason, ready, total
+
+
+def _condition_true(status: PodStatus, kind: str) -> bool:
+    for c in status.conditions or []:
+        if c.type == kind:
+            return c.status == "True"
+    return False
 
 
 def _spec(pod: Pod) -> PodSpec:

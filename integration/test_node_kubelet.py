@@ -141,8 +141,9 @@ async def test_events_are_recorded_and_streamed(
         async with anyio.create_task_group() as tg:
 
             async def collect() -> None:
-                async for event in node.events(history=True):
-                    seen.append(event.reason)
+                async with node.events(history=True) as events:
+                    async for event in events:
+                        seen.append(event.reason)
 
             tg.start_soon(collect)
             await node.apply(sleeper(node=node_name))
@@ -160,10 +161,11 @@ async def test_watch_reports_added_then_deleted(
         async with anyio.create_task_group() as tg:
 
             async def collect() -> None:
-                async for kind, _pod in node.watch():
-                    kinds.append(kind)
-                    if kind == "DELETED":
-                        return
+                async with node.watch() as changes:
+                    async for kind, _pod in changes:
+                        kinds.append(kind)
+                        if kind == "DELETED":
+                            return
 
             tg.start_soon(collect)
             await node.apply(sleeper(node=node_name))
@@ -248,7 +250,9 @@ async def test_logs_and_exec_reach_the_pods_containers(
         lines: list[str] = []
         with anyio.fail_after(30):
             while not lines:
-                lines = [line.text async for line in node.logs("default", "web", container="a")]
+                lines = [
+                    line.text for line in await node.read_logs("default", "web", container="a")
+                ]
                 await anyio.sleep(0.05)
         assert lines == ["started a"]
         result = await node.exec("default", "web", ["sh", "-c", "echo $WHO"], container="a")

@@ -82,10 +82,11 @@ async def test_a_matching_exit_restarts_every_container_in_place(
     async with Kubelet(config) as node:
 
         async def watch() -> None:
-            async for _, pod in node.watch():
-                for c in (pod.status.conditions if pod.status else None) or []:
-                    if c.type == "AllContainersRestarting":
-                        conditions.append(c.status)
+            async with node.watch() as changes:
+                async for _, pod in changes:
+                    for c in (pod.status.conditions if pod.status else None) or []:
+                        if c.type == "AllContainersRestarting":
+                            conditions.append(c.status)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch)

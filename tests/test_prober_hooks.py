@@ -7,7 +7,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet.docker import ExecResult
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.runtime.hooks import Target, run_hook
+from asynckubelet.runtime.hooks import HookTarget, run_hook
 from asynckubelet.testing import FakeDocker
 
 UID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
@@ -45,7 +45,7 @@ async def _run(hook: str, docker: FakeDocker, timeout: float | None = None) -> s
         container.lifecycle.postStart,
         pod,
         container,
-        Target(container_id="cid", host="127.0.0.1", netns=None),
+        HookTarget(container_id="cid", host="127.0.0.1", netns=None),
         docker=docker,
         timeout=timeout,
     )

@@ -224,5 +224,6 @@ async def test_a_containers_output_is_followed_from_its_start_event() -> None:
         tg.start_soon(worker.run, stop)
         with anyio.fail_after(5):
             await shown.wait()
+        docker.exit("app-1")
         stop.set()
     assert seen == [("app", "hello")]

@@ -165,6 +165,11 @@ class EventRecorder:
             self._subscribers.remove(subscriber) if subscriber in self._subscribers else None
         )
 
+    @property
+    def subscriber_count(self) -> int:
+        """How many subscribers there are now."""
+        return len(self._subscribers)
+
     def list(self, *, uid: str | None = None) -> list[PodEvent]:
         """Events in the order they last happened, those of one pod when ``uid`` is given."""
         found = [e for e in self._events.values() if uid is None or e.uid == uid]

@@ -13,21 +13,29 @@ restart counts from the labels, and no container restarted.
 
 The object installs no signal handlers and keeps no global state. Leaving the ``async
 with`` block (or cancelling its owner) stops the pods gracefully and removes them, unless
-``KubeletConfig.leave_running`` asks to leave them for the next start to adopt.
+``KubeletConfig.leave_running`` asks to leave them for the next start to adopt; pods still
+stopping after ``KubeletConfig.shutdown_timeout`` are killed at once.
+
+The streams (:meth:`Kubelet.events`, :meth:`Kubelet.watch`, :meth:`Kubelet.logs`) are
+async context managers: what a stream holds (a subscription, a connection to the engine)
+is released the moment its block is left, not when a garbage collector gets to an
+abandoned generator.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
+import dataclasses
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Generic, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -49,13 +57,14 @@ from asynckubelet.node.metrics import NodeMetrics
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
 from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_secrets
 from asynckubelet.node.sources import ManifestDirSource, source_name
-from asynckubelet.node.status import TERMINAL_PHASES, kubectl_status, rejected_status
+from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
 from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
+from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 from asynckubelet.runtime.volumes import VolumeProvider
 
 API_SOURCE = "api"
@@ -70,6 +79,12 @@ PHASES = ("Pending", "Running", "Succeeded", "Failed")
 STATE_DIR_MODE = 0o750
 """A state dir the node makes: closed to other local users (it holds pod specs, events,
 volumes with Secrets and the token signing key)."""
+STREAM_BUFFER = 1000
+"""Items a stream holds for a reader that has not taken them yet."""
+SHUTDOWN_TIMEOUT = 60.0
+"""Seconds the node gives its pods to stop gracefully on exit, by default."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,17 @@ class KubeletConfig:
     labels (``nodeSelector`` and node affinity are then not checked)."""
     check_host_ports: bool = True
     """Refuse a pod whose hostPort a process on this host already holds."""
+    shutdown_timeout: float | None = SHUTDOWN_TIMEOUT
+    """Seconds the pods get to stop gracefully when the node exits (their grace periods
+    and ``preStop`` hooks run within it); the containers of pods still stopping then are
+    killed (SIGKILL) at once and removed. None: no limit, every grace period is waited
+    for in full."""
+    host_ips: tuple[str, ...] = ()
+    """The node's addresses (at most one per family): pods' ``status.hostIP(s)`` and the
+    downward API's ``status.hostIP``; empty: not reported."""
+    wait_for_sources: frozenset[str] = frozenset()
+    """Sources that must call :meth:`Kubelet.source_ready` before housekeeping removes any
+    pod: until a remote source has listed its pods, none of the pods running is unwanted."""
 
 
 @dataclass(eq=False)
@@ -177,6 +203,7 @@ class Kubelet:
         self._started: set[str] = set()
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
+        self._unready_sources = set(self.config.wait_for_sources)
         self._saved: dict[str, Pod] = {}
         self._on_docker: set[str] = set()
         self._rejected: set[str] = set()
@@ -247,9 +274,23 @@ class Kubelet:
         assert self._tg is not None
         self._closing = True
         with anyio.CancelScope(shield=True):
-            for entry in list(self._entries.values()):
+            entries = list(self._entries.values())
+            for entry in entries:
                 entry.worker.leave_running = self.config.leave_running and not entry.deleting
                 entry.stop.set()
+            with anyio.move_on_after(self.config.shutdown_timeout):
+                for entry in entries:
+                    await entry.done.wait()
+            late = [entry for entry in entries if not entry.done.is_set()]
+            if late:
+                logger.warning(
+                    "{} pod(s) still stopping after {}s; killing them",
+                    len(late),
+                    self.config.shutdown_timeout,
+                )
+                async with anyio.create_task_group() as tg:
+                    for entry in late:
+                        tg.start_soon(self._kill_now, entry.worker)
             for entry in list(self._entries.values()):
                 await entry.done.wait()
         self._tg.cancel_scope.cancel()
@@ -259,6 +300,26 @@ class Kubelet:
             self._tg = None
             with anyio.CancelScope(shield=True):
                 await self.runtime.__aexit__(None, None, None)
+
+    async def _kill_now(self, worker: PodWorker) -> None:
+        """SIGKILL every running container of the pod, its sandbox included: the graceful
+        stop its worker is waiting for then ends, and the worker removes the pod."""
+        try:
+            runtime = await self.runtime.get_pod_status(
+                uid=worker.uid, name=worker.name, namespace=worker.namespace
+            )
+        except errors.DockerError as e:
+            logger.warning("cannot kill pod {}/{}: {}", worker.namespace, worker.name, e)
+            return
+        running = [c.id for c in runtime.containers if c.state is ContainerState.RUNNING]
+        running += [s.id for s in runtime.sandboxes if s.state is SandboxState.READY]
+        for container_id in running:
+            try:
+                await self.runtime.docker.kill_container(container_id)
+            except (errors.NotFound, errors.Conflict):
+                pass
+            except errors.DockerError as e:
+                logger.warning("cannot kill container {}: {}", container_id, e)
 
     def _guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """A background task that dies is logged, then its error ends the node."""
@@ -330,14 +391,36 @@ class Kubelet:
                 self._begin_delete(uid, grace_period=None)
             elif entry is None:
                 self._forget_rejected(uid)
-        self._sources[source] = wanted
+        if wanted:
+            self._sources[source] = wanted
+        else:
+            self._sources.pop(source, None)
         for pod in manifests.pods:
             self._want(pod, source, manifests)
+
+    def source_ready(self, source: str) -> None:
+        """``source`` (one of ``wait_for_sources``) has said what it wants: housekeeping
+        may remove what no source wants once every such source is ready."""
+        self._unready_sources.discard(source)
+
+    def terminate(self, uid: str, *, grace_period: float | None) -> anyio.Event | None:
+        """Stop the pod ``uid`` (``grace_period`` None: the pod's own) and remove it, as
+        for a pod deleted on an API server; returns an event set once its containers are
+        gone, or None when the node runs no such pod."""
+        entry = self._begin_delete(uid, grace_period=grace_period)
+        return entry.done if entry is not None else None
+
+    def has_pod(self, uid: str) -> bool:
+        """Whether a pod worker drives the pod ``uid`` (running, or being stopped)."""
+        return uid in self._entries
 
     def _options(self, pod: Pod, manifests: Manifests) -> RunOptions:
         uid = ctr.pod_identity(pod)[2]
         options = RunOptions()
-        options.contexts[uid] = pod_context(manifests, pod, node_name=self.node_name)
+        context = pod_context(manifests, pod, node_name=self.node_name)
+        if self.config.host_ips:
+            context = dataclasses.replace(context, host_ip=self.config.host_ips[0])
+        options.contexts[uid] = context
         options.pull_secrets[uid] = pull_secrets(manifests, pod)
         return options
 
@@ -420,7 +503,10 @@ class Kubelet:
             own_events=False,
             exit_on_terminal=False,
             resync_interval=self.config.resync_period,
+            host_ips=self.config.host_ips,
         )
+        # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
+        worker.leave_running = self.config.leave_running
         entry = _Entry(
             worker=worker,
             source=source,
@@ -551,9 +637,33 @@ class Kubelet:
                 f"{_describe_state(pod)}"
             ) from None
 
-    async def events(self, *, history: bool = False) -> AsyncIterator[PodEvent]:
-        """Events as they are recorded (with ``history``, first those already recorded)."""
-        send, receive = anyio.create_memory_object_stream[PodEvent](1000)
+    def list_events(
+        self, *, namespace: str | None = None, name: str | None = None
+    ) -> builtins.list[PodEvent]:
+        """The events recorded so far, oldest first (of one pod, given its namespace and
+        name): what ``describe`` shows, without following."""
+        return [
+            e
+            for e in self.recorder.list()
+            if (namespace is None or e.namespace == namespace) and (name is None or e.pod == name)
+        ]
+
+    @contextlib.asynccontextmanager
+    async def events(
+        self, *, history: bool = False, buffer: int = STREAM_BUFFER
+    ) -> AsyncIterator[AsyncIterator[PodEvent]]:
+        """Events as they are recorded, while the block runs::
+
+            async with node.events() as events:
+                async for event in events:
+                    ...
+
+        With ``history``, first those already recorded. Leaving the block unsubscribes at
+        once. Events say what happened, not what is: a reader more than ``buffer`` events
+        behind misses the newest (logged as a warning).
+        """
+        earlier = self.recorder.list() if history else []
+        send, receive = anyio.create_memory_object_stream[PodEvent](buffer + len(earlier))
 
         def offer(event: PodEvent) -> None:
             try:
@@ -561,25 +671,44 @@ class Kubelet:
             except anyio.WouldBlock:
                 logger.warning("an events() reader is too slow; an event was dropped")
 
-        if history:
-            for event in self.recorder.list():
-                offer(event)
+        for event in earlier:
+            offer(event)
         unsubscribe = self.recorder.subscribe(offer)
         try:
-            async with receive:
-                async for event in receive:
-                    yield event
+            with send, receive:
+                yield _Stream(receive)
         finally:
             unsubscribe()
-            send.close()
 
-    async def watch(self, *, initial: bool = True) -> AsyncIterator[tuple[str, Pod]]:
-        """``(type, pod)`` for every change, as a Kubernetes watch: ``ADDED``, ``MODIFIED``,
-        ``DELETED``. With ``initial``, every current pod first comes as ``ADDED``."""
-        send, receive = anyio.create_memory_object_stream[tuple[str, Pod]](1000)
-        known: dict[str, Pod] = {}
+    @contextlib.asynccontextmanager
+    async def watch(
+        self, *, initial: bool = True, buffer: int = STREAM_BUFFER
+    ) -> AsyncIterator[AsyncIterator[tuple[str, Pod]]]:
+        """``(type, pod)`` for every change while the block runs, as a Kubernetes watch:
+        ``ADDED``, ``MODIFIED``, ``DELETED``::
+
+            async with node.watch() as changes:
+                async for kind, pod in changes:
+                    ...
+
+        With ``initial``, every current pod first comes as ``ADDED`` (without, a pod that is
+        there already comes as ``MODIFIED`` when it changes). Leaving the block
+        unsubscribes at once. A reader that falls more than ``buffer`` changes behind
+        gets every change up to there, then :class:`~asynckubelet.errors.ResyncNeeded`
+        ends the iteration (the API server's ``410 Gone``): nothing is missed silently;
+        watch again with ``initial`` to start from the current state.
+        """
+        records = self.status.list() if initial else []
+        send, receive = anyio.create_memory_object_stream[tuple[str, Pod]](buffer + len(records))
+        known: dict[str, Pod] = (
+            {} if initial else {r.uid: r.api_object() for r in self.status.list()}
+        )
+        overflowed = False
 
         def offer(record: PodRecord | None, uid: str) -> None:
+            nonlocal overflowed
+            if overflowed:
+                return
             if record is None:
                 old = known.pop(uid, None)
                 if old is None:
@@ -591,19 +720,27 @@ class Kubelet:
             try:
                 send.send_nowait(item)
             except anyio.WouldBlock:
-                logger.warning("a watch() reader is too slow; a change was dropped")
+                overflowed = True
+                unsubscribe()
+                send.close()
+                logger.warning("a watch() reader fell {} changes behind; it must resync", buffer)
 
-        if initial:
-            for record in self.status.list():
-                offer(record, record.uid)
+        def ended() -> BaseException | None:
+            if not overflowed:
+                return None
+            return errors.ResyncNeeded(
+                f"the watch fell more than {buffer} changes behind; list the pods again "
+                "(watch with initial=True) and watch from there"
+            )
+
+        for record in records:
+            offer(record, record.uid)
         unsubscribe = self.status.subscribe(offer)
         try:
-            async with receive:
-                async for item in receive:
-                    yield item
+            with send, receive:
+                yield _Stream(receive, ended=ended)
         finally:
             unsubscribe()
-            send.close()
 
     def _pod(self, namespace: str, name: str) -> Pod:
         record = self.status.find(namespace, name)
@@ -611,6 +748,7 @@ class Kubelet:
             raise errors.NotFound(f'pods "{name}" not found')
         return record.pod
 
+    @contextlib.asynccontextmanager
     async def logs(
         self,
         namespace: str,
@@ -622,17 +760,55 @@ class Kubelet:
         tail: int | None = None,
         timestamps: bool = False,
         since: float | None = None,
-    ) -> AsyncIterator[LogLine]:
-        """A container's output (the first container when none is named)."""
+    ) -> AsyncIterator[AsyncIterator[LogLine]]:
+        """A container's output (the first container when none is named), a line at a
+        time while the block runs::
+
+            async with node.logs("default", "web", follow=True) as lines:
+                async for line in lines:
+                    ...
+
+        An unknown pod or container raises :class:`~asynckubelet.errors.NotFound` on
+        entry; the engine's errors come from the iteration. Leaving the block closes the
+        connection to the engine at once. :meth:`read_logs` collects the output there is.
+        """
         pod = self._pod(namespace, name)
         chosen, _ = access.default_container(pod, container)
         instance = await access.container_instance(
             self.runtime, pod, container=chosen, previous=previous
         )
-        async for line in self.runtime.docker.logs(
+        lines = self.runtime.docker.logs(
             instance.id, follow=follow, tail=tail, timestamps=timestamps, since=since
-        ):
-            yield line
+        )
+        try:
+            yield lines
+        finally:
+            if isinstance(lines, AsyncGenerator):
+                with anyio.CancelScope(shield=True):
+                    await lines.aclose()
+
+    async def read_logs(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        previous: bool = False,
+        tail: int | None = None,
+        timestamps: bool = False,
+        since: float | None = None,
+    ) -> builtins.list[LogLine]:
+        """The output a container has written so far, as :meth:`logs` gives it."""
+        async with self.logs(
+            namespace,
+            name,
+            container=container,
+            previous=previous,
+            tail=tail,
+            timestamps=timestamps,
+            since=since,
+        ) as lines:
+            return [line async for line in lines]
 
     async def exec(
         self,
@@ -697,6 +873,8 @@ class Kubelet:
 
     async def housekeeping(self) -> builtins.list[str]:
         """Kill and remove this node's pods that no source wants; returns their uids."""
+        if self._unready_sources:
+            return []
         self._saved.clear()
         self.status.prune()
         removed = []
@@ -749,3 +927,29 @@ def _describe_state(pod: Pod | None) -> str:
         if waiting is not None and waiting.reason and waiting.message:
             parts.append(f"{c.name}: {waiting.reason}: {waiting.message}")
     return "; ".join(parts)
+
+
+class _Stream(Generic[T]):
+    """The reading end of a stream, as an async iterator that ends with ``ended()``'s
+    error when it gives one."""
+
+    def __init__(
+        self,
+        receive: anyio.abc.ObjectReceiveStream[T],
+        *,
+        ended: Callable[[], BaseException | None] = lambda: None,
+    ) -> None:
+        self._receive = receive
+        self._ended = ended
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            error = self._ended()
+            if error is not None:
+                raise error from None
+            raise StopAsyncIteration from None

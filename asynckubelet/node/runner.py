@@ -161,8 +161,11 @@ class PodWorker:
         own_events: bool = True,
         exit_on_terminal: bool = True,
         resync_interval: float = RESYNC_INTERVAL,
+        host_ips: Sequence[str] = (),
     ) -> None:
         self.rm = rm
+        self.host_ips = tuple(host_ips)
+        """The node's addresses, for ``status.hostIP(s)`` (a host-network pod's IPs too)."""
         self.pod = pod
         self.own_events = own_events
         """Watch Docker's events for this pod itself (False: a PLEG calls :meth:`poke`)."""
@@ -246,6 +249,7 @@ class PodWorker:
                     waiting_reasons=result.waiting_reasons(),
                     previous=previous,
                     now=datetime.now(UTC),
+                    host_ips=self.host_ips,
                 )
                 if status.phase not in TERMINAL_PHASES:
                     await self._evict_if_over_limit(status, runtime)

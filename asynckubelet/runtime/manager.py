@@ -265,7 +265,7 @@ class RuntimeManager:
 
     async def hook_target(
         self, pod: Pod, *, container_id: str, sandbox_id: str, pod_ip: str | None = None
-    ) -> hooks.Target:
+    ) -> hooks.HookTarget:
         """Where a hook's or probe's HTTP/TCP goes (:func:`probehelper.choose_route`): the
         pod IP, the node's loopback, the sandbox's netns, or the pod's probe helper.
         ``pod_ip`` when the caller knows it (``""``: none), else it is looked up."""
@@ -284,21 +284,21 @@ class RuntimeManager:
             root=probehelper.is_root(),
         )
         if route is probehelper.Route.NODE_LOOPBACK:
-            return hooks.Target(container_id=container_id, host="127.0.0.1", netns=None)
+            return hooks.HookTarget(container_id=container_id, host="127.0.0.1", netns=None)
         if route is probehelper.Route.POD_IP:
-            return hooks.Target(container_id=container_id, host=pod_ip or "", netns=None)
+            return hooks.HookTarget(container_id=container_id, host=pod_ip or "", netns=None)
         host = pod_ip or "127.0.0.1"
         if route is probehelper.Route.HELPER:
             try:
                 helper = await self.probe_helpers.container_for(sandbox_id=sandbox_id)
             except errors.AsyncKubeletError as e:
-                return hooks.Target(
+                return hooks.HookTarget(
                     container_id=container_id,
                     host=host,
                     netns=None,
                     error=f"cannot start the pod's probe helper: {e}",
                 )
-            return hooks.Target(container_id=container_id, host=host, netns=None, helper=helper)
+            return hooks.HookTarget(container_id=container_id, host=host, netns=None, helper=helper)
         netns: str | None = None
         try:
             info = await self.docker.inspect_container(sandbox_id)
@@ -306,7 +306,7 @@ class RuntimeManager:
             netns = f"/proc/{pid}/ns/net" if pid else None
         except errors.DockerError:
             pass
-        return hooks.Target(container_id=container_id, host="127.0.0.1", netns=netns)
+        return hooks.HookTarget(container_id=container_id, host="127.0.0.1", netns=netns)
 
     async def _engine_isolated(self) -> bool:
         if self._isolated is None:

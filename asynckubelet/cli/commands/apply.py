@@ -130,7 +130,7 @@ async def _wait(pods: list[Pod], node: NodeRef, timeout: float, config_timeout: 
 
     from asynckubelet.node.access import daemon_pid, read_pods
     from asynckubelet.node.operations import PodKey, wait_until_ready
-    from asynckubelet.node.status import kubectl_status
+    from asynckubelet.printers import kubectl_status
     from asynckubelet.progress import WaitDisplay
 
     display = WaitDisplay(console=err, live=err.is_terminal)

@@ -408,7 +408,7 @@ class _Renderer:
         console.print(text, markup=self.color, highlight=False)
 
     def status(self, pod: Pod, status: PodStatus) -> None:
-        from asynckubelet.node.status import kubectl_status
+        from asynckubelet.printers import kubectl_status
 
         assert pod.metadata is not None
         name = pod.metadata.name or ""
