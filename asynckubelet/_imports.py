@@ -43,11 +43,39 @@ class _Hooked:
             hook(module)
 
 
-class _WhenImported:
-    """A meta path finder that wraps the loader of the modules that have hooks."""
+class _Deferred:
+    """A package's loader that makes the module but runs its ``__init__`` only when an
+    attribute of the package itself is first used (a submodule is imported instead)."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+        self._lock = threading.Lock()
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        module: types.ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, package: types.ModuleType) -> None:
+        name = package.__name__
+
+        def __getattr__(attribute: str) -> object:
+            if importlib.util.find_spec(f"{name}.{attribute}") is not None:
+                return importlib.import_module(f"{name}.{attribute}")
+            with self._lock:
+                if package.__dict__.get("__getattr__") is __getattr__:
+                    del package.__dict__["__getattr__"]
+                    self._loader.exec_module(package)
+            return getattr(package, attribute)
+
+        package.__dict__["__getattr__"] = __getattr__
+
+
+class _Finder:
+    """A meta path finder that wraps the loaders of the modules named to it."""
 
     def __init__(self) -> None:
         self.hooks: dict[str, list[Hook]] = {}
+        self.deferred: set[str] = set()
 
     def find_spec(
         self,
@@ -56,16 +84,25 @@ class _WhenImported:
         target: types.ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
         hooks = self.hooks.pop(fullname, None)
-        if hooks is None:
+        deferred = fullname in self.deferred
+        if hooks is None and not deferred:
             return None
+        self.deferred.discard(fullname)
         spec = importlib.util.find_spec(fullname)
         if spec is None or spec.loader is None:
             return spec
-        spec.loader = _Hooked(spec.loader, hooks)  # type: ignore[assignment]
+        if deferred and spec.submodule_search_locations is not None:
+            spec.loader = _Deferred(spec.loader)  # type: ignore[assignment]
+        if hooks is not None:
+            spec.loader = _Hooked(spec.loader, hooks)  # type: ignore[assignment]
         return spec
 
+    def install(self) -> None:
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
 
-_finder = _WhenImported()
+
+_finder = _Finder()
 
 
 def when_imported(name: str, hook: Hook) -> None:
@@ -77,32 +114,14 @@ def when_imported(name: str, hook: Hook) -> None:
         hook(module)
         return
     _finder.hooks.setdefault(name, []).append(hook)
-    if _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)
+    _finder.install()
 
 
 def defer_package_init(name: str) -> None:
-    """Register the package ``name`` with its ``__init__`` not yet run: its submodules
-    import as usual (``from name import submodule`` too), and the first use of another
-    attribute of the package (``from name import X``) runs the ``__init__`` then. Nothing
-    happens when the package is already imported or cannot be found."""
-    if name in sys.modules:
-        return
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
-        return
-    package = importlib.util.module_from_spec(spec)
-    loader = spec.loader
-    lock = threading.Lock()
-
-    def __getattr__(attribute: str) -> object:
-        if importlib.util.find_spec(f"{name}.{attribute}") is not None:
-            return importlib.import_module(f"{name}.{attribute}")
-        with lock:
-            if package.__dict__.get("__getattr__") is __getattr__:
-                del package.__dict__["__getattr__"]
-                loader.exec_module(package)
-        return getattr(package, attribute)
-
-    package.__dict__["__getattr__"] = __getattr__
-    sys.modules[name] = package
+    """Import the top-level package ``name``, when it is first imported, without running
+    its ``__init__``: its submodules import as usual (``from name import submodule`` too),
+    and the first use of another attribute of the package (``from name import X``) runs
+    the ``__init__`` then. Nothing changes for a package already imported."""
+    if name not in sys.modules:
+        _finder.deferred.add(name)
+        _finder.install()
