@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from asynckubelet.node.events import PodEvent as PodEvent
     from asynckubelet.node.kubelet import Kubelet as Kubelet
     from asynckubelet.node.kubelet import KubeletConfig as KubeletConfig
+    from asynckubelet.node.objects import ObjectStore as ObjectStore
     from asynckubelet.runtime.backoff import Backoff as Backoff
     from asynckubelet.runtime.env import PodContext as PodContext
     from asynckubelet.runtime.events import EventSink as EventSink
@@ -78,6 +79,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "NetworkPlugin": ("asynckubelet.network", "NetworkPlugin"),
     "NodeInfo": ("asynckubelet.node.admission", "NodeInfo"),
     "NodeResources": ("asynckubelet.node.admission", "NodeResources"),
+    "ObjectStore": ("asynckubelet.node.objects", "ObjectStore"),
     "PodContext": ("asynckubelet.runtime.env", "PodContext"),
     "PodEvent": ("asynckubelet.node.events", "PodEvent"),
     "PodRuntimeStatus": ("asynckubelet.runtime.types", "PodRuntimeStatus"),

@@ -28,6 +28,8 @@ and never by library::
      ├── PodError                      a pod-level failure (unknown pod, terminated, ...)
      ├── ResyncNeeded                  a watch fell behind and ended: list again, then
      │                                 watch anew (the API server's 410 Gone)
+     ├── DaemonError                   the node daemon (``serve``) cannot be reached, or
+     │                                 refused what its local API was asked
      └── ClusterError                  the Kubernetes API server of cluster node mode
           ├── KubeconfigError          the kubeconfig is missing, malformed or refused
           ├── ClusterUnavailable       the API server cannot be reached (transient: retried)
@@ -48,6 +50,7 @@ __all__ = [
     "ClusterUnavailable",
     "Conflict",
     "ContainerConfigError",
+    "DaemonError",
     "DockerAPIError",
     "DockerError",
     "FieldError",
@@ -266,3 +269,14 @@ class ClusterAPIError(ClusterError):
     def gone(self) -> bool:
         """410: the resource version asked for is too old (a watch must re-list)."""
         return self.code == 410
+
+
+class DaemonError(AsyncKubeletError):
+    """The node daemon cannot be reached, or its local API refused a request."""
+
+    kubelet_reason = "DaemonError"
+
+    def __init__(self, message: str, *, status: int = 500, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason

@@ -24,6 +24,7 @@ from lightkube.models.core_v1 import (
 
 from asynckubelet.node.container_status import COMPLETED, POD_INITIALIZING, container_state
 from asynckubelet.node.events import PodEvent, age
+from asynckubelet.node.objects import StoredObject, data_count
 from asynckubelet.node.status import (
     INITIALIZED,
     POD_SCHEDULED,
@@ -35,6 +36,7 @@ from asynckubelet.node.status import (
 )
 from asynckubelet.runtime import actions
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.tables import layout, render, table
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -175,19 +177,51 @@ def restarts(pod: Pod, *, now: datetime) -> str:
     return str(total)
 
 
-def _table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [cell.ljust(width + 3) for cell, width in zip(row, widths, strict=True)]
-        lines.append("".join(cells).rstrip())
-    return "\n".join(lines)
-
-
 def bound_node(pod: Pod, *, node_name: str) -> str | None:
     """The node the pod is bound to: this one, unless scheduling gates hold it back (the
     scheduler binds no gated pod, so kubectl shows it on no node)."""
     return None if is_scheduling_gated(pod) else node_name
+
+
+POD_COLUMNS = (
+    ("Name", 0),
+    ("Ready", 0),
+    ("Status", 0),
+    ("Restarts", 0),
+    ("Age", 0),
+    ("IP", 1),
+    ("Node", 1),
+)
+"""The ``get pods`` columns and their priority (1: ``-o wide`` only)."""
+CONFIGMAP_COLUMNS = (("Name", 0), ("Data", 0), ("Age", 0))
+SECRET_COLUMNS = (("Name", 0), ("Type", 0), ("Data", 0), ("Age", 0))
+
+
+def pod_row(pod: Pod, *, node_name: str, now: datetime) -> list[str]:
+    """One pod's cells in :data:`POD_COLUMNS`."""
+    name, _, _ = ctr.pod_identity(pod)
+    status = pod.status
+    since = created(pod)
+    return [
+        name,
+        ready_string(pod, status) if status else f"0/{len(_spec(pod).containers)}",
+        kubectl_status(pod, status) if status else "Unknown",
+        restarts(pod, now=now),
+        age(since, now=now) if since is not None else "<unknown>",
+        (status.podIP if status else None) or "<none>",
+        bound_node(pod, node_name=node_name) or "<none>",
+    ]
+
+
+def object_row(obj: StoredObject, *, now: datetime) -> list[str]:
+    """A ConfigMap's cells in :data:`CONFIGMAP_COLUMNS`, a Secret's in
+    :data:`SECRET_COLUMNS` (the number of keys, never a value)."""
+    since = obj.created()
+    shown_age = age(since, now=now) if since is not None else "<unknown>"
+    count = str(data_count(obj))
+    if obj.kind == "Secret":
+        return [obj.name, str(obj.body.get("type") or "Opaque"), count, shown_age]
+    return [obj.name, count, shown_age]
 
 
 def pod_table(
@@ -199,32 +233,11 @@ def pod_table(
     all_namespaces: bool = False,
 ) -> str:
     """``kubectl get pods`` (``-o wide``, ``-A``)."""
-    header = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
-    if all_namespaces:
-        header.insert(0, "NAMESPACE")
-    if wide:
-        header += ["IP", "NODE"]
-    rows = [header]
-    for pod in pods:
-        name, ns, _ = ctr.pod_identity(pod)
-        status = pod.status
-        since = created(pod)
-        row = [
-            name,
-            ready_string(pod, status) if status else f"0/{len(_spec(pod).containers)}",
-            kubectl_status(pod, status) if status else "Unknown",
-            restarts(pod, now=now),
-            age(since, now=now) if since is not None else "<unknown>",
-        ]
-        if all_namespaces:
-            row.insert(0, ns)
-        if wide:
-            row += [
-                (status.podIP if status else None) or "<none>",
-                bound_node(pod, node_name=node_name) or "<none>",
-            ]
-        rows.append(row)
-    return _table(rows)
+    rows = [
+        (pod_row(p, node_name=node_name, now=now), {"namespace": ctr.pod_identity(p)[1]})
+        for p in pods
+    ]
+    return render(table(POD_COLUMNS, rows), wide=wide, all_namespaces=all_namespaces)
 
 
 def _when(value: datetime | str | None) -> str:
@@ -349,8 +362,8 @@ def _event_lines(events: Sequence[PodEvent], *, now: datetime) -> list[str]:
         if e.count > 1:
             shown_age = f"{shown_age} (x{e.count} over {age(e.first_timestamp, now=now)})"
         rows.append([e.type, e.reason, shown_age, e.source, e.message])
-    table = _table(rows)
-    return ["Events:"] + ["  " + line for line in table.splitlines()]
+    text = layout(rows)
+    return ["Events:"] + ["  " + line for line in text.splitlines()]
 
 
 def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: datetime) -> str:

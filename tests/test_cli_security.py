@@ -1,7 +1,7 @@
 """The command line's share of the security rules: its log sinks never print a traceback's
-local variables (where secrets sit), ``apply -f -`` keeps exactly what it read from stdin,
-closed to other users, and a Namespace label relaxes the Pod Security level only when the
-operator says so (``--allow-namespace-policy``)."""
+local variables (where secrets sit), ``apply -f -`` hands over exactly what it read from
+stdin (once), which the daemon keeps closed to other users, and a Namespace label relaxes
+the Pod Security level only when the operator says so (``--allow-namespace-policy``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from daemon_helpers import running_daemon
 from loguru import logger
 from typer.testing import CliRunner
 
@@ -63,27 +64,28 @@ def test_a_logged_traceback_shows_no_local_variable_values(
         logger.remove()
 
 
-def test_apply_from_stdin_keeps_what_it_read_closed_to_other_users(tmp_path: Path) -> None:
+def test_apply_from_stdin_hands_over_what_it_read_and_the_daemon_keeps_it_0600(
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state"
-    result = CliRunner().invoke(
-        app, ["apply", "-f", "-", "--state-dir", str(state), "--node-name", "n"], input=POD
-    )
-    assert result.exit_code == 0, result.output
-    assert "pod/from-stdin created" in result.output
-    kept = state / "manifests" / "stdin-0.yaml"
-    assert kept.read_text() == POD
-    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    with running_daemon(state) as node:
+        result = CliRunner().invoke(app, ["apply", "-f", "-", "--state-dir", str(state)], input=POD)
+        assert result.exit_code == 0, result.output
+        assert "pod/from-stdin created" in result.output
+        [kept] = (state / "objects").iterdir()
+        assert kept.name == "pod_default_from-stdin.json"
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+        [pod] = node.node.objects.pods()
+        assert pod.spec is not None and pod.spec.containers[0].image == "busybox"
 
 
 def test_apply_of_an_empty_stdin_creates_nothing(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    result = CliRunner().invoke(
-        app, ["apply", "-f", "-", "--state-dir", str(state), "--node-name", "n"], input=""
-    )
-    assert result.exit_code == 1
-    assert "no objects passed to apply" in result.output
-    manifests = state / "manifests"
-    assert not manifests.exists() or not any(manifests.iterdir())
+    with running_daemon(state) as node:
+        result = CliRunner().invoke(app, ["apply", "-f", "-", "--state-dir", str(state)], input="")
+        assert result.exit_code == 1
+        assert "no objects passed to apply" in result.output
+        assert node.node.objects.pods() == []
 
 
 @pytest.mark.parametrize(
@@ -106,6 +108,7 @@ def test_a_namespace_label_relaxes_the_level_only_when_the_operator_allows_it(
 
 
 def test_allow_namespace_policy_is_offered_by_every_command_that_admits_pods() -> None:
-    for command in ("run", "serve", "apply", "validate"):
+    """``apply`` admits nothing itself: the daemon admits with its own policy."""
+    for command in ("run", "serve", "validate"):
         result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
         assert "--allow-namespace-policy" in result.output, command

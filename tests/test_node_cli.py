@@ -1,12 +1,13 @@
-"""The node commands' error paths and file handling, without Docker."""
+"""The node commands' error paths, and apply through a daemon on a fake engine."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from daemon_helpers import Daemon, running_daemon
 from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
@@ -31,15 +32,23 @@ def invoke(*args: str, state: Path) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_apply_writes_the_file_into_the_manifest_directory(tmp_path: Path) -> None:
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[Daemon]:
+    with running_daemon(tmp_path / "s") as d:
+        yield d
+
+
+def test_apply_hands_the_file_to_the_daemon_which_keeps_the_pod(
+    tmp_path: Path, node: Daemon
+) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD)
     code, out, _ = invoke("apply", "-f", str(source), state=tmp_path / "s")
     assert (code, out) == (0, "pod/web created\n")
-    assert (tmp_path / "s" / "manifests" / "web.yaml").read_text() == POD
+    assert [o.name for o in node.node.objects.list("Pod")] == ["web"]
 
 
-def test_apply_of_the_same_file_again_reports_unchanged(tmp_path: Path) -> None:
+def test_apply_of_the_same_file_again_reports_unchanged(tmp_path: Path, node: Daemon) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD)
     invoke("apply", "-f", str(source), state=tmp_path / "s")
@@ -47,45 +56,49 @@ def test_apply_of_the_same_file_again_reports_unchanged(tmp_path: Path) -> None:
     assert (code, out) == (0, "pod/web unchanged\n")
 
 
-def test_apply_of_an_edited_file_reports_configured(tmp_path: Path) -> None:
+def test_apply_of_an_edited_file_reports_configured(tmp_path: Path, node: Daemon) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD)
     invoke("apply", "-f", str(source), state=tmp_path / "s")
-    source.write_text(POD.replace("busybox:1.35", "busybox:1.36"))
+    source.write_text(POD.replace("busybox:1.35", "busybox"))
     code, out, _ = invoke("apply", "-f", str(source), state=tmp_path / "s")
     assert (code, out) == (0, "pod/web configured\n")
 
 
-def test_apply_of_an_invalid_manifest_names_the_field_and_writes_nothing(tmp_path: Path) -> None:
+def test_apply_of_an_invalid_manifest_names_the_field_once_and_applies_nothing(
+    tmp_path: Path, node: Daemon
+) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD.replace("name: app", "name: App_1"))
-    code, _, err = invoke("apply", "-f", str(source), state=tmp_path / "s")
-    assert code == 1
-    assert "spec.containers[0].name" in err
-    assert not (tmp_path / "s" / "manifests").exists()
+    code, out, err = invoke("apply", "-f", str(source), state=tmp_path / "s")
+    assert (code, out) == (1, "")
+    assert err.count("spec.containers[0].name") == 1
+    assert node.node.objects.list("Pod") == []
 
 
-def test_apply_wait_without_a_running_daemon_says_so(tmp_path: Path) -> None:
+def test_apply_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD)
-    code, _, err = invoke("apply", "-f", str(source), "--wait", state=tmp_path / "s")
-    assert code == 1
-    assert "no `asynckubelet serve` runs" in err
+    code, out, err = invoke("apply", "-f", str(source), state=tmp_path / "s")
+    assert (code, out) == (1, "")
+    assert "no node daemon for state dir" in err
+    assert "start it with `asynckubelet serve`" in " ".join(err.split())
+    assert not (tmp_path / "s").exists()
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("get", "pods", "-o", "table"), "--output must be wide, yaml or json"),
+        (("get", "pods", "-o", "table"), "--output must be wide, yaml, json or name"),
         (("get", "services"), 'doesn\'t have a resource type "services"'),
         (("describe", "node", "x"), 'doesn\'t have a resource type "node"'),
         (("logs", "web", "--since", "5 minutes"), "invalid duration"),
-        (("delete",), "give `delete pod NAME` or `delete -f FILE`"),
+        (("delete",), "give `delete pod NAME` (or configmap, secret) or `delete -f FILE`"),
+        (("delete", "deployment", "x"), 'doesn\'t have a resource type "deployment"'),
         (("serve", "--listen", "nowhere"), "--listen must be HOST:PORT"),
         (("serve", "--listen", "0.0.0.0:10255"), "--allow-remote"),
         (("serve", "--log-format", "xml"), "--log-format must be text or json"),
         (("serve", "--log-level", "loud"), "--log-level must be"),
-        (("apply", "-f", "x.yaml", "--pod-security", "lax"), "--pod-security must be one of"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_clear_message(
@@ -142,7 +155,8 @@ def test_delete_reports_the_pod_deleted_once_it_is_gone(
 ) -> None:
     on_docker(False)
     code, out, err = invoke("delete", "pod", "web", state=tmp_path / "s")
-    assert (code, out, err) == (0, 'pod "web" deleted\n', "")
+    assert (code, out) == (0, 'pod "web" deleted\n')
+    assert err == f"no node daemon for state dir {tmp_path / 's'}: deleting on Docker directly\n"
 
 
 def test_delete_that_times_out_fails_naming_the_pods_still_there(
@@ -151,6 +165,6 @@ def test_delete_that_times_out_fails_naming_the_pods_still_there(
     on_docker(True)
     code, out, err = invoke("delete", "pod", "web", "--timeout", "0.2", state=tmp_path / "s")
     assert (code, out) == (1, "")
-    assert err == (
-        "error: timed out after 0.2s waiting for the pods to be gone; still present: default/web\n"
+    assert err.splitlines()[-1] == (
+        "error: timed out after 0.2s waiting for the pods to be gone; still present: default/web"
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,40 +194,6 @@ async def test_a_pod_docker_does_not_hold_is_not_waited_for() -> None:
     left = await operations.delete_pods(runtime, pods={WEB}, daemon_running=False, timeout=None)
     assert left == set()
     assert (runtime.killed, runtime.removed, runtime.pods) == ([], [], {"u2": OTHER})
-
-
-# -- remove_manifests ------------------------------------------------------------------------
-
-MANIFEST = """\
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  containers: [{{name: app, image: busybox}}]
-"""
-
-
-def remove(directory: Path, *keys: PodKey) -> set[PodKey]:
-    return operations.remove_manifests(
-        directory, pods=set(keys), node_name="n1", pod_security="privileged"
-    )
-
-
-def test_the_manifest_files_holding_the_pods_are_removed_and_others_kept(tmp_path: Path) -> None:
-    (tmp_path / "web.yaml").write_text(MANIFEST.format(name="web"))
-    (tmp_path / "other.yaml").write_text(MANIFEST.format(name="other"))
-    assert remove(tmp_path, WEB, ("default", "absent")) == {WEB}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.yaml"]
-
-
-def test_a_manifest_that_does_not_load_is_left_alone(tmp_path: Path) -> None:
-    (tmp_path / "web.yaml").write_text(MANIFEST.format(name="web") + "  bogus: [")
-    assert remove(tmp_path, WEB) == set()
-    assert (tmp_path / "web.yaml").exists()
-
-
-def test_a_missing_manifest_directory_holds_no_pod(tmp_path: Path) -> None:
-    assert remove(tmp_path / "absent", WEB) == set()
 
 
 # -- find_container and next_instance --------------------------------------------------------

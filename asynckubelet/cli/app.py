@@ -57,19 +57,26 @@ TREE: dict[str, Command | Group] = {
     "serve": Command(
         "serve",
         "serve",
-        "Run the node: static pods from the manifest directory, HTTP endpoints, until a signal.",
+        "Run the node until a signal: the objects applied to it and the static pods of its "
+        "manifest directory, its local API on <state-dir>/api.sock, the HTTP endpoints.",
     ),
     "apply": Command(
-        "apply", "apply", "Validate manifests, then hand them to the node (its manifest directory)."
+        "apply",
+        "apply",
+        "Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps "
+        "every object: Pods, ConfigMaps, Secrets, Namespaces.",
     ),
     "delete": Command(
         "delete",
         "delete",
-        "Delete pods gracefully: `delete pod NAME` or `delete -f FILE...`; waits until they "
-        "are gone (exit 1 naming those still there after --timeout).",
+        "Delete objects: `delete pod|configmap|secret NAME` or `delete -f FILE...` (every "
+        "object the files hold); pods gracefully, waiting until they are gone (exit 1 "
+        "naming those still there after --timeout).",
     ),
     "get": Command(
-        "get", "get", "List pods as `kubectl get pods` does (from Docker and the state dir)."
+        "get",
+        "get",
+        "List pods, configmaps or secrets as `kubectl get` does (asking the node daemon).",
     ),
     "describe": Command(
         "describe", "describe", "Show a pod as `kubectl describe pod` does, events at the bottom."

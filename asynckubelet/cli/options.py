@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
+from asynckubelet.cli import fast
+
 if TYPE_CHECKING:
     from asynckubelet.docker import DockerAPI
     from asynckubelet.manifests import Level
@@ -48,6 +50,9 @@ POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
 POD_KINDS = ("pod", "pods", "po")
+RESOURCES = fast.RESOURCES
+"""kubectl's names (and short names) of the resources the node keeps -> the plural."""
+KIND_OF = fast.KINDS
 
 NODE_PANEL = "Node and engine"
 NETWORK_PANEL = "Pod network"
@@ -286,22 +291,27 @@ FilenamesOpt = Annotated[
     list[str], typer.Option("--filename", "-f", help="Manifest file (repeatable); - for stdin.")
 ]
 DeleteFilenamesOpt = Annotated[
-    list[str] | None, typer.Option("--filename", "-f", help="Delete the pods in these files.")
+    list[str] | None,
+    typer.Option("--filename", "-f", help="Delete every object these files hold."),
 ]
 LenientOpt = Annotated[
     bool, typer.Option("--lenient", help="Unknown fields warn instead of failing.")
 ]
-NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="The pod's namespace.")]
+NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="The namespace.")]
 AllNamespacesOpt = Annotated[
-    bool, typer.Option("--all-namespaces", "-A", help="Pods of every namespace.")
+    bool, typer.Option("--all-namespaces", "-A", help="Objects of every namespace.")
 ]
-KindArg = Annotated[str, typer.Argument(help="The resource type: pods (or pod, po).")]
+KindArg = Annotated[
+    str, typer.Argument(help="The resource type: pods (po), configmaps (cm) or secrets.")
+]
+PodKindArg = Annotated[str, typer.Argument(help="The resource type: pods (or pod, po).")]
 DeleteKindArg = Annotated[
     str | None,
-    typer.Argument(help="`pod`, followed by the pod's name (or `pod/NAME`)."),
+    typer.Argument(help="`pod`, `configmap` or `secret`, followed by the name (or `pod/NAME`...)."),
 ]
 PodNameArg = Annotated[str, typer.Argument(help="The pod's name.")]
 OptionalPodNameArg = Annotated[str | None, typer.Argument(help="One pod's name.")]
+OptionalNameArg = Annotated[str | None, typer.Argument(help="One object's name.")]
 ContainerOpt = Annotated[
     str | None,
     typer.Option("--container", "-c", help="The container (default: the pod's default container)."),
@@ -309,7 +319,9 @@ ContainerOpt = Annotated[
 ReportFormatOpt = Annotated[
     str, typer.Option("--output", "-o", help="Output format: text or json.")
 ]
-PodFormatOpt = Annotated[str | None, typer.Option("--output", "-o", help="wide, yaml or json.")]
+PodFormatOpt = Annotated[
+    str | None, typer.Option("--output", "-o", help="wide, yaml, json or name.")
+]
 
 # -- run -------------------------------------------------------------------------------------
 
@@ -510,7 +522,7 @@ class NodeRef:
 
     @property
     def state(self) -> Path:
-        from asynckubelet.node.access import default_state_dir
+        from asynckubelet.node.daemon import default_state_dir
 
         return self.state_dir if self.state_dir is not None else default_state_dir()
 

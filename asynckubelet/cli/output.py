@@ -111,6 +111,9 @@ def _report(failure: BaseException, *, not_found_as: str | None) -> int:
     if isinstance(failure, errors.NotFound) and not_found_as is not None:
         err.print(f"Error from server ({not_found_as}): {escape(str(failure))}")
         return 1
+    if isinstance(failure, errors.DaemonError) and failure.reason:
+        err.print(f"Error from server ({failure.reason}): {escape(str(failure))}")
+        return 1
     if isinstance(failure, typer.TyperException):
         err.print(f"[red]error:[/red] {escape(failure.format_message())}")
         return failure.exit_code
@@ -155,6 +158,21 @@ async def first_signal() -> int:
         async for signum in signals:
             return int(signum)
     raise AssertionError("the signal receiver ended")
+
+
+@contextlib.contextmanager
+def exit_on_signals() -> Iterator[None]:
+    """Around blocking work: SIGINT or SIGTERM ends the command with exit code 128+N."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise typer.Exit(128 + signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 async def stopped_by_signal(function: Callable[[*Ts], Awaitable[object]], *args: *Ts) -> int | None:

@@ -50,11 +50,13 @@ __all__ = [
     "MAX_ERRORS",
     "ManifestReport",
     "Manifests",
+    "ObjectRef",
     "Source",
     "inspect_manifests",
     "inspect_manifests_text",
     "load_manifests",
     "load_manifests_text",
+    "object_refs",
     "pod_uid",
     "read_sources",
 ]
@@ -93,6 +95,7 @@ class Manifests:
     secrets: tuple[Secret, ...] = ()
     secret_data: Mapping[tuple[str, str], Mapping[str, bytes]] = field(default_factory=dict)
     warnings: tuple[FieldError, ...] = ()
+    namespaces: tuple[Namespace, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,9 +152,13 @@ def load_manifests_text(
     pod_security: Level = "baseline",
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    namespaces: Sequence[Namespace] = (),
     node_labels: bool = False,
 ) -> Manifests:
-    """:func:`load_manifests` for YAML already in memory."""
+    """:func:`load_manifests` for YAML already in memory.
+
+    ``namespaces`` are Namespaces already known (stored by an API server): their Pod
+    Security label counts for the pods of ``text`` as a Namespace document in it would."""
     report = inspect_manifests_text(
         text,
         source_name=source_name,
@@ -159,6 +166,7 @@ def load_manifests_text(
         pod_security=pod_security,
         allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        namespaces=namespaces,
         node_labels=node_labels,
     )
     return _accepted_or_raise(report)
@@ -195,6 +203,7 @@ def inspect_manifests_text(
     pod_security: Level = "baseline",
     allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    namespaces: Sequence[Namespace] = (),
     node_labels: bool = False,
 ) -> ManifestReport:
     """Like :func:`load_manifests_text`, but return the errors instead of raising them."""
@@ -205,6 +214,8 @@ def inspect_manifests_text(
         node_name=node_name,
         node_labels=node_labels,
     )
+    for known in namespaces:
+        loader.know_namespace(known)
     with error_budget(_ERROR_BUDGET):
         loader.add_text(text, source_name)
         return loader.finish()
@@ -232,6 +243,75 @@ def read_sources(source: Source | Sequence[Source]) -> list[tuple[str, str]]:
             f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", recorder.errors
         )
     return texts
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """An object named in a manifest: what ``delete -f`` needs, and nothing else."""
+
+    kind: str
+    namespace: str
+    """``""`` for a Namespace; ``default`` when the document names none."""
+    name: str
+
+
+def object_refs(texts: Sequence[tuple[str, str]]) -> list[ObjectRef]:
+    """The objects the ``(source name, text)`` files name, in order (``kind: List`` items
+    included), read without validating them as kubectl reads a file it deletes; raise
+    :class:`ManifestError` naming any document that is not YAML or names no object."""
+    refs: list[ObjectRef] = []
+    problems: list[FieldError] = []
+    with error_budget(_ERROR_BUDGET):
+        for name, text in texts:
+            if _oversized(text):
+                problems.append(_too_long(name))
+                continue
+            try:
+                documents = list(decoding.load_documents(text))
+            except (yaml.YAMLError, RecursionError) as e:
+                problem = getattr(e, "problem", None) or type(e).__name__
+                problems.append(FieldError(DOCUMENT, "Invalid YAML", problem, source=name))
+                continue
+            for index, doc in enumerate(documents):
+                if doc is None:
+                    continue
+                items = (
+                    doc.get("items")
+                    if isinstance(doc, dict) and doc.get("kind") == "List"
+                    else [doc]
+                )
+                for item in items if isinstance(items, list) else [None]:
+                    ref = _ref(item)
+                    if ref is None:
+                        problems.append(
+                            FieldError(
+                                DOCUMENT,
+                                "Required value",
+                                "kind and metadata.name",
+                                source=f"{name}[{index}]",
+                            )
+                        )
+                    else:
+                        refs.append(ref)
+    if problems:
+        n = len(problems)
+        raise ManifestError(f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", problems)
+    return refs
+
+
+def _ref(doc: Any) -> ObjectRef | None:
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
+        return None
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return None
+    kind = doc["kind"]
+    namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
+    return ObjectRef(
+        kind=kind,
+        namespace="" if kind == "Namespace" else (namespace or "default"),
+        name=meta["name"],
+    )
 
 
 @dataclass
@@ -320,6 +400,7 @@ class _Loader:
     configmaps: dict[tuple[str, str], tuple[ConfigMap, str]] = field(default_factory=dict)
     secrets: dict[tuple[str, str], tuple[Secret, str]] = field(default_factory=dict)
     secret_data: dict[tuple[str, str], dict[str, bytes]] = field(default_factory=dict)
+    namespaces: dict[tuple[str, str], tuple[Namespace, str]] = field(default_factory=dict)
     levels: dict[str, Level] = field(default_factory=dict)
     dropped_errors: int = 0
     dropped_warnings: int = 0
@@ -343,6 +424,18 @@ class _Loader:
             node_name=node_name or socket.gethostname(),
             node_labels=node_labels,
         )
+
+    def know_namespace(self, ns: Namespace) -> None:
+        """A Namespace stored earlier: its Pod Security label, when valid and allowed to
+        set this level, applies to the pods loaded after (no error or warning is made
+        about it again)."""
+        labels = (ns.metadata.labels if ns.metadata else None) or {}
+        level = labels.get(ENFORCE_LABEL)
+        if ns.metadata is None or not ns.metadata.name or level not in LEVELS:
+            return
+        chosen = cast(Level, level)
+        if self.allow_namespace_policy or LEVELS.index(chosen) >= LEVELS.index(self.level):
+            self.levels[ns.metadata.name] = chosen
 
     def add_text(self, text: str, name: str) -> None:
         """Every document of ``text``; any failure becomes a field error, never an exception."""
@@ -515,7 +608,7 @@ class _Loader:
                 FieldError(
                     "metadata.name",
                     "Duplicate value",
-                    f"{go_quote(key[1])}: {kind} {key[0]}/{key[1]} is also defined in "
+                    f"{go_quote(key[1])}: {kind} {'/'.join(filter(None, key))} is also defined in "
                     f"{earlier[1]}; this later definition replaces it",
                 ),
                 source,
@@ -592,7 +685,12 @@ class _Loader:
             )
         for error in errors:
             self._error(error, source, prefix)
-        if errors or level is None or ns.metadata is None or not ns.metadata.name:
+        if errors or ns.metadata is None or not ns.metadata.name:
+            return
+        name = ns.metadata.name
+        self._replace(self.namespaces, ("", name), (ns, source), "namespace", source, prefix)
+        self.levels.pop(name, None)
+        if level is None:
             return
         version = labels.get(security.ENFORCE_VERSION_LABEL)
         if version not in (None, "latest"):
@@ -644,6 +742,7 @@ class _Loader:
             secrets=tuple(s for s, _ in self.secrets.values()),
             secret_data=dict(self.secret_data),
             warnings=tuple(self.warnings),
+            namespaces=tuple(ns for ns, _ in self.namespaces.values()),
         )
         return ManifestReport(manifests, tuple(self.errors))
 

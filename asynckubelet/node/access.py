@@ -1,8 +1,9 @@
 """Reading pods from Docker and the state dir: for the node itself and for other processes.
 
-``asynckubelet get``, ``describe``, ``logs`` and ``exec`` must work whether a daemon runs
-or not. State lives in Docker (labels) and in the state dir (the manifest directory, the
-status files the daemon writes, the events file), so any process can rebuild a pod's view:
+With a daemon running, the client commands ask it (:mod:`asynckubelet.localapi`); without
+one, ``asynckubelet get``, ``describe``, ``logs``, ``exec`` and ``delete`` still work. State
+lives in Docker (labels) and in the state dir (the manifest directory, the status files
+the daemon writes, the events file), so any process can rebuild a pod's view:
 the spec from the daemon's status file or the manifest directory, the containers from
 Docker, the status through the same pure :func:`~asynckubelet.node.status.generate`.
 """
@@ -47,31 +48,6 @@ class StateDir:
     @property
     def pid_file(self) -> Path:
         return self.root / PID_FILE
-
-
-def default_state_dir() -> Path:
-    """``/var/lib/asynckubelet`` for root, else ``$XDG_STATE_HOME/asynckubelet``."""
-    if os.geteuid() == 0:
-        return Path("/var/lib/asynckubelet")
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "asynckubelet"
-
-
-MANIFEST_MODE = 0o600
-"""A manifest copy kept by ``apply``: it may hold Secrets."""
-
-
-def save_manifest(directory: Path, name: str, text: str) -> Path:
-    """Keep ``text`` as ``<directory>/<name>`` (``apply``): written at once, mode 0600,
-    never through a link; the directory is made 0750. ``name`` is one file name."""
-    hostfs.single_name(name, what="manifest file name")
-    hostfs.write_file(directory, name, text.encode(), mode=MANIFEST_MODE)
-    return directory / name
-
-
-def remove_manifest(directory: Path, name: str) -> bool:
-    """Remove the manifest copy ``<directory>/<name>`` (a link there, never its target)."""
-    return hostfs.remove_file(directory, hostfs.single_name(name, what="manifest file name"))
 
 
 def write_pid_file(state: Path) -> Path:

@@ -11,6 +11,7 @@ pods, images and errors that other local users have no business reading.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import OrderedDict
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from lightkube.models.core_v1 import Pod
 from loguru import logger
@@ -62,6 +64,58 @@ class PodEvent:
         data["first_timestamp"] = self.first_timestamp.isoformat()
         data["last_timestamp"] = self.last_timestamp.isoformat()
         return data
+
+    def to_v1(self) -> dict[str, Any]:
+        """The core API's v1 ``Event`` about the pod (as ``kubectl get events`` reads it)."""
+        involved: dict[str, Any] = {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "namespace": self.namespace,
+            "name": self.pod,
+            "uid": self.uid,
+        }
+        if self.field_path:
+            involved["fieldPath"] = self.field_path
+        component, _, host = self.source.partition(", ")
+        digest = hashlib.sha256(repr(self.key).encode()).hexdigest()[:16]
+        return {
+            "kind": "Event",
+            "apiVersion": "v1",
+            "metadata": {"name": f"{self.pod}.{digest}", "namespace": self.namespace},
+            "involvedObject": involved,
+            "reason": self.reason,
+            "message": self.message,
+            "type": self.type,
+            "count": self.count,
+            "firstTimestamp": self.first_timestamp.isoformat(),
+            "lastTimestamp": self.last_timestamp.isoformat(),
+            "source": {"component": component, **({"host": host} if host else {})},
+        }
+
+    @classmethod
+    def from_v1(cls, data: dict[str, Any]) -> PodEvent:
+        """The event a v1 ``Event`` (:meth:`to_v1`) describes."""
+        involved = data.get("involvedObject") or {}
+        path = str(involved.get("fieldPath") or "")
+        container = (
+            path[len("spec.containers{") : -1] if path.startswith("spec.containers{") else None
+        )
+        source = data.get("source") or {}
+        host = source.get("host")
+        component = str(source.get("component") or "kubelet")
+        return cls(
+            namespace=str(involved.get("namespace") or ""),
+            pod=str(involved.get("name") or ""),
+            uid=str(involved.get("uid") or ""),
+            type=str(data.get("type") or ""),
+            reason=str(data.get("reason") or ""),
+            message=str(data.get("message") or ""),
+            first_timestamp=datetime.fromisoformat(str(data["firstTimestamp"])),
+            last_timestamp=datetime.fromisoformat(str(data["lastTimestamp"])),
+            count=int(data.get("count") or 1),
+            container=container or None,
+            source=f"{component}, {host}" if host else component,
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> PodEvent:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import copy
-import dataclasses
 import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
@@ -46,7 +45,7 @@ from loguru import logger
 from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerAPI, ExecResult, LogLine
 from asynckubelet.docker.engine import resolve_docker_url
-from asynckubelet.manifests import Level, Manifests, load_manifests_text
+from asynckubelet.manifests import Level, Manifests, inspect_manifests_text, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import is_local_daemon
@@ -54,8 +53,9 @@ from asynckubelet.node import access
 from asynckubelet.node.admission import NodeAdmitter, NodeInfo, host_port_in_use, host_resources
 from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.metrics import NodeMetrics
+from asynckubelet.node.objects import ObjectStore, persisted_text
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
-from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_secrets
+from asynckubelet.node.runner import PodWorker, RunOptions
 from asynckubelet.node.sources import ManifestDirSource, source_name
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
@@ -63,6 +63,7 @@ from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 from asynckubelet.runtime.volumes import VolumeProvider
@@ -157,8 +158,14 @@ class Kubelet:
         docker: DockerAPI | None = None,
         network: NetworkPlugin | None = None,
         volumes: VolumeProvider | None = None,
+        objects: ObjectStore | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
+        self.objects = objects if objects is not None else ObjectStore(persistent_source=API_SOURCE)
+        """Namespaces, ConfigMaps, Secrets and applied Pods: what every pod of a namespace
+        may refer to, whichever source brought it (kept across restarts when the store
+        has a directory)."""
+        self.objects.subscribe(self._objects_changed)
         state = self.config.state_dir
         if volumes is None and is_local_daemon(resolve_docker_url(self.config.docker_url)):
             # Volumes are directories on this machine: only a local engine can mount them.
@@ -240,6 +247,7 @@ class Kubelet:
             raise
         try:
             await self._tg.start(self._guard(self.pleg.run), name="pleg")
+            self._restore_objects()
             if self.config.manifest_dir is not None:
                 self.manifest_source = ManifestDirSource(
                     self.config.manifest_dir,
@@ -347,6 +355,29 @@ class Kubelet:
             message=message,
         )
 
+    def _restore_objects(self) -> None:
+        """Take back the objects a previous run kept, loaded as any manifest is; their
+        pods are wanted again before housekeeping could take them for unwanted."""
+        directory = self.objects.directory
+        if directory is None or not directory.is_dir():
+            return
+        report = inspect_manifests_text(
+            persisted_text(directory),
+            source_name=str(directory),
+            pod_security=self.config.pod_security,
+            allow_namespace_policy=self.config.allow_namespace_policy,
+            node_name=self.node_name,
+            node_labels=self.admitter.node.labels is not None,
+        )
+        for error in report.errors:
+            logger.warning("a kept object was not taken back: {}: {}", error.source, error.field)
+        self.objects.restore(report.manifests)
+        for pod in report.manifests.pods:
+            self._want(pod, API_SOURCE)
+        self._sources.setdefault(API_SOURCE, set()).update(
+            ctr.pod_identity(p)[2] for p in report.manifests.pods
+        )
+
     # -- desired state --------------------------------------------------------------------
 
     def _prepare(self, pods: Manifests | Pod | Iterable[Pod]) -> tuple[list[Pod], Manifests]:
@@ -363,6 +394,7 @@ class Kubelet:
                 pod_security=self.config.pod_security,
                 allow_namespace_policy=self.config.allow_namespace_policy,
                 node_name=self.node_name,
+                namespaces=self.objects.namespaces(),
                 node_labels=self.admitter.node.labels is not None,
             )
             prepared.extend(loaded.pods)
@@ -377,8 +409,9 @@ class Kubelet:
         restarts only the containers whose spec changed.
         """
         prepared, manifests = self._prepare(pods)
+        self.objects.put(manifests, source=API_SOURCE)
         for pod in prepared:
-            self._want(pod, API_SOURCE, manifests)
+            self._want(pod, API_SOURCE)
         self._sources.setdefault(API_SOURCE, set()).update(ctr.pod_identity(p)[2] for p in prepared)
         return prepared
 
@@ -395,8 +428,9 @@ class Kubelet:
             self._sources[source] = wanted
         else:
             self._sources.pop(source, None)
+        self.objects.set_source(source, manifests)
         for pod in manifests.pods:
-            self._want(pod, source, manifests)
+            self._want(pod, source)
 
     def source_ready(self, source: str) -> None:
         """``source`` (one of ``wait_for_sources``) has said what it wants: housekeeping
@@ -414,19 +448,41 @@ class Kubelet:
         """Whether a pod worker drives the pod ``uid`` (running, or being stopped)."""
         return uid in self._entries
 
-    def _options(self, pod: Pod, manifests: Manifests) -> RunOptions:
-        uid = ctr.pod_identity(pod)[2]
+    def _options(self, pod: Pod) -> RunOptions:
+        """The pod's ConfigMaps, Secrets and pull secrets: those of its namespace, from
+        whichever source they came."""
+        _, ns, uid = ctr.pod_identity(pod)
+        view = self.objects.view(ns)
         options = RunOptions()
-        context = pod_context(manifests, pod, node_name=self.node_name)
-        if self.config.host_ips:
-            context = dataclasses.replace(context, host_ip=self.config.host_ips[0])
-        options.contexts[uid] = context
-        options.pull_secrets[uid] = pull_secrets(manifests, pod)
+        options.contexts[uid] = PodContext(
+            node_name=self.node_name,
+            host_ip=self.config.host_ips[0] if self.config.host_ips else "",
+            configmaps=view.configmaps,
+            binary_configmaps=view.binary_configmaps,
+            secrets=view.secrets,
+        )
+        refs = (pod.spec.imagePullSecrets if pod.spec else None) or []
+        options.pull_secrets[uid] = [
+            (view.secret_types[ref.name], dict(view.secrets[ref.name]))
+            for ref in refs
+            if ref.name is not None and ref.name in view.secrets
+        ]
         return options
 
-    def _want(self, pod: Pod, source: str, manifests: Manifests) -> None:
+    def _objects_changed(self, namespaces: frozenset[str]) -> None:
+        """ConfigMaps or Secrets of these namespaces changed: their pods see the new ones
+        and look again now (a pod waiting for one starts; mounted volumes are rewritten)."""
+        for uid, entry in list(self._entries.items()):
+            if entry.deleting or ctr.pod_identity(entry.worker.pod)[1] not in namespaces:
+                continue
+            options = self._options(entry.worker.pod)
+            entry.worker.options.contexts[uid] = options.contexts[uid]
+            entry.worker.options.pull_secrets[uid] = options.pull_secrets[uid]
+            entry.worker.poke()
+
+    def _want(self, pod: Pod, source: str) -> None:
         name, ns, uid = ctr.pod_identity(pod)
-        options = self._options(pod, manifests)
+        options = self._options(pod)
         for other_uid, other in list(self._entries.items()):
             oname, ons, _ = ctr.pod_identity(other.worker.pod)
             if other_uid != uid and (ons, oname) == (ns, name) and not other.deleting:
@@ -568,6 +624,7 @@ class Kubelet:
         ``grace_period`` overrides the pod's ``terminationGracePeriodSeconds``. With
         ``wait`` (the default) this returns once the pod's objects are gone.
         """
+        self.objects.remove("Pod", namespace, name)
         for uid, entry in list(self._entries.items()):
             pname, pns, _ = ctr.pod_identity(entry.worker.pod)
             if (pns, pname) == (namespace, name):

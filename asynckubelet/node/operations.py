@@ -1,8 +1,8 @@
 """What the node's client commands do to its pods, as library calls.
 
-``apply --wait``, ``delete``, ``logs`` and ``exec`` act on a node that may or may not have
-a ``serve`` daemon running: the pods' state is in Docker and in the state dir (see
-:mod:`asynckubelet.node.access`), so any process can wait for pods to become ready,
+``apply --wait`` (beside a daemon), and ``delete``, ``logs`` and ``exec`` without one, act
+on the pods' state in Docker and in the state dir (see :mod:`asynckubelet.node.access`),
+so any process can wait for pods to become ready,
 delete them and wait until they are gone, or find the container instance to read or
 enter. These functions do that on a :class:`PodRuntime` (the runtime manager's status,
 kill and remove calls); they print nothing and report through return values, callbacks
@@ -14,18 +14,14 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 import anyio
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
-from asynckubelet.manifests import Level, load_manifests
-from asynckubelet.node import access
 from asynckubelet.node.access import choose_instance, default_container, find_pod
 from asynckubelet.node.failures import DEFAULT_CONFIG_TIMEOUT, FailureWatch
-from asynckubelet.node.sources import is_manifest
 from asynckubelet.node.status import SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE
 from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
@@ -63,28 +59,6 @@ def pod_key(pod: Pod) -> PodKey:
 # -- delete ----------------------------------------------------------------------------------
 
 
-def remove_manifests(
-    directory: Path, *, pods: Collection[PodKey], node_name: str, pod_security: Level
-) -> set[PodKey]:
-    """Delete every manifest file in ``directory`` that holds one of ``pods``; which of
-    ``pods`` they held. Files that do not load are left alone."""
-    found: set[PodKey] = set()
-    if not directory.is_dir():
-        return found
-    for path in sorted(directory.iterdir()):
-        if not is_manifest(path):
-            continue
-        try:
-            loaded = load_manifests(path, pod_security=pod_security, node_name=node_name).pods
-        except (errors.ManifestError, OSError):
-            continue
-        held = {pod_key(p) for p in loaded} & set(pods)
-        if held:
-            access.remove_manifest(directory, path.name)
-            found |= held
-    return found
-
-
 async def delete_pods(
     runtime: PodRuntime,
     *,
@@ -97,10 +71,9 @@ async def delete_pods(
     """Stop ``pods`` and wait until Docker holds nothing of them; the pods still there when
     ``timeout`` (seconds; None: no limit) ran out, an empty set when all are gone.
 
-    A running daemon deletes a pod itself once its manifest is gone (see
-    :func:`remove_manifests`): this process then only stops the containers when
-    ``grace_period`` overrides the pod's own, and leaves their removal to the daemon.
-    Without a daemon this process stops and removes them itself.
+    With ``daemon_running`` the daemon is deleting the pods itself: this process then
+    only stops the containers when ``grace_period`` overrides the pod's own, and leaves
+    their removal to the daemon. Without a daemon this process stops and removes them.
     """
     wanted = set(pods)
     uids = {uid: key for uid, key in (await runtime.list_pod_uids()).items() if key in wanted}

@@ -66,6 +66,10 @@ class RuntimeConfig:
     """Run each pod's containers under one pod cgroup below this root, grouped by QoS class
     as the kubelet does (e.g. ``/asynckubelet``); None: Docker's own placement. Local
     engines only."""
+    owner: str = ""
+    """The owner mark of the pods this runtime makes (:data:`~asynckubelet.runtime.naming.
+    LABEL_OWNER`), e.g. ``run-<id>``; empty for the node agent. A runtime lists as its
+    node's pods only those with its own mark (or none, for the agent)."""
     pod_log_dir: Path | None = None
     """Link each container instance's log file here as
     ``<namespace>_<name>_<uid>/<container>/<restartCount>.log`` (the kubelet's
@@ -149,9 +153,10 @@ class RuntimeManager:
         event would otherwise keep the cached ``running``."""
         self._status.forget(container_id)
 
-    async def list_pod_uids(self) -> dict[str, tuple[str, str]]:
-        """uid -> (namespace, name) of every pod with objects of this node on Docker."""
-        return await self._status.pod_uids()
+    async def list_pod_uids(self, *, any_owner: bool = False) -> dict[str, tuple[str, str]]:
+        """uid -> (namespace, name) of every pod with objects of this node on Docker: those
+        of this runtime's owner (:attr:`RuntimeConfig.owner`), or with ``any_owner`` all."""
+        return await self._status.pod_uids(any_owner=any_owner)
 
     # -- sync -----------------------------------------------------------------------------
 

@@ -235,6 +235,7 @@ class PodSync:
         return generate_pod_sandbox_config(
             self.pod,
             node=rm.node,
+            owner=rm.config.owner,
             attempt=attempt,
             dns=rm.config.dns,
             node_resolver=(
@@ -391,6 +392,7 @@ class PodSync:
             self.pod,
             container,
             node=self.rm.node,
+            owner=self.rm.config.owner,
             sandbox_id=self.sandbox_id,
             restart_count=restart_count,
             environment=environment,

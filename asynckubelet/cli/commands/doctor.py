@@ -90,7 +90,7 @@ def doctor(
     from asynckubelet.docker.engine import resolve_docker_url
     from asynckubelet.images.build import default_probe_tag
     from asynckubelet.network.factory import is_local_daemon
-    from asynckubelet.node.access import default_state_dir
+    from asynckubelet.node.daemon import default_state_dir
 
     check_network(network)
     report = _Report()

@@ -4,12 +4,15 @@ restarts until the pod will not start it again, or until SIGINT/SIGTERM (exit 12
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
+import time
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
-from asynckubelet.cli.client import node_runtime
+from asynckubelet.cli.client import as_pod, daemon_client, node_runtime
 from asynckubelet.cli.options import (
     ContainerOpt,
     FollowOpt,
@@ -23,7 +26,10 @@ from asynckubelet.cli.options import (
     TimestampsOpt,
     UsageError,
 )
-from asynckubelet.cli.output import command, err, run_async, stopped_by_signal
+from asynckubelet.cli.output import command, err, exit_on_signals, run_async, stopped_by_signal
+
+if TYPE_CHECKING:
+    from asynckubelet.client import NodeClient
 
 
 @command(not_found_as="BadRequest")
@@ -41,8 +47,6 @@ def logs(
     log: LogOptions,
 ) -> None:
     """Print a container's output; with -f keep following, across restarts."""
-    import time
-
     from asynckubelet.printers import parse_duration
 
     try:
@@ -59,6 +63,11 @@ def logs(
         timestamps=timestamps,
         since=since_ts,
     )
+    client = daemon_client(node)
+    if client is not None:
+        with exit_on_signals():
+            _print_through(request, client)
+        return
     signum = run_async(stopped_by_signal, _print_logs, request, node)
     if signum is not None:
         raise typer.Exit(128 + signum)
@@ -74,6 +83,32 @@ class _Request:
     tail: int | None
     timestamps: bool
     since: float | None
+
+
+def _print_through(request: _Request, client: NodeClient) -> None:
+    """The daemon's log stream of the chosen container (its default one named first, as
+    kubectl does, with the notice)."""
+    from asynckubelet.node.access import default_container
+
+    pod = as_pod(client.pod(request.namespace, request.name))
+    chosen, notice = default_container(pod, request.container)
+    if notice:
+        err.print(escape(notice))
+    since = None
+    if request.since is not None:
+        since = max(1, math.ceil(time.time() - request.since))
+    for line in client.logs(
+        request.namespace,
+        request.name,
+        container=chosen,
+        follow=request.follow,
+        previous=request.previous,
+        tail=request.tail,
+        timestamps=request.timestamps,
+        since_seconds=since,
+    ):
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 async def _print_logs(request: _Request, node: NodeRef) -> None:

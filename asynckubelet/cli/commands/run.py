@@ -19,16 +19,19 @@ signal N (130 for SIGINT, 143 for SIGTERM); 141 (128+SIGPIPE) when stdout was cl
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import secrets
 import signal
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import typer
 from rich.markup import escape
 
+from asynckubelet.cli.client import as_pod, find_daemon
 from asynckubelet.cli.options import (
     ColorOpt,
     ConfigTimeoutOpt,
@@ -38,13 +41,16 @@ from asynckubelet.cli.options import (
     LenientOpt,
     LogOptions,
     NodeOptions,
+    NodeRef,
     PullTimeoutOpt,
+    StateDirOpt,
 )
 from asynckubelet.cli.output import command, err, fail, out, run_async, warn
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
 
+    from asynckubelet.client import NodeClient
     from asynckubelet.docker import LogLine
     from asynckubelet.manifests import Manifests
     from asynckubelet.node.admission import NodeInfo
@@ -76,6 +82,8 @@ def run(
     color: ColorOpt = True,
     pull_timeout: PullTimeoutOpt = DEFAULT_PULL_TIMEOUT,
     config_timeout: ConfigTimeoutOpt = DEFAULT_CONFIG_TIMEOUT,
+    state_dir: StateDirOpt = None,
+    ctx: typer.Context,
     node: NodeOptions,
     log: LogOptions,
 ) -> None:
@@ -93,10 +101,16 @@ def run(
     from asynckubelet.progress import PullDisplay
 
     node.check(pod_security_code=1)
-    manifests = _load(files, lenient=lenient, node=node)
-    _admit(manifests.pods, node.node_info())
+    daemon = find_daemon(NodeRef(state_dir=state_dir))
+    if daemon is not None:
+        node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
+    owner = f"run-{secrets.token_hex(4)}"
+    config = dataclasses.replace(node.runtime_config(), owner=owner)
+    manifests = _owned(
+        _load(files, lenient=lenient, node=node), node_name=config.node_name, owner=owner
+    )
+    _admit(manifests.pods, node.node_info(), daemon)
     ensure_engine(node.docker_host)
-    config = node.runtime_config()
     options = options_from_manifests(
         manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
     )
@@ -124,14 +138,14 @@ def run(
     raise typer.Exit(next((c for c in codes if c), 0))
 
 
-def _admit(pods: Sequence[Pod], node: NodeInfo) -> None:
-    """Admit the pods as a kubelet admits them, each over the node's pods and those before
-    it; a pod the node cannot take ends the run before anything starts."""
+def _admit(pods: Sequence[Pod], node: NodeInfo, daemon: NodeClient | None) -> None:
+    """Admit the pods as a kubelet admits them, each over the node daemon's pods and those
+    before it; a pod the node cannot take ends the run before anything starts."""
     from asynckubelet.node.admission import NodeAdmitter, host_port_in_use
     from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX
 
     admitter = NodeAdmitter(node=node, host_port_in_use=host_port_in_use)
-    admitted = _node_pods()
+    admitted = _node_pods(daemon)
     rejected = False
     for pod in pods:
         rejection = admitter.admit(pod, admitted=admitted)
@@ -148,21 +162,15 @@ def _admit(pods: Sequence[Pod], node: NodeInfo) -> None:
         raise typer.Exit(1)
 
 
-def _node_pods() -> list[Pod]:
-    """The active pods of the ``serve`` daemon on this machine, when one runs, as its state
-    dir shows them: a run's pods share the host's ports and resources with them."""
-    from asynckubelet.node.access import daemon_pid, default_state_dir
+def _node_pods(daemon: NodeClient | None) -> list[Pod]:
+    """The active pods of the node daemon, when one runs: a run's pods share the host's
+    ports and resources with them."""
     from asynckubelet.node.status import TERMINAL_PHASES
-    from asynckubelet.node.status_manager import read_status_files
 
-    state = default_state_dir()
-    if daemon_pid(state) is None:
+    if daemon is None:
         return []
-    return [
-        pod
-        for pod in read_status_files(state).values()
-        if pod.status is None or pod.status.phase not in TERMINAL_PHASES
-    ]
+    pods = [as_pod(p) for p in daemon.pods()]
+    return [p for p in pods if p.status is None or p.status.phase not in TERMINAL_PHASES]
 
 
 def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
@@ -193,6 +201,52 @@ def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
                 "starts it once an edit of its manifest removes them"
             )
     return manifests
+
+
+def _given(ctx: typer.Context) -> set[str]:
+    """The options given on the command line or in the environment, not defaulted."""
+    return {
+        name
+        for name in ctx.params
+        if (source := ctx.get_parameter_source(name)) is not None and source.name != "DEFAULT"
+    }
+
+
+def _daemon_defaults(node: NodeOptions, info: dict[str, Any], *, given: set[str]) -> NodeOptions:
+    """The node daemon's configuration in place of every node option not ``given``:
+    ``run`` then runs its pods on the same node, network and DNS, at the same level."""
+    theirs = {
+        "node_name": info.get("node_name") or None,
+        "pod_security": info.get("pod_security") or None,
+        "allow_namespace_policy": bool(info.get("allow_namespace_policy")),
+        "network": info.get("network") or None,
+        "bridge": info.get("bridge") or None,
+        "pod_cidr": info.get("pod_cidr") or None,
+        "pod_cidr_v6": info.get("pod_cidr_v6") or None,
+        "cluster_dns": list(info.get("cluster_dns") or []) or None,
+        "cluster_domain": info.get("cluster_domain") or None,
+    }
+    changes: dict[str, Any] = {}
+    for name, value in theirs.items():
+        if value is not None and name not in given:
+            changes[name] = value
+    return dataclasses.replace(node, **changes)
+
+
+def _owned(manifests: Manifests, *, node_name: str, owner: str) -> Manifests:
+    """The pods with UIDs of this run's own: a pod of the same name under ``serve`` (or
+    another ``run``) on the same node is another pod, and its containers are not ours."""
+    from asynckubelet.manifests import pod_uid
+    from asynckubelet.runtime import containers as ctr
+
+    pods = []
+    for pod in manifests.pods:
+        mine = copy.deepcopy(pod)
+        name, ns, _ = ctr.pod_identity(mine)
+        assert mine.metadata is not None
+        mine.metadata.uid = pod_uid(node_name=f"{node_name}/{owner}", namespace=ns, name=name)
+        pods.append(mine)
+    return dataclasses.replace(manifests, pods=tuple(pods))
 
 
 def _exit_code(outcome: PodOutcome) -> int:
