@@ -20,10 +20,10 @@ import typer.main
 from typer.testing import CliRunner
 
 from asynckubelet import _imports
-from asynckubelet.cli import app as cli_app
 from asynckubelet.cli.app import Command, Group, LazyGroup
 
 app_module = importlib.import_module("asynckubelet.cli.app")
+cli_app: typer.Typer = app_module.app
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -93,7 +93,7 @@ def _probe_app() -> typer.Typer:
         where: Annotated[Path | None, typer.Option("--where")] = None,
         files: Annotated[list[str] | None, typer.Argument()] = None,
     ) -> None:
-        values = {"count": count, "ratio": ratio, "name": name, "flag": flag}
+        values: dict[str, object] = {"count": count, "ratio": ratio, "name": name, "flag": flag}
         values["where"] = None if where is None else [type(where).__name__, str(where)]
         values["files"] = files
         print(json.dumps(values))
@@ -165,7 +165,7 @@ def test_the_command_lines_options_are_all_converted_without_pydantic() -> None:
 
 
 @pytest.fixture
-def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A directory on sys.path for throwaway modules; they leave sys.modules afterwards."""
     monkeypatch.syspath_prepend(str(tmp_path))
     before = set(sys.modules)
@@ -207,16 +207,16 @@ def test_a_deferred_package_runs_its_init_only_when_an_attribute_of_it_is_used(
     _imports.defer_package_init("akl_deferred")
     assert "akl_deferred" not in sys.modules
     import akl_deferred.part  # type: ignore[import-not-found]
-    from akl_deferred import part  # type: ignore[import-not-found]
+    from akl_deferred import part
 
     assert akl_deferred.part.PART == part.PART == "part"
     assert akl_deferred_log.RAN == []
-    from akl_deferred import PART  # type: ignore[import-not-found]
+    from akl_deferred import PART
 
     assert PART == "part"
     assert akl_deferred_log.RAN == [1]
     with pytest.raises(ImportError):
-        from akl_deferred import nothing  # type: ignore[import-not-found] # noqa: F401
+        from akl_deferred import nothing  # noqa: F401
     assert akl_deferred_log.RAN == [1]
 
 

@@ -78,15 +78,17 @@ async def test_a_pods_containers_are_removed_together() -> None:
     docker = CountingDocker(expected=4)
     _pod_in(docker)
     held = docker.hold("remove_container", target="a")
-    async with RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker) as rm:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(functools.partial(rm.remove_pod, uid=UID))
-            try:
-                with anyio.move_on_after(5):
-                    await docker.asked.wait()
-                removed_while_a_was_held = set(docker.containers) == {"a"}
-            finally:
-                held.set()
+    async with (
+        RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker) as rm,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(functools.partial(rm.remove_pod, uid=UID))
+        try:
+            with anyio.move_on_after(5):
+                await docker.asked.wait()
+            removed_while_a_was_held = set(docker.containers) == {"a"}
+        finally:
+            held.set()
     assert removed_while_a_was_held
     assert docker.containers == {}
 
@@ -166,7 +168,8 @@ class FakeRuntime:
 
 
 def _runtime(pod: Pod, *, app: ContainerState) -> PodRuntimeStatus:
-    assert pod.metadata is not None and pod.metadata.uid is not None
+    assert pod.metadata is not None
+    assert pod.metadata.uid is not None
     return PodRuntimeStatus(
         uid=pod.metadata.uid,
         name="web",
@@ -200,13 +203,14 @@ async def test_a_stopped_worker_stops_gracefully_only_what_runs_or_is_kept(
 
 async def test_a_containers_output_is_followed_from_its_start_event() -> None:
     pod = _pod()
-    assert pod.metadata is not None and pod.metadata.uid is not None
+    assert pod.metadata is not None
+    assert pod.metadata.uid is not None
     docker = FakeDocker()
     labels = _labels(naming.TYPE_CONTAINER, "app")
     docker.add_container(id="app-1", labels=labels, state="running")
     docker.log_lines["app-1"] = [LogLine(stream="stdout", text="hello")]
     docker.event_streams.append(
-        [{"Action": "start", "Actor": {"ID": "app-1", "Attributes": labels}}]  # type: ignore[list-item]
+        [{"Action": "start", "Actor": {"ID": "app-1", "Attributes": labels}}]
     )
     # Status reads never show the container: only the event can have started the follower.
     empty = PodRuntimeStatus(uid=pod.metadata.uid, name="web", namespace="default")

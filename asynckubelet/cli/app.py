@@ -143,7 +143,8 @@ def load(name: str, entry: Command | Group) -> typer.core.TyperCommand | typer.c
     one = typer.Typer(add_completion=False)
     one.command(name, cls=_Command)(getattr(module, entry.function))
     command = typer.main.get_command(one)
-    assert isinstance(command, typer.core.TyperCommand)
+    if not isinstance(command, typer.core.TyperCommand):
+        raise TypeError(f"{name}: Typer built a {type(command).__name__}, not a command")
     return command
 
 
