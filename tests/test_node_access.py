@@ -48,8 +48,10 @@ def test_an_init_container_may_be_named() -> None:
 
 
 def test_an_unknown_container_names_the_valid_ones() -> None:
-    with pytest.raises(errors.NotFound, match=r"choose one of: \[a, b, init\]"):
+    with pytest.raises(errors.ContainerNotValid) as caught:
         default_container(pod("a", "b"), "c")
+    assert str(caught.value) == "container c is not valid for pod web: choose one of: [a b init]"
+    assert isinstance(caught.value, errors.NotFound)
 
 
 def test_a_state_dir_without_a_pid_file_has_no_daemon(tmp_path: Path) -> None:

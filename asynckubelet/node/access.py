@@ -159,7 +159,7 @@ def find_pod(pods: list[Pod], *, namespace: str, name: str) -> Pod:
         pname, pns, _ = ctr.pod_identity(pod)
         if (pns, pname) == (namespace, name):
             return pod
-    raise errors.NotFound(f'pods "{name}" not found')
+    raise errors.PodNotFound(f'pods "{name}" not found')
 
 
 def default_container(pod: Pod, container: str | None) -> tuple[str, str]:
@@ -174,9 +174,9 @@ def default_container(pod: Pod, container: str | None) -> tuple[str, str]:
     inits = [c.name for c in spec.initContainers or []]
     if container:
         if container not in names and container not in inits:
-            choices = ", ".join(names + inits)
-            raise errors.NotFound(
-                f"container {container} is not valid for pod {name}; choose one of: [{choices}]"
+            choices = " ".join(names + inits)
+            raise errors.ContainerNotValid(
+                f"container {container} is not valid for pod {name}: choose one of: [{choices}]"
             )
         return container, ""
     annotations = (pod.metadata.annotations if pod.metadata else None) or {}
