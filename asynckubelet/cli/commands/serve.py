@@ -60,6 +60,7 @@ def serve(
     import socket
 
     from asynckubelet.cli.provision import ensure_engine
+    from asynckubelet.cluster.host import default_node_ip
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.daemon import default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
@@ -84,6 +85,7 @@ def serve(
         dns=node.dns(),
         service_account_issuer=node.service_account_issuer,
         node=node.node_info(),
+        host_ips=(default_node_ip(),),
     )
     ensure_engine(node.docker_host)
     run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote))
