@@ -16,7 +16,7 @@ import http.client
 import json
 import socket
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +159,7 @@ class NodeClient:
 
     def watch(
         self, namespace: str | None, *, name: str | None = None, table: bool = False
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Generator[dict[str, Any], None, None]:
         """The pods' watch events as the daemon streams them, until it ends the stream:
         ``{"type", "object"}`` with ``ADDED`` for each pod there at first, a ``BOOKMARK``
         once those are sent, then ``ADDED``, ``MODIFIED``, ``DELETED``, or an ``ERROR``

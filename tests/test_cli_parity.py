@@ -17,7 +17,8 @@ from daemon_helpers import Daemon, running_daemon
 from typer.testing import CliRunner
 
 from asynckubelet import __version__, errors
-from asynckubelet.cli import app, fast
+from asynckubelet.cli import fast
+from asynckubelet.cli.app import app
 
 POD = """\
 apiVersion: v1
@@ -505,7 +506,8 @@ def test_every_option_has_a_description_and_names_its_value_as_kubectl_does() ->
             if getattr(param, "is_flag", False) or getattr(param, "count", False):
                 assert metavar == "", where
             else:
-                assert metavar and metavar == metavar.upper(), where
+                assert metavar, where
+                assert metavar == metavar.upper(), where
                 assert not metavar.startswith("<"), where
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pytest
 from lightkube.models.core_v1 import (
@@ -283,7 +284,7 @@ def test_a_probe_is_described_as_kubectl_describes_it(probe: dict[str, object], 
 
     from asynckubelet.printers import describe_probe
 
-    assert describe_probe(Probe.from_dict(probe)) == shown
+    assert describe_probe(cast(Probe, Probe.from_dict(probe))) == shown
 
 
 def test_describe_prints_each_containers_probes_after_its_resources() -> None:
@@ -292,9 +293,9 @@ def test_describe_prints_each_containers_probes_after_its_resources() -> None:
     pod = running_pod()
     assert pod.spec is not None
     container = pod.spec.containers[0]
-    container.livenessProbe = Probe.from_dict(PROBES[0][0])
-    container.readinessProbe = Probe.from_dict(PROBES[3][0])
-    container.startupProbe = Probe.from_dict(PROBES[4][0])
+    container.livenessProbe = cast(Probe, Probe.from_dict(PROBES[0][0]))
+    container.readinessProbe = cast(Probe, Probe.from_dict(PROBES[3][0]))
+    container.startupProbe = cast(Probe, Probe.from_dict(PROBES[4][0]))
     container.resources = ResourceRequirements(limits={"memory": "128Mi", "cpu": "500m"})
     lines = describe_pod(pod, [], node_name="n1", now=NOW).splitlines()
     start = lines.index("    Restart Count:  0")
@@ -339,7 +340,8 @@ def test_the_readiness_gates_column_counts_the_gates_whose_condition_is_true(
     from asynckubelet.printers import readiness_gates
 
     pod = running_pod()
-    assert pod.spec is not None and pod.status is not None
+    assert pod.spec is not None
+    assert pod.status is not None
     pod.spec.readinessGates = [PodReadinessGate(conditionType=g) for g in gates]
     pod.status.conditions = [PodCondition(type=t, status=s) for t, s in conditions]
     assert readiness_gates(pod) == shown
