@@ -7,8 +7,11 @@ second pod on that port refused, ``run`` beside the node left alone by it, and `
 an image that is not there ending at once.
 
 Only what the test needs to share the machine is set in the environment: the state dir,
-a node name of the test's own, a free port for the HTTP endpoints, and pods stopped when
-``serve`` stops. Images are local (``asynckubelet.local/...``), never pulled.
+a node name, a bridge and a pod range of the test's own, a free port for the HTTP
+endpoints, and pods stopped when ``serve`` stops. The commands run in a copy of
+``examples/`` whose host port (8080 in the README) is a free one, so that another node on
+the machine holding 8080 cannot answer in the pod's place. Images are local
+(``asynckubelet.local/...``), never pulled.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import random
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,12 +32,14 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import anyio
 import pytest
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.images import build as image_build
+from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
 from integration.harness import Engine, remove_owned
@@ -42,6 +49,11 @@ REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 README_NODE = "laptop"
 """The node name in the README's outputs."""
+README_STATE_DIR = "/var/lib/asynckubelet"
+"""The state dir in the README's outputs: root's default, as the quick start is root's."""
+README_LISTEN = "127.0.0.1:10255"
+README_HOST_PORT = 8080
+"""The web pod's host port in the README and in ``examples/``."""
 
 
 def block(marker: str) -> list[tuple[str, list[str]]]:
@@ -81,13 +93,40 @@ def shape(line: str, *, node_name: str) -> list[str]:
 @dataclass
 class Newcomer:
     """A shell whose ``asynckubelet`` is this tree's, with only the state dir, the node's
-    name, its HTTP port and stopping pods at exit set for it."""
+    name, bridge and pod range, its HTTP port and stopping pods at exit set for it, in a
+    folder holding ``examples/`` with the web pod's host port a free one."""
 
     tmp: Path
     engine: Engine
     node_name: str
     port: int = field(default_factory=free_port)
+    host_port: int = field(default_factory=free_port)
+    pod_cidr: str = field(
+        default_factory=lambda: f"10.{random.randint(200, 250)}.{random.randint(0, 255)}.0/24"
+    )
     serve: subprocess.Popen[str] | None = None
+    serve_log: IO[str] | None = None
+
+    @property
+    def bridge(self) -> str:
+        return f"akr{self.node_name[-10:]}"
+
+    @property
+    def root(self) -> Path:
+        """The folder the commands run in: ``examples/`` with the host port changed."""
+        root = self.tmp / "checkout"
+        if not root.exists():
+            shutil.copytree(REPO / "examples", root / "examples")
+            for manifest in (root / "examples").rglob("*.yaml"):
+                text = manifest.read_text()
+                manifest.write_text(
+                    text.replace(f"hostPort: {README_HOST_PORT}", f"hostPort: {self.host_port}")
+                )
+        return root
+
+    def typed(self, command: str) -> str:
+        """``command`` as the README shows it, reaching this node's host port."""
+        return command.replace(f"127.0.0.1:{README_HOST_PORT}/", f"127.0.0.1:{self.host_port}/")
 
     @property
     def state(self) -> Path:
@@ -108,6 +147,8 @@ class Newcomer:
             "DOCKER_HOST": self.engine.url,
             "ASYNCKUBELET_STATE_DIR": str(self.state),
             "ASYNCKUBELET_NODE_NAME": self.node_name,
+            "ASYNCKUBELET_BRIDGE": self.bridge,
+            "ASYNCKUBELET_POD_CIDR": self.pod_cidr,
             "ASYNCKUBELET_LISTEN": f"127.0.0.1:{self.port}",
             "ASYNCKUBELET_STOP_PODS_ON_EXIT": "1",
         }
@@ -115,8 +156,8 @@ class Newcomer:
     def sh(self, command: str, *, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """``command`` as a user types it, its stderr in its output as on a terminal."""
         return subprocess.run(
-            ["bash", "-c", f"{{ {command}\n}} 2>&1"],
-            cwd=REPO,
+            ["bash", "-c", f"{{ {self.typed(command)}\n}} 2>&1"],
+            cwd=self.root,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -124,18 +165,19 @@ class Newcomer:
         )
 
     def start(self, command: str) -> None:
-        log = (self.tmp / "serve.log").open("w")
+        """``serve`` started as ``command``, once it answers and has announced itself."""
+        self.serve_log = (self.tmp / "serve.log").open("w")
         self.serve = subprocess.Popen(
             ["bash", "-c", f"exec {command}"],
-            cwd=REPO,
+            cwd=self.root,
             env=self.env,
-            stdout=log,
+            stdout=self.serve_log,
             stderr=subprocess.STDOUT,
             text=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if daemon.socket_answers(self.state / "api.sock"):
+            if daemon.socket_answers(self.state / "api.sock") and self.announced():
                 return
             if self.serve.poll() is not None:
                 break
@@ -145,6 +187,10 @@ class Newcomer:
     def log(self) -> str:
         return (self.tmp / "serve.log").read_text()
 
+    def announced(self) -> str | None:
+        """``serve``'s first line, ``node NAME: ...``, once it is written."""
+        return next((line for line in self.log().splitlines() if line.startswith("node ")), None)
+
     def stop(self) -> None:
         if self.serve is not None and self.serve.poll() is None:
             self.serve.send_signal(signal.SIGTERM)
@@ -153,6 +199,8 @@ class Newcomer:
             except subprocess.TimeoutExpired:
                 self.serve.kill()
                 self.serve.wait(timeout=30)
+        if self.serve_log is not None:
+            self.serve_log.close()
 
 
 @pytest.fixture
@@ -176,6 +224,8 @@ def newcomer(
                 await remove_owned(client, node_name)
 
         anyio.run(clean)
+        plugin = BridgePlugin(BridgeConfig(bridge=person.bridge, pod_cidr=person.pod_cidr))
+        anyio.run(plugin.remove_node_network)
         with open("/proc/mounts") as f:
             mounts = [line.split()[1] for line in f]
         for mount in sorted((m for m in mounts if m.startswith(f"{person.state}/")), reverse=True):
@@ -185,10 +235,13 @@ def newcomer(
 def test_the_walkthrough_runs_as_written_and_prints_what_it_shows(newcomer: Newcomer) -> None:
     ((serve, shown),) = block("walkthrough-serve")
     newcomer.start(serve)
-    announced = next(line for line in newcomer.log().splitlines() if line.startswith("node "))
-    assert (
-        shape(announced, node_name=newcomer.node_name)[:2]
-        == shape(shown[0], node_name=newcomer.node_name)[:2]
+    announced = newcomer.announced()
+    assert announced is not None
+    as_in_readme = announced.replace(str(newcomer.state), README_STATE_DIR).replace(
+        f"127.0.0.1:{newcomer.port}", README_LISTEN
+    )
+    assert shape(as_in_readme, node_name=newcomer.node_name) == shape(
+        shown[0], node_name=newcomer.node_name
     )
     for command, expected in block("walkthrough"):
         done = newcomer.sh(command)
@@ -226,7 +279,8 @@ def test_a_newcomer_gets_a_web_pod_with_a_secret_an_ip_and_a_host_port(
 ) -> None:
     at_default_level = newcomer.sh("asynckubelet validate examples/web/web.yaml")
     assert at_default_level.returncode == 1
-    assert 'hostPort (container "httpd" uses hostPort 8080)' in at_default_level.stdout
+    uses = f'hostPort (container "httpd" uses hostPort {newcomer.host_port})'
+    assert uses in at_default_level.stdout
 
     ((serve, _),) = block("walkthrough-serve")
     newcomer.start(serve)
@@ -240,7 +294,8 @@ def test_a_newcomer_gets_a_web_pod_with_a_secret_an_ip_and_a_host_port(
     assert ipaddress.ip_address(cells["IP"]).version == 4
     assert cells["NODE"] == newcomer.node_name
 
-    with urllib.request.urlopen("http://127.0.0.1:8080/", timeout=10) as answer:
+    page = f"http://127.0.0.1:{newcomer.host_port}/"
+    with urllib.request.urlopen(page, timeout=10) as answer:
         assert answer.read().decode() == "hello from web\n"
     secret = newcomer.sh("asynckubelet exec web -- cat /etc/db/password")
     assert (secret.returncode, secret.stdout) == (0, "s3cr3t")
