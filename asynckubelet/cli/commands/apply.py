@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from asynckubelet.cli.client import as_pod, require_daemon
+from asynckubelet.cli.client import as_pod, read_files, require_daemon
 from asynckubelet.cli.options import (
     ConfigTimeoutOpt,
     FilenamesOpt,
     LogOptions,
     NodeRef,
+    RecursiveOpt,
     WaitOpt,
     WaitTimeoutOpt,
 )
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 def apply(
     *,
     files: FilenamesOpt,
+    recursive: RecursiveOpt = False,
     wait: WaitOpt = False,
     timeout: WaitTimeoutOpt = 300.0,
     config_timeout: ConfigTimeoutOpt = 30.0,
@@ -44,7 +46,8 @@ def apply(
     log: LogOptions,
 ) -> None:
     """Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps
-    every object: Pods, ConfigMaps, Secrets, Namespaces.
+    every object: Pods, ConfigMaps, Secrets, Namespaces. -f takes files and folders (-R:
+    with their sub-folders), - for stdin.
 
     An edited pod restarts only the containers whose spec changed; a ConfigMap or Secret
     reaches every pod of its namespace, whichever file it came from. --wait ends early,
@@ -52,12 +55,8 @@ def apply(
     rejected, an image that does not exist or is never pulled, a container still in
     CreateContainerConfigError after --config-timeout.
     """
-    from asynckubelet.manifests import read_sources
-
+    texts = read_files(files, recursive=recursive, verb="apply")
     client = require_daemon(node, verb="apply")
-    texts = read_sources(files)
-    if not any(text.strip() for _, text in texts):
-        raise fail("no objects passed to apply")
     result = client.apply(texts)
     for warning in result.get("warnings") or []:
         source = f"{warning.get('source')}: " if warning.get("source") else ""
