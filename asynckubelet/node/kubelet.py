@@ -4,7 +4,10 @@ Sources (the library's :meth:`Kubelet.apply`/:meth:`Kubelet.delete`, the static-
 manifest directory) say which pods are wanted; one pod worker per pod UID drives each
 toward its spec, woken by the PLEG as soon as Docker reports a change; the status manager
 keeps the latest ``PodStatus`` of each; the event recorder keeps what happened; and
-housekeeping kills containers of this node that belong to no wanted pod. State lives in
+housekeeping kills containers of this node that belong to no wanted pod. Nothing runs on
+a timer unless it is due: workers wait for the PLEG, housekeeping runs after the PLEG saw
+a container of a pod nobody wants (and with each safety-net relist), so a node whose pods
+change nothing makes no Docker call and writes nothing. State lives in
 Docker, so a new ``Kubelet`` on the same node adopts running pods as they are: same UIDs,
 restart counts from the labels, and no container restarted.
 
@@ -41,7 +44,12 @@ from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.node import access
 from asynckubelet.node.events import EventRecorder, PodEvent
-from asynckubelet.node.metrics import NodeMetrics
+from asynckubelet.node.metrics import (
+    LOOP_LAG_PERIOD,
+    LoopLagMonitor,
+    NodeMetrics,
+    PodStartupTracker,
+)
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
 from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_secrets
 from asynckubelet.node.sources import ManifestDirSource
@@ -86,11 +94,17 @@ class KubeletConfig:
     leave_running: bool = False
     """On exit, leave the pods running (for a later start to adopt) instead of stopping them."""
     relist_period: float = RELIST_PERIOD
+    """Seconds between the PLEG's safety-net relists (the event stream tells the rest)."""
     housekeeping_period: float = 2.0
-    """Seconds between housekeeping passes; the first one runs this long after start, so
-    a library user who means to adopt pods left running applies them before it."""
-    resync_period: float = 1.0
-    """Seconds after which a pod worker looks again without being woken (back-off expiry)."""
+    """Seconds between housekeeping passes at most; the first one runs this long after
+    start, so a library user who means to adopt pods left running applies them before it.
+    Later passes run when the PLEG saw a container of a pod nobody wants, and at least
+    every ``relist_period``."""
+    resync_period: float | None = None
+    """Seconds after which a pod worker looks again without being woken; None: only when
+    something is due (a back-off that ends, a container still waiting, a deadline)."""
+    loop_lag_period: float | None = LOOP_LAG_PERIOD
+    """Seconds between measurements of the event loop's lag; None: not measured."""
     service_account_issuer: str = DEFAULT_ISSUER
     """``iss`` of the service-account tokens this node issues for projected volumes."""
 
@@ -151,6 +165,13 @@ class Kubelet:
             volumes=volumes,
             metrics=self.metrics,
         )
+        self.startup = PodStartupTracker(
+            sli=self.metrics.pod_start_sli_duration.observe,
+            total=self.metrics.pod_start_total_duration.observe,
+        )
+        self.recorder.subscribe(
+            lambda e: self.startup.event(e.uid, reason=e.reason, message=e.message)
+        )
         self.pleg = PLEG(
             self.runtime.docker,
             node_name=self.config.node_name,
@@ -164,6 +185,7 @@ class Kubelet:
         self._runtime_seen: dict[str, PodRuntimeStatus] = {}
         self._started: set[str] = set()
         self._tg: anyio.abc.TaskGroup | None = None
+        self._housekeeping_wanted = anyio.Event()
         self._closing = False
         self._saved: dict[str, Pod] = {}
         self.manifest_source: ManifestDirSource | None = None
@@ -202,6 +224,11 @@ class Kubelet:
                 )
                 await self._tg.start(self._guard(self.manifest_source.run), name="manifests")
             self._tg.start_soon(self._guard(self._housekeeping_loop), name="housekeeping")
+            if self.config.loop_lag_period is not None:
+                monitor = LoopLagMonitor(
+                    self.metrics.event_loop_lag.observe, period=self.config.loop_lag_period
+                )
+                self._tg.start_soon(self._guard(monitor.run), name="loop lag")
         except BaseException as e:
             await self._close(type(e), e, e.__traceback__)
             raise
@@ -333,6 +360,9 @@ class Kubelet:
             # An adopted pod keeps its start time, transition times and terminal phase.
             pod = copy.deepcopy(pod)
             pod.status = saved.status
+        self.startup.seen(
+            uid, started_before=pod.status is not None and pod.status.startTime is not None
+        )
         worker = PodWorker(
             self.runtime,
             pod,
@@ -364,6 +394,7 @@ class Kubelet:
                 self.status.remove(uid)
                 self._runtime_seen.pop(uid, None)
                 self._started.discard(uid)
+                self.startup.forget(uid)
             entry.done.set()
             if entry.replacement is not None and not self._closing:
                 pod, source, options = entry.replacement
@@ -427,6 +458,7 @@ class Kubelet:
             self._started.add(uid)
             self.metrics.pod_start_duration.observe(time.monotonic() - entry.seen)
         self.status.set(pod, status)
+        self.startup.status(uid, pod, status)
 
     def get(self, namespace: str, name: str) -> Pod | None:
         """The pod as a full v1 object with its latest status, or None."""
@@ -435,6 +467,10 @@ class Kubelet:
 
     def list(self) -> list[Pod]:
         return [r.api_object() for r in self.status.list()]
+
+    def list_json(self) -> builtins.list[str]:
+        """Every pod as v1 Pod JSON text, made once per change of the pod."""
+        return [r.json_text for r in self.status.list()]
 
     async def wait(
         self,
@@ -574,6 +610,8 @@ class Kubelet:
         entry = self._entries.get(uid)
         if entry is not None:
             entry.worker.poke()
+        else:
+            self._housekeeping_wanted.set()
 
     def _running_pods(self) -> int:
         count = 0
@@ -605,10 +643,14 @@ class Kubelet:
     async def _housekeeping_loop(self) -> None:
         while True:
             await anyio.sleep(self.config.housekeeping_period)
+            self._housekeeping_wanted = anyio.Event()
             try:
                 await self.housekeeping()
             except errors.DockerError as e:
                 logger.warning("housekeeping failed: {}", e)
+                continue
+            with anyio.move_on_after(self.config.relist_period):
+                await self._housekeeping_wanted.wait()
 
     async def housekeeping(self) -> builtins.list[str]:
         """Kill and remove this node's pods that no source wants; returns their uids."""
