@@ -80,6 +80,9 @@ class FakeNode:
     def list(self) -> list[Any]:
         return []
 
+    def list_json(self) -> list[str]:
+        return []
+
     async def logs(self, namespace: str, name: str, **kwargs: Any) -> AsyncIterator[LogLine]:
         self.calls.append(kwargs)
         for text in self.lines:

@@ -9,12 +9,17 @@ sees, waiting reasons such as ``CrashLoopBackOff`` included. A status holds the 
 spec, environment values included, so the directory is 0700 and the files 0600, and they
 are written and removed only through :mod:`asynckubelet.hostfs` (a pod UID is one file
 name, never a path).
+
+A status equal to the last one is no change: no new version, no watcher told, no file
+written. A record is serialized once, when it is made: the status file and every
+``/pods`` answer reuse that text, so a pod that does not change is never serialized again.
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +63,11 @@ class PodRecord:
         if pod.kind is None:
             pod.kind = "Pod"
         return pod
+
+    @functools.cached_property
+    def json_text(self) -> str:
+        """The full v1 Pod as JSON text, made once per record."""
+        return json.dumps(self.api_object().to_dict(), separators=(",", ":"))
 
 
 Watcher = Callable[[PodRecord | None, str], None]
@@ -144,9 +154,8 @@ class StatusManager:
         try:
             if not self._dir.is_dir():
                 hostfs.make_dirs(self._dir, ".", mode=STATUS_DIR_MODE)
-            text = json.dumps(record.api_object().to_dict())
             hostfs.write_file(
-                self._dir, _file_name(record.uid), text.encode(), mode=STATUS_FILE_MODE
+                self._dir, _file_name(record.uid), record.json_text.encode(), mode=STATUS_FILE_MODE
             )
         except OSError as e:
             logger.warning("cannot write the status of pod {}: {}", record.uid, e)
