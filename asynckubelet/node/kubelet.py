@@ -214,6 +214,7 @@ class Kubelet:
                 await self.runtime.__aexit__(None, None, None)
             raise
         try:
+            await self._tg.start(self._guard(self.status.run), name="status files")
             await self._tg.start(self._guard(self.pleg.run), name="pleg")
             if self.config.manifest_dir is not None:
                 self.manifest_source = ManifestDirSource(
