@@ -15,7 +15,7 @@ import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,10 +58,19 @@ class PodEvent:
         return (self.uid, self.type, self.reason, self.message, self.container or "")
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
-        data["first_timestamp"] = self.first_timestamp.isoformat()
-        data["last_timestamp"] = self.last_timestamp.isoformat()
-        return data
+        return {
+            "namespace": self.namespace,
+            "pod": self.pod,
+            "uid": self.uid,
+            "type": self.type,
+            "reason": self.reason,
+            "message": self.message,
+            "first_timestamp": self.first_timestamp.isoformat(),
+            "last_timestamp": self.last_timestamp.isoformat(),
+            "count": self.count,
+            "container": self.container,
+            "source": self.source,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> PodEvent:

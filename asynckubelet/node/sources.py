@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import watchfiles
 from loguru import logger
 
@@ -115,6 +116,9 @@ class ManifestDirSource:
                         continue
                     for path in sorted({Path(name) for _, name in changes}):
                         self.load(path)
+                        # Many files at once (an apply of a directory) must not hold the
+                        # event loop for the whole batch.
+                        await anyio.lowlevel.checkpoint()
             except OSError as e:
                 logger.warning("watching {} failed ({}); retrying", self.directory, e)
                 if not started:
