@@ -143,7 +143,11 @@ class StatusManager:
                 await self._dirty.wait()
                 self._dirty = anyio.Event()
                 batch, self._pending = self._pending, {}
-                await anyio.to_thread.run_sync(self._write_batch, batch)
+                try:
+                    await anyio.to_thread.run_sync(self._write_batch, batch)
+                except BaseException:
+                    self._pending = {**batch, **self._pending}
+                    raise
         finally:
             self._dirty = None
             batch, self._pending = self._pending, {}
