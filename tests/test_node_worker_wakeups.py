@@ -15,6 +15,7 @@ import pytest
 from lightkube.models.core_v1 import (
     ContainerState,
     ContainerStateRunning,
+    ContainerStateTerminated,
     ContainerStateWaiting,
     ContainerStatus,
     Pod,
@@ -116,6 +117,27 @@ def test_a_crash_looping_container_is_due_when_its_back_off_ends() -> None:
         backoff=backoff,
     )
     assert due == pytest.approx(7.0)
+
+
+def test_a_back_off_the_latest_sync_decided_counts_though_the_status_is_older() -> None:
+    pod = make_pod()
+    uid = pod.metadata.uid if pod.metadata and pod.metadata.uid else ""
+    backoff = backoff_mod.Backoff(clock=lambda: NOW)
+    assert pod.spec is not None
+    key = backoff_mod.crash_loop_key(pod_uid=uid, container=pod.spec.containers[0])
+    backoff.next(key, event_time=NOW)
+    died = NOW - timedelta(seconds=1)
+    terminated = ContainerState(
+        terminated=ContainerStateTerminated(exitCode=1, startedAt=died, finishedAt=died)
+    )
+    due = wake(
+        pod,
+        status(terminated),
+        runtime(pod, exited(died)),
+        waiting={"app": backoff_mod.CRASH_LOOP_BACK_OFF},
+        backoff=backoff,
+    )
+    assert due == pytest.approx(9.0)
 
 
 def test_an_image_in_pull_back_off_is_due_when_the_back_off_ends() -> None:

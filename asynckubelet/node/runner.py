@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Container, Pod, PodStatus
-from lightkube.models.core_v1 import ContainerStatus as ApiContainerStatus
 from loguru import logger
 
 from asynckubelet import errors
@@ -162,6 +161,7 @@ def next_wake(
     status: PodStatus,
     runtime: PodRuntimeStatus,
     *,
+    waiting: Mapping[str, str] | None = None,
     backoff: backoff_mod.Backoff,
     image_backoff: backoff_mod.Backoff,
     now: datetime,
@@ -169,7 +169,8 @@ def next_wake(
 ) -> float | None:
     """Seconds until a pod worker must look at its pod again though nothing reported a
     change; None when nothing is due (Docker's events, probe results and the pod's source
-    will wake it).
+    will wake it). ``waiting`` maps a container name to the reason the latest sync left it
+    waiting for (``CrashLoopBackOff``...), newer than ``status``, which was made before it.
 
     Due are: the end of a crash-loop or image-pull back-off; a look after ``WAITING_RETRY``
     while another container waits (a failed start, a mount not there yet), unless it waits
@@ -184,13 +185,17 @@ def next_wake(
     uid = ctr.pod_identity(pod)[2]
     due: list[float] = []
     specs = {c.name: c for c in [*(spec.initContainers or []), *spec.containers]}
+    reasons: dict[str, str] = {}
     for cs in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
-        waiting = cs.state.waiting if cs.state is not None else None
-        container = specs.get(cs.name)
-        if waiting is None or container is None:
+        if cs.state is not None and cs.state.waiting is not None:
+            reasons[cs.name] = cs.state.waiting.reason or ""
+    reasons.update(waiting or {})
+    for name, reason in reasons.items():
+        container = specs.get(name)
+        if container is None:
             continue
         until = _back_off_end(
-            waiting.reason or "",
+            reason,
             container,
             uid=uid,
             runtime=runtime,
@@ -199,15 +204,13 @@ def next_wake(
         )
         if until is not None:
             due.append((until - now).total_seconds())
-        elif not _initializing(cs, runtime):
+        elif not (reason == PODINITIALIZING and _init_runs(runtime)):
             due.append(WAITING_RETRY)
     if spec.activeDeadlineSeconds is not None and status.startTime is not None:
         deadline = status.startTime + timedelta(seconds=spec.activeDeadlineSeconds)
         due.append((deadline - now).total_seconds())
     if eviction_check and any(
-        v.emptyDir is not None
-        and v.emptyDir.sizeLimit is not None
-        and v.emptyDir.medium != "Memory"
+        v.emptyDir is not None and v.emptyDir.sizeLimit is not None and v.emptyDir.medium != MEMORY
         for v in spec.volumes or []
     ):
         due.append(EVICTION_INTERVAL)
@@ -223,14 +226,10 @@ def next_wake(
     return max(min(due), 0.0)
 
 
-def _initializing(cs: ApiContainerStatus, runtime: PodRuntimeStatus) -> bool:
-    """A container waiting for an init container that runs (whose exit Docker reports)."""
-    waiting = cs.state.waiting if cs.state is not None else None
-    return (
-        waiting is not None
-        and waiting.reason == PODINITIALIZING
-        and any(c.state is ContainerState.RUNNING for c in runtime.containers)
-    )
+def _init_runs(runtime: PodRuntimeStatus) -> bool:
+    """A container of the pod runs: an init container that others wait for, whose exit
+    Docker reports."""
+    return any(c.state is ContainerState.RUNNING for c in runtime.containers)
 
 
 def _back_off_end(
@@ -418,6 +417,9 @@ class PodWorker:
                     self.pod,
                     status,
                     runtime,
+                    waiting={
+                        name: reason for name, (reason, _) in result.waiting_reasons().items()
+                    },
                     backoff=self.backoff,
                     image_backoff=self.image_backoff,
                     now=datetime.now(UTC),
