@@ -258,9 +258,12 @@ def serve(
         "ASYNCKUBELET_PAUSE_IMAGE": PAUSE,
     }
     log = (work / "serve.log").open("wb")
+    # Run from the scratch directory: ``python -m`` puts the working directory first on
+    # the path, and the daemon must come from ``tree``.
     process = subprocess.Popen(
         [*CLI, "serve", "--listen", f"127.0.0.1:{port}", "--stop-pods-on-exit"],
         env=env,
+        cwd=work,
         stdout=log,
         stderr=subprocess.STDOUT,
         preexec_fn=(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice)) if nice else None,
