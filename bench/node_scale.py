@@ -86,7 +86,8 @@ class Figures:
     rss0: float = 0.0
     idle_cpu: float = 0.0
     idle_rss: float = 0.0
-    probes_cpu: float = 0.0
+    probes_cpu: float | None = None
+    """None: the pods did not all become Ready within ``--ready-timeout``."""
     raw: float = 0.0
     node: float = 0.0
     lag_p99: float | None = None
@@ -368,7 +369,14 @@ async def build_images(docker_url: str) -> None:
 
 
 def measure(
-    n: int, *, docker_url: str, tree: Path, idle_seconds: float, probe: str, nice: int
+    n: int,
+    *,
+    docker_url: str,
+    tree: Path,
+    idle_seconds: float,
+    probe: str,
+    nice: int,
+    ready_timeout: float,
 ) -> Figures:
     figures = Figures(pods=n)
     with tempfile.TemporaryDirectory(prefix="akl-scale-") as tmp:
@@ -400,28 +408,39 @@ def measure(
                 remove_pods(manifests)
                 status.wait("Gone", 0)
                 write_pods(manifests, n, probe=probe)
-                status.wait("Ready", n)
-                time.sleep(10)
-                figures.probes_cpu, _ = idle(pid, idle_seconds)
+                try:
+                    status.wait("Ready", n, timeout=ready_timeout)
+                except TimeoutError:
+                    print(f"{n} pods: not all Ready in {ready_timeout:g}s", file=sys.stderr)
+                else:
+                    time.sleep(10)
+                    figures.probes_cpu, _ = idle(pid, idle_seconds)
             remove_pods(manifests)
             status.wait("Gone", 0)
     return figures
 
 
-def report(rows: list[Figures], *, probe: str) -> None:
+def header() -> None:
     print(
         f"{'pods':>5} {'idle CPU %':>10} {'RSS MB':>7} {'RSS0 MB':>7} {'MB/pod':>7} "
         f"{'probes CPU %':>12} {'raw s':>7} {'node s':>7} {'ratio':>6} "
-        f"{'lag p99 ms':>10} {'healthz max ms':>14} {'burst CPU s':>11} {'CPU wait s':>10}"
+        f"{'lag p99 ms':>10} {'healthz max ms':>14} {'burst CPU s':>11} {'CPU wait s':>10}",
+        flush=True,
     )
-    for f in rows:
-        lag = f"{f.lag_p99 * 1000:10.1f}" if f.lag_p99 is not None else f"{'n/a':>10}"
-        probes = f"{f.probes_cpu:12.2f}" if probe != "none" else f"{'-':>12}"
-        print(
-            f"{f.pods:5d} {f.idle_cpu:10.2f} {f.idle_rss:7.1f} {f.rss0:7.1f} {f.per_pod:7.3f} "
-            f"{probes} {f.raw:7.2f} {f.node:7.2f} {f.ratio:6.3f} {lag} "
-            f"{f.healthz_max * 1000:14.1f} {f.burst_cpu:11.2f} {f.burst_wait:10.2f}"
-        )
+
+
+def line(f: Figures) -> None:
+    lag = f"{f.lag_p99 * 1000:10.1f}" if f.lag_p99 is not None else f"{'n/a':>10}"
+    probes = f"{f.probes_cpu:12.2f}" if f.probes_cpu is not None else f"{'n/a':>12}"
+    print(
+        f"{f.pods:5d} {f.idle_cpu:10.2f} {f.idle_rss:7.1f} {f.rss0:7.1f} {f.per_pod:7.3f} "
+        f"{probes} {f.raw:7.2f} {f.node:7.2f} {f.ratio:6.3f} {lag} "
+        f"{f.healthz_max * 1000:14.1f} {f.burst_cpu:11.2f} {f.burst_wait:10.2f}",
+        flush=True,
+    )
+
+
+def summary(rows: list[Figures]) -> None:
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         slope = (last.idle_rss - first.idle_rss) / (last.pods - first.pods)
@@ -440,6 +459,9 @@ def main() -> None:
     parser.add_argument(
         "--nice", type=int, default=0, help="the daemon's scheduling priority (as nice(1))"
     )
+    parser.add_argument(
+        "--ready-timeout", type=float, default=600.0, help="seconds the probed pods get to be Ready"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     daemon = None
@@ -453,6 +475,7 @@ def main() -> None:
     try:
         anyio.run(build_images, url)
         rows = []
+        header()
         for n in sizes:
             rows.append(
                 measure(
@@ -462,10 +485,11 @@ def main() -> None:
                     idle_seconds=args.idle_seconds,
                     probe=args.probe,
                     nice=args.nice,
+                    ready_timeout=args.ready_timeout,
                 )
             )
-            print(f"done: {n} pods", file=sys.stderr, flush=True)
-        report(rows, probe=args.probe)
+            line(rows[-1])
+        summary(rows)
     finally:
         if daemon is not None:
             daemon.stop(remove=True)
