@@ -25,7 +25,15 @@ and never by library::
      │                                 go through a symbolic link (also an OSError)
      ├── SandboxError                  FailedCreatePodSandBox
      │    └── NetworkError             the network plugin failed (NetworkNotReady, ...)
-     └── PodError                      a pod-level failure (unknown pod, terminated, ...)
+     ├── PodError                      a pod-level failure (unknown pod, terminated, ...)
+     ├── ResyncNeeded                  a watch fell behind and ended: list again, then
+     │                                 watch anew (the API server's 410 Gone)
+     ├── DaemonError                   the node daemon (``serve``) cannot be reached, or
+     │                                 refused what its local API was asked
+     └── ClusterError                  the Kubernetes API server of cluster node mode
+          ├── KubeconfigError          the kubeconfig is missing, malformed or refused
+          ├── ClusterUnavailable       the API server cannot be reached (transient: retried)
+          └── ClusterAPIError          the API server answered with an error status
 
 ``kubelet_reason`` on the runtime errors holds the name the kubelet uses in container
 waiting reasons and events, so status and event code need no mapping table.
@@ -37,8 +45,12 @@ from dataclasses import dataclass
 
 __all__ = [
     "AsyncKubeletError",
+    "ClusterAPIError",
+    "ClusterError",
+    "ClusterUnavailable",
     "Conflict",
     "ContainerConfigError",
+    "DaemonError",
     "DockerAPIError",
     "DockerError",
     "FieldError",
@@ -48,10 +60,12 @@ __all__ = [
     "ImageNotFound",
     "ImagePullError",
     "InvalidImageName",
+    "KubeconfigError",
     "ManifestError",
     "NetworkError",
     "NotFound",
     "PodError",
+    "ResyncNeeded",
     "RuntimeUnavailable",
     "SandboxError",
     "ServerBusy",
@@ -205,3 +219,64 @@ class NetworkError(SandboxError):
 
 class PodError(AsyncKubeletError):
     """A pod-level failure."""
+
+
+class ResyncNeeded(AsyncKubeletError):
+    """A watch fell behind: changes came faster than its reader took them, more than its
+    buffer holds. It delivered every change up to the first it could not hold, then
+    ended with this; what it knew may be stale, so read the current state again (a new
+    watch with ``initial=True`` starts with every pod) and watch from there."""
+
+    kubelet_reason = "Expired"
+
+
+class ClusterError(AsyncKubeletError):
+    """Anything the Kubernetes API server of cluster node mode said, or failed to say."""
+
+
+class KubeconfigError(ClusterError):
+    """The kubeconfig cannot be used: missing, malformed, or its credentials refused.
+
+    The message names the file and the problem, on one line."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ClusterUnavailable(ClusterError):
+    """The API server cannot be reached (connection refused or reset, a timeout)."""
+
+
+class ClusterAPIError(ClusterError):
+    """The API server answered with an error status: ``code`` is the HTTP status,
+    ``reason`` the ``Status`` reason (``NotFound``, ``Conflict``, ``Expired``...)."""
+
+    def __init__(self, message: str, *, code: int, reason: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+
+    @property
+    def not_found(self) -> bool:
+        return self.code == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.code == 409
+
+    @property
+    def gone(self) -> bool:
+        """410: the resource version asked for is too old (a watch must re-list)."""
+        return self.code == 410
+
+
+class DaemonError(AsyncKubeletError):
+    """The node daemon cannot be reached, or its local API refused a request."""
+
+    kubelet_reason = "DaemonError"
+
+    def __init__(self, message: str, *, status: int = 500, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason

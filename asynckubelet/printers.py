@@ -1,4 +1,5 @@
-"""kubectl's output for pods: the ``get pods`` table and the ``describe pod`` page.
+"""kubectl's output for pods: the ``get pods`` table, its STATUS and READY words, and the
+``describe pod`` page.
 
 People read these outputs with years of kubectl habit: the same columns, the same STATUS
 words, the same ``2 (5s ago)`` restarts and the same ``describe`` sections let them find
@@ -12,11 +13,30 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from lightkube.models.core_v1 import Container, ContainerStatus, Pod, PodCondition, PodSpec
+from lightkube.models.core_v1 import (
+    Container,
+    ContainerStatus,
+    Pod,
+    PodCondition,
+    PodSpec,
+    PodStatus,
+)
 
+from asynckubelet.node.container_status import COMPLETED, POD_INITIALIZING, container_state
 from asynckubelet.node.events import PodEvent, age
-from asynckubelet.node.status import is_scheduling_gated, kubectl_status, ready_string
+from asynckubelet.node.objects import StoredObject, data_count
+from asynckubelet.node.status import (
+    INITIALIZED,
+    POD_SCHEDULED,
+    READY,
+    RUNNING,
+    SCHEDULING_GATED,
+    TERMINAL_PHASES,
+    is_scheduling_gated,
+)
+from asynckubelet.runtime import actions
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.tables import layout, render, table
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -34,6 +54,89 @@ def parse_duration(text: str) -> float:
     if pos != len(text) or not text:
         raise ValueError(f"invalid duration {text!r}: use a number and a unit, e.g. 30s, 5m, 1h")
     return total
+
+
+def kubectl_status(pod: Pod, status: PodStatus) -> str:
+    """The STATUS column of ``kubectl get pods`` (kubectl's ``printPod``)."""
+    return _print_pod(pod, status)[0]
+
+
+def ready_string(pod: Pod, status: PodStatus) -> str:
+    """The READY column of ``kubectl get pods``: ready / total, sidecars counted."""
+    _, ready, total = _print_pod(pod, status)
+    return f"{ready}/{total}"
+
+
+def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
+    """kubectl's ``printPod``: the STATUS text, ready containers and total containers."""
+    spec = _spec(pod)
+    reason = status.reason or status.phase or ""
+    for cond in status.conditions or []:
+        if cond.type == POD_SCHEDULED and cond.reason == SCHEDULING_GATED:
+            reason = SCHEDULING_GATED
+    inits = {c.name: c for c in spec.initContainers or []}
+    total = len(spec.containers) + sum(
+        1 for c in inits.values() if actions.is_restartable_init_container(c)
+    )
+    ready = 0
+    initializing = False
+    for i, cs in enumerate(status.initContainerStatuses or []):
+        state = container_state(cs)
+        term = state.terminated
+        spec_c = inits.get(cs.name)
+        if term is not None and term.exitCode == 0:
+            continue
+        if spec_c is not None and actions.is_restartable_init_container(spec_c) and cs.started:
+            ready += 1 if cs.ready else 0
+            continue
+        if term is not None:
+            if term.reason:
+                reason = f"Init:{term.reason}"
+            elif term.signal:
+                reason = f"Init:Signal:{term.signal}"
+            else:
+                reason = f"Init:ExitCode:{term.exitCode}"
+        elif (
+            state.waiting is not None
+            and state.waiting.reason
+            and state.waiting.reason != POD_INITIALIZING
+        ):
+            reason = f"Init:{state.waiting.reason}"
+        else:
+            reason = f"Init:{i}/{len(spec.initContainers or [])}"
+        initializing = True
+        break
+    if not initializing or _condition_true(status, INITIALIZED):
+        has_running = False
+        for cs in reversed(status.containerStatuses or []):
+            state = container_state(cs)
+            if state.waiting is not None and state.waiting.reason:
+                reason = state.waiting.reason
+            elif state.terminated is not None and state.terminated.reason:
+                reason = state.terminated.reason
+            elif state.terminated is not None:
+                if state.terminated.signal:
+                    reason = f"Signal:{state.terminated.signal}"
+                else:
+                    reason = f"ExitCode:{state.terminated.exitCode}"
+            elif cs.ready and state.running is not None:
+                has_running = True
+                ready += 1
+        if reason == COMPLETED and has_running:
+            reason = RUNNING if _condition_true(status, READY) else "NotReady"
+    deleted = pod.metadata is not None and pod.metadata.deletionTimestamp is not None
+    if deleted and status.reason == "NodeLost":
+        reason = "Unknown"
+    elif deleted and status.phase not in TERMINAL_PHASES:
+        reason = "Terminating"
+    return reason, ready, total
+
+
+def _condition_true(status: PodStatus, kind: str) -> bool:
+    for c in status.conditions or []:
+        if c.type == kind:
+            return c.status == "True"
+    return False
 
 
 def _spec(pod: Pod) -> PodSpec:
@@ -74,19 +177,51 @@ def restarts(pod: Pod, *, now: datetime) -> str:
     return str(total)
 
 
-def _table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [cell.ljust(width + 3) for cell, width in zip(row, widths, strict=True)]
-        lines.append("".join(cells).rstrip())
-    return "\n".join(lines)
-
-
 def bound_node(pod: Pod, *, node_name: str) -> str | None:
     """The node the pod is bound to: this one, unless scheduling gates hold it back (the
     scheduler binds no gated pod, so kubectl shows it on no node)."""
     return None if is_scheduling_gated(pod) else node_name
+
+
+POD_COLUMNS = (
+    ("Name", 0),
+    ("Ready", 0),
+    ("Status", 0),
+    ("Restarts", 0),
+    ("Age", 0),
+    ("IP", 1),
+    ("Node", 1),
+)
+"""The ``get pods`` columns and their priority (1: ``-o wide`` only)."""
+CONFIGMAP_COLUMNS = (("Name", 0), ("Data", 0), ("Age", 0))
+SECRET_COLUMNS = (("Name", 0), ("Type", 0), ("Data", 0), ("Age", 0))
+
+
+def pod_row(pod: Pod, *, node_name: str, now: datetime) -> list[str]:
+    """One pod's cells in :data:`POD_COLUMNS`."""
+    name, _, _ = ctr.pod_identity(pod)
+    status = pod.status
+    since = created(pod)
+    return [
+        name,
+        ready_string(pod, status) if status else f"0/{len(_spec(pod).containers)}",
+        kubectl_status(pod, status) if status else "Unknown",
+        restarts(pod, now=now),
+        age(since, now=now) if since is not None else "<unknown>",
+        (status.podIP if status else None) or "<none>",
+        bound_node(pod, node_name=node_name) or "<none>",
+    ]
+
+
+def object_row(obj: StoredObject, *, now: datetime) -> list[str]:
+    """A ConfigMap's cells in :data:`CONFIGMAP_COLUMNS`, a Secret's in
+    :data:`SECRET_COLUMNS` (the number of keys, never a value)."""
+    since = obj.created()
+    shown_age = age(since, now=now) if since is not None else "<unknown>"
+    count = str(data_count(obj))
+    if obj.kind == "Secret":
+        return [obj.name, str(obj.body.get("type") or "Opaque"), count, shown_age]
+    return [obj.name, count, shown_age]
 
 
 def pod_table(
@@ -98,32 +233,11 @@ def pod_table(
     all_namespaces: bool = False,
 ) -> str:
     """``kubectl get pods`` (``-o wide``, ``-A``)."""
-    header = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
-    if all_namespaces:
-        header.insert(0, "NAMESPACE")
-    if wide:
-        header += ["IP", "NODE"]
-    rows = [header]
-    for pod in pods:
-        name, ns, _ = ctr.pod_identity(pod)
-        status = pod.status
-        since = created(pod)
-        row = [
-            name,
-            ready_string(pod, status) if status else f"0/{len(_spec(pod).containers)}",
-            kubectl_status(pod, status) if status else "Unknown",
-            restarts(pod, now=now),
-            age(since, now=now) if since is not None else "<unknown>",
-        ]
-        if all_namespaces:
-            row.insert(0, ns)
-        if wide:
-            row += [
-                (status.podIP if status else None) or "<none>",
-                bound_node(pod, node_name=node_name) or "<none>",
-            ]
-        rows.append(row)
-    return _table(rows)
+    rows = [
+        (pod_row(p, node_name=node_name, now=now), {"namespace": ctr.pod_identity(p)[1]})
+        for p in pods
+    ]
+    return render(table(POD_COLUMNS, rows), wide=wide, all_namespaces=all_namespaces)
 
 
 def _when(value: datetime | str | None) -> str:
@@ -248,8 +362,8 @@ def _event_lines(events: Sequence[PodEvent], *, now: datetime) -> list[str]:
         if e.count > 1:
             shown_age = f"{shown_age} (x{e.count} over {age(e.first_timestamp, now=now)})"
         rows.append([e.type, e.reason, shown_age, e.source, e.message])
-    table = _table(rows)
-    return ["Events:"] + ["  " + line for line in table.splitlines()]
+    text = layout(rows)
+    return ["Events:"] + ["  " + line for line in text.splitlines()]
 
 
 def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: datetime) -> str:

@@ -18,6 +18,7 @@ naming it, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import socket
@@ -203,44 +204,47 @@ async def container_logs(request: web.Request) -> web.StreamResponse:
     since_seconds = _int_param(request, "sinceSeconds", minimum=1, message="must be greater than 0")
     limit = _int_param(request, "limitBytes", minimum=1, message="must be greater than 0")
     since = max(0.0, time.time() - since_seconds) if since_seconds is not None else None
-    lines = node.logs(
-        ns,
-        name,
-        container=container,
-        follow=_flag(request, "follow"),
-        previous=_flag(request, "previous"),
-        tail=tail,
-        timestamps=_flag(request, "timestamps"),
-        since=since,
-    )
     response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
-    try:
-        first = await anext(lines, None)
-    except errors.NotFound as e:
-        raise web.HTTPNotFound(text=f"{e}\n") from None
-    except errors.DockerError as e:
-        raise web.HTTPInternalServerError(text=f"{e}\n") from None
-    await response.prepare(request)
-    left = limit
-
-    async def send(text: str) -> bool:
-        """Write one line; False once ``limitBytes`` are written (the kubelet's limit
-        cuts the output there, mid-line if need be)."""
-        nonlocal left
-        data = (text + "\n").encode()
-        if left is not None:
-            data = data[:left]
-            left -= len(data)
-        await response.write(data)
-        return left is None or left > 0
-
-    if first is not None and await send(first.text):
+    async with contextlib.AsyncExitStack() as stack:
         try:
-            async for line in lines:
-                if not await send(line.text):
-                    break
+            lines = await stack.enter_async_context(
+                node.logs(
+                    ns,
+                    name,
+                    container=container,
+                    follow=_flag(request, "follow"),
+                    previous=_flag(request, "previous"),
+                    tail=tail,
+                    timestamps=_flag(request, "timestamps"),
+                    since=since,
+                )
+            )
+            first = await anext(lines, None)
+        except errors.NotFound as e:
+            raise web.HTTPNotFound(text=f"{e}\n") from None
         except errors.DockerError as e:
-            logger.debug("log stream of {}/{}/{} ended: {}", ns, name, container, e)
+            raise web.HTTPInternalServerError(text=f"{e}\n") from None
+        await response.prepare(request)
+        left = limit
+
+        async def send(text: str) -> bool:
+            """Write one line; False once ``limitBytes`` are written (the kubelet's limit
+            cuts the output there, mid-line if need be)."""
+            nonlocal left
+            data = (text + "\n").encode()
+            if left is not None:
+                data = data[:left]
+                left -= len(data)
+            await response.write(data)
+            return left is None or left > 0
+
+        if first is not None and await send(first.text):
+            try:
+                async for line in lines:
+                    if not await send(line.text):
+                        break
+            except errors.DockerError as e:
+                logger.debug("log stream of {}/{}/{} ended: {}", ns, name, container, e)
     await response.write_eof()
     return response
 

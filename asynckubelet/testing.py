@@ -10,17 +10,20 @@ lets it go, to reach the interleavings a real engine only shows under load.
 
 What it does not do: run processes. A started container runs until it is stopped,
 killed or told to exit (:meth:`FakeDocker.exit`); exec answers come from a script; logs
-are what the test put there; event filters are not applied.
+are what the test put there (a followed log gives them, then ends when the container
+exits); event filters are not applied. It counts the streams (logs, events) open at any
+moment, so a test can see that a reader let go of one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import re
 import tarfile
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -83,6 +86,9 @@ class FakeContainer:
     finished_at: str = _ZERO_TIME
     extra: dict[str, Any] = field(default_factory=dict)
     """More ``inspect`` keys (``Mounts``, ``LogPath``, ``ResolvConfPath``...)."""
+    ignores_stop_signal: bool = False
+    """The process ignores its stop signal: a stop waits the whole grace period, then
+    kills it (exit code 137), as the engine does."""
 
     @property
     def labels(self) -> dict[str, str]:
@@ -178,6 +184,7 @@ class FakeDocker(DockerAPI):
         """What every pull reports before it succeeds."""
         self.log_lines: dict[str, list[LogLine]] = {}
         self.loaded: list[bytes] = []
+        self._open_streams: dict[str, int] = {}
         self._failures: list[_Failure] = []
         self._holds: dict[tuple[str, str | None], anyio.Event] = {}
         self._exits: dict[str, anyio.Event] = {}
@@ -211,6 +218,10 @@ class FakeDocker(DockerAPI):
         event = anyio.Event()
         self._holds[(method, target)] = event
         return event
+
+    def open_streams(self, method: str) -> int:
+        """How many streams of ``method`` (``logs``, ``events``) are open now."""
+        return self._open_streams.get(method, 0)
 
     def count(self, method: str) -> int:
         """How many calls of ``method`` were made."""
@@ -365,10 +376,19 @@ class FakeDocker(DockerAPI):
             container.finished_at = _ZERO_TIME
 
     async def stop_container(self, container_id: str, *, grace_period: float) -> None:
-        """The process honours the stop signal: it exits with code 0."""
+        """The process honours the stop signal (exit code 0), unless it ignores it: then it
+        is killed once the grace period has passed, if it has not exited by then."""
         await self._enter("stop_container", container_id)
-        if self._container(container_id).status == "running":
-            self.exit(container_id, exit_code=0)
+        container = self._container(container_id)
+        if container.status != "running":
+            return
+        if container.ignores_stop_signal:
+            with anyio.move_on_after(grace_period):
+                await self._exits.setdefault(container.id, anyio.Event()).wait()
+            if container.status == "running":
+                self.exit(container.id, exit_code=137)
+            return
+        self.exit(container.id, exit_code=0)
 
     async def kill_container(self, container_id: str, *, signal: str = "SIGKILL") -> None:
         await self._enter("kill_container", container_id)
@@ -441,8 +461,11 @@ class FakeDocker(DockerAPI):
         wanted = {"stdout"} if stdout else set()
         wanted |= {"stderr"} if stderr else set()
         lines = [line for line in self.log_lines.get(container.id, []) if line.stream in wanted]
-        for line in lines[-tail:] if tail else ([] if tail == 0 else lines):
-            yield line
+        with self._stream("logs"):
+            for line in lines[-tail:] if tail else ([] if tail == 0 else lines):
+                yield line
+            if follow and container.status == "running":
+                await self._exits.setdefault(container.id, anyio.Event()).wait()
 
     async def exec_run(
         self,
@@ -468,11 +491,20 @@ class FakeDocker(DockerAPI):
         self, *, filters: Mapping[str, Sequence[str]] | None = None, since: float | None = None
     ) -> AsyncIterator[Event]:
         await self._enter("events")
-        if not self.event_streams:
-            await anyio.sleep_forever()
-        for event in self.event_streams.pop(0):
-            yield event
+        with self._stream("events"):
+            if not self.event_streams:
+                await anyio.sleep_forever()
+            for event in self.event_streams.pop(0):
+                yield event
         raise errors.RuntimeUnavailable("the engine closed the event stream (restarting)")
+
+    @contextlib.contextmanager
+    def _stream(self, method: str) -> Iterator[None]:
+        self._open_streams[method] = self._open_streams.get(method, 0) + 1
+        try:
+            yield
+        finally:
+            self._open_streams[method] -= 1
 
     # -- DockerAPI: images ----------------------------------------------------------------
 

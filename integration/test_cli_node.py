@@ -265,9 +265,16 @@ def test_an_edited_env_restarts_only_that_container(node: Node, tmp_path: Path) 
     assert node.cli("exec", "web", "-c", "a", "--", "sh", "-c", "echo $WHO").stdout == "two\n"
 
 
-def test_deleting_the_manifest_file_removes_the_pod(node: Node, tmp_path: Path) -> None:
-    apply_web(node, tmp_path)
-    (node.state / "manifests" / "web.yaml").unlink()
+def test_a_static_pod_runs_while_its_file_is_in_the_manifest_directory(
+    node: Node, tmp_path: Path
+) -> None:
+    static = node.state / "manifests" / "web.yaml"
+    static.write_text(manifest(tmp_path, WEB).read_text())
+    deadline = time.monotonic() + 60
+    while set(node.containers()) != {"a", "b"} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert set(node.containers()) == {"a", "b"}
+    static.unlink()
     deadline = time.monotonic() + 60
     while node.owned() and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -286,6 +293,55 @@ def test_delete_by_file_removes_its_pods(node: Node, tmp_path: Path) -> None:
     proc = node.cli("delete", "-f", str(tmp_path / "web.yaml"))
     assert proc.returncode == 0, proc.stderr
     assert node.owned() == 0
+
+
+STUBBORN = """
+apiVersion: v1
+kind: Pod
+metadata: {name: stubborn}
+spec:
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "trap '' TERM; while true; do sleep 0.2; done"]
+"""
+
+
+def test_delete_that_times_out_fails_naming_the_pod_still_there(node: Node, tmp_path: Path) -> None:
+    path = manifest(tmp_path, STUBBORN, name="stubborn.yaml")
+    assert node.cli("apply", "-f", str(path), "--wait", "--timeout", "60").returncode == 0
+    proc = node.cli("delete", "pod", "stubborn", "--timeout", "1")
+    assert (proc.returncode, proc.stdout) == (1, ""), proc.stderr
+    assert "still present: default/stubborn" in proc.stderr
+
+
+def test_serve_on_an_address_in_use_fails_naming_it(node: Node, tmp_path: Path) -> None:
+    env = {
+        **node.env,
+        "ASYNCKUBELET_STATE_DIR": str(tmp_path / "second"),
+        "ASYNCKUBELET_NODE_NAME": f"{node.node_name}-b",
+    }
+    listen = f"127.0.0.1:{node.port}"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "asynckubelet",
+            "serve",
+            "--listen",
+            listen,
+            "--network",
+            "loopback",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1].startswith(f"error: cannot listen on {listen}: ")
+    assert not (tmp_path / "second" / "serve.pid").exists()
 
 
 def test_describe_shows_containers_conditions_and_events(node: Node, tmp_path: Path) -> None:
@@ -441,8 +497,9 @@ def test_apply_rejects_an_invalid_manifest_and_writes_nothing(node: Node, tmp_pa
     bad = manifest(tmp_path, WEB.replace("name: web", "name: Web_Bad"), name="bad.yaml")
     proc = node.cli("apply", "-f", str(bad))
     assert proc.returncode == 1
-    assert "metadata.name" in proc.stderr
-    assert not list((node.state / "manifests").glob("*.yaml"))
+    assert proc.stderr.count("metadata.name") == 1
+    assert not list((node.state / "objects").glob("*.json"))
+    assert node.owned() == 0
 
 
 def test_apply_wait_fails_with_the_reason_when_the_image_is_missing(
@@ -626,12 +683,8 @@ def test_serve_keeps_a_gated_pod_scheduling_gated_until_its_manifest_drops_the_g
         }
     ]
     assert node.owned() == 0
-    installed = node.state / "manifests" / "gated.yaml"
-    installed.write_text(installed.read_text().replace(gates, ""))
-    deadline = time.monotonic() + 60
-    while "c" not in node.containers() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    proc = node.cli("apply", "-f", str(installed), "--wait", "--timeout", "60")
+    path.write_text(path.read_text().replace(gates, ""))
+    proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "60")
     assert proc.returncode == 0, proc.stderr
     row = node.cli("get", "pods", "gated").stdout.splitlines()[1].split()
     assert row[:4] == ["gated", "1/1", "Running", "0"]
@@ -657,3 +710,49 @@ def test_describe_shows_a_gated_pod_on_no_node(node: Node, tmp_path: Path) -> No
     assert [c.split() for c in conditions] == [["Type", "Status"], ["PodScheduled", "False"]]
     pod = yaml.safe_load(node.cli("get", "pods", "gated", "-o", "yaml").stdout)
     assert "nodeName" not in pod["spec"]
+
+
+def test_apply_wait_ends_on_a_missing_config_map_after_the_config_timeout(
+    node: Node, tmp_path: Path
+) -> None:
+    path = manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: noconfig}
+        spec:
+          containers:
+          - name: app
+            image: BUSYBOX
+            env: [{name: X, valueFrom: {configMapKeyRef: {name: x, key: k}}}]
+        """,
+        name="noconfig.yaml",
+    )
+    proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "60", "--config-timeout", "1")
+    assert proc.returncode == 1
+    assert 'pod/noconfig: CreateContainerConfigError: configmap "x" not found' in proc.stderr
+
+
+def test_serve_rejects_a_pod_asking_for_an_extended_resource_it_lacks(
+    node: Node, tmp_path: Path
+) -> None:
+    path = manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: dongle}
+        spec:
+          containers:
+          - {name: app, image: BUSYBOX, resources: {limits: {example.com/dongle: 1}}}
+        """,
+        name="dongle.yaml",
+    )
+    proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "60")
+    assert proc.returncode == 1
+    assert (
+        "pod/dongle: OutOfexample.com/dongle: Pod was rejected: Node didn't have enough "
+        "resource: example.com/dongle, requested: 1, used: 0, capacity: 0"
+    ) in proc.stderr
+    assert node.containers() == {}

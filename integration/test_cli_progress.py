@@ -282,7 +282,10 @@ def test_apply_wait_in_a_pipe_prints_a_line_per_change_of_reason(
               containers:
                 - name: app
                   image: {BUSYBOX_IMAGE}
-                  command: ["sh", "-c", "sleep 300"]
+                  command: ["sh", "-c", "sleep 3; touch /tmp/ready; sleep 300"]
+                  readinessProbe:
+                    exec: {{command: [cat, /tmp/ready]}}
+                    periodSeconds: 1
             """
         )
     )

@@ -27,7 +27,7 @@ from asynckubelet.logsetup import add_sink
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import pod_context
 from asynckubelet.printers import describe_pod, now_utc
-from asynckubelet.runtime import manager as manager_mod
+from asynckubelet.runtime import sync as manager_mod
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
 from integration.spec_helpers import Events, make_manager, run_manifest
 

@@ -57,11 +57,8 @@ def make_app(config: KubeletConfig) -> web.Application:
         return web.json_response({"name": name, "phase": pod.status.phase})
 
     async def logs(request: web.Request) -> web.Response:
-        lines = [
-            line.text
-            async for line in request.app[NODE].logs("default", request.match_info["name"])
-        ]
-        return web.json_response(lines)
+        async with request.app[NODE].logs("default", request.match_info["name"]) as lines:
+            return web.json_response([line.text async for line in lines])
 
     async def remove(request: web.Request) -> web.Response:
         deleted = await request.app[NODE].delete("default", request.match_info["name"])

@@ -141,8 +141,9 @@ async def test_events_are_recorded_and_streamed(
         async with anyio.create_task_group() as tg:
 
             async def collect() -> None:
-                async for event in node.events(history=True):
-                    seen.append(event.reason)
+                async with node.events(history=True) as events:
+                    async for event in events:
+                        seen.append(event.reason)
 
             tg.start_soon(collect)
             await node.apply(sleeper(node=node_name))
@@ -160,10 +161,11 @@ async def test_watch_reports_added_then_deleted(
         async with anyio.create_task_group() as tg:
 
             async def collect() -> None:
-                async for kind, _pod in node.watch():
-                    kinds.append(kind)
-                    if kind == "DELETED":
-                        return
+                async with node.watch() as changes:
+                    async for kind, _pod in changes:
+                        kinds.append(kind)
+                        if kind == "DELETED":
+                            return
 
             tg.start_soon(collect)
             await node.apply(sleeper(node=node_name))
@@ -187,13 +189,71 @@ async def test_a_manifest_file_starts_its_pod_and_removing_it_deletes_the_pod(
         assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []
 
 
+def _laughs() -> str:
+    text = "a0: &a0 lol\n"
+    for level in range(1, 10):
+        text += f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 9)}]\n"
+    return text
+
+
+LOWERING = """
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: infra
+  labels: {pod-security.kubernetes.io/enforce: privileged}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: root, namespace: infra}
+spec:
+  hostPID: true
+  containers: [{name: sh, image: BUSYBOX, securityContext: {privileged: true}}]
+"""
+
+
+async def test_bad_manifest_files_are_reported_as_events_and_the_good_ones_still_run(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "bomb.yaml").write_text(_laughs())
+    (manifests / "big.yaml").write_bytes(b"#" * (3 * 1024 * 1024 + 1))
+    (manifests / "lower.yaml").write_text(LOWERING.replace("BUSYBOX", BUSYBOX_IMAGE))
+    async with Kubelet(config(node_name, tmp_path, manifest_dir=manifests)) as node:
+        (manifests / "garbage.yaml").write_bytes(b"kind: Pod\n\xff\xfe\x00")
+        text = textwrap.dedent(SLEEPER).replace("NAME", "static").replace("BUSYBOX", BUSYBOX_IMAGE)
+        (manifests / "static.yaml").write_text(text.replace("A_VALUE", "x"))
+        await node.wait("default", "static", "Ready", timeout=60)
+        with anyio.fail_after(30):
+            while True:
+                events = {e.pod: e for e in node.recorder.list() if e.reason == "FailedValidation"}
+                if len(events) == 4:
+                    break
+                await anyio.sleep(0.1)
+        assert sorted(events) == ["big.yaml", "bomb.yaml", "garbage.yaml", "lower.yaml"]
+        assert {e.type for e in events.values()} == {"Warning"}
+        assert "document contains excessive aliasing" in events["bomb.yaml"].message
+        assert "Too long: must have at most 3145728 bytes" in events["big.yaml"].message
+        assert 'violates PodSecurity "baseline:latest"' in events["lower.yaml"].message
+        assert node.get("infra", "root") is None
+    assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []
+
+
 async def test_logs_and_exec_reach_the_pods_containers(
     docker: DockerClient, node_name: str, tmp_path: Path
 ) -> None:
     async with Kubelet(config(node_name, tmp_path)) as node:
         await node.apply(sleeper(node=node_name))
         await node.wait("default", "web", "Ready", timeout=60)
-        lines = [line.text async for line in node.logs("default", "web", container="a")]
+        # Ready comes with the start; the line reaches the log when Docker has copied it.
+        lines: list[str] = []
+        with anyio.fail_after(30):
+            while not lines:
+                lines = [
+                    line.text for line in await node.read_logs("default", "web", container="a")
+                ]
+                await anyio.sleep(0.05)
         assert lines == ["started a"]
         result = await node.exec("default", "web", ["sh", "-c", "echo $WHO"], container="a")
         assert (result.exit_code, result.stdout) == (0, b"one\n")

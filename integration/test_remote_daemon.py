@@ -658,7 +658,7 @@ def test_doctor_explains_the_remote_shape_and_why_auto_picks_the_docker_backend(
     assert "cannot enter its containers' namespaces or reach pod IPs" in shape
     assert "probe helper container" in shape
     assert (
-        f"ok   network backend (auto): docker, because the Docker daemon at {daemon.url} "
+        f"ok   network backend (--network auto): docker, because the Docker daemon at {daemon.url} "
         "is not local"
     ) in lines
     assert any(

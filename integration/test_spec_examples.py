@@ -45,7 +45,7 @@ from asynckubelet.images.build import (
 )
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import options_from_manifests, run_pods
-from asynckubelet.node.status import kubectl_status
+from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import naming
 from integration.harness import PAUSE_IMAGE
 from integration.spec_helpers import Events, make_manager

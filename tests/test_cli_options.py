@@ -11,12 +11,13 @@ import pytest
 from loguru import logger
 from typer.testing import CliRunner
 
-from asynckubelet import cli
-from asynckubelet.cli import app
+from asynckubelet import logsetup
+from asynckubelet.cli import app, output
+from asynckubelet.cli.options import LogOptions
 
 
 class FakeLogger:
-    """Records what ``_setup_logging`` configures instead of configuring loguru."""
+    """Records what ``setup_logging`` configures instead of configuring loguru."""
 
     def __init__(self) -> None:
         self.added: list[tuple[Any, str]] = []
@@ -34,7 +35,8 @@ class FakeLogger:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeLogger:
     recorder = FakeLogger()
-    monkeypatch.setattr(cli, "logger", recorder)
+    monkeypatch.setattr(output, "logger", recorder)
+    monkeypatch.setattr(logsetup, "add_sink", recorder.add)
     return recorder
 
 
@@ -43,7 +45,7 @@ def configured(fake: FakeLogger, args: list[str], env: dict[str, str]) -> tuple[
     result = CliRunner().invoke(app, args, env={"ASYNCKUBELET_STATE_DIR": "/nonexistent", **env})
     assert result.exit_code == 2, result.output
     ((sink, level),) = fake.added
-    return level, "json" if sink is cli._json_sink else "text"
+    return level, "json" if sink is output.json_sink else "text"
 
 
 GET = ["get", "pods", "-o", "bogus"]
@@ -102,6 +104,13 @@ def test_an_unknown_log_level_or_format_is_a_usage_error_naming_the_option(
                 "ASYNCKUBELET_STATE_DIR",
                 "ASYNCKUBELET_NODE_NAME",
                 "ASYNCKUBELET_NETWORK",
+                "ASYNCKUBELET_POD_CIDR",
+                "ASYNCKUBELET_BRIDGE",
+                "ASYNCKUBELET_DUAL_STACK",
+                "ASYNCKUBELET_POD_CIDR_V6",
+                "ASYNCKUBELET_FIREWALL",
+                "ASYNCKUBELET_MASQUERADE",
+                "ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER",
                 "ASYNCKUBELET_POD_SECURITY",
                 "ASYNCKUBELET_PAUSE_IMAGE",
                 "ASYNCKUBELET_STOP_PODS_ON_EXIT",
@@ -153,7 +162,7 @@ def test_an_option_of_serve_reads_its_environment_variable(fake: FakeLogger) -> 
 def test_a_json_log_line_is_one_object_with_time_level_message_and_pod(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cli._setup_logging(0, "info", "json")
+    output.setup_logging(LogOptions(log_level="info", log_format="json"))
     try:
         logger.bind(pod="default/web", container="app").info("Started container {}", "app")
     finally:

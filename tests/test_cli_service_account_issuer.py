@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from asynckubelet import cli, errors
-from asynckubelet.cli import app
+from asynckubelet import errors
+from asynckubelet.cli import app, options
 from asynckubelet.node import kubelet, tokens, volumes
 from asynckubelet.node.tokens import DEFAULT_ISSUER, ISSUER_ENV, TokenIssuer
 
@@ -121,7 +121,7 @@ def test_help_shows_the_option_its_variable_and_its_default(command: str) -> Non
 
 
 def test_the_command_lines_default_is_the_issuers() -> None:
-    assert cli.DEFAULT_SERVICE_ACCOUNT_ISSUER == tokens.DEFAULT_ISSUER
+    assert options.DEFAULT_SERVICE_ACCOUNT_ISSUER == tokens.DEFAULT_ISSUER
 
 
 def test_the_library_reads_no_environment_variable(

@@ -2,13 +2,17 @@
 
 Real manifests are taken apart at random (values replaced by any JSON-ish value, keys
 dropped or misspelt, lists emptied or doubled) and, in a share of cases, the YAML text itself
-is damaged. Whatever comes in, the loader must answer with field errors, never a crash.
+is damaged; random YAML text, random alias graphs and huge numbers are thrown at the loader
+too. Whatever comes in, the loader must answer with field errors, never a crash, and its
+cost stays bounded: alias expansion within go-yaml's ratio, memory within a fixed budget
+(both counted, never timed).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from hypothesis import strategies as st
 
 from asynckubelet.errors import ManifestError
 from asynckubelet.manifests import LEVELS, load_manifests_text
+from asynckubelet.manifests.decoding import load_documents
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
 
@@ -190,3 +195,119 @@ def test_any_manifest_yields_field_errors_and_nothing_else(data: st.DataObject) 
             assert error.field, error
             assert error.reason, error
             assert error.source.startswith("fuzz.yaml"), error
+
+
+# -- hostile text: random YAML, alias graphs, huge numbers -------------------------------
+
+_FUZZ = settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+_YAML_ALPHABET = st.sampled_from(
+    [*"abkind:Pod-[]{},&*!|>'\"#%@`?\n\t 0123456789.eE+~<=\\", "<<: ", "---\n", "\x00", "é"]
+)
+
+
+def _assert_only_field_errors(text: str, **kwargs: Any) -> None:
+    try:
+        load_manifests_text(text, source_name="fuzz.yaml", node_name="fuzz", **kwargs)
+    except ManifestError as e:
+        assert e.errors
+        for error in e.errors:
+            assert error.field and error.reason, error
+            assert error.source.startswith("fuzz.yaml"), error
+            assert len(str(error)) < 16 * 1024, error
+
+
+@_FUZZ
+@given(st.lists(_YAML_ALPHABET, max_size=400).map("".join))
+def test_random_yaml_text_yields_field_errors_and_nothing_else(text: str) -> None:
+    _assert_only_field_errors(text)
+
+
+@st.composite
+def alias_graphs(draw: st.DrawFn) -> str:
+    """A document of anchors, each a scalar, or a list or mapping of aliases to earlier
+    anchors: every alias graph is a DAG like this one, and a bomb is one of them."""
+    lines = ["a0: &a0 x"]
+    for i in range(1, draw(st.integers(min_value=1, max_value=12))):
+        refs = draw(st.lists(st.integers(min_value=0, max_value=i - 1), min_size=1, max_size=12))
+        if draw(st.booleans()):
+            body = "[" + ", ".join(f"*a{r}" for r in refs) + "]"
+        else:
+            body = "{" + ", ".join(f"k{j}: *a{r}" for j, r in enumerate(refs)) + "}"
+        lines.append(f"a{i}: &a{i} {body}")
+    if draw(st.booleans()):
+        lines.append(f"z: &z [*a{len(lines) - 1}, *z]" if draw(st.booleans()) else "z: *nowhere")
+    return "\n".join(lines) + "\n"
+
+
+def _decode_steps(value: Any, cap: int) -> int:
+    """go-yaml's decode steps for ``value`` with every shared object expanded (stops at
+    ``cap``): one per scalar, list or mapping, and one per mapping key."""
+    steps = 0
+    stack = [value]
+    while stack and steps <= cap:
+        item = stack.pop()
+        steps += 1
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            steps += len(item)
+            stack.extend(item.values())
+    return steps
+
+
+@_FUZZ
+@given(alias_graphs())
+def test_alias_expansion_stays_within_go_yamls_ratio(text: str) -> None:
+    nodes = sum(
+        isinstance(e, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent))
+        for e in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    )
+    bound = max(1100, 100 * (nodes + 1))
+    tracemalloc.start()
+    try:
+        documents = list(load_documents(text))
+    except yaml.YAMLError:
+        documents = []
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 2 * 1024 * 1024
+    for document in documents:
+        assert _decode_steps(document, bound) <= bound
+    _assert_only_field_errors(text)
+
+
+_numbers = st.one_of(
+    st.integers(min_value=0, max_value=200_000).map(lambda n: "9" * n or "0"),
+    st.integers(min_value=-(10**40), max_value=10**40).map(str),
+    st.tuples(
+        st.integers(min_value=1, max_value=2000), st.integers(min_value=-9999, max_value=9999)
+    ).map(lambda t: f"{'7' * t[0]}e{t[1]}"),
+    st.sampled_from([".inf", "-.inf", ".nan", "0x" + "f" * 5000, "0o777", "1_000", "1:30"]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+_NUMBER_SITES = (
+    "spec:\n  activeDeadlineSeconds: {n}\n  containers: [{{name: a, image: b}}]\n",
+    "spec:\n  containers: [{{name: a, image: b, resources: {{limits: {{cpu: {n}}}}}}}]\n",
+    "spec:\n  containers: [{{name: a, image: b, ports: [{{containerPort: {n}}}]}}]\n",
+    "spec:\n  containers: [{{name: a, image: b}}]\n  priority: {n}\n",
+    "spec:\n  containers: [{{name: a, image: b}}]\n  nodeSelector: {{a: {n}}}\n",
+)
+
+
+@_FUZZ
+@given(_numbers, st.sampled_from(_NUMBER_SITES))
+def test_huge_and_odd_numbers_yield_field_errors_in_bounded_memory(number: str, site: str) -> None:
+    text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n" + site.format(n=number)
+    tracemalloc.start()
+    try:
+        _assert_only_field_errors(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * len(text) + 4 * 1024 * 1024

@@ -118,3 +118,27 @@ def test_pod_level_requests_alone_are_honoured_at_admission() -> None:
 
 def test_a_plain_pod_gets_no_warning() -> None:
     assert honour.unhonoured_fields(pod({}), node_name="n") == []
+
+
+def test_a_node_that_knows_its_labels_does_not_warn_about_node_selection() -> None:
+    from asynckubelet.manifests import honour
+    from asynckubelet.manifests.loading import load_manifests_text
+
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: picky}
+spec:
+  nodeSelector: {disk: ssd}
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchExpressions: [{key: disk, operator: In, values: [ssd]}]}]
+  containers: [{name: app, image: busybox}]
+"""
+    pod = load_manifests_text(text, node_name="n1").pods[0]
+    assert {w.field for w in honour.unhonoured_fields(pod, node_name="n1")} == {
+        "spec.nodeSelector",
+        "spec.affinity",
+    }
+    assert honour.unhonoured_fields(pod, node_name="n1", node_labels=True) == []

@@ -383,10 +383,11 @@ def test_the_uid_differs_per_node_namespace_and_name() -> None:
     assert len(uids) == 4
 
 
-def test_a_given_uid_is_kept() -> None:
-    text = POD.replace("name: web", "name: web\n  uid: '1234'")
+def test_a_given_uuid_is_kept() -> None:
+    uid = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    text = POD.replace("name: web", f"name: web\n  uid: '{uid}'")
     meta = only_pod(text).metadata
-    assert meta is not None and meta.uid == "1234"
+    assert meta is not None and meta.uid == uid
 
 
 # --- other kinds --------------------------------------------------------------------------

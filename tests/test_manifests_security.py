@@ -204,10 +204,12 @@ def stream(*docs: Doc) -> str:
     return "\n---\n".join(json.dumps(d) for d in docs)
 
 
-def test_a_namespace_label_relaxes_the_level_for_its_pods() -> None:
+def test_a_namespace_label_relaxes_the_level_when_the_operator_allows_it() -> None:
     privileged = pod(securityContext={"privileged": True})
     privileged["metadata"]["namespace"] = "infra"
-    manifests = load_manifests_text(stream(privileged, namespace("infra", "privileged")))
+    manifests = load_manifests_text(
+        stream(privileged, namespace("infra", "privileged")), allow_namespace_policy=True
+    )
     assert [p.metadata.name for p in manifests.pods if p.metadata] == ["p"]
 
 
@@ -218,14 +220,19 @@ def test_a_namespace_label_tightens_the_level_for_its_pods() -> None:
     assert report.errors[0].detail.startswith('violates PodSecurity "restricted:latest"')
 
 
-def test_namespace_override_can_be_refused_by_the_node() -> None:
+def test_a_namespace_label_cannot_relax_the_level_by_default() -> None:
     privileged = pod(securityContext={"privileged": True})
     privileged["metadata"]["namespace"] = "infra"
-    report = inspect_manifests_text(
-        stream(namespace("infra", "privileged"), privileged), allow_namespace_override=False
-    )
-    assert report.errors[0].detail.startswith('violates PodSecurity "baseline:latest"')
-    assert any("not honoured on this node" in w.detail for w in report.warnings)
+    report = inspect_manifests_text(stream(namespace("infra", "privileged"), privileged))
+    assert [str(e) for e in report.errors] == [
+        'spec: Forbidden: violates PodSecurity "baseline:latest": privileged (container "x" '
+        "must not set securityContext.privileged=true)"
+    ]
+    assert [str(w) for w in report.warnings] == [
+        "metadata.labels[pod-security.kubernetes.io/enforce]: Ignored: not honoured on this "
+        'node (a namespace may only make this node\'s "baseline:latest" stricter; relaxing it '
+        "is the operator's choice (--allow-namespace-policy))"
+    ]
 
 
 def test_an_unknown_level_label_is_an_error() -> None:

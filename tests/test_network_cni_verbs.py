@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from asynckubelet import errors
-from asynckubelet.cli import _ipv6_cidr
+from asynckubelet.cli.options import ipv6_pod_cidr
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.network import IPS_ANNOTATION, PodDNS, PodNetworkRequest, requested_ips
 from asynckubelet.network.cni import (
@@ -263,6 +263,8 @@ def test_the_ips_annotation_names_the_addresses_a_pod_asks_for(
         ("10.1.0.9", "not a JSON list of addresses"),
         ('{"ip": "10.1.0.9"}', "must be a JSON list of addresses"),
         ('["10.1.0.999"]', "'10.1.0.999' is not an IP address"),
+        ('["fe80::1%eth0\\nIP=10.0.0.1"]', "is not an IP address"),
+        ('["10.1.0.9/24"]', "'10.1.0.9/24' is not an IP address"),
     ],
 )
 def test_a_bad_ips_annotation_is_refused_naming_the_annotation(value: str, message: str) -> None:
@@ -416,7 +418,7 @@ def test_two_daemons_sharing_docker_20_10s_key_file_have_different_engine_keys()
 def test_the_ipv6_pod_cidr_comes_from_dual_stack_and_pod_cidr_v6(
     dual_stack: bool, pod_cidr_v6: str | None, expected: str | None
 ) -> None:
-    assert _ipv6_cidr(dual_stack, pod_cidr_v6) == expected
+    assert ipv6_pod_cidr(dual_stack=dual_stack, pod_cidr_v6=pod_cidr_v6) == expected
 
 
 # -- the resolver settings handed to plugins ------------------------------------------

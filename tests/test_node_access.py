@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,6 @@ from asynckubelet.node.access import (
     DEFAULT_CONTAINER_ANNOTATION,
     daemon_pid,
     default_container,
-    remove_manifest,
-    save_manifest,
 )
 
 
@@ -67,26 +64,3 @@ def test_a_pid_file_of_a_live_process_names_it(tmp_path: Path) -> None:
 def test_a_stale_pid_file_means_no_daemon(tmp_path: Path) -> None:
     (tmp_path / "serve.pid").write_text("999999999\n")
     assert daemon_pid(tmp_path) is None
-
-
-def test_a_kept_manifest_copy_is_0600_in_a_0750_directory(tmp_path: Path) -> None:
-    directory = tmp_path / "state" / "manifests"
-    path = save_manifest(directory, "pod.yaml", "kind: Secret\n")
-    assert path.read_text() == "kind: Secret\n"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(directory.stat().st_mode) == 0o750
-    assert remove_manifest(directory, "pod.yaml")
-    assert not path.exists()
-
-
-def test_a_manifest_copy_is_never_written_through_a_link_or_outside(tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.write_text("host")
-    directory = tmp_path / "manifests"
-    directory.mkdir()
-    (directory / "pod.yaml").symlink_to(victim)
-    save_manifest(directory, "pod.yaml", "kind: Pod\n")
-    assert victim.read_text() == "host"
-    with pytest.raises(errors.UnsafePath):
-        save_manifest(directory, "../victim", "kind: Pod\n")
-    assert victim.read_text() == "host"

@@ -1,13 +1,20 @@
-"""The node commands' error paths and file handling, without Docker."""
+"""The node commands' error paths, and apply through a daemon on a fake engine."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from daemon_helpers import Daemon, running_daemon
+from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
 from asynckubelet.cli import app
+from asynckubelet.cli.commands import delete as delete_command
+from asynckubelet.manifests import load_manifests_text
+from asynckubelet.runtime.types import PodRuntimeStatus
 
 POD = """\
 apiVersion: v1
@@ -25,15 +32,23 @@ def invoke(*args: str, state: Path) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_apply_writes_the_file_into_the_manifest_directory(tmp_path: Path) -> None:
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[Daemon]:
+    with running_daemon(tmp_path / "s") as d:
+        yield d
+
+
+def test_apply_hands_the_file_to_the_daemon_which_keeps_the_pod(
+    tmp_path: Path, node: Daemon
+) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD)
     code, out, _ = invoke("apply", "-f", str(source), state=tmp_path / "s")
     assert (code, out) == (0, "pod/web created\n")
-    assert (tmp_path / "s" / "manifests" / "web.yaml").read_text() == POD
+    assert [o.name for o in node.node.objects.list("Pod")] == ["web"]
 
 
-def test_apply_of_the_same_file_again_reports_unchanged(tmp_path: Path) -> None:
+def test_apply_of_the_same_file_again_reports_unchanged(tmp_path: Path, node: Daemon) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD)
     invoke("apply", "-f", str(source), state=tmp_path / "s")
@@ -41,45 +56,49 @@ def test_apply_of_the_same_file_again_reports_unchanged(tmp_path: Path) -> None:
     assert (code, out) == (0, "pod/web unchanged\n")
 
 
-def test_apply_of_an_edited_file_reports_configured(tmp_path: Path) -> None:
+def test_apply_of_an_edited_file_reports_configured(tmp_path: Path, node: Daemon) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD)
     invoke("apply", "-f", str(source), state=tmp_path / "s")
-    source.write_text(POD.replace("busybox:1.35", "busybox:1.36"))
+    source.write_text(POD.replace("busybox:1.35", "busybox"))
     code, out, _ = invoke("apply", "-f", str(source), state=tmp_path / "s")
     assert (code, out) == (0, "pod/web configured\n")
 
 
-def test_apply_of_an_invalid_manifest_names_the_field_and_writes_nothing(tmp_path: Path) -> None:
+def test_apply_of_an_invalid_manifest_names_the_field_once_and_applies_nothing(
+    tmp_path: Path, node: Daemon
+) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD.replace("name: app", "name: App_1"))
-    code, _, err = invoke("apply", "-f", str(source), state=tmp_path / "s")
-    assert code == 1
-    assert "spec.containers[0].name" in err
-    assert not (tmp_path / "s" / "manifests").exists()
+    code, out, err = invoke("apply", "-f", str(source), state=tmp_path / "s")
+    assert (code, out) == (1, "")
+    assert err.count("spec.containers[0].name") == 1
+    assert node.node.objects.list("Pod") == []
 
 
-def test_apply_wait_without_a_running_daemon_says_so(tmp_path: Path) -> None:
+def test_apply_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
     source = tmp_path / "web.yaml"
     source.write_text(POD)
-    code, _, err = invoke("apply", "-f", str(source), "--wait", state=tmp_path / "s")
-    assert code == 1
-    assert "no `asynckubelet serve` runs" in err
+    code, out, err = invoke("apply", "-f", str(source), state=tmp_path / "s")
+    assert (code, out) == (1, "")
+    assert "no node daemon for state dir" in err
+    assert "start it with `asynckubelet serve`" in " ".join(err.split())
+    assert not (tmp_path / "s").exists()
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("get", "pods", "-o", "table"), "--output must be wide, yaml or json"),
+        (("get", "pods", "-o", "table"), "--output must be wide, yaml, json or name"),
         (("get", "services"), 'doesn\'t have a resource type "services"'),
         (("describe", "node", "x"), 'doesn\'t have a resource type "node"'),
         (("logs", "web", "--since", "5 minutes"), "invalid duration"),
-        (("delete",), "give `delete pod NAME` or `delete -f FILE`"),
+        (("delete",), "give `delete pod NAME` (or configmap, secret) or `delete -f FILE`"),
+        (("delete", "deployment", "x"), 'doesn\'t have a resource type "deployment"'),
         (("serve", "--listen", "nowhere"), "--listen must be HOST:PORT"),
         (("serve", "--listen", "0.0.0.0:10255"), "--allow-remote"),
         (("serve", "--log-format", "xml"), "--log-format must be text or json"),
         (("serve", "--log-level", "loud"), "--log-level must be"),
-        (("apply", "-f", "x.yaml", "--pod-security", "lax"), "--pod-security must be one of"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_clear_message(
@@ -88,3 +107,64 @@ def test_bad_arguments_are_refused_with_a_clear_message(
     code, _, err = invoke(*args, state=tmp_path / "s")
     assert code != 0
     assert message in " ".join(err.split())
+
+
+class OnePodRuntime:
+    """Docker holding one pod, ``default/web``; ``stubborn``: removing it leaves it there."""
+
+    def __init__(self, *, stubborn: bool) -> None:
+        self.pods = {"u1": ("default", "web")}
+        self.stubborn = stubborn
+
+    async def list_pod_uids(self) -> dict[str, tuple[str, str]]:
+        return dict(self.pods)
+
+    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
+        return PodRuntimeStatus(uid=uid, name=name, namespace=namespace)
+
+    async def kill_pod(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    async def remove_pod(self, *, uid: str) -> None:
+        if not self.stubborn:
+            self.pods.pop(uid)
+
+
+@pytest.fixture
+def on_docker(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
+    """Make ``delete`` see ``default/web`` on a fake Docker (no daemon runs)."""
+
+    def install(stubborn: bool) -> None:
+        runtime = OnePodRuntime(stubborn=stubborn)
+
+        @contextlib.asynccontextmanager
+        async def node_runtime(node: object) -> AsyncIterator[OnePodRuntime]:
+            yield runtime
+
+        async def node_pods(rm: object, node: object) -> list[Pod]:
+            return [load_manifests_text(POD, node_name="n1").pods[0]]
+
+        monkeypatch.setattr(delete_command, "node_runtime", node_runtime)
+        monkeypatch.setattr(delete_command, "node_pods", node_pods)
+
+    return install
+
+
+def test_delete_reports_the_pod_deleted_once_it_is_gone(
+    on_docker: Callable[[bool], None], tmp_path: Path
+) -> None:
+    on_docker(False)
+    code, out, err = invoke("delete", "pod", "web", state=tmp_path / "s")
+    assert (code, out) == (0, 'pod "web" deleted\n')
+    assert err == f"no node daemon for state dir {tmp_path / 's'}: deleting on Docker directly\n"
+
+
+def test_delete_that_times_out_fails_naming_the_pods_still_there(
+    on_docker: Callable[[bool], None], tmp_path: Path
+) -> None:
+    on_docker(True)
+    code, out, err = invoke("delete", "pod", "web", "--timeout", "0.2", state=tmp_path / "s")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[-1] == (
+        "error: timed out after 0.2s waiting for the pods to be gone; still present: default/web"
+    )

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from asynckubelet.manifests import Manifests
+from asynckubelet.node import sources
 from asynckubelet.node.sources import ManifestDirSource, is_manifest, source_name
 
 POD = """
@@ -67,3 +70,101 @@ def test_hidden_and_foreign_files_are_not_manifests() -> None:
         False,
         True,
     ]
+
+
+def laughs() -> str:
+    text = "a0: &a0 lol\n"
+    for level in range(1, 10):
+        text += f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 9)}]\n"
+    return text
+
+
+BAD_FILES: list[tuple[str, bytes]] = [
+    ("syntax", b"kind: Pod\nspec: ["),
+    ("alias bomb", laughs().encode()),
+    ("self-containing anchor", b"a: &a [*a]\n"),
+    ("oversized", b"#" * (3 * 1024 * 1024 + 1)),
+    ("not UTF-8", b"kind: Pod\nmetadata: {name: caf\xe9}\n"),
+    ("NUL byte", b"kind: Pod\x00\n"),
+    ("huge integer", POD.replace("NAME", "big").encode() + b"  priority: 1" + b"0" * 100_000),
+    (
+        "hostile path",
+        POD.replace("NAME", "x").encode() + b"  volumes: [{name: v, secret: "
+        b"{secretName: s, items: [{key: k, path: ../../../etc/cron.d/x}]}}]\n",
+    ),
+    ("uid that is a path", POD.replace("NAME", "web, uid: ../../etc").encode()),
+]
+
+
+@pytest.mark.parametrize(("kind", "content"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_any_bad_file_is_reported_and_the_others_still_load(
+    tmp_path: Path, kind: str, content: bytes
+) -> None:
+    (tmp_path / "good.yaml").write_text(POD.replace("NAME", "good"))
+    (tmp_path / "bad.yaml").write_bytes(content)
+    src, got, errors = source(tmp_path)
+    src.load_all()
+    assert got == {source_name(tmp_path / "good.yaml"): ["good"]}
+    assert errors == ["bad.yaml"]
+
+
+def test_a_directory_named_like_a_manifest_is_no_source(tmp_path: Path) -> None:
+    (tmp_path / "dir.yaml").mkdir()
+    src, got, errors = source(tmp_path)
+    src.load_all()
+    assert (got, errors) == ({}, [])
+
+
+def test_a_failure_no_rule_foresaw_is_reported_by_its_type_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> Manifests:
+        raise RuntimeError("text quoted from the file")
+
+    (tmp_path / "a.yaml").write_text(POD.replace("NAME", "one"))
+    monkeypatch.setattr(sources, "load_manifests", broken)
+    messages: list[str] = []
+    src = ManifestDirSource(
+        tmp_path, sink=lambda n, m: None, node_name="n1", on_error=lambda p, e: messages.append(e)
+    )
+    src.load_all()
+    assert messages == ["a.yaml: cannot be loaded (RuntimeError)"]
+
+
+def test_the_error_message_names_the_first_problem_and_counts_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: A}\nspec: {containers: [{name: B}]}\n"
+    )
+    messages: list[str] = []
+    src = ManifestDirSource(
+        tmp_path, sink=lambda n, m: None, node_name="n1", on_error=lambda p, e: messages.append(e)
+    )
+    src.load_all()
+    assert len(messages) == 1
+    assert messages[0].startswith(f'{tmp_path / "a.yaml"}[0]: metadata.name: Invalid value: "A"')
+    assert messages[0].endswith("(and 2 more)")
+
+
+@pytest.mark.anyio
+async def test_files_are_read_off_the_event_loop_with_the_same_outcome(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(POD.replace("NAME", "good"))
+    (tmp_path / "bad.yaml").write_bytes(laughs().encode())
+    src, got, errors = source(tmp_path)
+    await src.reload_all()
+    assert (got, errors) == ({source_name(tmp_path / "good.yaml"): ["good"]}, ["bad.yaml"])
+
+
+def test_namespace_labels_only_tighten_unless_the_source_allows_them(tmp_path: Path) -> None:
+    privileged = (
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: infra\n  labels:\n"
+        "    pod-security.kubernetes.io/enforce: privileged\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: root, namespace: infra}\n"
+        "spec: {containers: [{name: a, image: busybox, securityContext: {privileged: true}}]}\n"
+    )
+    (tmp_path / "a.yaml").write_text(privileged)
+    src, got, errors = source(tmp_path)
+    src.load_all()
+    assert (got, errors) == ({}, ["a.yaml"])
+    src.allow_namespace_policy = True
+    src.load_all()
+    assert got == {source_name(tmp_path / "a.yaml"): ["root"]}

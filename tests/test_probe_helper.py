@@ -138,10 +138,12 @@ def execs(docker: FakeDocker) -> list[tuple[str, list[str]]]:
 
 
 APP = Container(name="app", image="img")
-HELPED = hooks.Target(container_id="app-id", host="10.1.0.5", netns=None, helper="helper-id")
+HELPED = hooks.HookTarget(container_id="app-id", host="10.1.0.5", netns=None, helper="helper-id")
 
 
-async def _run(probe: Probe, docker: FakeDocker, target: hooks.Target = HELPED) -> hooks.Outcome:
+async def _run(
+    probe: Probe, docker: FakeDocker, target: hooks.HookTarget = HELPED
+) -> hooks.Outcome:
     return await hooks.run_handler(probe, APP, target, docker=docker, timeout=1.0)
 
 
@@ -247,7 +249,7 @@ async def test_an_https_probe_through_the_helper_is_unknown_with_the_reason() ->
 
 @pytest.mark.anyio
 async def test_a_target_without_a_route_makes_http_probes_unknown_with_its_error() -> None:
-    target = hooks.Target(container_id="c", host="", netns=None, error="cannot start helper: x")
+    target = hooks.HookTarget(container_id="c", host="", netns=None, error="cannot start helper: x")
     outcome = await _run(_http(), helper_docker(), target)
     assert (outcome.result, outcome.error) == (ProbeResult.UNKNOWN, "cannot start helper: x")
 
@@ -365,7 +367,7 @@ def test_doctor_describes_the_engines_shape_and_what_follows_for_probes(
 async def test_a_prober_asks_the_runtime_where_to_probe_with_the_pod_ip_it_knows() -> None:
     asked: list[dict[str, Any]] = []
 
-    async def locate(pod: Pod, **where: Any) -> hooks.Target:
+    async def locate(pod: Pod, **where: Any) -> hooks.HookTarget:
         asked.append(where)
         return HELPED
 

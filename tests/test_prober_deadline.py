@@ -11,6 +11,8 @@ from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.status import generate
 from asynckubelet.runtime.types import PodRuntimeStatus
 
+UID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -19,7 +21,7 @@ def _pod(deadline: str) -> Pod:
         f"""
 apiVersion: v1
 kind: Pod
-metadata: {{name: p, uid: u}}
+metadata: {{name: p, uid: {UID}}}
 spec:
   {deadline}
   containers: [{{name: c, image: x}}]
@@ -28,7 +30,7 @@ spec:
 
 
 def _status(pod: Pod, *, after: float) -> PodStatus:
-    runtime = PodRuntimeStatus(uid="u", name="p", namespace="default")
+    runtime = PodRuntimeStatus(uid=UID, name="p", namespace="default")
     previous = PodStatus(phase="Pending", startTime=START)
     return generate(pod, runtime, previous=previous, now=START + timedelta(seconds=after))
 

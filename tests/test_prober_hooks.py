@@ -7,8 +7,10 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet.docker import ExecResult
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.runtime.hooks import Target, run_hook
+from asynckubelet.runtime.hooks import HookTarget, run_hook
 from asynckubelet.testing import FakeDocker
+
+UID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 
 
 def engine(answer: ExecResult | BaseException | None = None) -> FakeDocker:
@@ -24,7 +26,7 @@ def _pod(hook: str) -> Pod:
         f"""
 apiVersion: v1
 kind: Pod
-metadata: {{name: web, uid: u1}}
+metadata: {{name: web, uid: {UID}}}
 spec:
   containers:
   - name: app
@@ -43,7 +45,7 @@ async def _run(hook: str, docker: FakeDocker, timeout: float | None = None) -> s
         container.lifecycle.postStart,
         pod,
         container,
-        Target(container_id="cid", host="127.0.0.1", netns=None),
+        HookTarget(container_id="cid", host="127.0.0.1", netns=None),
         docker=docker,
         timeout=timeout,
     )
@@ -61,7 +63,7 @@ async def test_a_successful_exec_hook_has_no_message() -> None:
 async def test_a_failed_exec_hook_message_names_the_command_container_pod_and_output() -> None:
     message = await _run(EXEC, engine(ExecResult(3, b"out", b"err")))
     assert message == (
-        'Exec lifecycle hook ([sh -c check]) for Container "app" in Pod "web_default(u1)" '
+        f'Exec lifecycle hook ([sh -c check]) for Container "app" in Pod "web_default({UID})" '
         "failed - error: command 'sh -c check' exited with 3: err, message: \"outerr\""
     )
 
@@ -82,7 +84,8 @@ async def test_an_http_hook_to_a_closed_port_fails_with_the_dial_error() -> None
         port = s.getsockname()[1]
     message = await _run(f"{{httpGet: {{path: /hook, port: {port}}}}}", engine())
     assert message == (
-        f'HTTP lifecycle hook (/hook) for Container "app" in Pod "web_default(u1)" failed - '
+        f'HTTP lifecycle hook (/hook) for Container "app" in Pod "web_default({UID})" '
+        "failed - "
         f'error: Get "http://127.0.0.1:{port}/hook": dial tcp 127.0.0.1:{port}: connect: '
         "connection refused"
     )

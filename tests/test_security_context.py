@@ -14,6 +14,8 @@ from asynckubelet.network.dns import DNSSettings, ResolverConfig
 from asynckubelet.runtime.sandbox import generate_pod_sandbox_config, sandbox_docker_config
 from asynckubelet.runtime.security import host_config_security, image_user, verify_run_as_non_root
 
+UID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+
 
 def _pod(container_ctx: str = "{}", pod_ctx: str = "{}") -> Pod:
     host_users = "false" if "Unmasked" in container_ctx else "true"
@@ -21,7 +23,7 @@ def _pod(container_ctx: str = "{}", pod_ctx: str = "{}") -> Pod:
         f"""
 apiVersion: v1
 kind: Pod
-metadata: {{name: p, uid: u1}}
+metadata: {{name: p, uid: {UID}}}
 spec:
   hostUsers: {host_users}
   securityContext: {pod_ctx}
@@ -155,7 +157,7 @@ def test_image_users_parse_as_the_kubelet_reads_them(
     assert image_user(user) == parsed
 
 
-REF = '(pod: "p_default(u1)", container: c)'
+REF = f'(pod: "p_default({UID})", container: c)'
 
 
 @pytest.mark.parametrize(

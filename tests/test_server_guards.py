@@ -3,6 +3,7 @@ bad numeric parameters are a 400 naming them, never a 500 with a traceback."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,8 @@ class FakeNode:
 
     lines: list[str] = field(default_factory=lambda: ["one", "two", "three"])
     calls: list[dict[str, Any]] = field(default_factory=list)
+    open_streams: int = 0
+    read: int = 0
 
     def list(self) -> list[Any]:
         return []
@@ -83,10 +86,22 @@ class FakeNode:
     def list_json(self) -> list[str]:
         return []
 
-    async def logs(self, namespace: str, name: str, **kwargs: Any) -> AsyncIterator[LogLine]:
+    @contextlib.asynccontextmanager
+    async def logs(
+        self, namespace: str, name: str, **kwargs: Any
+    ) -> AsyncIterator[AsyncIterator[LogLine]]:
         self.calls.append(kwargs)
-        for text in self.lines:
-            yield LogLine(text=text, stream="stdout")
+
+        async def lines() -> AsyncIterator[LogLine]:
+            for text in self.lines:
+                self.read += 1
+                yield LogLine(text=text, stream="stdout")
+
+        self.open_streams += 1
+        try:
+            yield lines()
+        finally:
+            self.open_streams -= 1
 
 
 @pytest.fixture
@@ -141,6 +156,15 @@ async def test_limit_bytes_cuts_the_output_there(
     response = await c.get("/containerLogs/default/web/app?limitBytes=6")
     assert response.status == 200
     assert await response.text() == "one\ntw"
+
+
+async def test_the_log_stream_is_released_once_the_limit_is_reached(
+    client: tuple[TestClient[Any, Any], FakeNode],
+) -> None:
+    c, node = client
+    response = await c.get("/containerLogs/default/web/app?limitBytes=6")
+    await response.text()
+    assert (node.read, node.open_streams) == (2, 0)
 
 
 async def test_a_huge_since_seconds_asks_for_everything_since_the_epoch(

@@ -27,7 +27,7 @@ import struct
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from importlib import resources
@@ -42,14 +42,15 @@ from asynckubelet.errors import ImageBuildError
 __all__ = [
     "DEFAULT_BUSYBOX_TAG",
     "DEFAULT_PAUSE_TAG",
+    "LOCAL_REGISTRY",
     "PAUSE_VERSION",
     "PROBE_REPOSITORY",
-    "REGISTRY_PAUSE_IMAGE",
     "Directory",
     "Entry",
     "File",
     "ImageConfig",
     "ImageLoader",
+    "LocalImage",
     "Symlink",
     "build_busybox_image",
     "build_pause_image",
@@ -58,13 +59,15 @@ __all__ = [
     "default_probe_tag",
     "image_archive",
     "is_static_elf",
+    "local_image",
 ]
 
+LOCAL_REGISTRY = "asynckubelet.local"
+"""The registry name of the images made here: no registry serves it, so they are never pulled."""
 PAUSE_VERSION = "3.10"
-DEFAULT_PAUSE_TAG = f"asynckubelet.local/pause:{PAUSE_VERSION}"
-REGISTRY_PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
-DEFAULT_BUSYBOX_TAG = "asynckubelet.local/busybox:1.35"
-PROBE_REPOSITORY = "asynckubelet.local/probe"
+DEFAULT_PAUSE_TAG = f"{LOCAL_REGISTRY}/pause:{PAUSE_VERSION}"
+DEFAULT_BUSYBOX_TAG = f"{LOCAL_REGISTRY}/busybox:1.35"
+PROBE_REPOSITORY = f"{LOCAL_REGISTRY}/probe"
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -496,3 +499,39 @@ async def build_busybox_image(
     await docker.load_image(archive)
     logger.info("loaded {} as {} ({} bytes)", tag, image_id, len(archive))
     return image_id
+
+
+@dataclass(frozen=True)
+class LocalImage:
+    """An image the node makes itself when it is missing: how, and from what."""
+
+    build: Callable[[ImageLoader], Awaitable[str]]
+    """Makes and loads the image; returns its id (raises :class:`ImageBuildError`)."""
+    source: str
+    """What it is made from, for the one line announcing the build."""
+    command: str
+    """The command line that makes it, for an error when it cannot be made here."""
+
+
+def local_image(tag: str) -> LocalImage | None:
+    """How the node makes ``tag`` when it is one of the project's own images (the pause
+    image, busybox, the probe helper at its current digest); None for any other image."""
+    if tag == DEFAULT_PAUSE_TAG:
+        return LocalImage(
+            build=partial(build_pause_image, tag=tag),
+            source="the project's pause.c, compiled statically",
+            command="asynckubelet images build-pause",
+        )
+    if tag == DEFAULT_BUSYBOX_TAG:
+        return LocalImage(
+            build=partial(build_busybox_image, tag=tag),
+            source="the host's static busybox (Debian's busybox-static)",
+            command="asynckubelet images build-busybox",
+        )
+    if tag == default_probe_tag():
+        return LocalImage(
+            build=partial(build_probe_image, tag=tag),
+            source="the project's probe.c, compiled statically",
+            command="asynckubelet images build-probe",
+        )
+    return None

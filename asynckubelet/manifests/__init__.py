@@ -12,12 +12,15 @@ on by a single node).
 from asynckubelet.manifests.loading import (
     ManifestReport,
     Manifests,
+    ObjectRef,
     Source,
     inspect_manifests,
     inspect_manifests_text,
     load_manifests,
     load_manifests_text,
+    object_refs,
     pod_uid,
+    read_sources,
 )
 from asynckubelet.manifests.security import LEVELS, Level
 
@@ -26,10 +29,13 @@ __all__ = [
     "Level",
     "ManifestReport",
     "Manifests",
+    "ObjectRef",
     "Source",
     "inspect_manifests",
     "inspect_manifests_text",
     "load_manifests",
     "load_manifests_text",
+    "object_refs",
     "pod_uid",
+    "read_sources",
 ]

@@ -139,15 +139,24 @@ SUPPORTED_VOLUME_TYPES = frozenset(
 _PROJECTED_UNSUPPORTED = ("clusterTrustBundle", "podCertificate")
 
 
-def unhonoured_fields(pod: Pod, *, node_name: str) -> list[FieldError]:
-    """One warning per field set on ``pod`` that this node accepts but does not honour."""
+def unhonoured_fields(pod: Pod, *, node_name: str, node_labels: bool = False) -> list[FieldError]:
+    """One warning per field set on ``pod`` that this node accepts but does not honour.
+
+    ``node_labels``: the node knows its labels, so admission checks ``nodeSelector`` and
+    node affinity (pod affinity still gets its warning)."""
     spec = pod.spec
     if spec is None:
         return []
+    checked = {"nodeSelector"} if node_labels else set()
+    if node_labels and (
+        spec.affinity is None
+        or (spec.affinity.podAffinity is None and spec.affinity.podAntiAffinity is None)
+    ):
+        checked.add("affinity")
     warnings = [
         ignored(f"spec.{field}", why)
         for field, why in _SPEC_FIELDS
-        if getattr(spec, field, None) not in (None, [], {}, "")
+        if field not in checked and getattr(spec, field, None) not in (None, [], {}, "")
     ]
     if spec.schedulerName not in (None, "", "default-scheduler"):
         warnings.append(ignored("spec.schedulerName", _NO_SCHEDULER))

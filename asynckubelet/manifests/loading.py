@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import os
 import socket
 import sys
@@ -28,26 +29,36 @@ import yaml
 from lightkube.models.core_v1 import ConfigMap, Namespace, Pod, Secret
 
 from asynckubelet.errors import FieldError, ManifestError
-from asynckubelet.manifests import defaults, honour, security, strict, validation
+from asynckubelet.manifests import decoding, defaults, honour, security, strict, validation
+from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.messages import (
+    DROPPED,
+    MAX_SHOWN,
+    error_budget,
     go_quote,
     ignored,
     invalid,
     not_supported,
     required,
+    shown,
 )
 from asynckubelet.manifests.security import ENFORCE_LABEL, LEVELS, Level
 
 __all__ = [
     "DOCUMENT",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_ERRORS",
     "ManifestReport",
     "Manifests",
+    "ObjectRef",
     "Source",
     "inspect_manifests",
     "inspect_manifests_text",
     "load_manifests",
     "load_manifests_text",
+    "object_refs",
     "pod_uid",
+    "read_sources",
 ]
 
 DOCUMENT = "<document>"
@@ -62,6 +73,10 @@ _KINDS: dict[str, type] = {
     "Secret": Secret,
 }
 _SUPPORTED_KINDS = ("ConfigMap", "List", "Namespace", "Pod", "Secret")
+MAX_ERRORS = 1000
+"""Errors (and, apart, warnings) kept per load; more are counted in one last entry."""
+_ERROR_BUDGET = 2 * MAX_ERRORS + 10
+_END = object()
 _UID_NAMESPACE = uuid.UUID("6f1d3c0e-8a4b-5c2d-9e7f-a1b2c3d4e5f6")
 _T = TypeVar("_T")
 
@@ -80,6 +95,7 @@ class Manifests:
     secrets: tuple[Secret, ...] = ()
     secret_data: Mapping[tuple[str, str], Mapping[str, bytes]] = field(default_factory=dict)
     warnings: tuple[FieldError, ...] = ()
+    namespaces: tuple[Namespace, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,8 +124,9 @@ def load_manifests(
     *,
     lenient: bool = False,
     pod_security: Level = "baseline",
-    allow_namespace_override: bool = True,
+    allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    node_labels: bool = False,
 ) -> Manifests:
     """Load, default, validate and admit manifests; raise :class:`ManifestError` if any fail.
 
@@ -120,8 +137,9 @@ def load_manifests(
         source,
         lenient=lenient,
         pod_security=pod_security,
-        allow_namespace_override=allow_namespace_override,
+        allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
     return _accepted_or_raise(report)
 
@@ -132,17 +150,24 @@ def load_manifests_text(
     source_name: str = "<text>",
     lenient: bool = False,
     pod_security: Level = "baseline",
-    allow_namespace_override: bool = True,
+    allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    namespaces: Sequence[Namespace] = (),
+    node_labels: bool = False,
 ) -> Manifests:
-    """:func:`load_manifests` for YAML already in memory."""
+    """:func:`load_manifests` for YAML already in memory.
+
+    ``namespaces`` are Namespaces already known (stored by an API server): their Pod
+    Security label counts for the pods of ``text`` as a Namespace document in it would."""
     report = inspect_manifests_text(
         text,
         source_name=source_name,
         lenient=lenient,
         pod_security=pod_security,
-        allow_namespace_override=allow_namespace_override,
+        allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        namespaces=namespaces,
+        node_labels=node_labels,
     )
     return _accepted_or_raise(report)
 
@@ -152,19 +177,22 @@ def inspect_manifests(
     *,
     lenient: bool = False,
     pod_security: Level = "baseline",
-    allow_namespace_override: bool = True,
+    allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    node_labels: bool = False,
 ) -> ManifestReport:
     """Like :func:`load_manifests`, but return the errors instead of raising them."""
     loader = _Loader.create(
         lenient=lenient,
         level=pod_security,
-        allow_namespace_override=allow_namespace_override,
+        allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
-    for name, text in _read_sources(source, loader):
-        loader.add_text(text, name)
-    return loader.finish()
+    with error_budget(_ERROR_BUDGET):
+        for name, text in _read_sources(source, loader):
+            loader.add_text(text, name)
+        return loader.finish()
 
 
 def inspect_manifests_text(
@@ -173,18 +201,24 @@ def inspect_manifests_text(
     source_name: str = "<text>",
     lenient: bool = False,
     pod_security: Level = "baseline",
-    allow_namespace_override: bool = True,
+    allow_namespace_policy: bool = False,
     node_name: str | None = None,
+    namespaces: Sequence[Namespace] = (),
+    node_labels: bool = False,
 ) -> ManifestReport:
     """Like :func:`load_manifests_text`, but return the errors instead of raising them."""
     loader = _Loader.create(
         lenient=lenient,
         level=pod_security,
-        allow_namespace_override=allow_namespace_override,
+        allow_namespace_policy=allow_namespace_policy,
         node_name=node_name,
+        node_labels=node_labels,
     )
-    loader.add_text(text, source_name)
-    return loader.finish()
+    for known in namespaces:
+        loader.know_namespace(known)
+    with error_budget(_ERROR_BUDGET):
+        loader.add_text(text, source_name)
+        return loader.finish()
 
 
 def _accepted_or_raise(report: ManifestReport) -> Manifests:
@@ -196,97 +230,264 @@ def _accepted_or_raise(report: ManifestReport) -> Manifests:
     return report.manifests
 
 
-def _read_sources(source: Source | Sequence[Source], loader: _Loader) -> Iterator[tuple[str, str]]:
+def read_sources(source: Source | Sequence[Source]) -> list[tuple[str, str]]:
+    """The ``(name, text)`` of every file named (a folder's manifest files, ``"-"`` for
+    stdin, read once), each bounded as :func:`load_manifests` reads them; raise
+    :class:`ManifestError` when any cannot be read. For callers that must keep the exact
+    text they validate (``apply``)."""
+    recorder = _ReadErrors()
+    texts = list(_read_sources(source, recorder))
+    if recorder.errors:
+        n = len(recorder.errors)
+        raise ManifestError(
+            f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", recorder.errors
+        )
+    return texts
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """An object named in a manifest: what ``delete -f`` needs, and nothing else."""
+
+    kind: str
+    namespace: str
+    """``""`` for a Namespace; ``default`` when the document names none."""
+    name: str
+
+
+def object_refs(texts: Sequence[tuple[str, str]]) -> list[ObjectRef]:
+    """The objects the ``(source name, text)`` files name, in order (``kind: List`` items
+    included), read without validating them as kubectl reads a file it deletes; raise
+    :class:`ManifestError` naming any document that is not YAML or names no object."""
+    refs: list[ObjectRef] = []
+    problems: list[FieldError] = []
+    with error_budget(_ERROR_BUDGET):
+        for name, text in texts:
+            if _oversized(text):
+                problems.append(_too_long(name))
+                continue
+            try:
+                documents = list(decoding.load_documents(text))
+            except (yaml.YAMLError, RecursionError) as e:
+                problem = getattr(e, "problem", None) or type(e).__name__
+                problems.append(FieldError(DOCUMENT, "Invalid YAML", problem, source=name))
+                continue
+            for index, doc in enumerate(documents):
+                if doc is None:
+                    continue
+                items = (
+                    doc.get("items")
+                    if isinstance(doc, dict) and doc.get("kind") == "List"
+                    else [doc]
+                )
+                for item in items if isinstance(items, list) else [None]:
+                    ref = _ref(item)
+                    if ref is None:
+                        problems.append(
+                            FieldError(
+                                DOCUMENT,
+                                "Required value",
+                                "kind and metadata.name",
+                                source=f"{name}[{index}]",
+                            )
+                        )
+                    else:
+                        refs.append(ref)
+    if problems:
+        n = len(problems)
+        raise ManifestError(f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", problems)
+    return refs
+
+
+def _ref(doc: Any) -> ObjectRef | None:
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
+        return None
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return None
+    kind = doc["kind"]
+    namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
+    return ObjectRef(
+        kind=kind,
+        namespace="" if kind == "Namespace" else (namespace or "default"),
+        name=meta["name"],
+    )
+
+
+@dataclass
+class _ReadErrors:
+    errors: list[FieldError] = field(default_factory=list)
+
+    def record(self, error: FieldError) -> None:
+        self.errors.append(error)
+
+
+def _read_sources(
+    source: Source | Sequence[Source], loader: _Loader | _ReadErrors
+) -> Iterator[tuple[str, str]]:
     items: Sequence[Source] = [source] if isinstance(source, (str, os.PathLike)) else source
     for item in items:
         name = os.fspath(item)
         if name == "-":
-            yield "<stdin>", sys.stdin.read()
+            yield "<stdin>", sys.stdin.read(MAX_DOCUMENT_BYTES + 1)
             continue
         path = Path(name)
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix in _SUFFIXES and p.is_file())
-        else:
-            files = [path]
+        try:
+            if path.is_dir():
+                files = sorted(p for p in path.iterdir() if p.suffix in _SUFFIXES and p.is_file())
+            else:
+                files = [path]
+        except OSError as e:
+            loader.record(_unreadable(name, e))
+            continue
         for file in files:
-            try:
-                yield str(file), file.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                loader.errors.append(
-                    FieldError(DOCUMENT, "Not found", go_quote(str(file)), source=str(file))
-                )
-            except (OSError, UnicodeDecodeError) as e:
-                loader.errors.append(FieldError(DOCUMENT, "Unreadable", str(e), source=str(file)))
+            text = _read_file(file, loader)
+            if text is not None:
+                yield str(file), text
 
 
-class _YAMLLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe YAML with Kubernetes' reading of it: timestamps stay strings, and a key given
-    twice in one mapping is an error (``kubectl``'s strict decoding) instead of last-wins."""
+def _unreadable(name: str, e: OSError) -> FieldError:
+    return FieldError(DOCUMENT, "Unreadable", e.strerror or type(e).__name__, source=name)
 
-    yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[str, yaml.Node] = {}
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
-                earlier = seen.get(key_node.value)
-                if earlier is not None:
-                    raise yaml.constructor.ConstructorError(
-                        None,
-                        None,
-                        f'mapping key "{key_node.value}" already defined at line '
-                        f"{earlier.start_mark.line + 1}",
-                        key_node.start_mark,
-                    )
-                seen[key_node.value] = key_node
-        return cast(dict[Any, Any], super().construct_mapping(node, deep=deep))
+def _read_file(file: Path, loader: _Loader | _ReadErrors) -> str | None:
+    """The file's text, or None once its error is recorded. At most one byte more than the
+    limit is read, so a huge file (or ``/dev/zero``) costs nothing."""
+    name = str(file)
+    try:
+        with file.open("rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
+    except FileNotFoundError:
+        loader.record(FieldError(DOCUMENT, "Not found", go_quote(name), source=name))
+        return None
+    except OSError as e:
+        loader.record(_unreadable(name, e))
+        return None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        loader.record(_too_long(name))
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        detail = f"invalid UTF-8 at byte {e.start}"
+        loader.record(FieldError(DOCUMENT, "Unreadable", detail, source=name))
+        return None
+
+
+def _too_long(name: str) -> FieldError:
+    detail = f"must have at most {MAX_DOCUMENT_BYTES} bytes"
+    return FieldError(DOCUMENT, "Too long", detail, source=name)
+
+
+def _oversized(text: str) -> bool:
+    if len(text) * 4 <= MAX_DOCUMENT_BYTES:
+        return False
+    return len(text) > MAX_DOCUMENT_BYTES or (
+        len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES
+    )
 
 
 @dataclass
 class _Loader:
     lenient: bool
     level: Level
-    allow_namespace_override: bool
+    allow_namespace_policy: bool
     node_name: str
+    node_labels: bool = False
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[FieldError] = field(default_factory=list)
     pods: dict[tuple[str, str], tuple[Pod, str]] = field(default_factory=dict)
     configmaps: dict[tuple[str, str], tuple[ConfigMap, str]] = field(default_factory=dict)
     secrets: dict[tuple[str, str], tuple[Secret, str]] = field(default_factory=dict)
     secret_data: dict[tuple[str, str], dict[str, bytes]] = field(default_factory=dict)
+    namespaces: dict[tuple[str, str], tuple[Namespace, str]] = field(default_factory=dict)
     levels: dict[str, Level] = field(default_factory=dict)
+    dropped_errors: int = 0
+    dropped_warnings: int = 0
 
     @classmethod
     def create(
-        cls, *, lenient: bool, level: Level, allow_namespace_override: bool, node_name: str | None
+        cls,
+        *,
+        lenient: bool,
+        level: Level,
+        allow_namespace_policy: bool,
+        node_name: str | None,
+        node_labels: bool = False,
     ) -> _Loader:
         if level not in LEVELS:
             raise ValueError(f"pod security level must be one of {', '.join(LEVELS)}: {level!r}")
         return cls(
             lenient=lenient,
             level=level,
-            allow_namespace_override=allow_namespace_override,
+            allow_namespace_policy=allow_namespace_policy,
             node_name=node_name or socket.gethostname(),
+            node_labels=node_labels,
         )
 
+    def know_namespace(self, ns: Namespace) -> None:
+        """A Namespace stored earlier: its Pod Security label, when valid and allowed to
+        set this level, applies to the pods loaded after (no error or warning is made
+        about it again)."""
+        labels = (ns.metadata.labels if ns.metadata else None) or {}
+        level = labels.get(ENFORCE_LABEL)
+        if ns.metadata is None or not ns.metadata.name or level not in LEVELS:
+            return
+        chosen = cast(Level, level)
+        if self.allow_namespace_policy or LEVELS.index(chosen) >= LEVELS.index(self.level):
+            self.levels[ns.metadata.name] = chosen
+
     def add_text(self, text: str, name: str) -> None:
-        try:
-            for index, doc in enumerate(yaml.load_all(text, Loader=_YAMLLoader)):
-                self.add_document(doc, f"{name}[{index}]")
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-            problem = getattr(e, "problem", None) or str(e)
-            self.errors.append(
-                FieldError(DOCUMENT, "Invalid YAML", f"{where}{problem}", source=name)
+        """Every document of ``text``; any failure becomes a field error, never an exception."""
+        if _oversized(text):
+            self.record(_too_long(name))
+            return
+        documents = decoding.load_documents(text)
+        for index in itertools.count():
+            try:
+                doc = next(documents, _END)
+            except yaml.YAMLError as e:
+                mark = getattr(e, "problem_mark", None)
+                where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+                problem = getattr(e, "problem", None) or type(e).__name__
+                self.record(FieldError(DOCUMENT, "Invalid YAML", f"{where}{problem}", source=name))
+                return
+            except RecursionError:
+                self.record(FieldError(DOCUMENT, "Invalid YAML", "nested too deeply", source=name))
+                return
+            except Exception as e:
+                self.record(_internal(e, "reading the YAML", name))
+                return
+            if doc is _END:
+                return
+            source = f"{name}[{index}]"
+            try:
+                self.add_document(doc, source)
+            except RecursionError:
+                self.record(
+                    FieldError(DOCUMENT, "Invalid value", "nested too deeply", source=source)
+                )
+            except Exception as e:
+                self.record(_internal(e, "checking this document", source))
+
+    def record(self, error: FieldError, *, warning: bool = False) -> None:
+        """Keep ``error`` with its field and detail cut to a readable length; past
+        :data:`MAX_ERRORS` only count it."""
+        into = self.warnings if warning else self.errors
+        if error is DROPPED or len(into) >= MAX_ERRORS:
+            if warning:
+                self.dropped_warnings += 1
+            else:
+                self.dropped_errors += 1
+            return
+        into.append(
+            FieldError(
+                shown(error.field, MAX_SHOWN // 2),
+                error.reason,
+                shown(error.detail, 4 * MAX_SHOWN),
+                source=shown(error.source, MAX_SHOWN // 2),
             )
-        except RecursionError:
-            self.errors.append(
-                FieldError(DOCUMENT, "Invalid YAML", "nested too deeply", source=name)
-            )
+        )
 
     def add_document(self, doc: Any, source: str) -> None:
         if doc is None:
@@ -298,7 +499,7 @@ class _Loader:
         if kind == "List":
             items = doc.get("items")
             if not isinstance(items, list):
-                self._error(invalid("items", str(items), "must be a list"), source)
+                self._error(invalid("items", items, "must be a list"), source)
                 return
             for j, item in enumerate(items):
                 self._add_object(item, source, f"items[{j}].")
@@ -306,12 +507,18 @@ class _Loader:
         self._add_object(doc, source, "")
 
     def _error(self, error: FieldError, source: str, prefix: str = "") -> None:
+        if error is DROPPED:
+            self.record(error)
+            return
         path = f"{prefix}{error.field}" if prefix and error.field != DOCUMENT else error.field
-        self.errors.append(FieldError(path, error.reason, error.detail, source=source))
+        self.record(FieldError(path, error.reason, error.detail, source=source))
 
     def _warn(self, warning: FieldError, source: str, prefix: str = "") -> None:
+        if warning is DROPPED:
+            self.record(warning, warning=True)
+            return
         path = f"{prefix}{warning.field}" if prefix else warning.field
-        self.warnings.append(FieldError(path, warning.reason, warning.detail, source=source))
+        self.record(FieldError(path, warning.reason, warning.detail, source=source), warning=True)
 
     def _add_object(self, doc: Any, source: str, prefix: str) -> None:
         if not isinstance(doc, dict):
@@ -322,15 +529,14 @@ class _Loader:
             self._error(required("kind"), source, prefix)
             return
         if not isinstance(kind, str) or kind not in _KINDS:
-            shown = kind if isinstance(kind, str) else str(kind)
-            self._error(not_supported("kind", shown, _SUPPORTED_KINDS), source, prefix)
+            self._error(not_supported("kind", kind, _SUPPORTED_KINDS), source, prefix)
             return
         api_version = doc.get("apiVersion")
         if not api_version:
             self._error(required("apiVersion"), source, prefix)
             return
         if api_version != "v1":
-            self._error(not_supported("apiVersion", str(api_version), ("v1",)), source, prefix)
+            self._error(not_supported("apiVersion", api_version, ("v1",)), source, prefix)
             return
         problems = strict.check_document(doc, _KINDS[kind])
         for path in problems.unknown:
@@ -375,7 +581,9 @@ class _Loader:
         pod = self._build(Pod, doc, source, prefix)
         if pod is None:
             return
-        for warning in honour.unhonoured_fields(pod, node_name=self.node_name):
+        for warning in honour.unhonoured_fields(
+            pod, node_name=self.node_name, node_labels=self.node_labels
+        ):
             self._warn(warning, source, prefix)
         errors = validation.validate_pod(pod)
         for error in errors:
@@ -400,7 +608,7 @@ class _Loader:
                 FieldError(
                     "metadata.name",
                     "Duplicate value",
-                    f"{go_quote(key[1])}: {kind} {key[0]}/{key[1]} is also defined in "
+                    f"{go_quote(key[1])}: {kind} {'/'.join(filter(None, key))} is also defined in "
                     f"{earlier[1]}; this later definition replaces it",
                 ),
                 source,
@@ -477,7 +685,12 @@ class _Loader:
             )
         for error in errors:
             self._error(error, source, prefix)
-        if errors or level is None or ns.metadata is None or not ns.metadata.name:
+        if errors or ns.metadata is None or not ns.metadata.name:
+            return
+        name = ns.metadata.name
+        self._replace(self.namespaces, ("", name), (ns, source), "namespace", source, prefix)
+        self.levels.pop(name, None)
+        if level is None:
             return
         version = labels.get(security.ENFORCE_VERSION_LABEL)
         if version not in (None, "latest"):
@@ -489,14 +702,19 @@ class _Loader:
                 source,
                 prefix,
             )
-        if self.allow_namespace_override:
-            self.levels[ns.metadata.name] = cast(Level, level)
-        else:
+        chosen = cast(Level, level)
+        if not self.allow_namespace_policy and LEVELS.index(chosen) < LEVELS.index(self.level):
             self._warn(
-                ignored(path, f'this node enforces "{self.level}:latest" in every namespace'),
+                ignored(
+                    path,
+                    f'a namespace may only make this node\'s "{self.level}:latest" stricter; '
+                    "relaxing it is the operator's choice (--allow-namespace-policy)",
+                ),
                 source,
                 prefix,
             )
+            return
+        self.levels[ns.metadata.name] = chosen
 
     def finish(self) -> ManifestReport:
         pods = []
@@ -504,7 +722,7 @@ class _Loader:
             level = self.levels.get(namespace, self.level)
             results = security.check_pod(pod, level=level)
             if results:
-                self.errors.append(
+                self.record(
                     FieldError(
                         "spec",
                         "Forbidden",
@@ -514,14 +732,30 @@ class _Loader:
                 )
             else:
                 pods.append(pod)
+        if self.dropped_errors:
+            self.errors.append(_dropped(self.dropped_errors, "errors"))
+        if self.dropped_warnings:
+            self.warnings.append(_dropped(self.dropped_warnings, "warnings"))
         manifests = Manifests(
             pods=tuple(pods),
             configmaps=tuple(cm for cm, _ in self.configmaps.values()),
             secrets=tuple(s for s, _ in self.secrets.values()),
             secret_data=dict(self.secret_data),
             warnings=tuple(self.warnings),
+            namespaces=tuple(ns for ns, _ in self.namespaces.values()),
         )
         return ManifestReport(manifests, tuple(self.errors))
+
+
+def _dropped(count: int, what: str) -> FieldError:
+    return FieldError(DOCUMENT, "Too many", f"{count} more {what} not shown (at most {MAX_ERRORS})")
+
+
+def _internal(e: BaseException, doing: str, source: str) -> FieldError:
+    """A failure no rule foresaw: named by its type only, since its text may quote input."""
+    return FieldError(
+        DOCUMENT, "Internal error", f"{type(e).__name__} while {doing}", source=source
+    )
 
 
 def _bad_base64_offset(value: str) -> int:

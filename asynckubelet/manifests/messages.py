@@ -8,13 +8,20 @@ keys, port names) in sentences users already search for. Both are reproduced her
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from asynckubelet.errors import FieldError
 
 __all__ = [
+    "DROPPED",
+    "IP_MESSAGE",
+    "MAX_SHOWN",
     "duplicate",
+    "error_budget",
     "forbidden",
     "go_quote",
     "ignored",
@@ -22,8 +29,12 @@ __all__ = [
     "is_config_map_key",
     "is_dns1123_label",
     "is_dns1123_subdomain",
+    "is_dns1123_subdomain_with_underscore",
     "is_env_var_name",
+    "is_ip_address",
     "is_qualified_name",
+    "is_uuid",
+    "is_valid_ip",
     "is_valid_label_value",
     "is_valid_port_name",
     "is_valid_port_num",
@@ -31,8 +42,12 @@ __all__ = [
     "not_supported",
     "range_error",
     "required",
+    "shown",
     "too_long",
 ]
+
+MAX_SHOWN = 1024
+"""Characters of an untrusted value a message shows; a longer one is cut and its length said."""
 
 _ESCAPES = {
     "\a": "\\a",
@@ -66,47 +81,121 @@ def go_quote(text: str) -> str:
     return "".join(out)
 
 
+def shown(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _quoted(text: str) -> str:
+    if len(text) <= MAX_SHOWN:
+        return go_quote(text)
+    return f"{go_quote(text[:MAX_SHOWN])}... ({len(text)} characters)"
+
+
 def _value(value: object) -> str:
+    """A bad value as ``field.Error`` prints it (``%q`` for strings, ``%#v`` for a list of
+    strings), never longer than about :data:`MAX_SHOWN` characters; any other structure is
+    named by its type, never printed."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return go_quote(value)
-    return str(value)
+        return _quoted(value)
+    if isinstance(value, int):
+        return (
+            str(value) if value.bit_length() <= 256 else f"<integer of {value.bit_length()} bits>"
+        )
+    if isinstance(value, float):
+        return str(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items: list[str] = []
+        size = 0
+        for item in value:
+            text = _quoted(item)
+            size += len(text)
+            if size > MAX_SHOWN:
+                items.append(f"... ({len(value)} items)")
+                break
+            items.append(text)
+        return "[]string{" + ", ".join(items) + "}"
+    return f"<{type(value).__name__}>"
+
+
+DROPPED = FieldError("<document>", "Too many")
+"""What every constructor below returns once the error budget is spent: one shared object,
+so a document that provokes a million errors costs a million references, not messages."""
+_BUDGET: ContextVar[list[int] | None] = ContextVar("asynckubelet_error_budget", default=None)
+
+
+@contextmanager
+def error_budget(count: int) -> Iterator[None]:
+    """Within this block, the constructors below make at most ``count`` errors, then
+    :data:`DROPPED` (code that only asks whether there were errors sees no difference)."""
+    token = _BUDGET.set([count])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _spent() -> bool:
+    budget = _BUDGET.get()
+    if budget is None:
+        return False
+    budget[0] -= 1
+    return budget[0] < 0
 
 
 def invalid(path: str, value: object, detail: str) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Invalid value", f"{_value(value)}: {detail}")
 
 
 def required(path: str, detail: str = "") -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Required value", detail)
 
 
 def forbidden(path: str, detail: str) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Forbidden", detail)
 
 
 def duplicate(path: str, value: object) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Duplicate value", _value(value))
 
 
 def not_found(path: str, value: object) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Not found", _value(value))
 
 
 def not_supported(path: str, value: object, supported: Iterable[str]) -> FieldError:
+    if _spent():
+        return DROPPED
     choices = ", ".join(go_quote(s) for s in supported)
     return FieldError(path, "Unsupported value", f"{_value(value)}: supported values: {choices}")
 
 
 def too_long(path: str, limit: int) -> FieldError:
+    if _spent():
+        return DROPPED
     return FieldError(path, "Too long", f"must have at most {limit} bytes")
 
 
 def ignored(path: str, why: str) -> FieldError:
     """A warning: the field is accepted but this node does nothing with it."""
+    if _spent():
+        return DROPPED
     return FieldError(path, "Ignored", f"not honoured on this node ({why})")
 
 
@@ -125,8 +214,8 @@ def _regex_error(msg: str, fmt: str, examples: Sequence[str]) -> str:
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN_FMT = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
-_LABEL_RE = re.compile(f"^{_LABEL_FMT}$")
-_SUBDOMAIN_RE = re.compile(f"^{_SUBDOMAIN_FMT}$")
+_LABEL_RE = re.compile(_LABEL_FMT)
+_SUBDOMAIN_RE = re.compile(_SUBDOMAIN_FMT)
 _LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character"
@@ -141,8 +230,8 @@ def is_dns1123_label(value: str) -> list[str]:
     errs = []
     if len(value) > 63:
         errs.append(_max_len(63))
-    if not _LABEL_RE.match(value):
-        if _SUBDOMAIN_RE.match(value):
+    if not _LABEL_RE.fullmatch(value):
+        if _SUBDOMAIN_RE.fullmatch(value):
             errs.append("must not contain dots")
         else:
             errs.append(_regex_error(_LABEL_MSG, _LABEL_FMT, ("my-name", "123-abc")))
@@ -153,13 +242,13 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     errs = []
     if len(value) > 253:
         errs.append(_max_len(253))
-    if not _SUBDOMAIN_RE.match(value):
+    if not _SUBDOMAIN_RE.fullmatch(value):
         errs.append(_regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, ("example.com",)))
     return errs
 
 
 _QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE = re.compile(f"^{_QNAME_FMT}$")
+_QNAME_RE = re.compile(_QNAME_FMT)
 _QNAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
     "an alphanumeric character"
@@ -188,13 +277,13 @@ def is_qualified_name(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part " + _max_len(63))
-    if not _QNAME_RE.match(name):
+    if not _QNAME_RE.fullmatch(name):
         errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, _QNAME_EXAMPLES))
     return errs
 
 
 _LABEL_VALUE_FMT = f"({_QNAME_FMT})?"
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
 _LABEL_VALUE_MSG = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
     "or '.', and must start and end with an alphanumeric character"
@@ -205,7 +294,7 @@ def is_valid_label_value(value: str) -> list[str]:
     errs = []
     if len(value) > 63:
         errs.append(_max_len(63))
-    if not _LABEL_VALUE_RE.match(value):
+    if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(
             _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, ("MyValue", "my_value", "12345"))
         )
@@ -223,7 +312,7 @@ def _chdir_prefix(value: str) -> list[str]:
 
 
 _ENV_FMT = "[-._a-zA-Z][-._a-zA-Z0-9]*"
-_ENV_RE = re.compile(f"^{_ENV_FMT}$")
+_ENV_RE = re.compile(_ENV_FMT)
 _ENV_MSG = (
     "a valid environment variable name must consist of alphabetic characters, digits, '_', "
     "'-', or '.', and must not start with a digit"
@@ -232,13 +321,13 @@ _ENV_MSG = (
 
 def is_env_var_name(value: str) -> list[str]:
     errs = []
-    if not _ENV_RE.match(value):
+    if not _ENV_RE.fullmatch(value):
         errs.append(_regex_error(_ENV_MSG, _ENV_FMT, ("my.env-name", "MY_ENV.NAME", "MyEnvName1")))
     return errs + _chdir_prefix(value)
 
 
 _KEY_FMT = "[-._a-zA-Z0-9]+"
-_KEY_RE = re.compile(f"^{_KEY_FMT}$")
+_KEY_RE = re.compile(_KEY_FMT)
 _KEY_MSG = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
 
 
@@ -246,12 +335,12 @@ def is_config_map_key(value: str) -> list[str]:
     errs = []
     if len(value) > 253:
         errs.append(_max_len(253))
-    if not _KEY_RE.match(value):
+    if not _KEY_RE.fullmatch(value):
         errs.append(_regex_error(_KEY_MSG, _KEY_FMT, ("key.name", "KEY_NAME", "key-name")))
     return errs + _chdir_prefix(value)
 
 
-_PORT_CHARS = re.compile(r"^[-a-z0-9]+$")
+_PORT_CHARS = re.compile(r"[-a-z0-9]+")
 _PORT_LETTER = re.compile(r"[a-z]")
 
 
@@ -259,7 +348,7 @@ def is_valid_port_name(value: str) -> list[str]:
     errs = []
     if len(value) > 15:
         errs.append(_max_len(15))
-    if not _PORT_CHARS.match(value):
+    if not _PORT_CHARS.fullmatch(value):
         errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
     if not _PORT_LETTER.search(value):
         errs.append("must contain at least one letter (a-z)")
@@ -272,3 +361,60 @@ def is_valid_port_name(value: str) -> list[str]:
 
 def is_valid_port_num(value: int) -> list[str]:
     return [] if 1 <= value <= 65535 else [range_error(1, 65535)]
+
+
+_LABEL_UNDERSCORE_FMT = "_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_UNDERSCORE_FMT = _LABEL_UNDERSCORE_FMT + r"(\." + _LABEL_UNDERSCORE_FMT + ")*"
+_SUBDOMAIN_UNDERSCORE_RE = re.compile(_SUBDOMAIN_UNDERSCORE_FMT)
+_SUBDOMAIN_UNDERSCORE_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', "
+    "'-' or '.', and must start and end with an alphanumeric character"
+)
+
+
+def is_dns1123_subdomain_with_underscore(value: str) -> list[str]:
+    """``IsDNS1123SubdomainWithUnderscore`` (DNS search domains such as ``_tcp.example.com``)."""
+    errs = []
+    if len(value) > 253:
+        errs.append(_max_len(253))
+    if not _SUBDOMAIN_UNDERSCORE_RE.fullmatch(value):
+        errs.append(
+            _regex_error(_SUBDOMAIN_UNDERSCORE_MSG, _SUBDOMAIN_UNDERSCORE_FMT, ("example.com",))
+        )
+    return errs
+
+
+IP_MESSAGE = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+_IP_CHARS = re.compile(r"[0-9A-Fa-f:.]{2,45}")
+
+
+def is_ip_address(value: str) -> bool:
+    """An IPv4 or IPv6 address and nothing else: no zone (``%eth0``, which Python would take
+    with any text after it), no prefix length, no leading zeros, no spaces."""
+    if _IP_CHARS.fullmatch(value) is None:
+        return False
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def is_valid_ip(value: str) -> list[str]:
+    """``IsValidIP``, stricter: leading zeros (``010.0.0.1``) are refused, not only warned
+    about, since tools downstream read them as octal."""
+    return [] if is_ip_address(value) else [IP_MESSAGE]
+
+
+_UUID_FMT = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_UUID_RE = re.compile(_UUID_FMT)
+
+
+def is_uuid(value: str) -> list[str]:
+    """A UUID in its canonical lowercase form, as the API server writes ``metadata.uid``."""
+    if _UUID_RE.fullmatch(value):
+        return []
+    return [
+        "must be a lowercase RFC 4122 UUID (e.g. '6f1d3c0e-8a4b-5c2d-9e7f-a1b2c3d4e5f6', "
+        f"regex used for validation is '{_UUID_FMT}')"
+    ]

@@ -15,6 +15,8 @@ from fractions import Fraction
 from functools import total_ordering
 
 __all__ = [
+    "MAX_DIGITS",
+    "MAX_EXPONENT_DIGITS",
     "QUANTITY_FORMAT_MESSAGE",
     "Quantity",
     "QuantityError",
@@ -33,6 +35,11 @@ _DECIMAL_SUFFIX = {exp: suffix for suffix, exp in _DECIMAL.items()}
 _BINARY_SUFFIX = {exp: suffix for suffix, exp in _BINARY.items()}
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
 _NANO = Fraction(1, 10**9)
+MAX_DIGITS = 1000
+MAX_EXPONENT_DIGITS = 3
+"""A quantity's digits and exponent digits are bounded (the API server bounds neither) so
+that reading and printing one costs microseconds: ``1e999`` is already far beyond any
+resource a node has."""
 
 
 class QuantityError(ValueError):
@@ -89,6 +96,8 @@ def parse_quantity(text: str | int | float) -> Quantity:
     sign, whole, frac = match.group(1), match.group(2), match.group(3) or ""
     if not whole and not frac:
         raise QuantityError(QUANTITY_FORMAT_MESSAGE)
+    if len(whole) + len(frac) > MAX_DIGITS:
+        raise QuantityError(f"must have at most {MAX_DIGITS} digits")
     number = Fraction(int(whole or "0")) + (
         Fraction(int(frac), 10 ** len(frac)) if frac else Fraction(0)
     )
@@ -101,8 +110,10 @@ def parse_quantity(text: str | int | float) -> Quantity:
         value, fmt = number * Fraction(10) ** _DECIMAL[suffix], QuantityFormat.DECIMAL_SI
     else:
         exp = _EXPONENT.fullmatch(suffix)
-        if exp is None or len(exp.group(1).lstrip("+-")) > 4:
+        if exp is None:
             raise QuantityError(QUANTITY_FORMAT_MESSAGE)
+        if len(exp.group(1).lstrip("+-")) > MAX_EXPONENT_DIGITS:
+            raise QuantityError(f"must have an exponent of at most {MAX_EXPONENT_DIGITS} digits")
         value = number * Fraction(10) ** int(exp.group(1))
         fmt = QuantityFormat.DECIMAL_EXPONENT
     return Quantity(_round_up_to_nano(value), fmt)
@@ -114,6 +125,22 @@ def _round_up_to_nano(value: Fraction) -> Fraction:
         return value
     magnitude = -(-abs(scaled.numerator) // scaled.denominator)
     return Fraction(magnitude if value > 0 else -magnitude) * _NANO
+
+
+def _strip_thousands(n: int) -> tuple[int, int]:
+    """``n`` without its trailing groups of three zeros, and how many there were. The count
+    is bounded by the factors of two in ``n`` (cheap to read off), so ``1e999`` costs one or a
+    few divisions, not three hundred."""
+    lo, hi = 0, ((n & -n).bit_length() - 1) // 3
+    if hi and n % 1000**hi == 0:
+        lo = hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if n % 1000**mid == 0:
+            lo = mid
+        else:
+            hi = mid - 1
+    return n // 1000**lo, lo
 
 
 def _canonical(value: Fraction, fmt: QuantityFormat) -> str:
@@ -131,9 +158,9 @@ def _canonical(value: Fraction, fmt: QuantityFormat) -> str:
         return f"{sign}{mantissa}{_BINARY_SUFFIX.get(exp, '')}"
     exp = -9
     scaled = magnitude * 10**9
-    while scaled.denominator == 1 and scaled.numerator % 1000 == 0:
-        scaled /= 1000
-        exp += 3
+    if scaled.denominator == 1:
+        mantissa, thousands = _strip_thousands(scaled.numerator)
+        scaled, exp = Fraction(mantissa), exp + 3 * thousands
     if fmt is QuantityFormat.DECIMAL_EXPONENT:
         suffix = f"e{exp}" if exp else ""
     else:

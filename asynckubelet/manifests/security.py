@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lightkube.models.core_v1 import (
+    AppArmorProfile,
     Container,
     EphemeralContainer,
     LifecycleHandler,
@@ -69,25 +70,37 @@ def _named(kind: str, names: Sequence[str]) -> str:
 
 
 _APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
+_UNCONFINED = "unconfined"
+
+
+def _app_armor_value(profile: AppArmorProfile | None) -> str | None:
+    """The forbidden value a profile sets, if any. A ``Localhost`` profile named
+    ``unconfined`` is Docker's word for no profile at all, so it counts as ``Unconfined``
+    (upstream's check, written for runtimes without that name, lets it through)."""
+    if profile is None:
+        return None
+    if profile.type == "Localhost" and profile.localhostProfile == _UNCONFINED:
+        return f"Localhost/{_UNCONFINED}"
+    if profile.type in ("RuntimeDefault", "Localhost"):
+        return None
+    return profile.type or ""
 
 
 def _app_armor(meta: ObjectMeta, spec: PodSpec) -> CheckResult | None:
     setters: list[str] = []
     values: set[str] = set()
-
-    def bad(profile_type: str | None) -> bool:
-        return profile_type not in ("RuntimeDefault", "Localhost")
-
     psc = spec.securityContext
-    if psc is not None and psc.appArmorProfile is not None and bad(psc.appArmorProfile.type):
+    value = _app_armor_value(psc.appArmorProfile if psc is not None else None)
+    if value is not None:
         setters.append("pod")
-        values.add(psc.appArmorProfile.type or "")
+        values.add(value)
     names = []
     for c in _containers(spec):
         sc = c.securityContext
-        if sc is not None and sc.appArmorProfile is not None and bad(sc.appArmorProfile.type):
+        value = _app_armor_value(sc.appArmorProfile if sc is not None else None)
+        if value is not None:
             names.append(c.name)
-            values.add(sc.appArmorProfile.type or "")
+            values.add(value)
     if names:
         setters.append(_named("container", names))
     value_list = sorted(values)
@@ -97,7 +110,7 @@ def _app_armor(meta: ObjectMeta, spec: PodSpec) -> CheckResult | None:
         if k.startswith(_APPARMOR_PREFIX)
         and v
         and v != "runtime/default"
-        and not str(v).startswith("localhost/")
+        and (not str(v).startswith("localhost/") or v == f"localhost/{_UNCONFINED}")
     )
     if annotations:
         value_list += annotations

@@ -25,7 +25,7 @@ from typing import Any, Union, cast
 import msgspec
 
 from asynckubelet.errors import FieldError
-from asynckubelet.manifests.messages import invalid
+from asynckubelet.manifests.messages import invalid, range_error
 
 __all__ = ["Problems", "check_document", "schema_of"]
 
@@ -42,6 +42,7 @@ _QUANTITY_MAPS = frozenset(
     }
 )
 _FREE_FORM = frozenset({"FieldsV1", "RawExtension", "JSON"})
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +264,10 @@ def _check(value: Any, t: _Type, path: str, problems: Problems) -> Any:
         return _type_error(path, value, "an object", problems)
     if kind == _INT:
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
+            if _INT64_MIN <= value <= _INT64_MAX:
+                return value
+            problems.errors.append(invalid(path, value, range_error(_INT64_MIN, _INT64_MAX)))
+            return None
         return _type_error(path, value, "an integer", problems)
     if kind == _BOOL:
         if isinstance(value, bool):

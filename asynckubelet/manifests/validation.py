@@ -14,21 +14,29 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lightkube.models.core_v1 import (
+    AppArmorProfile,
     Container,
     ContainerPort,
+    DownwardAPIVolumeFile,
     EnvFromSource,
     EnvVar,
     EphemeralContainer,
+    HostAlias,
     HTTPGetAction,
+    KeyToPath,
     Lifecycle,
     LifecycleHandler,
     Pod,
+    PodDNSConfig,
     PodSpec,
     Probe,
     ResourceRequirements,
+    SeccompProfile,
     SecurityContext,
+    ServiceAccountTokenProjection,
     Volume,
     VolumeMount,
+    VolumeProjection,
 )
 from lightkube.models.meta_v1 import ObjectMeta
 
@@ -40,8 +48,11 @@ from asynckubelet.manifests.messages import (
     is_config_map_key,
     is_dns1123_label,
     is_dns1123_subdomain,
+    is_dns1123_subdomain_with_underscore,
     is_env_var_name,
     is_qualified_name,
+    is_uuid,
+    is_valid_ip,
     is_valid_label_value,
     is_valid_port_name,
     is_valid_port_num,
@@ -52,7 +63,6 @@ from asynckubelet.manifests.messages import (
     too_long,
 )
 from asynckubelet.manifests.quantity import (
-    QUANTITY_FORMAT_MESSAGE,
     Quantity,
     QuantityError,
     parse_quantity,
@@ -136,12 +146,22 @@ _HOST_PATH_TYPES = (
     "Socket",
 )
 _FILE_MODE = "must be a number between 0 and 0777 (octal), both inclusive"
-RESTART_ALL_CONTAINERS = False
-"""The ``RestartAllContainersOnContainerExits`` gate (alpha in 1.35, off by default): while
-off, a ``RestartAllContainers`` rule is refused as such an API server refuses it."""
+RESTART_ALL_CONTAINERS = True
+"""The ``RestartAllContainersOnContainerExits`` gate (alpha in 1.35, off by default in a
+cluster). On here, since this node carries the action out (a restart in place keeping the
+sandbox); while off, a ``RestartAllContainers`` rule is refused as such an API server
+refuses it."""
 _CONTAINER_RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _MAX_RESTART_RULES = 20
 _MAX_RESTART_RULE_EXIT_CODES = 255
+_BACKSTEPS = "must not contain '..'"
+_NOT_A_WORD = "must not contain whitespace or control characters"
+_CONTROL = "must not contain control characters"
+_PROFILE_TYPES = ("Localhost", "RuntimeDefault", "Unconfined")
+_MAX_APPARMOR_PROFILE = 4095
+_MAX_DNS_NAMESERVERS = 3
+_MAX_DNS_SEARCH_PATHS = 32
+_MAX_DNS_SEARCH_CHARS = 2048
 _MAX_DATA_BYTES = 1024 * 1024
 _MAX_ANNOTATION_BYTES = 256 * 1024
 
@@ -166,7 +186,7 @@ def validate_object_meta(
     for key, value in (meta.labels or {}).items():
         _names(errs, "metadata.labels", key, is_qualified_name(key))
         if not isinstance(value, str):
-            errs.append(invalid(f"metadata.labels[{key}]", str(value), "must be a string"))
+            errs.append(invalid(f"metadata.labels[{key}]", value, "must be a string"))
         else:
             _names(errs, "metadata.labels", value, is_valid_label_value(value))
     annotations = meta.annotations or {}
@@ -250,6 +270,9 @@ def validate_pod(
     ``restart_all_containers`` is the ``RestartAllContainersOnContainerExits`` gate.
     """
     errs = validate_object_meta(pod.metadata, namespaced=True)
+    uid = pod.metadata.uid if pod.metadata is not None else None
+    if uid is not None:
+        _names(errs, "metadata.uid", uid, is_uuid(uid))
     spec = pod.spec
     if spec is None:
         errs.append(required("spec.containers"))
@@ -288,18 +311,9 @@ def _validate_pod_spec(spec: PodSpec, *, restart_all: bool) -> list[FieldError]:
         _names(errs, "spec.nodeSelector", key, is_qualified_name(key))
         _names(errs, "spec.nodeSelector", str(value), is_valid_label_value(str(value)))
     _validate_pod_security_context(spec, errs)
-    if spec.dnsPolicy == "None":
-        if spec.dnsConfig is None:
-            errs.append(
-                required("spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None")
-            )
-        elif not spec.dnsConfig.nameservers:
-            errs.append(
-                required(
-                    "spec.dnsConfig.nameservers",
-                    "must provide at least one DNS nameserver when `dnsPolicy` is None",
-                )
-            )
+    _validate_pod_dns_config(spec.dnsConfig, spec.dnsPolicy, errs)
+    if spec.hostAliases:
+        _validate_host_aliases(spec.hostAliases, errs)
     seen_gates: set[str] = set()
     for i, gate in enumerate(spec.schedulingGates or []):
         _names(errs, f"spec.schedulingGates[{i}]", gate.name, is_qualified_name(gate.name))
@@ -318,6 +332,88 @@ def _validate_pod_spec(spec: PodSpec, *, restart_all: bool) -> list[FieldError]:
         if value:
             _names(errs, f"spec.{field}", value, is_dns1123_label(value))
     return errs
+
+
+def _validate_pod_dns_config(
+    config: PodDNSConfig | None, policy: str | None, errs: list[FieldError]
+) -> None:
+    """``validatePodDNSConfig`` (with ``RelaxedDNSSearchValidation``); options must also be
+    single words, since each becomes one word of the resolv.conf ``options`` line."""
+    path = "spec.dnsConfig"
+    if policy == "None":
+        if config is None:
+            errs.append(required(path, "must provide `dnsConfig` when `dnsPolicy` is None"))
+            return
+        if not config.nameservers:
+            errs.append(
+                required(
+                    f"{path}.nameservers",
+                    "must provide at least one DNS nameserver when `dnsPolicy` is None",
+                )
+            )
+            return
+    if config is None:
+        return
+    servers = config.nameservers or []
+    if len(servers) > _MAX_DNS_NAMESERVERS:
+        errs.append(
+            invalid(
+                f"{path}.nameservers",
+                servers,
+                f"must not have more than {_MAX_DNS_NAMESERVERS} nameservers",
+            )
+        )
+    for i, server in enumerate(servers):
+        _names(errs, f"{path}.nameservers[{i}]", server, is_valid_ip(server))
+    searches = config.searches or []
+    if len(searches) > _MAX_DNS_SEARCH_PATHS:
+        errs.append(
+            invalid(
+                f"{path}.searches",
+                searches,
+                f"must not have more than {_MAX_DNS_SEARCH_PATHS} search paths",
+            )
+        )
+    if len(" ".join(searches)) > _MAX_DNS_SEARCH_CHARS:
+        errs.append(
+            invalid(
+                f"{path}.searches",
+                searches,
+                f"must not have more than {_MAX_DNS_SEARCH_CHARS} characters (including "
+                "spaces) in the search list",
+            )
+        )
+    for i, search in enumerate(searches):
+        if search != ".":
+            search = search.removesuffix(".")
+            _names(
+                errs,
+                f"{path}.searches[{i}]",
+                search,
+                is_dns1123_subdomain_with_underscore(search),
+            )
+    for i, option in enumerate(config.options or []):
+        opath = f"{path}.options[{i}]"
+        if not option.name:
+            errs.append(required(opath, "must not be empty"))
+        for field in ("name", "value"):
+            word = getattr(option, field)
+            if word and not _is_word(word):
+                errs.append(invalid(f"{opath}.{field}", word, _NOT_A_WORD))
+
+
+def _is_word(text: str) -> bool:
+    return text.isprintable() and not any(ch.isspace() for ch in text)
+
+
+def _validate_host_aliases(aliases: Sequence[HostAlias], errs: list[FieldError]) -> None:
+    """``ValidateHostAliases``: each line of the pod's /etc/hosts is an IP and DNS names."""
+    for i, alias in enumerate(aliases):
+        path = f"spec.hostAliases[{i}]"
+        ip = alias.ip or ""
+        _names(errs, f"{path}.ip", ip, is_valid_ip(ip))
+        for j, hostname in enumerate(alias.hostnames or []):
+            _names(errs, f"{path}.hostnames[{j}]", hostname, is_dns1123_subdomain(hostname))
 
 
 def _enum(errs: list[FieldError], path: str, value: str | None, allowed: Sequence[str]) -> None:
@@ -363,6 +459,8 @@ def _validate_volume_source(vol: Volume, path: str) -> list[FieldError]:
     if vol.hostPath is not None:
         if not vol.hostPath.path:
             errs.append(required(f"{path}.hostPath.path"))
+        elif ".." in vol.hostPath.path.split("/"):
+            errs.append(invalid(f"{path}.hostPath.path", vol.hostPath.path, _BACKSTEPS))
         if vol.hostPath.type not in _HOST_PATH_TYPES:
             errs.append(not_supported(f"{path}.hostPath.type", vol.hostPath.type, _HOST_PATH_TYPES))
     if vol.emptyDir is not None and vol.emptyDir.sizeLimit is not None:
@@ -372,18 +470,120 @@ def _validate_volume_source(vol: Volume, path: str) -> list[FieldError]:
         mode = getattr(source, "defaultMode", None) if source is not None else None
         if mode is not None and not 0 <= mode <= 0o777:
             errs.append(invalid(f"{path}.{kind}.defaultMode", mode, _FILE_MODE))
-    for j, source in enumerate((vol.projected.sources or []) if vol.projected else []):
-        token = source.serviceAccountToken
-        if token is not None:
-            _validate_token_projection(token, f"{path}.projected", j, errs)
+    if vol.secret is not None:
+        if not vol.secret.secretName:
+            errs.append(required(f"{path}.secret.secretName"))
+        for i, item in enumerate(vol.secret.items or []):
+            _validate_key_to_path(item, f"{path}.secret.items[{i}]", errs)
+    if vol.configMap is not None:
+        if not vol.configMap.name:
+            errs.append(required(f"{path}.configMap.name"))
+        for i, item in enumerate(vol.configMap.items or []):
+            _validate_key_to_path(item, f"{path}.configMap.items[{i}]", errs)
+    if vol.downwardAPI is not None:
+        for file in vol.downwardAPI.items or []:
+            _validate_downward_file(file, f"{path}.downwardAPI", errs)
+    if vol.projected is not None:
+        _validate_projection_sources(vol.projected.sources or [], f"{path}.projected", errs)
     return errs
 
 
-def _validate_token_projection(
-    token: Any, projected: str, index: int, errs: list[FieldError]
+def validate_local_descending_path(value: str, path: str) -> list[FieldError]:
+    """``validateLocalDescendingPath``: relative, and no ``..`` element."""
+    errs: list[FieldError] = []
+    if value.startswith("/"):
+        errs.append(invalid(path, value, "must be a relative path"))
+    if ".." in value.split("/"):
+        errs.append(invalid(path, value, _BACKSTEPS))
+    return errs
+
+
+def validate_local_non_reserved_path(value: str, path: str) -> list[FieldError]:
+    """``ValidateLocalNonReservedPath``: a descending path that does not start with ``..``
+    (the atomic writer keeps its ``..data`` and ``..<timestamp>`` entries there)."""
+    errs = validate_local_descending_path(value, path)
+    if value.startswith("..") and not value.startswith("../"):
+        errs.append(invalid(path, value, "must not start with '..'"))
+    return errs
+
+
+def _file_mode(mode: int | None, path: str, errs: list[FieldError]) -> None:
+    if mode is not None and not 0 <= mode <= 0o777:
+        errs.append(invalid(path, mode, _FILE_MODE))
+
+
+def _validate_key_to_path(item: KeyToPath, path: str, errs: list[FieldError]) -> None:
+    """``validateKeyToPath``."""
+    if not item.key:
+        errs.append(required(f"{path}.key"))
+    if not item.path:
+        errs.append(required(f"{path}.path"))
+    errs.extend(validate_local_non_reserved_path(item.path or "", f"{path}.path"))
+    _file_mode(item.mode, f"{path}.mode", errs)
+
+
+def _validate_downward_file(file: DownwardAPIVolumeFile, path: str, errs: list[FieldError]) -> None:
+    """``validateDownwardAPIVolumeFile``; as upstream, the errors name the volume source,
+    not the item."""
+    if not file.path:
+        errs.append(required(f"{path}.path"))
+    errs.extend(validate_local_non_reserved_path(file.path or "", f"{path}.path"))
+    _file_mode(file.mode, f"{path}.mode", errs)
+
+
+def _validate_projection_sources(
+    sources: Sequence[VolumeProjection], projected: str, errs: list[FieldError]
 ) -> None:
-    """``validateProjectionSources``' rules for a ``serviceAccountToken`` (a missing path
-    is reported on the projected volume, as the API server does)."""
+    """``validateProjectionSources``: each source's paths, no path written twice."""
+    paths: set[str] = set()
+
+    def claim(item_path: str | None, shown: str) -> None:
+        if item_path:
+            if item_path in paths:
+                errs.append(invalid(projected, shown, "conflicting duplicate paths"))
+            paths.add(item_path)
+
+    for j, source in enumerate(sources):
+        src = f"{projected}.sources[{j}]"
+        count = 0
+        for kind in ("secret", "configMap"):
+            ref = getattr(source, kind)
+            if ref is None:
+                continue
+            count += 1
+            if not ref.name:
+                errs.append(required(f"{src}.{kind}.name"))
+            for i, item in enumerate(ref.items or []):
+                _validate_key_to_path(item, f"{src}.{kind}.items[{i}]", errs)
+                claim(item.path, ref.name or "")
+        if source.downwardAPI is not None:
+            count += 1
+            for file in source.downwardAPI.items or []:
+                _validate_downward_file(file, f"{src}.downwardAPI", errs)
+                claim(file.path, file.path or "")
+        if source.serviceAccountToken is not None:
+            count += 1
+            _validate_token_projection(source.serviceAccountToken, projected, j, errs)
+        if source.clusterTrustBundle is not None:
+            count += 1
+            bundle_path = source.clusterTrustBundle.path
+            if not bundle_path:
+                errs.append(required(f"{src}.clusterTrustBundle.path"))
+            errs.extend(
+                validate_local_non_reserved_path(
+                    bundle_path or "", f"{src}.clusterTrustBundle.path"
+                )
+            )
+            claim(bundle_path, bundle_path or "")
+        if count > 1:
+            errs.append(forbidden(src, "may not specify more than 1 volume type per source"))
+
+
+def _validate_token_projection(
+    token: ServiceAccountTokenProjection, projected: str, index: int, errs: list[FieldError]
+) -> None:
+    """``validateProjectionSources``' rules for a ``serviceAccountToken`` (its path is
+    reported on the projected volume, as the API server does)."""
     path = f"{projected}.sources[{index}].serviceAccountToken"
     seconds = token.expirationSeconds
     if seconds is not None and seconds < 600:
@@ -404,13 +604,15 @@ def _validate_token_projection(
         )
     if not token.path:
         errs.append(required(f"{projected}.path"))
+    else:
+        errs.extend(validate_local_non_reserved_path(token.path, f"{projected}.path"))
 
 
 def _quantity(errs: list[FieldError], path: str, text: str) -> Quantity | None:
     try:
         return parse_quantity(text)
-    except QuantityError:
-        errs.append(invalid(path, text, QUANTITY_FORMAT_MESSAGE))
+    except QuantityError as e:
+        errs.append(invalid(path, text, str(e)))
         return None
 
 
@@ -639,6 +841,8 @@ def _validate_ports(ports: Sequence[ContainerPort], path: str, errs: list[FieldE
                 invalid(f"{idx}.hostPort", port.hostPort, m)
                 for m in is_valid_port_num(port.hostPort)
             )
+        if port.hostIP:
+            _names(errs, f"{idx}.hostIP", port.hostIP, is_valid_ip(port.hostIP))
         if not port.protocol:
             errs.append(required(f"{idx}.protocol"))
         elif port.protocol not in ("SCTP", "TCP", "UDP"):
@@ -769,19 +973,18 @@ def _validate_volume_mounts(
         if mount.mountPath in mount_points:
             errs.append(invalid(f"{idx}.mountPath", mount.mountPath, "must be unique"))
         mount_points.add(mount.mountPath)
-        if mount.subPath and mount.subPathExpr:
-            errs.append(
-                invalid(
-                    f"{idx}.subPathExpr",
-                    mount.subPathExpr,
-                    "subPathExpr and subPath are mutually exclusive",
+        if mount.subPath:
+            errs.extend(validate_local_descending_path(mount.subPath, f"{path}.subPath"))
+        if mount.subPathExpr:
+            if mount.subPath:
+                errs.append(
+                    invalid(
+                        f"{idx}.subPathExpr",
+                        mount.subPathExpr,
+                        "subPathExpr and subPath are mutually exclusive",
+                    )
                 )
-            )
-        for field in ("subPath", "subPathExpr"):
-            sub = getattr(mount, field)
-            if sub and (sub.startswith("/") or ".." in sub.split("/")):
-                why = "must be a relative path" if sub.startswith("/") else "must not contain '..'"
-                errs.append(invalid(f"{path}.{field}", sub, why))
+            errs.extend(validate_local_descending_path(mount.subPathExpr, f"{path}.subPathExpr"))
 
 
 def _validate_resources(res: ResourceRequirements, path: str, errs: list[FieldError]) -> None:
@@ -860,7 +1063,65 @@ def _validate_unmasked_proc_mount(spec: PodSpec, errs: list[FieldError]) -> None
                 )
 
 
+def _validate_seccomp_profile(
+    profile: SeccompProfile | None, path: str, errs: list[FieldError]
+) -> None:
+    """``validateSeccompProfileField``: a Localhost profile is a file under the node's
+    seccomp directory, named by a relative path that never climbs out of it."""
+    if profile is None:
+        return
+    kind = profile.type
+    if not kind:
+        errs.append(required(f"{path}.type", "type is required when seccompProfile is set"))
+    elif kind not in _PROFILE_TYPES:
+        errs.append(not_supported(f"{path}.type", kind, _PROFILE_TYPES))
+    local = profile.localhostProfile
+    lpath = f"{path}.localhostProfile"
+    if kind == "Localhost":
+        if local is None:
+            errs.append(required(lpath, "must be set when seccomp type is Localhost"))
+        else:
+            errs.extend(validate_local_descending_path(local, lpath))
+            if not local.isprintable():
+                errs.append(invalid(lpath, local, _CONTROL))
+    elif local is not None:
+        errs.append(invalid(lpath, local, "can only be set when seccomp type is Localhost"))
+
+
+def _validate_app_armor_profile(
+    profile: AppArmorProfile | None, path: str, errs: list[FieldError]
+) -> None:
+    """``ValidateAppArmorProfileField``; a profile name must also be printable, since it
+    is handed to the engine as one security option."""
+    if profile is None:
+        return
+    kind = profile.type
+    local = profile.localhostProfile
+    lpath = f"{path}.localhostProfile"
+    if kind == "Localhost":
+        if local is None:
+            errs.append(required(lpath, "must be set when AppArmor type is Localhost"))
+            return
+        if local.strip() != local:
+            errs.append(invalid(lpath, local, "must not be padded with whitespace"))
+        elif not local:
+            errs.append(required(lpath, "must be set when AppArmor type is Localhost"))
+        elif not local.isprintable():
+            errs.append(invalid(lpath, local, _CONTROL))
+        if len(local.encode("utf-8", "surrogatepass")) > _MAX_APPARMOR_PROFILE:
+            errs.append(too_long(lpath, _MAX_APPARMOR_PROFILE))
+    elif kind in ("RuntimeDefault", "Unconfined"):
+        if local is not None:
+            errs.append(invalid(lpath, local, "can only be set when AppArmor type is Localhost"))
+    elif not kind:
+        errs.append(required(f"{path}.type", "type is required when appArmorProfile is set"))
+    else:
+        errs.append(not_supported(f"{path}.type", kind, _PROFILE_TYPES))
+
+
 def _validate_security_context(sc: SecurityContext, path: str, errs: list[FieldError]) -> None:
+    _validate_seccomp_profile(sc.seccompProfile, f"{path}.seccompProfile", errs)
+    _validate_app_armor_profile(sc.appArmorProfile, f"{path}.appArmorProfile", errs)
     for field in ("runAsUser", "runAsGroup"):
         value = getattr(sc, field)
         if value is not None and not 0 <= value <= _INT32_MAX:
@@ -893,6 +1154,8 @@ def _validate_pod_security_context(spec: PodSpec, errs: list[FieldError]) -> Non
     if sc is None:
         return
     path = "spec.securityContext"
+    _validate_seccomp_profile(sc.seccompProfile, f"{path}.seccompProfile", errs)
+    _validate_app_armor_profile(sc.appArmorProfile, f"{path}.appArmorProfile", errs)
     for field in ("runAsUser", "runAsGroup", "fsGroup"):
         value = getattr(sc, field)
         if value is not None and not 0 <= value <= _INT32_MAX:

@@ -7,7 +7,6 @@ sandbox process may be gone) and report whether the node's network is ready at a
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from asynckubelet import errors
 from asynckubelet.docker.types import HostConfig
+from asynckubelet.manifests.messages import is_ip_address, shown
 
 IPS_ANNOTATION = "cni.projectcalico.org/ipAddrs"
 """The pod annotation asking for fixed addresses, a JSON list (``'["10.138.0.50"]'``), as
@@ -68,10 +68,8 @@ def requested_ips(annotations: Mapping[str, str] | None) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise errors.NetworkError(f'{where}: must be a JSON list of addresses, like ["10.1.2.3"]')
     for v in value:
-        try:
-            ipaddress.ip_address(v)
-        except ValueError:
-            raise errors.NetworkError(f"{where}: {v!r} is not an IP address") from None
+        if not is_ip_address(v):
+            raise errors.NetworkError(f"{where}: {shown(repr(v), 64)} is not an IP address")
     return tuple(value)
 
 

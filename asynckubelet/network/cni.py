@@ -46,6 +46,7 @@ import anyio.to_thread
 from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet.manifests.messages import go_quote, shown
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
 from asynckubelet.network.cniconf import (
     DEFAULT_CONF_DIR,
@@ -412,7 +413,7 @@ class CNIPlugin:
             )
         network = await anyio.to_thread.run_sync(lambda: self.network)
         await self._know_engine()
-        cni_args = _cni_args(request)
+        args = cni_args(request)
         path = self._cache_path(network.name, sid)
         entry: dict[str, Any] = {
             "kind": "cniCacheV1",
@@ -421,7 +422,7 @@ class CNIPlugin:
             "ifName": self.config.ifname,
             "networkName": network.name,
             "netns": request.netns_path,
-            "cniArgs": [kv.split("=", 1) for kv in cni_args.split(";")],
+            "cniArgs": [kv.split("=", 1) for kv in args.split(";")],
             "capabilityArgs": capability_args(request),
             "result": None,
             _ENGINE_KEY: self.engine,
@@ -434,7 +435,7 @@ class CNIPlugin:
                     network, plugin, prev=prev, capability_args=entry["capabilityArgs"]
                 )
                 result = await self._exec(
-                    conf, command="ADD", sandbox_id=sid, netns=request.netns_path, cni_args=cni_args
+                    conf, command="ADD", sandbox_id=sid, netns=request.netns_path, cni_args=args
                 )
                 if result is not None:
                     prev = result
@@ -600,16 +601,25 @@ async def _run_plugin(
     return proc.returncode or 0, bytes(out), bytes(err)
 
 
-def _cni_args(request: PodNetworkRequest) -> str:
-    return ";".join(
-        [
-            "IgnoreUnknown=1",
-            f"K8S_POD_NAMESPACE={request.namespace}",
-            f"K8S_POD_NAME={request.pod_name}",
-            f"K8S_POD_INFRA_CONTAINER_ID={request.sandbox_id}",
-            f"K8S_POD_UID={request.uid}",
-        ]
-    )
+_CNI_ARG_VALUE = re.compile(r"[A-Za-z0-9._-]{1,253}")
+
+
+def cni_args(request: PodNetworkRequest) -> str:
+    """``CNI_ARGS``: ``key=value`` pairs joined by ``;``. The values are names the API
+    server's rules allow, a UUID and a Docker id, so a value holding anything else (a ``;``
+    would add an argument of its own, such as ``IP=``) is refused, never escaped: plugins
+    differ in how they would read an escape."""
+    pairs = [
+        ("K8S_POD_NAMESPACE", request.namespace),
+        ("K8S_POD_NAME", request.pod_name),
+        ("K8S_POD_INFRA_CONTAINER_ID", request.sandbox_id),
+        ("K8S_POD_UID", request.uid),
+    ]
+    for key, value in pairs:
+        if not isinstance(value, str) or _CNI_ARG_VALUE.fullmatch(value) is None:
+            shown_value = go_quote(shown(value, 64)) if isinstance(value, str) else "a non-string"
+            raise errors.NetworkError(f"CNI_ARGS: {key} may not be {shown_value}")
+    return ";".join(["IgnoreUnknown=1", *(f"{key}={value}" for key, value in pairs)])
 
 
 def _args_text(entry: Mapping[str, Any]) -> str:
@@ -659,6 +669,7 @@ __all__ = [
     "CNIPlugin",
     "NetworkConfigList",
     "capability_args",
+    "cni_args",
     "gc_config",
     "load_config",
     "parse_config",

@@ -16,6 +16,7 @@ rewritten in place, never replaced, because the bind mounts follow the inode.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.types import HostConfig
+from asynckubelet.manifests.messages import go_quote, is_ip_address, shown
 
 MAX_NAMESERVERS = 3
 MAX_SEARCH_PATHS = 32
@@ -47,6 +49,43 @@ class DNSSettings:
     """The node's resolver file; empty: none (pods then resolve through 127.0.0.1)."""
 
 
+_ZONE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
+
+
+def _refuse(what: str, value: str) -> errors.SandboxError:
+    return errors.SandboxError(
+        f"{what} {go_quote(shown(value, 64))} would not be one entry of the pod's "
+        "resolv.conf or hosts file; refusing to write it"
+    )
+
+
+def _word(value: str, what: str) -> str:
+    """One word of printable characters: the unit of every line these files hold. Values
+    reach here validated, but a newline here would be a line of the attacker's choosing."""
+    if not value or not value.isprintable() or any(ch.isspace() for ch in value):
+        raise _refuse(what, value)
+    return value
+
+
+def _address(value: str, what: str) -> str:
+    if not is_ip_address(value):
+        raise _refuse(what, value)
+    return value
+
+
+def _is_nameserver(value: str) -> bool:
+    """An address, with the interface zone a node's own resolver file may give an IPv6
+    link-local server (``fe80::1%eth0``)."""
+    address, percent, zone = value.partition("%")
+    return is_ip_address(address) and (not percent or _ZONE.fullmatch(zone) is not None)
+
+
+def _nameserver(value: str) -> str:
+    if not _is_nameserver(value):
+        raise _refuse("nameserver", value)
+    return value
+
+
 @dataclass(frozen=True)
 class ResolverConfig:
     nameservers: tuple[str, ...] = ()
@@ -54,12 +93,13 @@ class ResolverConfig:
     options: tuple[str, ...] = ()
 
     def render(self) -> str:
-        """resolv.conf text, as cri-dockerd writes it."""
-        lines = [f"nameserver {s}" for s in self.nameservers]
+        """resolv.conf text, as cri-dockerd writes it; raises :class:`SandboxError` for an
+        entry that is not one word (a nameserver: an address)."""
+        lines = [f"nameserver {_nameserver(s)}" for s in self.nameservers]
         if self.searches:
-            lines.append("search " + " ".join(self.searches))
+            lines.append("search " + " ".join(_word(s, "search domain") for s in self.searches))
         if self.options:
-            lines.append("options " + " ".join(self.options))
+            lines.append("options " + " ".join(_word(o, "resolver option") for o in self.options))
         return "\n".join(lines) + "\n" if lines else ""
 
 
@@ -80,7 +120,8 @@ class PodFiles:
 
 def parse_resolv_conf(text: str) -> ResolverConfig:
     """The kubelet's ``parseResolvConf``: nameservers accumulate, the last search and the
-    last options line win, search domains lose a trailing dot."""
+    last options line win, search domains lose a trailing dot; a nameserver that is not an
+    address is skipped, as the C library skips it."""
     servers: list[str] = []
     searches: list[str] = []
     options: list[str] = []
@@ -91,7 +132,7 @@ def parse_resolv_conf(text: str) -> ResolverConfig:
         words = line.split()
         if not words:
             continue
-        if words[0] == "nameserver" and len(words) >= 2:
+        if words[0] == "nameserver" and len(words) >= 2 and _is_nameserver(words[1]):
             servers.append(words[1])
         elif words[0] == "search":
             searches = [w.removesuffix(".") for w in words[1:]]
@@ -263,7 +304,15 @@ def _alias_lines(pod: Pod) -> str:
     if not aliases:
         return ""
     lines = ["", "# Entries added by HostAliases."]
-    lines += [f"{a.ip}\t{chr(9).join(a.hostnames or [])}" for a in aliases]
+    lines += [
+        "\t".join(
+            [
+                _address(a.ip or "", "hostAliases IP"),
+                *(_word(h, "hostAliases hostname") for h in a.hostnames or []),
+            ]
+        )
+        for a in aliases
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -278,7 +327,11 @@ def managed_hosts(pod: Pod, *, pod_ips: Sequence[str], cluster_domain: str) -> s
         "fe00::1\tip6-allnodes\n"
         "fe00::2\tip6-allrouters\n"
     )
+    _word(hostname, "hostname")
+    if domain:
+        _word(domain, "domain")
     for ip in pod_ips:
+        _address(ip, "pod IP")
         text += f"{ip}\t{hostname}.{domain}\t{hostname}\n" if domain else f"{ip}\t{hostname}\n"
     return text + _alias_lines(pod)
 
@@ -289,6 +342,7 @@ def engine_dns(pod: Pod, *, resolver: ResolverConfig) -> HostConfig:
     itself, as closely as it allows (on a user-defined network its resolv.conf names its
     embedded server, which forwards to these nameservers)."""
     keys = HostConfig()
+    resolver.render()
     if resolver.nameservers:
         keys["Dns"] = list(resolver.nameservers)
     if resolver.searches:
@@ -296,7 +350,11 @@ def engine_dns(pod: Pod, *, resolver: ResolverConfig) -> HostConfig:
     if resolver.options:
         keys["DnsOptions"] = list(resolver.options)
     aliases = (pod.spec.hostAliases if pod.spec else None) or []
-    extra = [f"{name}:{a.ip}" for a in aliases for name in a.hostnames or []]
+    extra = [
+        f"{_word(name, 'hostAliases hostname')}:{_address(a.ip or '', 'hostAliases IP')}"
+        for a in aliases
+        for name in a.hostnames or []
+    ]
     if extra:
         keys["ExtraHosts"] = extra
     return keys

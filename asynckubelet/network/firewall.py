@@ -9,21 +9,60 @@ per bridge and family). One instance serves one address family.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from asynckubelet import errors
+from asynckubelet.manifests.messages import go_quote, is_ip_address, shown
+
+_PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
+_SANDBOX_ID = re.compile(r"[0-9a-f]{1,64}")
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, str):
+        return go_quote(shown(value, 64))
+    if isinstance(value, int):
+        return str(value)
+    return f"<{type(value).__name__}>"
+
+
+def checked_sandbox_id(sandbox_id: str) -> str:
+    """A Docker id (hex) and nothing else, since it names a chain in rule text."""
+    if not isinstance(sandbox_id, str) or _SANDBOX_ID.fullmatch(sandbox_id) is None:
+        raise errors.NetworkError(f"sandbox id must be hexadecimal, not {_shown(sandbox_id)}")
+    return sandbox_id
 
 
 @dataclass(frozen=True)
 class DNAT:
     """One hostPort: traffic to ``host_ip:host_port`` (any local address when empty) goes
-    to ``pod_ip:container_port``."""
+    to ``pod_ip:container_port``. Its fields reach ``iptables-restore`` input and ``nft -f``
+    batches as text, so each is checked here, whatever validated the manifest before: ports
+    are port numbers, the protocol one of three words, addresses IP addresses (a newline in
+    a hostIP would otherwise start a rule of its own)."""
 
     host_port: int
     pod_ip: str
     container_port: int
     protocol: str = "TCP"
     host_ip: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("host_port", "container_port"):
+            port = getattr(self, name)
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+                raise errors.NetworkError(f"hostPort rule: {name} is not a port: {_shown(port)}")
+        if not isinstance(self.protocol, str) or self.protocol.upper() not in _PROTOCOLS:
+            raise errors.NetworkError(
+                f"hostPort rule: protocol must be TCP, UDP or SCTP, not {_shown(self.protocol)}"
+            )
+        if not isinstance(self.pod_ip, str) or not is_ip_address(self.pod_ip):
+            raise errors.NetworkError(f"hostPort rule: pod IP {_shown(self.pod_ip)} is not an IP")
+        if self.host_ip and (not isinstance(self.host_ip, str) or not is_ip_address(self.host_ip)):
+            raise errors.NetworkError(f"hostPort rule: hostIP {_shown(self.host_ip)} is not an IP")
 
     def destination(self) -> str:
         """``--to-destination`` of the rule: an IPv6 address goes in brackets."""
@@ -67,4 +106,4 @@ class Firewall(Protocol):
         ...
 
 
-__all__ = ["DNAT", "Firewall"]
+__all__ = ["DNAT", "Firewall", "checked_sandbox_id"]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import anyio
 
 from asynckubelet import errors
-from asynckubelet.network.firewall import DNAT, Firewall
+from asynckubelet.network.firewall import DNAT, Firewall, checked_sandbox_id
 
 _MISSING = (
     "No chain/target/match by that name",
@@ -217,7 +217,7 @@ class IPTables(Firewall):
         """The pod's DNAT chain and the jump to it, in one ``iptables-restore``."""
         if not maps:
             return
-        chain = pod_chain(sandbox_id)
+        chain = pod_chain(checked_sandbox_id(sandbox_id))
         rules = []
         for m in maps:
             rule = ["-p", m.protocol.lower(), "--dport", str(m.host_port)]
@@ -260,6 +260,7 @@ class IPTables(Firewall):
 __all__ = [
     "DNAT",
     "IPTables",
+    "checked_sandbox_id",
     "forward_chain",
     "hostport_chain",
     "pod_chain",

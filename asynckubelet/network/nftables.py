@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 
 from asynckubelet import errors
-from asynckubelet.network.firewall import DNAT, Firewall
+from asynckubelet.network.firewall import DNAT, Firewall, checked_sandbox_id
 
 FAMILIES = ("ip", "ip6")
 
@@ -233,8 +233,10 @@ class NFTables(Firewall):
         """The batch giving the pod its DNAT chain and the jump to it; ``stale``: handles of
         jumps to a chain of the same name left by an earlier attempt."""
         t = f"{self.family} {table_name(bridge)}"
-        chain = pod_chain(sandbox_id)
-        lines = [f"delete rule {t} hostports handle {h}" for h in stale]
+        chain = pod_chain(checked_sandbox_id(sandbox_id))
+        if not all(isinstance(m, DNAT) for m in maps):
+            raise errors.NetworkError("hostPort rules must be DNAT records")
+        lines = [f"delete rule {t} hostports handle {int(h)}" for h in stale]
         lines += [f"add chain {t} {chain}", f"flush chain {t} {chain}"]
         for m in maps:
             match = ""

@@ -1,8 +1,9 @@
 """Reading pods from Docker and the state dir: for the node itself and for other processes.
 
-``asynckubelet get``, ``describe``, ``logs`` and ``exec`` must work whether a daemon runs
-or not. State lives in Docker (labels) and in the state dir (the manifest directory, the
-status files the daemon writes, the events file), so any process can rebuild a pod's view:
+With a daemon running, the client commands ask it (:mod:`asynckubelet.localapi`); without
+one, ``asynckubelet get``, ``describe``, ``logs``, ``exec`` and ``delete`` still work. State
+lives in Docker (labels) and in the state dir (the manifest directory, the status files
+the daemon writes, the events file), so any process can rebuild a pod's view:
 the spec from the daemon's status file or the manifest directory, the containers from
 Docker, the status through the same pure :func:`~asynckubelet.node.status.generate`.
 """
@@ -49,31 +50,6 @@ class StateDir:
         return self.root / PID_FILE
 
 
-def default_state_dir() -> Path:
-    """``/var/lib/asynckubelet`` for root, else ``$XDG_STATE_HOME/asynckubelet``."""
-    if os.geteuid() == 0:
-        return Path("/var/lib/asynckubelet")
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "asynckubelet"
-
-
-MANIFEST_MODE = 0o600
-"""A manifest copy kept by ``apply``: it may hold Secrets."""
-
-
-def save_manifest(directory: Path, name: str, text: str) -> Path:
-    """Keep ``text`` as ``<directory>/<name>`` (``apply``): written at once, mode 0600,
-    never through a link; the directory is made 0750. ``name`` is one file name."""
-    hostfs.single_name(name, what="manifest file name")
-    hostfs.write_file(directory, name, text.encode(), mode=MANIFEST_MODE)
-    return directory / name
-
-
-def remove_manifest(directory: Path, name: str) -> bool:
-    """Remove the manifest copy ``<directory>/<name>`` (a link there, never its target)."""
-    return hostfs.remove_file(directory, hostfs.single_name(name, what="manifest file name"))
-
-
 def write_pid_file(state: Path) -> Path:
     """Record this process as the ``serve`` daemon of ``state``."""
     hostfs.write_file(state, PID_FILE, f"{os.getpid()}\n".encode(), mode=0o644)
@@ -94,7 +70,9 @@ def daemon_pid(state: Path) -> int | None:
     return pid
 
 
-def manifest_pods(directory: Path, *, node_name: str, pod_security: Level) -> dict[str, Pod]:
+def manifest_pods(
+    directory: Path, *, node_name: str, pod_security: Level, allow_namespace_policy: bool = False
+) -> dict[str, Pod]:
     """uid -> pod of every loadable manifest in ``directory`` (broken files skipped)."""
     found: dict[str, Pod] = {}
     if not directory.is_dir():
@@ -103,7 +81,12 @@ def manifest_pods(directory: Path, *, node_name: str, pod_security: Level) -> di
         if not sources.is_manifest(path):
             continue
         try:
-            manifests = load_manifests(path, pod_security=pod_security, node_name=node_name)
+            manifests = load_manifests(
+                path,
+                pod_security=pod_security,
+                allow_namespace_policy=allow_namespace_policy,
+                node_name=node_name,
+            )
         except (errors.ManifestError, OSError):
             continue
         for pod in manifests.pods:
@@ -127,12 +110,21 @@ def synthetic_pod(
 
 
 async def read_pods(
-    rm: RuntimeManager, *, state: Path, pod_security: Level = "privileged"
+    rm: RuntimeManager,
+    *,
+    state: Path,
+    pod_security: Level = "privileged",
+    allow_namespace_policy: bool = False,
 ) -> list[Pod]:
     """Every pod of the node, with status, as the daemon sees it (or would, were it running)."""
     files = status_manager.read_status_files(state)
     alive = daemon_pid(state) is not None
-    specs = manifest_pods(StateDir(state).manifests, node_name=rm.node, pod_security=pod_security)
+    specs = manifest_pods(
+        StateDir(state).manifests,
+        node_name=rm.node,
+        pod_security=pod_security,
+        allow_namespace_policy=allow_namespace_policy,
+    )
     on_docker = await rm.list_pod_uids()
     pods: list[Pod] = []
     now = datetime.now(UTC)

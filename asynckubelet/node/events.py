@@ -11,6 +11,7 @@ pods, images and errors that other local users have no business reading.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import OrderedDict
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from lightkube.models.core_v1 import Pod
 from loguru import logger
@@ -72,6 +74,58 @@ class PodEvent:
             "source": self.source,
         }
 
+    def to_v1(self) -> dict[str, Any]:
+        """The core API's v1 ``Event`` about the pod (as ``kubectl get events`` reads it)."""
+        involved: dict[str, Any] = {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "namespace": self.namespace,
+            "name": self.pod,
+            "uid": self.uid,
+        }
+        if self.field_path:
+            involved["fieldPath"] = self.field_path
+        component, _, host = self.source.partition(", ")
+        digest = hashlib.sha256(repr(self.key).encode()).hexdigest()[:16]
+        return {
+            "kind": "Event",
+            "apiVersion": "v1",
+            "metadata": {"name": f"{self.pod}.{digest}", "namespace": self.namespace},
+            "involvedObject": involved,
+            "reason": self.reason,
+            "message": self.message,
+            "type": self.type,
+            "count": self.count,
+            "firstTimestamp": self.first_timestamp.isoformat(),
+            "lastTimestamp": self.last_timestamp.isoformat(),
+            "source": {"component": component, **({"host": host} if host else {})},
+        }
+
+    @classmethod
+    def from_v1(cls, data: dict[str, Any]) -> PodEvent:
+        """The event a v1 ``Event`` (:meth:`to_v1`) describes."""
+        involved = data.get("involvedObject") or {}
+        path = str(involved.get("fieldPath") or "")
+        container = (
+            path[len("spec.containers{") : -1] if path.startswith("spec.containers{") else None
+        )
+        source = data.get("source") or {}
+        host = source.get("host")
+        component = str(source.get("component") or "kubelet")
+        return cls(
+            namespace=str(involved.get("namespace") or ""),
+            pod=str(involved.get("name") or ""),
+            uid=str(involved.get("uid") or ""),
+            type=str(data.get("type") or ""),
+            reason=str(data.get("reason") or ""),
+            message=str(data.get("message") or ""),
+            first_timestamp=datetime.fromisoformat(str(data["firstTimestamp"])),
+            last_timestamp=datetime.fromisoformat(str(data["lastTimestamp"])),
+            count=int(data.get("count") or 1),
+            container=container or None,
+            source=f"{component}, {host}" if host else component,
+        )
+
     @classmethod
     def from_json(cls, data: dict[str, object]) -> PodEvent:
         return cls(
@@ -117,6 +171,29 @@ class EventRecorder:
         self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
     ) -> None:
         name, namespace, uid = ctr.pod_identity(pod)
+        self.record(
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            type=type,
+            reason=reason,
+            message=message,
+            container=container,
+        )
+
+    def record(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        type: str,
+        reason: str,
+        message: str,
+        container: str | None = None,
+    ) -> None:
+        """An event about an object known by name and uid only (a manifest file that made
+        no pod is one)."""
         now = self._clock()
         event = PodEvent(
             namespace=namespace,
@@ -150,6 +227,11 @@ class EventRecorder:
         return lambda: (
             self._subscribers.remove(subscriber) if subscriber in self._subscribers else None
         )
+
+    @property
+    def subscriber_count(self) -> int:
+        """How many subscribers there are now."""
+        return len(self._subscribers)
 
     def list(self, *, uid: str | None = None) -> list[PodEvent]:
         """Events in the order they last happened, those of one pod when ``uid`` is given."""

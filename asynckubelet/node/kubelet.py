@@ -4,30 +4,40 @@ Sources (the library's :meth:`Kubelet.apply`/:meth:`Kubelet.delete`, the static-
 manifest directory) say which pods are wanted; one pod worker per pod UID drives each
 toward its spec, woken by the PLEG as soon as Docker reports a change; the status manager
 keeps the latest ``PodStatus`` of each; the event recorder keeps what happened; and
-housekeeping kills containers of this node that belong to no wanted pod. Nothing runs on
-a timer unless it is due: workers wait for the PLEG, housekeeping runs after the PLEG saw
-a container of a pod nobody wants (and with each safety-net relist), so a node whose pods
+housekeeping kills containers of this node that belong to no wanted pod. A pod new to the
+node is admitted first, as the kubelet admits it (:mod:`asynckubelet.node.admission`):
+one the node cannot take (its resources, host ports, labels) gets no worker, only a
+``Failed`` status with the kubelet's reason and a Warning event. Nothing runs on a timer
+unless it is due: workers wait for the PLEG, housekeeping runs after the PLEG saw a
+container of a pod nobody wants (and with each safety-net relist), so a node whose pods
 change nothing makes no Docker call and writes nothing. State lives in
 Docker, so a new ``Kubelet`` on the same node adopts running pods as they are: same UIDs,
 restart counts from the labels, and no container restarted.
 
 The object installs no signal handlers and keeps no global state. Leaving the ``async
 with`` block (or cancelling its owner) stops the pods gracefully and removes them, unless
-``KubeletConfig.leave_running`` asks to leave them for the next start to adopt.
+``KubeletConfig.leave_running`` asks to leave them for the next start to adopt; pods still
+stopping after ``KubeletConfig.shutdown_timeout`` are killed at once.
+
+The streams (:meth:`Kubelet.events`, :meth:`Kubelet.watch`, :meth:`Kubelet.logs`) are
+async context managers: what a stream holds (a subscription, a connection to the engine)
+is released the moment its block is left, not when a garbage collector gets to an
+abandoned generator.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Generic, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -38,11 +48,12 @@ from loguru import logger
 from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerAPI, ExecResult, LogLine
 from asynckubelet.docker.engine import resolve_docker_url
-from asynckubelet.manifests import Level, Manifests, load_manifests_text
+from asynckubelet.manifests import Level, Manifests, inspect_manifests_text, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.node import access
+from asynckubelet.node.admission import NodeAdmitter, NodeInfo, host_port_in_use, host_resources
 from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.metrics import (
     LOOP_LAG_PERIOD,
@@ -50,16 +61,19 @@ from asynckubelet.node.metrics import (
     NodeMetrics,
     PodStartupTracker,
 )
+from asynckubelet.node.objects import ObjectStore, persisted_text
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
-from asynckubelet.node.runner import PodWorker, RunOptions, pod_context, pull_secrets
-from asynckubelet.node.sources import ManifestDirSource
-from asynckubelet.node.status import kubectl_status
+from asynckubelet.node.runner import PodWorker, RunOptions
+from asynckubelet.node.sources import ManifestDirSource, source_name
+from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
 from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
+from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 from asynckubelet.runtime.volumes import VolumeProvider
 
 API_SOURCE = "api"
@@ -74,6 +88,12 @@ PHASES = ("Pending", "Running", "Succeeded", "Failed")
 STATE_DIR_MODE = 0o750
 """A state dir the node makes: closed to other local users (it holds pod specs, events,
 volumes with Secrets and the token signing key)."""
+STREAM_BUFFER = 1000
+"""Items a stream holds for a reader that has not taken them yet."""
+SHUTDOWN_TIMEOUT = 60.0
+"""Seconds the node gives its pods to stop gracefully on exit, by default."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -89,6 +109,9 @@ class KubeletConfig:
     pause_image: str | None = None
     docker_url: str | None = None
     pod_security: Level = "baseline"
+    allow_namespace_policy: bool = False
+    """Let a Namespace's ``pod-security.kubernetes.io/enforce`` label relax ``pod_security``
+    for its pods (by default a label may only make it stricter)."""
     dns: DNSSettings = field(default_factory=DNSSettings)
     """Cluster DNS servers and domain for ``ClusterFirst`` pods."""
     leave_running: bool = False
@@ -107,6 +130,22 @@ class KubeletConfig:
     """Seconds between measurements of the event loop's lag; None: not measured."""
     service_account_issuer: str = DEFAULT_ISSUER
     """``iss`` of the service-account tokens this node issues for projected volumes."""
+    node: NodeInfo | None = None
+    """The node as admission sees it (capacity, labels); None: this host's resources, no
+    labels (``nodeSelector`` and node affinity are then not checked)."""
+    check_host_ports: bool = True
+    """Refuse a pod whose hostPort a process on this host already holds."""
+    shutdown_timeout: float | None = SHUTDOWN_TIMEOUT
+    """Seconds the pods get to stop gracefully when the node exits (their grace periods
+    and ``preStop`` hooks run within it); the containers of pods still stopping then are
+    killed (SIGKILL) at once and removed. None: no limit, every grace period is waited
+    for in full."""
+    host_ips: tuple[str, ...] = ()
+    """The node's addresses (at most one per family): pods' ``status.hostIP(s)`` and the
+    downward API's ``status.hostIP``; empty: not reported."""
+    wait_for_sources: frozenset[str] = frozenset()
+    """Sources that must call :meth:`Kubelet.source_ready` before housekeeping removes any
+    pod: until a remote source has listed its pods, none of the pods running is unwanted."""
 
 
 @dataclass(eq=False)
@@ -133,8 +172,14 @@ class Kubelet:
         docker: DockerAPI | None = None,
         network: NetworkPlugin | None = None,
         volumes: VolumeProvider | None = None,
+        objects: ObjectStore | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
+        self.objects = objects if objects is not None else ObjectStore(persistent_source=API_SOURCE)
+        """Namespaces, ConfigMaps, Secrets and applied Pods: what every pod of a namespace
+        may refer to, whichever source brought it (kept across restarts when the store
+        has a directory)."""
+        self.objects.subscribe(self._objects_changed)
         state = self.config.state_dir
         if volumes is None and is_local_daemon(resolve_docker_url(self.config.docker_url)):
             # Volumes are directories on this machine: only a local engine can mount them.
@@ -152,6 +197,10 @@ class Kubelet:
         self.metrics = NodeMetrics(
             running_pods=self._running_pods, running_containers=self._running_containers
         )
+        self.startup = PodStartupTracker(
+            sli=self.metrics.pod_start_sli_duration.observe,
+            total=self.metrics.pod_start_total_duration.observe,
+        )
         self.runtime = RuntimeManager(
             RuntimeConfig(
                 node_name=self.config.node_name,
@@ -161,16 +210,9 @@ class Kubelet:
             ),
             docker=docker,
             network=network,
-            events=self.recorder,
+            events=self._runtime_event,
             volumes=volumes,
             metrics=self.metrics,
-        )
-        self.startup = PodStartupTracker(
-            sli=self.metrics.pod_start_sli_duration.observe,
-            total=self.metrics.pod_start_total_duration.observe,
-        )
-        self.recorder.subscribe(
-            lambda e: self.startup.event(e.uid, reason=e.reason, message=e.message)
         )
         self.pleg = PLEG(
             self.runtime.docker,
@@ -187,7 +229,15 @@ class Kubelet:
         self._tg: anyio.abc.TaskGroup | None = None
         self._housekeeping_wanted = anyio.Event()
         self._closing = False
+        self._unready_sources = set(self.config.wait_for_sources)
         self._saved: dict[str, Pod] = {}
+        self._on_docker: set[str] = set()
+        self._rejected: set[str] = set()
+        self.admitter = NodeAdmitter(
+            node=self.config.node
+            or NodeInfo(name=self.config.node_name, allocatable=host_resources()),
+            host_port_in_use=host_port_in_use if self.config.check_host_ports else None,
+        )
         self.manifest_source: ManifestDirSource | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -207,6 +257,7 @@ class Kubelet:
             if self.config.state_dir is not None:
                 hostfs.make_dirs(self.config.state_dir, ".", mode=STATE_DIR_MODE)
                 self._saved = read_status_files(self.config.state_dir)
+            self._on_docker = set(await self.runtime.list_pod_uids())
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
         except BaseException:
@@ -216,12 +267,16 @@ class Kubelet:
         try:
             await self._tg.start(self._guard(self.status.run), name="status files")
             await self._tg.start(self._guard(self.pleg.run), name="pleg")
+            self._restore_objects()
             if self.config.manifest_dir is not None:
                 self.manifest_source = ManifestDirSource(
                     self.config.manifest_dir,
                     sink=self.set_source,
                     node_name=self.node_name,
                     pod_security=self.config.pod_security,
+                    allow_namespace_policy=self.config.allow_namespace_policy,
+                    on_error=self._manifest_failed,
+                    node_labels=self.admitter.node.labels is not None,
                 )
                 await self._tg.start(self._guard(self.manifest_source.run), name="manifests")
             self._tg.start_soon(self._guard(self._housekeeping_loop), name="housekeeping")
@@ -252,9 +307,23 @@ class Kubelet:
         assert self._tg is not None
         self._closing = True
         with anyio.CancelScope(shield=True):
-            for entry in list(self._entries.values()):
+            entries = list(self._entries.values())
+            for entry in entries:
                 entry.worker.leave_running = self.config.leave_running and not entry.deleting
                 entry.stop.set()
+            with anyio.move_on_after(self.config.shutdown_timeout):
+                for entry in entries:
+                    await entry.done.wait()
+            late = [entry for entry in entries if not entry.done.is_set()]
+            if late:
+                logger.warning(
+                    "{} pod(s) still stopping after {}s; killing them",
+                    len(late),
+                    self.config.shutdown_timeout,
+                )
+                async with anyio.create_task_group() as tg:
+                    for entry in late:
+                        tg.start_soon(self._kill_now, entry.worker)
             for entry in list(self._entries.values()):
                 await entry.done.wait()
         self._tg.cancel_scope.cancel()
@@ -264,6 +333,26 @@ class Kubelet:
             self._tg = None
             with anyio.CancelScope(shield=True):
                 await self.runtime.__aexit__(None, None, None)
+
+    async def _kill_now(self, worker: PodWorker) -> None:
+        """SIGKILL every running container of the pod, its sandbox included: the graceful
+        stop its worker is waiting for then ends, and the worker removes the pod."""
+        try:
+            runtime = await self.runtime.get_pod_status(
+                uid=worker.uid, name=worker.name, namespace=worker.namespace
+            )
+        except errors.DockerError as e:
+            logger.warning("cannot kill pod {}/{}: {}", worker.namespace, worker.name, e)
+            return
+        running = [c.id for c in runtime.containers if c.state is ContainerState.RUNNING]
+        running += [s.id for s in runtime.sandboxes if s.state is SandboxState.READY]
+        for container_id in running:
+            try:
+                await self.runtime.docker.kill_container(container_id)
+            except (errors.NotFound, errors.Conflict):
+                pass
+            except errors.DockerError as e:
+                logger.warning("cannot kill container {}: {}", container_id, e)
 
     def _guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """A background task that dies is logged, then its error ends the node."""
@@ -279,6 +368,41 @@ class Kubelet:
 
         return guarded
 
+    def _manifest_failed(self, path: Path, message: str) -> None:
+        """A manifest file that was not loaded: a Warning event about the file (it made no
+        pod to carry one), the reason the kubelet gives a pod it refuses from a source."""
+        self.recorder.record(
+            namespace="",
+            name=path.name,
+            uid=source_name(path),
+            type="Warning",
+            reason="FailedValidation",
+            message=message,
+        )
+
+    def _restore_objects(self) -> None:
+        """Take back the objects a previous run kept, loaded as any manifest is; their
+        pods are wanted again before housekeeping could take them for unwanted."""
+        directory = self.objects.directory
+        if directory is None or not directory.is_dir():
+            return
+        report = inspect_manifests_text(
+            persisted_text(directory),
+            source_name=str(directory),
+            pod_security=self.config.pod_security,
+            allow_namespace_policy=self.config.allow_namespace_policy,
+            node_name=self.node_name,
+            node_labels=self.admitter.node.labels is not None,
+        )
+        for error in report.errors:
+            logger.warning("a kept object was not taken back: {}: {}", error.source, error.field)
+        self.objects.restore(report.manifests)
+        for pod in report.manifests.pods:
+            self._want(pod, API_SOURCE)
+        self._sources.setdefault(API_SOURCE, set()).update(
+            ctr.pod_identity(p)[2] for p in report.manifests.pods
+        )
+
     # -- desired state --------------------------------------------------------------------
 
     def _prepare(self, pods: Manifests | Pod | Iterable[Pod]) -> tuple[list[Pod], Manifests]:
@@ -293,7 +417,10 @@ class Kubelet:
                 text,
                 source_name=f"pod {name}",
                 pod_security=self.config.pod_security,
+                allow_namespace_policy=self.config.allow_namespace_policy,
                 node_name=self.node_name,
+                namespaces=self.objects.namespaces(),
+                node_labels=self.admitter.node.labels is not None,
             )
             prepared.extend(loaded.pods)
         return prepared, Manifests(pods=tuple(prepared))
@@ -307,8 +434,9 @@ class Kubelet:
         restarts only the containers whose spec changed.
         """
         prepared, manifests = self._prepare(pods)
+        self.objects.put(manifests, source=API_SOURCE)
         for pod in prepared:
-            self._want(pod, API_SOURCE, manifests)
+            self._want(pod, API_SOURCE)
         self._sources.setdefault(API_SOURCE, set()).update(ctr.pod_identity(p)[2] for p in prepared)
         return prepared
 
@@ -319,27 +447,77 @@ class Kubelet:
             entry = self._entries.get(uid)
             if entry is not None and entry.source == source:
                 self._begin_delete(uid, grace_period=None)
-        self._sources[source] = wanted
+            elif entry is None:
+                self._forget_rejected(uid)
+        if wanted:
+            self._sources[source] = wanted
+        else:
+            self._sources.pop(source, None)
+        self.objects.set_source(source, manifests)
         for pod in manifests.pods:
-            self._want(pod, source, manifests)
+            self._want(pod, source)
 
-    def _options(self, pod: Pod, manifests: Manifests) -> RunOptions:
-        uid = ctr.pod_identity(pod)[2]
+    def source_ready(self, source: str) -> None:
+        """``source`` (one of ``wait_for_sources``) has said what it wants: housekeeping
+        may remove what no source wants once every such source is ready."""
+        self._unready_sources.discard(source)
+        if not self._unready_sources:
+            self._housekeeping_wanted.set()
+
+    def terminate(self, uid: str, *, grace_period: float | None) -> anyio.Event | None:
+        """Stop the pod ``uid`` (``grace_period`` None: the pod's own) and remove it, as
+        for a pod deleted on an API server; returns an event set once its containers are
+        gone, or None when the node runs no such pod."""
+        entry = self._begin_delete(uid, grace_period=grace_period)
+        return entry.done if entry is not None else None
+
+    def has_pod(self, uid: str) -> bool:
+        """Whether a pod worker drives the pod ``uid`` (running, or being stopped)."""
+        return uid in self._entries
+
+    def _options(self, pod: Pod) -> RunOptions:
+        """The pod's ConfigMaps, Secrets and pull secrets: those of its namespace, from
+        whichever source they came."""
+        _, ns, uid = ctr.pod_identity(pod)
+        view = self.objects.view(ns)
         options = RunOptions()
-        options.contexts[uid] = pod_context(manifests, pod, node_name=self.node_name)
-        options.pull_secrets[uid] = pull_secrets(manifests, pod)
+        options.contexts[uid] = PodContext(
+            node_name=self.node_name,
+            host_ip=self.config.host_ips[0] if self.config.host_ips else "",
+            configmaps=view.configmaps,
+            binary_configmaps=view.binary_configmaps,
+            secrets=view.secrets,
+        )
+        refs = (pod.spec.imagePullSecrets if pod.spec else None) or []
+        options.pull_secrets[uid] = [
+            (view.secret_types[ref.name], dict(view.secrets[ref.name]))
+            for ref in refs
+            if ref.name is not None and ref.name in view.secrets
+        ]
         return options
 
-    def _want(self, pod: Pod, source: str, manifests: Manifests) -> None:
+    def _objects_changed(self, namespaces: frozenset[str]) -> None:
+        """ConfigMaps or Secrets of these namespaces changed: their pods see the new ones
+        and look again now (a pod waiting for one starts; mounted volumes are rewritten)."""
+        for uid, entry in list(self._entries.items()):
+            if entry.deleting or ctr.pod_identity(entry.worker.pod)[1] not in namespaces:
+                continue
+            options = self._options(entry.worker.pod)
+            entry.worker.options.contexts[uid] = options.contexts[uid]
+            entry.worker.options.pull_secrets[uid] = options.pull_secrets[uid]
+            entry.worker.poke()
+
+    def _want(self, pod: Pod, source: str) -> None:
         name, ns, uid = ctr.pod_identity(pod)
-        options = self._options(pod, manifests)
+        options = self._options(pod)
         for other_uid, other in list(self._entries.items()):
             oname, ons, _ = ctr.pod_identity(other.worker.pod)
             if other_uid != uid and (ons, oname) == (ns, name) and not other.deleting:
                 self._begin_delete(other_uid, grace_period=None)
         entry = self._entries.get(uid)
         if entry is None:
-            self._start_worker(pod, source, options)
+            if self._admit(pod):
+                self._start_worker(pod, source, options)
             return
         if entry.deleting:
             entry.replacement = (pod, source, options)
@@ -352,6 +530,45 @@ class Kubelet:
             entry.worker.update(pod)
         else:
             entry.worker.poke()
+
+    def _admit(self, pod: Pod) -> bool:
+        """The kubelet's admission of a pod new to the node, over the pods it runs; a pod
+        refused gets a ``Failed`` status, the reason as a Warning event, and no worker."""
+        name, ns, uid = ctr.pod_identity(pod)
+        admitted = []
+        for other_uid, entry in self._entries.items():
+            record = self.status.get(other_uid)
+            if entry.deleting or (record is not None and record.status.phase in TERMINAL_PHASES):
+                continue
+            admitted.append(entry.worker.pod)
+        rejection = self.admitter.admit(pod, admitted=admitted, running=uid in self._on_docker)
+        if rejection is None:
+            self._forget_rejected(uid)
+            return True
+        status = rejected_status(
+            pod, reason=rejection.reason, message=rejection.message, now=datetime.now(UTC)
+        )
+        record = self.status.get(uid)
+        if (
+            uid in self._rejected
+            and record is not None
+            and record.pod == pod
+            and (record.status.reason, record.status.message) == (status.reason, status.message)
+        ):
+            return False
+        self._rejected.add(uid)
+        self._saved.pop(uid, None)
+        self.status.set(pod, status)
+        self.recorder(pod, type="Warning", reason=rejection.reason, message=rejection.message)
+        logger.bind(pod=f"{ns}/{name}").warning(
+            "pod rejected: {}: {}", rejection.reason, rejection.message
+        )
+        return False
+
+    def _forget_rejected(self, uid: str) -> None:
+        if uid in self._rejected:
+            self._rejected.discard(uid)
+            self.status.remove(uid)
 
     def _start_worker(self, pod: Pod, source: str, options: RunOptions) -> None:
         assert self._tg is not None, "the Kubelet is not running; use `async with`"
@@ -372,7 +589,10 @@ class Kubelet:
             own_events=False,
             exit_on_terminal=False,
             resync_interval=self.config.resync_period,
+            host_ips=self.config.host_ips,
         )
+        # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
+        worker.leave_running = self.config.leave_running
         entry = _Entry(
             worker=worker,
             source=source,
@@ -435,6 +655,7 @@ class Kubelet:
         ``grace_period`` overrides the pod's ``terminationGracePeriodSeconds``. With
         ``wait`` (the default) this returns once the pod's objects are gone.
         """
+        self.objects.remove("Pod", namespace, name)
         for uid, entry in list(self._entries.items()):
             pname, pns, _ = ctr.pod_identity(entry.worker.pod)
             if (pns, pname) == (namespace, name):
@@ -442,6 +663,12 @@ class Kubelet:
                 if wait:
                     await entry.done.wait()
                 return True
+        record = self.status.find(namespace, name)
+        if record is not None and record.uid in self._rejected:
+            self._forget_rejected(record.uid)
+            for members in self._sources.values():
+                members.discard(record.uid)
+            return True
         return False
 
     # -- reading --------------------------------------------------------------------------
@@ -503,9 +730,33 @@ class Kubelet:
                 f"{_describe_state(pod)}"
             ) from None
 
-    async def events(self, *, history: bool = False) -> AsyncIterator[PodEvent]:
-        """Events as they are recorded (with ``history``, first those already recorded)."""
-        send, receive = anyio.create_memory_object_stream[PodEvent](1000)
+    def list_events(
+        self, *, namespace: str | None = None, name: str | None = None
+    ) -> builtins.list[PodEvent]:
+        """The events recorded so far, oldest first (of one pod, given its namespace and
+        name): what ``describe`` shows, without following."""
+        return [
+            e
+            for e in self.recorder.list()
+            if (namespace is None or e.namespace == namespace) and (name is None or e.pod == name)
+        ]
+
+    @contextlib.asynccontextmanager
+    async def events(
+        self, *, history: bool = False, buffer: int = STREAM_BUFFER
+    ) -> AsyncIterator[AsyncIterator[PodEvent]]:
+        """Events as they are recorded, while the block runs::
+
+            async with node.events() as events:
+                async for event in events:
+                    ...
+
+        With ``history``, first those already recorded. Leaving the block unsubscribes at
+        once. Events say what happened, not what is: a reader more than ``buffer`` events
+        behind misses the newest (logged as a warning).
+        """
+        earlier = self.recorder.list() if history else []
+        send, receive = anyio.create_memory_object_stream[PodEvent](buffer + len(earlier))
 
         def offer(event: PodEvent) -> None:
             try:
@@ -513,25 +764,44 @@ class Kubelet:
             except anyio.WouldBlock:
                 logger.warning("an events() reader is too slow; an event was dropped")
 
-        if history:
-            for event in self.recorder.list():
-                offer(event)
+        for event in earlier:
+            offer(event)
         unsubscribe = self.recorder.subscribe(offer)
         try:
-            async with receive:
-                async for event in receive:
-                    yield event
+            with send, receive:
+                yield _Stream(receive)
         finally:
             unsubscribe()
-            send.close()
 
-    async def watch(self, *, initial: bool = True) -> AsyncIterator[tuple[str, Pod]]:
-        """``(type, pod)`` for every change, as a Kubernetes watch: ``ADDED``, ``MODIFIED``,
-        ``DELETED``. With ``initial``, every current pod first comes as ``ADDED``."""
-        send, receive = anyio.create_memory_object_stream[tuple[str, Pod]](1000)
-        known: dict[str, Pod] = {}
+    @contextlib.asynccontextmanager
+    async def watch(
+        self, *, initial: bool = True, buffer: int = STREAM_BUFFER
+    ) -> AsyncIterator[AsyncIterator[tuple[str, Pod]]]:
+        """``(type, pod)`` for every change while the block runs, as a Kubernetes watch:
+        ``ADDED``, ``MODIFIED``, ``DELETED``::
+
+            async with node.watch() as changes:
+                async for kind, pod in changes:
+                    ...
+
+        With ``initial``, every current pod first comes as ``ADDED`` (without, a pod that is
+        there already comes as ``MODIFIED`` when it changes). Leaving the block
+        unsubscribes at once. A reader that falls more than ``buffer`` changes behind
+        gets every change up to there, then :class:`~asynckubelet.errors.ResyncNeeded`
+        ends the iteration (the API server's ``410 Gone``): nothing is missed silently;
+        watch again with ``initial`` to start from the current state.
+        """
+        records = self.status.list() if initial else []
+        send, receive = anyio.create_memory_object_stream[tuple[str, Pod]](buffer + len(records))
+        known: dict[str, Pod] = (
+            {} if initial else {r.uid: r.api_object() for r in self.status.list()}
+        )
+        overflowed = False
 
         def offer(record: PodRecord | None, uid: str) -> None:
+            nonlocal overflowed
+            if overflowed:
+                return
             if record is None:
                 old = known.pop(uid, None)
                 if old is None:
@@ -543,19 +813,27 @@ class Kubelet:
             try:
                 send.send_nowait(item)
             except anyio.WouldBlock:
-                logger.warning("a watch() reader is too slow; a change was dropped")
+                overflowed = True
+                unsubscribe()
+                send.close()
+                logger.warning("a watch() reader fell {} changes behind; it must resync", buffer)
 
-        if initial:
-            for record in self.status.list():
-                offer(record, record.uid)
+        def ended() -> BaseException | None:
+            if not overflowed:
+                return None
+            return errors.ResyncNeeded(
+                f"the watch fell more than {buffer} changes behind; list the pods again "
+                "(watch with initial=True) and watch from there"
+            )
+
+        for record in records:
+            offer(record, record.uid)
         unsubscribe = self.status.subscribe(offer)
         try:
-            async with receive:
-                async for item in receive:
-                    yield item
+            with send, receive:
+                yield _Stream(receive, ended=ended)
         finally:
             unsubscribe()
-            send.close()
 
     def _pod(self, namespace: str, name: str) -> Pod:
         record = self.status.find(namespace, name)
@@ -563,6 +841,7 @@ class Kubelet:
             raise errors.NotFound(f'pods "{name}" not found')
         return record.pod
 
+    @contextlib.asynccontextmanager
     async def logs(
         self,
         namespace: str,
@@ -574,17 +853,55 @@ class Kubelet:
         tail: int | None = None,
         timestamps: bool = False,
         since: float | None = None,
-    ) -> AsyncIterator[LogLine]:
-        """A container's output (the first container when none is named)."""
+    ) -> AsyncIterator[AsyncIterator[LogLine]]:
+        """A container's output (the first container when none is named), a line at a
+        time while the block runs::
+
+            async with node.logs("default", "web", follow=True) as lines:
+                async for line in lines:
+                    ...
+
+        An unknown pod or container raises :class:`~asynckubelet.errors.NotFound` on
+        entry; the engine's errors come from the iteration. Leaving the block closes the
+        connection to the engine at once. :meth:`read_logs` collects the output there is.
+        """
         pod = self._pod(namespace, name)
         chosen, _ = access.default_container(pod, container)
         instance = await access.container_instance(
             self.runtime, pod, container=chosen, previous=previous
         )
-        async for line in self.runtime.docker.logs(
+        lines = self.runtime.docker.logs(
             instance.id, follow=follow, tail=tail, timestamps=timestamps, since=since
-        ):
-            yield line
+        )
+        try:
+            yield lines
+        finally:
+            if isinstance(lines, AsyncGenerator):
+                with anyio.CancelScope(shield=True):
+                    await lines.aclose()
+
+    async def read_logs(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        previous: bool = False,
+        tail: int | None = None,
+        timestamps: bool = False,
+        since: float | None = None,
+    ) -> builtins.list[LogLine]:
+        """The output a container has written so far, as :meth:`logs` gives it."""
+        async with self.logs(
+            namespace,
+            name,
+            container=container,
+            previous=previous,
+            tail=tail,
+            timestamps=timestamps,
+            since=since,
+        ) as lines:
+            return [line async for line in lines]
 
     async def exec(
         self,
@@ -606,6 +923,13 @@ class Kubelet:
         return await self.runtime.docker.exec_run(instance.id, command, timeout=timeout)
 
     # -- PLEG and housekeeping -----------------------------------------------------------
+
+    def _runtime_event(
+        self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
+    ) -> None:
+        """The runtime's events go to the recorder; a pull's also to the startup tracker."""
+        self.recorder(pod, type=type, reason=reason, message=message, container=container)
+        self.startup.event(ctr.pod_identity(pod)[2], reason=reason, message=message)
 
     def _wake(self, uid: str) -> None:
         entry = self._entries.get(uid)
@@ -655,6 +979,8 @@ class Kubelet:
 
     async def housekeeping(self) -> builtins.list[str]:
         """Kill and remove this node's pods that no source wants; returns their uids."""
+        if self._unready_sources:
+            return []
         self._saved.clear()
         self.status.prune()
         removed = []
@@ -707,3 +1033,29 @@ def _describe_state(pod: Pod | None) -> str:
         if waiting is not None and waiting.reason and waiting.message:
             parts.append(f"{c.name}: {waiting.reason}: {waiting.message}")
     return "; ".join(parts)
+
+
+class _Stream(Generic[T]):
+    """The reading end of a stream, as an async iterator that ends with ``ended()``'s
+    error when it gives one."""
+
+    def __init__(
+        self,
+        receive: anyio.abc.ObjectReceiveStream[T],
+        *,
+        ended: Callable[[], BaseException | None] = lambda: None,
+    ) -> None:
+        self._receive = receive
+        self._ended = ended
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            error = self._ended()
+            if error is not None:
+                raise error from None
+            raise StopAsyncIteration from None

@@ -37,7 +37,7 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime.events import EventSink
-from asynckubelet.runtime.hooks import Target, run_handler
+from asynckubelet.runtime.hooks import HookTarget, run_handler
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
 
@@ -50,7 +50,7 @@ INITIAL = {
     STARTUP: ProbeResult.UNKNOWN,
 }
 """The kubelet's initial results: live until proven dead, not ready until proven ready."""
-Locate = Callable[..., Awaitable[Target]]
+Locate = Callable[..., Awaitable[HookTarget]]
 """``locate(pod, container_id=, sandbox_id=, pod_ip=)``: where a probe's HTTP/TCP goes."""
 
 
@@ -78,7 +78,7 @@ class _Worker:
         self.last: ProbeResult | None = None
         self.on_hold = False
         self.scope = anyio.CancelScope()
-        self.target: Target | None = None
+        self.target: HookTarget | None = None
         """Where HTTP and TCP probes go, once found (see the module docstring)."""
 
     async def run(self) -> None:
@@ -105,7 +105,7 @@ class _Worker:
         if (datetime.now(UTC) - started).total_seconds() < delay:
             return True
         if probe.exec is not None:
-            target = Target(container_id=self.status.id, host="", netns=None)
+            target = HookTarget(container_id=self.status.id, host="", netns=None)
         elif self.target is not None:
             target = self.target
         else:
@@ -248,7 +248,7 @@ class Prober:
         """Container name -> started, for ``status.generate``."""
         return self._by_name(STARTUP)
 
-    async def target(self, status: ContainerStatus) -> Target:
+    async def target(self, status: ContainerStatus) -> HookTarget:
         runtime = self.runtime
         pod = self.pod
         if self.locate is not None and pod is not None:
@@ -260,10 +260,10 @@ class Prober:
             )
         host_network = bool(pod is not None and pod.spec is not None and pod.spec.hostNetwork)
         if host_network:
-            return Target(container_id=status.id, host="127.0.0.1", netns=None)
+            return HookTarget(container_id=status.id, host="127.0.0.1", netns=None)
         if runtime is not None and runtime.ips:
-            return Target(container_id=status.id, host=runtime.ips[0], netns=None)
-        return Target(
+            return HookTarget(container_id=status.id, host=runtime.ips[0], netns=None)
+        return HookTarget(
             container_id=status.id, host="127.0.0.1", netns=await self._sandbox_netns(status)
         )
 

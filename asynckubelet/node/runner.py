@@ -39,9 +39,9 @@ from asynckubelet.node.status import (
     is_scheduling_gated,
 )
 from asynckubelet.node.volumes import VolumeManager
+from asynckubelet.runtime import actions, naming
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult
@@ -275,8 +275,11 @@ class PodWorker:
         own_events: bool = True,
         exit_on_terminal: bool = True,
         resync_interval: float | None = None,
+        host_ips: Sequence[str] = (),
     ) -> None:
         self.rm = rm
+        self.host_ips = tuple(host_ips)
+        """The node's addresses, for ``status.hostIP(s)`` (a host-network pod's IPs too)."""
         self.pod = pod
         self.own_events = own_events
         """Watch Docker's events for this pod itself (False: a PLEG calls :meth:`poke`)."""
@@ -365,6 +368,7 @@ class PodWorker:
                     waiting_reasons=result.waiting_reasons(),
                     previous=previous,
                     now=datetime.now(UTC),
+                    host_ips=self.host_ips,
                 )
                 if status.phase not in TERMINAL_PHASES:
                     await self._evict_if_over_limit(status, runtime)
@@ -397,7 +401,13 @@ class PodWorker:
                     image_backoff=self.image_backoff,
                     liveness=self.prober.liveness,
                     startup=self.prober.startup,
+                    restart_all_containers=actions.should_all_containers_restart(
+                        self.pod, runtime, status
+                    ),
                 )
+                if result.containers_reset:
+                    self.wake.set()
+                    continue
                 await self.rm.garbage_collect(runtime)
             except errors.RuntimeUnavailable as e:
                 # The engine is restarting or gone a while: the pod stays wanted, and the

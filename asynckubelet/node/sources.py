@@ -1,10 +1,10 @@
 """Pod sources: the static-pod manifest directory, watched for changes.
 
 The kubelet runs "static pods" from files in a directory; editing a file changes the pod,
-removing the file deletes it. Each file is loaded on its own (a broken file does not stop
-the others, and its pods stay as they were until it is fixed); the pod UID derives from
-node, namespace and name, so an edited manifest is the same pod with a new spec, and the
-runtime restarts only the containers whose spec hash changed. Changes arrive through
+removing the file deletes it. Each file is loaded on its own (a broken file, whatever it
+holds, does not stop the others, and its pods stay as they were until it is fixed); the pod
+UID derives from node, namespace and name, so an edited manifest is the same pod with a new
+spec, and the runtime restarts only the containers whose spec hash changed. Changes arrive through
 filesystem notifications (watchfiles), never by polling. Files whose name starts with a
 dot are ignored, so writers can create a temporary file and rename it into place.
 """
@@ -12,11 +12,12 @@ dot are ignored, so writers can create a temporary file and rename it into place
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
+import anyio.to_thread
 import watchfiles
 from loguru import logger
 
@@ -36,8 +37,24 @@ def source_name(path: Path) -> str:
     return f"file:{path}"
 
 
+_LOGGED_ERRORS = 20
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """Why a file was not loaded: a short message for its event, the detail for the log."""
+
+    message: str
+    detail: str
+
+
 class ManifestDirSource:
-    """Feeds ``sink`` with the pods of every manifest file in ``directory``, kept current."""
+    """Feeds ``sink`` with the pods of every manifest file in ``directory``, kept current.
+
+    A file that cannot be loaded, whatever is in it, is reported (a log line and
+    ``on_error``) and leaves the pods of every other file, and its own earlier ones, alone.
+    Files are read in a worker thread, so a large one never stalls the node's loop.
+    """
 
     def __init__(
         self,
@@ -46,39 +63,80 @@ class ManifestDirSource:
         sink: SourceSink,
         node_name: str,
         pod_security: Level = "baseline",
+        allow_namespace_policy: bool = False,
         on_error: Callable[[Path, str], None] | None = None,
+        node_labels: bool = False,
     ) -> None:
         self.directory = directory
+        self.node_labels = node_labels
+        """The node checks nodeSelector and node affinity (no warning that they are not)."""
         self.sink = sink
         self.node_name = node_name
         self.pod_security: Level = pod_security
+        self.allow_namespace_policy = allow_namespace_policy
         self.on_error = on_error
         self.loaded: set[Path] = set()
 
     def load(self, path: Path) -> None:
         """(Re)load one file; a vanished file means its pods are no longer wanted."""
-        if not path.is_file():
+        self._apply(path, self._read(path))
+
+    async def reload(self, path: Path) -> None:
+        """:meth:`load`, reading the file in a worker thread."""
+        self._apply(path, await anyio.to_thread.run_sync(self._read, path))
+
+    def _read(self, path: Path) -> Manifests | _Failure | None:
+        try:
+            if not path.is_file():
+                return None
+            return load_manifests(
+                path,
+                pod_security=self.pod_security,
+                allow_namespace_policy=self.allow_namespace_policy,
+                node_name=self.node_name,
+                node_labels=self.node_labels,
+            )
+        except errors.ManifestError as e:
+            lines = [f"{err.source}: {err}" if err.source else str(err) for err in e.errors]
+            more = len(lines) - _LOGGED_ERRORS
+            detail = "\n".join(
+                lines[:_LOGGED_ERRORS] + ([f"... and {more} more"] if more > 0 else [])
+            )
+            first = lines[0] if lines else str(e)
+            count = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+            return _Failure(f"{first}{count}", detail)
+        except Exception as e:
+            # A failure no rule foresaw (or the file system's): the file is skipped like a
+            # rejected one; its text may quote the file, so only the type is reported.
+            why = f"{path.name}: cannot be loaded ({type(e).__name__})"
+            return _Failure(why, why)
+
+    def _apply(self, path: Path, outcome: Manifests | _Failure | None) -> None:
+        if outcome is None:
             if path in self.loaded:
                 self.loaded.discard(path)
                 self.sink(source_name(path), Manifests())
             return
-        try:
-            manifests = load_manifests(
-                path, pod_security=self.pod_security, node_name=self.node_name
-            )
-        except (errors.ManifestError, OSError) as e:
-            logger.warning("manifest {} not loaded: {}", path, e)
+        if isinstance(outcome, _Failure):
+            logger.warning("manifest {} not loaded:\n{}", path, outcome.detail)
             if self.on_error is not None:
-                self.on_error(path, str(e))
+                self.on_error(path, outcome.message)
             return
         self.loaded.add(path)
-        self.sink(source_name(path), manifests)
+        self.sink(source_name(path), outcome)
+
+    def _present(self) -> set[Path]:
+        hostfs.make_dirs(self.directory, ".", mode=hostfs.DIR_MODE)
+        return {p for p in self.directory.iterdir() if is_manifest(p)}
 
     def load_all(self) -> None:
-        hostfs.make_dirs(self.directory, ".", mode=hostfs.DIR_MODE)
-        present = {p for p in self.directory.iterdir() if is_manifest(p)}
-        for path in sorted(present | self.loaded):
+        for path in sorted(self._present() | self.loaded):
             self.load(path)
+
+    async def reload_all(self) -> None:
+        """:meth:`load_all`, each file read in a worker thread."""
+        for path in sorted(self._present() | self.loaded):
+            await self.reload(path)
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -101,7 +159,7 @@ class ManifestDirSource:
                     rust_timeout=500,
                     yield_on_timeout=True,
                 )
-                self.load_all()
+                await self.reload_all()
                 if not started:
                     started = True
                     task_status.started()
@@ -112,13 +170,10 @@ class ManifestDirSource:
                         # the first scan and then are found by this one rescan.
                         if not rescanned:
                             rescanned = True
-                            self.load_all()
+                            await self.reload_all()
                         continue
                     for path in sorted({Path(name) for _, name in changes}):
-                        self.load(path)
-                        # Many files at once (an apply of a directory) must not hold the
-                        # event loop for the whole batch.
-                        await anyio.lowlevel.checkpoint()
+                        await self.reload(path)
             except OSError as e:
                 logger.warning("watching {} failed ({}); retrying", self.directory, e)
                 if not started:

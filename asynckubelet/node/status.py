@@ -11,8 +11,8 @@ The logic follows the kubelet's ``generateAPIPodStatus`` and ``getPhase``
 (``pkg/kubelet/kubelet_pods.go``; the containers' statuses are converted in
 :mod:`asynckubelet.node.container_status`), the condition generators in
 ``pkg/kubelet/status/generate.go``, the status manager's start time and transition times,
-and ``GetPodQOS`` (``pkg/apis/core/v1/helper/qos``). ``kubectl_status`` and
-``ready_string`` are kubectl's ``printPod`` STATUS and READY columns.
+and ``GetPodQOS`` (``pkg/apis/core/v1/helper/qos``). kubectl's STATUS and READY columns
+of these statuses are :mod:`asynckubelet.printers`'.
 
 Per-container restart rules count in the phase as the kubelet counts them: a stopped
 container that its rules or policies will start again keeps the pod Running. A pod that
@@ -42,8 +42,6 @@ from lightkube.models.core_v1 import (
 from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
 
 from asynckubelet.node.container_status import (
-    COMPLETED,
-    POD_INITIALIZING,
     RESTARTING_ALL_CONTAINERS,
     container_state,
     convert_container_statuses,
@@ -552,93 +550,10 @@ def ready_condition(
     return PodCondition(type=READY, status="True")
 
 
-def kubectl_status(pod: Pod, status: PodStatus) -> str:
-    """The STATUS column of ``kubectl get pods`` (kubectl's ``printPod``)."""
-    return _print_pod(pod, status)[0]
-
-
-def ready_string(pod: Pod, status: PodStatus) -> str:
-    """The READY column of ``kubectl get pods``: ready / total, sidecars counted."""
-    _, ready, total = _print_pod(pod, status)
-    return f"{ready}/{total}"
-
-
-def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
-    """kubectl's ``printPod``: the STATUS text, ready containers and total containers."""
-    spec = _spec(pod)
-    reason = status.reason or status.phase or ""
-    for cond in status.conditions or []:
-        if cond.type == POD_SCHEDULED and cond.reason == SCHEDULING_GATED:
-            reason = SCHEDULING_GATED
-    inits = {c.name: c for c in spec.initContainers or []}
-    total = len(spec.containers) + sum(
-        1 for c in inits.values() if actions.is_restartable_init_container(c)
-    )
-    ready = 0
-    initializing = False
-    for i, cs in enumerate(status.initContainerStatuses or []):
-        state = container_state(cs)
-        term = state.terminated
-        spec_c = inits.get(cs.name)
-        if term is not None and term.exitCode == 0:
-            continue
-        if spec_c is not None and actions.is_restartable_init_container(spec_c) and cs.started:
-            ready += 1 if cs.ready else 0
-            continue
-        if term is not None:
-            if term.reason:
-                reason = f"Init:{term.reason}"
-            elif term.signal:
-                reason = f"Init:Signal:{term.signal}"
-            else:
-                reason = f"Init:ExitCode:{term.exitCode}"
-        elif (
-            state.waiting is not None
-            and state.waiting.reason
-            and state.waiting.reason != POD_INITIALIZING
-        ):
-            reason = f"Init:{state.waiting.reason}"
-        else:
-            reason = f"Init:{i}/{len(spec.initContainers or [])}"
-        initializing = True
-        break
-    if not initializing or _condition_true(status, INITIALIZED):
-        has_running = False
-        for cs in reversed(status.containerStatuses or []):
-            state = container_state(cs)
-            if state.waiting is not None and state.waiting.reason:
-                reason = state.waiting.reason
-            elif state.terminated is not None and state.terminated.reason:
-                reason = state.terminated.reason
-            elif state.terminated is not None:
-                if state.terminated.signal:
-                    reason = f"Signal:{state.terminated.signal}"
-                else:
-                    reason = f"ExitCode:{state.terminated.exitCode}"
-            elif cs.ready and state.running is not None:
-                has_running = True
-                ready += 1
-        if reason == COMPLETED and has_running:
-            reason = RUNNING if _condition_true(status, READY) else "NotReady"
-    deleted = pod.metadata is not None and pod.metadata.deletionTimestamp is not None
-    if deleted and status.reason == "NodeLost":
-        reason = "Unknown"
-    elif deleted and status.phase not in TERMINAL_PHASES:
-        reason = "Terminating"
-    return reason, ready, total
-
-
 def _spec(pod: Pod) -> PodSpec:
     if pod.spec is None:
         raise ValueError("the pod has no spec")
     return pod.spec
-
-
-def _condition_true(status: PodStatus, kind: str) -> bool:
-    for c in status.conditions or []:
-        if c.type == kind:
-            return c.status == "True"
-    return False
 
 
 def _go_list(names: Sequence[str]) -> str:

@@ -182,6 +182,11 @@ class StatusManager:
         self._watchers.append(watcher)
         return lambda: self._watchers.remove(watcher) if watcher in self._watchers else None
 
+    @property
+    def watcher_count(self) -> int:
+        """How many watchers are subscribed now."""
+        return len(self._watchers)
+
     async def changed(self) -> None:
         """Wait until the next change of any pod."""
         await self._changed.wait()

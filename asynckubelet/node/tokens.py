@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from asynckubelet import hostfs
 
@@ -70,6 +70,20 @@ class Token:
     value: str = field(repr=False)
     issued_at: datetime
     expires_at: datetime
+
+
+class TokenSource(Protocol):
+    """Where a projected volume's service-account token comes from: this node's own
+    :class:`TokenIssuer`, or an API server's ``TokenRequest`` in cluster node mode. Called
+    from a worker thread."""
+
+    def token(self, request: TokenRequest) -> Token:
+        """The cached token for ``request``, or a new one when it is due for refresh."""
+        ...
+
+    def forget(self, *, pod_uid: str) -> None:
+        """Drop the pod's cached tokens (it is gone)."""
+        ...
 
 
 def requires_refresh(token: Token, *, now: datetime, jitter: float = 0.0) -> bool:
@@ -222,6 +236,7 @@ __all__ = [
     "Token",
     "TokenIssuer",
     "TokenRequest",
+    "TokenSource",
     "requires_refresh",
     "validate_issuer",
 ]

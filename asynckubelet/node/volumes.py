@@ -38,7 +38,7 @@ from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerAPI
 from asynckubelet.manifests.quantity import parse_quantity
 from asynckubelet.node import subpath
-from asynckubelet.node.tokens import DEFAULT_ISSUER, TokenIssuer, TokenRequest
+from asynckubelet.node.tokens import DEFAULT_ISSUER, TokenIssuer, TokenRequest, TokenSource
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.expansion import expand
@@ -601,6 +601,7 @@ class VolumeManager:
         use_tmpfs: bool | None = None,
         token_dir: Path | None = None,
         service_account_issuer: str = DEFAULT_ISSUER,
+        token_source: TokenSource | None = None,
     ) -> None:
         self.root = root
         self._made = [p for p in (root.parent, root) if not p.exists()]
@@ -618,6 +619,9 @@ class VolumeManager:
         )
         """The node-local service-account token issuer; its keys live in ``token_dir``
         (default ``<root>/../serviceaccount``), made on the first token."""
+        self.token_source: TokenSource = token_source or self.tokens
+        """Where projected tokens come from: ``tokens`` unless another source is given
+        (an API server's ``TokenRequest``)."""
 
     def pod_dir(self, uid: str) -> Path:
         return self.root / hostfs.single_name(uid, what="pod UID")
@@ -722,7 +726,7 @@ class VolumeManager:
                             pod,
                             volume,
                             context,
-                            tokens=lambda r: self.tokens.token(r).value,
+                            tokens=lambda r: self.token_source.token(r).value,
                         )
                     )
                 else:
@@ -848,7 +852,7 @@ class VolumeManager:
 
     async def teardown_pod(self, *, uid: str) -> None:
         self._prepared.pop(uid, None)
-        self.tokens.forget(pod_uid=uid)
+        self.token_source.forget(pod_uid=uid)
         pod_dir = self.pod_dir(uid)
         left = await anyio.to_thread.run_sync(subpath.unmount_all_under, pod_dir)
         if left:

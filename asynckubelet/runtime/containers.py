@@ -56,13 +56,14 @@ def container_config(
     environment: Environment,
     image: str | None = None,
     extra_host: HostConfig | None = None,
+    owner: str = "",
 ) -> tuple[str, ContainerConfig]:
     """Name and Docker config of one container instance of the pod."""
     name, ns, uid = pod_identity(pod)
     spec = pod.spec
     assert spec is not None
     labels = {
-        **naming.pod_labels(node=node, pod=name, namespace=ns, uid=uid),
+        **naming.pod_labels(node=node, pod=name, namespace=ns, uid=uid, owner=owner),
         naming.LABEL_TYPE: naming.TYPE_CONTAINER,
         naming.LABEL_CONTAINER_NAME: container.name,
         naming.LABEL_SANDBOX_ID: sandbox_id,

@@ -54,7 +54,7 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Target:
+class HookTarget:
     """Where a probe goes: the container, the pod IP and, failing that, the pod's netns;
     or the pod's probe helper container (``helper``), which connects to ``host`` from
     inside the pod's network namespace. ``error``: no way to reach the pod was found."""
@@ -242,7 +242,7 @@ def helper_tcp_command(*, host: str, port: int, timeout: float) -> list[str]:
 async def run_handler(
     handler: Any,
     container: Container,
-    target: Target,
+    target: HookTarget,
     *,
     docker: DockerAPI,
     timeout: float,
@@ -276,7 +276,9 @@ async def run_handler(
     return Outcome(ProbeResult.UNKNOWN, error=f"missing probe handler for {container.name}")
 
 
-async def _run_exec(action: Any, target: Target, *, docker: DockerAPI, timeout: float) -> Outcome:
+async def _run_exec(
+    action: Any, target: HookTarget, *, docker: DockerAPI, timeout: float
+) -> Outcome:
     command = list(action.command or [])
     try:
         result = await docker.exec_run(target.container_id, command, timeout=timeout)
@@ -292,7 +294,7 @@ async def _run_exec(action: Any, target: Target, *, docker: DockerAPI, timeout: 
 
 
 async def _run_http(
-    get: Any, container: Container, target: Target, *, docker: DockerAPI, timeout: float
+    get: Any, container: Container, target: HookTarget, *, docker: DockerAPI, timeout: float
 ) -> Outcome:
     try:
         port = _port(get.port, container)
@@ -333,7 +335,7 @@ async def _run_http(
 
 
 async def _run_tcp(
-    sock: Any, container: Container, target: Target, *, docker: DockerAPI, timeout: float
+    sock: Any, container: Container, target: HookTarget, *, docker: DockerAPI, timeout: float
 ) -> Outcome:
     try:
         port = _port(sock.port, container)
@@ -501,7 +503,7 @@ async def run_hook(
     handler: Any,
     pod: Pod,
     container: Container,
-    target: Target,
+    target: HookTarget,
     *,
     docker: DockerAPI,
     timeout: float | None,

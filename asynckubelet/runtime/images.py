@@ -6,6 +6,12 @@ container starts. Unlike the kubelet's default serial puller, pulls run concurre
 pull already in flight for the same image (from any pod) is joined rather than repeated.
 A :class:`PullListener` (the command line's progress display, the node's log) is told
 each pull's start, Docker's per-layer progress messages and the end, once per pull.
+
+Images of the project's own registry name (``asynckubelet.local/...``) are never pulled:
+no registry serves that name, and asking Docker to pull it would only send a lookup off
+the machine. The ones the project knows how to make (the pause image, busybox, the probe
+helper) are made here when missing, announced in one line; any other such image missing
+is an ``ErrImagePull`` that says so.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +29,7 @@ from loguru import logger
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI, PullProgress
+from asynckubelet.images import build as image_build
 
 _DOMAIN_RE = re.compile(r"^(localhost|[^/]*[.:][^/]*)(/|$)")
 _REFERENCE_RE = re.compile(
@@ -33,6 +40,14 @@ _REFERENCE_RE = re.compile(
     r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
 )
 DOCKER_HUB = "docker.io"
+LOCAL_REGISTRY = image_build.LOCAL_REGISTRY
+CANNOT_BE_PULLED = "cannot be pulled"
+"""In the message of a local image that is missing and cannot be made here: waiting will
+not bring it (a caller that ends on permanent errors looks for these words)."""
+CANNOT_BE_BUILT = "cannot be built on this machine"
+
+Announce = Callable[[str], None]
+"""Told, in one line, what the image manager does by itself (an image made locally)."""
 
 
 def validate_image_name(image: str) -> None:
@@ -49,6 +64,11 @@ def registry_of(image: str) -> str:
     """The registry host of an image reference (``docker.io`` when none is named)."""
     match = _DOMAIN_RE.match(image)
     return match.group(1) if match else DOCKER_HUB
+
+
+def is_local_image(image: str) -> bool:
+    """The image is named in the project's own registry (``asynckubelet.local/...``)."""
+    return registry_of(image) == LOCAL_REGISTRY
 
 
 def with_default_tag(image: str) -> str:
@@ -188,11 +208,19 @@ class PullListener(Protocol):
 class ImageManager:
     """Ensures images are present, joining pulls that are already in flight."""
 
-    def __init__(self, docker: DockerAPI, *, listener: PullListener | None = None) -> None:
+    def __init__(
+        self,
+        docker: DockerAPI,
+        *,
+        listener: PullListener | None = None,
+        announce: Announce | None = None,
+    ) -> None:
         self._docker = docker
         self._inflight: dict[str, _Pull] = {}
         self.listener = listener
         """Told about every pull this manager makes (joined pulls are told once)."""
+        self.announce: Announce = announce or _log_announcement
+        """Told about each image made here because it was missing."""
 
     async def is_present(self, image: str) -> bool:
         return await self._docker.image_exists(image)
@@ -213,15 +241,59 @@ class ImageManager:
                 f'Container image "{image}" is not present with pull policy of Never',
                 image=image,
             )
-        if present and policy != "Always":
+        if present and (policy != "Always" or is_local_image(image)):
             return False, f'Container image "{image}" already present on machine'
         started = anyio.current_time()
+        if is_local_image(image):
+            await self.provide_local(image)
+            took = anyio.current_time() - started
+            return True, f'Successfully built image "{image}" on this machine in {took:.3f}s'
+
         await self.pull(image, auths=auths)
         took = anyio.current_time() - started
         return True, f'Successfully pulled image "{image}" in {took:.3f}s'
 
+    async def provide_local(self, image: str) -> None:
+        """Make one of the project's own images here (or wait for it being made), announced
+        in one line; :class:`~errors.ImagePullError` saying why when it cannot be made."""
+        ref = with_default_tag(image)
+        local = image_build.local_image(ref)
+        if local is None:
+            raise errors.ImagePullError(
+                f'image "{ref}" is named in {LOCAL_REGISTRY}, the registry of images made '
+                f"on this machine, and {CANNOT_BE_PULLED}; load it into the engine first",
+                image=ref,
+            )
+        build = self._inflight.get(ref)
+        if build is not None:
+            await build.done.wait()
+            if build.error is not None:
+                raise build.error
+            return
+        build = self._inflight[ref] = _Pull()
+        self.announce(f"{ref}: not on the engine; building it from {local.source}")
+        try:
+            await local.build(self._docker)
+        except errors.ImageBuildError as e:
+            build.error = errors.ImagePullError(
+                f'image "{ref}" is missing and {CANNOT_BE_BUILT}: {e}; make it where it can '
+                f"be built with `{local.command}`, or name another image",
+                image=ref,
+            )
+            raise build.error from e
+        except errors.DockerError as e:
+            build.error = e
+            raise
+        finally:
+            build.done.set()
+            del self._inflight[ref]
+
     async def pull(self, image: str, *, auths: Iterable[RegistryAuth] = ()) -> None:
-        """Pull ``image``, or wait for the pull of it already running."""
+        """Pull ``image``, or wait for the pull of it already running. Images of the
+        project's own registry are made here instead (:meth:`provide_local`)."""
+        if is_local_image(image):
+            await self.provide_local(image)
+            return
         ref = with_default_tag(image)
         auths = list(auths)
         broken = [a.problem for a in auths if a.problem]
@@ -270,6 +342,10 @@ class ImageManager:
                 last = e
         assert last is not None
         raise last
+
+
+def _log_announcement(text: str) -> None:
+    logger.info("{}", text)
 
 
 class _Pull:

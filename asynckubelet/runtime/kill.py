@@ -68,15 +68,23 @@ async def kill_container(
     reason: str = "",
     message: str = "",
     result: PodSyncResult | None = None,
+    pre_stop: bool = True,
 ) -> None:
-    """Stop one container: its stop signal, then SIGKILL after the grace period (>= 2 s)."""
+    """Stop one container: its ``preStop`` hook (unless ``pre_stop`` is False), its stop
+    signal, then SIGKILL after the grace period (>= 2 s)."""
     step = (result or PodSyncResult()).add(SyncAction.KILL_CONTAINER, status.name)
     if pod is not None:
         text = message or f"Stopping container {status.name}"
         rm.events(pod, type="Normal", reason="Killing", message=text, container=status.name)
     grace = grace_period
     spec = container_spec(pod, status.name)
-    if grace > 0 and pod is not None and spec is not None and spec.lifecycle is not None:
+    if (
+        pre_stop
+        and grace > 0
+        and pod is not None
+        and spec is not None
+        and spec.lifecycle is not None
+    ):
         if spec.lifecycle.preStop is not None:
             grace -= await _pre_stop(rm, pod, spec, status, grace)
     grace = max(grace, MINIMUM_GRACE_PERIOD)

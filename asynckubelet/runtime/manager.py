@@ -29,7 +29,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI, DockerClient
-from asynckubelet.images.build import DEFAULT_PAUSE_TAG, REGISTRY_PAUSE_IMAGE
+from asynckubelet.images.build import DEFAULT_PAUSE_TAG
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import is_local_daemon
@@ -57,8 +57,8 @@ class RuntimeConfig:
     node_name: str = field(default_factory=socket.gethostname)
     """Ownership label of everything created; objects of other nodes are never touched."""
     pause_image: str | None = None
-    """None: the locally built ``asynckubelet.local/pause`` when present, else
-    ``registry.k8s.io/pause:3.10``."""
+    """The sandbox image, pulled when missing; None: the project's own
+    ``asynckubelet.local/pause``, built here when missing and never pulled."""
     docker_url: str | None = None
     dns: DNSSettings = field(default_factory=DNSSettings)
     """Cluster DNS, cluster domain and the node's resolver file, for pods' resolv.conf."""
@@ -66,6 +66,10 @@ class RuntimeConfig:
     """Run each pod's containers under one pod cgroup below this root, grouped by QoS class
     as the kubelet does (e.g. ``/asynckubelet``); None: Docker's own placement. Local
     engines only."""
+    owner: str = ""
+    """The owner mark of the pods this runtime makes (:data:`~asynckubelet.runtime.naming.
+    LABEL_OWNER`), e.g. ``run-<id>``; empty for the node agent. A runtime lists as its
+    node's pods only those with its own mark (or none, for the agent)."""
     pod_log_dir: Path | None = None
     """Link each container instance's log file here as
     ``<namespace>_<name>_<uid>/<container>/<restartCount>.log`` (the kubelet's
@@ -102,7 +106,10 @@ class RuntimeManager:
         self.cgroup_driver: str | None = None
         """The engine's cgroup driver, once looked up (:meth:`engine_cgroup_driver`)."""
         self._status = StatusReader(self)
-        self._pause_image: str | None = self.config.pause_image
+        self._pause_ready = False
+        self.reset_restart_counts: dict[tuple[str, str], int] = {}
+        """(pod UID, container name) -> the restart count of the container's next instance,
+        after a restart in place removed every instance that carried it."""
         self._isolated: bool | None = None
 
     async def __aenter__(self) -> Self:
@@ -146,9 +153,10 @@ class RuntimeManager:
         event would otherwise keep the cached ``running``."""
         self._status.forget(container_id)
 
-    async def list_pod_uids(self) -> dict[str, tuple[str, str]]:
-        """uid -> (namespace, name) of every pod with objects of this node on Docker."""
-        return await self._status.pod_uids()
+    async def list_pod_uids(self, *, any_owner: bool = False) -> dict[str, tuple[str, str]]:
+        """uid -> (namespace, name) of every pod with objects of this node on Docker: those
+        of this runtime's owner (:attr:`RuntimeConfig.owner`), or with ``any_owner`` all."""
+        return await self._status.pod_uids(any_owner=any_owner)
 
     # -- sync -----------------------------------------------------------------------------
 
@@ -163,16 +171,24 @@ class RuntimeManager:
         image_backoff: backoff_mod.Backoff | None = None,
         liveness: Mapping[str, ProbeResult] | None = None,
         startup: Mapping[str, ProbeResult] | None = None,
+        restart_all_containers: bool = False,
     ) -> PodSyncResult:
         """Bring the pod on Docker one step closer to its spec; the kubelet's ``SyncPod``.
 
         ``pull_secrets`` are ``(type, data)`` of the pod's image pull Secrets.
+        ``restart_all_containers`` says the pod is restarting in place
+        (:func:`~asynckubelet.runtime.actions.should_all_containers_restart`): this sync
+        then only removes the pod's containers, keeping its sandbox, IP and volumes.
         """
         with measured(self.metrics, "sync_pod"):
             if status is None:
                 status = await self.get_status_of(pod)
             actions = compute_pod_actions(
-                pod, status, liveness=liveness or {}, startup=startup or {}
+                pod,
+                status,
+                liveness=liveness or {},
+                startup=startup or {},
+                restart_all_containers=restart_all_containers,
             )
             result = PodSyncResult()
             run = PodSync(
@@ -204,8 +220,10 @@ class RuntimeManager:
         reason: str = "",
         message: str = "",
         result: PodSyncResult | None = None,
+        pre_stop: bool = True,
     ) -> None:
-        """Stop one container: its stop signal, then SIGKILL after the grace period (>= 2 s)."""
+        """Stop one container: its ``preStop`` hook (unless ``pre_stop`` is False), its stop
+        signal, then SIGKILL after the grace period (>= 2 s)."""
         await kill.kill_container(
             self,
             pod,
@@ -214,6 +232,7 @@ class RuntimeManager:
             reason=reason,
             message=message,
             result=result,
+            pre_stop=pre_stop,
         )
 
     async def kill_pod(
@@ -238,6 +257,8 @@ class RuntimeManager:
 
     async def remove_pod(self, *, uid: str) -> list[str]:
         """Remove every Docker object of the pod (after :meth:`kill_pod`); returns the ids."""
+        for key in [k for k in self.reset_restart_counts if k[0] == uid]:
+            del self.reset_restart_counts[key]
         return await kill.remove_pod(self, uid=uid)
 
     async def garbage_collect(self, status: PodRuntimeStatus) -> list[str]:
@@ -249,7 +270,7 @@ class RuntimeManager:
 
     async def hook_target(
         self, pod: Pod, *, container_id: str, sandbox_id: str, pod_ip: str | None = None
-    ) -> hooks.Target:
+    ) -> hooks.HookTarget:
         """Where a hook's or probe's HTTP/TCP goes (:func:`probehelper.choose_route`): the
         pod IP, the node's loopback, the sandbox's netns, or the pod's probe helper.
         ``pod_ip`` when the caller knows it (``""``: none), else it is looked up."""
@@ -268,21 +289,21 @@ class RuntimeManager:
             root=probehelper.is_root(),
         )
         if route is probehelper.Route.NODE_LOOPBACK:
-            return hooks.Target(container_id=container_id, host="127.0.0.1", netns=None)
+            return hooks.HookTarget(container_id=container_id, host="127.0.0.1", netns=None)
         if route is probehelper.Route.POD_IP:
-            return hooks.Target(container_id=container_id, host=pod_ip or "", netns=None)
+            return hooks.HookTarget(container_id=container_id, host=pod_ip or "", netns=None)
         host = pod_ip or "127.0.0.1"
         if route is probehelper.Route.HELPER:
             try:
                 helper = await self.probe_helpers.container_for(sandbox_id=sandbox_id)
             except errors.AsyncKubeletError as e:
-                return hooks.Target(
+                return hooks.HookTarget(
                     container_id=container_id,
                     host=host,
                     netns=None,
                     error=f"cannot start the pod's probe helper: {e}",
                 )
-            return hooks.Target(container_id=container_id, host=host, netns=None, helper=helper)
+            return hooks.HookTarget(container_id=container_id, host=host, netns=None, helper=helper)
         netns: str | None = None
         try:
             info = await self.docker.inspect_container(sandbox_id)
@@ -290,7 +311,7 @@ class RuntimeManager:
             netns = f"/proc/{pid}/ns/net" if pid else None
         except errors.DockerError:
             pass
-        return hooks.Target(container_id=container_id, host="127.0.0.1", netns=netns)
+        return hooks.HookTarget(container_id=container_id, host="127.0.0.1", netns=netns)
 
     async def _engine_isolated(self) -> bool:
         if self._isolated is None:
@@ -347,10 +368,15 @@ class RuntimeManager:
             )
 
     async def pause_image(self) -> str:
-        if self._pause_image is None:
-            local = await self.docker.image_exists(DEFAULT_PAUSE_TAG)
-            self._pause_image = DEFAULT_PAUSE_TAG if local else REGISTRY_PAUSE_IMAGE
-        return self._pause_image
+        """The sandbox image; the project's own is made here the first time it is missing
+        (:class:`~errors.ImagePullError` saying why when it cannot be). A ``pause_image``
+        of the configuration is pulled by the sandbox step when it is missing."""
+        if self.config.pause_image is not None:
+            return self.config.pause_image
+        if not self._pause_ready:
+            await self.images.ensure(DEFAULT_PAUSE_TAG, policy="IfNotPresent")
+            self._pause_ready = True
+        return DEFAULT_PAUSE_TAG
 
 
 __all__ = ["RuntimeConfig", "RuntimeManager"]

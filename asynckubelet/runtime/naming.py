@@ -24,6 +24,10 @@ TYPE_CONTAINER = "container"
 TYPE_PROBE_HELPER = "probehelper"
 LABEL_NODE = "io.asynckubelet.node"
 """The ownership mark: the node name. Objects without it are never touched."""
+LABEL_OWNER = "io.asynckubelet.owner"
+"""Which process of the node owns the pod, when it is not the node agent itself: ``run``
+marks its pods ``run-<id>``. An agent manages only pods without this label (or with its
+own), so a ``serve`` never takes a ``run``'s pods for unwanted ones, nor the reverse."""
 
 LABEL_POD_NAME = "io.kubernetes.pod.name"
 LABEL_POD_NAMESPACE = "io.kubernetes.pod.namespace"
@@ -89,14 +93,17 @@ def parse_name(name: str) -> ParsedName | None:
     )
 
 
-def pod_labels(*, node: str, pod: str, namespace: str, uid: str) -> dict[str, str]:
-    """Labels every object of a pod carries."""
-    return {
+def pod_labels(*, node: str, pod: str, namespace: str, uid: str, owner: str = "") -> dict[str, str]:
+    """Labels every object of a pod carries (the owner's only when there is one)."""
+    labels = {
         LABEL_NODE: node,
         LABEL_POD_NAME: pod,
         LABEL_POD_NAMESPACE: namespace,
         LABEL_POD_UID: uid,
     }
+    if owner:
+        labels[LABEL_OWNER] = owner
+    return labels
 
 
 def _canonical(value: Any) -> Any:

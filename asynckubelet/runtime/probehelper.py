@@ -90,7 +90,13 @@ def helper_config(
     namespace = sandbox_labels.get(naming.LABEL_POD_NAMESPACE, "")
     uid = sandbox_labels.get(naming.LABEL_POD_UID, "")
     labels = {
-        **naming.pod_labels(node=node, pod=pod, namespace=namespace, uid=uid),
+        **naming.pod_labels(
+            node=node,
+            pod=pod,
+            namespace=namespace,
+            uid=uid,
+            owner=sandbox_labels.get(naming.LABEL_OWNER, ""),
+        ),
         naming.LABEL_TYPE: naming.TYPE_PROBE_HELPER,
         naming.LABEL_SANDBOX_ID: sandbox_id,
     }

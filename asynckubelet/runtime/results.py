@@ -60,6 +60,9 @@ class SyncResult:
 @dataclass
 class PodSyncResult:
     results: list[SyncResult] = field(default_factory=list)
+    containers_reset: bool = False
+    """The sync removed every container of the pod for a restart in place (the caller
+    syncs again at once, to start them anew)."""
 
     def add(self, action: SyncAction, target: str) -> SyncResult:
         result = SyncResult(action, target)

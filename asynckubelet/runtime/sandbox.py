@@ -83,7 +83,7 @@ def port_mappings(pod: Pod) -> tuple[PortMapping, ...]:
     return tuple(found)
 
 
-def sandbox_labels(pod: Pod, *, node: str, attempt: int) -> dict[str, str]:
+def sandbox_labels(pod: Pod, *, node: str, attempt: int, owner: str = "") -> dict[str, str]:
     name, ns, uid = pod_identity(pod)
     meta = pod.metadata
     return {
@@ -92,7 +92,7 @@ def sandbox_labels(pod: Pod, *, node: str, attempt: int) -> dict[str, str]:
             f"{naming.ANNOTATION_PREFIX}{k}": str(v)
             for k, v in ((meta.annotations if meta else None) or {}).items()
         },
-        **naming.pod_labels(node=node, pod=name, namespace=ns, uid=uid),
+        **naming.pod_labels(node=node, pod=name, namespace=ns, uid=uid, owner=owner),
         naming.LABEL_TYPE: naming.TYPE_SANDBOX,
         naming.LABEL_ATTEMPT: str(attempt),
         naming.LABEL_HOST_NETWORK: "true" if pod.spec and pod.spec.hostNetwork else "false",
@@ -109,8 +109,10 @@ def generate_pod_sandbox_config(
     cgroup_root: str | None = None,
     cgroup_driver: str = "cgroupfs",
     log_root: Path | None = None,
+    owner: str = "",
 ) -> PodSandboxConfig:
-    """The sandbox of ``attempt`` for ``pod``, on ``node``.
+    """The sandbox of ``attempt`` for ``pod``, on ``node`` (``owner``: see
+    :data:`~asynckubelet.runtime.naming.LABEL_OWNER`).
 
     ``node_resolver`` is the node's parsed resolver file (:func:`dns.node_resolver`);
     ``cgroup_root`` (with the engine's ``cgroup_driver``) and ``log_root`` are None when
@@ -130,7 +132,7 @@ def generate_pod_sandbox_config(
         attempt=attempt,
         host_network=host_network,
         hostname=None if host_network else (fqdn or short),
-        labels=sandbox_labels(pod, node=node, attempt=attempt),
+        labels=sandbox_labels(pod, node=node, attempt=attempt, owner=owner),
         port_mappings=port_mappings(pod),
         dns=None if host_network else pod_dns(pod, settings=dns, host=node_resolver)[0],
         cgroup_parent=(

@@ -15,6 +15,7 @@ this module only carries out what was admitted.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from lightkube.models.core_v1 import Container, Pod, SELinuxOptions
 
 from asynckubelet import errors
 from asynckubelet.docker.types import HostConfig
+from asynckubelet.manifests.messages import go_quote, shown
 
 DEFAULT_SECCOMP_ROOT = Path("/var/lib/asynckubelet/seccomp")
 """Where ``Localhost`` seccomp profiles are looked up (the kubelet's ``<root>/seccomp``)."""
@@ -127,14 +129,59 @@ def _seccomp_option(eff: Effective, seccomp_root: Path) -> str:
     if kind == "RuntimeDefault":
         return ""
     if kind == "Localhost":
-        path = seccomp_root / (eff.seccomp_localhost or "")
+        path = localhost_seccomp_path(seccomp_root, eff.seccomp_localhost)
         try:
-            return f"seccomp={path.read_text()}"
-        except OSError as e:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            why = e.strerror or str(e) if isinstance(e, OSError) else "not UTF-8 text"
             raise errors.ContainerConfigError(
-                f'cannot load seccomp profile "{path}": {(e.strerror or str(e)).lower()}'
+                f'cannot load seccomp profile "{path}": {why.lower()}'
             ) from e
+        try:
+            profile = json.loads(text)
+        except ValueError:
+            profile = None
+        if not isinstance(profile, dict):
+            # Docker reads "seccomp=unconfined" as no filter at all: only a JSON profile
+            # may pass.
+            raise errors.ContainerConfigError(
+                f'cannot load seccomp profile "{path}": not a JSON seccomp profile'
+            )
+        return f"seccomp={text}"
     return "seccomp=unconfined"
+
+
+def localhost_seccomp_path(root: Path, profile: str | None) -> Path:
+    """The file a ``Localhost`` seccomp profile names: a relative path of printable
+    characters that stays under ``root`` once resolved (validation refused the rest; this
+    is the same rule where the file is opened)."""
+    name = profile or ""
+    bad = not name or not name.isprintable() or name.startswith("/") or ".." in name.split("/")
+    path = root / name
+    if not bad:
+        resolved_root = root.resolve()
+        bad = not path.resolve().is_relative_to(resolved_root) or path.resolve() == resolved_root
+    if bad:
+        raise errors.ContainerConfigError(
+            f"seccomp localhostProfile {go_quote(shown(name, 64))} is not a profile under {root}"
+        )
+    return path
+
+
+def apparmor_option(eff: Effective) -> str | None:
+    """``apparmor=<profile>`` for the engine, or None for the engine's default. The name of
+    a ``Localhost`` profile is one printable word, and never ``unconfined``, Docker's name for
+    no profile (the type ``Unconfined`` says that, and Pod Security sees it)."""
+    if eff.apparmor_type == "Unconfined":
+        return "apparmor=unconfined"
+    if eff.apparmor_type != "Localhost" or not eff.apparmor_localhost:
+        return None
+    name = eff.apparmor_localhost
+    if not name.isprintable() or any(ch.isspace() for ch in name) or name == "unconfined":
+        raise errors.ContainerConfigError(
+            f"AppArmor localhostProfile {go_quote(shown(name, 64))} is not a profile name"
+        )
+    return f"apparmor={name}"
 
 
 def selinux_options(options: SELinuxOptions | None) -> list[str]:
@@ -177,10 +224,9 @@ def host_config_security(
         seccomp = _seccomp_option(eff, seccomp_root)
         if seccomp:
             options.append(seccomp)
-        if eff.apparmor_type == "Unconfined":
-            options.append("apparmor=unconfined")
-        elif eff.apparmor_type == "Localhost" and eff.apparmor_localhost:
-            options.append(f"apparmor={eff.apparmor_localhost}")
+        apparmor = apparmor_option(eff)
+        if apparmor is not None:
+            options.append(apparmor)
     options.extend(selinux_options(eff.selinux))
     if options:
         host["SecurityOpt"] = options
@@ -199,9 +245,11 @@ def host_config_security(
 
 
 __all__ = [
+    "apparmor_option",
     "effective",
     "host_config_security",
     "image_user",
+    "localhost_seccomp_path",
     "sandbox_security_options",
     "selinux_options",
     "verify_run_as_non_root",

@@ -183,12 +183,16 @@ class StatusReader:
             return status
         return dataclasses.replace(status, message=message)
 
-    async def pod_uids(self) -> dict[str, tuple[str, str]]:
-        """uid -> (namespace, name) of every pod with objects of this node on Docker."""
+    async def pod_uids(self, *, any_owner: bool = False) -> dict[str, tuple[str, str]]:
+        """uid -> (namespace, name) of every pod of this node (and of this runtime's owner,
+        unless ``any_owner``) with objects on Docker."""
         rows = await self.rm.docker.list_containers(labels={naming.LABEL_NODE: self.rm.node})
         pods: dict[str, tuple[str, str]] = {}
+        owner = self.rm.config.owner
         for row in rows:
             labels = row.get("Labels") or {}
+            if not any_owner and labels.get(naming.LABEL_OWNER, "") != owner:
+                continue
             uid = labels.get(naming.LABEL_POD_UID)
             if uid:
                 pods[uid] = (

@@ -29,6 +29,7 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, naming, security
 from asynckubelet.runtime.actions import (
     KILL_REASON_LIVENESS_PROBE,
+    KILL_REASON_RESTART_ALL_CONTAINERS,
     KILL_REASON_STARTUP_PROBE,
     ContainerToKill,
     PodActions,
@@ -88,6 +89,9 @@ class PodSync:
 
     async def execute(self) -> None:
         actions = self.actions
+        if actions.containers_to_reset:
+            await self._reset()
+            return
         if actions.create_sandbox and self.status.sandboxes:
             self.event(
                 "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created."
@@ -143,6 +147,46 @@ class PodSync:
 
     # -- killing --------------------------------------------------------------------------
 
+    async def _reset(self) -> None:
+        """A restart in place (``RestartAllContainers``): stop the instances still running
+        (the pod's grace period, no ``preStop``), then remove every listed instance, in
+        order; the sandbox, its IP and the volumes stay. The first error ends the sync, and
+        the next one takes up what is left. Each container's next instance is one restart
+        further than the one removed."""
+        by_id = {c.id: c for c in self.status.containers}
+        grace = self.rm.grace_period_of(self.pod, None)
+        uid = self.status.uid
+        with anyio.CancelScope(shield=True):
+            for item in self.actions.containers_to_reset:
+                status = by_id.get(item.container_id)
+                if not item.kill or status is None:
+                    continue
+                before = len(self.result.errors)
+                await self.rm.kill_container(
+                    self.pod,
+                    status,
+                    grace_period=grace,
+                    reason=KILL_REASON_RESTART_ALL_CONTAINERS,
+                    message=f"Container {item.name} is restarted with all the pod's containers",
+                    result=self.result,
+                    pre_stop=False,
+                )
+                if len(self.result.errors) > before:
+                    return
+            for item in self.actions.containers_to_reset:
+                step = self.result.add(SyncAction.REMOVE_CONTAINER, item.name)
+                key = (uid, item.name)
+                counts = self.rm.reset_restart_counts
+                counts[key] = max(counts.get(key, 0), item.restart_count + 1)
+                try:
+                    await self.rm.docker.remove_container(item.container_id, force=True)
+                except errors.NotFound:
+                    pass
+                except errors.DockerError as e:
+                    step.fail(SyncError.KILL_CONTAINER, str(e))
+                    return
+        self.result.containers_reset = True
+
     async def _kill_unwanted(self) -> None:
         to_kill = list(self.actions.containers_to_kill.values())
         if not to_kill:
@@ -191,6 +235,7 @@ class PodSync:
         return generate_pod_sandbox_config(
             self.pod,
             node=rm.node,
+            owner=rm.config.owner,
             attempt=attempt,
             dns=rm.config.dns,
             node_resolver=(
@@ -236,7 +281,7 @@ class PodSync:
             try:
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
             except errors.ImageNotFound:
-                await rm.images.pull(image)
+                await rm.images.ensure(image, policy="IfNotPresent")
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
             ips = () if host_network else await self._setup_network(sandbox, sandbox_id)
             await write_pod_files(
@@ -329,7 +374,11 @@ class PodSync:
         if not await self._ensure_image(container, step):
             return False
         previous = self.status.find_container(container.name)
-        restart_count = previous.restart_count + 1 if previous is not None else 0
+        reset_key = (self.status.uid, container.name)
+        if previous is not None:
+            restart_count = previous.restart_count + 1
+        else:
+            restart_count = self.rm.reset_restart_counts.get(reset_key, 0)
         try:
             environment, host = await self._container_setup(container, restart_count)
         except errors.ContainerConfigError as e:
@@ -343,6 +392,7 @@ class PodSync:
             self.pod,
             container,
             node=self.rm.node,
+            owner=self.rm.config.owner,
             sandbox_id=self.sandbox_id,
             restart_count=restart_count,
             environment=environment,
@@ -354,6 +404,7 @@ class PodSync:
             cid = await self._create_and_start(container, name, config, step)
         if cid is None:
             return False
+        self.rm.reset_restart_counts.pop(reset_key, None)
         await self.rm.link_log(self.pod, container.name, restart_count, cid)
         lifecycle = container.lifecycle
         if lifecycle is not None and lifecycle.postStart is not None:

@@ -1,0 +1,167 @@
+"""``asynckubelet delete``: objects deleted, pods gracefully, by name or by the files that
+hold them.
+
+The node daemon deletes them (a Namespace with everything in it) and answers once the
+pods are gone; each is reported as kubectl reports it (``pod "web" deleted``,
+``configmap "x" deleted``), a missing one as ``Error from server (NotFound)`` (exit 1).
+Without a daemon, pods are stopped and removed on Docker directly; ConfigMaps and
+Secrets are the daemon's to delete.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+from rich.markup import escape
+
+from asynckubelet.cli.client import daemon_client, node_pods, node_runtime
+from asynckubelet.cli.options import (
+    KIND_OF,
+    RESOURCES,
+    DeleteFilenamesOpt,
+    DeleteGracePeriodOpt,
+    DeleteKindArg,
+    DeleteTimeoutOpt,
+    LogOptions,
+    NamespaceOpt,
+    NodeRef,
+    OptionalNameArg,
+    UsageError,
+)
+from asynckubelet.cli.output import command, err, fail, out, run_async
+
+if TYPE_CHECKING:
+    from asynckubelet.client import NodeClient
+    from asynckubelet.manifests import ObjectRef
+    from asynckubelet.node.operations import PodKey
+
+PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces"}
+
+
+@command()
+def delete(
+    kind: DeleteKindArg = None,
+    name: OptionalNameArg = None,
+    *,
+    files: DeleteFilenamesOpt = None,
+    namespace: NamespaceOpt = "default",
+    grace_period: DeleteGracePeriodOpt = None,
+    timeout: DeleteTimeoutOpt = 120,
+    node: NodeRef,
+    log: LogOptions,
+) -> None:
+    """Delete objects: `delete pod|configmap|secret NAME` or `delete -f FILE...` (every
+    object the files hold); pods gracefully, waiting until they are gone (exit 1 naming
+    those still there after --timeout)."""
+    targets = _targets(kind, name, files, namespace=namespace)
+    client = daemon_client(node, doing="deleting on Docker directly")
+    if client is not None:
+        _delete_through(client, targets, grace_period=grace_period, timeout=timeout)
+        return
+    _delete_without_daemon(targets, node=node, grace_period=grace_period, timeout=timeout)
+
+
+def _targets(
+    kind: str | None, name: str | None, files: list[str] | None, *, namespace: str
+) -> list[ObjectRef]:
+    """The objects the arguments name: those the files hold, ``KIND NAME`` or ``KIND/NAME``."""
+    from asynckubelet.manifests import ObjectRef, object_refs, read_sources
+
+    if files:
+        refs = object_refs(read_sources(files))
+        if not refs:
+            raise fail("no objects passed to delete")
+        return refs
+    if kind is not None and "/" in kind and name is None:
+        kind, name = kind.split("/", 1)
+    if kind is not None and name:
+        plural = RESOURCES.get(kind)
+        if plural is None:
+            raise fail(f'the server doesn\'t have a resource type "{kind}"')
+        return [ObjectRef(kind=KIND_OF[plural], namespace=namespace, name=name)]
+    raise UsageError("give `delete pod NAME` (or configmap, secret) or `delete -f FILE`")
+
+
+def _delete_through(
+    client: NodeClient, targets: list[ObjectRef], *, grace_period: float | None, timeout: float
+) -> None:
+    results = client.delete(
+        [{"kind": t.kind, "namespace": t.namespace, "name": t.name} for t in targets],
+        grace_period=grace_period,
+        timeout=timeout,
+    )
+    still: list[str] = []
+    missing = False
+    for result in results:
+        kind, name = result.get("kind", ""), result.get("name", "")
+        if result.get("status") == "deleted":
+            out.print(f'{escape(kind.lower())} "{escape(name)}" deleted')
+        elif result.get("status") == "timeout":
+            still.append(f"{result.get('namespace')}/{name}")
+        else:
+            missing = True
+            plural = PLURALS.get(kind, kind.lower())
+            err.print(f'Error from server (NotFound): {plural} "{escape(name)}" not found')
+    if still:
+        wait = f"timed out after {timeout:g}s waiting for the pods to be gone"
+        raise fail(f"{wait}; still present: {', '.join(sorted(still))}")
+    if missing:
+        raise typer.Exit(1)
+
+
+# -- no daemon -------------------------------------------------------------------------------
+
+
+def _delete_without_daemon(
+    targets: list[ObjectRef], *, node: NodeRef, grace_period: float | None, timeout: float
+) -> None:
+    """Pods are stopped and removed on Docker; every object is also dropped from those the
+    daemon kept in the state dir, so the next ``serve`` does not bring it back."""
+    from asynckubelet.node.objects import OBJECTS_DIR, forget_persisted
+
+    kept = node.state / OBJECTS_DIR
+    pods = {(t.namespace, t.name) for t in targets if t.kind == "Pod"}
+    forgotten = {
+        (t.kind, t.namespace, t.name)
+        for t in targets
+        if forget_persisted(kept, t.kind, t.namespace, t.name)
+    }
+    present, left = run_async(_delete_pods, pods, node, grace_period, timeout)
+    present |= {(ns, name) for kind, ns, name in forgotten if kind == "Pod"}
+    missing = False
+    for target in targets:
+        key = (target.namespace, target.name)
+        if target.kind == "Pod":
+            gone = key in present and key not in left
+        else:
+            gone = (target.kind, target.namespace, target.name) in forgotten
+        if gone:
+            out.print(f'{escape(target.kind.lower())} "{escape(target.name)}" deleted')
+        elif target.kind != "Pod" or key not in left:
+            missing = True
+            plural = PLURALS.get(target.kind, target.kind.lower())
+            err.print(f'Error from server (NotFound): {plural} "{escape(target.name)}" not found')
+    if left:
+        still = ", ".join(f"{ns}/{pod_name}" for ns, pod_name in sorted(left))
+        wait = f"timed out after {timeout:g}s waiting for the pods to be gone"
+        raise fail(f"{wait}; still present: {still}")
+    if missing:
+        raise typer.Exit(1)
+
+
+async def _delete_pods(
+    targets: set[PodKey], node: NodeRef, grace_period: float | None, timeout: float
+) -> tuple[set[PodKey], set[PodKey]]:
+    """Stop and remove the targets Docker holds: those, and those still in Docker when
+    the timeout ran out."""
+    from asynckubelet.node.operations import delete_pods, pod_key
+
+    if not targets:
+        return set(), set()
+    async with node_runtime(node) as rm:
+        present = {pod_key(p) for p in await node_pods(rm, node)} & targets
+        left = await delete_pods(
+            rm, pods=present, daemon_running=False, grace_period=grace_period, timeout=timeout
+        )
+    return present, left

@@ -1,0 +1,150 @@
+"""``asynckubelet get pods|configmaps|secrets``: kubectl's tables, or the v1 objects as
+YAML, JSON or names.
+
+With a daemon running, the daemon prints the table (kubectl's server-side printing) and
+this command only lays it out, so it imports neither the Kubernetes models nor the
+status rules. Without one, pods are read from Docker and the state dir, and ConfigMaps
+and Secrets from the objects the daemon kept there. Secret values are never printed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from asynckubelet.cli.client import daemon_client
+from asynckubelet.cli.fast import print_items, print_table
+from asynckubelet.cli.options import (
+    RESOURCES,
+    AllNamespacesOpt,
+    KindArg,
+    LogOptions,
+    NamespaceOpt,
+    NodeRef,
+    OptionalNameArg,
+    PodFormatOpt,
+    UsageError,
+)
+from asynckubelet.cli.output import command, err, fail, not_found, run_async
+
+if TYPE_CHECKING:
+    from lightkube.models.core_v1 import Pod
+
+
+@command(not_found_as="NotFound")
+def get(
+    kind: KindArg,
+    name: OptionalNameArg = None,
+    *,
+    namespace: NamespaceOpt = "default",
+    all_namespaces: AllNamespacesOpt = False,
+    output: PodFormatOpt = None,
+    node: NodeRef,
+    log: LogOptions,
+) -> None:
+    """List pods, configmaps or secrets as `kubectl get` does (asking the node daemon)."""
+    from asynckubelet.cli import fast
+
+    plural = RESOURCES.get(kind.split("/", 1)[0])
+    if plural is None:
+        raise fail(f'the server doesn\'t have a resource type "{kind}"')
+    if "/" in kind and name is None:
+        name = kind.split("/", 1)[1]
+    if output not in fast.OUTPUTS:
+        raise UsageError(f"--output must be wide, yaml, json or name, not {output!r}")
+    if name is not None and all_namespaces:
+        raise fail("a resource cannot be retrieved by name across all namespaces")
+    where = None if all_namespaces else namespace
+    if plural == "pods":
+        client = daemon_client(node)
+    else:
+        client = daemon_client(node, doing="reading the objects it kept")
+    if client is None:
+        _get_without_daemon(plural, name, where=where, output=output, node=node)
+        return
+    options = {
+        "plural": plural,
+        "name": name,
+        "namespace": namespace,
+        "all_namespaces": all_namespaces,
+        "output": output,
+    }
+    fast.show(client, options)
+
+
+# -- no daemon -------------------------------------------------------------------------------
+
+
+def _get_without_daemon(
+    plural: str, name: str | None, *, where: str | None, output: str | None, node: NodeRef
+) -> None:
+    if plural == "pods":
+        _pods_without_daemon(name, where=where, output=output, node=node)
+        return
+    from asynckubelet.node.objects import KINDS, StoredObject, object_key, read_persisted
+    from asynckubelet.printers import (
+        CONFIGMAP_COLUMNS,
+        SECRET_COLUMNS,
+        now_utc,
+        object_row,
+    )
+    from asynckubelet.tables import table
+
+    kind = {"configmaps": "ConfigMap", "secrets": "Secret"}[plural]
+    assert kind in KINDS
+    found = []
+    for body in read_persisted(node.state / "objects"):
+        meta = body.get("metadata") or {}
+        key = object_key(str(body.get("kind")), meta.get("namespace"), str(meta.get("name")))
+        if key[0] != kind or (where is not None and key[1] != where):
+            continue
+        if name is not None and key[2] != name:
+            continue
+        found.append(StoredObject(kind=key[0], namespace=key[1], name=key[2], body=body, source=""))
+    if name is not None and not found:
+        raise not_found("NotFound", f'{plural} "{name}" not found')
+    if output in (None, "wide"):
+        now = now_utc()
+        columns = SECRET_COLUMNS if kind == "Secret" else CONFIGMAP_COLUMNS
+        rows = [(object_row(o, now=now), {"namespace": o.namespace}) for o in found]
+        print_table(table(columns, rows), where=where, wide=output == "wide")
+        return
+    print_items([dict(o.body) for o in found], plural, output=output, single=name is not None)
+
+
+def _pods_without_daemon(
+    name: str | None, *, where: str | None, output: str | None, node: NodeRef
+) -> None:
+    from asynckubelet.cli.client import read_node_pods
+    from asynckubelet.printers import bound_node, now_utc, pod_table
+    from asynckubelet.runtime import containers as ctr
+
+    pods = run_async(read_node_pods, node)
+    if where is not None:
+        pods = [p for p in pods if ctr.pod_identity(p)[1] == where]
+    if name is not None:
+        pods = [p for p in pods if ctr.pod_identity(p)[0] == name]
+        if not pods:
+            raise not_found("NotFound", f'pods "{name}" not found')
+    for pod in pods:
+        if pod.spec is not None and not pod.spec.nodeName:
+            pod.spec.nodeName = bound_node(pod, node_name=node.name)
+        pod.apiVersion, pod.kind = "v1", "Pod"
+    if output in ("yaml", "json", "name"):
+        print_items([_pod_dict(p) for p in pods], "pods", output=output, single=name is not None)
+        return
+    if not pods:
+        shown = "" if where is None else f" in {where} namespace"
+        err.print(f"No resources found{shown}.", markup=False)
+        return
+    table = pod_table(
+        pods,
+        node_name=node.name,
+        now=now_utc(),
+        wide=output == "wide",
+        all_namespaces=where is None,
+    )
+    print(table)
+
+
+def _pod_dict(pod: Pod) -> dict[str, Any]:
+    return dict(pod.to_dict())

@@ -1,0 +1,481 @@
+"""``asynckubelet run``: the pods of some files on Docker, their output on the terminal.
+
+Pod output goes to stdout (the pod's stderr lines to stderr), prefixed ``pod/container``;
+status changes, waiting reasons with their messages and pull progress go to stderr.
+
+A run always ends. Pods are admitted first, as a kubelet admits them (resources, host
+ports, node labels); a pod the node cannot take ends the run before anything starts. A
+pod that waits for what waiting will not bring (an image that does not exist, a pull
+policy of Never, a ConfigMap that is not there after ``--config-timeout``, a pull that
+keeps failing past ``--pull-timeout``) ends it with ``pod/NAME: REASON: MESSAGE``. The
+first SIGINT/SIGTERM stops the pods gracefully, counting down their grace period; a
+second kills them at once. A closed stdout (``| head``) stops the pods and ends the run
+without a word, as other tools end on SIGPIPE.
+
+Exit codes: the first non-zero exit code of the pods' containers (else 0); 1 when the run
+failed (a rejected pod, a permanent error, an engine that cannot be reached); 128+N after
+signal N (130 for SIGINT, 143 for SIGTERM); 141 (128+SIGPIPE) when stdout was closed.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import secrets
+import signal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import typer
+from rich.markup import escape
+
+from asynckubelet.cli.client import as_pod, find_daemon
+from asynckubelet.cli.options import (
+    ColorOpt,
+    ConfigTimeoutOpt,
+    FilesArg,
+    GracePeriodOpt,
+    KeepOpt,
+    LenientOpt,
+    LogOptions,
+    NodeOptions,
+    NodeRef,
+    PullTimeoutOpt,
+    StateDirOpt,
+)
+from asynckubelet.cli.output import command, err, fail, out, run_async, warn
+
+if TYPE_CHECKING:
+    from lightkube.models.core_v1 import Pod, PodStatus
+
+    from asynckubelet.client import NodeClient
+    from asynckubelet.docker import LogLine
+    from asynckubelet.manifests import Manifests
+    from asynckubelet.node.admission import NodeInfo
+    from asynckubelet.node.failures import Failure, FailureWatch
+    from asynckubelet.node.runner import PodOutcome, RunOptions
+    from asynckubelet.node.volumes import VolumeManager
+    from asynckubelet.progress import PullDisplay
+    from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+
+COLORS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
+DEFAULT_PULL_TIMEOUT = 300.0
+DEFAULT_CONFIG_TIMEOUT = 5.0
+"""Seconds, for ``run``: nothing can apply a missing ConfigMap during a run."""
+COUNTDOWN_LINE_EVERY = 5.0
+"""Seconds between countdown lines when stderr is not a terminal."""
+KILL_AGAIN_EVERY = 0.5
+"""Seconds between rounds of SIGKILL after the second signal (a container a sync was
+still starting is caught by the next round)."""
+EXIT_STDOUT_CLOSED = 128 + signal.SIGPIPE
+
+
+@command()
+def run(
+    files: FilesArg,
+    *,
+    keep: KeepOpt = False,
+    grace_period: GracePeriodOpt = None,
+    lenient: LenientOpt = False,
+    color: ColorOpt = True,
+    pull_timeout: PullTimeoutOpt = DEFAULT_PULL_TIMEOUT,
+    config_timeout: ConfigTimeoutOpt = DEFAULT_CONFIG_TIMEOUT,
+    state_dir: StateDirOpt = None,
+    ctx: typer.Context,
+    node: NodeOptions,
+    log: LogOptions,
+) -> None:
+    """Run the Pods in FILES on Docker, stream their output, exit with their exit code.
+
+    Pods with restartPolicy Never or OnFailure end by themselves; Always pods run until
+    SIGINT/SIGTERM, which stops every pod gracefully (a second signal kills them at once).
+    A pod that cannot run (rejected by the node, an image that does not exist, a missing
+    ConfigMap) ends the run with its reason, exit 1. The pods' containers are removed at
+    exit unless --keep is given. A Docker engine and the project's images are set up when
+    missing, each announced in one line.
+    """
+    from asynckubelet.cli.provision import ensure_engine
+    from asynckubelet.node.runner import options_from_manifests
+    from asynckubelet.progress import PullDisplay
+
+    node.check(pod_security_code=1)
+    daemon = find_daemon(NodeRef(state_dir=state_dir))
+    if daemon is not None:
+        node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
+    owner = f"run-{secrets.token_hex(4)}"
+    config = dataclasses.replace(node.runtime_config(), owner=owner)
+    manifests = _owned(
+        _load(files, lenient=lenient, node=node), node_name=config.node_name, owner=owner
+    )
+    _admit(manifests.pods, node.node_info(), daemon)
+    ensure_engine(node.docker_host)
+    options = options_from_manifests(
+        manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
+    )
+    session = _Session(
+        node=node,
+        config=config,
+        options=options,
+        pulls=PullDisplay(console=err, live=err.is_terminal),
+        pull_timeout=pull_timeout,
+        config_timeout=config_timeout,
+    )
+    session.renderer = _Renderer(color=color and out.is_terminal)
+    out.on_closed = session.stdout_closed
+    with session.pulls:
+        outcomes = run_async(session.run, manifests.pods)
+    codes = [_exit_code(outcome) for outcome in outcomes]
+    if session.closed_stdout:
+        raise typer.Exit(EXIT_STDOUT_CLOSED)
+    if session.signals:
+        raise typer.Exit(128 + session.signals[0])
+    if session.failures:
+        for name, failure in session.failures:
+            err.print(f"[red]{escape(failure.line(name))}[/red]")
+        raise typer.Exit(1)
+    raise typer.Exit(next((c for c in codes if c), 0))
+
+
+def _admit(pods: Sequence[Pod], node: NodeInfo, daemon: NodeClient | None) -> None:
+    """Admit the pods as a kubelet admits them, each over the node daemon's pods and those
+    before it; a pod the node cannot take ends the run before anything starts."""
+    from asynckubelet.node.admission import NodeAdmitter, host_port_in_use
+    from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX
+
+    admitter = NodeAdmitter(node=node, host_port_in_use=host_port_in_use)
+    admitted = _node_pods(daemon)
+    rejected = False
+    for pod in pods:
+        rejection = admitter.admit(pod, admitted=admitted)
+        if rejection is None:
+            admitted.append(pod)
+            continue
+        rejected = True
+        name = pod.metadata.name if pod.metadata else ""
+        err.print(
+            f"[red]pod/{escape(name or '')}: {escape(rejection.reason)}: "
+            f"{escape(REJECTED_MESSAGE_PREFIX + rejection.message)}[/red]"
+        )
+    if rejected:
+        raise typer.Exit(1)
+
+
+def _node_pods(daemon: NodeClient | None) -> list[Pod]:
+    """The active pods of the node daemon, when one runs: a run's pods share the host's
+    ports and resources with them."""
+    from asynckubelet.node.status import TERMINAL_PHASES
+
+    if daemon is None:
+        return []
+    pods = [as_pod(p) for p in daemon.pods()]
+    return [p for p in pods if p.status is None or p.status.phase not in TERMINAL_PHASES]
+
+
+def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
+    """The manifests' pods, refusing none and gated ones (nothing could remove the gates)."""
+    from asynckubelet.manifests import load_manifests
+    from asynckubelet.runtime import containers as ctr
+
+    manifests = load_manifests(
+        files if len(files) > 1 else files[0],
+        lenient=lenient,
+        pod_security=node.level,
+        allow_namespace_policy=node.allow_namespace_policy,
+        node_name=node.node_name or None,
+        node_labels=node.node_labels is not None,
+    )
+    for warning in manifests.warnings:
+        warn(str(warning))
+    if not manifests.pods:
+        raise fail("no Pod found in the given manifests")
+    for pod in manifests.pods:
+        gates = [g.name for g in (pod.spec.schedulingGates if pod.spec else None) or []]
+        if gates:
+            name, ns, _ = ctr.pod_identity(pod)
+            raise fail(
+                f"pod {ns}/{name} has scheduling gates ({', '.join(gates)}): it would stay "
+                "SchedulingGated, and `run` has no API to remove them; remove "
+                "spec.schedulingGates to run it, or apply it to `asynckubelet serve`, which "
+                "starts it once an edit of its manifest removes them"
+            )
+    return manifests
+
+
+def _given(ctx: typer.Context) -> set[str]:
+    """The options given on the command line or in the environment, not defaulted."""
+    return {
+        name
+        for name in ctx.params
+        if (source := ctx.get_parameter_source(name)) is not None and source.name != "DEFAULT"
+    }
+
+
+def _daemon_defaults(node: NodeOptions, info: dict[str, Any], *, given: set[str]) -> NodeOptions:
+    """The node daemon's configuration in place of every node option not ``given``:
+    ``run`` then runs its pods on the same node, network and DNS, at the same level."""
+    theirs = {
+        "node_name": info.get("node_name") or None,
+        "pod_security": info.get("pod_security") or None,
+        "allow_namespace_policy": bool(info.get("allow_namespace_policy")),
+        "network": info.get("network") or None,
+        "bridge": info.get("bridge") or None,
+        "pod_cidr": info.get("pod_cidr") or None,
+        "pod_cidr_v6": info.get("pod_cidr_v6") or None,
+        "cluster_dns": list(info.get("cluster_dns") or []) or None,
+        "cluster_domain": info.get("cluster_domain") or None,
+    }
+    changes: dict[str, Any] = {}
+    for name, value in theirs.items():
+        if value is not None and name not in given:
+            changes[name] = value
+    return dataclasses.replace(node, **changes)
+
+
+def _owned(manifests: Manifests, *, node_name: str, owner: str) -> Manifests:
+    """The pods with UIDs of this run's own: a pod of the same name under ``serve`` (or
+    another ``run``) on the same node is another pod, and its containers are not ours."""
+    from asynckubelet.manifests import pod_uid
+    from asynckubelet.runtime import containers as ctr
+
+    pods = []
+    for pod in manifests.pods:
+        mine = copy.deepcopy(pod)
+        name, ns, _ = ctr.pod_identity(mine)
+        assert mine.metadata is not None
+        mine.metadata.uid = pod_uid(node_name=f"{node_name}/{owner}", namespace=ns, name=name)
+        pods.append(mine)
+    return dataclasses.replace(manifests, pods=tuple(pods))
+
+
+def _exit_code(outcome: PodOutcome) -> int:
+    """The pod's exit code for the run's (its first failed container's); its error shown."""
+    if outcome.error:
+        name = outcome.pod.metadata.name if outcome.pod.metadata else ""
+        err.print(f"[red]pod/{escape(name or '')}: {escape(outcome.error)}[/red]")
+    if outcome.exit_code:
+        return outcome.exit_code
+    return 1 if outcome.phase == "Failed" else 0
+
+
+@dataclasses.dataclass
+class _Session:
+    """One run: the pods on one runtime until they end, fail for good, or a signal (or a
+    closed stdout) stops them."""
+
+    node: NodeOptions
+    config: RuntimeConfig
+    options: RunOptions
+    pulls: PullDisplay
+    pull_timeout: float = DEFAULT_PULL_TIMEOUT
+    config_timeout: float = DEFAULT_CONFIG_TIMEOUT
+    renderer: _Renderer = dataclasses.field(default_factory=lambda: _Renderer(color=False))
+    signals: list[int] = dataclasses.field(default_factory=list)
+    failures: list[tuple[str, Failure]] = dataclasses.field(default_factory=list)
+    closed_stdout: bool = False
+    stop: anyio.Event | None = None
+    watches: dict[str, FailureWatch] = dataclasses.field(default_factory=dict)
+
+    async def run(self, pods: Sequence[Pod]) -> list[PodOutcome]:
+        from asynckubelet import errors
+        from asynckubelet.cli.provision import announce
+        from asynckubelet.node.runner import run_pods
+        from asynckubelet.runtime.manager import RuntimeManager
+
+        self.stop = stop = anyio.Event()
+        outcomes: list[PodOutcome] = []
+        async with RuntimeManager(self.config, volumes=self._volumes()) as rm:
+            rm.images.listener = self.pulls
+            rm.images.announce = announce
+            if not await rm.docker.ping():
+                raise errors.RuntimeUnavailable(
+                    f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running? "
+                    "(`asynckubelet engine start` starts one)"
+                )
+            await rm.pause_image()
+            rm.network = self.node.network_plugin(rm.docker, node_name=self.config.node_name)
+            await rm.network.start()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._stop_on_signals, rm, pods, tg, name="signals")
+                outcomes = await run_pods(
+                    rm,
+                    pods,
+                    stop=stop,
+                    on_log=self.renderer.log,
+                    on_status=self._status,
+                    options=self.options,
+                )
+                tg.cancel_scope.cancel()
+        return outcomes
+
+    def _status(self, pod: Pod, status: PodStatus) -> None:
+        """Show the status; end the run when the pod waits for what will not come."""
+        from asynckubelet.node.failures import FailureWatch
+
+        self.renderer.status(pod, status)
+        assert pod.metadata is not None
+        name = pod.metadata.name or ""
+        watch = self.watches.setdefault(
+            name,
+            FailureWatch(pull_timeout=self.pull_timeout, config_timeout=self.config_timeout),
+        )
+        failure = watch.observe(status, now=anyio.current_time())
+        if failure is None or self.stop is None or self.stop.is_set():
+            return
+        self.failures.append((name, failure))
+        self.stop.set()
+
+    def stdout_closed(self) -> None:
+        """Nobody reads the pods' output any more: stop them and end without a word."""
+        if self.closed_stdout:
+            return
+        self.closed_stdout = True
+        if self.stop is not None:
+            self.stop.set()
+
+    def _volumes(self) -> VolumeManager | None:
+        """Volumes are directories on this machine: only a local engine can mount them."""
+        from asynckubelet.docker.engine import resolve_docker_url
+        from asynckubelet.network.factory import is_local_daemon
+        from asynckubelet.node.volumes import VolumeManager, default_root
+
+        if not is_local_daemon(resolve_docker_url(self.node.docker_host)):
+            return None
+        return VolumeManager(
+            root=default_root(self.config.node_name),
+            node_name=self.config.node_name,
+            service_account_issuer=self.node.service_account_issuer,
+        )
+
+    def _grace(self, pods: Sequence[Pod]) -> float:
+        from asynckubelet.runtime.kill import MINIMUM_GRACE_PERIOD, grace_period_of
+
+        longest = max((grace_period_of(p, self.options.grace_period) for p in pods), default=0)
+        return max(longest, float(MINIMUM_GRACE_PERIOD))
+
+    async def _stop_on_signals(
+        self, rm: RuntimeManager, pods: Sequence[Pod], tg: anyio.abc.TaskGroup
+    ) -> None:
+        """The first SIGINT/SIGTERM stops the pods gracefully, with a countdown of the grace
+        period; the second kills them at once."""
+        from asynckubelet.runtime import containers as ctr
+
+        assert self.stop is not None
+        countdown: _Countdown | None = None
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for signum in received:
+                self.signals.append(int(signum))
+                if len(self.signals) > 1 or self.stop.is_set():
+                    break
+                self.stop.set()
+                names = ", ".join(f"pod/{p.metadata.name}" for p in pods if p.metadata)
+                countdown = _Countdown(names=names, grace=self._grace(pods), live=err.is_terminal)
+                tg.start_soon(countdown.run, name="countdown")
+            if countdown is not None:
+                countdown.done()
+            err.print("[red]second signal: killing the pods now[/red]")
+            self.stop.set()
+            self.options.grace_period = 0
+            uids = {ctr.pod_identity(p)[2] for p in pods}
+            while True:
+                await _kill_now(rm, uids)
+                await anyio.sleep(KILL_AGAIN_EVERY)
+
+
+async def _kill_now(rm: RuntimeManager, uids: set[str]) -> None:
+    """SIGKILL every running container of these pods (sandboxes included)."""
+    from asynckubelet import errors
+    from asynckubelet.runtime import naming
+
+    try:
+        rows = await rm.docker.list_containers(labels={naming.LABEL_NODE: rm.node})
+    except errors.DockerError:
+        return
+    for row in rows:
+        labels = row.get("Labels") or {}
+        if labels.get(naming.LABEL_POD_UID) in uids and row.get("State") == "running":
+            try:
+                await rm.docker.kill_container(row["Id"])
+            except errors.DockerError:
+                pass
+
+
+class _Countdown:
+    """``stopping pod/web: 28s left (Ctrl-C again to kill now)``: redrawn in place on a
+    terminal, a line every few seconds elsewhere."""
+
+    def __init__(self, *, names: str, grace: float, live: bool) -> None:
+        self.names = names
+        self.grace = grace
+        self.live = live
+        self._shown = False
+
+    def _text(self, left: float) -> str:
+        return f"stopping {self.names}: {left:.0f}s left (Ctrl-C again to kill now)"
+
+    async def run(self) -> None:
+        started = anyio.current_time()
+        every = 1.0 if self.live else COUNTDOWN_LINE_EVERY
+        try:
+            while True:
+                left = max(self.grace - (anyio.current_time() - started), 0.0)
+                self._show(self._text(left))
+                if left <= 0:
+                    return
+                await anyio.sleep(min(every, left))
+        finally:
+            self.done()
+
+    def _show(self, text: str) -> None:
+        if self.live:
+            err.file.write(f"\r\x1b[2K{text}")
+            err.file.flush()
+            self._shown = True
+        else:
+            err.print(f"[dim]{escape(text)}[/dim]")
+
+    def done(self) -> None:
+        if self.live and self._shown:
+            err.file.write("\n")
+            err.file.flush()
+            self._shown = False
+
+
+class _Renderer:
+    """Prefixes pod output and reports status changes, waiting reasons with their messages
+    among them."""
+
+    def __init__(self, *, color: bool) -> None:
+        self.color = color
+        self.colors: dict[str, str] = {}
+        self.last: dict[str, str] = {}
+
+    def _prefix(self, pod: Pod, container: str) -> str:
+        name = f"{pod.metadata.name if pod.metadata else ''}/{container}"
+        color = self.colors.setdefault(name, COLORS[len(self.colors) % len(COLORS)])
+        return f"[{color}]{escape(name)}[/{color}] | " if self.color else f"{name} | "
+
+    def log(self, pod: Pod, container: str, line: LogLine) -> None:
+        console = out if line.stream == "stdout" else err
+        text = self._prefix(pod, container) + (escape(line.text) if self.color else line.text)
+        console.print(text, markup=self.color, highlight=False)
+
+    def status(self, pod: Pod, status: PodStatus) -> None:
+        from asynckubelet.printers import kubectl_status
+
+        assert pod.metadata is not None
+        name = pod.metadata.name or ""
+        key = f"{pod.metadata.namespace}/{name}"
+        shown = kubectl_status(pod, status)
+        if self.last.get(key) != shown:
+            self.last[key] = shown
+            err.print(f"[dim]pod/{escape(name)}: {escape(shown)}[/dim]")
+        for c in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
+            waiting = c.state.waiting if c.state is not None else None
+            if waiting is None or not waiting.reason or not waiting.message:
+                continue
+            line = f"pod/{name}/{c.name}: {waiting.reason}: {waiting.message}"
+            if self.last.get(f"{key}/{c.name}") != line:
+                self.last[f"{key}/{c.name}"] = line
+                err.print(f"[dim]{escape(line)}[/dim]")

@@ -1,0 +1,176 @@
+"""``asynckubelet get`` through a running daemon, without loading the command-line framework.
+
+``get`` is what people and scripts run in a loop, and through the daemon its real work
+(one request on a unix socket, a table printed by the daemon) takes milliseconds; loading
+Typer, Click, Rich and the Pydantic models Typer builds for each option took most of the
+process's time, several times the request. So :func:`main` serves the plain forms of
+``get`` here, with the standard library only: ``get KIND [NAME]`` with ``-n``/
+``--namespace``, ``-A``/``--all-namespaces``, ``-o``/``--output`` (a value kubectl takes
+here), ``--state-dir``, ``--node-name`` and ``-H``/``--docker-host`` (which a daemon
+does not need). Anything else (another command, ``--help``, a logging option, a value
+the command would refuse, no daemon answering) is left to the full command line, which
+behaves the same for every form this module serves and says what is wrong with the rest.
+
+The printing helpers are the ``get`` command's own (:mod:`asynckubelet.cli.commands.get`
+uses them too), so both paths print alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from asynckubelet import errors
+
+RESOURCES = {
+    **dict.fromkeys(("pod", "pods", "po"), "pods"),
+    **dict.fromkeys(("configmap", "configmaps", "cm"), "configmaps"),
+    **dict.fromkeys(("secret", "secrets"), "secrets"),
+}
+KINDS = {"pods": "Pod", "configmaps": "ConfigMap", "secrets": "Secret"}
+SINGULAR = {"pods": "pod", "configmaps": "configmap", "secrets": "secret"}
+OUTPUTS = (None, "wide", "yaml", "json", "name")
+_VALUED = {
+    "-n": "namespace",
+    "--namespace": "namespace",
+    "-o": "output",
+    "--output": "output",
+    "--state-dir": "state_dir",
+    "--node-name": "node_name",
+    "-H": "docker_host",
+    "--docker-host": "docker_host",
+}
+_FLAGS = {"-A": "all_namespaces", "--all-namespaces": "all_namespaces"}
+
+
+def parse(argv: list[str]) -> dict[str, Any] | None:
+    """The ``get`` options in ``argv`` (after the program name), or None when they are
+    not a form this module serves."""
+    if not argv or argv[0] != "get":
+        return None
+    found: dict[str, Any] = {"namespace": "default", "all_namespaces": False, "output": None}
+    positional: list[str] = []
+    words = iter(argv[1:])
+    for word in words:
+        if word in _FLAGS:
+            found[_FLAGS[word]] = True
+        elif word in _VALUED:
+            value = next(words, None)
+            if value is None or value.startswith("-"):
+                return None
+            found[_VALUED[word]] = value
+        elif word.startswith("--") and "=" in word and word.split("=", 1)[0] in _VALUED:
+            key, value = word.split("=", 1)
+            found[_VALUED[key]] = value
+        elif word.startswith("-o") and len(word) > 2 and not word.startswith("--"):
+            found["output"] = word[2:]
+        elif word.startswith("-"):
+            return None
+        else:
+            positional.append(word)
+    if not 1 <= len(positional) <= 2 or found["output"] not in OUTPUTS:
+        return None
+    kind = positional[0]
+    name = positional[1] if len(positional) == 2 else None
+    if "/" in kind:
+        if name is not None:
+            return None
+        kind, name = kind.split("/", 1)
+    if kind not in RESOURCES or name == "" or (name is not None and found["all_namespaces"]):
+        return None
+    found["plural"], found["name"] = RESOURCES[kind], name
+    return found
+
+
+def main(argv: list[str]) -> int | None:
+    """Serve ``argv`` when it is a plain ``get`` and a daemon answers: the exit code;
+    None leaves it to the full command line."""
+    options = parse(argv)
+    if options is None:
+        return None
+    from asynckubelet.client import NodeClient
+    from asynckubelet.node.daemon import default_state_dir, socket_answers, socket_path
+
+    state_dir = options.get("state_dir") or os.environ.get("ASYNCKUBELET_STATE_DIR")
+    state = Path(state_dir) if state_dir else default_state_dir()
+    path = socket_path(state)
+    try:
+        if not path.exists() or not socket_answers(path):
+            return None
+    except OSError:
+        return None
+    client = NodeClient(path)
+    try:
+        show(client, options)
+    except errors.DaemonError as e:
+        if e.reason:
+            sys.stderr.write(f"Error from server ({e.reason}): {e}\n")
+        else:
+            sys.stderr.write(f"error: {e}\n")
+        return 1
+    except BrokenPipeError:
+        return 1
+    return 0
+
+
+def show(client: Any, options: dict[str, Any]) -> None:
+    """``get`` through the daemon: its table laid out, or the objects as asked."""
+    plural, name, output = options["plural"], options["name"], options["output"]
+    where = None if options["all_namespaces"] else options["namespace"]
+    if output in (None, "wide"):
+        print_table(client.table(plural, where, name), where=where, wide=output == "wide")
+        return
+    if name is not None:
+        namespace = options["namespace"]
+        one = (
+            client.pod(namespace, name)
+            if plural == "pods"
+            else client.object(plural, namespace, name)
+        )
+        print_items([one], plural, output=output, single=True)
+        return
+    items = client.pods(where) if plural == "pods" else client.objects(plural, where)
+    print_items(items, plural, output=output, single=False)
+
+
+def print_table(document: dict[str, Any], *, where: str | None, wide: bool) -> None:
+    from asynckubelet.tables import render
+
+    if not document.get("rows"):
+        shown = "" if where is None else f" in {where} namespace"
+        sys.stderr.write(f"No resources found{shown}.\n")
+        return
+    sys.stdout.write(render(document, wide=wide, all_namespaces=where is None) + "\n")
+
+
+def print_items(
+    items: list[dict[str, Any]], plural: str, *, output: str | None, single: bool
+) -> None:
+    """The objects as YAML, JSON or ``kind/name`` lines; a Secret never with its values."""
+    for item in items:
+        item.setdefault("apiVersion", "v1")
+        item.setdefault("kind", KINDS[plural])
+        if plural == "secrets":
+            item.pop("data", None)
+            item.pop("stringData", None)
+    if output == "name":
+        for item in items:
+            sys.stdout.write(f"{SINGULAR[plural]}/{(item.get('metadata') or {}).get('name', '')}\n")
+        return
+    document: dict[str, Any] = items[0] if single else as_list(items)
+    if output == "json":
+        sys.stdout.write(json.dumps(document, indent=4) + "\n")
+    else:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(document, sort_keys=False))
+
+
+def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}
+
+
+__all__ = ["main", "parse", "print_items", "print_table", "show"]

@@ -1,0 +1,250 @@
+"""How a command meets the terminal and the process: consoles, logging, errors, the event loop.
+
+What a command is for (pod output, tables, YAML) goes to stdout; progress, warnings, log
+lines and errors go to stderr, so ``asynckubelet run pod.yaml > out.txt`` captures only
+what the pod printed. A failure is one message, ``error: ...``, and an exit code: every
+command is wrapped by :func:`command`, the one place that maps the project's exceptions
+(:mod:`asynckubelet.errors`) and Typer's to them. Exit codes: 0 success, 1 a failure, 2 a
+usage error, 128+N the signal N that stopped the command, and for ``run`` and ``exec``
+the exit code of what they ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar, TypeVarTuple
+
+import anyio
+import typer
+from loguru import logger
+from rich.console import Console
+from rich.markup import escape
+
+from asynckubelet import errors
+from asynckubelet.cli.options import LOG_FORMATS, LOG_LEVELS, LogOptions, UsageError, expand
+
+
+class _Stdout(Console):
+    """Standard output. When its reader goes away (``| head``) rich's way applies (quiet,
+    exit 1), unless the command set ``on_closed``: then later writes go to /dev/null and
+    the command is told, to end in its own way."""
+
+    on_closed: Callable[[], None] | None = None
+
+    def on_broken_pipe(self) -> None:
+        if self.on_closed is None:
+            super().on_broken_pipe()
+            return
+        import os
+
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+        self.on_closed()
+
+
+out = _Stdout(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+R = TypeVar("R")
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+
+
+def warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/yellow] {escape(message)}")
+
+
+def fail(message: str) -> typer.TyperException:
+    """The error a command raises to end with ``error: <message>``, exit 1 (a usage error,
+    exit 2, is an :class:`~asynckubelet.cli.options.UsageError`)."""
+    return typer.TyperException(message)
+
+
+def not_found(kind: str, message: str) -> typer.Exit:
+    """kubectl's ``Error from server (<kind>): <message>``, exit 1."""
+    err.print(f"Error from server ({kind}): {escape(message)}")
+    return typer.Exit(1)
+
+
+@contextlib.contextmanager
+def reported_errors(*, not_found_as: str | None = None) -> Iterator[None]:
+    """Turn a failure into its message on stderr and the exit code.
+
+    ``not_found_as`` reports :class:`~asynckubelet.errors.NotFound` as kubectl's
+    ``Error from server (<kind>)`` (``NotFound`` for a missing pod, ``BadRequest`` for a
+    missing container). Failures inside a task group arrive as an exception group: each
+    is reported, and the first one's exit code is the command's. Anything else (a bug) is
+    left to propagate with its traceback.
+    """
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise typer.Exit(128 + signal.SIGINT) from None
+    except Exception as e:
+        failures = _leaves(e)
+        if not all(isinstance(f, REPORTED) for f in failures):
+            raise
+        codes = [_report(f, not_found_as=not_found_as) for f in failures]
+        raise typer.Exit(codes[0]) from None
+
+
+REPORTED = (typer.TyperException, errors.AsyncKubeletError, OSError)
+"""The failures reported as a message: the command line's own, the project's, the system's."""
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if not isinstance(error, BaseExceptionGroup):
+        return [error]
+    return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+
+
+def _report(failure: BaseException, *, not_found_as: str | None) -> int:
+    """Print the failure's one message; its exit code."""
+    if isinstance(failure, errors.NotFound) and not_found_as is not None:
+        err.print(f"Error from server ({not_found_as}): {escape(str(failure))}")
+        return 1
+    if isinstance(failure, errors.DaemonError) and failure.reason:
+        err.print(f"Error from server ({failure.reason}): {escape(str(failure))}")
+        return 1
+    if isinstance(failure, typer.TyperException):
+        err.print(f"[red]error:[/red] {escape(failure.format_message())}")
+        return failure.exit_code
+    err.print(f"[red]error:[/red] {escape(str(failure))}")
+    return 1
+
+
+def command(
+    *, not_found_as: str | None = None, log_default: str = "WARNING"
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Make a function a command: its option groups expanded (:func:`options.expand`),
+    logging set up from its :class:`LogOptions` before it runs, its failures reported."""
+
+    def decorate(function: Callable[..., R]) -> Callable[..., R]:
+        @functools.wraps(function)
+        def logged(**values: Any) -> R:
+            for value in values.values():
+                if isinstance(value, LogOptions):
+                    setup_logging(value, default=log_default)
+            return function(**values)
+
+        expanded = expand(logged)
+
+        @functools.wraps(expanded)
+        def run(**values: Any) -> R:
+            with reported_errors(not_found_as=not_found_as):
+                return expanded(**values)
+
+        return run
+
+    return decorate
+
+
+def run_async(function: Callable[[*Ts], Awaitable[T]], *args: *Ts) -> T:
+    """Run a command's coroutine function to its end on asyncio (anyio)."""
+    return anyio.run(function, *args)
+
+
+async def first_signal() -> int:
+    """Wait for SIGINT or SIGTERM; the signal's number."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            return int(signum)
+    raise AssertionError("the signal receiver ended")
+
+
+@contextlib.contextmanager
+def exit_on_signals() -> Iterator[None]:
+    """Around blocking work: SIGINT or SIGTERM ends the command with exit code 128+N."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise typer.Exit(128 + signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+async def stopped_by_signal(function: Callable[[*Ts], Awaitable[object]], *args: *Ts) -> int | None:
+    """Run ``function`` until it returns or SIGINT/SIGTERM arrives; that signal's number,
+    else None. The signal cancels the function through its task group's scope, which anyio
+    keeps delivering until the function has stopped, whatever await it is in."""
+    received: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            received.append(await first_signal())
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch, name="signals")
+        await function(*args)
+        tg.cancel_scope.cancel()
+    return received[0] if received else None
+
+
+# -- logging ---------------------------------------------------------------------------------
+
+global_logging = LogOptions()
+"""``--log-level``/``--log-format`` before the command, or their environment variables."""
+
+
+def set_global_logging(*, log_level: str | None, log_format: str | None) -> None:
+    global global_logging
+    global_logging = LogOptions(log_level=log_level, log_format=log_format)
+
+
+def setup_logging(options: LogOptions, *, default: str = "WARNING") -> None:
+    """Log to stderr at the chosen level and format. The command's own flags come first
+    (``-v``: INFO, ``-vv``: DEBUG), then those before the command or the environment."""
+    level = options.log_level
+    if level is None and options.verbose:
+        level = "DEBUG" if options.verbose > 1 else "INFO"
+    level = (level or global_logging.log_level or default).upper()
+    form = (options.log_format or global_logging.log_format or "text").lower()
+    if level not in LOG_LEVELS:
+        raise UsageError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}")
+    if form not in LOG_FORMATS:
+        raise UsageError(f"--log-format must be text or json, not {form!r}")
+    from asynckubelet.logsetup import add_sink
+
+    logger.remove()
+    logger.enable("asynckubelet")
+    if form == "json":
+        add_sink(json_sink, level=level)
+    else:
+        add_sink(text_sink, level=level, colorize=sys.stderr.isatty())
+
+
+def json_sink(message: Any) -> None:
+    """One JSON object per line: time, level, message, then the bound context (pod...)."""
+    import json
+    import traceback
+
+    record = message.record
+    entry: dict[str, Any] = {
+        "time": record["time"].isoformat(),
+        "level": record["level"].name,
+        "message": record["message"],
+    }
+    entry.update({k: v for k, v in record["extra"].items() if v is not None})
+    entry["logger"] = record["name"]
+    if record["exception"] is not None:
+        kind, value, tb = record["exception"]
+        entry["exception"] = "".join(traceback.format_exception(kind, value, tb))
+    sys.stderr.write(json.dumps(entry, default=str) + "\n")
+    sys.stderr.flush()
+
+
+def text_sink(message: Any) -> None:
+    """To whatever ``sys.stderr`` is at the time: a live display replaces it while it runs."""
+    sys.stderr.write(message)

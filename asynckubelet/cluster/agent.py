@@ -1,0 +1,395 @@
+"""Cluster node mode: the node joins a Kubernetes API server and runs what it is given.
+
+The control plane is Kubernetes itself (API server, scheduler, controllers, unmodified);
+this is the node agent, what the kubelet (or virtual-kubelet) is to a cluster.
+:func:`run_cluster_node` wires the parts:
+
+1. the kubeconfig is loaded and the server asked for its version
+   (:mod:`asynckubelet.cluster.client`): a file that is missing, malformed or whose
+   credentials are refused is a :class:`~asynckubelet.errors.KubeconfigError`;
+2. the Node is registered or adopted (:mod:`~asynckubelet.cluster.registration`), its
+   Lease renewed every 10 s (:mod:`~asynckubelet.cluster.lease`) and its status
+   reported on change and at least every 5 minutes;
+3. the pod network is made for the Node's ``spec.podCIDR`` once the controller manager
+   assigns one (or the local pod CIDR, when none comes within ``pod_cidr_wait``);
+4. the node (:class:`~asynckubelet.node.kubelet.Kubelet`, the same pod workers and
+   ``sync_pod`` as standalone, static pods from its manifest directory too) runs the
+   pods bound to it (:mod:`~asynckubelet.cluster.source` over the
+   :mod:`~asynckubelet.cluster.reflector`), their ConfigMaps and Secrets from the API
+   (:mod:`~asynckubelet.cluster.objects`), projected tokens from ``TokenRequest``
+   (:mod:`~asynckubelet.cluster.tokens`), and sends statuses and events back
+   (:mod:`~asynckubelet.cluster.reporter`, :mod:`~asynckubelet.cluster.events`).
+
+Nothing here stops pods on the way out unless the node's configuration says so
+(``leave_running``): a node agent that restarts adopts its pods with no restart, keeps its
+Node, and reconciles what changed meanwhile. The kubelet API on ``kubelet_port`` is not
+served here; the Node advertises the port (``daemonEndpoints.kubeletEndpoint.port``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.abc
+from lightkube.models.core_v1 import Pod
+from loguru import logger
+
+from asynckubelet import __version__, errors
+from asynckubelet.cluster import host, nodestatus
+from asynckubelet.cluster.client import KubeClient, check_access
+from asynckubelet.cluster.events import EventReporter, Involved
+from asynckubelet.cluster.lease import LEASE_DURATION, LeaseKeeper
+from asynckubelet.cluster.mirror import MirrorPods
+from asynckubelet.cluster.nodestatus import NodeFacts, Readiness, Thresholds
+from asynckubelet.cluster.objects import ObjectCache
+from asynckubelet.cluster.reflector import PodReflector
+from asynckubelet.cluster.registration import NodeRegistrar
+from asynckubelet.cluster.reporter import PodStatusReporter
+from asynckubelet.cluster.source import SOURCE_READY, ApiPodSource
+from asynckubelet.cluster.tokens import ClusterTokens
+from asynckubelet.docker import DockerAPI, DockerClient
+from asynckubelet.docker.engine import resolve_docker_url
+from asynckubelet.manifests import Level
+from asynckubelet.network import NetworkPlugin
+from asynckubelet.network.factory import is_local_daemon
+from asynckubelet.node.admission import (
+    NodeInfo,
+    NodeResources,
+    Taint,
+    host_port_in_use,
+    host_resources,
+)
+from asynckubelet.node.kubelet import Kubelet, KubeletConfig
+from asynckubelet.node.volumes import VolumeManager, default_root
+
+DEFAULT_KUBELET_PORT = 10250
+POD_CIDR_WAIT = 60.0
+NO_POD_CIDR = (
+    "runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+    "message:network plugin is not ready: no pod CIDR assigned yet"
+)
+
+NetworkFactory = Callable[[str], NetworkPlugin]
+"""Makes the pod network for a pod CIDR (the Node's ``spec.podCIDR``)."""
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """How the node joins a cluster (the kubelet's flags of the same names)."""
+
+    kubeconfig: Path
+    context: str | None = None
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    """``--node-labels``: labels set at registration (and on an adopted Node)."""
+    register_with_taints: tuple[Taint, ...] = ()
+    """``--register-with-taints``: taints of a newly registered Node."""
+    node_ip: str | None = None
+    """``--node-ip``: the Node's ``InternalIP``; None: the default route's address."""
+    kubelet_port: int = DEFAULT_KUBELET_PORT
+    """Advertised as ``daemonEndpoints.kubeletEndpoint.port``."""
+    resources: NodeResources | None = None
+    """Capacity and allocatable; None: read from the host (CPUs, memory, disk, 110 pods)."""
+    pod_cidr: str | None = None
+    """``--pod-cidr``: the pod network's range when the cluster assigns none."""
+    pod_cidr_wait: float = POD_CIDR_WAIT
+    """Seconds to wait for ``spec.podCIDR`` before falling back to ``pod_cidr``."""
+    pod_security: Level | None = None
+    """The Pod Security level cluster pods must meet; None: the node's own level."""
+    update_frequency: float = nodestatus.UPDATE_FREQUENCY
+    report_frequency: float = nodestatus.REPORT_FREQUENCY
+    lease_duration: int = LEASE_DURATION
+    kubelet_version: str | None = None
+    """``nodeInfo.kubeletVersion``; None: the API server's version with this project's."""
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    def __post_init__(self) -> None:
+        bad = nodestatus.unknown_node_labels(self.node_labels)
+        if bad:
+            raise ValueError(
+                "unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: "
+                + ", ".join(bad)
+            )
+
+
+@dataclass
+class ClusterNode:
+    """The running agent, as :func:`run_cluster_node` hands it to its caller."""
+
+    api: KubeClient
+    kubelet: Kubelet
+    registrar: NodeRegistrar
+    lease: LeaseKeeper
+    reflector: PodReflector
+    source: ApiPodSource
+    reporter: PodStatusReporter
+    events: EventReporter
+    pod_cidr: str | None
+    server_version: str
+
+    @property
+    def node_name(self) -> str:
+        return self.kubelet.node_name
+
+
+async def _wait_for_pod_cidr(registrar: NodeRegistrar, *, wait: float) -> str | None:
+    """``spec.podCIDR`` once the controller manager sets it, else None after ``wait``."""
+    with anyio.move_on_after(wait):
+        while True:
+            cidr = nodestatus.pod_cidr(registrar.node)
+            if cidr:
+                return cidr
+            await anyio.sleep(0.5)
+            try:
+                registrar.node = await registrar.api.get_node(registrar.name) or registrar.node
+            except errors.ClusterError as e:
+                logger.debug("reading node {} failed: {}", registrar.name, e)
+    return None
+
+
+def _node_info(registrar: NodeRegistrar, resources: NodeResources) -> Callable[[], NodeInfo]:
+    def info() -> NodeInfo:
+        node = registrar.node
+        labels = (node.metadata.labels if node and node.metadata else None) or {}
+        taints = (node.spec.taints if node and node.spec else None) or []
+        return NodeInfo(
+            name=registrar.name,
+            allocatable=resources,
+            labels=dict(labels),
+            taints=tuple(Taint(key=t.key, value=t.value or "", effect=t.effect) for t in taints),
+        )
+
+    return info
+
+
+def _volumes(config: KubeletConfig, tokens: ClusterTokens) -> VolumeManager | None:
+    if not is_local_daemon(resolve_docker_url(config.docker_url)):
+        return None
+    state = config.state_dir
+    root = state / "volumes" if state is not None else default_root(config.node_name)
+    return VolumeManager(
+        root=root,
+        node_name=config.node_name,
+        service_account_issuer=config.service_account_issuer,
+        token_source=tokens,
+    )
+
+
+async def run_cluster_node(
+    config: ClusterConfig,
+    kubelet_config: KubeletConfig,
+    *,
+    docker: DockerAPI | None = None,
+    network: NetworkPlugin | NetworkFactory | None = None,
+    task_status: anyio.abc.TaskStatus[ClusterNode] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Join the cluster and run its pods until cancelled.
+
+    ``network`` is the pod network, or a factory called with the pod CIDR (the Node's
+    ``spec.podCIDR``, else ``config.pod_cidr``); None: the node's default. Reports started
+    with the :class:`ClusterNode` once the first list of pods has been acted on. Raises
+    :class:`~asynckubelet.errors.KubeconfigError` for a kubeconfig that cannot be used.
+    """
+    api = KubeClient.from_kubeconfig(config.kubeconfig, context=config.context)
+    try:
+        server_version = await check_access(api, path=config.kubeconfig)
+        if docker is None:
+            async with DockerClient(url=kubelet_config.docker_url) as owned:
+                await _run(config, kubelet_config, api, server_version, owned, network, task_status)
+        else:
+            await _run(config, kubelet_config, api, server_version, docker, network, task_status)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await api.aclose()
+
+
+async def _run(
+    config: ClusterConfig,
+    kubelet_config: KubeletConfig,
+    api: KubeClient,
+    server_version: str,
+    docker: DockerAPI,
+    network: NetworkPlugin | NetworkFactory | None,
+    task_status: anyio.abc.TaskStatus[ClusterNode],
+) -> None:
+    name = kubelet_config.node_name
+    if not await docker.ping():
+        raise errors.RuntimeUnavailable(f"cannot reach the Docker engine at {docker.url}")
+    engine = await docker.version()
+    info = await docker.info()
+    resources = config.resources or host_resources()
+    addresses = host.node_addresses(node_name=name, node_ip=config.node_ip)
+    facts = NodeFacts(
+        name=name,
+        addresses=addresses,
+        capacity=resources.as_quantities(),
+        allocatable=resources.as_quantities(),
+        info=host.node_info(
+            runtime_version=f"docker://{engine.get('Version', 'unknown')}",
+            kubelet_version=config.kubelet_version
+            or f"{server_version or 'v0.0.0'}+asynckubelet-{__version__}",
+        ),
+        kubelet_port=config.kubelet_port,
+    )
+    network_problem = [NO_POD_CIDR if callable(network) else ""]
+
+    async def readiness() -> Readiness:
+        try:
+            runtime = "" if await docker.ping() else "container runtime is down"
+        except errors.DockerError as e:
+            runtime = f"container runtime is down: {e}"
+        return Readiness(runtime=runtime, network=network_problem[0])
+
+    events = EventReporter(api, node_name=name, resolve=lambda uid: None)
+    state = kubelet_config.state_dir
+    docker_root = info.get("DockerRootDir")
+    registrar = NodeRegistrar(
+        api=api,
+        facts=facts,
+        labels=dict(config.node_labels),
+        taints=config.register_with_taints,
+        arch=host.go_arch(),
+        readiness=readiness,
+        nodefs=state or default_root(name).parent,
+        imagefs=Path(docker_root) if docker_root and is_local_daemon(docker.url) else None,
+        thresholds=config.thresholds,
+        update_frequency=config.update_frequency,
+        report_frequency=config.report_frequency,
+        events=events,
+    )
+    try:
+        await registrar.register()
+    except errors.ClusterAPIError as e:
+        if e.code in (401, 403):
+            raise errors.KubeconfigError(
+                f"kubeconfig {config.kubeconfig}: the API server refuses to let it register "
+                f"node {name}: {e}",
+                path=str(config.kubeconfig),
+            ) from None
+        raise
+    lease = LeaseKeeper(api, node_name=name, node_uid=registrar.uid, duration=config.lease_duration)
+    async with anyio.create_task_group() as tg:
+        await tg.start(events.run, name="cluster events")
+        events.node_event(type="Normal", reason="Starting", message="Starting kubelet.")
+        await tg.start(lease.run, name="node lease")
+        await tg.start(registrar.run, name="node status")
+        pod_cidr: str | None = None
+        plugin: NetworkPlugin | None
+        if callable(network):
+            pod_cidr = await _wait_for_pod_cidr(registrar, wait=config.pod_cidr_wait)
+            if pod_cidr is None:
+                pod_cidr = config.pod_cidr
+                logger.warning(
+                    "node {} has no spec.podCIDR after {} s; using the local pod CIDR {}",
+                    name,
+                    config.pod_cidr_wait,
+                    pod_cidr,
+                )
+            else:
+                logger.info("node {}: pod CIDR {}", name, pod_cidr)
+            plugin = network(pod_cidr) if pod_cidr else network("")
+        else:
+            plugin = network
+        network_problem[0] = ""
+        registrar.poke()
+
+        tokens = ClusterTokens(api)
+        node_ip = addresses[0][1]
+        kconfig = dataclasses.replace(
+            kubelet_config,
+            host_ips=kubelet_config.host_ips or (node_ip,),
+            wait_for_sources=kubelet_config.wait_for_sources | {SOURCE_READY},
+            node=kubelet_config.node or NodeInfo(name=name, allocatable=resources),
+        )
+        async with Kubelet(
+            kconfig, docker=docker, network=plugin, volumes=_volumes(kconfig, tokens)
+        ) as kubelet:
+            # The node admits every pod again as it starts it; in a cluster, resources it
+            # does not advertise are the scheduler's to count (removeMissingExtendedResources).
+            kubelet.admitter.ignore_unadvertised_extended = True
+            reporter = PodStatusReporter(api)
+            source = ApiPodSource(
+                api=api,
+                kubelet=kubelet,
+                objects=ObjectCache(api),
+                reporter=reporter,
+                node_info=_node_info(registrar, resources),
+                host_port_in_use=host_port_in_use,
+                pod_security=config.pod_security or kconfig.pod_security,
+            )
+            source.objects.on_change = source.on_object_change
+
+            def resolve(uid: str) -> Involved | None:
+                state = reporter.states.get(uid)
+                if state is None:
+                    return None
+                return Involved("Pod", state.namespace, state.name, state.uid)
+
+            events.resolve = resolve
+            reflector = PodReflector(api, node_name=name, on_change=source.on_change)
+            mirrors = MirrorPods(
+                api,
+                kubelet=kubelet,
+                reporter=reporter,
+                cluster_pods=lambda: reflector.pods,
+                is_cluster_pod=lambda uid: uid in source.tracked,
+                node_uid=registrar.uid,
+            )
+
+            def on_change(pods: Mapping[str, Pod], changed: set[str]) -> None:
+                source.on_change(pods, changed)
+                mirrors.poke()
+
+            reflector.on_change = on_change
+            unsubscribe = [
+                reporter.attach(kubelet.status),
+                events.attach(kubelet.recorder),
+                mirrors.attach(),
+            ]
+            try:
+                async with anyio.create_task_group() as pods:
+                    await pods.start(source.objects.run, name="cluster objects")
+                    await pods.start(reporter.run, name="pod status reporter")
+                    first_list = anyio.Event()
+                    await pods.start(
+                        lambda task_status: source.run(
+                            first_list=first_list, task_status=task_status
+                        ),
+                        name="cluster pod source",
+                    )
+                    await pods.start(reflector.run, name="pod watch")
+                    first_list.set()
+                    await source.synced.wait()
+                    await pods.start(mirrors.run, name="mirror pods")
+                    logger.info(
+                        "node {} joined {} (Kubernetes {}): {} pods bound to it",
+                        name,
+                        api.server,
+                        server_version,
+                        len(reflector.pods),
+                    )
+                    task_status.started(
+                        ClusterNode(
+                            api=api,
+                            kubelet=kubelet,
+                            registrar=registrar,
+                            lease=lease,
+                            reflector=reflector,
+                            source=source,
+                            reporter=reporter,
+                            events=events,
+                            pod_cidr=pod_cidr,
+                            server_version=server_version,
+                        )
+                    )
+                    await anyio.sleep_forever()
+            finally:
+                for stop in unsubscribe:
+                    stop()
+        tg.cancel_scope.cancel()
+
+
+__all__ = ["ClusterConfig", "ClusterNode", "NetworkFactory", "run_cluster_node"]

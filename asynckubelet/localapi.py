@@ -1,0 +1,509 @@
+"""The node's local API: what the command line asks the running daemon.
+
+One node, one truth: ``get``, ``describe``, ``apply``, ``delete``, ``logs`` and ``exec``
+ask the daemon that runs the pods instead of rebuilding its view from Docker and files,
+so they see its node name, its Pod Security level and its objects, and answer in
+milliseconds under load. The API is served on a unix socket in the state dir, mode 0600
+(:mod:`asynckubelet.node.daemon`): only the daemon's own user can reach it, so it needs
+no token, and a web page cannot reach it at all (the TCP endpoints of
+:mod:`asynckubelet.server` stay read-only).
+
+Paths are Kubernetes-shaped where Kubernetes has the verb: ``/api/v1/pods``,
+``/api/v1/namespaces/{ns}/pods[/{name}[/log]]``, ``.../events``, ``.../configmaps``,
+``.../secrets`` (listed without their values), ``/api/v1/namespaces``; errors are
+``Status`` objects. The node's own verbs live under ``/apis/local.asynckubelet/v1``:
+``apply`` (manifest texts in; each object's verdict, ``created``, ``configured`` or
+``unchanged``, out, or 422 with every field error and nothing applied), ``delete``
+(objects by kind, namespace and name; which were deleted) and ``node`` (the effective
+configuration). Admission happens here, with the daemon's level, node name and
+namespace policy, and with the Namespaces it stores.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+from aiohttp import web
+from lightkube.models.core_v1 import Namespace, Pod
+from loguru import logger
+
+from asynckubelet import errors, hostfs, printers, tables
+from asynckubelet.errors import FieldError
+from asynckubelet.manifests import Manifests, inspect_manifests_text
+from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
+from asynckubelet.node import access, operations
+from asynckubelet.node.daemon import API_GROUP, SOCKET_MODE, DaemonInfo
+from asynckubelet.node.kubelet import Kubelet
+from asynckubelet.node.objects import (
+    KINDS,
+    PLURALS,
+    RESOURCES,
+    Applied,
+    StoredObject,
+    secret_summary,
+)
+from asynckubelet.node.status import is_scheduling_gated
+from asynckubelet.runtime import containers as ctr
+from asynckubelet.server import _flag, _int_param, healthz, metrics
+
+NODE_KEY = web.AppKey("node", Kubelet)
+InfoSource = Callable[[], DaemonInfo]
+INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
+LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"
+MAX_REQUEST_BYTES = 4 * MAX_DOCUMENT_BYTES
+"""A request may carry a few manifest texts of the loader's own limit each."""
+KIND_OF_PLURAL = {plural: kind for kind, plural in PLURALS.items()}
+
+
+# -- answers ---------------------------------------------------------------------------------
+
+
+def status(code: int, reason: str, message: str, **details: Any) -> web.Response:
+    """A Kubernetes ``Status``: ``{"kind": "Status", "status": "Failure", ...}``."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        body["details"] = details
+    return web.json_response(body, status=code)
+
+
+def not_found(resource: str, name: str) -> web.Response:
+    return status(404, "NotFound", f'{resource} "{name}" not found', name=name, kind=resource)
+
+
+def _list(kind: str, items: Iterable[Mapping[str, Any]]) -> web.Response:
+    body = {"kind": f"{kind}List", "apiVersion": "v1", "metadata": {}, "items": list(items)}
+    return web.json_response(body)
+
+
+def bound_pod(pod: Pod, *, node_name: str) -> Pod:
+    """The pod as the API server holds it on this node: bound (``spec.nodeName``) unless
+    scheduling gates hold it back."""
+    if pod.spec is not None and not pod.spec.nodeName and not is_scheduling_gated(pod):
+        pod.spec.nodeName = node_name
+    return pod
+
+
+def _pods(node: Kubelet, namespace: str | None) -> list[Pod]:
+    return [
+        bound_pod(p, node_name=node.node_name)
+        for p in node.list()
+        if namespace is None or ctr.pod_identity(p)[1] == namespace
+    ]
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def wants_table(request: web.Request) -> bool:
+    """Whether the client asks for server-side printing (``Accept: ...;as=Table``)."""
+    return "as=Table" in request.headers.get("Accept", "")
+
+
+def _pod_table(node: Kubelet, pods: Iterable[Pod]) -> web.Response:
+    now = printers.now_utc()
+    rows = [
+        (
+            printers.pod_row(p, node_name=node.node_name, now=now),
+            {"name": ctr.pod_identity(p)[0], "namespace": ctr.pod_identity(p)[1]},
+        )
+        for p in pods
+    ]
+    return web.json_response(tables.table(printers.POD_COLUMNS, rows))
+
+
+def _typed_table(kind: str, objects: Iterable[StoredObject]) -> web.Response:
+    now = printers.now_utc()
+    columns = printers.SECRET_COLUMNS if kind == "Secret" else printers.CONFIGMAP_COLUMNS
+    rows = [
+        (printers.object_row(o, now=now), {"name": o.name, "namespace": o.namespace})
+        for o in objects
+    ]
+    return web.json_response(tables.table(columns, rows))
+
+
+async def list_pods(request: web.Request) -> web.Response:
+    node = request.app[NODE_KEY]
+    pods = _pods(node, request.match_info.get("namespace"))
+    if wants_table(request):
+        return _pod_table(node, pods)
+    return _list("Pod", (p.to_dict() for p in pods))
+
+
+async def get_pod(request: web.Request) -> web.Response:
+    node = request.app[NODE_KEY]
+    name = request.match_info["name"]
+    pod = node.get(request.match_info["namespace"], name)
+    if pod is None:
+        return not_found("pods", name)
+    pod = bound_pod(pod, node_name=node.node_name)
+    if wants_table(request):
+        return _pod_table(node, [pod])
+    return web.json_response(pod.to_dict())
+
+
+async def list_events(request: web.Request) -> web.Response:
+    """Events of a namespace (or of all); ``fieldSelector`` may name
+    ``involvedObject.uid`` and ``involvedObject.name``, as kubectl describe asks."""
+    node = request.app[NODE_KEY]
+    namespace = request.match_info.get("namespace")
+    wanted: dict[str, str] = {}
+    for term in filter(None, request.query.get("fieldSelector", "").split(",")):
+        key, sep, value = term.partition("=")
+        if not sep or key not in ("involvedObject.uid", "involvedObject.name"):
+            return status(400, "BadRequest", f'field label not supported: "{key}"')
+        wanted[key] = value
+    uid = wanted.get("involvedObject.uid")
+    events = [
+        e
+        for e in node.recorder.list(uid=uid)
+        if (namespace is None or e.namespace == namespace)
+        and wanted.get("involvedObject.name", e.pod) == e.pod
+    ]
+    return _list("Event", (e.to_v1() for e in events))
+
+
+def _shown(obj: StoredObject) -> Mapping[str, Any]:
+    return secret_summary(obj.body) if obj.kind == "Secret" else obj.body
+
+
+def list_objects(kind: str) -> Any:
+    async def handler(request: web.Request) -> web.Response:
+        node = request.app[NODE_KEY]
+        namespace = None if kind == "Namespace" else request.match_info.get("namespace")
+        found = node.objects.list(kind, namespace)
+        if wants_table(request) and kind != "Namespace":
+            return _typed_table(kind, found)
+        return _list(kind, (_shown(o) for o in found))
+
+    return handler
+
+
+def get_object(kind: str) -> Any:
+    async def handler(request: web.Request) -> web.Response:
+        node = request.app[NODE_KEY]
+        name = request.match_info["name"]
+        found = node.objects.get(kind, request.match_info.get("namespace"), name)
+        if found is None:
+            return not_found(PLURALS[kind], name)
+        if wants_table(request) and kind != "Namespace":
+            return _typed_table(kind, [found])
+        return web.json_response(_shown(found))
+
+    return handler
+
+
+async def node_info(request: web.Request) -> web.Response:
+    return web.json_response(request.app[INFO_KEY]().to_json())
+
+
+async def pod_log(request: web.Request) -> web.StreamResponse:
+    """The kubelet's ``GetContainerLogs`` with the pod log endpoint's parameters
+    (``container``, ``follow``, ``previous``, ``tailLines``, ``timestamps``,
+    ``sinceSeconds``, ``limitBytes``); with ``follow`` it goes on across the container's
+    restarts until the pod will not start it again."""
+    node = request.app[NODE_KEY]
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    tail = _int_param(request, "tailLines", minimum=0, message="must be greater than or equal to 0")
+    since_seconds = _int_param(request, "sinceSeconds", minimum=1, message="must be greater than 0")
+    limit = _int_param(request, "limitBytes", minimum=1, message="must be greater than 0")
+    since = max(0.0, time.time() - since_seconds) if since_seconds is not None else None
+    follow, previous = _flag(request, "follow"), _flag(request, "previous")
+    timestamps = _flag(request, "timestamps")
+    record = node.status.find(namespace, name)
+    if record is None:
+        return not_found("pods", name)
+    pod = record.pod
+    try:
+        chosen, _ = access.default_container(pod, request.query.get("container") or None)
+        instance = await access.container_instance(
+            node.runtime, pod, container=chosen, previous=previous
+        )
+    except errors.NotFound as e:
+        return status(400, "BadRequest", str(e))
+    except errors.DockerError as e:
+        return status(500, "InternalError", str(e))
+    response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
+    await response.prepare(request)
+    left = limit
+    cid, seen = instance.id, {instance.id}
+    follow = follow and not previous
+    try:
+        while True:
+            lines = node.runtime.docker.logs(
+                cid, follow=follow, tail=tail, timestamps=timestamps, since=since
+            )
+            try:
+                async for line in lines:
+                    data = (line.text + "\n").encode()
+                    if left is not None:
+                        data = data[:left]
+                        left -= len(data)
+                    await response.write(data)
+                    if left is not None and left <= 0:
+                        break
+            finally:
+                # The engine's stream is closed as soon as it is left, not when collected.
+                if isinstance(lines, AsyncGenerator):
+                    with anyio.CancelScope(shield=True):
+                        await lines.aclose()
+            if not follow or (left is not None and left <= 0):
+                break
+            following = await operations.next_instance(
+                node.runtime, pod=pod, container=chosen, seen=seen
+            )
+            if following is None:
+                break
+            seen.add(following)
+            cid, tail, since = following, None, None
+    except errors.DockerError as e:
+        logger.debug("log stream of {}/{}/{} ended: {}", namespace, name, chosen, e)
+    await response.write_eof()
+    return response
+
+
+# -- apply and delete ------------------------------------------------------------------------
+
+
+def _cause(error: FieldError) -> dict[str, str]:
+    return {
+        "field": error.field,
+        "reason": error.reason,
+        "message": error.detail,
+        "source": error.source,
+    }
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise web.HTTPBadRequest(text="the request body is not JSON\n") from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(text="the request body must be a JSON object\n")
+    return body
+
+
+def admit(
+    files: list[tuple[str, str]], *, node: Kubelet, namespaces: list[Namespace]
+) -> tuple[Manifests, tuple[FieldError, ...], tuple[FieldError, ...]]:
+    """Load ``(source, text)`` files as this node admits them (its level, node name and
+    namespace policy; Namespaces stored or in an earlier file count): everything they
+    hold, every error, every warning."""
+    config = node.config
+    merged: dict[str, list[Any]] = {"pods": [], "configmaps": [], "secrets": [], "ns": []}
+    secret_data: dict[tuple[str, str], Mapping[str, bytes]] = {}
+    problems: list[FieldError] = []
+    warnings: list[FieldError] = []
+    known = list(namespaces)
+    for source, text in files:
+        report = inspect_manifests_text(
+            text,
+            source_name=source,
+            pod_security=config.pod_security,
+            allow_namespace_policy=config.allow_namespace_policy,
+            node_name=node.node_name,
+            namespaces=known,
+        )
+        problems += report.errors
+        warnings += report.warnings
+        found = report.manifests
+        known += found.namespaces
+        merged["pods"] += found.pods
+        merged["configmaps"] += found.configmaps
+        merged["secrets"] += found.secrets
+        merged["ns"] += found.namespaces
+        secret_data.update(found.secret_data)
+    manifests = Manifests(
+        pods=tuple(merged["pods"]),
+        configmaps=tuple(merged["configmaps"]),
+        secrets=tuple(merged["secrets"]),
+        secret_data=secret_data,
+        namespaces=tuple(merged["ns"]),
+        warnings=tuple(warnings),
+    )
+    return manifests, tuple(problems), tuple(warnings)
+
+
+async def apply(request: web.Request) -> web.Response:
+    """``{"files": [{"source": name, "manifest": text}, ...]}``: every object of every
+    file, or (any error) none."""
+    node = request.app[NODE_KEY]
+    body = await _body(request)
+    files = body.get("files")
+    if not isinstance(files, list) or not all(
+        isinstance(f, dict) and isinstance(f.get("manifest"), str) for f in files
+    ):
+        return status(400, "BadRequest", 'body must be {"files": [{"source", "manifest"}]}')
+    texts = [(str(f.get("source") or "<text>"), str(f["manifest"])) for f in files]
+    namespaces = node.objects.namespaces()
+    manifests, problems, warnings = await anyio.to_thread.run_sync(
+        lambda: admit(texts, node=node, namespaces=namespaces)
+    )
+    if problems:
+        n = len(problems)
+        message = f"manifests rejected: {n} {'error' if n == 1 else 'errors'}"
+        return status(422, "Invalid", message, causes=[_cause(e) for e in problems])
+    verdicts = node.objects.verdicts(manifests)
+    if verdicts:
+        await node.apply(manifests)
+    for applied in verdicts:
+        if applied.verdict != "unchanged":
+            logger.info("{} {}", applied, "from " + ", ".join(s for s, _ in texts))
+    return web.json_response(
+        {
+            "kind": "ApplyResult",
+            "apiVersion": f"{API_GROUP}/v1",
+            "items": [_verdict(node, a) for a in verdicts],
+            "warnings": [_cause(w) for w in warnings],
+        }
+    )
+
+
+def _verdict(node: Kubelet, applied: Applied) -> dict[str, Any]:
+    """One object's verdict; a Pod's with the pod as stored (what ``--wait`` waits for)."""
+    item: dict[str, Any] = {
+        "kind": applied.kind,
+        "namespace": applied.namespace,
+        "name": applied.name,
+        "verdict": applied.verdict,
+    }
+    stored = node.objects.get(applied.kind, applied.namespace, applied.name)
+    if applied.kind == "Pod" and stored is not None:
+        pod = cast(Pod, Pod.from_dict(copy.deepcopy(dict(stored.body))))
+        item["object"] = bound_pod(pod, node_name=node.node_name).to_dict()
+    return item
+
+
+def _seconds(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise web.HTTPBadRequest(text=f"{name} must be a number of seconds >= 0\n")
+    return float(value)
+
+
+async def delete(request: web.Request) -> web.Response:
+    """``{"objects": [{"kind", "namespace", "name"}], "gracePeriodSeconds",
+    "timeoutSeconds"}``: each object deleted (pods gracefully, waited for until they are
+    gone or the timeout ends; a Namespace with everything in it); answers each one's
+    fate: ``deleted``, ``notfound`` or, for a pod still there, ``timeout``."""
+    node = request.app[NODE_KEY]
+    body = await _body(request)
+    refs = body.get("objects")
+    if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
+        return status(400, "BadRequest", 'body must be {"objects": [{"kind", "name"}]}')
+    grace = _seconds(body.get("gracePeriodSeconds"), "gracePeriodSeconds")
+    timeout = _seconds(body.get("timeoutSeconds"), "timeoutSeconds")
+    results: list[dict[str, str]] = []
+    waiting: list[dict[str, str]] = []
+    for ref in refs:
+        kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        namespace = "" if kind == "Namespace" else str(ref.get("namespace") or "default")
+        if kind not in KINDS or not name:
+            return status(400, "BadRequest", f'the server doesn\'t have a resource type "{kind}"')
+        result = {"kind": kind, "namespace": namespace, "name": name, "status": "notfound"}
+        results.append(result)
+        if kind == "Pod":
+            if await node.delete(namespace, name, grace_period=grace, wait=False):
+                result["status"] = "deleted"
+                waiting.append(result)
+            continue
+        if kind == "Namespace":
+            for inner in [*_pods(node, name)]:
+                await node.delete(name, ctr.pod_identity(inner)[0], grace_period=grace, wait=False)
+            for other in ("ConfigMap", "Secret", "Pod"):
+                for obj in node.objects.list(other, name):
+                    node.objects.remove(other, name, obj.name)
+        if node.objects.remove(kind, namespace, name) is not None:
+            result["status"] = "deleted"
+            logger.info("{} {} deleted", RESOURCES[kind], "/".join(filter(None, (namespace, name))))
+    with anyio.move_on_after(timeout):
+        for result in waiting:
+            await node.wait(result["namespace"], result["name"], "Deleted")
+    for result in waiting:
+        if node.get(result["namespace"], result["name"]) is not None:
+            result["status"] = "timeout"
+    return web.json_response({"kind": "DeleteResult", "items": results})
+
+
+# -- the app ---------------------------------------------------------------------------------
+
+
+def create_local_app(node: Kubelet, info: DaemonInfo | InfoSource) -> web.Application:
+    """The local API of ``node``; ``info`` is its published configuration (or what gives
+    it when asked: the daemon completes it once all its listeners are bound)."""
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app[NODE_KEY] = node
+    app[INFO_KEY] = info if callable(info) else lambda: info
+    r = app.router
+    r.add_get("/healthz", healthz)
+    r.add_get("/metrics", metrics)
+    r.add_get("/api/v1/pods", list_pods)
+    r.add_get("/api/v1/namespaces/{namespace}/pods", list_pods)
+    r.add_get("/api/v1/namespaces/{namespace}/pods/{name}", get_pod)
+    r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", pod_log)
+    r.add_get("/api/v1/events", list_events)
+    r.add_get("/api/v1/namespaces/{namespace}/events", list_events)
+    r.add_get("/api/v1/namespaces", list_objects("Namespace"))
+    r.add_get("/api/v1/namespaces/{name}", get_object("Namespace"))
+    for kind in ("ConfigMap", "Secret"):
+        plural = PLURALS[kind]
+        r.add_get(f"/api/v1/{plural}", list_objects(kind))
+        r.add_get(f"/api/v1/namespaces/{{namespace}}/{plural}", list_objects(kind))
+        r.add_get(f"/api/v1/namespaces/{{namespace}}/{plural}/{{name}}", get_object(kind))
+    r.add_get(f"{LOCAL_PREFIX}/node", node_info)
+    r.add_post(f"{LOCAL_PREFIX}/apply", apply)
+    r.add_post(f"{LOCAL_PREFIX}/delete", delete)
+    return app
+
+
+async def serve_local(
+    node: Kubelet,
+    info: DaemonInfo | InfoSource,
+    *,
+    path: str,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the local API on the unix socket ``path`` (made 0600 before it is announced)
+    until cancelled; reports the socket's inode when started. The caller removes a stale
+    socket first (:func:`~asynckubelet.node.daemon.claim_socket`)."""
+    runner = web.AppRunner(
+        create_local_app(node, info),
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=2.0,
+    )
+    await runner.setup()
+    socket_file = Path(path)
+    try:
+        # A new socket is 0755 under the usual umask: nobody else may write to it (connect)
+        # before it is made 0600.
+        site = web.UnixSite(runner, path)
+        await site.start()
+        hostfs.chmod(socket_file.parent, socket_file.name, SOCKET_MODE)
+        inode = os.lstat(path).st_ino
+        logger.info("local API on {}", path)
+        task_status.started(inode)
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await runner.cleanup()
+
+
+__all__ = ["create_local_app", "serve_local", "status"]

@@ -1,0 +1,164 @@
+"""How a ``serve`` daemon makes itself known in its state dir, and how others find it.
+
+There is one truth about a node: its daemon's. The daemon listens on a unix socket in
+its state dir (``api.sock``, mode 0600: only its own user may talk to it) and writes its
+effective configuration beside it (``node.json``, 0600): the node name, the Pod Security
+level, the network backend it actually chose, the cluster DNS. A client command finds
+both through the state dir alone, so ``--state-dir`` (or ``ASYNCKUBELET_STATE_DIR``) is
+all it needs to reach the right node; the node name or level it would otherwise guess
+never come into play.
+
+A daemon killed with SIGKILL leaves its socket behind. The next one tells a live socket
+(it answers) from a stale one (connection refused) and replaces only the stale one, so
+two daemons never serve one state dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from asynckubelet import errors, hostfs
+
+SOCKET_NAME = "api.sock"
+NODE_FILE = "node.json"
+NODE_FILE_MODE = 0o600
+SOCKET_MODE = 0o600
+API_GROUP = "local.asynckubelet"
+"""The API group of the node's own verbs (``/apis/local.asynckubelet/v1/apply``)."""
+
+
+def default_state_dir() -> Path:
+    """``/var/lib/asynckubelet`` for root, else ``$XDG_STATE_HOME/asynckubelet``."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/asynckubelet")
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "asynckubelet"
+
+
+def socket_path(state: Path) -> Path:
+    return state / SOCKET_NAME
+
+
+def node_file(state: Path) -> Path:
+    return state / NODE_FILE
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaemonInfo:
+    """A running daemon's effective configuration, as it publishes it."""
+
+    node_name: str
+    pod_security: str
+    allow_namespace_policy: bool = False
+    network: str = ""
+    """The network backend in use (``auto`` resolved)."""
+    pod_cidr: str = ""
+    pod_cidr_v6: str = ""
+    bridge: str = ""
+    cluster_dns: tuple[str, ...] = ()
+    cluster_domain: str = ""
+    listen: str = ""
+    """``http://HOST:PORT`` of the read-only endpoints."""
+    docker_host: str = ""
+    """The engine the daemon drives (clients that exec share it)."""
+    socket: str = ""
+    pid: int = field(default_factory=os.getpid)
+    version: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["cluster_dns"] = list(self.cluster_dns)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DaemonInfo:
+        known = {f for f in cls.__dataclass_fields__}
+        values = {k: v for k, v in data.items() if k in known}
+        values["cluster_dns"] = tuple(str(s) for s in values.get("cluster_dns") or ())
+        return cls(**values)
+
+
+def write_node_info(state: Path, info: DaemonInfo) -> Path:
+    text = json.dumps(info.to_json(), indent=2) + "\n"
+    hostfs.write_file(state, NODE_FILE, text.encode(), mode=NODE_FILE_MODE)
+    return node_file(state)
+
+
+def read_node_info(state: Path) -> DaemonInfo | None:
+    """The configuration a daemon published in ``state``; None when there is none (or it
+    cannot be read: it may be another user's)."""
+    try:
+        data = json.loads(hostfs.read_file(state, NODE_FILE, limit=1 << 16))
+        return DaemonInfo.from_json(data) if isinstance(data, dict) else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def remove_node_info(state: Path) -> None:
+    hostfs.remove_file(state, NODE_FILE)
+
+
+def socket_answers(path: Path) -> bool:
+    """Whether a process listens on the unix socket ``path`` (a daemon that was killed
+    leaves its socket file, and connecting to it is refused)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(2.0)
+        try:
+            s.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        except OSError:
+            return True
+    return True
+
+
+def claim_socket(state: Path) -> Path:
+    """The socket path for a new daemon of ``state``, a stale socket there removed.
+    Raises :class:`~asynckubelet.errors.DaemonError` when a live daemon answers on it, or
+    when something other than a socket is in its place."""
+    path = socket_path(state)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISSOCK(mode):
+        raise errors.DaemonError(f"{path} exists and is not a socket; remove it to serve here")
+    if socket_answers(path):
+        raise errors.DaemonError(
+            f"another `asynckubelet serve` answers on {path}; one daemon per state dir"
+        )
+    hostfs.remove_file(state, SOCKET_NAME)
+    return path
+
+
+def release_socket(state: Path, *, inode: int | None) -> None:
+    """Remove this daemon's socket (only the one it made: ``inode``)."""
+    path = socket_path(state)
+    try:
+        if inode is None or os.lstat(path).st_ino == inode:
+            hostfs.remove_file(state, SOCKET_NAME)
+    except OSError:
+        pass
+
+
+__all__ = [
+    "API_GROUP",
+    "NODE_FILE",
+    "SOCKET_NAME",
+    "DaemonInfo",
+    "claim_socket",
+    "default_state_dir",
+    "node_file",
+    "read_node_info",
+    "release_socket",
+    "remove_node_info",
+    "socket_answers",
+    "socket_path",
+    "write_node_info",
+]

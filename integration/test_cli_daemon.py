@@ -1,0 +1,425 @@
+"""One node, one truth, end to end on Docker: ``serve`` publishes its socket and its
+configuration in the state dir, and every client command finds it there with nothing but
+``--state-dir`` (no node name, no level of its own); objects applied from any file are
+seen by every pod of their namespace; ``run`` and ``serve`` share one engine and one
+state dir without touching each other's pods.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+
+from asynckubelet.docker import DockerClient
+from asynckubelet.node import daemon
+from asynckubelet.runtime import naming
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.test_cli_node import free_port
+
+REPO = Path(__file__).resolve().parent.parent
+
+SECRET = """
+apiVersion: v1
+kind: Secret
+metadata: {name: db}
+stringData: {password: hunter2-do-not-print}
+"""
+MOUNTS_SECRET = """
+apiVersion: v1
+kind: Pod
+metadata: {name: reader}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes: [{name: creds, secret: {secretName: db}}]
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+    volumeMounts: [{name: creds, mountPath: /creds}]
+"""
+NEEDS_CONFIG = """
+apiVersion: v1
+kind: Pod
+metadata: {name: waiter}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "echo mode=$MODE; trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+    env: [{name: MODE, valueFrom: {configMapKeyRef: {name: settings, key: mode}}}]
+"""
+CONFIG = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: fast}
+"""
+LONG = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+"""
+
+
+@dataclass
+class Daemon:
+    """``asynckubelet serve`` on a temporary state dir, and the client commands, run with
+    only that state dir (and the offline pause image) in their environment."""
+
+    state: Path
+    node_name: str
+    port: int
+    engine: Engine
+    serve_args: tuple[str, ...] = ()
+    process: subprocess.Popen[str] | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            **{k: v for k, v in os.environ.items() if not k.startswith("ASYNCKUBELET_")},
+            "PYTHONPATH": str(REPO),
+            "ASYNCKUBELET_STATE_DIR": str(self.state),
+            "ASYNCKUBELET_PAUSE_IMAGE": PAUSE_IMAGE,
+        }
+
+    def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "asynckubelet", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.env,
+        )
+
+    def start(self) -> None:
+        log = (self.state.parent / "serve.log").open("a")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "asynckubelet",
+                "serve",
+                "--state-dir",
+                str(self.state),
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                *self.serve_args,
+            ],
+            env={**self.env, "ASYNCKUBELET_NODE_NAME": self.node_name},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if (
+                daemon.socket_answers(self.state / "api.sock")
+                and (self.state / "node.json").exists()
+            ):
+                return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise AssertionError("serve did not answer on its socket: " + self.log())
+
+    def log(self) -> str:
+        return (self.state.parent / "serve.log").read_text()
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
+        self.process = None
+
+    def containers(self) -> dict[str, tuple[str, str]]:
+        """id -> (pod/container, owner mark) of this node's running app containers."""
+
+        async def go() -> dict[str, tuple[str, str]]:
+            async with DockerClient(url=self.engine.url) as client:
+                rows = await client.list_containers(
+                    labels={
+                        naming.LABEL_NODE: self.node_name,
+                        naming.LABEL_TYPE: naming.TYPE_CONTAINER,
+                    }
+                )
+            found = {}
+            for row in rows:
+                labels = row.get("Labels") or {}
+                if row.get("State") != "running":
+                    continue
+                key = f"{labels[naming.LABEL_POD_NAME]}/{labels[naming.LABEL_CONTAINER_NAME]}"
+                found[row["Id"]] = (key, labels.get(naming.LABEL_OWNER, ""))
+            return found
+
+        return anyio.run(go)
+
+
+def manifest(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).replace("BUSYBOX", BUSYBOX_IMAGE))
+    return str(path)
+
+
+def _daemon(tmp_path: Path, engine: Engine, node_name: str, *args: str) -> Iterator[Daemon]:
+    d = Daemon(
+        state=tmp_path / "state",
+        node_name=node_name,
+        port=free_port(),
+        engine=engine,
+        serve_args=args,
+    )
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+
+        async def clean() -> None:
+            async with DockerClient(url=engine.url) as client:
+                await remove_owned(client, node_name)
+
+        anyio.run(clean)
+        unmount_under(d.state)
+
+
+def unmount_under(root: Path) -> None:
+    """Unmount what the node mounted under ``root`` (Secret volumes are tmpfs mounts the
+    daemon leaves with the pods it leaves running)."""
+    with open("/proc/mounts") as f:
+        mounts = [line.split()[1] for line in f]
+    for mount in sorted((m for m in mounts if m.startswith(f"{root}/")), reverse=True):
+        subprocess.run(["umount", mount], check=False, capture_output=True)
+
+
+@pytest.fixture
+def node(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> Iterator[Daemon]:
+    yield from _daemon(tmp_path, docker_engine, node_name)
+
+
+def wait_running(node: Daemon, name: str) -> list[str]:
+    """The pod's `get` row once it is Running."""
+    deadline = time.monotonic() + 60
+    row: list[str] = []
+    while time.monotonic() < deadline:
+        lines = node.cli("get", "pods", name).stdout.splitlines()
+        row = lines[1].split() if len(lines) > 1 else []
+        if row[2:3] == ["Running"]:
+            return row
+        time.sleep(0.3)
+    raise AssertionError(f"pod {name} not Running: {row} {node.log()}")
+
+
+def test_the_daemon_publishes_a_0600_socket_and_its_configuration(node: Daemon) -> None:
+    socket_file = node.state / "api.sock"
+    info_file = node.state / "node.json"
+    assert stat.S_ISSOCK(os.lstat(socket_file).st_mode)
+    assert stat.S_IMODE(os.lstat(socket_file).st_mode) == 0o600
+    assert stat.S_IMODE(info_file.stat().st_mode) == 0o600
+    info = json.loads(info_file.read_text())
+    assert (info["node_name"], info["pod_security"]) == (node.node_name, "baseline")
+    assert info["socket"] == str(socket_file)
+    assert info["listen"] == f"http://127.0.0.1:{node.port}"
+    assert info["network"] in ("bridge", "docker", "cni", "loopback")
+    node.stop()
+    assert not socket_file.exists()
+    assert not info_file.exists()
+
+
+def test_a_daemon_killed_leaves_a_stale_socket_that_the_next_one_replaces(
+    node: Daemon, tmp_path: Path
+) -> None:
+    assert (
+        node.cli("apply", "-f", manifest(tmp_path, "a.yaml", LONG.replace("NAME", "a"))).returncode
+        == 0
+    )
+    wait_running(node, "a")
+    node.stop(signal.SIGKILL)
+    proc = node.cli("get", "pods")
+    assert proc.stderr.startswith(f"no node daemon for state dir {node.state}: reading Docker")
+    node.start()
+    row = wait_running(node, "a")
+    assert row[3] == "0"
+
+
+def test_a_secret_from_one_file_is_mounted_by_a_pod_from_another(
+    node: Daemon, tmp_path: Path
+) -> None:
+    secret = node.cli("apply", "-f", manifest(tmp_path, "secret.yaml", SECRET))
+    assert (secret.returncode, secret.stdout) == (0, "secret/db created\n"), secret.stderr
+    pod = node.cli("apply", "-f", manifest(tmp_path, "pod.yaml", MOUNTS_SECRET), "--wait")
+    assert (pod.returncode, pod.stdout.splitlines()[0]) == (0, "pod/reader created"), pod.stderr
+    read = node.cli("exec", "reader", "--", "cat", "/creds/password")
+    assert (read.returncode, read.stdout) == (0, "hunter2-do-not-print")
+
+
+def test_a_pod_waiting_for_a_missing_configmap_starts_when_it_is_applied(
+    node: Daemon, tmp_path: Path
+) -> None:
+    assert node.cli("apply", "-f", manifest(tmp_path, "pod.yaml", NEEDS_CONFIG)).returncode == 0
+    deadline = time.monotonic() + 60
+    row: list[str] = []
+    while row[2:3] != ["CreateContainerConfigError"] and time.monotonic() < deadline:
+        lines = node.cli("get", "pods", "waiter").stdout.splitlines()
+        row = lines[1].split() if len(lines) > 1 else []
+        time.sleep(0.3)
+    assert row[2:3] == ["CreateContainerConfigError"]
+    assert node.cli("apply", "-f", manifest(tmp_path, "cm.yaml", CONFIG)).returncode == 0
+    wait_running(node, "waiter")
+    deadline = time.monotonic() + 30
+    logs = ""
+    while "mode=fast" not in logs and time.monotonic() < deadline:
+        logs = node.cli("logs", "waiter").stdout
+        time.sleep(0.2)
+    assert logs == "mode=fast\n"
+
+
+def test_applying_the_same_file_twice_is_unchanged(node: Daemon, tmp_path: Path) -> None:
+    path = manifest(tmp_path, "all.yaml", CONFIG + "---\n" + LONG.replace("NAME", "twice"))
+    first = node.cli("apply", "-f", path)
+    second = node.cli("apply", "-f", path)
+    assert first.stdout.splitlines() == ["configmap/settings created", "pod/twice created"]
+    assert second.stdout.splitlines() == ["configmap/settings unchanged", "pod/twice unchanged"]
+
+
+def test_a_rejected_file_prints_its_field_errors_once_and_creates_nothing(
+    node: Daemon, tmp_path: Path
+) -> None:
+    bad = LONG.replace("NAME", "Bad_Name").replace("name: c", "name: C")
+    path = manifest(tmp_path, "bad.yaml", CONFIG + "---\n" + bad)
+    proc = node.cli("apply", "-f", path)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.count("metadata.name: Invalid value") == 1
+    assert proc.stderr.count("spec.containers[0].name: Invalid value") == 1
+    assert node.cli("get", "configmaps").stdout == ""
+    assert not list((node.state / "objects").glob("*.json"))
+    assert node.containers() == {}
+
+
+def test_get_configmaps_and_secrets_never_print_a_secret_value(
+    node: Daemon, tmp_path: Path
+) -> None:
+    node.cli("apply", "-f", manifest(tmp_path, "objects.yaml", SECRET + "---\n" + CONFIG))
+    for args in (
+        ("get", "secrets"),
+        ("get", "secrets", "-o", "yaml"),
+        ("get", "secret", "db", "-o", "json"),
+        ("get", "configmaps", "-A"),
+    ):
+        proc = node.cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        assert "hunter2" not in proc.stdout + proc.stderr
+        assert "aHVudGVyMi" not in proc.stdout + proc.stderr
+    assert node.cli("get", "secrets").stdout.split()[:7] == [
+        "NAME",
+        "TYPE",
+        "DATA",
+        "AGE",
+        "db",
+        "Opaque",
+        "1",
+    ]
+    assert "hunter2" not in node.log()
+
+
+def test_delete_f_removes_every_object_the_file_holds(node: Daemon, tmp_path: Path) -> None:
+    path = manifest(tmp_path, "all.yaml", SECRET + "---\n" + CONFIG + "---\n" + MOUNTS_SECRET)
+    assert node.cli("apply", "-f", path, "--wait").returncode == 0
+    proc = node.cli("delete", "-f", path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        'secret "db" deleted',
+        'configmap "settings" deleted',
+        'pod "reader" deleted',
+    ]
+    assert node.containers() == {}
+    assert node.cli("get", "secrets").stdout == ""
+    assert not list((node.state / "objects").glob("*.json"))
+
+
+def test_apply_without_a_daemon_refuses_and_says_how_to_start_one(
+    tmp_path: Path, docker_engine: Engine, node_name: str
+) -> None:
+    idle = Daemon(state=tmp_path / "state", node_name=node_name, port=0, engine=docker_engine)
+    proc = idle.cli("apply", "-f", manifest(tmp_path, "cm.yaml", CONFIG))
+    assert proc.returncode == 1
+    assert "no node daemon for state dir" in proc.stderr
+    assert "asynckubelet serve" in proc.stderr
+
+
+@pytest.fixture
+def named_node(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> Iterator[Daemon]:
+    yield from _daemon(tmp_path, docker_engine, node_name, "--node-name", node_name)
+
+
+def test_get_and_describe_of_a_node_named_otherwise_show_each_pod_once(
+    named_node: Daemon, tmp_path: Path
+) -> None:
+    node = named_node
+    node.cli("apply", "-f", manifest(tmp_path, "a.yaml", LONG.replace("NAME", "solo")))
+    wait_running(node, "solo")
+    rows = node.cli("get", "pods", "-A", "-o", "wide").stdout.splitlines()
+    assert len(rows) == 2
+    assert rows[1].split()[1] == "solo"
+    assert rows[1].split()[-1] == node.node_name
+    described = node.cli("describe", "pod", "solo").stdout
+    assert f"Node:             {node.node_name}" in described
+    assert len(json.loads(node.cli("get", "pods", "-A", "-o", "json").stdout)["items"]) == 1
+
+
+def test_run_and_serve_at_once_leave_each_others_pods_alone(node: Daemon, tmp_path: Path) -> None:
+    served_path = manifest(tmp_path, "s.yaml", LONG.replace("NAME", "web"))
+    assert node.cli("apply", "-f", served_path, "--wait").returncode == 0
+    served = node.containers()
+    assert [v for v in served.values()] == [("web/c", "")]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "asynckubelet", "run", served_path, "--no-color"],
+        env=node.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        theirs: dict[str, tuple[str, str]] = {}
+        while not theirs and time.monotonic() < deadline:
+            theirs = {k: v for k, v in node.containers().items() if k not in served}
+            time.sleep(0.3)
+        [(pod, owner)] = theirs.values()
+        assert pod == "web/c"
+        assert owner.startswith("run-")
+        time.sleep(5)  # past the daemon's housekeeping period (2 s), twice over
+        assert node.containers() == {**served, **theirs}
+        rows = node.cli("get", "pods").stdout.splitlines()
+        assert [r.split()[:3] for r in rows[1:]] == [["web", "1/1", "Running"]]
+    finally:
+        run.send_signal(signal.SIGTERM)
+        run.wait(timeout=60)
+    assert node.containers() == served
+    assert wait_running(node, "web")[3] == "0"

@@ -1,0 +1,435 @@
+"""``asynckubelet run`` always ends: a pod that cannot run ends it at once with the
+kubelet's reason and message, a pod the node cannot take is rejected before anything
+starts, signals stop the pods (a second one kills them), and a closed stdout ends the run
+quietly. Real pods on the real engine, through a pipe and a pseudo-terminal."""
+
+from __future__ import annotations
+
+import base64
+import os
+import pty
+import select
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+
+from asynckubelet.docker import DockerClient
+from asynckubelet.runtime import naming
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
+from integration.registry import Registry, registry
+
+__all__ = ["registry"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _cli(*args: str, node: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "asynckubelet",
+        "run",
+        *args,
+        "--node-name",
+        node,
+        "--pause-image",
+        PAUSE_IMAGE,
+        "--no-color",
+    ]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _run(manifest: Path, *extra: str, node: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        _cli(str(manifest), *extra, node=node),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
+
+
+def _manifest(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pod.yaml"
+    path.write_text(textwrap.dedent(text).replace("BUSYBOX", BUSYBOX_IMAGE))
+    return path
+
+
+def _owned(engine: Engine, node: str) -> list[dict[str, object]]:
+    async def go() -> list[dict[str, object]]:
+        async with DockerClient(url=engine.url) as client:
+            return [dict(r) for r in await client.list_containers(labels={naming.LABEL_NODE: node})]
+
+    return anyio.run(go)
+
+
+def _last_line(proc: subprocess.CompletedProcess[str]) -> str:
+    return proc.stderr.strip().splitlines()[-1]
+
+
+def test_an_image_never_pulled_ends_the_run_with_err_image_never_pull(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: never}
+        spec:
+          containers:
+            - {name: app, image: akltest.local/absent:1, imagePullPolicy: Never}
+        """,
+    )
+    proc = _run(manifest, node=node_name)
+    assert proc.returncode == 1
+    assert _last_line(proc) == (
+        'pod/never: ErrImageNeverPull: Container image "akltest.local/absent:1" is not '
+        "present with pull policy of Never"
+    )
+    assert _owned(docker_engine, node_name) == []
+
+
+def test_an_invalid_image_name_ends_the_run_with_invalid_image_name(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: badname}
+        spec:
+          containers:
+            - {name: app, image: "akltest.local/Upper:1"}
+        """,
+    )
+    proc = _run(manifest, node=node_name)
+    assert proc.returncode == 1
+    assert _last_line(proc).startswith("pod/badname: InvalidImageName: ")
+    assert "invalid reference format" in _last_line(proc)
+    assert _owned(docker_engine, node_name) == []
+
+
+def test_an_image_the_registry_does_not_have_ends_the_run_with_err_image_pull(
+    tmp_path: Path,
+    docker_engine: Engine,
+    test_images: dict[str, str],
+    node_name: str,
+    registry: Registry,
+) -> None:
+    image = f"{registry.host}/akltest-absent-{uuid.uuid4().hex[:8]}:1"
+    config = base64.b64encode(registry.dockerconfigjson().encode()).decode()
+    manifest = _manifest(
+        tmp_path,
+        f"""
+        apiVersion: v1
+        kind: Secret
+        metadata: {{name: pull}}
+        type: kubernetes.io/dockerconfigjson
+        data: {{.dockerconfigjson: {config}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: absent}}
+        spec:
+          imagePullSecrets: [{{name: pull}}]
+          containers:
+            - {{name: app, image: "{image}"}}
+        """,
+    )
+    proc = _run(manifest, node=node_name)
+    assert proc.returncode == 1, proc.stderr
+    assert _last_line(proc).startswith("pod/absent: ErrImagePull: ")
+    assert "not found" in _last_line(proc) or "manifest unknown" in _last_line(proc)
+    assert _owned(docker_engine, node_name) == []
+
+
+def test_a_missing_config_map_ends_the_run_after_the_config_timeout(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: noconfig}
+        spec:
+          containers:
+            - name: app
+              image: BUSYBOX
+              command: ["true"]
+              env:
+                - name: X
+                  valueFrom: {configMapKeyRef: {name: x, key: k}}
+        """,
+    )
+    proc = _run(manifest, "--config-timeout", "1", node=node_name)
+    assert proc.returncode == 1
+    assert _last_line(proc) == 'pod/noconfig: CreateContainerConfigError: configmap "x" not found'
+    assert 'pod/noconfig/app: CreateContainerConfigError: configmap "x" not found' in (
+        proc.stderr.splitlines()
+    ), "the waiting reason shows while the run waits"
+    assert _owned(docker_engine, node_name) == []
+
+
+def test_a_host_port_a_host_process_holds_is_rejected_before_anything_starts(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        manifest = _manifest(
+            tmp_path,
+            f"""
+            apiVersion: v1
+            kind: Pod
+            metadata: {{name: porty}}
+            spec:
+              containers:
+                - name: app
+                  image: BUSYBOX
+                  ports: [{{containerPort: 80, hostPort: {port}, hostIP: 127.0.0.1}}]
+            """,
+        )
+        proc = _run(manifest, "--pod-security", "privileged", node=node_name)
+    assert proc.returncode == 1
+    assert _last_line(proc) == (
+        "pod/porty: HostPortConflict: Pod was rejected: cannot start the pod due to host port "
+        f"conflict: 127.0.0.1:{port}/TCP is already in use on the node by a process that is not "
+        "one of its pods"
+    )
+    assert _owned(docker_engine, node_name) == []
+
+
+def test_two_pods_asking_for_one_host_port_are_refused_with_node_ports(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pod = """
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: {name}}}
+        spec:
+          containers:
+            - name: app
+              image: BUSYBOX
+              ports: [{{containerPort: 80, hostPort: {port}}}]
+        """
+    manifest = _manifest(
+        tmp_path, pod.format(name="one", port=port) + "---" + pod.format(name="two", port=port)
+    )
+    proc = _run(manifest, "--pod-security", "privileged", node=node_name)
+    assert proc.returncode == 1
+    assert _last_line(proc) == (
+        "pod/two: NodePorts: Pod was rejected: Predicate NodePorts failed: node(s) didn't have "
+        "free ports for the requested pod ports"
+    )
+    assert _owned(docker_engine, node_name) == []
+
+
+@pytest.mark.parametrize(
+    ("resources", "extra", "expected"),
+    [
+        (
+            "{limits: {example.com/dongle: 1}}",
+            (),
+            "pod/greedy: OutOfexample.com/dongle: Pod was rejected: Node didn't have enough "
+            "resource: example.com/dongle, requested: 1, used: 0, capacity: 0",
+        ),
+        (
+            "{requests: {cpu: '2'}}",
+            ("--capacity", "cpu=1"),
+            "pod/greedy: OutOfcpu: Pod was rejected: Node didn't have enough resource: cpu, "
+            "requested: 2000, used: 0, capacity: 1000",
+        ),
+    ],
+    ids=["unadvertised-extended-resource", "more-cpu-than-capacity"],
+)
+def test_a_pod_asking_for_more_than_the_node_offers_is_rejected(
+    tmp_path: Path,
+    docker_engine: Engine,
+    test_images: dict[str, str],
+    node_name: str,
+    resources: str,
+    extra: tuple[str, ...],
+    expected: str,
+) -> None:
+    manifest = _manifest(
+        tmp_path,
+        f"""
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: greedy}}
+        spec:
+          containers:
+            - {{name: app, image: BUSYBOX, resources: {resources}}}
+        """,
+    )
+    proc = _run(manifest, *extra, node=node_name)
+    assert proc.returncode == 1
+    assert _last_line(proc) == expected
+    assert _owned(docker_engine, node_name) == []
+
+
+def test_an_advertised_extended_resource_is_admitted(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: dongled}
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: app
+              image: BUSYBOX
+              command: ["echo", "has a dongle"]
+              resources: {limits: {example.com/dongle: 1}}
+        """,
+    )
+    proc = _run(manifest, "--capacity", "example.com/dongle=2", node=node_name)
+    assert proc.returncode == 0, proc.stderr
+    assert "dongled/app | has a dongle" in proc.stdout.splitlines()
+
+
+FOREVER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: stubborn}
+spec:
+  terminationGracePeriodSeconds: 60
+  containers:
+    - name: loop
+      image: BUSYBOX
+      command:
+        - sh
+        - -c
+        - trap 'echo ignoring TERM' TERM; echo started; while true; do sleep 0.2; done
+"""
+
+
+def _read_until(fd: int, wanted: str, *, timeout: float) -> str:
+    """Read the pseudo-terminal until ``wanted`` shows (or the time runs out)."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while wanted not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096).decode(errors="replace")
+            except OSError:
+                break
+    return seen
+
+
+def test_through_a_terminal_the_first_signal_counts_down_and_the_second_kills(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = _manifest(tmp_path, FOREVER)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        _cli(str(manifest), node=node_name),
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=_env(),
+        start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        assert "stubborn/loop | started" in _read_until(leader, "started", timeout=60)
+        proc.send_signal(signal.SIGINT)
+        shown = _read_until(leader, "s left (Ctrl-C again to kill now)", timeout=30)
+        assert "stopping pod/stubborn: " in shown
+        assert "s left (Ctrl-C again to kill now)" in shown
+        assert "\r" in _read_until(leader, "\r", timeout=5), "the countdown is redrawn in place"
+        proc.send_signal(signal.SIGINT)
+        rest = _read_until(leader, "killing the pods now", timeout=10)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    assert "second signal: killing the pods now" in rest
+    assert code == 128 + signal.SIGINT
+    assert _owned(docker_engine, node_name) == []
+
+
+def test_through_a_pipe_sigterm_counts_down_in_lines(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = _manifest(tmp_path, FOREVER.replace("60", "3"))
+    proc = subprocess.Popen(
+        _cli(str(manifest), node=node_name),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        assert "stubborn/loop | started" in proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM
+    lines = [line for line in stderr.splitlines() if line.startswith("stopping pod/stubborn: ")]
+    assert lines and lines[0] == "stopping pod/stubborn: 3s left (Ctrl-C again to kill now)"
+    assert "\r" not in stderr
+    assert _owned(docker_engine, node_name) == []
+
+
+def test_a_closed_stdout_ends_the_run_quietly(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: chatty}
+        spec:
+          terminationGracePeriodSeconds: 2
+          containers:
+            - name: talk
+              image: BUSYBOX
+              command: ["sh", "-c", "while true; do echo line; sleep 0.05; done"]
+        """,
+    )
+    proc = subprocess.Popen(
+        _cli(str(manifest), node=node_name),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline() == b"chatty/talk | line\n"
+        proc.stdout.close()
+        code = proc.wait(timeout=60)
+        stderr = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 128 + signal.SIGPIPE
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr and "error" not in stderr
+    assert _owned(docker_engine, node_name) == []

@@ -1,0 +1,65 @@
+"""A node daemon for unit tests: a ``Kubelet`` on :class:`~asynckubelet.testing.FakeDocker`
+serving the real local API on ``<state>/api.sock``, in a thread of its own, so the command
+line (run in the test's thread) talks to it exactly as to a running ``serve``."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from asynckubelet.manifests import Level
+from asynckubelet.node import daemon
+from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
+from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
+from asynckubelet.testing import FakeDocker
+
+IMAGES = ("busybox:1.35", "busybox", "asynckubelet.local/pause:3.10")
+
+
+@dataclass
+class Daemon:
+    """The running daemon: its node, its engine and the portal into its event loop."""
+
+    node: Kubelet
+    docker: FakeDocker
+    portal: BlockingPortal
+    state: Path
+
+
+@contextlib.contextmanager
+def running_daemon(
+    state: Path, *, node_name: str = "n1", pod_security: Level = "baseline"
+) -> Iterator[Daemon]:
+    with start_blocking_portal() as portal:
+
+        async def make() -> tuple[Kubelet, FakeDocker]:
+            docker = FakeDocker(images=IMAGES)
+            config = KubeletConfig(
+                node_name=node_name,
+                state_dir=state,
+                pod_security=pod_security,
+                housekeeping_period=3600,
+            )
+            objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
+            return Kubelet(config, docker=docker, objects=objects), docker
+
+        node, docker = portal.call(make)
+        with portal.wrap_async_context_manager(node):
+            from asynckubelet.localapi import serve_local
+
+            path = daemon.claim_socket(state)
+            info = daemon.DaemonInfo(
+                node_name=node_name, pod_security=pod_security, docker_host=docker.url
+            )
+            future, _ = portal.start_task(
+                functools.partial(serve_local, node, info, path=str(path)), name="local API"
+            )
+            try:
+                yield Daemon(node=node, docker=docker, portal=portal, state=state)
+            finally:
+                future.cancel()

@@ -1,0 +1,363 @@
+"""The command line asking the node daemon: tables printed by the daemon, objects of
+every kind, Secret values never shown, kubectl's words for delete, one line when there is
+no daemon, and ``run`` beside a daemon (its defaults, its host ports, its own UIDs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_helpers import Daemon, running_daemon
+from lightkube.models.core_v1 import Pod
+from typer.testing import CliRunner
+
+from asynckubelet.cli import app, fast, provision
+from asynckubelet.cli import client as cli_client
+from asynckubelet.cli.commands import run as run_command
+from asynckubelet.manifests import load_manifests_text, pod_uid
+from asynckubelet.node.objects import ObjectStore
+
+CONFIG = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: fast, level: "3"}
+"""
+SECRET = """\
+apiVersion: v1
+kind: Secret
+metadata: {name: db}
+type: Opaque
+stringData: {password: hunter2-do-not-print}
+"""
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: NS}
+spec:
+  containers:
+  - name: app
+    image: busybox:1.35
+    ports: [{containerPort: 80, hostPort: 8080}]
+"""
+
+
+def invoke(state: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(
+        app, [*args], env={"ASYNCKUBELET_STATE_DIR": str(state), **(env or {})}
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def node(state: Path) -> Iterator[Daemon]:
+    with running_daemon(state, node_name="daemon-node", pod_security="privileged") as d:
+        yield d
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def running(node: Daemon, name: str, namespace: str = "default") -> None:
+    node.portal.call(lambda: node.node.wait(namespace, name, "Running", timeout=10))
+
+
+def test_get_pods_lays_out_the_table_the_daemon_printed(
+    tmp_path: Path, state: Path, node: Daemon
+) -> None:
+    invoke(state, "apply", "-f", write(tmp_path, "web.yaml", POD.replace("NS", "default")))
+    running(node, "web")
+    code, out, err = invoke(state, "get", "pods", "-o", "wide")
+    header, row = out.splitlines()
+    assert (code, err) == (0, "")
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
+    assert row.split()[:4] == ["web", "1/1", "Running", "0"]
+    assert row.split()[-1] == "daemon-node"
+
+
+def test_get_all_namespaces_shows_each_pods_namespace_once(
+    tmp_path: Path, state: Path, node: Daemon
+) -> None:
+    invoke(state, "apply", "-f", write(tmp_path, "a.yaml", POD.replace("NS", "team-a")))
+    running(node, "web", "team-a")
+    code, out, _ = invoke(state, "get", "pods", "-A")
+    assert code == 0
+    assert [line.split()[:2] for line in out.splitlines()] == [
+        ["NAMESPACE", "NAME"],
+        ["team-a", "web"],
+    ]
+    assert invoke(state, "get", "pods", "-n", "team-a", "-o", "name")[1] == "pod/web\n"
+
+
+def test_get_of_a_missing_pod_is_the_daemons_not_found(state: Path, node: Daemon) -> None:
+    code, out, err = invoke(state, "get", "pods", "nope")
+    assert (code, out) == (1, "")
+    assert err == 'Error from server (NotFound): pods "nope" not found\n'
+
+
+def test_get_configmaps_and_secrets_have_kubectls_columns(
+    tmp_path: Path, state: Path, node: Daemon
+) -> None:
+    invoke(state, "apply", "-f", write(tmp_path, "objects.yaml", CONFIG + "---\n" + SECRET))
+    configmaps = invoke(state, "get", "configmaps")[1].splitlines()
+    secrets = invoke(state, "get", "secrets")[1].splitlines()
+    assert [line.split()[:2] for line in configmaps] == [["NAME", "DATA"], ["settings", "2"]]
+    assert configmaps[0].split()[2] == "AGE"
+    assert [line.split()[:3] for line in secrets] == [
+        ["NAME", "TYPE", "DATA"],
+        ["db", "Opaque", "1"],
+    ]
+    assert secrets[0].split()[3] == "AGE"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("get", "secrets"),
+        ("get", "secrets", "-o", "yaml"),
+        ("get", "secrets", "-o", "json"),
+        ("get", "secret", "db", "-o", "json"),
+        ("get", "secrets", "-A", "-o", "wide"),
+    ],
+)
+def test_get_never_prints_a_secrets_values(
+    tmp_path: Path, state: Path, node: Daemon, args: tuple[str, ...]
+) -> None:
+    invoke(state, "apply", "-f", write(tmp_path, "secret.yaml", SECRET))
+    code, out, err = invoke(state, *args)
+    assert code == 0
+    assert "db" in out
+    assert "hunter2" not in out + err
+    assert "aHVudGVyMi" not in out + err
+
+
+def test_delete_f_deletes_every_object_the_file_holds_in_kubectls_words(
+    tmp_path: Path, state: Path, node: Daemon
+) -> None:
+    text = CONFIG + "---\n" + SECRET + "---\n" + POD.replace("NS", "default")
+    path = write(tmp_path, "all.yaml", text)
+    invoke(state, "apply", "-f", path)
+    running(node, "web")
+    code, out, err = invoke(state, "delete", "-f", path, "--grace-period", "0")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        'configmap "settings" deleted',
+        'secret "db" deleted',
+        'pod "web" deleted',
+    ]
+    assert node.node.list() == []
+    assert not any(node.node.objects.list(k) for k in ("ConfigMap", "Secret", "Pod"))
+
+
+def test_delete_of_a_missing_object_is_not_found_and_exit_1(state: Path, node: Daemon) -> None:
+    code, out, err = invoke(state, "delete", "configmap", "absent")
+    assert (code, out) == (1, "")
+    assert err == 'Error from server (NotFound): configmaps "absent" not found\n'
+
+
+def test_describe_shows_the_daemons_node_and_the_pods_events(
+    tmp_path: Path, state: Path, node: Daemon
+) -> None:
+    invoke(state, "apply", "-f", write(tmp_path, "web.yaml", POD.replace("NS", "default")))
+    running(node, "web")
+    code, out, _ = invoke(state, "describe", "pod", "web")
+    assert code == 0
+    assert "Node:             daemon-node" in out
+    assert "kubelet, daemon-node" in out
+    assert "Started container app" in out
+
+
+def test_without_a_daemon_get_says_so_in_one_line_and_reads_docker(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[object] = []
+
+    async def no_pods(node: object) -> list[Pod]:
+        read.append(node)
+        return []
+
+    monkeypatch.setattr(cli_client, "read_node_pods", no_pods)
+    code, out, err = invoke(state, "get", "pods")
+    assert (code, out) == (0, "")
+    assert err.splitlines() == [
+        f"no node daemon for state dir {state}: reading Docker directly",
+        "No resources found in default namespace.",
+    ]
+    assert len(read) == 1
+
+
+def test_without_a_daemon_get_configmaps_reads_the_objects_it_kept(state: Path) -> None:
+    kept = ObjectStore(directory=state / "objects")
+    kept.put(load_manifests_text(CONFIG + "---\n" + SECRET, node_name="n"), source="api")
+    code, out, err = invoke(state, "get", "cm")
+    assert code == 0
+    assert err == f"no node daemon for state dir {state}: reading the objects it kept\n"
+    assert [line.split()[:2] for line in out.splitlines()] == [["NAME", "DATA"], ["settings", "2"]]
+    code, out, _ = invoke(state, "get", "secrets", "-o", "yaml")
+    assert "hunter2" not in out and "db" in out
+
+
+def test_a_daemons_stale_socket_means_no_daemon(state: Path) -> None:
+    import socket
+
+    state.mkdir(parents=True)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(state / "api.sock"))
+    stale.close()
+    code, _, err = invoke(state, "get", "cm")
+    assert code == 0
+    assert err.startswith(f"no node daemon for state dir {state}")
+
+
+# -- run beside a daemon ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def sessions(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The run sessions ``run`` would start (nothing runs)."""
+    seen: list[Any] = []
+
+    async def record(self: Any, pods: Any) -> list[Any]:
+        seen.append((self, list(pods)))
+        return []
+
+    monkeypatch.setattr(run_command._Session, "run", record)
+    monkeypatch.setattr(provision, "ensure_engine", lambda *args, **kwargs: None)
+    return seen
+
+
+def test_run_takes_the_daemons_node_and_network_unless_told_otherwise(
+    tmp_path: Path, state: Path, node: Daemon, sessions: list[Any]
+) -> None:
+    path = write(tmp_path, "job.yaml", POD.replace("NS", "default").replace("8080", "8081"))
+    code, _, err = invoke(state, "run", path, "--state-dir", str(state))
+    assert code == 0, err
+    session, _ = sessions[0]
+    assert session.config.node_name == "daemon-node"
+    assert session.config.owner.startswith("run-")
+    assert session.node.pod_security == "privileged"
+    code, _, err = invoke(state, "run", path, "--state-dir", str(state), "--node-name", "mine")
+    assert sessions[1][0].config.node_name == "mine"
+
+
+def test_run_gives_its_pods_uids_of_their_own(
+    tmp_path: Path, state: Path, node: Daemon, sessions: list[Any]
+) -> None:
+    path = write(tmp_path, "job.yaml", POD.replace("NS", "default").replace("8080", "8081"))
+    invoke(state, "run", path, "--state-dir", str(state))
+    invoke(state, "run", path, "--state-dir", str(state))
+    uids = {s[1][0].metadata.uid for s in sessions}
+    assert len(uids) == 2
+    assert pod_uid(node_name="daemon-node", namespace="default", name="web") not in uids
+
+
+def test_run_refuses_a_host_port_a_daemon_pod_holds(
+    tmp_path: Path, state: Path, node: Daemon, sessions: list[Any]
+) -> None:
+    invoke(state, "apply", "-f", write(tmp_path, "web.yaml", POD.replace("NS", "default")))
+    running(node, "web")
+    clash = POD.replace("NS", "default").replace("name: web", "name: clash")
+    code, _, err = invoke(
+        state, "run", write(tmp_path, "clash.yaml", clash), "--state-dir", str(state)
+    )
+    assert code == 1
+    assert err.startswith("pod/clash: NodePorts: Pod was rejected: Predicate NodePorts failed")
+    assert sessions == []
+
+
+def test_get_through_a_daemon_imports_no_kubernetes_models_nor_http_stack(
+    tmp_path: Path, state: Path, node: Daemon
+) -> None:
+    """What keeps ``get`` fast: the table comes printed, nothing is typed on this side."""
+    import subprocess
+    import sys
+
+    invoke(state, "apply", "-f", write(tmp_path, "web.yaml", POD.replace("NS", "default")))
+    script = (
+        "import sys\n"
+        "from asynckubelet.cli.app import app\n"
+        "try:\n"
+        "    app(['get', 'pods', '--state-dir', sys.argv[1]])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = {'lightkube', 'aiohttp', 'aiodocker'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    found = subprocess.run(
+        [sys.executable, "-c", script, str(state)],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        check=True,
+        env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"},
+    )
+    lines = found.stdout.splitlines()
+    assert lines[0].split()[:2] == ["NAME", "READY"]
+    assert lines[-1] == "[]"
+
+
+# -- the fast path of get --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "served"),
+    [
+        (["get", "pods"], {"plural": "pods", "name": None, "output": None}),
+        (["get", "po", "web", "-n", "team"], {"name": "web", "namespace": "team"}),
+        (["get", "pod/web", "-owide"], {"name": "web", "output": "wide"}),
+        (["get", "cm", "-A", "--output=json"], {"plural": "configmaps", "all_namespaces": True}),
+        (["get", "secrets", "--state-dir", "/s", "-H", "tcp://x:2376"], {"state_dir": "/s"}),
+    ],
+)
+def test_the_plain_forms_of_get_are_served_without_the_framework(
+    argv: list[str], served: dict[str, Any]
+) -> None:
+    options = fast.parse(argv)
+    assert options is not None
+    assert {k: options[k] for k in served} == served
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["get"],
+        ["get", "pods", "--help"],
+        ["get", "pods", "-v"],
+        ["get", "pods", "--log-level", "debug"],
+        ["get", "pods", "-o", "table"],
+        ["get", "services"],
+        ["get", "pods", "web", "-A"],
+        ["get", "pods", "-n"],
+        ["--log-level", "debug", "get", "pods"],
+        ["describe", "pod", "web"],
+    ],
+)
+def test_every_other_form_is_left_to_the_full_command_line(argv: list[str]) -> None:
+    assert fast.parse(argv) is None
+
+
+def test_the_fast_path_prints_what_the_command_prints(
+    tmp_path: Path, state: Path, node: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    invoke(state, "apply", "-f", write(tmp_path, "web.yaml", POD.replace("NS", "default")))
+    running(node, "web")
+    slow = invoke(state, "get", "pods", "-o", "wide")[1]
+    assert fast.main(["get", "pods", "-o", "wide", "--state-dir", str(state)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[:4] == slow.splitlines()[1].split()[:4]
+    assert fast.main(["get", "pods", "nope", "--state-dir", str(state)]) == 1
+    assert capsys.readouterr().err == 'Error from server (NotFound): pods "nope" not found\n'
+
+
+def test_the_fast_path_leaves_a_node_without_daemon_to_the_command_line(state: Path) -> None:
+    assert fast.main(["get", "pods", "--state-dir", str(state)]) is None

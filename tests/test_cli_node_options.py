@@ -1,0 +1,167 @@
+"""The node options ``run`` and ``serve`` share: the same names, environment variables and
+defaults on both (``--network`` is ``auto`` everywhere), the values reach the network
+factory, the literal defaults on the command line are the library's, and ``--help`` loads
+neither the Docker client nor netlink."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from asynckubelet import errors
+from asynckubelet.cli import app, options
+from asynckubelet.cli.options import NodeOptions
+from asynckubelet.manifests import LEVELS
+from asynckubelet.network import bridge, factory
+from asynckubelet.node import tokens
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class Stop(errors.AsyncKubeletError):
+    """Raised where the command hands the options on, so nothing runs after it."""
+
+
+def params(name: str) -> dict[str, Any]:
+    """The command's parameters by name, as Typer hands them to its command-line parser."""
+    group: Any = typer.main.get_command(app)
+    return {p.name: p for p in group.commands[name].params}
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_run_and_serve_take_every_node_option_with_one_variable_and_one_default(
+    command: str,
+) -> None:
+    taken = params(command)
+    for field in dataclasses.fields(NodeOptions):
+        option = taken[field.name]
+        assert option.envvar == f"ASYNCKUBELET_{field.name.upper()}", field.name
+        assert option.default == field.default, field.name
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_the_network_defaults_to_auto(command: str) -> None:
+    assert params(command)["network"].default == "auto"
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_the_network_help_names_every_backend(command: str) -> None:
+    help_text = params(command)["network"].help or ""
+    for backend in factory.BACKENDS:
+        assert f"{backend} " in help_text or f"{backend}." in help_text, backend
+
+
+def test_the_command_lines_defaults_are_the_librarys() -> None:
+    assert options.NETWORK_BACKENDS == factory.BACKENDS
+    assert options.DEFAULT_BRIDGE == bridge.DEFAULT_BRIDGE
+    assert options.DEFAULT_POD_CIDR == bridge.DEFAULT_POD_CIDR
+    assert options.DEFAULT_POD_CIDR_V6 == bridge.DEFAULT_POD_CIDR_V6
+    assert options.FIREWALLS == bridge.FIREWALLS
+    assert options.POD_SECURITY_LEVELS == LEVELS
+    assert options.DEFAULT_SERVICE_ACCOUNT_ISSUER == tokens.DEFAULT_ISSUER
+
+
+@pytest.fixture
+def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What the network factory is asked for."""
+    seen: list[dict[str, Any]] = []
+
+    def record(name: str, **kwargs: Any) -> None:
+        seen.append({"name": name, **kwargs})
+        raise Stop("stopped by the test")
+
+    monkeypatch.setattr(factory, "make_network_plugin", record)
+    return seen
+
+
+def test_serve_hands_the_bridge_options_from_flags_and_environment_to_the_factory(
+    handed_on: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["serve", "--listen", "127.0.0.1:0", "--bridge", "akltest0", "--dual-stack"],
+        env={"ASYNCKUBELET_STATE_DIR": str(tmp_path), "ASYNCKUBELET_POD_CIDR": "10.99.0.0/24"},
+    )
+    assert result.exit_code == 1
+    ((asked,),) = [handed_on]
+    assert (asked["name"], asked["bridge"], asked["pod_cidr"], asked["pod_cidr_v6"]) == (
+        "auto",
+        "akltest0",
+        "10.99.0.0/24",
+        options.DEFAULT_POD_CIDR_V6,
+    )
+
+
+def test_the_node_options_object_asks_the_factory_for_what_it_holds(
+    handed_on: list[dict[str, Any]],
+) -> None:
+    node = NodeOptions(
+        network="bridge", bridge="b1", pod_cidr="10.1.0.0/16", pod_cidr_v6="fd00:1::/64"
+    )
+    with pytest.raises(Stop):
+        node.network_plugin(None, node_name="n1")  # type: ignore[arg-type]
+    assert handed_on == [
+        {
+            "name": "bridge",
+            "docker": None,
+            "bridge": "b1",
+            "pod_cidr": "10.1.0.0/16",
+            "pod_cidr_v6": "fd00:1::/64",
+            "firewall": "iptables",
+            "masquerade": True,
+            "node_name": "n1",
+        }
+    ]
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_an_unknown_network_is_refused_naming_the_backends(command: str, tmp_path: Path) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n")
+    args = {"serve": ["serve"], "run": ["run", str(pod)]}[command]
+    result = CliRunner().invoke(
+        app, [*args, "--network", "weave"], env={"ASYNCKUBELET_STATE_DIR": str(tmp_path)}
+    )
+    assert result.exit_code == 1
+    assert "--network must be one of auto, bridge, cni, docker, loopback, not 'weave'" in (
+        result.stderr
+    )
+
+
+HEAVY = ("aiodocker", "aiohttp", "pyroute2")
+HELPS = [
+    ["--help"],
+    *([name, "--help"] for name in ("run", "serve", "apply", "delete", "get", "logs", "exec")),
+    ["images", "build-pause", "--help"],
+    ["engine", "start", "--help"],
+]
+
+
+def test_help_loads_neither_the_docker_client_nor_netlink() -> None:
+    script = (
+        "import sys\n"
+        "from asynckubelet.cli import app\n"
+        f"for args in {HELPS!r}:\n"
+        "    try:\n"
+        "        app(args)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "COLUMNS": "200"},
+        check=True,
+    )
+    assert "Usage: " in result.stdout
+    assert result.stdout.splitlines()[-1] == "[]"

@@ -1,0 +1,341 @@
+"""The daemon's local API on a node over a fake engine: Kubernetes-shaped answers and
+errors, admission with the daemon's level, objects shared by a whole namespace, pods
+that start once what they wait for is applied, and a socket only its user may use."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from daemon_helpers import IMAGES
+
+from asynckubelet import errors
+from asynckubelet.localapi import create_local_app, serve_local
+from asynckubelet.node import daemon
+from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
+from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
+from asynckubelet.tables import TABLE_ACCEPT
+from asynckubelet.testing import FakeDocker
+
+pytestmark = pytest.mark.anyio
+
+LOCAL = "/apis/local.asynckubelet/v1"
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: app
+    image: busybox:1.35
+    env: [{name: MODE, valueFrom: {configMapKeyRef: {name: settings, key: mode}}}]
+"""
+CONFIG = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: VALUE}
+"""
+SECRET = """\
+apiVersion: v1
+kind: Secret
+metadata: {name: db}
+stringData: {password: hunter2-do-not-print}
+"""
+MOUNTED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: mounted}
+spec:
+  volumes: [{name: cfg, configMap: {name: settings}}]
+  containers:
+  - {name: app, image: busybox:1.35, volumeMounts: [{name: cfg, mountPath: /etc/cfg}]}
+"""
+
+Client = TestClient[Any, Any]
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet]]:
+    state = tmp_path / "state"
+    config = KubeletConfig(
+        node_name="n1", state_dir=state, housekeeping_period=3600, resync_period=0.2
+    )
+    objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
+    node = Kubelet(config, docker=FakeDocker(images=IMAGES), objects=objects)
+    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
+    async with node, TestClient(TestServer(create_local_app(node, info))) as client:
+        yield client, node
+
+
+async def apply(client: Client, *texts: str) -> tuple[int, dict[str, Any]]:
+    files = [{"source": f"f{i}.yaml", "manifest": t} for i, t in enumerate(texts)]
+    response = await client.post(f"{LOCAL}/apply", json={"files": files})
+    return response.status, await response.json()
+
+
+def verdicts(body: dict[str, Any]) -> list[str]:
+    return [f"{i['kind'].lower()}/{i['name']} {i['verdict']}" for i in body["items"]]
+
+
+async def test_a_missing_pod_is_a_kubernetes_not_found_status(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    response = await client.get("/api/v1/namespaces/default/pods/nope")
+    assert response.status == 404
+    body = await response.json()
+    assert {k: body[k] for k in ("kind", "status", "reason", "message", "code")} == {
+        "kind": "Status",
+        "status": "Failure",
+        "reason": "NotFound",
+        "message": 'pods "nope" not found',
+        "code": 404,
+    }
+
+
+async def test_apply_answers_each_objects_verdict_as_kubectl_words_it(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    first = verdicts((await apply(client, CONFIG.replace("VALUE", "a"), SECRET))[1])
+    again = verdicts((await apply(client, CONFIG.replace("VALUE", "a"), SECRET))[1])
+    changed = verdicts((await apply(client, CONFIG.replace("VALUE", "b")))[1])
+    assert first == ["configmap/settings created", "secret/db created"]
+    assert again == ["configmap/settings unchanged", "secret/db unchanged"]
+    assert changed == ["configmap/settings configured"]
+
+
+async def test_a_rejected_file_is_a_422_with_every_error_and_nothing_is_applied(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    bad = POD.replace("name: web", "name: Web_1").replace("name: app", "name: App")
+    code, body = await apply(client, SECRET, bad)
+    assert (code, body["reason"]) == (422, "Invalid")
+    fields = sorted(c["field"] for c in body["details"]["causes"])
+    assert fields == ["metadata.name", "spec.containers[0].name"]
+    assert node.objects.list("Secret") == []
+    assert node.list() == []
+
+
+async def test_admission_is_the_daemons_pod_security_level(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    host = POD.replace("spec:\n", "spec:\n  hostNetwork: true\n")
+    code, body = await apply(client, host)
+    assert code == 422
+    assert [c["reason"] for c in body["details"]["causes"]] == ["Forbidden"]
+    assert 'violates PodSecurity "baseline:latest"' in body["details"]["causes"][0]["message"]
+
+
+async def test_a_stored_namespace_label_applies_to_pods_applied_later(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    namespace = (
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: locked\n"
+        "  labels: {pod-security.kubernetes.io/enforce: restricted}\n"
+    )
+    assert (await apply(client, namespace))[0] == 200
+    code, body = await apply(client, POD.replace("{name: web}", "{name: web, namespace: locked}"))
+    assert code == 422
+    assert 'violates PodSecurity "restricted:latest"' in body["details"]["causes"][0]["message"]
+
+
+async def test_secrets_are_listed_and_read_without_their_values(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    await apply(client, SECRET)
+    listed = await (await client.get("/api/v1/namespaces/default/secrets")).text()
+    one = await (await client.get("/api/v1/namespaces/default/secrets/db")).text()
+    everywhere = await (await client.get("/api/v1/secrets")).text()
+    for text in (listed, one, everywhere):
+        assert '"db"' in text
+        assert "hunter2" not in text
+        assert "aHVudGVyMi" not in text
+
+
+async def test_a_pod_waiting_for_a_configmap_starts_once_it_is_applied(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, POD)
+    waiting = await node.wait(
+        "default",
+        "web",
+        lambda p: "CreateContainerConfigError" in str(p and p.status),
+        timeout=10,
+    )
+    assert waiting is not None
+    await apply(client, CONFIG.replace("VALUE", "fast"))
+    with anyio.fail_after(10):
+        await node.wait("default", "web", "Running")
+
+
+async def test_a_mounted_configmap_volume_gets_the_new_data(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, CONFIG.replace("VALUE", "fast"), MOUNTED)
+    pod = await node.wait("default", "mounted", "Running", timeout=10)
+    assert pod is not None and pod.metadata is not None
+    volumes = node.runtime.volumes
+    assert volumes is not None
+    mode = volumes.volume_dir(pod.metadata.uid or "", "configMap", "cfg") / "mode"  # type: ignore[attr-defined]
+    assert mode.read_text() == "fast"
+    await apply(client, CONFIG.replace("VALUE", "slow"))
+    with anyio.fail_after(10):
+        while mode.read_text() != "slow":  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+
+
+async def test_the_server_prints_the_pod_table_kubectl_asks_for(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, CONFIG.replace("VALUE", "fast"), POD)
+    await node.wait("default", "web", "Running", timeout=10)
+    response = await client.get("/api/v1/pods", headers={"Accept": TABLE_ACCEPT})
+    table = await response.json()
+    assert table["kind"] == "Table"
+    assert [(c["name"], c["priority"]) for c in table["columnDefinitions"]] == [
+        ("Name", 0),
+        ("Ready", 0),
+        ("Status", 0),
+        ("Restarts", 0),
+        ("Age", 0),
+        ("IP", 1),
+        ("Node", 1),
+    ]
+    [row] = table["rows"]
+    assert row["cells"][:4] == ["web", "1/1", "Running", "0"]
+    assert row["cells"][-1] == "n1"
+    assert row["object"]["metadata"] == {"name": "web", "namespace": "default"}
+
+
+async def test_pods_are_answered_bound_to_the_daemons_node(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, CONFIG.replace("VALUE", "fast"), POD)
+    await node.wait("default", "web", "Running", timeout=10)
+    pod = await (await client.get("/api/v1/namespaces/default/pods/web")).json()
+    assert pod["spec"]["nodeName"] == "n1"
+    assert pod["status"]["phase"] == "Running"
+
+
+async def test_delete_answers_what_it_deleted_once_the_pods_are_gone(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, CONFIG.replace("VALUE", "fast"), POD)
+    await node.wait("default", "web", "Running", timeout=10)
+    objects = [
+        {"kind": "Pod", "namespace": "default", "name": "web"},
+        {"kind": "ConfigMap", "namespace": "default", "name": "settings"},
+        {"kind": "Secret", "namespace": "default", "name": "absent"},
+    ]
+    response = await client.post(
+        f"{LOCAL}/delete", json={"objects": objects, "gracePeriodSeconds": 0, "timeoutSeconds": 30}
+    )
+    body = await response.json()
+    assert [i["status"] for i in body["items"]] == ["deleted", "deleted", "notfound"]
+    assert node.get("default", "web") is None
+    assert node.objects.list("ConfigMap") == node.objects.list("Pod") == []
+
+
+async def test_events_are_selected_by_the_pods_uid(served: tuple[Client, Kubelet]) -> None:
+    client, node = served
+    await apply(client, POD)
+    pod = await node.wait(
+        "default", "web", lambda p: "CreateContainerConfigError" in str(p and p.status), timeout=10
+    )
+    assert pod is not None and pod.metadata is not None
+    path = f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.uid={pod.metadata.uid}"
+    events = (await (await client.get(path)).json())["items"]
+    assert events
+    assert {e["involvedObject"]["name"] for e in events} == {"web"}
+    assert {e["source"]["host"] for e in events} == {"n1"}
+    none = await client.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.uid=x")
+    assert (await none.json())["items"] == []
+
+
+async def test_the_socket_is_0600_and_a_stale_one_is_replaced(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(daemon.socket_path(state)))
+    stale.close()
+    path = daemon.claim_socket(state)
+    node = Kubelet(
+        KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker(images=IMAGES)
+    )
+    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
+    async with node, anyio.create_task_group() as tg:
+        await tg.start(
+            lambda task_status: serve_local(node, info, path=str(path), task_status=task_status)
+        )
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+        assert daemon.socket_answers(path)
+        with pytest.raises(errors.DaemonError, match="another `asynckubelet serve` answers"):
+            daemon.claim_socket(state)
+        tg.cancel_scope.cancel()
+
+
+async def test_deleting_a_namespace_deletes_everything_in_it(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    inside = CONFIG.replace("VALUE", "fast").replace(
+        "{name: settings}", "{name: settings, namespace: team}"
+    )
+    pod = POD.replace("{name: web}", "{name: web, namespace: team}")
+    assert (await apply(client, namespace, inside, pod))[0] == 200
+    await node.wait("team", "web", "Running", timeout=10)
+    objects = [{"kind": "Namespace", "name": "team"}]
+    response = await client.post(f"{LOCAL}/delete", json={"objects": objects, "timeoutSeconds": 30})
+    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    await node.wait("team", "web", "Deleted", timeout=30)
+    assert not any(node.objects.list(k) for k in ("Namespace", "ConfigMap", "Pod"))
+
+
+async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    docker = FakeDocker(images=IMAGES)
+
+    def node() -> Kubelet:
+        config = KubeletConfig(
+            node_name="n1",
+            state_dir=state,
+            housekeeping_period=0.1,
+            resync_period=0.2,
+            leave_running=True,
+        )
+        objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
+        return Kubelet(config, docker=docker, objects=objects)
+
+    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
+    first = node()
+    async with first, TestClient(TestServer(create_local_app(first, info))) as client:
+        await apply(client, CONFIG.replace("VALUE", "fast"), POD)
+        await first.wait("default", "web", "Running", timeout=10)
+    running = {c.id for c in docker.containers.values()}
+    second = node()
+    async with second:
+        await anyio.sleep(0.5)
+        assert await second.housekeeping() == []
+        pod = await second.wait("default", "web", "Running", timeout=10)
+        assert pod is not None
+        assert second.objects.view("default").configmaps == {"settings": {"mode": "fast"}}
+    assert {c.id for c in docker.containers.values()} == running
