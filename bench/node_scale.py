@@ -225,12 +225,12 @@ class StatusFiles:
         for pod in self.pods():
             status = pod.get("status") or {}
             assert isinstance(status, dict)
-            if check == "Running" and status.get("phase") == "Running":
-                n += 1
-            elif check == "Ready" and any(
+            running = status.get("phase") == "Running"
+            ready = any(
                 c.get("type") == "Ready" and c.get("status") == "True"
                 for c in status.get("conditions") or []
-            ):
+            )
+            if (check == "Running" and running) or (check == "Ready" and ready):
                 n += 1
         return n
 
@@ -379,44 +379,46 @@ def measure(
     ready_timeout: float,
 ) -> Figures:
     figures = Figures(pods=n)
-    with tempfile.TemporaryDirectory(prefix="akl-scale-") as tmp:
-        with serve(Path(tmp), docker_url=docker_url, tree=tree, nice=nice) as (pid, port, state):
-            manifests = state / "manifests"
-            status = StatusFiles(state / "pods")
-            time.sleep(3)
-            figures.rss0 = rss_mb(pid)
+    with (
+        tempfile.TemporaryDirectory(prefix="akl-scale-") as tmp,
+        serve(Path(tmp), docker_url=docker_url, tree=tree, nice=nice) as (pid, port, state),
+    ):
+        manifests = state / "manifests"
+        status = StatusFiles(state / "pods")
+        time.sleep(3)
+        figures.rss0 = rss_mb(pid)
 
-            figures.raw = anyio.run(raw_burst, docker_url, n)
-            time.sleep(2)
+        figures.raw = anyio.run(raw_burst, docker_url, n)
+        time.sleep(2)
 
-            before = lag_buckets(port)
-            cpu, wait = cpu_seconds(pid), run_queue_wait(pid)
-            with HealthPoller(port) as health:
-                began = time.perf_counter()
-                write_pods(manifests, n, probe="none")
-                status.wait("Running", n)
-                figures.node = time.perf_counter() - began
-            figures.burst_cpu = cpu_seconds(pid) - cpu
-            figures.burst_wait = run_queue_wait(pid) - wait
-            figures.healthz_max = health.slowest
-            figures.lag_p99 = quantile(0.99, before, lag_buckets(port)) if before else None
+        before = lag_buckets(port)
+        cpu, wait = cpu_seconds(pid), run_queue_wait(pid)
+        with HealthPoller(port) as health:
+            began = time.perf_counter()
+            write_pods(manifests, n, probe="none")
+            status.wait("Running", n)
+            figures.node = time.perf_counter() - began
+        figures.burst_cpu = cpu_seconds(pid) - cpu
+        figures.burst_wait = run_queue_wait(pid) - wait
+        figures.healthz_max = health.slowest
+        figures.lag_p99 = quantile(0.99, before, lag_buckets(port)) if before else None
 
-            time.sleep(10)
-            figures.idle_cpu, figures.idle_rss = idle(pid, idle_seconds)
+        time.sleep(10)
+        figures.idle_cpu, figures.idle_rss = idle(pid, idle_seconds)
 
-            if probe != "none":
-                remove_pods(manifests)
-                status.wait("Gone", 0)
-                write_pods(manifests, n, probe=probe)
-                try:
-                    status.wait("Ready", n, timeout=ready_timeout)
-                except TimeoutError:
-                    print(f"{n} pods: not all Ready in {ready_timeout:g}s", file=sys.stderr)
-                else:
-                    time.sleep(10)
-                    figures.probes_cpu, _ = idle(pid, idle_seconds)
+        if probe != "none":
             remove_pods(manifests)
             status.wait("Gone", 0)
+            write_pods(manifests, n, probe=probe)
+            try:
+                status.wait("Ready", n, timeout=ready_timeout)
+            except TimeoutError:
+                print(f"{n} pods: not all Ready in {ready_timeout:g}s", file=sys.stderr)
+            else:
+                time.sleep(10)
+                figures.probes_cpu, _ = idle(pid, idle_seconds)
+        remove_pods(manifests)
+        status.wait("Gone", 0)
     return figures
 
 

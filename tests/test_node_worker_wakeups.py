@@ -258,10 +258,14 @@ async def test_a_running_pod_costs_nothing_until_it_is_poked(tmp_path: Path) -> 
     pod = make_pod()
     rm = SteadyRuntime(pod)
     manager = StatusManager(state_dir=tmp_path)
+
+    def on_status(pod: Pod, status: PodStatus) -> None:
+        manager.set(pod, status)
+
     worker = PodWorker(
         rm,  # type: ignore[arg-type]
         pod,
-        on_status=manager.set,
+        on_status=on_status,
         own_events=False,
         exit_on_terminal=False,
     )

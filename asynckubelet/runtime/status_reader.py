@@ -13,6 +13,7 @@ by its policy, the tail of its logs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -132,10 +133,8 @@ class StatusReader:
         found: list[ContainerInspect] = []
 
         async def one(cid: str) -> None:
-            try:
+            with contextlib.suppress(errors.NotFound):
                 found.append(await self.rm.docker.inspect_container(cid))
-            except errors.NotFound:
-                pass
 
         async with anyio.create_task_group() as tg:
             for cid in ids:
