@@ -22,8 +22,9 @@ private dockerd, so other work on the machine's engine does not disturb the figu
 One line per size, so growth is visible. Everything the run creates is removed at the end.
 Needs root and ``dockerd`` for the private engine (or ``--docker-host`` to use a running
 one); the busybox and pause images are built offline into it. ``--tree`` runs the daemon
-from another checkout (to compare with a branch). Run:
-``python bench/node_scale.py [--sizes 10,50,110] [--idle-seconds 60]``.
+from another checkout; ``--baseline PATH`` also runs it from PATH at each size, just before,
+on the same engine, a line each (to compare a branch with main in one run). Run:
+``python bench/node_scale.py [--sizes 10,50,110] [--idle-seconds 60] [--baseline PATH]``.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ CLI = (sys.executable, "-m", "asynckubelet")
 @dataclass
 class Figures:
     pods: int
+    tree: str = ""
     rss0: float = 0.0
     idle_cpu: float = 0.0
     idle_rss: float = 0.0
@@ -378,7 +380,7 @@ def measure(
     nice: int,
     ready_timeout: float,
 ) -> Figures:
-    figures = Figures(pods=n)
+    figures = Figures(pods=n, tree=tree.name)
     with (
         tempfile.TemporaryDirectory(prefix="akl-scale-") as tmp,
         serve(Path(tmp), docker_url=docker_url, tree=tree, nice=nice) as (pid, port, state),
@@ -424,7 +426,7 @@ def measure(
 
 def header() -> None:
     print(
-        f"{'pods':>5} {'idle CPU %':>10} {'RSS MB':>7} {'RSS0 MB':>7} {'MB/pod':>7} "
+        f"{'tree':>12} {'pods':>5} {'idle CPU %':>10} {'RSS MB':>7} {'RSS0 MB':>7} {'MB/pod':>7} "
         f"{'probes CPU %':>12} {'raw s':>7} {'node s':>7} {'ratio':>6} "
         f"{'lag p99 ms':>10} {'healthz max ms':>14} {'burst CPU s':>11} {'CPU wait s':>10}",
         flush=True,
@@ -435,7 +437,8 @@ def line(f: Figures) -> None:
     lag = f"{f.lag_p99 * 1000:10.1f}" if f.lag_p99 is not None else f"{'n/a':>10}"
     probes = f"{f.probes_cpu:12.2f}" if f.probes_cpu is not None else f"{'n/a':>12}"
     print(
-        f"{f.pods:5d} {f.idle_cpu:10.2f} {f.idle_rss:7.1f} {f.rss0:7.1f} {f.per_pod:7.3f} "
+        f"{f.tree[-12:]:>12} {f.pods:5d} {f.idle_cpu:10.2f} {f.idle_rss:7.1f} "
+        f"{f.rss0:7.1f} {f.per_pod:7.3f} "
         f"{probes} {f.raw:7.2f} {f.node:7.2f} {f.ratio:6.3f} {lag} "
         f"{f.healthz_max * 1000:14.1f} {f.burst_cpu:11.2f} {f.burst_wait:10.2f}",
         flush=True,
@@ -446,7 +449,10 @@ def summary(rows: list[Figures]) -> None:
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         slope = (last.idle_rss - first.idle_rss) / (last.pods - first.pods)
-        print(f"RSS growth per pod from {first.pods} to {last.pods} pods: {slope:.3f} MB")
+        print(
+            f"{first.tree}: RSS growth per pod from {first.pods} to {last.pods} pods: "
+            f"{slope:.3f} MB"
+        )
 
 
 def main() -> None:
@@ -458,6 +464,9 @@ def main() -> None:
         "--docker-host", default=None, help="use this engine (default: a private one)"
     )
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="also measure the daemon of this checkout"
+    )
     parser.add_argument(
         "--nice", type=int, default=0, help="the daemon's scheduling priority (as nice(1))"
     )
@@ -476,22 +485,24 @@ def main() -> None:
         url = daemon.url
     try:
         anyio.run(build_images, url)
-        rows = []
+        trees = [t.resolve() for t in (args.baseline, args.tree) if t is not None]
+        rows: dict[Path, list[Figures]] = {t: [] for t in trees}
         header()
         for n in sizes:
-            rows.append(
-                measure(
+            for tree in trees:
+                figures = measure(
                     n,
                     docker_url=url,
-                    tree=args.tree,
+                    tree=tree,
                     idle_seconds=args.idle_seconds,
                     probe=args.probe,
                     nice=args.nice,
                     ready_timeout=args.ready_timeout,
                 )
-            )
-            line(rows[-1])
-        summary(rows)
+                rows[tree].append(figures)
+                line(figures)
+        for tree in trees:
+            summary(rows[tree])
     finally:
         if daemon is not None:
             daemon.stop(remove=True)
