@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from asynckubelet.docker import Event
+from asynckubelet.node import pleg as pleg_module
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError
@@ -127,3 +128,20 @@ async def test_a_connected_stream_leaves_relisting_to_the_safety_net() -> None:
             tg.cancel_scope.cancel()
     assert docker.count("list_containers") == 1
     assert pleg.relist_period == 300
+
+
+async def test_a_died_container_wakes_its_pod_again_once_docker_shows_the_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pleg_module, "DIE_REWAKES", (0.01, 0.02))
+    woken: list[str] = []
+    docker = engine([[event("die", "c1", "u1"), event("start", "c2", "u2")]])
+    pleg = PLEG(docker, node_name="n1", wake=woken.append, relist_period=3600)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(pleg.run)
+            while woken.count("u1") < 3:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert woken.count("u1") == 3
+    assert woken.count("u2") == 1

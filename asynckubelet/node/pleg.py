@@ -25,6 +25,10 @@ from asynckubelet.runtime import naming
 
 WAKING_ACTIONS = frozenset({"create", "start", "die", "oom", "destroy", "kill", "stop"})
 RELIST_PERIOD = 300.0
+DIE_REWAKES = (0.5, 2.0)
+"""Seconds after a ``die`` event at which its pod is woken again: Docker emits ``die``
+before its container list and inspect show the exit, so a worker woken at once may still
+read the container as running, and no later event would wake it."""
 """Seconds between safety-net relists (the evented PLEG's ``globalRelistPeriod``)."""
 
 
@@ -50,6 +54,7 @@ class PLEG:
         """Told the id of each container an event is about: Docker emits ``die`` before its
         container list shows the exit, so a cached state of that container is stale."""
         self._seen: dict[str, tuple[str, str]] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
         self.connected = False
         """The event stream has delivered an event since it was (re)opened."""
         self.reconnects = 0
@@ -59,6 +64,7 @@ class PLEG:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             tg.start_soon(self._watch, name="pleg events")
             tg.start_soon(self._relist_loop, name="pleg relist")
             task_status.started()
@@ -85,6 +91,8 @@ class PLEG:
                     uid = (actor.get("Attributes") or {}).get(naming.LABEL_POD_UID)
                     if uid:
                         self.wake(uid)
+                        if action == "die" and self._tg is not None:
+                            self._tg.start_soon(self._wake_again, uid)
             except errors.DockerError as e:
                 logger.debug("docker event stream lost ({}); reconnecting in {:.1f}s", e, delay)
             self.connected = False
@@ -92,6 +100,13 @@ class PLEG:
             delay = min(delay * 2, 5.0)
             self.reconnects += 1
             await self.relist()
+
+    async def _wake_again(self, uid: str) -> None:
+        slept = 0.0
+        for at in DIE_REWAKES:
+            await anyio.sleep(at - slept)
+            slept = at
+            self.wake(uid)
 
     async def _relist_loop(self) -> None:
         while True:
