@@ -25,6 +25,7 @@ from lightkube.models.core_v1 import Pod
 from loguru import logger
 
 from asynckubelet import hostfs
+from asynckubelet.manifests import kinds
 from asynckubelet.runtime import containers as ctr
 
 EVENTS_FILE = "events.jsonl"
@@ -49,6 +50,9 @@ class PodEvent:
     count: int = 1
     container: str | None = None
     source: str = "kubelet"
+    kind: str = "Pod"
+    """The kind of the object the event is about (a controller's events are about its
+    Deployment, ReplicaSet or Job)."""
 
     @property
     def field_path(self) -> str:
@@ -67,9 +71,10 @@ class PodEvent:
 
     def to_v1(self) -> dict[str, Any]:
         """The core API's v1 ``Event`` about the pod (as ``kubectl get events`` reads it)."""
+        found = kinds.info(self.kind)
         involved: dict[str, Any] = {
-            "kind": "Pod",
-            "apiVersion": "v1",
+            "kind": self.kind,
+            "apiVersion": found.api_version if found is not None else "v1",
             "namespace": self.namespace,
             "name": self.pod,
             "uid": self.uid,
@@ -115,6 +120,7 @@ class PodEvent:
             count=int(data.get("count") or 1),
             container=container or None,
             source=f"{component}, {host}" if host else component,
+            kind=str(involved.get("kind") or "Pod"),
         )
 
     @classmethod
@@ -131,6 +137,7 @@ class PodEvent:
             count=int(str(data.get("count", 1))),
             container=str(data["container"]) if data.get("container") else None,
             source=str(data.get("source") or "kubelet"),
+            kind=str(data.get("kind") or "Pod"),
         )
 
 
@@ -182,9 +189,12 @@ class EventRecorder:
         reason: str,
         message: str,
         container: str | None = None,
+        kind: str = "Pod",
+        component: str = "kubelet",
     ) -> None:
         """An event about an object known by name and uid only (a manifest file that made
-        no pod is one)."""
+        no pod is one); ``kind`` and ``component`` for a controller's events about its
+        object (``Deployment``, ``deployment-controller``)."""
         now = self._clock()
         event = PodEvent(
             namespace=namespace,
@@ -196,7 +206,10 @@ class EventRecorder:
             container=container,
             first_timestamp=now,
             last_timestamp=now,
-            source=f"kubelet, {self.node_name}" if self.node_name else "kubelet",
+            source=f"{component}, {self.node_name}"
+            if self.node_name and component == "kubelet"
+            else component,
+            kind=kind,
         )
         old = self._events.pop(event.key, None)
         if old is not None:
@@ -204,7 +217,7 @@ class EventRecorder:
         self._events[event.key] = event
         while len(self._events) > self.max_events:
             self._events.popitem(last=False)
-        logger.bind(pod=f"{namespace}/{name}", container=container).info(
+        logger.bind(**{kind.lower(): f"{namespace}/{name}"}, container=container).info(
             "{} {}: {}", type, reason, message
         )
         self._append(event)
