@@ -302,12 +302,19 @@ AllNamespacesOpt = Annotated[
     bool, typer.Option("--all-namespaces", "-A", help="Objects of every namespace.")
 ]
 KindArg = Annotated[
-    str, typer.Argument(help="The resource type: pods (po), configmaps (cm) or secrets.")
+    str,
+    typer.Argument(
+        help="The resource type: pods (po), configmaps (cm), secrets, deployments (deploy), "
+        "replicasets (rs), statefulsets (sts), jobs, or all."
+    ),
 ]
 PodKindArg = Annotated[str, typer.Argument(help="The resource type: pods (or pod, po).")]
 DeleteKindArg = Annotated[
     str | None,
-    typer.Argument(help="`pod`, `configmap` or `secret`, followed by the name (or `pod/NAME`...)."),
+    typer.Argument(
+        help="`pod`, `configmap`, `secret`, `deployment`, `replicaset`, `statefulset`, `job` "
+        "or `namespace`, followed by the name (or `pod/NAME`...)."
+    ),
 ]
 PodNameArg = Annotated[str, typer.Argument(help="The pod's name.")]
 OptionalPodNameArg = Annotated[str | None, typer.Argument(help="One pod's name.")]

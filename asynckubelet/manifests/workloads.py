@@ -57,6 +57,7 @@ __all__ = [
     "default_replicaset",
     "default_statefulset",
     "go_label_selector",
+    "parse_label_selector",
     "prepare_job",
     "scaled_value",
     "selector_matches",
@@ -769,3 +770,70 @@ def prepared_copy(doc: Mapping[str, Any], *, uid: str) -> dict[str, Any]:
 
 def template_meta(template: PodTemplateSpec | None) -> ObjectMeta:
     return (template.metadata if template is not None else None) or ObjectMeta()
+
+
+_SET_TERM = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*(?:(in|notin)\s*\(([^)]*)\))?\s*$")
+
+
+def parse_label_selector(text: str) -> dict[str, Any]:
+    """A label selector as kubectl's ``-l`` takes it (``app=web,tier!=db,env in (a,b),
+    !legacy``), as a ``LabelSelector`` dict; raise :class:`ValueError` naming the term
+    it cannot read."""
+    labels: dict[str, str] = {}
+    expressions: list[dict[str, Any]] = []
+    for term in _split_terms(text):
+        if not term.strip():
+            continue
+        for op, kind in (("!=", "NotIn"), ("==", "In"), ("=", "In")):
+            if op in term:
+                key, _, value = term.partition(op)
+                key, value = key.strip(), value.strip()
+                problems = is_qualified_name(key) + (is_valid_label_value(value) if value else [])
+                if not key or problems:
+                    raise ValueError(f"invalid label selector term {term.strip()!r}")
+                if kind == "In":
+                    labels[key] = value
+                else:
+                    expressions.append({"key": key, "operator": "NotIn", "values": [value]})
+                break
+        else:
+            match = _SET_TERM.match(term)
+            if match is None or is_qualified_name(match.group(2)):
+                raise ValueError(f"invalid label selector term {term.strip()!r}")
+            negated, key, op, values = match.groups()
+            if op is not None:
+                if negated:
+                    raise ValueError(f"invalid label selector term {term.strip()!r}")
+                items = [v.strip() for v in values.split(",") if v.strip()]
+                expressions.append(
+                    {"key": key, "operator": "In" if op == "in" else "NotIn", "values": items}
+                )
+            else:
+                expressions.append(
+                    {"key": key, "operator": "DoesNotExist" if negated else "Exists"}
+                )
+    selector: dict[str, Any] = {}
+    if labels:
+        selector["matchLabels"] = labels
+    if expressions:
+        selector["matchExpressions"] = expressions
+    return selector
+
+
+def _split_terms(text: str) -> list[str]:
+    """Terms separated by commas outside parentheses."""
+    terms: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            terms.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    terms.append("".join(current))
+    return terms
