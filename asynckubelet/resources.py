@@ -43,6 +43,7 @@ RESOURCES = (
     Resource("ConfigMap", "configmaps", "configmap", short_names=("cm",)),
     Resource("Secret", "secrets", "secret"),
     Resource("Namespace", "namespaces", "namespace", short_names=("ns",), namespaced=False),
+    Resource("ServiceAccount", "serviceaccounts", "serviceaccount", short_names=("sa",)),
     Resource("Deployment", "deployments", "deployment", "apps", ("deploy",)),
     Resource("ReplicaSet", "replicasets", "replicaset", "apps", ("rs",)),
     Resource("StatefulSet", "statefulsets", "statefulset", "apps", ("sts",)),

@@ -18,10 +18,18 @@ from typing import Any
 
 from lightkube.models.apps_v1 import Deployment, ReplicaSet, StatefulSet
 from lightkube.models.batch_v1 import Job
-from lightkube.models.core_v1 import ConfigMap, Namespace, Pod, PodTemplateSpec, Secret
+from lightkube.models.core_v1 import (
+    ConfigMap,
+    Namespace,
+    Pod,
+    PodTemplateSpec,
+    Secret,
+    ServiceAccount,
+)
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import workloads
+from asynckubelet.manifests.validation import validate_object_meta
 
 __all__ = [
     "CORE_KINDS",
@@ -88,6 +96,16 @@ _TABLE = (
     KindInfo("ConfigMap", "v1", ConfigMap, "configmap", "configmaps", ("cm",)),
     KindInfo("Secret", "v1", Secret, "secret", "secrets"),
     KindInfo("Pod", "v1", Pod, "pod", "pods", ("po",)),
+    KindInfo(
+        "ServiceAccount",
+        "v1",
+        ServiceAccount,
+        "serviceaccount",
+        "serviceaccounts",
+        ("sa",),
+        default=workloads.default_namespace,
+        validate=lambda obj, **_: validate_object_meta(obj.metadata, namespaced=True),
+    ),
     KindInfo(
         "Deployment",
         "apps/v1",

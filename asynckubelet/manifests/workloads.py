@@ -54,6 +54,7 @@ __all__ = [
     "LEGACY_JOB_NAME_LABEL",
     "default_deployment",
     "default_job",
+    "default_namespace",
     "default_replicaset",
     "default_statefulset",
     "go_label_selector",
@@ -100,6 +101,11 @@ IntOrPercent = int | str
 
 
 # -- shared rules ------------------------------------------------------------------------------
+
+
+def default_namespace(doc: dict[str, Any]) -> None:
+    """A namespaced object without a namespace is the ``default`` namespace's."""
+    _namespace(doc)
 
 
 def _namespace(doc: dict[str, Any]) -> dict[str, Any]:
