@@ -397,6 +397,22 @@ def _oversized(text: str) -> bool:
     )
 
 
+def _type_meta(doc: dict[str, Any]) -> kinds.KindInfo | FieldError:
+    """The kind a document names, or the first problem with its ``kind`` and ``apiVersion``."""
+    kind = doc.get("kind")
+    if not kind:
+        return required("kind")
+    found = kinds.info(kind) if isinstance(kind, str) else None
+    if found is None:
+        return not_supported("kind", kind, _SUPPORTED_KINDS)
+    api_version = doc.get("apiVersion")
+    if not api_version:
+        return required("apiVersion")
+    if api_version != found.api_version:
+        return not_supported("apiVersion", api_version, (found.api_version,))
+    return found
+
+
 @dataclass
 class _Loader:
     lenient: bool
@@ -535,23 +551,11 @@ class _Loader:
         if not isinstance(doc, dict):
             self._error(invalid(DOCUMENT, type(doc).__name__, "must be an object"), source, prefix)
             return
-        kind = doc.get("kind")
-        if not kind:
-            self._error(required("kind"), source, prefix)
+        found = _type_meta(doc)
+        if isinstance(found, FieldError):
+            self._error(found, source, prefix)
             return
-        found = kinds.info(kind) if isinstance(kind, str) else None
-        if found is None:
-            self._error(not_supported("kind", kind, _SUPPORTED_KINDS), source, prefix)
-            return
-        api_version = doc.get("apiVersion")
-        if not api_version:
-            self._error(required("apiVersion"), source, prefix)
-            return
-        if api_version != found.api_version:
-            self._error(
-                not_supported("apiVersion", api_version, (found.api_version,)), source, prefix
-            )
-            return
+        kind = found.kind
         absent = frozenset(path for path in found.nullable if _lookup(doc, path) is None)
         problems = strict.check_document(doc, found.model)
         for path in problems.unknown:

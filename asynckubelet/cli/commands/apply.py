@@ -233,7 +233,7 @@ async def _wait_pods(
     seen: set[str] = set()
 
     def ready(pod: Pod) -> None:
-        assert pod.metadata is not None and pod.status is not None
+        assert pod.metadata is not None and pod.status is not None  # noqa: S101  (type narrowing: a reported pod has metadata and status)
         waiting(f"pod/{pod.metadata.name}", None)
         out.print(
             f"pod/{escape(pod.metadata.name or '')} {escape(kubectl_status(pod, pod.status))}"

@@ -23,6 +23,7 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.cli.options import (
     AllowRemoteOpt,
+    ClusterOptions,
     ListenOpt,
     LogOptions,
     ManifestDirOpt,
@@ -47,6 +48,7 @@ def serve(
     state_dir: StateDirOpt = None,
     stop_pods: StopPodsOpt = False,
     node: NodeOptions,
+    cluster: ClusterOptions,
     log: LogOptions,
 ) -> None:
     """Run the node until a signal: the objects applied to it and the static pods of its
@@ -56,6 +58,9 @@ def serve(
     host ports): one the node cannot take is listed Failed with the kubelet's reason.
     Image pulls are logged, one line per change of a layer's state. A Docker engine and
     the sandbox image are set up when missing, each announced in one line.
+
+    With --kubeconfig the node also joins that cluster: it registers its Node, runs the
+    pods bound to it and serves the kubelet API (kubectl logs, exec, port-forward).
     """
     import socket
 
@@ -66,6 +71,7 @@ def serve(
     from asynckubelet.server import check_listen, parse_listen
 
     node.check()
+    cluster.check()
     state = state_dir if state_dir is not None else default_state_dir()
     try:
         host, port = parse_listen(listen)
@@ -86,6 +92,12 @@ def serve(
         node=node.node_info(),
     )
     ensure_engine(node.docker_host)
+    if cluster.kubeconfig is not None:
+        from asynckubelet.cli.cluster_mode import serve_cluster
+
+        config = dataclasses.replace(config, node_name=config.node_name.lower())
+        serve_cluster(config, node, cluster, state, host=host, port=port, allow_remote=allow_remote)
+        return
     run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote))
 
 
