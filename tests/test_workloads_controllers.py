@@ -5,7 +5,7 @@ prune, and cascading deletion."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
+from lightkube.models.core_v1 import Pod
 
 from asynckubelet.localapi import create_local_app
 from asynckubelet.node import daemon
@@ -84,11 +85,14 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet, FakeDo
     docker = FakeDocker(images=(*IMAGES, "busybox:2"))
     node = Kubelet(config, docker=docker, objects=objects)
     info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
-    async with node, TestClient(TestServer(create_local_app(node, info))) as client:
-        async with anyio.create_task_group() as tg:
-            await tg.start(Controllers(node).run)
-            yield client, node, docker
-            tg.cancel_scope.cancel()
+    async with (
+        node,
+        TestClient(TestServer(create_local_app(node, info))) as client,
+        anyio.create_task_group() as tg,
+    ):
+        await tg.start(Controllers(node).run)
+        yield client, node, docker
+        tg.cancel_scope.cancel()
 
 
 async def apply(client: Client, *texts: str, **extra: Any) -> tuple[int, dict[str, Any]]:
@@ -107,15 +111,30 @@ async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
             await anyio.sleep(0.02)
 
 
+def name_of(pod: Pod) -> str:
+    return (pod.metadata.name if pod.metadata is not None else None) or ""
+
+
+def named(node: Kubelet, prefix: str) -> list[Pod]:
+    return [p for p in node.list() if name_of(p).startswith(prefix)]
+
+
 def running(node: Kubelet, prefix: str) -> list[Any]:
     return [
         p
-        for p in node.list()
-        if (p.metadata.name or "").startswith(prefix)
-        and p.status is not None
+        for p in named(node, prefix)
+        if p.status is not None
         and p.status.phase == "Running"
+        and p.metadata is not None
         and p.metadata.deletionTimestamp is None
     ]
+
+
+def body_of(node: Kubelet, kind: str, name: str) -> Mapping[str, Any]:
+    found = node.objects.get(kind, "default", name)
+    if found is None:
+        raise AssertionError(f"no {kind} {name} in the store")
+    return found.body
 
 
 def mutations(docker: FakeDocker) -> int:
@@ -128,9 +147,9 @@ def app_container(docker: FakeDocker, pod: str) -> str:
         if (
             labels.get(naming.LABEL_POD_NAME) == pod
             and labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER
+            and container.status == "running"
         ):
-            if container.status == "running":
-                return container.id
+            return container.id
     raise AssertionError(f"no running container of {pod}")
 
 
@@ -145,7 +164,8 @@ async def test_a_deployment_runs_its_pods_named_and_labelled_as_a_replicaset_mak
     pods = running(node, "web-")
     for pod in pods:
         meta = pod.metadata
-        assert meta.name.startswith(f"{rs.name}-") and len(meta.name) == len(rs.name) + 6
+        assert meta.name.startswith(f"{rs.name}-")
+        assert len(meta.name) == len(rs.name) + 6
         assert meta.labels["pod-template-hash"] == rs.name.rsplit("-", 1)[1]
         (owner,) = meta.ownerReferences
         assert (owner.kind, owner.name, owner.uid, owner.controller) == (
@@ -156,10 +176,7 @@ async def test_a_deployment_runs_its_pods_named_and_labelled_as_a_replicaset_mak
         )
     await until(
         lambda: (
-            (node.objects.get("Deployment", "default", "web").body.get("status") or {}).get(
-                "availableReplicas"
-            )
-            == 2
+            (body_of(node, "Deployment", "web").get("status") or {}).get("availableReplicas") == 2
         )
     )
 
@@ -188,9 +205,7 @@ async def test_a_reapply_with_more_replicas_scales_up_and_fewer_scales_down(
     assert verdicts(body) == ["deployment.apps/web configured"]
     await until(lambda: len(running(node, "web-")) == 3)
     await apply(client, deployment(1))
-    await until(
-        lambda: len([p for p in node.list() if (p.metadata.name or "").startswith("web-")]) == 1
-    )
+    await until(lambda: len(named(node, "web-")) == 1)
     assert len(node.objects.list("ReplicaSet")) == 1
 
 
@@ -210,9 +225,9 @@ async def test_a_changed_image_rolls_out_to_a_new_replicaset(
     await until(rolled)
     new = [rs for rs in node.objects.list("ReplicaSet") if rs.name != old.name]
     assert len(new) == 1
-    assert node.objects.get("ReplicaSet", "default", old.name).body["spec"]["replicas"] == 0
-    deploy = node.objects.get("Deployment", "default", "web")
-    assert deploy.body["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    assert body_of(node, "ReplicaSet", old.name)["spec"]["replicas"] == 0
+    deploy = body_of(node, "Deployment", "web")
+    assert deploy["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
 
 
 async def test_a_changed_selector_is_refused_and_nothing_of_the_apply_is_stored(
@@ -229,8 +244,8 @@ async def test_a_changed_selector_is_refused_and_nothing_of_the_apply_is_stored(
         (c["field"], c["message"].endswith("field is immutable"), c["source"]) for c in causes
     ] == [("spec.selector", True, 'Deployment "web"')]
     assert node.objects.get("ConfigMap", "default", "extra") is None
-    stored = node.objects.get("Deployment", "default", "web")
-    assert stored.body["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    stored = body_of(node, "Deployment", "web")
+    assert stored["spec"]["selector"] == {"matchLabels": {"app": "web"}}
 
 
 async def test_prune_deletes_what_the_folder_no_longer_holds_among_the_selected(
@@ -274,16 +289,14 @@ async def test_a_job_completes_when_its_pod_succeeds(
     docker.exit(app_container(docker, pod.metadata.name), exit_code=0)
 
     def complete() -> bool:
-        status = node.objects.get("Job", "default", "migrate").body.get("status") or {}
+        status = body_of(node, "Job", "migrate").get("status") or {}
         return any(c["type"] == "Complete" for c in status.get("conditions") or [])
 
     await until(complete)
-    status = node.objects.get("Job", "default", "migrate").body["status"]
+    status = body_of(node, "Job", "migrate")["status"]
     assert status["succeeded"] == 1
-    stored = node.objects.get("Pod", "default", pod.metadata.name)
-    assert "batch.kubernetes.io/job-tracking" not in (
-        stored.body["metadata"].get("finalizers") or []
-    )
+    stored = body_of(node, "Pod", pod.metadata.name)
+    assert "batch.kubernetes.io/job-tracking" not in (stored["metadata"].get("finalizers") or [])
 
 
 async def test_a_job_without_retries_fails_when_its_pod_fails(
@@ -296,9 +309,9 @@ async def test_a_job_without_retries_fails_when_its_pod_fails(
     docker.exit(app_container(docker, pod.metadata.name), exit_code=3)
 
     def failed() -> list[str]:
-        status = node.objects.get("Job", "default", "migrate").body.get("status") or {}
+        status = body_of(node, "Job", "migrate").get("status") or {}
         return [c["reason"] for c in status.get("conditions") or [] if c["type"] == "Failed"]
 
     await until(lambda: bool(failed()))
     assert failed() == ["BackoffLimitExceeded"]
-    assert len([p for p in node.list() if (p.metadata.name or "").startswith("migrate-")]) == 1
+    assert len(named(node, "migrate-")) == 1

@@ -26,7 +26,7 @@ from asynckubelet.workloads.replicaset import (
     reconcile_replicaset,
 )
 
-TEMPLATE = {
+TEMPLATE: dict[str, Any] = {
     "metadata": {"labels": {"app": "web"}},
     "spec": {"containers": [{"name": "web", "image": "busybox:1"}]},
 }

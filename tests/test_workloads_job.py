@@ -119,7 +119,8 @@ def test_a_failed_pod_is_replaced_after_the_back_off() -> None:
     later = reconcile_job(
         job({"failed": 1}), [pod("a", phase="Failed", ready=False, finished=11)], now=NOW
     )
-    assert (soon.create, soon.requeue_after) == (0, pytest.approx(7.0))
+    assert soon.create == 0
+    assert soon.requeue_after == pytest.approx(7.0)
     assert soon.status["failed"] == 1
     assert later.create == 1
 

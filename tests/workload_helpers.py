@@ -80,5 +80,5 @@ def pod(
         meta["finalizers"] = list(finalizers)
     body = {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
     made = cast(Pod, Pod.from_dict(body))
-    made.status = Pod.from_dict({"metadata": {}, "status": status}).status
+    made.status = cast(Pod, Pod.from_dict({"metadata": {}, "status": status})).status
     return PodView(pod=made, stored=stored)

@@ -23,7 +23,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from lightkube.models.apps_v1 import Deployment, ReplicaSet, StatefulSet
+from lightkube.models.apps_v1 import (
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    StatefulSetPersistentVolumeClaimRetentionPolicy,
+    StatefulSetUpdateStrategy,
+)
 from lightkube.models.batch_v1 import Job
 from lightkube.models.core_v1 import PodTemplateSpec
 from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
@@ -272,16 +278,17 @@ def _selected_template(
                 "invalid label selector",
             )
         )
-    elif selector is None or not _empty_selector(selector):
+    elif (selector is None or not _empty_selector(selector)) and not selector_matches(
+        selector, _template_labels(template)
+    ):
         # A missing selector selects nothing (``labels.Nothing()``), an empty one everything.
-        if not selector_matches(selector, _template_labels(template)):
-            errs.append(
-                invalid(
-                    f"{path}.template.metadata.labels",
-                    go_map(_raw_labels(template)),
-                    "`selector` does not match template `labels`",
-                )
+        errs.append(
+            invalid(
+                f"{path}.template.metadata.labels",
+                go_map(_raw_labels(template)),
+                "`selector` does not match template `labels`",
             )
+        )
     errs.extend(validate_pod_template(template, f"{path}.template"))
     if template is None or template.spec is None or not restart_policy:
         return
@@ -501,23 +508,9 @@ def default_statefulset(doc: dict[str, Any]) -> None:
     _template(spec)
 
 
-def validate_statefulset(
-    obj: StatefulSet, *, absent: frozenset[str] = frozenset()
-) -> list[FieldError]:
-    """``ValidateStatefulSet``; the template's pod spec is checked as a pod's too (the
-    API server leaves that to the pods' creation, which here would fail unseen)."""
-    errs = validate_object_meta(obj.metadata, namespaced=True, label_name=True)
-    spec = obj.spec
-    if spec is None:
-        return [*errs, required("spec.selector")]
-    policy = spec.podManagementPolicy
-    if not policy:
-        errs.append(required("spec.podManagementPolicy"))
-    elif policy not in ("OrderedReady", "Parallel"):
-        errs.append(
-            invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'")
-        )
-    strategy = spec.updateStrategy
+def _statefulset_strategy(strategy: StatefulSetUpdateStrategy | None) -> list[FieldError]:
+    """A StatefulSet's ``spec.updateStrategy``."""
+    errs: list[FieldError] = []
     kind = strategy.type if strategy is not None else None
     rolling = strategy.rollingUpdate if strategy is not None else None
     if not kind:
@@ -544,7 +537,14 @@ def validate_statefulset(
                 _not_over_100(errs, f"{path}.maxUnavailable", rolling.maxUnavailable)
     else:
         errs.append(invalid("spec.updateStrategy", kind, "must be 'RollingUpdate' or 'OnDelete'"))
-    retention = spec.persistentVolumeClaimRetentionPolicy
+    return errs
+
+
+def _retention_policy(
+    retention: StatefulSetPersistentVolumeClaimRetentionPolicy | None,
+) -> list[FieldError]:
+    """A StatefulSet's ``spec.persistentVolumeClaimRetentionPolicy``."""
+    errs: list[FieldError] = []
     if retention is not None:
         for name in ("whenDeleted", "whenScaled"):
             value = getattr(retention, name)
@@ -556,6 +556,27 @@ def validate_statefulset(
                         ("Retain", "Delete"),
                     )
                 )
+    return errs
+
+
+def validate_statefulset(
+    obj: StatefulSet, *, absent: frozenset[str] = frozenset()
+) -> list[FieldError]:
+    """``ValidateStatefulSet``; the template's pod spec is checked as a pod's too (the
+    API server leaves that to the pods' creation, which here would fail unseen)."""
+    errs = validate_object_meta(obj.metadata, namespaced=True, label_name=True)
+    spec = obj.spec
+    if spec is None:
+        return [*errs, required("spec.selector")]
+    policy = spec.podManagementPolicy
+    if not policy:
+        errs.append(required("spec.podManagementPolicy"))
+    elif policy not in ("OrderedReady", "Parallel"):
+        errs.append(
+            invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'")
+        )
+    errs.extend(_statefulset_strategy(spec.updateStrategy))
+    errs.extend(_retention_policy(spec.persistentVolumeClaimRetentionPolicy))
     _nonnegative(errs, "spec.replicas", spec.replicas)
     _nonnegative(errs, "spec.minReadySeconds", spec.minReadySeconds)
     if spec.ordinals is not None:
@@ -698,17 +719,21 @@ def validate_job(obj: Job, *, absent: frozenset[str] = frozenset()) -> list[Fiel
     else:
         errs.extend(validate_label_selector(spec.selector, "spec.selector"))
     generated = not any(e.detail.endswith("`selector` not auto-generated") for e in errs)
-    if _selector_valid(spec.selector) and spec.selector is not None and generated:
-        # Against a selector that was not generated, the template's generated labels
-        # (with a stand-in UID) would only confuse.
-        if not selector_matches(spec.selector, _template_labels(spec.template)):
-            errs.append(
-                invalid(
-                    "spec.template.metadata.labels",
-                    go_map(_raw_labels(spec.template)),
-                    "`selector` does not match template `labels`",
-                )
+    # Against a selector that was not generated, the template's generated labels (with a
+    # stand-in UID) would only confuse.
+    if (
+        _selector_valid(spec.selector)
+        and spec.selector is not None
+        and generated
+        and not selector_matches(spec.selector, _template_labels(spec.template))
+    ):
+        errs.append(
+            invalid(
+                "spec.template.metadata.labels",
+                go_map(_raw_labels(spec.template)),
+                "`selector` does not match template `labels`",
             )
+        )
     return errs
 
 

@@ -197,7 +197,7 @@ class Controllers:
         ]
         self.node.want(pods, source=WORKLOADS_SOURCE)
         for pod in pods:
-            assert pod.metadata is not None
+            assert pod.metadata is not None  # noqa: S101  (type narrowing: new_pod sets metadata)
             self._event(owner, "Normal", "SuccessfulCreate", f"Created pod: {pod.metadata.name}")
 
     async def _delete_pods(self, owner: StoredObject, names: Sequence[str]) -> None:

@@ -286,11 +286,8 @@ def reconcile_deployment(
     plan = DeploymentPlan()
     spec = _spec(deployment)
     meta = deployment["metadata"]
-    name = str(meta["name"])
-    desired = _replicas(deployment)
     template = dict(spec.get("template") or {})
     status = dict(deployment.get("status") or {})
-    collision = status.get("collisionCount")
     paused = bool(spec.get("paused"))
 
     current = {rs.name: rs for rs in replicasets}
@@ -323,29 +320,8 @@ def reconcile_deployment(
 
     created_name: str | None = None
     if new is None and not paused:
-        hash_ = pod_template_hash(template, collision)
-        rs_name = f"{name}-{hash_}"
-        clash = current.get(rs_name)
-        if clash is not None:
-            # Another template hashed to this name: count the collision, name anew.
-            count = (collision or 0) + 1
-            status["collisionCount"] = count
-            hash_ = pod_template_hash(template, count)
-            rs_name = f"{name}-{hash_}"
-        old_total = sum(rs.replicas for rs in olds)
-        if _rolling(deployment) is not None:
-            room = desired + max_surge(deployment) - old_total
-            start = max(0, min(room, desired))
-        else:
-            start = desired if not any(rs.old_pods_running or rs.replicas for rs in olds) else 0
-        plan.create = _new_replicaset_body(
-            deployment, name=rs_name, hash_=hash_, replicas=start, revision=max_old_revision + 1
-        )
-        created_name = rs_name
-        new = RSView(body=plan.create, status={})
-        plan.events.append(
-            ("Normal", "ScalingReplicaSet", f"Scaled up replica set {rs_name} from 0 to {start}")
-        )
+        new = _create_new(plan, deployment, status, current, olds, revision=max_old_revision + 1)
+        created_name = new.name
     elif new is not None and new.revision <= max_old_revision:
         plan.revisions[new.name] = str(max_old_revision + 1)
 
@@ -364,6 +340,44 @@ def reconcile_deployment(
     if new is not None and _complete(deployment, plan.status):
         plan.delete = _cleanup(deployment, olds, replicas_of)
     return plan
+
+
+def _create_new(
+    plan: DeploymentPlan,
+    deployment: Mapping[str, Any],
+    status: dict[str, Any],
+    current: Mapping[str, RSView],
+    olds: Sequence[RSView],
+    *,
+    revision: int,
+) -> RSView:
+    """The ReplicaSet of the current template, named by its hash (counting a collision
+    with another template's name), started as large as the strategy allows."""
+    name = str(deployment["metadata"]["name"])
+    template = dict(_spec(deployment).get("template") or {})
+    collision = status.get("collisionCount")
+    desired = _replicas(deployment)
+    hash_ = pod_template_hash(template, collision)
+    rs_name = f"{name}-{hash_}"
+    if rs_name in current:
+        # Another template hashed to this name: count the collision, name anew.
+        count = (collision or 0) + 1
+        status["collisionCount"] = count
+        hash_ = pod_template_hash(template, count)
+        rs_name = f"{name}-{hash_}"
+    old_total = sum(rs.replicas for rs in olds)
+    if _rolling(deployment) is not None:
+        room = desired + max_surge(deployment) - old_total
+        start = max(0, min(room, desired))
+    else:
+        start = desired if not any(rs.old_pods_running or rs.replicas for rs in olds) else 0
+    plan.create = _new_replicaset_body(
+        deployment, name=rs_name, hash_=hash_, replicas=start, revision=revision
+    )
+    plan.events.append(
+        ("Normal", "ScalingReplicaSet", f"Scaled up replica set {rs_name} from 0 to {start}")
+    )
+    return RSView(body=plan.create, status={})
 
 
 def _roll(
@@ -483,74 +497,72 @@ def _status(
             "Deployment does not have minimum availability.",
             stamp,
         )
-    requeue: float | None = None
-    deadline = (deployment.get("spec") or {}).get("progressDeadlineSeconds")
-    progressing = next((c for c in conditions if c.get("type") == "Progressing"), None)
     rs_name = new.name if new is not None else ""
-    if created_name is not None:
-        conditions = _condition(
-            conditions,
-            "Progressing",
-            "True",
-            "NewReplicaSetCreated",
-            f'Created new replica set "{created_name}"',
-            stamp,
-        )
-    elif deadline is None:
-        conditions = [c for c in conditions if c.get("type") != "Progressing"]
-    elif not (
-        progressing is not None
-        and progressing.get("reason") == "NewReplicaSetAvailable"
-        and result["replicas"] == updated
-    ):
-        old_status = deployment.get("status") or {}
-        if _complete(deployment, result):
-            conditions = _condition(
-                conditions,
-                "Progressing",
-                "True",
-                "NewReplicaSetAvailable",
-                f'ReplicaSet "{rs_name}" has successfully progressed.',
-                stamp,
-            )
-        elif _progressing(result, old_status):
-            kept = (
-                progressing
-                if progressing is not None and progressing.get("status") == "True"
-                else None
-            )
-            entry = {
-                "type": "Progressing",
-                "status": "True",
-                "lastUpdateTime": stamp,
-                "lastTransitionTime": (kept or {}).get("lastTransitionTime", stamp),
-                "reason": "ReplicaSetUpdated",
-                "message": f'ReplicaSet "{rs_name}" is progressing.',
-            }
-            conditions = _ordered(
-                [c for c in conditions if c.get("type") != "Progressing"] + [entry]
-            )
-            if deadline is not None:
-                requeue = float(deadline)
-        elif progressing is not None:
-            since = _parse(progressing.get("lastUpdateTime"))
-            if progressing.get("reason") == "ProgressDeadlineExceeded":
-                pass
-            elif since is not None:
-                left = since.timestamp() + int(deadline) - now.timestamp()
-                if left <= 0:
-                    conditions = _condition(
-                        conditions,
-                        "Progressing",
-                        "False",
-                        "ProgressDeadlineExceeded",
-                        f'ReplicaSet "{rs_name}" has timed out progressing.',
-                        stamp,
-                    )
-                else:
-                    requeue = left
+    conditions, requeue = _progress_condition(
+        deployment, conditions, result, rs_name=rs_name, created_name=created_name, now=now
+    )
     result["conditions"] = conditions
     return result, requeue
+
+
+def _progress_condition(
+    deployment: Mapping[str, Any],
+    conditions: list[dict[str, Any]],
+    result: Mapping[str, Any],
+    *,
+    rs_name: str,
+    created_name: str | None,
+    now: datetime,
+) -> tuple[list[dict[str, Any]], float | None]:
+    """``syncRolloutStatus``'s ``Progressing`` condition, and when to look again for the
+    progress deadline."""
+    stamp = _iso(now)
+    deadline = (deployment.get("spec") or {}).get("progressDeadlineSeconds")
+    progressing = next((c for c in conditions if c.get("type") == "Progressing"), None)
+    if created_name is not None:
+        message = f'Created new replica set "{created_name}"'
+        return _condition(
+            conditions, "Progressing", "True", "NewReplicaSetCreated", message, stamp
+        ), None
+    if deadline is None:
+        return [c for c in conditions if c.get("type") != "Progressing"], None
+    if (
+        progressing is not None
+        and progressing.get("reason") == "NewReplicaSetAvailable"
+        and result["replicas"] == result["updatedReplicas"]
+    ):
+        return conditions, None
+    if _complete(deployment, result):
+        message = f'ReplicaSet "{rs_name}" has successfully progressed.'
+        return _condition(
+            conditions, "Progressing", "True", "NewReplicaSetAvailable", message, stamp
+        ), None
+    if _progressing(result, deployment.get("status") or {}):
+        kept = (
+            progressing if progressing is not None and progressing.get("status") == "True" else None
+        )
+        entry = {
+            "type": "Progressing",
+            "status": "True",
+            "lastUpdateTime": stamp,
+            "lastTransitionTime": (kept or {}).get("lastTransitionTime", stamp),
+            "reason": "ReplicaSetUpdated",
+            "message": f'ReplicaSet "{rs_name}" is progressing.',
+        }
+        others = [c for c in conditions if c.get("type") != "Progressing"]
+        return _ordered([*others, entry]), float(deadline)
+    if progressing is None or progressing.get("reason") == "ProgressDeadlineExceeded":
+        return conditions, None
+    since = _parse(progressing.get("lastUpdateTime"))
+    if since is None:
+        return conditions, None
+    left = since.timestamp() + int(deadline) - now.timestamp()
+    if left > 0:
+        return conditions, left
+    message = f'ReplicaSet "{rs_name}" has timed out progressing.'
+    return _condition(
+        conditions, "Progressing", "False", "ProgressDeadlineExceeded", message, stamp
+    ), None
 
 
 def _progressing(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:

@@ -174,6 +174,77 @@ def reconcile_job(
         _ttl(plan, spec, status, finished, now)
         return plan
 
+    ends = _ends(spec, status, pods, is_tracked)
+    succeeded = int(status.get("succeeded") or 0) + len(ends.new_ok) + len(ends.uncounted_ok)
+    failures = int(status.get("failed") or 0) + len(ends.new_failed) + len(ends.uncounted_failed)
+    active = [p for p in pods if p.active]
+    terminating = sum(1 for p in pods if p.deleting and not p.terminal)
+    if status.get("startTime") is None and not spec.get("suspend"):
+        status["startTime"] = _iso(now)
+
+    conditions = list(status.get("conditions") or [])
+    ending = _condition(status, "SuccessCriteriaMet") or _condition(status, "FailureTarget")
+    if ending is None:
+        ending = _failure_target(plan, spec, status, pods, failures, now)
+    if ending is not None:
+        plan.delete += [p.name for p in active]
+        terminating += len(active)
+    else:
+        active = _manage(plan, spec, active, pods, succeeded, terminating, now)
+        ending, conditions = _progress(plan, spec, status, conditions, active, succeeded, now)
+
+    if ending is not None and not any(c.get("type") == ending["type"] for c in conditions):
+        conditions.append(ending)
+    # Count what ended: first name the pods in the status, then untrack them, then count.
+    if ending is not None and ending["type"] == "FailureTarget":
+        ends.new_failed += [
+            p for p in pods if is_tracked(p) and p.active and p.uid not in ends.uncounted_failed
+        ]
+    still_active = [] if ending is not None else active
+    base = {
+        **status,
+        "conditions": conditions,
+        "active": len(still_active),
+        "ready": sum(1 for p in still_active if p.ready),
+        "terminating": terminating,
+    }
+    _count(plan, ends, base)
+    final = {
+        **base,
+        "succeeded": int(status.get("succeeded") or 0) + len(ends.uncounted_ok) + len(ends.new_ok),
+        "failed": int(status.get("failed") or 0)
+        + len(ends.uncounted_failed)
+        + len(ends.new_failed),
+        "uncountedTerminatedPods": {},
+    }
+    if ending is not None and terminating == 0:
+        _finish(plan, spec, final, ending, now)
+    for key in ("active", "succeeded", "failed"):
+        if not final.get(key):
+            final.pop(key, None)
+    if plan.interim is not None and not plan.interim.get("active"):
+        plan.interim.pop("active", None)
+    plan.status = final
+    return plan
+
+
+@dataclass
+class _Ends:
+    """The Job's pods whose end is counted in the status's uncounted lists (by UID), and
+    those whose end is not counted anywhere yet."""
+
+    uncounted_ok: set[str]
+    uncounted_failed: set[str]
+    new_ok: list[PodView]
+    new_failed: list[PodView]
+
+
+def _ends(
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    pods: Sequence[PodView],
+    is_tracked: Callable[[PodView], bool],
+) -> _Ends:
     replace_failed_only = spec.get("podReplacementPolicy") == "Failed"
 
     def failed(pod: PodView) -> bool:
@@ -187,119 +258,115 @@ def reconcile_job(
     uncounted = status.get("uncountedTerminatedPods") or {}
     uncounted_ok = set(uncounted.get("succeeded") or [])
     uncounted_failed = set(uncounted.get("failed") or [])
-    new_ok = [
-        p for p in pods if is_tracked(p) and p.phase == "Succeeded" and p.uid not in uncounted_ok
-    ]
-    new_failed = [p for p in pods if is_tracked(p) and failed(p) and p.uid not in uncounted_failed]
-    succeeded = int(status.get("succeeded") or 0) + len(new_ok) + len(uncounted_ok)
-    failures = int(status.get("failed") or 0) + len(new_failed) + len(uncounted_failed)
-    active = [p for p in pods if p.active]
-    terminating = sum(1 for p in pods if p.deleting and not p.terminal)
-    suspended = bool(spec.get("suspend"))
-    if status.get("startTime") is None and not suspended:
-        status["startTime"] = _iso(now)
+    return _Ends(
+        uncounted_ok=uncounted_ok,
+        uncounted_failed=uncounted_failed,
+        new_ok=[
+            p
+            for p in pods
+            if is_tracked(p) and p.phase == "Succeeded" and p.uid not in uncounted_ok
+        ],
+        new_failed=[
+            p for p in pods if is_tracked(p) and failed(p) and p.uid not in uncounted_failed
+        ],
+    )
 
-    conditions = list(status.get("conditions") or [])
-    ending = _condition(status, "SuccessCriteriaMet") or _condition(status, "FailureTarget")
+
+def _failure_target(
+    plan: JobPlan,
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    pods: Sequence[PodView],
+    failures: int,
+    now: datetime,
+) -> dict[str, Any] | None:
+    """The ``FailureTarget`` condition when the back-off limit or the active deadline is
+    passed; else None (and when to look again for the deadline)."""
     limit = spec.get("backoffLimit")
     backoff_limit = 6 if limit is None else int(limit)
+    if failures > backoff_limit or _past_backoff_on_failure(spec, pods, backoff_limit):
+        return _new_condition("FailureTarget", BACKOFF_LIMIT_EXCEEDED, BACKOFF_MESSAGE, now)
     deadline = spec.get("activeDeadlineSeconds")
-    if ending is None:
-        if failures > backoff_limit or _past_backoff_on_failure(spec, pods, backoff_limit):
-            ending = _new_condition("FailureTarget", BACKOFF_LIMIT_EXCEEDED, BACKOFF_MESSAGE, now)
-        elif deadline is not None and not suspended:
-            started = _parse(status.get("startTime"))
-            left = float(deadline) - ((now - started).total_seconds() if started else 0.0)
-            if left <= 0:
-                ending = _new_condition("FailureTarget", DEADLINE_EXCEEDED, DEADLINE_MESSAGE, now)
-            else:
-                plan.requeue_after = left
+    if deadline is None or spec.get("suspend"):
+        return None
+    started = _parse(status.get("startTime"))
+    left = float(deadline) - ((now - started).total_seconds() if started else 0.0)
+    if left <= 0:
+        return _new_condition("FailureTarget", DEADLINE_EXCEEDED, DEADLINE_MESSAGE, now)
+    plan.requeue_after = left
+    return None
 
-    if ending is not None:
-        plan.delete += [p.name for p in active]
-        terminating += len(active)
+
+def _progress(
+    plan: JobPlan,
+    spec: Mapping[str, Any],
+    status: dict[str, Any],
+    conditions: list[dict[str, Any]],
+    active: Sequence[PodView],
+    succeeded: int,
+    now: datetime,
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """For a Job still going: ``SuccessCriteriaMet`` once its completions succeeded, else
+    its ``Suspended`` condition kept (a resumed Job starts its clock again)."""
+    completions = spec.get("completions")
+    if completions is None:
+        complete = succeeded > 0 and not active
     else:
-        active = _manage(plan, spec, active, pods, succeeded, terminating, now)
-        completions = spec.get("completions")
-        if completions is None:
-            complete = succeeded > 0 and not active
-        else:
-            complete = succeeded >= int(completions) and not active
-        if complete:
-            ending = _new_condition(
-                "SuccessCriteriaMet", COMPLETIONS_REACHED, COMPLETIONS_MESSAGE, now
-            )
-        else:
-            if suspended:
-                reason, message = "JobSuspended", "Job suspended"
-            else:
-                reason, message = "JobResumed", "Job resumed"
-            conditions, changed = _ensure(
-                conditions, "Suspended", "True" if suspended else "False", reason, message, now
-            )
-            if changed:
-                plan.events.append(("Normal", "Suspended" if suspended else "Resumed", message))
-                if not suspended:
-                    status["startTime"] = _iso(now)
+        complete = succeeded >= int(completions) and not active
+    if complete:
+        met = _new_condition("SuccessCriteriaMet", COMPLETIONS_REACHED, COMPLETIONS_MESSAGE, now)
+        return met, conditions
+    suspended = bool(spec.get("suspend"))
+    if suspended:
+        reason, message = "JobSuspended", "Job suspended"
+    else:
+        reason, message = "JobResumed", "Job resumed"
+    conditions, changed = _ensure(
+        conditions, "Suspended", "True" if suspended else "False", reason, message, now
+    )
+    if changed:
+        plan.events.append(("Normal", "Suspended" if suspended else "Resumed", message))
+        if not suspended:
+            status["startTime"] = _iso(now)
+    return None, conditions
 
-    if ending is not None and not any(c.get("type") == ending["type"] for c in conditions):
-        conditions.append(ending)
 
-    # Count what ended: first name the pods in the status, then untrack them, then count.
-    ending_failed = ending is not None and ending["type"] == "FailureTarget"
-    to_count_ok = list(new_ok)
-    to_count_failed = list(new_failed)
-    if ending_failed:
-        to_count_failed += [
-            p for p in pods if is_tracked(p) and p.active and p.uid not in uncounted_failed
-        ]
-    still_active = [] if ending is not None else active
-    base = {
-        **status,
-        "conditions": conditions,
-        "active": len(still_active),
-        "ready": sum(1 for p in still_active if p.ready),
-        "terminating": terminating,
-    }
-    if to_count_ok or to_count_failed:
-        plan.interim = {
-            **base,
-            "uncountedTerminatedPods": {
-                "succeeded": sorted(uncounted_ok | {p.uid for p in to_count_ok}),
-                "failed": sorted(uncounted_failed | {p.uid for p in to_count_failed}),
-            },
-        }
-        plan.untrack = [p.name for p in [*to_count_ok, *to_count_failed] if p.stored]
-    final = {
+def _count(plan: JobPlan, ends: _Ends, base: Mapping[str, Any]) -> None:
+    """The interim status naming the pods about to be counted, and the pods to untrack."""
+    if not ends.new_ok and not ends.new_failed:
+        return
+    plan.interim = {
         **base,
-        "succeeded": int(status.get("succeeded") or 0) + len(uncounted_ok) + len(to_count_ok),
-        "failed": int(status.get("failed") or 0) + len(uncounted_failed) + len(to_count_failed),
-        "uncountedTerminatedPods": {},
+        "uncountedTerminatedPods": {
+            "succeeded": sorted(ends.uncounted_ok | {p.uid for p in ends.new_ok}),
+            "failed": sorted(ends.uncounted_failed | {p.uid for p in ends.new_failed}),
+        },
     }
-    if ending is not None and terminating == 0:
-        done = "Complete" if ending["type"] == "SuccessCriteriaMet" else "Failed"
-        final["conditions"] = [
-            *final["conditions"],
-            _new_condition(
-                done, str(ending.get("reason") or ""), str(ending.get("message") or ""), now
-            ),
-        ]
-        final["active"] = 0
-        if done == "Complete":
-            final["completionTime"] = _iso(now)
-            plan.events.append(("Normal", "Completed", "Job completed"))
-        else:
-            plan.events.append(("Warning", str(ending.get("reason")), str(ending.get("message"))))
-        _ttl(plan, spec, final, done, now)
-    for key in ("active", "succeeded", "failed"):
-        if not final.get(key):
-            final.pop(key, None)
-    if plan.interim is not None:
-        for key in ("active",):
-            if not plan.interim.get(key):
-                plan.interim.pop(key, None)
-    plan.status = final
-    return plan
+    plan.untrack = [p.name for p in [*ends.new_ok, *ends.new_failed] if p.stored]
+
+
+def _finish(
+    plan: JobPlan,
+    spec: Mapping[str, Any],
+    final: dict[str, Any],
+    ending: Mapping[str, Any],
+    now: datetime,
+) -> None:
+    """``Complete`` or ``Failed`` after its interim condition, once no pod terminates."""
+    done = "Complete" if ending["type"] == "SuccessCriteriaMet" else "Failed"
+    final["conditions"] = [
+        *final["conditions"],
+        _new_condition(
+            done, str(ending.get("reason") or ""), str(ending.get("message") or ""), now
+        ),
+    ]
+    final["active"] = 0
+    if done == "Complete":
+        final["completionTime"] = _iso(now)
+        plan.events.append(("Normal", "Completed", "Job completed"))
+    else:
+        plan.events.append(("Warning", str(ending.get("reason")), str(ending.get("message"))))
+    _ttl(plan, spec, final, done, now)
 
 
 def _manage(

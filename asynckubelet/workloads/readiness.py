@@ -93,10 +93,10 @@ def statefulset(body: Mapping[str, Any]) -> Readiness:
         return Readiness("waiting", f"{ready} of {desired} pods are ready")
     strategy = (spec.get("updateStrategy") or {}).get("type") or "RollingUpdate"
     partition = _n(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition"))
-    if strategy == "RollingUpdate" and partition == 0:
-        if status.get("updateRevision") != status.get("currentRevision"):
-            updated = _n(status.get("updatedReplicas"))
-            return Readiness("waiting", f"{updated} of {desired} pods are updated")
+    rolling = strategy == "RollingUpdate" and partition == 0
+    if rolling and status.get("updateRevision") != status.get("currentRevision"):
+        updated = _n(status.get("updatedReplicas"))
+        return Readiness("waiting", f"{updated} of {desired} pods are updated")
     return Readiness("ready", f"{ready} pods ready")
 
 

@@ -15,7 +15,7 @@ is no rollback to an earlier one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -84,11 +84,21 @@ def reconcile_statefulset(
     strategy = spec.get("updateStrategy") or {}
     rolling = (strategy.get("type") or "RollingUpdate") == "RollingUpdate"
     partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
-    min_ready = int(spec.get("minReadySeconds") or 0)
     revision = update_revision(statefulset)
-    status_in = dict(statefulset.get("status") or {})
-    current_revision = str(status_in.get("currentRevision") or revision)
 
+    by_ordinal = _members(name, pods)
+    condemned = sorted((o for o in by_ordinal if o not in wanted), reverse=True)
+    blocked = _make_wanted(plan, wanted, by_ordinal, ordered=ordered)
+    if not blocked:
+        blocked = _delete_condemned(plan, condemned, wanted, by_ordinal, ordered=ordered)
+    if not blocked and rolling and not condemned:
+        _roll_one(plan, wanted, by_ordinal, revision=revision, first=partition + start)
+    _status(plan, statefulset, by_ordinal, replicas=replicas, revision=revision, now=now)
+    return plan
+
+
+def _members(name: str, pods: Sequence[PodView]) -> dict[int, PodView]:
+    """The StatefulSet's pods by ordinal (a live pod before a deleted one of its ordinal)."""
     by_ordinal: dict[int, PodView] = {}
     for pod in pods:
         ordinal = ordinal_of(name, pod.name)
@@ -97,68 +107,104 @@ def reconcile_statefulset(
         known = by_ordinal.get(ordinal)
         if known is None or (known.deleting and not pod.deleting):
             by_ordinal[ordinal] = pod
-    condemned = sorted((o for o in by_ordinal if o not in wanted), reverse=True)
+    return by_ordinal
 
-    blocked = False
+
+def _make_wanted(
+    plan: StatefulSetPlan,
+    wanted: range,
+    by_ordinal: Mapping[int, PodView],
+    *,
+    ordered: bool,
+) -> bool:
+    """Create the missing ordinals and replace failed pods, in order; True when an
+    ordered StatefulSet must wait before going further."""
     for ordinal in wanted:
         member = by_ordinal.get(ordinal)
-        if member is not None and member.phase == "Failed" and not member.deleting:
-            plan.delete.append(member.name)
-            if ordered:
-                blocked = True
-                break
-            continue
         if member is None:
             plan.create.append(ordinal)
+        elif member.phase == "Failed" and not member.deleting:
+            plan.delete.append(member.name)
+        elif member.deleting or not _running_ready(member):
             if ordered:
-                blocked = True
-                break
+                return True
             continue
-        if member.deleting and ordered:
-            blocked = True
-            break
-        if not _running_ready(member) and ordered:
-            blocked = True
-            break
+        else:
+            continue
+        if ordered:
+            return True
+    return False
 
-    if not blocked:
-        every_ready = all(
-            (p := by_ordinal.get(o)) is not None and _running_ready(p) for o in wanted
-        )
-        for ordinal in condemned:
-            pod = by_ordinal[ordinal]
-            if pod.deleting:
-                if ordered:
-                    blocked = True
-                    break
-                continue
-            if ordered and not every_ready:
-                blocked = True
-                break
-            plan.delete.append(pod.name)
+
+def _all_running_ready(wanted: Iterable[int], by_ordinal: Mapping[int, PodView]) -> bool:
+    return all((p := by_ordinal.get(o)) is not None and _running_ready(p) for o in wanted)
+
+
+def _delete_condemned(
+    plan: StatefulSetPlan,
+    condemned: Sequence[int],
+    wanted: range,
+    by_ordinal: Mapping[int, PodView],
+    *,
+    ordered: bool,
+) -> bool:
+    """Delete the pods past the wanted ordinals, highest first (one at a time, once every
+    wanted pod is running and ready, when ordered); True when an ordered StatefulSet
+    must wait."""
+    every_ready = _all_running_ready(wanted, by_ordinal)
+    for ordinal in condemned:
+        pod = by_ordinal[ordinal]
+        if pod.deleting:
             if ordered:
-                blocked = True
-                break
+                return True
+            continue
+        if ordered and not every_ready:
+            return True
+        plan.delete.append(pod.name)
+        if ordered:
+            return True
+    return False
 
-    if not blocked and rolling and not condemned:
-        for ordinal in sorted(wanted, reverse=True):
-            if ordinal < partition + start:
-                break
-            candidate = by_ordinal.get(ordinal)
-            if candidate is None:
-                continue
-            if candidate.labels.get(REVISION_HASH) != revision and not candidate.deleting:
-                others_ready = all(
-                    (p := by_ordinal.get(o)) is not None and _running_ready(p)
-                    for o in wanted
-                    if o != ordinal
-                )
-                if others_ready and _running_ready(candidate):
-                    plan.delete.append(candidate.name)
-                break
-            if not _running_ready(candidate):
-                break
 
+def _roll_one(
+    plan: StatefulSetPlan,
+    wanted: range,
+    by_ordinal: Mapping[int, PodView],
+    *,
+    revision: str,
+    first: int,
+) -> None:
+    """Delete the highest pod of another revision at or above ``first`` once all others
+    are running and ready (its replacement is made of the update revision)."""
+    for ordinal in sorted(wanted, reverse=True):
+        if ordinal < first:
+            return
+        candidate = by_ordinal.get(ordinal)
+        if candidate is None:
+            continue
+        if candidate.labels.get(REVISION_HASH) != revision and not candidate.deleting:
+            others = (o for o in wanted if o != ordinal)
+            if _all_running_ready(others, by_ordinal) and _running_ready(candidate):
+                plan.delete.append(candidate.name)
+            return
+        if not _running_ready(candidate):
+            return
+
+
+def _status(
+    plan: StatefulSetPlan,
+    statefulset: Mapping[str, Any],
+    by_ordinal: Mapping[int, PodView],
+    *,
+    replicas: int,
+    revision: str,
+    now: datetime,
+) -> None:
+    """The StatefulSet's status from its pods, and when to look again for availability."""
+    spec = statefulset.get("spec") or {}
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    status_in = dict(statefulset.get("status") or {})
+    current_revision = str(status_in.get("currentRevision") or revision)
     existing = [p for p in by_ordinal.values() if not p.deleting]
     ready = [p for p in existing if p.ready]
     available = [p for p in existing if p.available(min_ready, now)]
@@ -187,4 +233,3 @@ def reconcile_statefulset(
                 plan.requeue_after = (
                     left if plan.requeue_after is None else min(plan.requeue_after, left)
                 )
-    return plan

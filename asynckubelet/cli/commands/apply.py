@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -104,8 +104,36 @@ def apply(
     Job, a rollout past its deadline, a pod the node rejected or whose image does not
     exist, a container still in CreateContainerConfigError after --config-timeout.
     """
-    from asynckubelet.manifests import read_sources
+    _check_choices(
+        files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
+    )
+    client = require_daemon(node, verb="apply")
+    texts = _texts(files, kustomize)
+    result = client.apply(
+        texts, prune_selector=selector if prune else None, prune_all=prune and prune_all
+    )
+    for warning in result.get("warnings") or []:
+        source = f"{warning.get('source')}: " if warning.get("source") else ""
+        detail = f": {warning['message']}" if warning.get("message") else ""
+        warn(f"{source}{warning.get('field')}: {warning.get('reason')}{detail}")
+    if not result.get("items"):
+        raise fail("no objects passed to apply")
+    pods, workloads = _report(result)
+    if wait and (pods or workloads):
+        run_async(
+            _wait, [as_pod(p) for p in pods], workloads, client, node, timeout, config_timeout
+        )
 
+
+def _check_choices(
+    *,
+    files: list[str] | None,
+    kustomize: str | None,
+    prune: bool,
+    selector: str | None,
+    prune_all: bool,
+) -> None:
+    """Refuse the flag combinations kubectl refuses (and -f with -k)."""
     if not files and kustomize is None:
         raise UsageError("give -f FILE (a file, a folder or - for stdin) or -k DIR")
     if files and kustomize is not None:
@@ -118,21 +146,23 @@ def apply(
         )
     if (selector or prune_all) and not prune:
         raise UsageError("-l and --all select what --prune deletes; give --prune too")
-    client = require_daemon(node, verb="apply")
-    texts = [("kustomize " + kustomize, _kustomize(kustomize))] if kustomize else []
-    if files:
-        texts = read_sources(files)
+
+
+def _texts(files: list[str] | None, kustomize: str | None) -> list[tuple[str, str]]:
+    """The manifests' texts, from the files or the kustomization."""
+    from asynckubelet.manifests import read_sources
+
+    texts = read_sources(files) if files else []
+    if kustomize is not None:
+        texts = [("kustomize " + kustomize, _kustomize(kustomize))]
     if not any(text.strip() for _, text in texts):
         raise fail("no objects passed to apply")
-    result = client.apply(
-        texts, prune_selector=selector if prune else None, prune_all=prune and prune_all
-    )
-    for warning in result.get("warnings") or []:
-        source = f"{warning.get('source')}: " if warning.get("source") else ""
-        detail = f": {warning['message']}" if warning.get("message") else ""
-        warn(f"{source}{warning.get('field')}: {warning.get('reason')}{detail}")
-    if not result.get("items"):
-        raise fail("no objects passed to apply")
+    return texts
+
+
+def _report(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Print each object's verdict and each pruned object; the pods and the workloads
+    applied, for --wait."""
     pods: list[dict[str, Any]] = []
     workloads: list[dict[str, Any]] = []
     for item in result.get("items") or []:
@@ -145,10 +175,7 @@ def apply(
             workloads.append(item)
     for item in result.get("pruned") or []:
         out.print(f"{escape(_shown(item))} pruned")
-    if wait and (pods or workloads):
-        run_async(
-            _wait, [as_pod(p) for p in pods], workloads, client, node, timeout, config_timeout
-        )
+    return pods, workloads
 
 
 def _shown(item: Mapping[str, Any]) -> str:
@@ -170,7 +197,7 @@ def _kustomize(directory: str) -> str:
             "or run `kustomize build DIR | asynckubelet apply -f -`"
         )
     try:
-        done = subprocess.run(
+        done = subprocess.run(  # noqa: S603  (argv list, no shell: kustomize or kubectl found by shutil.which)
             argv, capture_output=True, text=True, timeout=KUSTOMIZE_TIMEOUT, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -265,6 +292,54 @@ async def _wait_pods(
         )
 
 
+WorkloadKey = tuple[str, str, str]
+"""``(kind, namespace, name)``."""
+
+
+async def _read_workloads(
+    client: NodeClient, left: Mapping[WorkloadKey, str]
+) -> dict[WorkloadKey, dict[str, Any]]:
+    """Each workload's object as the daemon has it now; a deleted one is an error."""
+    import anyio.to_thread
+
+    from asynckubelet import errors, resources
+
+    bodies: dict[WorkloadKey, dict[str, Any]] = {}
+    for key, shown in left.items():
+        kind, namespace, name = key
+        found = resources.lookup(kind)
+        if found is None:
+            raise errors.PodError(f"{shown}: unknown kind {kind}")
+        try:
+            bodies[key] = await anyio.to_thread.run_sync(
+                client.object, found.plural, namespace, name
+            )
+        except errors.DaemonError as e:
+            if e.reason != "NotFound":
+                raise
+            raise errors.PodError(f"{shown} was deleted while waiting") from None
+    return bodies
+
+
+def _live_pods_of(
+    key: WorkloadKey, pods: list[dict[str, Any]], owners: Mapping[str, WorkloadKey]
+) -> Iterator[dict[str, Any]]:
+    """The pods that ``key`` controls (through its ReplicaSets too), neither deleted nor
+    finished."""
+    from asynckubelet.node.status import TERMINAL_PHASES
+    from asynckubelet.workloads.pods import controller_of
+
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        owner = controller_of(meta)
+        status = pod.get("status") or {}
+        if owner is None or owners.get(owner.uid) != key:
+            continue
+        if meta.get("deletionTimestamp") or status.get("phase") in TERMINAL_PHASES:
+            continue
+        yield pod
+
+
 async def _wait_workloads(
     items: list[dict[str, Any]],
     client: NodeClient,
@@ -277,10 +352,8 @@ async def _wait_workloads(
     import anyio
     import anyio.to_thread
 
-    from asynckubelet import errors, resources
+    from asynckubelet import errors
     from asynckubelet.node.failures import FailureWatch
-    from asynckubelet.node.status import TERMINAL_PHASES
-    from asynckubelet.workloads.pods import controller_of
     from asynckubelet.workloads.readiness import readiness
 
     left = {(str(i["kind"]), str(i["namespace"]), str(i["name"])): _shown(i) for i in items}
@@ -288,20 +361,7 @@ async def _wait_workloads(
     last: dict[str, str] = {}
     with anyio.move_on_after(timeout) as scope:
         while left:
-            bodies: dict[tuple[str, str, str], dict[str, Any]] = {}
-            for kind, namespace, name in left:
-                found = resources.lookup(kind)
-                assert found is not None
-                try:
-                    bodies[(kind, namespace, name)] = await anyio.to_thread.run_sync(
-                        client.object, found.plural, namespace, name
-                    )
-                except errors.DaemonError as e:
-                    if e.reason != "NotFound":
-                        raise
-                    raise errors.PodError(
-                        f"{left[(kind, namespace, name)]} was deleted while waiting"
-                    ) from None
+            bodies = await _read_workloads(client, left)
             pods = await anyio.to_thread.run_sync(client.pods)
             owners = _owner_chain(bodies, await _replicasets(client, bodies))
             for key, body in bodies.items():
@@ -316,14 +376,8 @@ async def _wait_workloads(
                     continue
                 last[shown] = verdict.message
                 waiting(shown, verdict.message)
-                for pod in pods:
-                    meta = pod.get("metadata") or {}
-                    owner = controller_of(meta)
-                    status = pod.get("status") or {}
-                    if owner is None or owners.get(owner.uid) != key:
-                        continue
-                    if meta.get("deletionTimestamp") or status.get("phase") in TERMINAL_PHASES:
-                        continue
+                for pod in _live_pods_of(key, pods, owners):
+                    meta = pod["metadata"]
                     watch = watches.setdefault(
                         str(meta.get("uid")),
                         FailureWatch(pull_timeout=None, config_timeout=config_timeout),

@@ -211,7 +211,7 @@ async def _follow(
 async def _stream(kubelet: Kubelet, renderer: _Renderer, pod: Pod, container: str) -> None:
     from asynckubelet import errors
 
-    assert pod.metadata is not None
+    assert pod.metadata is not None  # noqa: S101  (type narrowing: a pod the node runs has metadata)
     try:
         async with kubelet.logs(
             pod.metadata.namespace or "default",
