@@ -24,7 +24,7 @@ from asynckubelet.cli.options import ClusterOptions, NodeOptions, UsageError
 from asynckubelet.cli.output import err, fail, run_async
 
 if TYPE_CHECKING:
-    from asynckubelet.cluster.agent import ClusterConfig
+    from asynckubelet.cluster.agent import ClusterConfig, ClusterNode
     from asynckubelet.docker import DockerAPI
     from asynckubelet.network import NetworkPlugin
     from asynckubelet.node.daemon import DaemonInfo
@@ -107,6 +107,57 @@ def serve_cluster(
         raise
 
 
+async def _listen_and_publish(
+    tg: anyio.abc.TaskGroup,
+    joined: ClusterNode,
+    config: KubeletConfig,
+    node: NodeOptions,
+    state: Path,
+    socket_file: Path,
+    listen: tuple[str, int, bool],
+    docker_url: str,
+    published: list[DaemonInfo],
+    started: list[int],
+) -> None:
+    """Serve the local API and the HTTP endpoint of the joined node, then publish the
+    node's configuration in the state directory and say so in one line."""
+    from asynckubelet.cli.commands.serve import _Address, _node_info
+    from asynckubelet.cli.provision import announce
+    from asynckubelet.localapi import serve_local
+    from asynckubelet.node import daemon
+    from asynckubelet.server import serve_http
+
+    host, port, allow_remote = listen
+    kubelet = joined.kubelet
+    kubelet.runtime.images.announce = announce
+    local = functools.partial(serve_local, kubelet, lambda: published[0], path=str(socket_file))
+    http = functools.partial(serve_http, kubelet, host=host, port=port, allow_remote=allow_remote)
+    try:
+        inode = int(await tg.start(local))
+        started.append(inode)
+        bound = await tg.start(http)
+    except OSError as e:
+        raise fail(f"cannot listen: {e}") from None
+    info = _node_info(
+        config,
+        node,
+        _Address(f"{host}:{port}", host, port, allow_remote),
+        bound,
+        socket_file,
+        docker_url,
+        network=kubelet.runtime.network.name,
+    )
+    published.append(dataclasses.replace(info, pod_cidr=joined.pod_cidr or ""))
+    daemon.write_node_info(state, published[0])
+    kubelet_api = f", kubelet API port {joined.kubelet_port}" if joined.kubelet_port else ""
+    err.print(
+        f"node {joined.node_name} joined {joined.api.server} "
+        f"(pod CIDR {joined.pod_cidr}{kubelet_api}), manifests "
+        f"{config.manifest_dir}, http://{host}:{bound}, local API {socket_file}",
+        soft_wrap=True,
+    )
+
+
 async def _serve(
     config: KubeletConfig,
     node: NodeOptions,
@@ -115,24 +166,19 @@ async def _serve(
     state: Path,
     listen: tuple[str, int, bool],
 ) -> None:
-    from asynckubelet.cli.commands.serve import _Address, _node_info
-    from asynckubelet.cli.provision import announce
-    from asynckubelet.cluster.agent import ClusterNode, run_cluster_node
+    from asynckubelet.cluster.agent import run_cluster_node
     from asynckubelet.docker import DockerClient
-    from asynckubelet.localapi import serve_local
     from asynckubelet.node import daemon
     from asynckubelet.node.access import remove_pid_file, write_pid_file
     from asynckubelet.node.kubelet import API_SOURCE
     from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
-    from asynckubelet.server import serve_http
 
-    host, port, allow_remote = listen
     try:
         socket_file = daemon.claim_socket(state)
     except errors.DaemonError as e:
         raise fail(str(e)) from None
     objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
-    inode: int | None = None
+    started: list[int] = []
     published: list[DaemonInfo] = []
     async with DockerClient(url=node.docker_host) as docker:
         network = network_factory(node, cluster, docker, node_name=config.node_name)
@@ -161,40 +207,12 @@ async def _serve(
                             objects=objects,
                         )
                     )
-                    kubelet = joined.kubelet
-                    kubelet.runtime.images.announce = announce
-                    local = functools.partial(
-                        serve_local, kubelet, lambda: published[0], path=str(socket_file)
-                    )
-                    http = functools.partial(
-                        serve_http, kubelet, host=host, port=port, allow_remote=allow_remote
-                    )
-                    try:
-                        inode = int(await tg.start(local))
-                        bound = await tg.start(http)
-                    except OSError as e:
-                        raise fail(f"cannot listen: {e}") from None
-                    info = _node_info(
-                        config,
-                        node,
-                        _Address(f"{host}:{port}", host, port, allow_remote),
-                        bound,
-                        socket_file,
-                        docker.url,
-                        network=kubelet.runtime.network.name,
-                    )
-                    published.append(dataclasses.replace(info, pod_cidr=joined.pod_cidr or ""))
-                    daemon.write_node_info(state, published[0])
-                    kubelet_api = (
-                        f", kubelet API port {joined.kubelet_port}" if joined.kubelet_port else ""
-                    )
-                    err.print(
-                        f"node {joined.node_name} joined {joined.api.server} "
-                        f"(pod CIDR {joined.pod_cidr}{kubelet_api}), manifests "
-                        f"{config.manifest_dir}, http://{host}:{bound}, local API {socket_file}",
-                        soft_wrap=True,
-                    )
+                    await _listen_and_publish(
+                        tg, joined, config, node, state, socket_file, listen, docker.url,
+                        published, started,
+                    )  # fmt: skip
         finally:
+            inode = started[0] if started else None
             daemon.release_socket(state, inode=inode)
             if inode is not None:
                 daemon.remove_node_info(state)

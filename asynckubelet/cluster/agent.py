@@ -31,7 +31,7 @@ is served over HTTPS on the node IP and ``kubelet_port``, the port the Node adve
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -340,6 +340,205 @@ async def _node_facts(
     )
 
 
+async def _register(
+    config: ClusterConfig,
+    api: KubeClient,
+    docker: DockerAPI,
+    info: Mapping[str, Any],
+    *,
+    name: str,
+    facts: NodeFacts,
+    readiness: Callable[[], Awaitable[Readiness]],
+    events: EventReporter,
+    state: Path | None,
+) -> NodeRegistrar:
+    """Create or adopt the Node; a refusal of the kubeconfig's identity is a kubeconfig
+    error naming the file."""
+    docker_root = info.get("DockerRootDir")
+    registrar = NodeRegistrar(
+        api=api,
+        facts=facts,
+        labels=dict(config.node_labels),
+        taints=config.register_with_taints,
+        arch=host.go_arch(),
+        readiness=readiness,
+        nodefs=state or default_root(name).parent,
+        imagefs=Path(docker_root) if docker_root and is_local_daemon(docker.url) else None,
+        thresholds=config.thresholds,
+        update_frequency=config.update_frequency,
+        report_frequency=config.report_frequency,
+        events=events,
+    )
+    try:
+        await registrar.register()
+    except errors.ClusterAPIError as e:
+        if e.code in (401, 403):
+            raise errors.KubeconfigError(
+                f"kubeconfig {config.kubeconfig}: the API server refuses to let it register "
+                f"node {name}: {e}",
+                path=str(config.kubeconfig),
+            ) from None
+        raise
+    return registrar
+
+
+@dataclass
+class _Joined:
+    """What the node holds once it has joined: the parts the pod side reports through."""
+
+    registrar: NodeRegistrar
+    lease: LeaseKeeper
+    events: EventReporter
+    pod_cidr: str | None
+    node_ip: str
+
+
+@dataclass
+class _PodSide:
+    """The pod side of a joined node: pods from the API server, their status and mirrors."""
+
+    reporter: PodStatusReporter
+    source: ApiPodSource
+    reflector: PodReflector
+    mirrors: MirrorPods
+
+
+def _pod_side(
+    config: ClusterConfig,
+    kconfig: KubeletConfig,
+    api: KubeClient,
+    kubelet: Kubelet,
+    resources: NodeResources,
+    joined: _Joined,
+) -> _PodSide:
+    name = kconfig.node_name
+    reporter = PodStatusReporter(api)
+    source = ApiPodSource(
+        api=api,
+        kubelet=kubelet,
+        objects=ObjectCache(api),
+        reporter=reporter,
+        node_info=_node_info(joined.registrar, resources),
+        host_port_in_use=host_port_in_use,
+        pod_security=config.pod_security or kconfig.pod_security,
+    )
+    source.objects.on_change = source.on_object_change
+
+    def resolve(uid: str) -> Involved | None:
+        state = reporter.states.get(uid)
+        if state is None:
+            return None
+        return Involved("Pod", state.namespace, state.name, state.uid)
+
+    joined.events.resolve = resolve
+    reflector = PodReflector(api, node_name=name, on_change=source.on_change)
+    mirrors = MirrorPods(
+        api,
+        kubelet=kubelet,
+        reporter=reporter,
+        cluster_pods=lambda: reflector.pods,
+        is_cluster_pod=lambda uid: uid in source.tracked,
+        node_uid=joined.registrar.uid,
+    )
+
+    def on_change(pods: Mapping[str, Pod], changed: set[str]) -> None:
+        source.on_change(pods, changed)
+        mirrors.poke()
+
+    reflector.on_change = on_change
+    return _PodSide(reporter=reporter, source=source, reflector=reflector, mirrors=mirrors)
+
+
+async def _start_pod_side(pods: anyio.abc.TaskGroup, side: _PodSide) -> None:
+    """Objects and the status reporter first, then the pod source, which waits for the
+    watch's first list; mirror pods once the source has synced."""
+    await pods.start(side.source.objects.run, name="cluster objects")
+    await pods.start(side.reporter.run, name="pod status reporter")
+    first_list = anyio.Event()
+    await pods.start(
+        lambda task_status: side.source.run(first_list=first_list, task_status=task_status),
+        name="cluster pod source",
+    )
+    await pods.start(side.reflector.run, name="pod watch")
+    first_list.set()
+    await side.source.synced.wait()
+    await pods.start(side.mirrors.run, name="mirror pods")
+
+
+async def _serve_pods(
+    config: ClusterConfig,
+    kconfig: KubeletConfig,
+    api: KubeClient,
+    server_version: str,
+    docker: DockerAPI,
+    plugin: NetworkPlugin | None,
+    objects: ObjectStore | None,
+    tokens: ClusterTokens,
+    resources: NodeResources,
+    joined: _Joined,
+    task_status: anyio.abc.TaskStatus[ClusterNode],
+) -> None:
+    """Run the cluster's pods on a kubelet of this node until cancelled."""
+    name = kconfig.node_name
+    async with Kubelet(
+        kconfig,
+        docker=docker,
+        network=plugin,
+        volumes=_volumes(kconfig, tokens),
+        objects=objects,
+    ) as kubelet:
+        # The node admits every pod again as it starts it; in a cluster, resources it
+        # does not advertise are the scheduler's to count (removeMissingExtendedResources).
+        kubelet.admitter.ignore_unadvertised_extended = True
+        side = _pod_side(config, kconfig, api, kubelet, resources, joined)
+        reporter, source, reflector, mirrors = (
+            side.reporter,
+            side.source,
+            side.reflector,
+            side.mirrors,
+        )
+        unsubscribe = [
+            reporter.attach(kubelet.status),
+            joined.events.attach(kubelet.recorder),
+            mirrors.attach(),
+        ]
+        try:
+            async with anyio.create_task_group() as pods:
+                await _start_pod_side(pods, side)
+                kubelet_port = None
+                if config.serve_kubelet_api:
+                    kubelet_port = await pods.start(
+                        _kubelet_api(config, kubelet, api, name=name, node_ip=joined.node_ip),
+                        name="kubelet API",
+                    )
+                logger.info(
+                    "node {} joined {} (Kubernetes {}): {} pods bound to it",
+                    name,
+                    api.server,
+                    server_version,
+                    len(reflector.pods),
+                )
+                task_status.started(
+                    ClusterNode(
+                        api=api,
+                        kubelet=kubelet,
+                        registrar=joined.registrar,
+                        lease=joined.lease,
+                        reflector=reflector,
+                        source=source,
+                        reporter=reporter,
+                        events=joined.events,
+                        pod_cidr=joined.pod_cidr,
+                        server_version=server_version,
+                        kubelet_port=kubelet_port,
+                    )
+                )
+                await anyio.sleep_forever()
+        finally:
+            for stop in unsubscribe:
+                stop()
+
+
 async def _run(
     config: ClusterConfig,
     kubelet_config: KubeletConfig,
@@ -367,32 +566,10 @@ async def _run(
         return Readiness(runtime=runtime, network=network_problem[0])
 
     events = EventReporter(api, node_name=name, resolve=lambda uid: None)
-    state = kubelet_config.state_dir
-    docker_root = info.get("DockerRootDir")
-    registrar = NodeRegistrar(
-        api=api,
-        facts=facts,
-        labels=dict(config.node_labels),
-        taints=config.register_with_taints,
-        arch=host.go_arch(),
-        readiness=readiness,
-        nodefs=state or default_root(name).parent,
-        imagefs=Path(docker_root) if docker_root and is_local_daemon(docker.url) else None,
-        thresholds=config.thresholds,
-        update_frequency=config.update_frequency,
-        report_frequency=config.report_frequency,
-        events=events,
-    )
-    try:
-        await registrar.register()
-    except errors.ClusterAPIError as e:
-        if e.code in (401, 403):
-            raise errors.KubeconfigError(
-                f"kubeconfig {config.kubeconfig}: the API server refuses to let it register "
-                f"node {name}: {e}",
-                path=str(config.kubeconfig),
-            ) from None
-        raise
+    registrar = await _register(
+        config, api, docker, info, name=name, facts=facts, readiness=readiness, events=events,
+        state=kubelet_config.state_dir,
+    )  # fmt: skip
     lease = LeaseKeeper(api, node_name=name, node_uid=registrar.uid, duration=config.lease_duration)
     async with anyio.create_task_group() as tg:
         await tg.start(events.run, name="cluster events")
@@ -411,102 +588,17 @@ async def _run(
             wait_for_sources=kubelet_config.wait_for_sources | {SOURCE_READY},
             node=kubelet_config.node or NodeInfo(name=name, allocatable=resources),
         )
-        async with Kubelet(
-            kconfig,
-            docker=docker,
-            network=plugin,
-            volumes=_volumes(kconfig, tokens),
-            objects=objects,
-        ) as kubelet:
-            # The node admits every pod again as it starts it; in a cluster, resources it
-            # does not advertise are the scheduler's to count (removeMissingExtendedResources).
-            kubelet.admitter.ignore_unadvertised_extended = True
-            reporter = PodStatusReporter(api)
-            source = ApiPodSource(
-                api=api,
-                kubelet=kubelet,
-                objects=ObjectCache(api),
-                reporter=reporter,
-                node_info=_node_info(registrar, resources),
-                host_port_in_use=host_port_in_use,
-                pod_security=config.pod_security or kconfig.pod_security,
-            )
-            source.objects.on_change = source.on_object_change
-
-            def resolve(uid: str) -> Involved | None:
-                state = reporter.states.get(uid)
-                if state is None:
-                    return None
-                return Involved("Pod", state.namespace, state.name, state.uid)
-
-            events.resolve = resolve
-            reflector = PodReflector(api, node_name=name, on_change=source.on_change)
-            mirrors = MirrorPods(
-                api,
-                kubelet=kubelet,
-                reporter=reporter,
-                cluster_pods=lambda: reflector.pods,
-                is_cluster_pod=lambda uid: uid in source.tracked,
-                node_uid=registrar.uid,
-            )
-
-            def on_change(pods: Mapping[str, Pod], changed: set[str]) -> None:
-                source.on_change(pods, changed)
-                mirrors.poke()
-
-            reflector.on_change = on_change
-            unsubscribe = [
-                reporter.attach(kubelet.status),
-                events.attach(kubelet.recorder),
-                mirrors.attach(),
-            ]
-            try:
-                async with anyio.create_task_group() as pods:
-                    await pods.start(source.objects.run, name="cluster objects")
-                    await pods.start(reporter.run, name="pod status reporter")
-                    first_list = anyio.Event()
-                    await pods.start(
-                        lambda task_status: source.run(
-                            first_list=first_list, task_status=task_status
-                        ),
-                        name="cluster pod source",
-                    )
-                    await pods.start(reflector.run, name="pod watch")
-                    first_list.set()
-                    await source.synced.wait()
-                    await pods.start(mirrors.run, name="mirror pods")
-                    kubelet_port = None
-                    if config.serve_kubelet_api:
-                        kubelet_port = await pods.start(
-                            _kubelet_api(config, kubelet, api, name=name, node_ip=node_ip),
-                            name="kubelet API",
-                        )
-                    logger.info(
-                        "node {} joined {} (Kubernetes {}): {} pods bound to it",
-                        name,
-                        api.server,
-                        server_version,
-                        len(reflector.pods),
-                    )
-                    task_status.started(
-                        ClusterNode(
-                            api=api,
-                            kubelet=kubelet,
-                            registrar=registrar,
-                            lease=lease,
-                            reflector=reflector,
-                            source=source,
-                            reporter=reporter,
-                            events=events,
-                            pod_cidr=pod_cidr,
-                            server_version=server_version,
-                            kubelet_port=kubelet_port,
-                        )
-                    )
-                    await anyio.sleep_forever()
-            finally:
-                for stop in unsubscribe:
-                    stop()
+        joined = _Joined(
+            registrar=registrar,
+            lease=lease,
+            events=events,
+            pod_cidr=pod_cidr,
+            node_ip=node_ip,
+        )
+        await _serve_pods(
+            config, kconfig, api, server_version, docker, plugin, objects, tokens, resources,
+            joined, task_status,
+        )  # fmt: skip
         tg.cancel_scope.cancel()
 
 

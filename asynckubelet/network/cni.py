@@ -36,7 +36,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -259,11 +259,12 @@ class CNIPlugin:
             os.fsync(f.fileno())
         os.replace(tmp, path)
 
-    def _cached(self, sandbox_id: str) -> list[tuple[Path, dict[str, Any]]]:
+    def _entries(self) -> Iterator[tuple[Path, dict[str, Any]]]:
+        """Every whole cache entry that names its container (hidden files are half-written
+        ones; unreadable entries are skipped)."""
         folder = self.config.cache_dir / "results"
         if not folder.is_dir():
-            return []
-        found = []
+            return
         for path in folder.iterdir():
             if path.name.startswith("."):
                 continue
@@ -271,9 +272,11 @@ class CNIPlugin:
                 entry = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
-            if isinstance(entry, dict) and entry.get("containerId") == sandbox_id:
-                found.append((path, entry))
-        return found
+            if isinstance(entry, dict) and isinstance(entry.get("containerId"), str):
+                yield path, entry
+
+    def _cached(self, sandbox_id: str) -> list[tuple[Path, dict[str, Any]]]:
+        return [(p, e) for p, e in self._entries() if e["containerId"] == sandbox_id]
 
     def cached_sandboxes(self) -> set[str]:
         return set(self.cached_owners())
@@ -281,46 +284,27 @@ class CNIPlugin:
     def cached_owners(self) -> dict[str, str]:
         """sandbox id -> engine of every cached attachment (empty engine: a half-written
         entry, or one written before engines were recorded)."""
-        folder = self.config.cache_dir / "results"
-        if not folder.is_dir():
-            return {}
         owners: dict[str, str] = {}
-        for path in folder.iterdir():
-            if path.name.startswith("."):
+        folder = self.config.cache_dir / "results"
+        if folder.is_dir():
+            for path in folder.glob(".*"):
                 half_written = _TMP_ID.search(path.name)
                 if half_written:
                     owners.setdefault(half_written.group(1), "")
-                continue
-            try:
-                entry = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(entry, dict) and isinstance(entry.get("containerId"), str):
-                owners[entry["containerId"]] = str(entry.get(_ENGINE_KEY) or "")
+        for _, entry in self._entries():
+            owners[entry["containerId"]] = str(entry.get(_ENGINE_KEY) or "")
         return owners
 
     def _attachments(self) -> list[tuple[str, str, str]]:
         """(container id, interface, network name) of every whole cache entry."""
-        folder = self.config.cache_dir / "results"
-        if not folder.is_dir():
-            return []
-        found = []
-        for path in folder.iterdir():
-            if path.name.startswith("."):
-                continue
-            try:
-                entry = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(entry, dict) and isinstance(entry.get("containerId"), str):
-                found.append(
-                    (
-                        entry["containerId"],
-                        str(entry.get("ifName") or self.config.ifname),
-                        str(entry.get("networkName") or ""),
-                    )
-                )
-        return found
+        return [
+            (
+                entry["containerId"],
+                str(entry.get("ifName") or self.config.ifname),
+                str(entry.get("networkName") or ""),
+            )
+            for _, entry in self._entries()
+        ]
 
     def _drop_half_written(self, sandbox_id: str) -> None:
         """Temporary files a process killed while writing this sandbox's entry left."""
