@@ -13,8 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from loguru import logger
-
+from asynckubelet import _imports
 from asynckubelet import errors as _errors
 
 if TYPE_CHECKING:
@@ -57,7 +56,11 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # A library logs only when its user asks: ``logger.enable("asynckubelet")`` (the CLI does).
-logger.disable("asynckubelet")
+# The logger is disabled as loguru is imported, so that importing the package does not
+# import it (the command line's --help needs no logging).
+_imports.when_imported("loguru", lambda loguru: loguru.logger.disable("asynckubelet"))
+# The Kubernetes models without lightkube's client (cluster mode imports it when it runs).
+_imports.defer_package_init("lightkube")
 
 _PUBLIC: dict[str, tuple[str, str]] = {
     "Backoff": ("asynckubelet.runtime.backoff", "Backoff"),

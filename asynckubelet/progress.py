@@ -12,23 +12,16 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Any, Self
 
 from rich.console import Console
-from rich.live import Live
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    Task,
-    TaskID,
-    TextColumn,
-)
-from rich.table import Table
-from rich.text import Text
 
-from asynckubelet.docker import PullProgress
+if TYPE_CHECKING:
+    from rich.live import Live
+    from rich.progress import Progress, TaskID
+
+    from asynckubelet.docker import PullProgress
 
 LineWriter = Callable[[str, str], None]
 """``(image or pod, text)``: where plain lines go."""
@@ -40,22 +33,34 @@ class _Layer:
     layer: str
 
 
-class _LayerBar(BarColumn):
-    """The bar of a layer; the image's own row has none."""
+def _new_progress(**options: Any) -> Progress:
+    """A rich Progress of pulls: a row per image, and per layer its state, bar and bytes."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, Task, TextColumn
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:  # type: ignore[override]
-        if task.fields.get("image_row"):
-            return Text("")
-        return super().render(task)  # type: ignore[return-value]
+    class LayerBar(BarColumn):
+        """The bar of a layer; the image's own row has none."""
 
+        def render(self, task: Task) -> Text:  # type: ignore[override]
+            if task.fields.get("image_row"):
+                return Text("")
+            return super().render(task)  # type: ignore[return-value]
 
-class _LayerBytes(DownloadColumn):
-    """Bytes done/total of a layer, once Docker has said the total."""
+    class LayerBytes(DownloadColumn):
+        """Bytes done/total of a layer, once Docker has said the total."""
 
-    def render(self, task: Task) -> Text:
-        if task.fields.get("image_row") or task.total is None:
-            return Text("")
-        return super().render(task)
+        def render(self, task: Task) -> Text:
+            if task.fields.get("image_row") or task.total is None:
+                return Text("")
+            return super().render(task)
+
+    return Progress(
+        TextColumn("{task.description}"),
+        TextColumn("{task.fields[status]}"),
+        LayerBar(),
+        LayerBytes(),
+        **options,
+    )
 
 
 def _amount(progress: PullProgress) -> str:
@@ -126,11 +131,7 @@ class PullDisplay:
 
     def _start(self) -> Progress:
         if self._progress is None:
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                TextColumn("{task.fields[status]}"),
-                _LayerBar(),
-                _LayerBytes(),
+            self._progress = _new_progress(
                 console=self.console,
                 transient=False,
                 refresh_per_second=8,
@@ -205,12 +206,16 @@ class WaitDisplay:
     def update(self, pending: Mapping[str, str]) -> None:
         """``pending``: pod (as ``pod/NAME``) -> why it is not ready yet."""
         if self.live:
+            from rich.table import Table
+
             table = Table(box=None, show_header=True, header_style="bold")
             table.add_column("WAITING FOR")
             table.add_column("WHY")
             for pod, why in pending.items():
                 table.add_row(escape(pod), escape(why))
             if self._live is None:
+                from rich.live import Live
+
                 self._live = Live(
                     table,
                     console=self.console,

@@ -1,11 +1,12 @@
 """The node options ``run`` and ``serve`` share: the same names, environment variables and
 defaults on both (``--network`` is ``auto`` everywhere), the values reach the network
-factory, the literal defaults on the command line are the library's, and ``--help`` loads
-neither the Docker client nor netlink."""
+factory, the literal defaults on the command line are the library's, and no ``--help``
+loads the Docker client, netlink or other heavy libraries."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -142,25 +143,61 @@ def test_an_unknown_network_is_refused_naming_the_backends(command: str, tmp_pat
     )
 
 
-HEAVY = ("aiodocker", "aiohttp", "pyroute2")
+HEAVY = (
+    "aiodocker",
+    "aiohttp",
+    "pyroute2",
+    "pydantic",
+    "httpx2",
+    "jwt",
+    "cryptography",
+    "watchfiles",
+    "prometheus_client",
+    "lightkube.core",
+    "lightkube.config",
+)
+"""What no command's help loads: the Docker client, netlink, pydantic, lightkube's HTTP
+client, the token signer, the file watcher, the metrics registry, the Kubernetes models."""
+COMMAND_LINE = ("loguru", "asyncio", "anyio", "rich", "yaml", "lightkube.models", "msgspec")
+"""What a command's own help may load, and ``asynckubelet --help`` does not."""
 HELPS = [
     ["--help"],
-    *([name, "--help"] for name in ("run", "serve", "apply", "delete", "get", "logs", "exec")),
+    *(
+        [name, "--help"]
+        for name in (
+            "run",
+            "validate",
+            "apply",
+            "delete",
+            "get",
+            "describe",
+            "logs",
+            "exec",
+            "doctor",
+            "serve",
+        )
+    ),
     ["images", "build-pause", "--help"],
     ["engine", "start", "--help"],
+    ["images", "--help"],
 ]
 
 
-def test_help_loads_neither_the_docker_client_nor_netlink() -> None:
+def test_each_help_loads_nothing_heavy_and_the_command_list_not_even_rich() -> None:
+    # One interpreter for all: each help is charged with the modules that appear during it.
     script = (
-        "import sys\n"
+        "import json, sys\n"
         "from asynckubelet.cli import app\n"
+        "def loaded(names):\n"
+        "    return {n for n in names for m in sys.modules if m == n or m.startswith(n + '.')}\n"
         f"for args in {HELPS!r}:\n"
+        f"    before = loaded({HEAVY + COMMAND_LINE!r})\n"
         "    try:\n"
         "        app(args)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))\n"
+        f"    new = sorted(loaded({HEAVY + COMMAND_LINE!r}) - before)\n"
+        "    print('LOADED', json.dumps([' '.join(args), new]))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],
@@ -171,4 +208,13 @@ def test_help_loads_neither_the_docker_client_nor_netlink() -> None:
         check=True,
     )
     assert "Usage: " in result.stdout
-    assert result.stdout.splitlines()[-1] == "[]"
+    loaded: dict[str, list[str]] = dict(
+        json.loads(line.removeprefix("LOADED "))
+        for line in result.stdout.splitlines()
+        if line.startswith("LOADED ")
+    )
+    assert len(loaded) == len(HELPS)
+    for args, modules in loaded.items():
+        assert not set(modules) & set(HEAVY), (args, modules)
+    assert loaded["--help"] == []
+    assert loaded["images --help"] == []

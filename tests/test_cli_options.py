@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import loguru
 import pytest
 from loguru import logger
 from typer.testing import CliRunner
@@ -36,7 +37,7 @@ class FakeLogger:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeLogger:
     recorder = FakeLogger()
-    monkeypatch.setattr(output, "logger", recorder)
+    monkeypatch.setattr(loguru, "logger", recorder)
     monkeypatch.setattr(logsetup, "add_sink", recorder.add)
     return recorder
 

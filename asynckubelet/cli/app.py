@@ -1,5 +1,13 @@
-"""The ``asynckubelet`` command tree: the Typer app, its sub-apps, the options before the
+"""The ``asynckubelet`` command tree: the Typer app, its groups, the options before the
 command, and which module runs each command (:mod:`asynckubelet.cli.commands`).
+
+A command's module is imported, and its options built, only when that command runs or
+shows its help: a command line is a short process, and loading every command to run one
+would cost more than most commands take. So the tree, with the one-line summary that
+``asynckubelet --help`` lists, is written out here (a unit test keeps each summary equal to
+the first line of its command's docstring), and the groups' help is Click's plain layout,
+which needs neither the commands nor Rich. A command's own ``--help`` keeps Typer's
+panels.
 
 Command names, flags, environment variables, exit codes and output formats are an
 interface that users and scripts rely on.
@@ -7,36 +15,216 @@ interface that users and scripts rely on.
 
 from __future__ import annotations
 
-import typer
+import importlib
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from asynckubelet.cli import output
-from asynckubelet.cli.commands import (
-    apply,
-    delete,
-    describe,
-    doctor,
-    engine,
-    exec,
-    get,
-    images,
-    logs,
-    run,
-    serve,
-    validate,
-)
+import typer
+import typer.core
+import typer.main
+
+from asynckubelet.cli.coercion import use_plain_conversion
 from asynckubelet.cli.options import GlobalLogFormatOpt, GlobalLogLevelOpt
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command: ``function`` of ``asynckubelet.cli.commands.<module>``."""
+
+    module: str
+    function: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class Group:
+    summary: str
+    commands: Mapping[str, Command]
+
+
+TREE: dict[str, Command | Group] = {
+    "run": Command(
+        "run",
+        "run",
+        "Run the Pods in FILES on Docker, stream their output, exit with their exit code.",
+    ),
+    "validate": Command(
+        "validate",
+        "validate",
+        "Check manifests as an API server would, creating nothing (exit 1 when rejected).",
+    ),
+    "serve": Command(
+        "serve",
+        "serve",
+        "Run the node until a signal: the objects applied to it and the static pods of its "
+        "manifest directory, its local API on <state-dir>/api.sock, the HTTP endpoints.",
+    ),
+    "apply": Command(
+        "apply",
+        "apply",
+        "Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps "
+        "every object: Pods, ConfigMaps, Secrets, Namespaces.",
+    ),
+    "delete": Command(
+        "delete",
+        "delete",
+        "Delete objects: `delete pod|configmap|secret NAME` or `delete -f FILE...` (every "
+        "object the files hold); pods gracefully, waiting until they are gone (exit 1 "
+        "naming those still there after --timeout).",
+    ),
+    "get": Command(
+        "get",
+        "get",
+        "List pods, configmaps or secrets as `kubectl get` does (asking the node daemon).",
+    ),
+    "describe": Command(
+        "describe", "describe", "Show a pod as `kubectl describe pod` does, events at the bottom."
+    ),
+    "logs": Command(
+        "logs", "logs", "Print a container's output; with -f keep following, across restarts."
+    ),
+    "exec": Command(
+        "exec", "exec_", "Run a command in a pod's container; exits with the command's exit code."
+    ),
+    "doctor": Command(
+        "doctor",
+        "doctor",
+        "Check what a node needs, with a fix for each problem (exit 1 when any).",
+    ),
+    "images": Group(
+        "Build the images a node needs, from local material only.",
+        {
+            "build-pause": Command(
+                "images",
+                "build_pause",
+                "Compile the project's pause program statically and load it as a sandbox image.",
+            ),
+            "build-busybox": Command(
+                "images",
+                "build_busybox",
+                "Pack the host's static busybox as a small general-purpose image.",
+            ),
+            "build-probe": Command(
+                "images",
+                "build_probe",
+                "Compile the probe helper statically and load it (the node does so itself when "
+                "it first needs it; for engines the node cannot reach the pods of).",
+            ),
+        },
+    ),
+    "engine": Group(
+        "Make sure a Docker engine runs: the one there, or our own.",
+        {
+            "start": Command(
+                "engine",
+                "start",
+                "Use the engine that answers; else start our own dockerd (root, dockerd "
+                "installed).",
+            ),
+            "stop": Command(
+                "engine", "stop", "Stop the engine that `engine start` started (never any other)."
+            ),
+            "status": Command(
+                "engine",
+                "status",
+                "Which engine the commands use, and whether it answers (exit 1 when none does).",
+            ),
+        },
+    ),
+}
+
+
+def load(name: str, entry: Command | Group) -> typer.core.TyperCommand | typer.core.TyperGroup:
+    """The Click command of one entry of the tree, its module imported now."""
+    if isinstance(entry, Group):
+        return LazyGroup(name=name, entries=entry.commands, help=entry.summary)
+    module = importlib.import_module(f"asynckubelet.cli.commands.{entry.module}")
+    one = typer.Typer(add_completion=False)
+    one.command(name, cls=_Command)(getattr(module, entry.function))
+    command = typer.main.get_command(one)
+    if not isinstance(command, typer.core.TyperCommand):
+        raise TypeError(f"{name}: Typer built a {type(command).__name__}, not a command")
+    return command
+
+
+class _Command(typer.core.TyperCommand):
+    """A command whose options are converted by :mod:`asynckubelet.cli.coercion`."""
+
+    def __init__(self, *args: Any, **attrs: Any) -> None:
+        super().__init__(*args, **attrs)
+        use_plain_conversion(self.params)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        use_plain_conversion([option] if option is not None else [])
+        return option
+
+
+class _Commands(MutableMapping[str, Any]):
+    """A group's commands by name; each is loaded the first time it is looked up."""
+
+    def __init__(self, entries: Mapping[str, Command | Group]) -> None:
+        self._entries = entries
+        self._loaded: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._loaded:
+            self._loaded[name] = load(name, self._entries[name])
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("the command tree is fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._entries
+        yield from (name for name in self._loaded if name not in self._entries)
+
+    def __len__(self) -> int:
+        return len(set(self._entries) | set(self._loaded))
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """A group whose commands are imported when one is used, and whose help lists them
+    from their summaries alone."""
+
+    entries: ClassVar[Mapping[str, Command | Group]] = {}
+
+    def __init__(self, *, entries: Mapping[str, Command | Group] | None = None, **attrs: Any):
+        attrs["rich_markup_mode"] = None
+        super().__init__(**attrs)
+        self.commands = _Commands(self.entries if entries is None else entries)
+        use_plain_conversion(self.params)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        use_plain_conversion([option] if option is not None else [])
+        return option
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        entries = self.commands._entries if isinstance(self.commands, _Commands) else {}
+        rows = [(name, entry.summary) for name, entry in entries.items()]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class _Root(LazyGroup):
+    entries = TREE
+
 
 app = typer.Typer(
     name="asynckubelet",
+    cls=_Root,
     help="The kubelet's pod lifecycle on your own Docker engine: run Kubernetes Pod YAML.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
 )
-images_app = typer.Typer(help="Build the images a node needs, from local material only.")
-app.add_typer(images_app, name="images")
-engine_app = typer.Typer(help="Make sure a Docker engine runs: the one there, or our own.")
-app.add_typer(engine_app, name="engine")
 
 
 @app.callback()
@@ -44,25 +232,9 @@ def _global_options(
     log_level: GlobalLogLevelOpt = None, log_format: GlobalLogFormatOpt = None
 ) -> None:
     """Options for every command; each command takes them too (the command's own win)."""
+    from asynckubelet.cli import output
+
     output.set_global_logging(log_level=log_level, log_format=log_format)
-
-
-app.command("run")(run.run)
-app.command("validate")(validate.validate)
-app.command("serve")(serve.serve)
-app.command("apply")(apply.apply)
-app.command("delete")(delete.delete)
-app.command("get")(get.get)
-app.command("describe")(describe.describe)
-app.command("logs")(logs.logs)
-app.command("exec")(exec.exec_)
-app.command("doctor")(doctor.doctor)
-images_app.command("build-pause")(images.build_pause)
-images_app.command("build-busybox")(images.build_busybox)
-images_app.command("build-probe")(images.build_probe)
-engine_app.command("start")(engine.start)
-engine_app.command("stop")(engine.stop)
-engine_app.command("status")(engine.status)
 
 
 def main() -> None:

@@ -16,11 +16,11 @@ import functools
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
+from types import ModuleType
 from typing import Any, TypeVar, TypeVarTuple
 
 import anyio
 import typer
-from loguru import logger
 from rich.console import Console
 from rich.markup import escape
 
@@ -205,7 +205,12 @@ def set_global_logging(*, log_level: str | None, log_format: str | None) -> None
 
 def setup_logging(options: LogOptions, *, default: str = "WARNING") -> None:
     """Log to stderr at the chosen level and format. The command's own flags come first
-    (``-v``: INFO, ``-vv``: DEBUG), then those before the command or the environment."""
+    (``-v``: INFO, ``-vv``: DEBUG), then those before the command or the environment.
+
+    The sink is added when loguru is imported (at once if it is): a command whose work
+    logs nothing never imports it."""
+    from asynckubelet import _imports
+
     level = options.log_level
     if level is None and options.verbose:
         level = "DEBUG" if options.verbose > 1 else "INFO"
@@ -215,8 +220,13 @@ def setup_logging(options: LogOptions, *, default: str = "WARNING") -> None:
         raise UsageError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}")
     if form not in LOG_FORMATS:
         raise UsageError(f"--log-format must be text or json, not {form!r}")
+    _imports.when_imported("loguru", functools.partial(_log_to_stderr, level=level, form=form))
+
+
+def _log_to_stderr(loguru: ModuleType, *, level: str, form: str) -> None:
     from asynckubelet.logsetup import add_sink
 
+    logger = loguru.logger
     logger.remove()
     logger.enable("asynckubelet")
     if form == "json":

@@ -17,7 +17,9 @@ construction, and DAD would keep them unusable for a second or more).
 
 All netlink work goes through pyroute2's ``AsyncIPRoute``. A socket inside the pod's
 namespace is opened in a worker thread that enters the namespace (``setns`` is per
-thread), so the event loop is never blocked and never changes namespace.
+thread), so the event loop is never blocked and never changes namespace. pyroute2 is
+imported when the backend first talks netlink: loading it costs a node about 9 MB, which a
+node on another backend does not pay for importing this module's names.
 
 Several agents may share one bridge, each driving its own Docker engine: addresses must be
 unique on the bridge, so IPAM and records are per bridge, but every allocation and record
@@ -46,13 +48,11 @@ import subprocess
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 from loguru import logger
-from pyroute2 import AsyncIPRoute
-from pyroute2.netlink.exceptions import NetlinkError
 
 from asynckubelet import errors
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
@@ -60,6 +60,10 @@ from asynckubelet.network.firewall import DNAT, Firewall
 from asynckubelet.network.ipam import Allocation, FileIPAM
 from asynckubelet.network.iptables import IPTables
 from asynckubelet.network.nftables import NFTables
+
+if TYPE_CHECKING:
+    from pyroute2 import AsyncIPRoute
+    from pyroute2.netlink.exceptions import NetlinkError
 
 DEFAULT_BRIDGE = "akl0"
 DEFAULT_POD_CIDR = "10.137.0.0/16"
@@ -161,12 +165,25 @@ def _write_sysctl(path: str, value: str) -> None:
         raise errors.NetworkError(f"cannot set {path}: {e}") from e
 
 
+def _iproute(**kwargs: Any) -> AsyncIPRoute:
+    from pyroute2 import AsyncIPRoute
+
+    return AsyncIPRoute(**kwargs)
+
+
+def _netlink_error_type() -> type[NetlinkError]:
+    from pyroute2.netlink import exceptions
+
+    found: type[NetlinkError] = exceptions.NetlinkError
+    return found
+
+
 async def _in_netns(path: str) -> AsyncIPRoute:
     try:
         sock = await anyio.to_thread.run_sync(_open_netns_socket, path)
     except OSError as e:
         raise errors.NetworkError(f"cannot enter the sandbox network namespace {path}: {e}") from e
-    return AsyncIPRoute(use_socket=sock)
+    return _iproute(use_socket=sock)
 
 
 async def _index(ipr: AsyncIPRoute, name: str) -> int | None:
@@ -310,7 +327,7 @@ class BridgePlugin:
         bridge = self.config.bridge
         gateway = self.ipam.gateway
         try:
-            async with AsyncIPRoute() as ipr:
+            async with _iproute() as ipr:
                 index = await _index(ipr, bridge)
                 overlap = await self._overlapping_route(ipr, index)
                 if overlap is not None:
@@ -322,7 +339,7 @@ class BridgePlugin:
                 if index is None:
                     try:
                         await ipr.link("add", ifname=bridge, kind="bridge")
-                    except NetlinkError as e:
+                    except _netlink_error_type() as e:
                         if e.code != errno.EEXIST:
                             raise
                     index = await _index(ipr, bridge)
@@ -336,7 +353,7 @@ class BridgePlugin:
                         await ipr.addr(
                             "add", index=index, address=gateway, prefixlen=self.subnet.prefixlen
                         )
-                    except NetlinkError as e:
+                    except _netlink_error_type() as e:
                         if e.code != errno.EEXIST:
                             raise
                 if self.ipam6 is not None and self.subnet6 is not None:
@@ -356,14 +373,14 @@ class BridgePlugin:
                                 prefixlen=self.subnet6.prefixlen,
                                 flags=_IFA_F_NODAD,
                             )
-                        except NetlinkError as e:
+                        except _netlink_error_type() as e:
                             if e.code != errno.EEXIST:
                                 raise
                 settings: dict[str, Any] = {"state": "up"}
                 if self.config.mtu:
                     settings["mtu"] = self.config.mtu
                 await ipr.link("set", index=index, **settings)
-        except NetlinkError as e:
+        except _netlink_error_type() as e:
             raise _netlink_error(f"setting up bridge {bridge}", e) from e
 
     async def remove_node_network(self) -> None:
@@ -373,11 +390,11 @@ class BridgePlugin:
             if self.subnet6 is not None:
                 await self.firewall6.remove_network(bridge=self.config.bridge)
             try:
-                async with AsyncIPRoute() as ipr:
+                async with _iproute() as ipr:
                     index = await _index(ipr, self.config.bridge)
                     if index is not None:
                         await ipr.link("del", index=index)
-            except NetlinkError as e:
+            except _netlink_error_type() as e:
                 if e.code != errno.ENODEV:
                     raise _netlink_error(f"deleting bridge {self.config.bridge}", e) from e
             await anyio.to_thread.run_sync(self._remove_state)
@@ -521,7 +538,7 @@ class BridgePlugin:
     async def _plug(self, request: PodNetworkRequest, allocations: list[Allocation]) -> None:  # noqa: C901  (mirrors the CNI bridge plugin's setupVeth and ConfigureIface)
         host = veth_name(request.sandbox_id)
         try:
-            async with AsyncIPRoute() as ipr:
+            async with _iproute() as ipr:
                 stale = await _index(ipr, host)
                 if stale is not None:
                     await ipr.link("del", index=stale)
@@ -565,7 +582,7 @@ class BridgePlugin:
                 for a in allocations:
                     default = "::/0" if ":" in a.address else "0.0.0.0/0"
                     await ns.route("add", dst=default, gateway=a.gateway)
-        except NetlinkError as e:
+        except _netlink_error_type() as e:
             what = f"plugging sandbox {request.sandbox_id[:12]} into the bridge"
             raise _netlink_error(what, e) from e
 
@@ -587,11 +604,11 @@ class BridgePlugin:
                     ]
                 )
             try:
-                async with AsyncIPRoute() as ipr:
+                async with _iproute() as ipr:
                     index = await _index(ipr, veth_name(sandbox_id))
                     if index is not None:
                         await ipr.link("del", index=index)
-            except NetlinkError as e:
+            except _netlink_error_type() as e:
                 if e.code != errno.ENODEV:
                     raise _netlink_error(f"deleting veth {veth_name(sandbox_id)}", e) from e
             for pool in self._pools():

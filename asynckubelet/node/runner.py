@@ -18,6 +18,7 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -196,6 +197,7 @@ class PodWorker:
         )
         self._next_eviction = 0.0
         self._failure_pause = 0.0
+        self._logs: anyio.abc.TaskGroup | None = None
 
     def poke(self) -> None:
         """Something about the pod changed: look again now."""
@@ -209,6 +211,7 @@ class PodWorker:
 
     async def run(self, stop: anyio.Event) -> PodOutcome:
         async with anyio.create_task_group() as logs:
+            self._logs = logs
             try:
                 async with anyio.create_task_group() as tg:
                     await tg.start(self.prober.run, name=f"prober {self.namespace}/{self.name}")
@@ -395,13 +398,15 @@ class PodWorker:
                 waiters.start_soon(until, stop)
 
     def _follow_new(self, runtime: PodRuntimeStatus, tg: anyio.abc.TaskGroup) -> None:
-        if self.on_log is None:
-            return
         for c in runtime.containers:
-            if c.id in self.followed or c.state is ContainerState.CREATED:
-                continue
-            self.followed.add(c.id)
-            tg.start_soon(self._follow, c.id, c.name, name=f"logs {self.name}/{c.name}")
+            if c.state is not ContainerState.CREATED:
+                self._follow_from(c.id, c.name, tg)
+
+    def _follow_from(self, container_id: str, container: str, tg: anyio.abc.TaskGroup) -> None:
+        if self.on_log is None or container_id in self.followed:
+            return
+        self.followed.add(container_id)
+        tg.start_soon(self._follow, container_id, container, name=f"logs {self.name}/{container}")
 
     async def _follow(self, container_id: str, container: str) -> None:
         assert self.on_log is not None  # noqa: S101  (type narrowing: followed only when a log sink is set)
@@ -423,19 +428,28 @@ class PodWorker:
             try:
                 async for event in self.rm.docker.events(filters=filters):
                     delay = 0.1
-                    self.rm.forget(str((event.get("Actor") or {}).get("ID") or ""))
-                    if event.get("Action", "").split(":")[0] in (
-                        "start",
-                        "die",
-                        "oom",
-                        "destroy",
-                        "create",
-                    ):
+                    actor = event.get("Actor") or {}
+                    self.rm.forget(str(actor.get("ID") or ""))
+                    action = event.get("Action", "").split(":")[0]
+                    if action == "start":
+                        self._follow_started(actor)
+                    if action in ("start", "die", "oom", "destroy", "create"):
                         self.wake.set()
             except errors.DockerError as e:
                 logger.debug("event stream for {} lost ({}); reconnecting", self.name, e)
             await anyio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+    def _follow_started(self, actor: dict[str, Any]) -> None:
+        """Follow a container's output from its start event, without waiting for the next
+        status read, so that its first line is shown as soon as it is printed."""
+        labels = actor.get("Attributes") or {}
+        container_id = str(actor.get("ID") or "")
+        name = labels.get(naming.LABEL_CONTAINER_NAME)
+        if labels.get(naming.LABEL_TYPE) != naming.TYPE_CONTAINER or not (container_id and name):
+            return
+        if self._logs is not None:
+            self._follow_from(container_id, name, self._logs)
 
     async def _finish(self, stop: anyio.Event) -> None:
         """Stop the pod if it is still running, then remove it unless asked to keep it."""
@@ -445,9 +459,11 @@ class PodWorker:
             runtime = await self.rm.get_pod_status(
                 uid=self.uid, name=self.name, namespace=self.namespace
             )
-            if any(c.state is ContainerState.RUNNING for c in runtime.containers) or any(
-                s.state.value == "ready" for s in runtime.sandboxes
-            ):
+            running = any(c.state is ContainerState.RUNNING for c in runtime.containers)
+            sandbox_up = any(s.state.value == "ready" for s in runtime.sandboxes)
+            # A pod about to be removed whose containers have all ended needs no graceful
+            # stop: removal tears its network down and removes the sandbox with the rest.
+            if running or (sandbox_up and self.options.keep):
                 await self.rm.kill_pod(self.pod, runtime, grace_period=self.options.grace_period)
             if not self.options.keep:
                 await self.rm.remove_pod(uid=self.uid)

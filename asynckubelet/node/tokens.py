@@ -20,6 +20,9 @@ node's issuer and public key, as for any external OIDC issuer; the Kubernetes AP
 cluster does not accept it. As the kubelet's token manager does, a token is reused until
 80 % of its lifetime (or 24 h) has passed, less a jitter of up to 10 s, and then replaced;
 the projected volume is rewritten through the atomic writer when its token changes.
+
+PyJWT and cryptography are imported with the first token: a node whose pods ask for none
+does not carry them (about 9 MB of a node's memory).
 """
 
 from __future__ import annotations
@@ -34,13 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Protocol
-
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from typing import TYPE_CHECKING, Protocol
 
 from asynckubelet import hostfs
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
 DEFAULT_ISSUER = "https://asynckubelet.local"
 ISSUER_ENV = "ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER"
@@ -143,6 +145,9 @@ class TokenIssuer:
     def _signing_key(self) -> rsa.RSAPrivateKey:
         if self._key is not None:
             return self._key
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
         path = self.directory / PRIVATE_KEY_FILE
         if path.exists():
             data = hostfs.read_file(self.directory, PRIVATE_KEY_FILE)
@@ -191,6 +196,8 @@ class TokenIssuer:
             return self._issue(request, now=now)
 
     def _issue(self, request: TokenRequest, *, now: datetime) -> Token:
+        import jwt
+
         key = self._signing_key()
         issued = now.replace(microsecond=0)
         expires = issued + timedelta(seconds=request.expiration_seconds)

@@ -31,6 +31,7 @@ from asynckubelet.runtime.types import (
 )
 
 if TYPE_CHECKING:
+    from asynckubelet.docker import ContainerSummary
     from asynckubelet.runtime.manager import RuntimeManager
 
 MINIMUM_GRACE_PERIOD = 2
@@ -181,17 +182,30 @@ async def _stop_sandbox(rm: RuntimeManager, sandbox_id: str, result: PodSyncResu
 
 async def remove_pod(rm: RuntimeManager, *, uid: str) -> list[str]:
     """Remove every Docker object of the pod (after it was killed), its volumes and its
-    files on the node; returns the ids removed."""
+    files on the node; returns the ids removed.
+
+    The containers go at once, each sandbox after its network; every removal is tried, and
+    the first that failed is raised after the others ran."""
     rows = await rm.docker.list_containers(
         labels={naming.LABEL_NODE: rm.node, naming.LABEL_POD_UID: uid}
     )
-    rows.sort(key=lambda r: (r.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX)
     labels = (rows[0].get("Labels") or {}) if rows else {}
-    with anyio.CancelScope(shield=True):
-        for row in rows:
+    failures: list[errors.AsyncKubeletError] = []
+
+    async def remove(row: ContainerSummary) -> None:
+        try:
             if (row.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
                 await rm.network.teardown_pod(sandbox_id=row["Id"])
             await rm.docker.remove_container(row["Id"], force=True)
+        except errors.AsyncKubeletError as e:
+            failures.append(e)
+
+    with anyio.CancelScope(shield=True):
+        async with anyio.create_task_group() as tg:
+            for row in rows:
+                tg.start_soon(remove, row, name=f"remove {row['Id'][:12]}")
+        if failures:
+            raise failures[0]
         if rm.volumes is not None:
             await rm.volumes.teardown_pod(uid=uid)
         await _remove_node_files(

@@ -1,0 +1,127 @@
+"""Two import-time savings for a package whose command line is a short process.
+
+- :func:`when_imported`: run a function right after a module is first imported, without
+  importing it now. The package disables its loguru logger this way: loguru imports
+  asyncio and costs more than ``asynckubelet --help`` itself, yet the logger must be
+  disabled before any module of the package can log. The command line adds its sink the
+  same way, so a command that logs nothing never imports loguru.
+- :func:`defer_package_init`: make a package's submodules importable without running the
+  package's ``__init__`` until one of its own attributes is used. lightkube's ``__init__``
+  imports its HTTP client, kubeconfig loader and YAML codecs, three times what the
+  Kubernetes models (``lightkube.models.*``) need; everything else but cluster mode uses
+  the models alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Hook = Callable[[types.ModuleType], None]
+
+
+class _Hooked:
+    """A loader that runs the hooks right after the module's own code."""
+
+    def __init__(self, loader: Any, hooks: list[Hook]) -> None:
+        self._loader = loader
+        self._hooks = hooks
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        module: types.ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self._loader.exec_module(module)
+        for hook in self._hooks:
+            hook(module)
+
+
+class _Deferred:
+    """A package's loader that makes the module but runs its ``__init__`` only when an
+    attribute of the package itself is first used (a submodule is imported instead)."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+        self._lock = threading.Lock()
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        module: types.ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, package: types.ModuleType) -> None:
+        name = package.__name__
+
+        def __getattr__(attribute: str) -> object:
+            if importlib.util.find_spec(f"{name}.{attribute}") is not None:
+                return importlib.import_module(f"{name}.{attribute}")
+            with self._lock:
+                if package.__dict__.get("__getattr__") is __getattr__:
+                    del package.__dict__["__getattr__"]
+                    self._loader.exec_module(package)
+            return getattr(package, attribute)
+
+        package.__dict__["__getattr__"] = __getattr__
+
+
+class _Finder:
+    """A meta path finder that wraps the loaders of the modules named to it."""
+
+    def __init__(self) -> None:
+        self.hooks: dict[str, list[Hook]] = {}
+        self.deferred: set[str] = set()
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        hooks = self.hooks.pop(fullname, None)
+        deferred = fullname in self.deferred
+        if hooks is None and not deferred:
+            return None
+        self.deferred.discard(fullname)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        if deferred and spec.submodule_search_locations is not None:
+            spec.loader = _Deferred(spec.loader)  # type: ignore[assignment]
+        if hooks is not None:
+            spec.loader = _Hooked(spec.loader, hooks)  # type: ignore[assignment]
+        return spec
+
+    def install(self) -> None:
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+
+_finder = _Finder()
+
+
+def when_imported(name: str, hook: Hook) -> None:
+    """Call ``hook(module)`` once the top-level module ``name`` is imported: now if it
+    already is, else right after its first import, before the importer gets it. Hooks of
+    one module run in the order they were given."""
+    module = sys.modules.get(name)
+    if module is not None:
+        hook(module)
+        return
+    _finder.hooks.setdefault(name, []).append(hook)
+    _finder.install()
+
+
+def defer_package_init(name: str) -> None:
+    """Import the top-level package ``name``, when it is first imported, without running
+    its ``__init__``: its submodules import as usual (``from name import submodule`` too),
+    and the first use of another attribute of the package (``from name import X``) runs
+    the ``__init__`` then. Nothing changes for a package already imported."""
+    if name not in sys.modules:
+        _finder.deferred.add(name)
+        _finder.install()

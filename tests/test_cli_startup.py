@@ -1,0 +1,270 @@
+"""What keeps a command line start cheap: the command tree listed without importing the
+commands, option values converted without pydantic, the package's logger disabled without
+importing loguru, the Kubernetes models without lightkube's client, ``validate`` without
+the event loop or the Docker client."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import pytest
+import typer
+import typer.main
+from typer.testing import CliRunner
+
+from asynckubelet import _imports
+from asynckubelet.cli.app import Command, Group, LazyGroup
+
+app_module = importlib.import_module("asynckubelet.cli.app")
+cli_app: typer.Typer = app_module.app
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _commands() -> Iterator[tuple[str, Command]]:
+    for name, entry in app_module.TREE.items():
+        if isinstance(entry, Group):
+            yield from ((f"{name} {sub}", command) for sub, command in entry.commands.items())
+        else:
+            yield name, entry
+
+
+@pytest.mark.parametrize(("name", "entry"), list(_commands()), ids=[n for n, _ in _commands()])
+def test_the_command_list_shows_the_first_paragraph_of_each_commands_docstring(
+    name: str, entry: Command
+) -> None:
+    module = importlib.import_module(f"asynckubelet.cli.commands.{entry.module}")
+    doc = inspect.getdoc(getattr(module, entry.function)) or ""
+    assert entry.summary == " ".join(doc.split("\n\n")[0].split()), name
+
+
+def test_the_group_help_lists_every_command_with_its_summary() -> None:
+    result = CliRunner().invoke(cli_app, ["--help"])
+    assert result.exit_code == 0
+    listed: dict[str, str] = {}
+    for line in result.stdout.split("Commands:")[1].splitlines():
+        if line[2:3].strip():
+            name, _, text = line.strip().partition(" ")
+            listed[name] = text
+        elif line.strip():
+            listed[name] += line
+    # Compared without white space: Click wraps lines, also at a hyphen.
+    assert {n: "".join(t.split()) for n, t in listed.items()} == {
+        n: "".join(e.summary.split()) for n, e in app_module.TREE.items()
+    }
+
+
+def test_a_command_is_loaded_only_when_looked_up() -> None:
+    images = app_module.TREE["images"]
+    assert isinstance(images, Group)
+    group = LazyGroup(name="g", entries={"build-pause": images.commands["build-pause"]})
+    assert list(group.commands) == ["build-pause"]
+    assert group.commands._loaded == {}  # type: ignore[attr-defined]
+    command = group.commands["build-pause"]
+    assert command.name == "build-pause"
+    assert group.commands["build-pause"] is command
+
+
+def test_an_unknown_command_is_a_usage_error_naming_it() -> None:
+    result = CliRunner().invoke(cli_app, ["rnu"])
+    assert result.exit_code == 2
+    assert "No such command 'rnu'" in result.stderr
+    assert "'run'" in result.stderr
+
+
+# -- option values ---------------------------------------------------------------------------
+
+
+def _probe_app() -> typer.Typer:
+    """A command with one option of each kind the command line uses."""
+    one = typer.Typer(add_completion=False, rich_markup_mode=None)
+
+    def probe(
+        count: Annotated[int, typer.Option("--count")] = 1,
+        ratio: Annotated[float | None, typer.Option("--ratio")] = None,
+        name: Annotated[str, typer.Option("--name")] = "x",
+        flag: Annotated[bool, typer.Option("--flag", envvar="PROBE_FLAG")] = False,
+        where: Annotated[Path | None, typer.Option("--where")] = None,
+        files: Annotated[list[str] | None, typer.Argument()] = None,
+    ) -> None:
+        values: dict[str, object] = {"count": count, "ratio": ratio, "name": name, "flag": flag}
+        values["where"] = None if where is None else [type(where).__name__, str(where)]
+        values["files"] = files
+        print(json.dumps(values))
+
+    one.command("probe", cls=app_module._Command)(probe)
+    return one
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> typer.testing.Result:
+    return CliRunner().invoke(_probe_app(), args, env=env)
+
+
+def test_values_are_converted_to_their_types() -> None:
+    result = _run(["--count", "3", "--ratio", "0.5", "--where", "/tmp/x", "a", "b"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {
+        "count": 3,
+        "ratio": 0.5,
+        "name": "x",
+        "flag": False,
+        "where": ["PosixPath", "/tmp/x"],
+        "files": ["a", "b"],
+    }
+
+
+@pytest.mark.parametrize(("text", "value"), [("false", False), ("1", True), ("yes", True)])
+def test_a_flag_reads_its_environment_variable_as_a_boolean(text: str, value: bool) -> None:
+    result = _run([], env={"PROBE_FLAG": text})
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["flag"] is value
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--count", "three"], "Invalid value for '--count': 'three' is not a valid integer."),
+        (["--ratio", "1.5x"], "Invalid value for '--ratio': '1.5x' is not a valid float."),
+    ],
+)
+def test_a_value_that_does_not_convert_is_a_usage_error_naming_the_option(
+    args: list[str], message: str
+) -> None:
+    result = _run(args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_a_flag_environment_variable_that_is_no_boolean_is_a_usage_error() -> None:
+    result = _run([], env={"PROBE_FLAG": "maybe"})
+    assert result.exit_code == 2
+    assert "'maybe' is not a valid boolean." in result.stderr
+
+
+def test_the_command_lines_options_are_all_converted_without_pydantic() -> None:
+    group = typer.main.get_command(cli_app)
+    assert isinstance(group, LazyGroup)
+    kinds = set()
+    for name, _ in _commands():
+        parent, _, sub = name.partition(" ")
+        command = group.commands[parent]
+        if sub:
+            command = command.commands[sub]  # type: ignore[attr-defined]
+        for param in [*command.params, *group.params]:
+            kinds.add(type(param._runtime_param).__name__)  # type: ignore[attr-defined]
+    assert kinds == {"_Plain"}
+
+
+# -- import hooks ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A directory on sys.path for throwaway modules; they leave sys.modules afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = set(sys.modules)
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_a_hook_runs_right_after_the_first_import_in_the_order_given(modules: Path) -> None:
+    (modules / "akl_hooked.py").write_text("VALUE = 1\n")
+    seen: list[tuple[str, int]] = []
+    _imports.when_imported("akl_hooked", lambda m: seen.append(("first", m.VALUE)))
+    _imports.when_imported("akl_hooked", lambda m: seen.append(("second", m.VALUE)))
+    assert seen == []
+    import akl_hooked  # type: ignore[import-not-found]
+
+    assert seen == [("first", 1), ("second", 1)]
+    assert akl_hooked.VALUE == 1
+
+
+def test_a_hook_on_a_module_already_imported_runs_at_once(modules: Path) -> None:
+    seen: list[str] = []
+    _imports.when_imported("json", lambda m: seen.append(m.__name__))
+    assert seen == ["json"]
+
+
+def test_a_deferred_package_runs_its_init_only_when_an_attribute_of_it_is_used(
+    modules: Path,
+) -> None:
+    package = modules / "akl_deferred"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import akl_deferred_log\nakl_deferred_log.RAN.append(1)\nfrom .part import PART\n"
+    )
+    (package / "part.py").write_text("PART = 'part'\n")
+    (modules / "akl_deferred_log.py").write_text("RAN = []\n")
+    import akl_deferred_log  # type: ignore[import-not-found]
+
+    _imports.defer_package_init("akl_deferred")
+    assert "akl_deferred" not in sys.modules
+    import akl_deferred.part  # type: ignore[import-not-found]
+    from akl_deferred import part
+
+    assert akl_deferred.part.PART == part.PART == "part"
+    assert akl_deferred_log.RAN == []
+    from akl_deferred import PART
+
+    assert PART == "part"
+    assert akl_deferred_log.RAN == [1]
+    with pytest.raises(ImportError):
+        from akl_deferred import nothing  # noqa: F401
+    assert akl_deferred_log.RAN == [1]
+
+
+def _fresh(code: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO)},
+        check=True,
+    )
+    return result.stdout + result.stderr
+
+
+def test_importing_the_package_loads_neither_loguru_nor_lightkubes_client() -> None:
+    out = _fresh(
+        "import sys, asynckubelet\n"
+        "from lightkube.models.core_v1 import Pod\n"
+        "print(sorted(m for m in ('loguru', 'lightkube.config.kubeconfig', 'httpx2')"
+        " if m in sys.modules))\n"
+    )
+    assert out.strip() == "[]"
+
+
+def test_the_package_logs_nothing_until_its_user_enables_it() -> None:
+    out = _fresh(
+        "import asynckubelet\n"
+        "from loguru import logger\n"
+        "log = lambda text: exec('logger.warning(text)', "
+        "{'__name__': 'asynckubelet.x', 'logger': logger, 'text': text})\n"
+        "log('before')\n"
+        "logger.enable('asynckubelet')\n"
+        "log('after')\n"
+    )
+    assert "after" in out
+    assert "before" not in out
+
+
+def test_validate_loads_neither_the_event_loop_nor_logging_nor_the_docker_client() -> None:
+    out = _fresh(
+        "import sys\n"
+        "from asynckubelet.cli import app\n"
+        "try:\n"
+        "    app(['validate', 'examples/hello.yaml'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('asyncio', 'loguru', 'pydantic', 'aiohttp', 'aiodocker', 'pyroute2', 'httpx2')\n"
+        "print(sorted(h for h in heavy if h in sys.modules))\n"
+    )
+    assert out.splitlines() == ["accepted: 1 pod, 0 configmaps, 0 secrets, 0 warnings", "[]"]

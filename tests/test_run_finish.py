@@ -1,0 +1,233 @@
+"""The end of a run: a pod's containers are removed together (each sandbox after its
+network), a pod whose containers have all ended is removed without a graceful stop, and a
+container's output is followed from its start event."""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import pytest
+from lightkube.models.core_v1 import Pod
+
+from asynckubelet import errors
+from asynckubelet.docker import LogLine
+from asynckubelet.manifests import load_manifests_text
+from asynckubelet.node.runner import PodWorker, RunOptions
+from asynckubelet.runtime import naming
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from asynckubelet.runtime.results import PodSyncResult
+from asynckubelet.runtime.types import (
+    ContainerState,
+    ContainerStatus,
+    PodRuntimeStatus,
+    SandboxState,
+    SandboxStatus,
+)
+from asynckubelet.testing import FakeDocker
+
+pytestmark = pytest.mark.anyio
+
+UID = "uid-1"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _labels(kind: str, container: str = "") -> dict[str, str]:
+    labels = {
+        **naming.pod_labels(node="n1", pod="web", namespace="default", uid=UID),
+        naming.LABEL_TYPE: kind,
+    }
+    if container:
+        labels[naming.LABEL_CONTAINER_NAME] = container
+    return labels
+
+
+def _pod_in(docker: FakeDocker) -> None:
+    docker.add_container(id="sandbox", labels=_labels(naming.TYPE_SANDBOX), state="running")
+    for name in ("a", "b", "c"):
+        docker.add_container(id=name, labels=_labels(naming.TYPE_CONTAINER, name), state="exited")
+
+
+class Recorder:
+    """A network plugin that notes its teardowns in the engine's call log."""
+
+    def __init__(self, docker: FakeDocker) -> None:
+        self.docker = docker
+
+    async def teardown_pod(self, *, sandbox_id: str) -> None:
+        await self.docker._enter("network teardown", sandbox_id)
+
+
+class CountingDocker(FakeDocker):
+    """Sets ``asked`` once ``remove_container`` has been called ``expected`` times."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.expected = expected
+        self.asked = anyio.Event()
+
+    async def remove_container(self, container_id: str, **options: Any) -> None:
+        if self.count("remove_container") + 1 >= self.expected:
+            self.asked.set()
+        await super().remove_container(container_id, **options)
+
+
+async def test_a_pods_containers_are_removed_together() -> None:
+    docker = CountingDocker(expected=4)
+    _pod_in(docker)
+    held = docker.hold("remove_container", target="a")
+    async with (
+        RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker) as rm,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(functools.partial(rm.remove_pod, uid=UID))
+        try:
+            with anyio.move_on_after(5):
+                await docker.asked.wait()
+            removed_while_a_was_held = set(docker.containers) == {"a"}
+        finally:
+            held.set()
+    assert removed_while_a_was_held
+    assert docker.containers == {}
+
+
+async def test_each_sandbox_is_removed_after_its_network() -> None:
+    docker = FakeDocker()
+    _pod_in(docker)
+    async with RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker) as rm:
+        rm.network = Recorder(docker)  # type: ignore[assignment]
+        await rm.remove_pod(uid=UID)
+    order = [c.method for c in docker.calls if c.target == "sandbox"]
+    assert order == ["network teardown", "remove_container"]
+
+
+async def test_a_removal_that_fails_leaves_the_others_done_and_is_raised() -> None:
+    docker = FakeDocker()
+    _pod_in(docker)
+    docker.fail("remove_container", errors.DockerAPIError("engine said no"), target="b")
+    async with RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker) as rm:
+        with pytest.raises(errors.DockerAPIError, match="engine said no"):
+            await rm.remove_pod(uid=UID)
+    assert set(docker.containers) == {"b"}
+
+
+# -- the pod worker --------------------------------------------------------------------------
+
+
+def _pod() -> Pod:
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  restartPolicy: Never
+  containers: [{name: app, image: busybox}]
+"""
+    return load_manifests_text(text, node_name="n1").pods[0]
+
+
+class FakeRuntime:
+    """The runtime surface a pod worker uses: the pod's state is ``runtime``, and what the
+    worker asks for is recorded."""
+
+    node = "n1"
+    volumes = None
+
+    def __init__(self, runtime: PodRuntimeStatus, docker: FakeDocker | None = None) -> None:
+        self.runtime = runtime
+        self.docker = docker or FakeDocker()
+        self.asked: list[str] = []
+
+    def events(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    async def hook_target(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
+        return self.runtime
+
+    async def sync_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
+        return PodSyncResult()
+
+    async def garbage_collect(self, *args: Any) -> list[str]:
+        return []
+
+    async def kill_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
+        self.asked.append("kill_pod")
+        return PodSyncResult()
+
+    async def remove_pod(self, *, uid: str) -> list[str]:
+        self.asked.append("remove_pod")
+        return []
+
+    def forget(self, cid: str) -> None:
+        pass
+
+
+def _runtime(pod: Pod, *, app: ContainerState) -> PodRuntimeStatus:
+    assert pod.metadata is not None
+    assert pod.metadata.uid is not None
+    return PodRuntimeStatus(
+        uid=pod.metadata.uid,
+        name="web",
+        namespace="default",
+        sandboxes=(SandboxStatus(id="s", attempt=0, state=SandboxState.READY, created_at=NOW),),
+        containers=(
+            ContainerStatus(id="c", name="app", state=app, created_at=NOW, sandbox_id="s"),
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("app", "keep", "asked"),
+    [
+        (ContainerState.EXITED, False, ["remove_pod"]),
+        (ContainerState.EXITED, True, ["kill_pod"]),
+        (ContainerState.RUNNING, False, ["kill_pod", "remove_pod"]),
+    ],
+)
+async def test_a_stopped_worker_stops_gracefully_only_what_runs_or_is_kept(
+    app: ContainerState, keep: bool, asked: list[str]
+) -> None:
+    pod = _pod()
+    rm = FakeRuntime(_runtime(pod, app=app))
+    worker = PodWorker(rm, pod, options=RunOptions(keep=keep))  # type: ignore[arg-type]
+    stop = anyio.Event()
+    stop.set()
+    await worker.run(stop)
+    assert rm.asked == asked
+
+
+async def test_a_containers_output_is_followed_from_its_start_event() -> None:
+    pod = _pod()
+    assert pod.metadata is not None
+    assert pod.metadata.uid is not None
+    docker = FakeDocker()
+    labels = _labels(naming.TYPE_CONTAINER, "app")
+    docker.add_container(id="app-1", labels=labels, state="running")
+    docker.log_lines["app-1"] = [LogLine(stream="stdout", text="hello")]
+    docker.event_streams.append(
+        [{"Action": "start", "Actor": {"ID": "app-1", "Attributes": labels}}]
+    )
+    # Status reads never show the container: only the event can have started the follower.
+    empty = PodRuntimeStatus(uid=pod.metadata.uid, name="web", namespace="default")
+    rm = FakeRuntime(empty, docker)
+    seen: list[tuple[str, str]] = []
+    shown = anyio.Event()
+
+    def on_log(pod: Pod, container: str, line: LogLine) -> None:
+        seen.append((container, line.text))
+        shown.set()
+
+    worker = PodWorker(rm, pod, on_log=on_log)  # type: ignore[arg-type]
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker.run, stop)
+        with anyio.fail_after(5):
+            await shown.wait()
+        docker.exit("app-1")
+        stop.set()
+    assert seen == [("app", "hello")]
