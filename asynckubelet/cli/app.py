@@ -64,7 +64,8 @@ TREE: dict[str, Command | Group] = {
         "apply",
         "apply",
         "Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps "
-        "every object: Pods, ConfigMaps, Secrets, Namespaces.",
+        "every object: Pods, ConfigMaps, Secrets, Namespaces, Deployments, ReplicaSets, "
+        "StatefulSets, Jobs.",
     ),
     "delete": Command(
         "delete",
@@ -76,7 +77,8 @@ TREE: dict[str, Command | Group] = {
     "get": Command(
         "get",
         "get",
-        "List pods, configmaps or secrets as `kubectl get` does (asking the node daemon).",
+        "List pods, configmaps, secrets, deployments, replicasets, statefulsets, jobs or all "
+        "as `kubectl get` does (asking the node daemon).",
     ),
     "describe": Command(
         "describe", "describe", "Show a pod as `kubectl describe pod` does, events at the bottom."
