@@ -16,7 +16,7 @@ import http.client
 import json
 import socket
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +158,33 @@ class NodeClient:
         if plural == "namespaces":
             return dict(self._json("GET", f"/api/v1/namespaces/{urllib.parse.quote(name)}"))
         return dict(self._json("GET", self._item(namespace, plural, name)))
+
+    def watch(
+        self, namespace: str | None, *, name: str | None = None, table: bool = False
+    ) -> Generator[dict[str, Any], None, None]:
+        """The pods' watch events as the daemon streams them, until it ends the stream:
+        ``{"type", "object"}`` with ``ADDED`` for each pod there at first, a ``BOOKMARK``
+        once those are sent, then ``ADDED``, ``MODIFIED``, ``DELETED``, or an ``ERROR``
+        Status (410 ``Expired``: watch anew). With ``table`` each object is a one-row
+        ``Table``, printed by the daemon."""
+        selector = f"metadata.name={name}" if name else None
+        path = _namespaced(namespace, "pods") + _query({"watch": True, "fieldSelector": selector})
+        accept = TABLE_ACCEPT if table else "application/json"
+        conn, response = self._send("GET", path, accept=accept, timeout=None)
+        try:
+            if response.status >= 300:
+                raise _failure(response.status, response.read())
+            while line := response.readline():
+                try:
+                    event = json.loads(line)
+                except ValueError as e:
+                    raise errors.DaemonError(f"the node daemon's watch sent no JSON: {e}") from e
+                if isinstance(event, dict):
+                    yield event
+        except (OSError, http.client.HTTPException) as e:
+            raise errors.DaemonError(f"the watch stream from the node daemon broke: {e!r}") from e
+        finally:
+            conn.close()
 
     def events(self, namespace: str, *, uid: str | None = None) -> list[dict[str, Any]]:
         selector = f"involvedObject.uid={uid}" if uid else None

@@ -26,6 +26,9 @@ and never by library::
      ├── SandboxError                  FailedCreatePodSandBox
      │    └── NetworkError             the network plugin failed (NetworkNotReady, ...)
      ├── PodError                      a pod-level failure (unknown pod, terminated, ...)
+     │    ├── PodNotFound              no such pod on the node (also a NotFound): the API
+     │    │                            server's ``pods "web" not found``
+     │    └── ContainerNotValid        a container the pod does not have (also a NotFound)
      ├── ResyncNeeded                  a watch fell behind and ended: list again, then
      │                                 watch anew (the API server's 410 Gone)
      ├── DaemonError                   the node daemon (``serve``) cannot be reached, or
@@ -50,6 +53,7 @@ __all__ = [
     "ClusterUnavailable",
     "Conflict",
     "ContainerConfigError",
+    "ContainerNotValid",
     "DaemonError",
     "DockerAPIError",
     "DockerError",
@@ -66,6 +70,7 @@ __all__ = [
     "NetworkError",
     "NotFound",
     "PodError",
+    "PodNotFound",
     "ResyncNeeded",
     "RuntimeUnavailable",
     "SandboxError",
@@ -220,6 +225,21 @@ class NetworkError(SandboxError):
 
 class PodError(AsyncKubeletError):
     """A pod-level failure."""
+
+
+class PodNotFound(PodError, NotFound):
+    """No pod of that namespace and name: the API server's ``NotFound``, worded as its
+    ``pods "web" not found``."""
+
+    def __init__(self, message: str) -> None:
+        NotFound.__init__(self, message)
+
+
+class ContainerNotValid(PodError, NotFound):
+    """A container name the pod does not have; the message names those it has."""
+
+    def __init__(self, message: str) -> None:
+        NotFound.__init__(self, message)
 
 
 class ResyncNeeded(AsyncKubeletError):

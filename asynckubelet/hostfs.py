@@ -284,6 +284,18 @@ def symlink(root: Path | str, path: Path | str, target: str, *, dir_mode: int = 
             raise
 
 
+def rename(root: Path | str, path: Path | str, new_name: str) -> bool:
+    """Rename the file at ``path`` to ``new_name`` in the same directory, replacing what
+    is there (a link is renamed itself, never followed); False when there was nothing."""
+    single_name(new_name)
+    try:
+        with open_parent(root, path) as (fd, name):
+            os.replace(name, new_name, src_dir_fd=fd, dst_dir_fd=fd)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def remove_file(root: Path | str, path: Path | str) -> bool:
     """Remove the file or link at ``path`` (a link itself, never its target); False when
     there was nothing, or when a directory on the way is missing."""
@@ -353,6 +365,7 @@ __all__ = [
     "remove_file",
     "remove_tree",
     "remove_tree_at",
+    "rename",
     "single_name",
     "symlink",
     "write_at",

@@ -22,6 +22,7 @@ namespace policy, and with the Namespaces it stores.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
@@ -104,12 +105,30 @@ def bound_pod(pod: Pod, *, node_name: str) -> Pod:
     return pod
 
 
+def served_pod(node: Kubelet, pod: Pod) -> Pod:
+    """The pod as this node's API serves it: bound (:func:`bound_pod`), with the
+    ``creationTimestamp`` of the object stored for it (its first apply)."""
+    pod = bound_pod(pod, node_name=node.node_name)
+    meta = pod.metadata
+    if meta is not None and meta.creationTimestamp is None:
+        name, namespace, _ = ctr.pod_identity(pod)
+        stored = node.objects.get("Pod", namespace, name)
+        created = stored.created() if stored is not None else None
+        if created is None and pod.status is not None:
+            created = printers.created(pod)
+        meta.creationTimestamp = created
+    return pod
+
+
 def _pods(node: Kubelet, namespace: str | None) -> list[Pod]:
-    return [
-        bound_pod(p, node_name=node.node_name)
+    """The node's pods (of one namespace, or of all), by namespace and name, as the API
+    server lists them."""
+    pods = [
+        served_pod(node, p)
         for p in node.list()
         if namespace is None or ctr.pod_identity(p)[1] == namespace
     ]
+    return sorted(pods, key=lambda p: (ctr.pod_identity(p)[1], ctr.pod_identity(p)[0]))
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -121,6 +140,10 @@ def wants_table(request: web.Request) -> bool:
 
 
 def _pod_table(node: Kubelet, pods: Iterable[Pod]) -> web.Response:
+    return web.json_response(_pod_rows(node, pods))
+
+
+def _pod_rows(node: Kubelet, pods: Iterable[Pod]) -> dict[str, Any]:
     now = printers.now_utc()
     rows = [
         (
@@ -129,7 +152,7 @@ def _pod_table(node: Kubelet, pods: Iterable[Pod]) -> web.Response:
         )
         for p in pods
     ]
-    return web.json_response(tables.table(printers.POD_COLUMNS, rows))
+    return tables.table(printers.POD_COLUMNS, rows)
 
 
 def _typed_table(kind: str, objects: Iterable[StoredObject]) -> web.Response:
@@ -148,12 +171,22 @@ def _typed_table(kind: str, objects: Iterable[StoredObject]) -> web.Response:
     return web.json_response(tables.table(columns, rows))
 
 
-async def list_pods(request: web.Request) -> web.Response:
+async def list_pods(request: web.Request) -> web.StreamResponse:
+    """The pods, or with ``watch`` their changes (:func:`watch_pods`)."""
     node = request.app[NODE_KEY]
-    pods = _pods(node, request.match_info.get("namespace"))
+    namespace = request.match_info.get("namespace")
+    if _flag(request, "watch"):
+        name = None
+        selector = request.query.get("fieldSelector", "")
+        if selector:
+            key, sep, name = selector.partition("=")
+            if key != "metadata.name" or not sep:
+                return status(400, "BadRequest", f'field label not supported: "{key}"')
+        return await watch_pods(request, node, namespace=namespace, name=name or None)
+    pods = _pods(node, namespace)
     if wants_table(request):
         return _pod_table(node, pods)
-    return _list("Pod", (p.to_dict() for p in pods))
+    return _list("Pod", (printers.pod_document(p) for p in pods))
 
 
 async def get_pod(request: web.Request) -> web.Response:
@@ -162,10 +195,67 @@ async def get_pod(request: web.Request) -> web.Response:
     pod = node.get(request.match_info["namespace"], name)
     if pod is None:
         return not_found("pods", name)
-    pod = bound_pod(pod, node_name=node.node_name)
+    pod = served_pod(node, pod)
     if wants_table(request):
         return _pod_table(node, [pod])
-    return web.json_response(pod.to_dict())
+    return web.json_response(printers.pod_document(pod))
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""The annotation of the ``BOOKMARK`` that ends a watch's initial ``ADDED`` events."""
+
+
+async def watch_pods(
+    request: web.Request, node: Kubelet, *, namespace: str | None, name: str | None
+) -> web.StreamResponse:
+    """A Kubernetes watch of the pods, one JSON event per line: an ``ADDED`` for each pod
+    there now, a ``BOOKMARK`` annotated ``k8s.io/initial-events-end`` (the API server's
+    ``sendInitialEvents``), then ``ADDED``, ``MODIFIED`` and ``DELETED`` as they happen.
+    Objects are Pods, or one-row ``Table``s when the client asks for server-side
+    printing. A watch that falls behind ends with an ``ERROR`` event carrying the API
+    server's ``410 Expired`` Status: list again and watch anew."""
+
+    def wanted(pod: Pod) -> bool:
+        pod_name, pod_namespace, _ = ctr.pod_identity(pod)
+        return (namespace is None or pod_namespace == namespace) and name in (None, pod_name)
+
+    as_table = wants_table(request)
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await response.prepare(request)
+
+    async def send(kind: str, body: Mapping[str, Any]) -> None:
+        await response.write(json.dumps({"type": kind, "object": body}).encode() + b"\n")
+
+    initial = sum(1 for record in node.status.list() if wanted(record.api_object()))
+    try:
+        async with node.watch() as changes:
+            if not initial:
+                await send("BOOKMARK", _initial_events_end())
+            async for kind, pod in changes:
+                if not wanted(pod):
+                    continue
+                pod = served_pod(node, pod)
+                body = _pod_rows(node, [pod]) if as_table else printers.pod_document(pod)
+                await send(kind, body)
+                if initial:
+                    initial -= 1
+                    if not initial:
+                        await send("BOOKMARK", _initial_events_end())
+    except errors.ResyncNeeded as e:
+        expired = {"kind": "Status", "apiVersion": "v1", "status": "Failure"}
+        await send("ERROR", {**expired, "reason": "Expired", "code": 410, "message": str(e)})
+    except ConnectionResetError:
+        return response
+    await response.write_eof()
+    return response
+
+
+def _initial_events_end() -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"annotations": {INITIAL_EVENTS_END: "true"}},
+    }
 
 
 async def list_events(request: web.Request) -> web.Response:
@@ -469,7 +559,7 @@ def _verdict(node: Kubelet, applied: Applied) -> dict[str, Any]:
         return item
     if applied.kind == "Pod":
         pod = cast(Pod, Pod.from_dict(copy.deepcopy(dict(stored.body))))
-        item["object"] = bound_pod(pod, node_name=node.node_name).to_dict()
+        item["object"] = printers.pod_document(served_pod(node, pod))
     elif applied.kind != "Secret":
         item["object"] = dict(stored.body)
     return item

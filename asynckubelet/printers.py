@@ -21,6 +21,7 @@ from lightkube.models.core_v1 import (
     PodCondition,
     PodSpec,
     PodStatus,
+    Probe,
 )
 
 from asynckubelet.node.container_status import COMPLETED, POD_INITIALIZING, container_state
@@ -192,6 +193,8 @@ POD_COLUMNS = (
     ("Age", 0),
     ("IP", 1),
     ("Node", 1),
+    ("Nominated Node", 1),
+    ("Readiness Gates", 1),
 )
 """The ``get pods`` columns and their priority (1: ``-o wide`` only)."""
 CONFIGMAP_COLUMNS = (("Name", 0), ("Data", 0), ("Age", 0))
@@ -211,7 +214,57 @@ def pod_row(pod: Pod, *, node_name: str, now: datetime) -> list[str]:
         age(since, now=now) if since is not None else "<unknown>",
         (status.podIP if status else None) or "<none>",
         bound_node(pod, node_name=node_name) or "<none>",
+        (status.nominatedNodeName if status else None) or "<none>",
+        readiness_gates(pod),
     ]
+
+
+def pod_document(pod: Pod) -> dict[str, Any]:
+    """The pod as the API server serves it (``-o yaml|json``): ``apiVersion`` and ``kind``
+    first, and every container status with its ``lastState`` (``{}`` when it has none)."""
+    body = {"apiVersion": "v1", "kind": "Pod", **pod.to_dict()}
+    status = body.get("status") or {}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(key) or []:
+            cs.setdefault("lastState", {})
+            cs.setdefault("state", {})
+    return body
+
+
+def readiness_gates(pod: Pod) -> str:
+    """The READINESS GATES column: gates whose condition is True / gates, or ``<none>``."""
+    gates = [g.conditionType for g in _spec(pod).readinessGates or []]
+    if not gates:
+        return "<none>"
+    conditions = {c.type: c.status for c in (pod.status.conditions if pod.status else None) or []}
+    return f"{sum(1 for g in gates if conditions.get(g) == 'True')}/{len(gates)}"
+
+
+def describe_probe(probe: Probe) -> str:
+    """A probe as ``kubectl describe`` shows it: ``http-get http://:8080/healthz delay=3s
+    timeout=1s period=3s #success=1 #failure=3``."""
+    attrs = (
+        f"delay={probe.initialDelaySeconds or 0}s timeout={probe.timeoutSeconds or 0}s "
+        f"period={probe.periodSeconds or 0}s #success={probe.successThreshold or 0} "
+        f"#failure={probe.failureThreshold or 0}"
+    )
+    if probe.exec is not None:
+        return f"exec [{' '.join(probe.exec.command or [])}] {attrs}"
+    if probe.httpGet is not None:
+        get = probe.httpGet
+        host = get.host or ""
+        port = str(get.port) if get.port is not None else ""
+        if port:
+            host = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        path = get.path or ""
+        if path and not path.startswith("/"):
+            path = "/" + path
+        return f"http-get {(get.scheme or 'HTTP').lower()}://{host}{path} {attrs}"
+    if probe.tcpSocket is not None:
+        return f"tcp-socket {probe.tcpSocket.host or ''}:{probe.tcpSocket.port} {attrs}"
+    if probe.grpc is not None:
+        return f"grpc <pod>:{probe.grpc.port} {probe.grpc.service or ''} {attrs}"
+    return f"unknown {attrs}"
 
 
 def object_row(obj: StoredObject, *, now: datetime) -> list[str]:
@@ -299,9 +352,9 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
     field("Image", c.image or "")
     field("Image ID", (cs.imageID if cs else "") or "")
     ports = [f"{p.containerPort}/{p.protocol or 'TCP'}" for p in c.ports or []]
-    field("Port", ", ".join(ports) or "<none>")
+    field("Ports" if len(ports) > 1 else "Port", ", ".join(ports) or "<none>")
     host_ports = [f"{p.hostPort or 0}/{p.protocol or 'TCP'}" for p in c.ports or []]
-    field("Host Port", ", ".join(host_ports) or "<none>")
+    field("Host Ports" if len(host_ports) > 1 else "Host Port", ", ".join(host_ports) or "<none>")
     if c.command:
         lines.append("    Command:")
         lines += [f"      {part}" for part in c.command]
@@ -317,6 +370,22 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
         lines += _state_lines("Last State", cs.lastState, pad)
     field("Ready", "True" if cs is not None and cs.ready else "False")
     field("Restart Count", cs.restartCount if cs is not None else 0)
+    resources = c.resources
+    for title, values in (
+        ("Limits", resources.limits if resources else None),
+        ("Requests", resources.requests if resources else None),
+    ):
+        if values:
+            lines.append(f"    {title}:")
+            width = max(len(k) for k in values) + 3
+            lines += [f"      {(k + ':').ljust(width)}{values[k]}" for k in sorted(values)]
+    for title, probe in (
+        ("Liveness", c.livenessProbe),
+        ("Readiness", c.readinessProbe),
+        ("Startup", c.startupProbe),
+    ):
+        if probe is not None:
+            field(title, describe_probe(probe))
     if c.env:
         lines.append("    Environment:")
         for env in c.env:

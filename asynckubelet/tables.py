@@ -45,13 +45,21 @@ def table(
     }
 
 
-def render(document: Mapping[str, Any], *, wide: bool = False, all_namespaces: bool = False) -> str:
+def render(
+    document: Mapping[str, Any],
+    *,
+    wide: bool = False,
+    all_namespaces: bool = False,
+    header: bool = True,
+) -> str:
     """A ``Table`` laid out as kubectl does: priority-0 columns (all with ``wide``), upper
-    case headers, ``NAMESPACE`` first with ``all_namespaces``."""
+    case headers, ``NAMESPACE`` first with ``all_namespaces``. Without ``header`` the
+    header line is left out but still sets the columns' widths, as in kubectl's rows of
+    a watch."""
     definitions = list(document.get("columnDefinitions") or [])
     shown = [i for i, c in enumerate(definitions) if wide or not c.get("priority")]
-    header = [str(definitions[i].get("name", "")).upper() for i in shown]
-    rows: list[list[str]] = [header]
+    names = [str(definitions[i].get("name", "")).upper() for i in shown]
+    rows: list[list[str]] = [names]
     for row in document.get("rows") or []:
         cells = list(row.get("cells") or [])
         line = [str(cells[i]) if i < len(cells) else "" for i in shown]
@@ -60,8 +68,9 @@ def render(document: Mapping[str, Any], *, wide: bool = False, all_namespaces: b
             line.insert(0, str(meta.get("namespace") or ""))
         rows.append(line)
     if all_namespaces:
-        header.insert(0, "NAMESPACE")
-    return layout(rows)
+        names.insert(0, "NAMESPACE")
+    text = layout(rows)
+    return text if header else text.partition("\n")[2]
 
 
 __all__ = ["TABLE_ACCEPT", "layout", "render", "table"]

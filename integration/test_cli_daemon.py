@@ -389,7 +389,7 @@ def test_get_and_describe_of_a_node_named_otherwise_show_each_pod_once(
     rows = node.cli("get", "pods", "-A", "-o", "wide").stdout.splitlines()
     assert len(rows) == 2
     assert rows[1].split()[1] == "solo"
-    assert rows[1].split()[-1] == node.node_name
+    assert rows[1].split()[-3:] == [node.node_name, "<none>", "<none>"]
     described = node.cli("describe", "pod", "solo").stdout
     assert f"Node:             {node.node_name}" in described
     assert len(json.loads(node.cli("get", "pods", "-A", "-o", "json").stdout)["items"]) == 1

@@ -231,8 +231,8 @@ def test_apply_wait_starts_the_pod_and_get_shows_kubectls_columns(
 def test_get_wide_adds_ip_and_node(node: Node, tmp_path: Path) -> None:
     apply_web(node, tmp_path)
     header, row = node.cli("get", "pods", "-o", "wide").stdout.splitlines()
-    assert header.split()[-2:] == ["IP", "NODE"]
-    assert row.split()[-1] == node.node_name
+    assert header.split()[5:] == ["IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"]
+    assert row.split()[-3:] == [node.node_name, "<none>", "<none>"]
 
 
 def test_get_yaml_prints_a_v1_pod_with_status(node: Node, tmp_path: Path) -> None:

@@ -274,6 +274,7 @@ def test_a_second_crash_waits_with_crash_loop_back_off() -> None:
         reason=CRASH_LOOP_BACK_OFF,
         message=f"back-off 10s restarting failed container=app pod=web_default({UID})",
         event_message=f"Back-off restarting failed container app in pod web_default({UID})",
+        report=True,
     )
 
 
@@ -307,3 +308,32 @@ def test_a_restart_after_the_delay_does_not_wait() -> None:
     assert not should_back_off(
         backoff=backoff, pod=pod, container=app(pod), status=status
     ).in_backoff
+
+
+def test_a_wait_is_reported_at_the_kubelets_rate_however_often_it_is_checked() -> None:
+    backoff, clock = make_backoff()
+    pod = web_pod()
+    status = crash_at(backoff, clock, 0, 12)
+    clock.advance(2)
+    status = status_with(dead_app(finished_at=clock(), id="c9"), *status.containers)
+    reported = []
+    for second in range(30):
+        check = should_back_off(backoff=backoff, pod=pod, container=app(pod), status=status)
+        if check.report:
+            reported.append(second)
+        clock.advance(1)
+        if not check.in_backoff:
+            break
+    assert reported == [0, 10]
+
+
+def test_report_due_says_yes_once_per_period_for_each_key() -> None:
+    backoff, clock = make_backoff()
+    answers = []
+    for _ in range(25):
+        answers.append((backoff.report_due("a"), backoff.report_due("b")))
+        clock.advance(1)
+    assert [i for i, (a, _) in enumerate(answers) if a] == [0, 10, 20]
+    assert [i for i, (_, b) in enumerate(answers) if b] == [0, 10, 20]
+    backoff.reset("a")
+    assert backoff.report_due("a")

@@ -4,6 +4,7 @@ no daemon, and ``run`` beside a daemon (its defaults, its host ports, its own UI
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,9 +82,19 @@ def test_get_pods_lays_out_the_table_the_daemon_printed(
     code, out, err = invoke(state, "get", "pods", "-o", "wide")
     header, row = out.splitlines()
     assert (code, err) == (0, "")
-    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
+    assert re.split(r"\s{2,}", header) == [
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+        "IP",
+        "NODE",
+        "NOMINATED NODE",
+        "READINESS GATES",
+    ]
     assert row.split()[:4] == ["web", "1/1", "Running", "0"]
-    assert row.split()[-1] == "daemon-node"
+    assert row.split()[-3:] == ["daemon-node", "<none>", "<none>"]
 
 
 def test_get_all_namespaces_shows_each_pods_namespace_once(

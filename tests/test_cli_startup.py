@@ -74,7 +74,9 @@ def test_a_command_is_loaded_only_when_looked_up() -> None:
 def test_an_unknown_command_is_a_usage_error_naming_it() -> None:
     result = CliRunner().invoke(cli_app, ["rnu"])
     assert result.exit_code == 2
-    assert "No such command 'rnu'" in result.stderr
+    assert result.stderr == (
+        "error: unknown command \"rnu\" (did you mean 'run'?); see 'asynckubelet --help'\n"
+    )
     assert "'run'" in result.stderr
 
 

@@ -212,3 +212,20 @@ def test_a_directory_swapped_for_a_link_while_writing_is_never_written_through(
         stop.set()
         racer.join()
     assert _tree(outside) == {"keep": "host file"}
+
+
+def test_rename_replaces_the_target_and_moves_a_link_itself(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("host\n")
+    (tmp_path / "events").symlink_to(victim)
+    (tmp_path / "events.1").write_text("old\n")
+    assert hostfs.rename(tmp_path, "events", "events.1")
+    assert (tmp_path / "events.1").is_symlink()
+    assert victim.read_text() == "host\n"
+    assert not hostfs.rename(tmp_path, "events", "events.1")
+
+
+def test_rename_takes_one_name_only(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("x")
+    with pytest.raises(UnsafePath):
+        hostfs.rename(tmp_path, "a", "../b")

@@ -217,10 +217,12 @@ async def test_the_server_prints_the_pod_table_kubectl_asks_for(
         ("Age", 0),
         ("IP", 1),
         ("Node", 1),
+        ("Nominated Node", 1),
+        ("Readiness Gates", 1),
     ]
     [row] = table["rows"]
     assert row["cells"][:4] == ["web", "1/1", "Running", "0"]
-    assert row["cells"][-1] == "n1"
+    assert row["cells"][-3:] == ["n1", "<none>", "<none>"]
     assert row["object"]["metadata"] == {"name": "web", "namespace": "default"}
 
 
@@ -340,6 +342,132 @@ async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path
         assert await second.housekeeping() == []
         assert second.objects.view("default").configmaps == {"settings": {"mode": "fast"}}
     assert {c.id for c in docker.containers.values()} == running
+
+
+PLAIN = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME, namespace: NS}
+spec:
+  containers:
+  - {name: app, image: busybox:1.35}
+"""
+
+
+def plain(name: str, namespace: str = "default") -> str:
+    return PLAIN.replace("NAME", name).replace("NS", namespace)
+
+
+async def events_until(
+    lines: Any, done: Any, *, limit: int = 50
+) -> list[tuple[str, dict[str, Any]]]:
+    import json
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+    with anyio.fail_after(10):
+        while len(seen) < limit:
+            line = await lines.readline()
+            assert line, "the watch ended"
+            event = json.loads(line)
+            seen.append((event["type"], event["object"]))
+            if done(seen):
+                break
+    return seen
+
+
+def names(events: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, str]]:
+    return [(kind, (body.get("metadata") or {}).get("name", "")) for kind, body in events]
+
+
+async def test_a_watch_starts_with_each_pod_then_a_bookmark_then_changes(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, plain("a"), plain("b"), plain("other", "team"))
+    await node.wait("default", "b", "Running", timeout=10)
+    response = await client.get("/api/v1/namespaces/default/pods?watch=true")
+    initial = await events_until(response.content, lambda seen: seen[-1][0] == "BOOKMARK")
+    assert sorted(names(initial[:-1])) == [("ADDED", "a"), ("ADDED", "b")]
+    assert initial[-1][1]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    await node.delete("default", "a", grace_period=0)
+    later = await events_until(response.content, lambda seen: seen[-1][0] == "DELETED")
+    assert {name for _, name in names(later)} == {"a"}
+    assert later[-1][1]["status"]["phase"] in ("Running", "Succeeded", "Failed", "Pending")
+    response.close()
+
+
+async def test_a_watch_of_one_pod_by_field_selector_sees_only_it(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    await apply(client, plain("a"), plain("b"))
+    response = await client.get(
+        "/api/v1/pods?watch=1&fieldSelector=metadata.name%3Db", headers={"Accept": TABLE_ACCEPT}
+    )
+    initial = await events_until(response.content, lambda seen: seen[-1][0] == "BOOKMARK")
+    (kind, table), _ = initial
+    assert kind == "ADDED"
+    assert table["kind"] == "Table"
+    assert [row["cells"][0] for row in table["rows"]] == ["b"]
+    response.close()
+
+
+async def test_a_watch_of_an_empty_namespace_sends_the_bookmark_at_once(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    response = await client.get("/api/v1/namespaces/empty/pods?watch=true")
+    assert names(await events_until(response.content, lambda seen: True)) == [("BOOKMARK", "")]
+    response.close()
+
+
+async def test_a_watch_by_another_field_is_a_bad_request(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    response = await client.get("/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dn1")
+    assert response.status == 400
+
+
+async def test_a_watch_that_falls_behind_ends_with_a_410_expired_status(
+    served: tuple[Client, Kubelet], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, node = served
+    await apply(client, plain("a"))
+    await node.wait("default", "a", "Running", timeout=10)
+    original = node.watch
+
+    def small_buffer(**kwargs: Any) -> Any:
+        return original(buffer=0, **kwargs)
+
+    monkeypatch.setattr(node, "watch", small_buffer)
+    response = await client.get("/api/v1/pods?watch=true")
+    await apply(client, plain("b"), plain("c"), plain("d"))
+    seen = await events_until(response.content, lambda seen: seen[-1][0] == "ERROR")
+    assert {k: seen[-1][1][k] for k in ("kind", "reason", "code")} == {
+        "kind": "Status",
+        "reason": "Expired",
+        "code": 410,
+    }
+
+
+async def test_served_pods_carry_creation_time_last_state_and_are_sorted(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, plain("b", "team"), plain("a", "team"), plain("z"))
+    await node.wait("team", "a", "Running", timeout=10)
+    body = await (await client.get("/api/v1/pods")).json()
+    assert [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in body["items"]] == [
+        ("default", "z"),
+        ("team", "a"),
+        ("team", "b"),
+    ]
+    pod = await (await client.get("/api/v1/namespaces/team/pods/a")).json()
+    assert pod["metadata"]["creationTimestamp"]
+    assert (pod["apiVersion"], pod["kind"]) == ("v1", "Pod")
+    statuses = pod["status"]["containerStatuses"]
+    assert [cs["lastState"] for cs in statuses] == [{}]
 
 
 async def test_the_local_api_serves_the_nodes_metrics(served: tuple[Client, Kubelet]) -> None:

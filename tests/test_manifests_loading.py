@@ -522,3 +522,24 @@ def test_a_later_pod_with_the_same_name_replaces_the_earlier_with_a_warning() ->
     (warning,) = manifests.warnings
     assert warning.source == "f[1]"
     assert "also defined in f[0]" in warning.detail
+
+
+def test_a_folders_manifest_files_are_read_in_lexical_order_and_with_recursive_its_tree(
+    tmp_path: Path,
+) -> None:
+    from asynckubelet.manifests import manifest_files, read_sources
+
+    for name in ("b.yaml", "a/z.yml", "a/deeper/c.json", "c.txt", "m/x.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}\n")
+    (tmp_path / "link").symlink_to(tmp_path / "m")
+    assert [p.relative_to(tmp_path).as_posix() for p in manifest_files(tmp_path)] == ["b.yaml"]
+    assert [
+        p.relative_to(tmp_path).as_posix() for p in manifest_files(tmp_path, recursive=True)
+    ] == ["a/deeper/c.json", "a/z.yml", "b.yaml", "m/x.yaml"]
+    assert [name for name, _ in read_sources(tmp_path, recursive=True)] == [
+        str(tmp_path / "a/deeper/c.json"),
+        str(tmp_path / "a/z.yml"),
+        str(tmp_path / "b.yaml"),
+        str(tmp_path / "m/x.yaml"),
+    ]

@@ -27,14 +27,24 @@ def pod(*names: str, annotations: dict[str, str] | None = None) -> Pod:
     )
 
 
-def test_the_only_container_is_chosen_without_a_notice() -> None:
-    assert default_container(pod("a"), None) == ("a", "")
+def test_the_only_container_of_a_pod_without_init_containers_is_chosen_without_a_notice() -> None:
+    alone = pod("a")
+    assert alone.spec is not None
+    alone.spec.initContainers = None
+    assert default_container(alone, None) == ("a", "")
+
+
+def test_an_init_container_beside_the_only_container_makes_kubectl_say_which_it_chose() -> None:
+    assert default_container(pod("a"), None) == (
+        "a",
+        'Defaulted container "a" out of: a, init (init)',
+    )
 
 
 def test_the_first_of_several_is_chosen_with_kubectls_notice() -> None:
     assert default_container(pod("a", "b"), None) == (
         "a",
-        'Defaulted container "a" out of: a, b, init',
+        'Defaulted container "a" out of: a, b, init (init)',
     )
 
 
@@ -48,8 +58,10 @@ def test_an_init_container_may_be_named() -> None:
 
 
 def test_an_unknown_container_names_the_valid_ones() -> None:
-    with pytest.raises(errors.NotFound, match=r"choose one of: \[a, b, init\]"):
+    with pytest.raises(errors.ContainerNotValid) as caught:
         default_container(pod("a", "b"), "c")
+    assert str(caught.value) == "container c is not valid for pod web: choose one of: [a b init]"
+    assert isinstance(caught.value, errors.NotFound)
 
 
 def test_a_state_dir_without_a_pid_file_has_no_daemon(tmp_path: Path) -> None:

@@ -89,7 +89,11 @@ def test_apply_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("get", "pods", "-o", "table"), "--output must be wide, yaml, json or name"),
+        (
+            ("get", "pods", "-o", "table"),
+            'unable to match a printer suitable for the output format "table", allowed '
+            "formats are: json,name,wide,yaml",
+        ),
         (("get", "services"), 'doesn\'t have a resource type "services"'),
         (("describe", "node", "x"), 'doesn\'t have a resource type "node"'),
         (("logs", "web", "--since", "5 minutes"), "invalid duration"),

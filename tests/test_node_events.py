@@ -11,7 +11,7 @@ import pytest
 from lightkube.models.core_v1 import Pod
 from lightkube.models.meta_v1 import ObjectMeta
 
-from asynckubelet.node.events import EventRecorder, age, read_events
+from asynckubelet.node.events import EventRecorder, age, read_events, rotated
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -64,13 +64,18 @@ def test_the_file_holds_the_latest_record_of_each_event(tmp_path: Path) -> None:
     assert (event.count, event.container, event.field_path) == (2, "a", "spec.containers{a}")
 
 
-def test_the_file_is_compacted_to_the_bound(tmp_path: Path) -> None:
+def test_the_file_is_rotated_past_its_bound_keeping_one_older_part(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
-    recorder = EventRecorder(path=path, clock=Clock(), max_events=10)
-    for i in range(25):
-        recorder(pod(), type="Normal", reason="Started", message=f"m{i}")
-    assert len(path.read_text().splitlines()) <= 20
-    assert read_events(path)[-1].message == "m24"
+    recorder = EventRecorder(path=path, clock=Clock(), max_file_bytes=2000)
+    for i in range(40):
+        recorder(pod(name=f"p{i}", uid=f"u{i}"), type="Normal", reason="Started", message="m")
+    assert path.stat().st_size <= 2000
+    assert rotated(path).stat().st_size <= 2000
+    assert not path.with_name("events.jsonl.2").exists()
+    seen = [e.pod for e in read_events(path)]
+    assert seen[-1] == "p39"
+    assert "p0" not in seen
+    assert seen == sorted(seen, key=lambda name: int(name[1:]))
 
 
 def test_a_torn_line_in_the_file_is_skipped(tmp_path: Path) -> None:
@@ -114,17 +119,19 @@ def test_ages_are_shown_as_kubectl_shows_them(seconds: int, shown: str) -> None:
     assert age(T0, now=T0 + timedelta(seconds=seconds)) == shown
 
 
-def test_the_events_file_is_readable_by_its_owner_only_also_after_compaction(
+def test_the_events_file_is_readable_by_its_owner_only_also_after_rotation(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "state" / "events.jsonl"
-    recorder = EventRecorder(path=path, clock=Clock(), max_events=2)
+    recorder = EventRecorder(path=path, clock=Clock(), max_file_bytes=600)
     recorder(pod(), type="Normal", reason="Started", message="m0")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o750
     for i in range(6):
         recorder(pod(), type="Normal", reason="Started", message=f"m{i}")
+    assert rotated(path).exists()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(rotated(path).stat().st_mode) == 0o600
 
 
 def test_events_are_not_appended_through_a_link_in_place_of_the_file(tmp_path: Path) -> None:
@@ -134,3 +141,113 @@ def test_events_are_not_appended_through_a_link_in_place_of_the_file(tmp_path: P
     path.symlink_to(victim)
     EventRecorder(path=path, clock=Clock())(pod(), type="Normal", reason="Started", message="m")
     assert victim.read_text() == "host\n"
+
+
+class ManualClock:
+    """A clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def backoff(recorder: EventRecorder, *, container: str = "a") -> None:
+    recorder(pod(), type="Warning", reason="BackOff", message="Back-off", container=container)
+
+
+def test_an_objects_events_past_the_burst_are_counted_but_reported_once_per_refill() -> None:
+    clock = ManualClock()
+    recorder = EventRecorder(clock=clock)
+    reported: list[int] = []
+    recorder.subscribe(lambda e: reported.append(e.count))
+    for _ in range(40):
+        backoff(recorder)
+        clock.advance(1)
+    assert reported == list(range(1, 26))
+    (event,) = recorder.list()
+    assert (event.count, event.first_timestamp) == (25, T0)
+    clock.advance(300)
+    backoff(recorder)
+    (event,) = recorder.list()
+    assert (event.count, event.first_timestamp, event.last_timestamp) == (41, T0, clock.now)
+    assert reported[-1] == 41
+
+
+def test_the_rate_is_per_object() -> None:
+    clock = ManualClock()
+    recorder = EventRecorder(clock=clock)
+    for _ in range(30):
+        backoff(recorder)
+    recorder(pod(name="db", uid="u2"), type="Normal", reason="Started", message="m")
+    assert [e.pod for e in recorder.list(uid="u2")] == ["db"]
+
+
+def test_held_back_events_reach_neither_the_file_nor_the_log(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    recorder = EventRecorder(path=path, clock=ManualClock())
+    for _ in range(30):
+        backoff(recorder)
+    assert len(path.read_text().splitlines()) == 25
+    assert read_events(path)[0].count == 25
+
+
+@pytest.mark.parametrize(
+    ("messages", "shown"),
+    [
+        (
+            [f"m{i}" for i in range(9)],
+            [(f"m{i}", 1) for i in range(9)],
+        ),
+        (
+            [f"m{i}" for i in range(12)],
+            [
+                *((f"m{i}", 1) for i in range(9)),
+                ("(combined from similar events): m11", 3),
+            ],
+        ),
+    ],
+)
+def test_more_than_ten_similar_events_within_ten_minutes_are_combined(
+    messages: list[str], shown: list[tuple[str, int]]
+) -> None:
+    clock = ManualClock()
+    recorder = EventRecorder(clock=clock)
+    for message in messages:
+        recorder(pod(), type="Warning", reason="Failed", message=message, container="a")
+        clock.advance(1)
+    assert [(e.message, e.count) for e in recorder.list()] == shown
+
+
+def test_similar_events_ten_minutes_apart_are_not_combined() -> None:
+    clock = ManualClock()
+    recorder = EventRecorder(clock=clock)
+    for i in range(12):
+        recorder(pod(), type="Warning", reason="Failed", message=f"m{i}")
+        clock.advance(601)
+    assert not any(e.combined for e in recorder.list())
+
+
+def test_a_combined_event_read_back_from_the_file_is_one_event(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    recorder = EventRecorder(path=path, clock=clock)
+    for i in range(14):
+        recorder(pod(), type="Warning", reason="Failed", message=f"m{i}")
+        clock.advance(1)
+    combined = [e for e in read_events(path) if e.combined]
+    assert [(e.message, e.count) for e in combined] == [("(combined from similar events): m13", 5)]
+
+
+def test_a_forgotten_pod_starts_its_counts_and_rate_afresh() -> None:
+    clock = ManualClock()
+    recorder = EventRecorder(clock=clock)
+    for _ in range(30):
+        backoff(recorder)
+    recorder.forget("u1")
+    backoff(recorder)
+    assert [e.count for e in recorder.list()] == [1]

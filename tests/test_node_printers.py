@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pytest
 from lightkube.models.core_v1 import (
@@ -80,7 +82,7 @@ def test_wide_adds_ip_and_node_and_all_namespaces_adds_namespace() -> None:
         [running_pod()], node_name="n1", now=NOW, wide=True, all_namespaces=True
     ).splitlines()
     assert header.split()[0] == "NAMESPACE"
-    assert row.split()[-2:] == ["10.0.0.5", "n1"]
+    assert row.split()[-4:] == ["10.0.0.5", "n1", "<none>", "<none>"]
 
 
 def test_restarts_show_the_age_of_the_last_one() -> None:
@@ -209,3 +211,173 @@ def test_only_loopback_is_allowed_without_the_explicit_flag(host: str, allowed: 
         with pytest.raises(ValueError, match="--allow-remote"):
             check_listen(host, allow_remote=False)
     check_listen(host, allow_remote=True)
+
+
+PROBES = [
+    (
+        {
+            "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+            "initialDelaySeconds": 3,
+            "timeoutSeconds": 1,
+            "periodSeconds": 3,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        },
+        "http-get http://:8080/healthz delay=3s timeout=1s period=3s #success=1 #failure=3",
+    ),
+    (
+        {
+            "httpGet": {"host": "10.0.0.1", "path": "ready", "port": "http", "scheme": "HTTPS"},
+            "timeoutSeconds": 1,
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        },
+        "http-get https://10.0.0.1:http/ready delay=0s timeout=1s period=10s #success=1 #failure=3",
+    ),
+    (
+        {
+            "httpGet": {"host": "fd00::1", "path": "/", "port": 80},
+            "timeoutSeconds": 1,
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        },
+        "http-get http://[fd00::1]:80/ delay=0s timeout=1s period=10s #success=1 #failure=3",
+    ),
+    (
+        {
+            "tcpSocket": {"port": 80},
+            "timeoutSeconds": 1,
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        },
+        "tcp-socket :80 delay=0s timeout=1s period=10s #success=1 #failure=3",
+    ),
+    (
+        {
+            "exec": {"command": ["cat", "/tmp/ok"]},
+            "timeoutSeconds": 1,
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "failureThreshold": 30,
+        },
+        "exec [cat /tmp/ok] delay=0s timeout=1s period=10s #success=1 #failure=30",
+    ),
+    (
+        {
+            "grpc": {"port": 9000, "service": ""},
+            "timeoutSeconds": 1,
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        },
+        "grpc <pod>:9000  delay=0s timeout=1s period=10s #success=1 #failure=3",
+    ),
+]
+
+
+@pytest.mark.parametrize(("probe", "shown"), PROBES)
+def test_a_probe_is_described_as_kubectl_describes_it(probe: dict[str, object], shown: str) -> None:
+    from lightkube.models.core_v1 import Probe
+
+    from asynckubelet.printers import describe_probe
+
+    assert describe_probe(cast(Probe, Probe.from_dict(probe))) == shown
+
+
+def test_describe_prints_each_containers_probes_after_its_resources() -> None:
+    from lightkube.models.core_v1 import Probe, ResourceRequirements
+
+    pod = running_pod()
+    assert pod.spec is not None
+    container = pod.spec.containers[0]
+    container.livenessProbe = cast(Probe, Probe.from_dict(PROBES[0][0]))
+    container.readinessProbe = cast(Probe, Probe.from_dict(PROBES[3][0]))
+    container.startupProbe = cast(Probe, Probe.from_dict(PROBES[4][0]))
+    container.resources = ResourceRequirements(limits={"memory": "128Mi", "cpu": "500m"})
+    lines = describe_pod(pod, [], node_name="n1", now=NOW).splitlines()
+    start = lines.index("    Restart Count:  0")
+    assert lines[start + 1 : start + 7] == [
+        "    Limits:",
+        "      cpu:     500m",
+        "      memory:  128Mi",
+        f"    Liveness:       {PROBES[0][1]}",
+        f"    Readiness:      {PROBES[3][1]}",
+        f"    Startup:        {PROBES[4][1]}",
+    ]
+
+
+def test_several_ports_are_described_as_ports() -> None:
+    from lightkube.models.core_v1 import ContainerPort
+
+    pod = running_pod()
+    assert pod.spec is not None
+    pod.spec.containers[0].ports = [
+        ContainerPort(containerPort=80, hostPort=8080, protocol="TCP"),
+        ContainerPort(containerPort=53, protocol="UDP"),
+    ]
+    text = describe_pod(pod, [], node_name="n1", now=NOW)
+    assert "    Ports:          80/TCP, 53/UDP\n" in text
+    assert "    Host Ports:     8080/TCP, 0/UDP\n" in text
+
+
+@pytest.mark.parametrize(
+    ("gates", "conditions", "shown"),
+    [
+        ([], [], "<none>"),
+        (["example.com/lb"], [], "0/1"),
+        (["example.com/lb", "example.com/dns"], [("example.com/lb", "True")], "1/2"),
+        (["example.com/lb"], [("example.com/lb", "False")], "0/1"),
+    ],
+)
+def test_the_readiness_gates_column_counts_the_gates_whose_condition_is_true(
+    gates: list[str], conditions: list[tuple[str, str]], shown: str
+) -> None:
+    from lightkube.models.core_v1 import PodReadinessGate
+
+    from asynckubelet.printers import readiness_gates
+
+    pod = running_pod()
+    assert pod.spec is not None
+    assert pod.status is not None
+    pod.spec.readinessGates = [PodReadinessGate(conditionType=g) for g in gates]
+    pod.status.conditions = [PodCondition(type=t, status=s) for t, s in conditions]
+    assert readiness_gates(pod) == shown
+
+
+def test_the_wide_table_has_kubectls_columns() -> None:
+    header, row = pod_table([running_pod()], node_name="n1", now=NOW, wide=True).splitlines()
+    assert re.split(r"\s{2,}", header) == [
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+        "IP",
+        "NODE",
+        "NOMINATED NODE",
+        "READINESS GATES",
+    ]
+    assert row.split() == [
+        "web",
+        "1/1",
+        "Running",
+        "0",
+        "5m",
+        "10.0.0.5",
+        "n1",
+        "<none>",
+        "<none>",
+    ]
+
+
+def test_a_pod_document_has_kind_and_each_container_status_a_last_state() -> None:
+    from asynckubelet.printers import pod_document
+
+    document = pod_document(running_pod())
+    assert (document["apiVersion"], document["kind"]) == ("v1", "Pod")
+    assert [cs["lastState"] for cs in document["status"]["containerStatuses"]] == [{}]
+    restarted = pod_document(running_pod(restart_count=1, finished=NOW))
+    assert restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1

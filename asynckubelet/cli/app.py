@@ -16,13 +16,15 @@ interface that users and scripts rely on.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping, MutableMapping
+import sys
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import typer
 import typer.core
 import typer.main
+from typer._click import exceptions as click_errors
 
 from asynckubelet.cli.coercion import use_plain_conversion
 from asynckubelet.cli.options import GlobalLogFormatOpt, GlobalLogLevelOpt
@@ -65,26 +67,32 @@ TREE: dict[str, Command | Group] = {
         "apply",
         "Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps "
         "every object: Pods, ConfigMaps, Secrets, Namespaces, Deployments, ReplicaSets, "
-        "StatefulSets, Jobs.",
+        "StatefulSets, Jobs. -f takes files and folders (-R: with their sub-folders), - for "
+        "stdin; -k a kustomization.",
     ),
     "delete": Command(
         "delete",
         "delete",
-        "Delete objects: `delete pod|configmap|secret NAME` or `delete -f FILE...` (every "
-        "object the files hold); pods gracefully, waiting until they are gone (exit 1 "
-        "naming those still there after --timeout).",
+        "Delete objects: `delete KIND NAME` (pod, configmap, secret, deployment, job...) or "
+        "`delete -f FILE...` (every object the files or folders hold; -R: their sub-folders "
+        "too); pods gracefully, waiting until they are gone (exit 1 naming those still "
+        "there after --timeout).",
     ),
     "get": Command(
         "get",
         "get",
         "List pods, configmaps, secrets, deployments, replicasets, statefulsets, jobs or all "
-        "as `kubectl get` does (asking the node daemon).",
+        "as `kubectl get` does (asking the node daemon); -w then prints every change of the "
+        "pods.",
     ),
     "describe": Command(
         "describe", "describe", "Show a pod as `kubectl describe pod` does, events at the bottom."
     ),
     "logs": Command(
-        "logs", "logs", "Print a container's output; with -f keep following, across restarts."
+        "logs",
+        "logs",
+        "Print a container's output (--all-containers: every container's); with -f keep "
+        "following, across restarts.",
     ),
     "exec": Command(
         "exec", "exec_", "Run a command in a pod's container; exits with the command's exit code."
@@ -93,6 +101,11 @@ TREE: dict[str, Command | Group] = {
         "doctor",
         "doctor",
         "Check what a node needs, with a fix for each problem (exit 1 when any).",
+    ),
+    "version": Command(
+        "version",
+        "version",
+        "Print the client's version, and the node daemon's (`serve`) when one answers.",
     ),
     "images": Group(
         "Build the images a node needs, from local material only.",
@@ -150,16 +163,30 @@ def load(name: str, entry: Command | Group) -> typer.core.TyperCommand | typer.c
     return command
 
 
+class _Argument(typer.core.TyperArgument):
+    """An argument whose help shows its metavar (``POD``), not Python's type (``<str>``)."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
 class _Command(typer.core.TyperCommand):
-    """A command whose options are converted by :mod:`asynckubelet.cli.coercion`."""
+    """A command whose options are converted by :mod:`asynckubelet.cli.coercion`, and whose
+    help names values by what they are (``--tail LINES``, ``POD``) and shows no type for
+    flags, as kubectl's usage lines do."""
 
     def __init__(self, *args: Any, **attrs: Any) -> None:
         super().__init__(*args, **attrs)
         use_plain_conversion(self.params)
+        for param in self.params:
+            if type(param) is typer.core.TyperArgument:
+                param.__class__ = _Argument
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
         use_plain_conversion([option] if option is not None else [])
+        if option is not None:
+            option.metavar = ""
         return option
 
 
@@ -215,7 +242,43 @@ class LazyGroup(typer.core.TyperGroup):
 
 
 class _Root(LazyGroup):
+    """The command tree, whose usage errors (an unknown flag or command, a bad value) are
+    one line, as every other failure (:func:`asynckubelet.cli.output.usage_error`)."""
+
     entries = TREE
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            result = super().main(
+                args,
+                prog_name,
+                complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+        except click_errors.ClickException as e:
+            from asynckubelet.cli import output
+
+            code = output.usage_error(e)
+            if not standalone_mode:
+                raise
+            sys.exit(code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            sys.exit(1)
+        if not standalone_mode:
+            return result
+        sys.exit(result if isinstance(result, int) else 0)
 
 
 app = typer.Typer(
@@ -226,12 +289,33 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
     rich_markup_mode=None,
+    # Click wraps help at 80 columns whatever the terminal; a wider one gets up to 120.
+    context_settings={"max_content_width": 120},
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from asynckubelet import __version__
+
+        print(f"asynckubelet {__version__}")
+        raise typer.Exit(0)
 
 
 @app.callback()
 def _global_options(
-    log_level: GlobalLogLevelOpt = None, log_format: GlobalLogFormatOpt = None
+    log_level: GlobalLogLevelOpt = None,
+    log_format: GlobalLogFormatOpt = None,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            metavar="",
+            is_eager=True,
+            callback=_show_version,
+            help="Print the version and exit (`asynckubelet version` also asks the daemon).",
+        ),
+    ] = False,
 ) -> None:
     """Options for every command; each command takes them too (the command's own win)."""
     from asynckubelet.cli import output

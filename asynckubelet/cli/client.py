@@ -119,6 +119,40 @@ def as_pod(data: dict[str, object]) -> Pod:
     return cast(Pod, Pod.from_dict(data))
 
 
+def check_paths(files: list[str], *, recursive: bool = False) -> None:
+    """kubectl's checks of ``-f`` before anything is read: a path that does not exist,
+    and a folder with no manifest file (``.json``, ``.yaml``, ``.yml``; with
+    ``recursive`` in its sub-folders too), are one error line each."""
+    from pathlib import Path
+
+    from asynckubelet.manifests import manifest_files
+
+    for name in files:
+        if name == "-":
+            continue
+        path = Path(name)
+        if not path.exists():
+            raise fail(f'the path "{name}" does not exist')
+        try:
+            empty = path.is_dir() and not manifest_files(path, recursive=recursive)
+        except OSError as e:
+            raise fail(f"error reading [{name}]: {e.strerror or e}") from None
+        if empty:
+            raise fail(f"error reading [{name}]: recognized file extensions are [.json .yaml .yml]")
+
+
+def read_files(files: list[str], *, recursive: bool, verb: str) -> list[tuple[str, str]]:
+    """The ``(name, text)`` of every manifest file ``-f`` names (folders as kubectl reads
+    them, recursively with ``-R``); ``no objects passed to <verb>`` when there is no text."""
+    from asynckubelet.manifests import read_sources
+
+    check_paths(files, recursive=recursive)
+    texts = read_sources(files, recursive=recursive)
+    if not any(text.strip() for _, text in texts):
+        raise fail(f"no objects passed to {verb}")
+    return texts
+
+
 def load_files(files: list[str], *, node_name: str, level: Level) -> Manifests:
     """The manifests in ``files``, validated for this node; their warnings shown."""
     from asynckubelet.manifests import load_manifests

@@ -54,7 +54,12 @@ _VALUED = {
     "-H": "docker_host",
     "--docker-host": "docker_host",
 }
-_FLAGS = {"-A": "all_namespaces", "--all-namespaces": "all_namespaces"}
+_FLAGS = {
+    "-A": "all_namespaces",
+    "--all-namespaces": "all_namespaces",
+    "-w": "watch",
+    "--watch": "watch",
+}
 
 
 def parse(argv: list[str]) -> dict[str, Any] | None:
@@ -62,7 +67,12 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     not a form this module serves."""
     if not argv or argv[0] != "get":
         return None
-    found: dict[str, Any] = {"namespace": "default", "all_namespaces": False, "output": None}
+    found: dict[str, Any] = {
+        "namespace": "default",
+        "all_namespaces": False,
+        "output": None,
+        "watch": False,
+    }
     positional: list[str] = []
     words = iter(argv[1:])
     for word in words:
@@ -102,6 +112,8 @@ def _target(positional: list[str], *, all_namespaces: bool) -> tuple[str, str | 
         kind, name = kind.split("/", 1)
     if kind not in RESOURCES or name == "" or (name is not None and all_namespaces):
         return None
+    if RESOURCES[kind] == "all" and name is not None:
+        return None
     return RESOURCES[kind], name
 
 
@@ -133,13 +145,19 @@ def main(argv: list[str]) -> int | None:
         return 1
     except BrokenPipeError:
         return 1
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 
 def show(client: Any, options: dict[str, Any]) -> None:
-    """``get`` through the daemon: its table laid out, or the objects as asked."""
+    """``get`` through the daemon: its table laid out, or the objects as asked; with
+    ``watch``, then every change (:func:`watch`)."""
     plural, name, output = options["plural"], options["name"], options["output"]
     where = None if options["all_namespaces"] else options["namespace"]
+    if options.get("watch"):
+        watch(client, plural, name, where=where, output=output)
+        return
     if plural == "all":
         show_all(client, where=where, output=output)
         return
@@ -202,6 +220,55 @@ def _api_version(plural: str) -> str:
     return f"{found.group}/v1" if found is not None and found.group else "v1"
 
 
+def watch(
+    client: Any, plural: str, name: str | None, *, where: str | None, output: str | None
+) -> None:
+    """``get -w``: the pods there now, then each change as the daemon reports it, until
+    interrupted. As kubectl prints a watch: the first rows as one table, the header
+    printed once; each later row alone, its columns as wide as the header's or its own
+    cells; ``-o name`` one line per event, ``-o json``/``yaml`` one object each. A watch
+    the daemon ends as expired (410) starts anew, its pods' rows printed again."""
+    from asynckubelet.tables import render
+
+    if plural != "pods":
+        raise errors.DaemonError(f"watching {plural} is not supported: only pods are watched")
+    table = output in (None, "wide")
+    layout = {"wide": output == "wide", "all_namespaces": where is None}
+    headed = False
+    while True:
+        initial: list[dict[str, Any]] = []
+        started = False
+        for event in client.watch(where, name=name, table=table):
+            kind, body = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                if body.get("code") == 410:
+                    break
+                reason = str(body.get("reason") or "")
+                raise errors.DaemonError(str(body.get("message") or "watch failed"), reason=reason)
+            if kind == "BOOKMARK":
+                if initial:
+                    rows = [row for part in initial for row in part.get("rows") or []]
+                    _write(render({**initial[0], "rows": rows}, header=not headed, **layout))
+                    headed = True
+                started = True
+            elif not table:
+                print_items([body], plural, output=output, single=True, separator=True)
+                sys.stdout.flush()
+            elif not started:
+                initial.append(body)
+            else:
+                _write(render(body, header=not headed, **layout))
+                headed = True
+        else:
+            raise errors.DaemonError("the node daemon ended the watch")
+
+
+def _write(text: str) -> None:
+    if text:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+
 def print_table(document: dict[str, Any], *, where: str | None, wide: bool) -> None:
     from asynckubelet.tables import render
 
@@ -213,9 +280,15 @@ def print_table(document: dict[str, Any], *, where: str | None, wide: bool) -> N
 
 
 def print_items(
-    items: list[dict[str, Any]], plural: str, *, output: str | None, single: bool
+    items: list[dict[str, Any]],
+    plural: str,
+    *,
+    output: str | None,
+    single: bool,
+    separator: bool = False,
 ) -> None:
-    """The objects as YAML, JSON or ``kind/name`` lines; a Secret never with its values."""
+    """The objects as YAML, JSON or ``kind/name`` lines; a Secret never with its values.
+    With ``separator`` a YAML document starts with ``---`` (one of a stream)."""
     for item in items:
         if plural in KINDS:
             item.setdefault("apiVersion", _api_version(plural))
@@ -233,7 +306,7 @@ def print_items(
     else:
         import yaml
 
-        sys.stdout.write(yaml.safe_dump(document, sort_keys=False))
+        sys.stdout.write(("---\n" if separator else "") + yaml.safe_dump(document))
 
 
 def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:

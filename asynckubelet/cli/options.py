@@ -66,6 +66,7 @@ LogLevelOpt = Annotated[
     str | None,
     typer.Option(
         "--log-level",
+        metavar="LEVEL",
         help=f"{LOG_LEVEL_HELP} Before the command too. \\[env var: ASYNCKUBELET_LOG_LEVEL]",
         rich_help_panel=LOG_PANEL,
     ),
@@ -74,6 +75,7 @@ LogFormatOpt = Annotated[
     str | None,
     typer.Option(
         "--log-format",
+        metavar="FORMAT",
         help=f"{LOG_FORMAT_HELP} \\[env var: ASYNCKUBELET_LOG_FORMAT]",
         rich_help_panel=LOG_PANEL,
     ),
@@ -81,16 +83,25 @@ LogFormatOpt = Annotated[
 VerboseOpt = Annotated[
     int,
     typer.Option(
-        "--verbose", "-v", count=True, help="More logging (-vv: debug).", rich_help_panel=LOG_PANEL
+        "--verbose",
+        "-v",
+        metavar="",
+        count=True,
+        help="More logging (-vv: debug).",
+        rich_help_panel=LOG_PANEL,
     ),
 ]
 GlobalLogLevelOpt = Annotated[
     str | None,
-    typer.Option("--log-level", envvar="ASYNCKUBELET_LOG_LEVEL", help=LOG_LEVEL_HELP),
+    typer.Option(
+        "--log-level", metavar="LEVEL", envvar="ASYNCKUBELET_LOG_LEVEL", help=LOG_LEVEL_HELP
+    ),
 ]
 GlobalLogFormatOpt = Annotated[
     str | None,
-    typer.Option("--log-format", envvar="ASYNCKUBELET_LOG_FORMAT", help=LOG_FORMAT_HELP),
+    typer.Option(
+        "--log-format", metavar="FORMAT", envvar="ASYNCKUBELET_LOG_FORMAT", help=LOG_FORMAT_HELP
+    ),
 ]
 
 # -- the node, its engine and its pod network ------------------------------------------------
@@ -100,6 +111,7 @@ DockerHostOpt = Annotated[
     typer.Option(
         "--docker-host",
         "-H",
+        metavar="URL",
         envvar="ASYNCKUBELET_DOCKER_HOST",
         help="Docker daemon address (default: DOCKER_HOST or local socket).",
         rich_help_panel=NODE_PANEL,
@@ -109,6 +121,7 @@ NodeNameOpt = Annotated[
     str | None,
     typer.Option(
         "--node-name",
+        metavar="NAME",
         envvar="ASYNCKUBELET_NODE_NAME",
         help="Node name (ownership label; pod UIDs derive from it); default: hostname.",
         rich_help_panel=NODE_PANEL,
@@ -118,6 +131,7 @@ StateDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--state-dir",
+        metavar="DIR",
         envvar="ASYNCKUBELET_STATE_DIR",
         help="Node state (manifests, statuses, events); default /var/lib/asynckubelet as "
         "root, else ~/.local/state/asynckubelet.",
@@ -128,6 +142,7 @@ PauseImageOpt = Annotated[
     str | None,
     typer.Option(
         "--pause-image",
+        metavar="IMAGE",
         envvar="ASYNCKUBELET_PAUSE_IMAGE",
         help="Sandbox image, pulled when missing (default: the project's own "
         "asynckubelet.local/pause:3.10, built here when missing, never pulled).",
@@ -139,18 +154,23 @@ PodSecurityOpt = Annotated[
     str,
     typer.Option(
         "--pod-security",
+        metavar="LEVEL",
         envvar="ASYNCKUBELET_POD_SECURITY",
         help=POD_SECURITY_HELP,
         rich_help_panel=NODE_PANEL,
     ),
 ]
 ValidatePodSecurityOpt = Annotated[
-    str, typer.Option("--pod-security", help=POD_SECURITY_HELP, rich_help_panel=NODE_PANEL)
+    str,
+    typer.Option(
+        "--pod-security", metavar="LEVEL", help=POD_SECURITY_HELP, rich_help_panel=NODE_PANEL
+    ),
 ]
 AllowNamespacePolicyOpt = Annotated[
     bool,
     typer.Option(
         "--allow-namespace-policy",
+        metavar="",
         envvar="ASYNCKUBELET_ALLOW_NAMESPACE_POLICY",
         help="Let a Namespace document's pod-security.kubernetes.io/enforce label relax the "
         "level for its pods (without it, such a label can only make the level stricter).",
@@ -161,6 +181,7 @@ ServiceAccountIssuerOpt = Annotated[
     str,
     typer.Option(
         "--service-account-issuer",
+        metavar="URL",
         envvar="ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER",
         help="`iss` of the service-account tokens the node issues for projected volumes "
         "(a URL, or a name without ':', as the API server's --service-account-issuer).",
@@ -171,6 +192,7 @@ NetworkOpt = Annotated[
     str,
     typer.Option(
         "--network",
+        metavar="BACKEND",
         envvar="ASYNCKUBELET_NETWORK",
         help="Pod network: auto (bridge for a local daemon as root, else docker), "
         "bridge, cni (plugins from /opt/cni/bin:/usr/lib/cni, config from /etc/cni/net.d "
@@ -182,6 +204,7 @@ BridgeOpt = Annotated[
     str,
     typer.Option(
         "--bridge",
+        metavar="NAME",
         envvar="ASYNCKUBELET_BRIDGE",
         help="Node bridge of the bridge network.",
         rich_help_panel=NETWORK_PANEL,
@@ -191,6 +214,7 @@ PodCIDROpt = Annotated[
     str,
     typer.Option(
         "--pod-cidr",
+        metavar="CIDR",
         envvar="ASYNCKUBELET_POD_CIDR",
         help="Pod addresses of the bridge network.",
         rich_help_panel=NETWORK_PANEL,
@@ -200,6 +224,7 @@ DualStackOpt = Annotated[
     bool,
     typer.Option(
         "--dual-stack",
+        metavar="",
         envvar="ASYNCKUBELET_DUAL_STACK",
         help=f"IPv4/IPv6 dual stack on the bridge network (IPv6 pod CIDR {DEFAULT_POD_CIDR_V6} "
         "unless --pod-cidr-v6 names one).",
@@ -210,6 +235,7 @@ PodCIDRv6Opt = Annotated[
     str | None,
     typer.Option(
         "--pod-cidr-v6",
+        metavar="CIDR",
         envvar="ASYNCKUBELET_POD_CIDR_V6",
         help="IPv6 pod addresses of the bridge network; turns dual stack on.",
         rich_help_panel=NETWORK_PANEL,
@@ -219,6 +245,7 @@ FirewallOpt = Annotated[
     str,
     typer.Option(
         "--firewall",
+        metavar="FIREWALL",
         envvar="ASYNCKUBELET_FIREWALL",
         help="What masquerades pod egress and DNATs hostPorts on the bridge network: "
         "iptables, or nftables (a table of its own per bridge; needs nft).",
@@ -229,6 +256,7 @@ MasqueradeOpt = Annotated[
     bool,
     typer.Option(
         "--masquerade/--no-masquerade",
+        metavar="",
         envvar="ASYNCKUBELET_MASQUERADE",
         help="Masquerade pod egress leaving the node on the bridge network.",
         rich_help_panel=NETWORK_PANEL,
@@ -238,6 +266,7 @@ ClusterDNSOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--cluster-dns",
+        metavar="IP",
         envvar="ASYNCKUBELET_CLUSTER_DNS",
         help="Cluster DNS server for ClusterFirst pods (repeatable); none: they fall "
         "back to the node's resolver, with a MissingClusterDNS warning.",
@@ -248,6 +277,7 @@ CapacityOpt = Annotated[
     str | None,
     typer.Option(
         "--capacity",
+        metavar="NAME=QUANTITY,...",
         envvar="ASYNCKUBELET_CAPACITY",
         help="What the node offers pods, over what this host has: NAME=QUANTITY,... e.g. "
         "cpu=4,memory=8Gi,pods=50,example.com/dongle=2 (extended resources included). A pod "
@@ -259,6 +289,7 @@ MaxPodsOpt = Annotated[
     int | None,
     typer.Option(
         "--max-pods",
+        metavar="N",
         envvar="ASYNCKUBELET_MAX_PODS",
         help="Pods the node runs at once (default 110, as the kubelet's).",
         rich_help_panel=NODE_PANEL,
@@ -268,6 +299,7 @@ NodeLabelsOpt = Annotated[
     str | None,
     typer.Option(
         "--node-labels",
+        metavar="KEY=VALUE,...",
         envvar="ASYNCKUBELET_NODE_LABELS",
         help="The node's labels, KEY=VALUE,...: pods' nodeSelector and node affinity are "
         "then checked against them (a pod that does not match is rejected).",
@@ -278,6 +310,7 @@ ClusterDomainOpt = Annotated[
     str,
     typer.Option(
         "--cluster-domain",
+        metavar="DOMAIN",
         envvar="ASYNCKUBELET_CLUSTER_DOMAIN",
         help="Cluster domain of the pods' DNS search.",
         rich_help_panel=NETWORK_PANEL,
@@ -286,66 +319,129 @@ ClusterDomainOpt = Annotated[
 
 # -- manifests and pods ----------------------------------------------------------------------
 
-FilesArg = Annotated[list[str], typer.Argument(help="Manifest files or directories; - for stdin.")]
+FilesArg = Annotated[
+    list[str], typer.Argument(metavar="FILE...", help="Manifest files or directories; - for stdin.")
+]
 FilenamesOpt = Annotated[
-    list[str], typer.Option("--filename", "-f", help="Manifest file (repeatable); - for stdin.")
+    list[str],
+    typer.Option(
+        "--filename",
+        "-f",
+        metavar="FILENAME",
+        help="Manifest file or folder (repeatable); - for stdin.",
+    ),
 ]
 DeleteFilenamesOpt = Annotated[
     list[str] | None,
-    typer.Option("--filename", "-f", help="Delete every object these files hold."),
+    typer.Option(
+        "--filename",
+        "-f",
+        metavar="FILENAME",
+        help="Manifest file or folder (repeatable): delete every object it holds.",
+    ),
+]
+RecursiveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--recursive",
+        "-R",
+        metavar="",
+        help="Read the folders named by -f recursively: the manifest files of their "
+        "sub-folders too (.yaml, .yml, .json).",
+    ),
 ]
 LenientOpt = Annotated[
-    bool, typer.Option("--lenient", help="Unknown fields warn instead of failing.")
+    bool, typer.Option("--lenient", metavar="", help="Unknown fields warn instead of failing.")
 ]
-NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="The namespace.")]
+NamespaceOpt = Annotated[
+    str,
+    typer.Option("--namespace", "-n", metavar="NAMESPACE", help="The namespace of the objects."),
+]
 AllNamespacesOpt = Annotated[
-    bool, typer.Option("--all-namespaces", "-A", help="Objects of every namespace.")
+    bool,
+    typer.Option(
+        "--all-namespaces",
+        "-A",
+        metavar="",
+        help="Objects of every namespace (a NAMESPACE column first).",
+    ),
 ]
 KindArg = Annotated[
     str,
     typer.Argument(
+        metavar="TYPE[/NAME]",
         help="The resource type: pods (po), configmaps (cm), secrets, deployments (deploy), "
-        "replicasets (rs), statefulsets (sts), jobs, or all."
+        "replicasets (rs), statefulsets (sts), jobs, or all.",
     ),
 ]
-PodKindArg = Annotated[str, typer.Argument(help="The resource type: pods (or pod, po).")]
+PodKindArg = Annotated[
+    str, typer.Argument(metavar="TYPE", help="The resource type: pods (or pod, po).")
+]
 DeleteKindArg = Annotated[
     str | None,
     typer.Argument(
+        metavar="TYPE[/NAME]",
         help="`pod`, `configmap`, `secret`, `deployment`, `replicaset`, `statefulset`, `job` "
-        "or `namespace`, followed by the name (or `pod/NAME`...)."
+        "or `namespace`, followed by the name (or `pod/NAME`...).",
     ),
 ]
-PodNameArg = Annotated[str, typer.Argument(help="The pod's name.")]
-OptionalPodNameArg = Annotated[str | None, typer.Argument(help="One pod's name.")]
-OptionalNameArg = Annotated[str | None, typer.Argument(help="One object's name.")]
+PodNameArg = Annotated[str, typer.Argument(metavar="POD", help="The pod's name.")]
+OptionalPodNameArg = Annotated[str | None, typer.Argument(metavar="POD", help="One pod's name.")]
+OptionalNameArg = Annotated[str | None, typer.Argument(metavar="NAME", help="One object's name.")]
 ContainerOpt = Annotated[
     str | None,
-    typer.Option("--container", "-c", help="The container (default: the pod's default container)."),
+    typer.Option(
+        "--container",
+        "-c",
+        metavar="CONTAINER",
+        help="The container (default: the pod's default container).",
+    ),
 ]
 ReportFormatOpt = Annotated[
-    str, typer.Option("--output", "-o", help="Output format: text or json.")
+    str, typer.Option("--output", "-o", metavar="FORMAT", help="Output format: text or json.")
+]
+WatchOpt = Annotated[
+    bool,
+    typer.Option(
+        "--watch",
+        "-w",
+        metavar="",
+        help="After listing, print every change of the pods as it happens (kubectl's "
+        "watch; asks the node daemon), until interrupted.",
+    ),
 ]
 PodFormatOpt = Annotated[
-    str | None, typer.Option("--output", "-o", help="wide, yaml, json or name.")
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FORMAT",
+        help="Output format: wide (more columns), yaml, json or name (kind/name).",
+    ),
 ]
 
 # -- run -------------------------------------------------------------------------------------
 
-KeepOpt = Annotated[bool, typer.Option("--keep", help="Keep the pod's containers at exit.")]
+KeepOpt = Annotated[
+    bool, typer.Option("--keep", metavar="", help="Keep the pod's containers at exit.")
+]
 GracePeriodOpt = Annotated[
     float | None,
     typer.Option(
         "--grace-period",
+        metavar="SECONDS",
         envvar="ASYNCKUBELET_GRACE_PERIOD",
         help="Seconds to wait on stop before SIGKILL.",
     ),
 ]
-ColorOpt = Annotated[bool, typer.Option("--color/--no-color", help="Colour the prefixes.")]
+ColorOpt = Annotated[
+    bool, typer.Option("--color/--no-color", metavar="", help="Colour the prefixes.")
+]
 PullTimeoutOpt = Annotated[
     float,
     typer.Option(
         "--pull-timeout",
+        metavar="SECONDS",
         envvar="ASYNCKUBELET_PULL_TIMEOUT",
         help="Seconds a failing image pull (network, registry down) is retried, with the "
         "kubelet's back-off, before the run ends with its error. An image the registry "
@@ -356,6 +452,7 @@ ConfigTimeoutOpt = Annotated[
     float,
     typer.Option(
         "--config-timeout",
+        metavar="SECONDS",
         envvar="ASYNCKUBELET_CONFIG_TIMEOUT",
         help="Seconds a container may wait in CreateContainerConfigError (a ConfigMap or "
         "Secret not found...) before the wait ends with that error.",
@@ -368,18 +465,25 @@ ManifestDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--manifests",
+        metavar="DIR",
         envvar="ASYNCKUBELET_MANIFESTS",
         help="Static pod manifest directory, watched (default <state-dir>/manifests).",
     ),
 ]
 ListenOpt = Annotated[
     str,
-    typer.Option("--listen", envvar="ASYNCKUBELET_LISTEN", help="HOST:PORT of the HTTP endpoints."),
+    typer.Option(
+        "--listen",
+        metavar="HOST:PORT",
+        envvar="ASYNCKUBELET_LISTEN",
+        help="HOST:PORT of the HTTP endpoints.",
+    ),
 ]
 AllowRemoteOpt = Annotated[
     bool,
     typer.Option(
         "--allow-remote",
+        metavar="",
         envvar="ASYNCKUBELET_ALLOW_REMOTE",
         help="Allow --listen on a non-loopback address.",
     ),
@@ -388,6 +492,7 @@ StopPodsOpt = Annotated[
     bool,
     typer.Option(
         "--stop-pods-on-exit",
+        metavar="",
         envvar="ASYNCKUBELET_STOP_PODS_ON_EXIT",
         help="Stop and remove every pod on SIGINT/SIGTERM (default: leave them running "
         "for the next start to adopt, as the kubelet does).",
@@ -405,6 +510,7 @@ KubeconfigOpt = Annotated[
     Path | None,
     typer.Option(
         "--kubeconfig",
+        metavar="FILE",
         envvar="ASYNCKUBELET_KUBECONFIG",
         help="Join the cluster of this kubeconfig as a node (its credentials: a client "
         "certificate for system:node:<name>, or a token) and run the pods bound to it, "
@@ -415,7 +521,7 @@ KubeconfigOpt = Annotated[
 ContextOpt = Annotated[
     str | None,
     typer.Option(
-        "--context", help="kubeconfig context (default: its current-context).",
+        "--context", metavar="NAME", help="kubeconfig context (default: its current-context).",
         rich_help_panel=CLUSTER_PANEL,
     ),
 ]  # fmt: skip
@@ -423,6 +529,7 @@ RegisterWithTaintsOpt = Annotated[
     str | None,
     typer.Option(
         "--register-with-taints",
+        metavar="TAINTS",
         envvar="ASYNCKUBELET_REGISTER_WITH_TAINTS",
         help="Taints of a newly registered Node: KEY[=VALUE]:EFFECT,...",
         rich_help_panel=CLUSTER_PANEL,
@@ -432,6 +539,7 @@ NodeIPOpt = Annotated[
     str | None,
     typer.Option(
         "--node-ip",
+        metavar="IP",
         envvar="ASYNCKUBELET_NODE_IP",
         help="The Node's InternalIP, where the API server reaches the kubelet API "
         "(default: the address of the default route's interface).",
@@ -442,6 +550,7 @@ KubeletPortOpt = Annotated[
     int,
     typer.Option(
         "--kubelet-port",
+        metavar="PORT",
         envvar="ASYNCKUBELET_KUBELET_PORT",
         help="Port of the kubelet API (HTTPS, on the node IP): logs, exec, port-forward.",
         rich_help_panel=CLUSTER_PANEL,
@@ -451,6 +560,7 @@ TLSCertFileOpt = Annotated[
     Path | None,
     typer.Option(
         "--tls-cert-file",
+        metavar="FILE",
         help="The kubelet API's certificate (default: a self-signed one made under "
         "<state-dir>/pki).",
         rich_help_panel=CLUSTER_PANEL,
@@ -459,7 +569,7 @@ TLSCertFileOpt = Annotated[
 TLSKeyFileOpt = Annotated[
     Path | None,
     typer.Option(
-        "--tls-private-key-file", help="The key of --tls-cert-file.",
+        "--tls-private-key-file", metavar="FILE", help="The key of --tls-cert-file.",
         rich_help_panel=CLUSTER_PANEL,
     ),
 ]  # fmt: skip
@@ -467,6 +577,7 @@ ClientCAFileOpt = Annotated[
     Path | None,
     typer.Option(
         "--client-ca-file",
+        metavar="FILE",
         help="CA that signs the certificates of the kubelet API's clients (the API "
         "server's kubelet client certificate); default: the kubeconfig's authority.",
         rich_help_panel=CLUSTER_PANEL,
@@ -476,6 +587,7 @@ AuthorizationModeOpt = Annotated[
     str,
     typer.Option(
         "--authorization-mode",
+        metavar="MODE",
         help="Who may use the kubelet API: AlwaysAllow (any client the CA signed) or "
         "Webhook (a SubjectAccessReview of nodes/proxy per client and request).",
         rich_help_panel=CLUSTER_PANEL,
@@ -485,6 +597,7 @@ PodCIDRWaitOpt = Annotated[
     float,
     typer.Option(
         "--pod-cidr-wait",
+        metavar="SECONDS",
         help="Seconds to wait for the Node's spec.podCIDR before using --pod-cidr.",
         rich_help_panel=CLUSTER_PANEL,
     ),
@@ -493,6 +606,7 @@ NetworkStateDirOpt = Annotated[
     Path,
     typer.Option(
         "--network-state-dir",
+        metavar="DIR",
         envvar="ASYNCKUBELET_NETWORK_STATE_DIR",
         help="IPAM and pod network records of the bridge and cni networks.",
         rich_help_panel=NETWORK_PANEL,
@@ -502,44 +616,107 @@ NetworkStateDirOpt = Annotated[
 # -- apply and delete ------------------------------------------------------------------------
 
 WaitOpt = Annotated[
-    bool, typer.Option("--wait", help="Wait until every pod is Ready or Succeeded.")
+    bool,
+    typer.Option(
+        "--wait",
+        metavar="",
+        help="Wait until pods are Ready or Succeeded, Deployments and StatefulSets rolled "
+        "out, Jobs complete.",
+    ),
 ]
-WaitTimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds --wait waits.")]
+WaitTimeoutOpt = Annotated[
+    float, typer.Option("--timeout", metavar="SECONDS", help="Seconds --wait waits.")
+]
 DeleteGracePeriodOpt = Annotated[
-    float | None, typer.Option("--grace-period", help="Seconds before SIGKILL.")
+    float | None, typer.Option("--grace-period", metavar="SECONDS", help="Seconds before SIGKILL.")
 ]
 DeleteTimeoutOpt = Annotated[
     float,
     typer.Option(
         "--timeout",
+        metavar="SECONDS",
         help="Seconds to wait until the pods are gone; exit 1 naming any still there.",
     ),
 ]
 
 # -- logs and exec ---------------------------------------------------------------------------
 
-FollowOpt = Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming.")]
-PreviousOpt = Annotated[
-    bool, typer.Option("--previous", "-p", help="The previous (dead) instance's output.")
+FollowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--follow",
+        "-f",
+        metavar="",
+        help="Keep streaming the output as it is written, across the container's restarts.",
+    ),
 ]
-TailOpt = Annotated[int | None, typer.Option("--tail", help="Only the last N lines.")]
-TimestampsOpt = Annotated[bool, typer.Option("--timestamps", help="Prefix each line.")]
-SinceOpt = Annotated[str | None, typer.Option("--since", help="Only newer lines, e.g. 5s, 2m, 3h.")]
-CommandArg = Annotated[list[str], typer.Argument(help="The command and its arguments, after --.")]
-StdinOpt = Annotated[bool, typer.Option("--stdin", "-i", help="Pass stdin to the command.")]
-TtyOpt = Annotated[bool, typer.Option("--tty", "-t", help="Allocate a terminal.")]
+PreviousOpt = Annotated[
+    bool,
+    typer.Option("--previous", "-p", metavar="", help="The previous (dead) instance's output."),
+]
+AllContainersOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all-containers",
+        metavar="",
+        help="Every container's output (init containers first); with -f, side by side.",
+    ),
+]
+TailOpt = Annotated[
+    int | None,
+    typer.Option("--tail", metavar="LINES", help="Only the last LINES lines of the output."),
+]
+TimestampsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--timestamps",
+        metavar="",
+        help="Prefix each line with the time Docker recorded it (RFC 3339).",
+    ),
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--since", metavar="DURATION", help="Only lines newer than DURATION, e.g. 5s, 2m, 3h."
+    ),
+]
+CommandArg = Annotated[
+    list[str], typer.Argument(metavar="COMMAND...", help="The command and its arguments, after --.")
+]
+StdinOpt = Annotated[
+    bool,
+    typer.Option("--stdin", "-i", metavar="", help="Pass this terminal's stdin to the command."),
+]
+TtyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--tty",
+        "-t",
+        metavar="",
+        help="Give the command a terminal (its window size follows this one's).",
+    ),
+]
 
 # -- images and engine -----------------------------------------------------------------------
 
-ImageTagOpt = Annotated[str, typer.Option("--tag", "-t", help="Image reference to create.")]
+ImageTagOpt = Annotated[
+    str, typer.Option("--tag", "-t", metavar="IMAGE", help="Image reference to create.")
+]
 ProbeTagOpt = Annotated[
     str | None,
-    typer.Option("--tag", "-t", help="Image reference (default: the one the node uses)."),
+    typer.Option(
+        "--tag", "-t", metavar="IMAGE", help="Image reference (default: the one the node uses)."
+    ),
 ]
 BusyboxOpt = Annotated[
-    Path, typer.Option("--busybox", help="A static busybox binary (Debian: busybox-static).")
+    Path,
+    typer.Option(
+        "--busybox", metavar="FILE", help="A static busybox binary (Debian: busybox-static)."
+    ),
 ]
-PurgeOpt = Annotated[bool, typer.Option("--purge", help="Also delete its images and data.")]
+PurgeOpt = Annotated[
+    bool, typer.Option("--purge", metavar="", help="Also delete its images and data.")
+]
 
 
 # -- checks ----------------------------------------------------------------------------------

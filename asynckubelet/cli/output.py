@@ -2,11 +2,14 @@
 
 What a command is for (pod output, tables, YAML) goes to stdout; progress, warnings, log
 lines and errors go to stderr, so ``asynckubelet run pod.yaml > out.txt`` captures only
-what the pod printed. A failure is one message, ``error: ...``, and an exit code: every
-command is wrapped by :func:`command`, the one place that maps the project's exceptions
-(:mod:`asynckubelet.errors`) and Typer's to them. Exit codes: 0 success, 1 a failure, 2 a
-usage error, 128+N the signal N that stopped the command, and for ``run`` and ``exec``
-the exit code of what they ran.
+what the pod printed. A failure is one line, as kubectl words it (``error: ...``, ``Error
+from server (NotFound): pods "web" not found``), and an exit code; a rejected manifest is
+one line per field error. Every command is wrapped by :func:`command`, the one place that
+maps the project's exceptions (:mod:`asynckubelet.errors`) and Typer's to them; the
+command line's own usage errors come through :func:`usage_error`. An error no rule
+foresaw is one line too, its traceback logged at debug level. Exit codes: 0 success, 1 a
+failure, 2 a usage error, 128+N the signal N that stopped the command, and for ``run``
+and ``exec`` the exit code of what they ran.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import anyio
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer._click import exceptions as click_errors
 
 from asynckubelet import errors
 from asynckubelet.cli.options import LOG_FORMATS, LOG_LEVELS, LogOptions, UsageError, expand
@@ -76,23 +80,25 @@ def not_found(kind: str, message: str) -> typer.Exit:
 
 @contextlib.contextmanager
 def reported_errors(*, not_found_as: str | None = None) -> Iterator[None]:
-    """Turn a failure into its message on stderr and the exit code.
+    """Turn a failure into its line on stderr and the exit code.
 
-    ``not_found_as`` reports :class:`~asynckubelet.errors.NotFound` as kubectl's
-    ``Error from server (<kind>)`` (``NotFound`` for a missing pod, ``BadRequest`` for a
-    missing container). Failures inside a task group arrive as an exception group: each
-    is reported, and the first one's exit code is the command's. Anything else (a bug) is
-    left to propagate with its traceback.
+    A missing pod is kubectl's ``Error from server (NotFound): pods "web" not found``, a
+    container the pod does not have ``error: container c is not valid for pod web:
+    choose one of: [a b]``; ``not_found_as`` reports any other
+    :class:`~asynckubelet.errors.NotFound` as ``Error from server (<reason>)``
+    (``BadRequest`` for a container instance that is not there). Failures inside a task
+    group arrive as an exception group: each is reported, and the first one's exit code
+    is the command's. Anything else (a bug) is one line naming its type, its traceback
+    logged at debug level (``--log-level debug``).
     """
     try:
         yield
     except KeyboardInterrupt:
         raise typer.Exit(128 + signal.SIGINT) from None
+    except (typer.Exit, typer.Abort):
+        raise
     except Exception as e:
-        failures = _leaves(e)
-        if not all(isinstance(f, REPORTED) for f in failures):
-            raise
-        codes = [_report(f, not_found_as=not_found_as) for f in failures]
+        codes = [_report(f, not_found_as=not_found_as) for f in _leaves(e)]
         raise typer.Exit(codes[0]) from None
 
 
@@ -107,7 +113,19 @@ def _leaves(error: BaseException) -> list[BaseException]:
 
 
 def _report(failure: BaseException, *, not_found_as: str | None) -> int:
-    """Print the failure's one message; its exit code."""
+    """Print the failure's line (a rejected manifest's: one per field error); its exit
+    code."""
+    if isinstance(failure, errors.ContainerNotValid):
+        err.print(f"[red]error:[/red] {escape(str(failure))}")
+        return 1
+    if isinstance(failure, errors.PodNotFound):
+        err.print(f"Error from server (NotFound): {escape(str(failure))}")
+        return 1
+    if isinstance(failure, errors.ManifestError) and failure.errors:
+        for problem in failure.errors:
+            source = f"{problem.source}: " if problem.source else ""
+            err.print(f"[red]error:[/red] {escape(source + str(problem))}")
+        return 1
     if isinstance(failure, errors.NotFound) and not_found_as is not None:
         err.print(f"Error from server ({not_found_as}): {escape(str(failure))}")
         return 1
@@ -117,8 +135,41 @@ def _report(failure: BaseException, *, not_found_as: str | None) -> int:
     if isinstance(failure, typer.TyperException):
         err.print(f"[red]error:[/red] {escape(failure.format_message())}")
         return failure.exit_code
-    err.print(f"[red]error:[/red] {escape(str(failure))}")
+    if not isinstance(failure, REPORTED):
+        from loguru import logger
+
+        logger.opt(exception=failure).debug("unexpected error")
+        text = f"{type(failure).__name__}: {failure}".rstrip(": ")
+        err.print(f"[red]error:[/red] {escape(one_line(text))} (--log-level debug shows where)")
+        return 1
+    err.print(f"[red]error:[/red] {escape(one_line(str(failure)))}")
     return 1
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks folded, so a failure stays one line."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def usage_error(error: click_errors.ClickException) -> int:
+    """Print a usage error of the command line (an unknown flag or command, a missing or
+    bad argument) as one line, kubectl's way where it has one; its exit code."""
+    import re
+
+    message = error.format_message()
+    if isinstance(error, click_errors.NoSuchOption):
+        message = f"unknown flag: {error.option_name}"
+    elif found := re.match(r"No such command '(.*)'\.(.*)", message, re.DOTALL):
+        message = f'unknown command "{found.group(1)}"'
+        if found.group(2).strip():
+            message += f" ({found.group(2).strip()[:1].lower()}{found.group(2).strip()[1:]})"
+    else:
+        message = message[:1].lower() + message[1:]
+    message = message.rstrip(".")
+    context = getattr(error, "ctx", None)
+    hint = f"; see '{context.command_path} --help'" if context is not None else ""
+    err.print(f"[red]error:[/red] {escape(one_line(message))}{escape(hint)}")
+    return error.exit_code
 
 
 def command(

@@ -57,6 +57,7 @@ __all__ = [
     "inspect_manifests_text",
     "load_manifests",
     "load_manifests_text",
+    "manifest_files",
     "object_refs",
     "pod_uid",
     "read_sources",
@@ -240,13 +241,16 @@ def _accepted_or_raise(report: ManifestReport) -> Manifests:
     return report.manifests
 
 
-def read_sources(source: Source | Sequence[Source]) -> list[tuple[str, str]]:
-    """The ``(name, text)`` of every file named (a folder's manifest files, ``"-"`` for
-    stdin, read once), each bounded as :func:`load_manifests` reads them; raise
+def read_sources(
+    source: Source | Sequence[Source], *, recursive: bool = False
+) -> list[tuple[str, str]]:
+    """The ``(name, text)`` of every file named (a folder's manifest files, those of its
+    sub-folders too with ``recursive``, as kubectl's ``-R``; ``"-"`` for stdin, read
+    once), each bounded as :func:`load_manifests` reads them; raise
     :class:`ManifestError` when any cannot be read. For callers that must keep the exact
     text they validate (``apply``)."""
     recorder = _ReadErrors()
-    texts = list(_read_sources(source, recorder))
+    texts = list(_read_sources(source, recorder, recursive=recursive))
     if recorder.errors:
         n = len(recorder.errors)
         raise ManifestError(
@@ -332,8 +336,25 @@ class _ReadErrors:
         self.errors.append(error)
 
 
+def manifest_files(folder: Path, *, recursive: bool = False) -> list[Path]:
+    """The manifest files of a folder as kubectl reads ``-f DIR``: names ending in
+    ``.yaml``, ``.yml`` or ``.json``, in lexical order; with ``recursive`` those of its
+    sub-folders too, in the walk's lexical order (a link to a folder is not followed)."""
+    found: list[Path] = []
+    for path in sorted(folder.iterdir()):
+        if path.is_dir():
+            if recursive and not path.is_symlink():
+                found += manifest_files(path, recursive=True)
+        elif path.suffix in _SUFFIXES and path.is_file():
+            found.append(path)
+    return found
+
+
 def _read_sources(
-    source: Source | Sequence[Source], loader: _Loader | _ReadErrors
+    source: Source | Sequence[Source],
+    loader: _Loader | _ReadErrors,
+    *,
+    recursive: bool = False,
 ) -> Iterator[tuple[str, str]]:
     items: Sequence[Source] = [source] if isinstance(source, (str, os.PathLike)) else source
     for item in items:
@@ -343,10 +364,7 @@ def _read_sources(
             continue
         path = Path(name)
         try:
-            if path.is_dir():
-                files = sorted(p for p in path.iterdir() if p.suffix in _SUFFIXES and p.is_file())
-            else:
-                files = [path]
+            files = manifest_files(path, recursive=recursive) if path.is_dir() else [path]
         except OSError as e:
             loader.record(_unreadable(name, e))
             continue

@@ -159,14 +159,15 @@ def find_pod(pods: list[Pod], *, namespace: str, name: str) -> Pod:
         pname, pns, _ = ctr.pod_identity(pod)
         if (pns, pname) == (namespace, name):
             return pod
-    raise errors.NotFound(f'pods "{name}" not found')
+    raise errors.PodNotFound(f'pods "{name}" not found')
 
 
 def default_container(pod: Pod, container: str | None) -> tuple[str, str]:
     """The container a command acts on, and a notice when it was chosen for the user.
 
     As kubectl: the ``kubectl.kubernetes.io/default-container`` annotation, else the first
-    container; a name that is not in the pod is an error naming the valid ones.
+    container, said in a notice when the pod has others (init containers marked
+    ``(init)``); a name that is not in the pod is an error naming the valid ones.
     """
     name, _, _ = ctr.pod_identity(pod)
     spec = pod.spec or PodSpec(containers=[])
@@ -174,9 +175,9 @@ def default_container(pod: Pod, container: str | None) -> tuple[str, str]:
     inits = [c.name for c in spec.initContainers or []]
     if container:
         if container not in names and container not in inits:
-            choices = ", ".join(names + inits)
-            raise errors.NotFound(
-                f"container {container} is not valid for pod {name}; choose one of: [{choices}]"
+            choices = " ".join(names + inits)
+            raise errors.ContainerNotValid(
+                f"container {container} is not valid for pod {name}: choose one of: [{choices}]"
             )
         return container, ""
     annotations = (pod.metadata.annotations if pod.metadata else None) or {}
@@ -184,8 +185,9 @@ def default_container(pod: Pod, container: str | None) -> tuple[str, str]:
     if not chosen:
         raise errors.NotFound(f"pod {name} has no containers")
     notice = ""
-    if len(names) > 1 and DEFAULT_CONTAINER_ANNOTATION not in annotations:
-        notice = f'Defaulted container "{chosen}" out of: {", ".join(names + inits)}'
+    if (len(names) > 1 or inits) and DEFAULT_CONTAINER_ANNOTATION not in annotations:
+        shown = ", ".join([*names, *(f"{name} (init)" for name in inits)])
+        notice = f'Defaulted container "{chosen}" out of: {shown}'
     return chosen, notice
 
 

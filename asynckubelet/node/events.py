@@ -1,23 +1,30 @@
-"""The event recorder: Kubernetes-style events about pods, counted, kept and written down.
+"""The event recorder: Kubernetes-style events about pods, correlated, kept and written down.
 
 ``kubectl describe`` ends with the pod's events (``Pulling``, ``Created``, ``BackOff``...),
-and users read them first when a pod misbehaves. The kubelet's recorder aggregates repeats
-of the same event into one with a ``count`` and first/last timestamps; this one does the
-same, keeps a bounded history in memory for the library (``Kubelet.events()``), and appends
-every change to a bounded JSON-lines file in the state dir, so that ``describe`` in another
-process (or after a restart) shows the same events. The file is 0600: event messages name
-pods, images and errors that other local users have no business reading.
+and users read them first when a pod misbehaves. The kubelet's recorder does not write
+every occurrence: client-go's ``EventCorrelator`` counts a repeat of the same event into
+one event with a ``count`` and first/last timestamps (``(x5 over 2m)``), combines more
+than 10 events that differ only in their message within 10 minutes into one ``(combined
+from similar events): ...`` event, and lets a source report 25 events about one object,
+then one every 5 minutes (the counts go on meanwhile, and the next event reported
+carries them). This recorder does the same with an injected clock, keeps a bounded
+history in memory for the library (``Kubelet.events()``), and appends each reported
+event to a JSON-lines file in the state dir, so that ``describe`` in another process (or
+after a restart) shows the same events. The file is rotated when it grows past a bound
+(one older file is kept, and read too) and is 0600: event messages name pods, images
+and errors that other local users have no business reading.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +38,23 @@ from asynckubelet.runtime import containers as ctr
 EVENTS_FILE = "events.jsonl"
 EVENTS_MODE = 0o600
 MAX_EVENTS = 1000
-"""Distinct events kept in memory and, once the file is compacted, on disk."""
+"""Distinct events kept in memory."""
+MAX_FILE_BYTES = 1 << 20
+"""Past this size the events file is rotated: renamed with a ``.1`` suffix (the one
+older file kept, replacing the previous one), a new one begun."""
+SIMILAR_EVENTS = 10
+"""Events differing only in their message that are combined (client-go's
+``defaultAggregateMaxEvents``)..."""
+SIMILAR_INTERVAL = timedelta(minutes=10)
+"""...within this time of the last one (``defaultAggregateIntervalInSeconds``)."""
+COMBINED = "(combined from similar events): "
+SPAM_BURST = 25
+"""Events about one object reported at once (``defaultSpamBurst``)..."""
+SPAM_REFILL = timedelta(minutes=5)
+"""...then one per this time (``defaultSpamQPS``, 1/300)."""
+CACHE_SIZE = 4096
+"""Entries each correlation cache holds, least recently used forgotten first (client-go's
+``maxLruCacheEntries``)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,9 @@ class PodEvent:
     kind: str = "Pod"
     """The kind of the object the event is about (a controller's events are about its
     Deployment, ReplicaSet or Job)."""
+    combined: bool = False
+    """Similar events combined into this one (its message is the latest's, prefixed
+    ``(combined from similar events): ``); it is one event whatever its message."""
 
     @property
     def field_path(self) -> str:
@@ -61,6 +87,10 @@ class PodEvent:
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
+        """What makes two events one: everything but the times (and for a combined event,
+        the message and container, which are the latest's)."""
+        if self.combined:
+            return (self.uid, self.type, self.reason, COMBINED, "")
         return (self.uid, self.type, self.reason, self.message, self.container or "")
 
     def to_json(self) -> dict[str, object]:
@@ -121,6 +151,7 @@ class PodEvent:
             container=container or None,
             source=f"{component}, {host}" if host else component,
             kind=str(involved.get("kind") or "Pod"),
+            combined=str(data.get("message") or "").startswith(COMBINED),
         )
 
     @classmethod
@@ -138,6 +169,7 @@ class PodEvent:
             container=str(data["container"]) if data.get("container") else None,
             source=str(data.get("source") or "kubelet"),
             kind=str(data.get("kind") or "Pod"),
+            combined=bool(data.get("combined")),
         )
 
 
@@ -145,9 +177,93 @@ EventSubscriber = Callable[[PodEvent], None]
 """Told every new or repeated event (``Kubelet.events()`` readers)."""
 
 
+class _Similar:
+    """The messages of similar events seen lately (an aggregation record)."""
+
+    def __init__(self, at: datetime) -> None:
+        self.messages: set[str] = set()
+        self.last = at
+
+
+class EventCorrelator:
+    """client-go's ``EventCorrelator`` with its defaults, as the kubelet uses it: each
+    event is aggregated with similar ones, counted with its repeats, then let through or
+    held back by a token bucket per object. Time is the events' own (their
+    ``last_timestamp``); state is bounded (:data:`CACHE_SIZE` per cache)."""
+
+    def __init__(
+        self,
+        *,
+        similar_events: int = SIMILAR_EVENTS,
+        similar_interval: timedelta = SIMILAR_INTERVAL,
+        burst: int = SPAM_BURST,
+        refill: timedelta = SPAM_REFILL,
+        cache_size: int = CACHE_SIZE,
+    ) -> None:
+        self.similar_events = similar_events
+        self.similar_interval = similar_interval
+        self.burst = burst
+        self.refill = refill
+        self.cache_size = cache_size
+        self._similar: OrderedDict[tuple[str, ...], _Similar] = OrderedDict()
+        self._observed: OrderedDict[tuple[str, ...], PodEvent] = OrderedDict()
+        self._buckets: OrderedDict[str, tuple[float, datetime]] = OrderedDict()
+
+    def correlate(self, event: PodEvent) -> tuple[PodEvent, bool]:
+        """The event as it is to be recorded (combined with similar ones, counted with its
+        repeats) and whether to report it now (False: over its object's rate; its count
+        goes on, and the next one reported carries it)."""
+        now = event.last_timestamp
+        event = self._aggregate(event, now)
+        last = self._observed.pop(event.key, None)
+        if last is not None:
+            event = replace(event, first_timestamp=last.first_timestamp, count=last.count + 1)
+        self._observed[event.key] = event
+        _bound(self._observed, self.cache_size)
+        return event, self._take(event.uid, now)
+
+    def forget(self, uid: str) -> None:
+        """Drop what is remembered about the object ``uid`` (it is gone)."""
+        for cache in (self._similar, self._observed):
+            for key in [k for k in cache if k[0] == uid]:
+                del cache[key]
+        self._buckets.pop(uid, None)
+
+    def _aggregate(self, event: PodEvent, now: datetime) -> PodEvent:
+        key = (event.uid, event.namespace, event.pod, event.type, event.reason)
+        record = self._similar.pop(key, None)
+        if record is None or now - record.last > self.similar_interval:
+            record = _Similar(now)
+        record.messages.add(event.message)
+        record.last = now
+        self._similar[key] = record
+        _bound(self._similar, self.cache_size)
+        if len(record.messages) < self.similar_events:
+            return event
+        record.messages.pop()
+        return replace(event, message=COMBINED + event.message, combined=True)
+
+    def _take(self, uid: str, now: datetime) -> bool:
+        tokens, at = self._buckets.pop(uid, (float(self.burst), now))
+        refill = self.refill.total_seconds()
+        elapsed = max(0.0, (now - at).total_seconds())
+        tokens = min(float(self.burst), tokens + (elapsed / refill if refill > 0 else self.burst))
+        allowed = tokens >= 1
+        self._buckets[uid] = (tokens - 1 if allowed else tokens, now)
+        _bound(self._buckets, self.cache_size)
+        return allowed
+
+
+def _bound(cache: OrderedDict[Any, Any], size: int) -> None:
+    while len(cache) > size:
+        cache.popitem(last=False)
+
+
 class EventRecorder:
-    """The node's :class:`~asynckubelet.runtime.events.EventSink`: aggregates repeats, keeps a
-    bounded history, writes it to the state dir and tells subscribers."""
+    """The node's :class:`~asynckubelet.runtime.events.EventSink`: correlates events as
+    the kubelet's recorder does (:class:`EventCorrelator`), keeps a bounded history of
+    those reported, writes them to the state dir (rotated past ``max_file_bytes``) and
+    tells subscribers."""
 
     def __init__(
         self,
@@ -155,15 +271,18 @@ class EventRecorder:
         path: Path | None = None,
         node_name: str = "",
         max_events: int = MAX_EVENTS,
+        max_file_bytes: int = MAX_FILE_BYTES,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.path = path
         self.node_name = node_name
         self.max_events = max_events
+        self.max_file_bytes = max_file_bytes
         self._clock = clock
+        self.correlator = EventCorrelator()
         self._events: OrderedDict[tuple[str, str, str, str, str], PodEvent] = OrderedDict()
         self._subscribers: list[EventSubscriber] = []
-        self._lines_written = _count_lines(path) if path is not None else 0
+        self._file_bytes = _size(path) if path is not None else 0
 
     def __call__(
         self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
@@ -211,22 +330,22 @@ class EventRecorder:
             else component,
             kind=kind,
         )
-        old = self._events.pop(event.key, None)
-        if old is not None:
-            event = replace(old, count=old.count + 1, last_timestamp=now)
+        event, report = self.correlator.correlate(event)
+        if not report:
+            return
+        self._events.pop(event.key, None)
         self._events[event.key] = event
-        while len(self._events) > self.max_events:
-            self._events.popitem(last=False)
+        _bound(self._events, self.max_events)
         logger.bind(**{kind.lower(): f"{namespace}/{name}"}, container=container).info(
-            "{} {}: {}", type, reason, message
+            "{} {}: {}", type, reason, event.message
         )
         self._append(event)
         for subscriber in list(self._subscribers):
             subscriber(event)
 
     def subscribe(self, subscriber: EventSubscriber) -> Callable[[], None]:
-        """Call ``subscriber`` with every new or repeated event; returns the unsubscribe
-        function."""
+        """Call ``subscriber`` with every event reported (new, or repeated with its count);
+        returns the unsubscribe function."""
         self._subscribers.append(subscriber)
         return lambda: (
             self._subscribers.remove(subscriber) if subscriber in self._subscribers else None
@@ -245,46 +364,45 @@ class EventRecorder:
     def forget(self, uid: str) -> None:
         for key in [k for k in self._events if k[0] == uid]:
             del self._events[key]
+        self.correlator.forget(uid)
 
     def _append(self, event: PodEvent) -> None:
         if self.path is None:
             return
         try:
-            line = json.dumps(event.to_json()) + "\n"
-            hostfs.append_file(self.path.parent, self.path.name, line.encode(), mode=EVENTS_MODE)
-            self._lines_written += 1
-            if self._lines_written > 2 * self.max_events:
-                self._compact()
+            data = (json.dumps(event.to_json()) + "\n").encode()
+            if self._file_bytes and self._file_bytes + len(data) > self.max_file_bytes:
+                hostfs.rename(self.path.parent, self.path.name, rotated(self.path).name)
+                self._file_bytes = 0
+            hostfs.append_file(self.path.parent, self.path.name, data, mode=EVENTS_MODE)
+            self._file_bytes += len(data)
         except OSError as e:
             logger.warning("cannot write events to {}: {}", self.path, e)
 
-    def _compact(self) -> None:
-        assert self.path is not None  # noqa: S101  (type narrowing: called only when a path is set)
-        latest = read_events(self.path)[-self.max_events :]
-        text = "".join(json.dumps(e.to_json()) + "\n" for e in latest)
-        hostfs.write_file(self.path.parent, self.path.name, text.encode(), mode=EVENTS_MODE)
-        self._lines_written = len(latest)
+
+def rotated(path: Path) -> Path:
+    """Where the events file's previous part is kept once it is rotated."""
+    return path.with_name(path.name + ".1")
 
 
-def _count_lines(path: Path) -> int:
+def _size(path: Path) -> int:
     try:
-        with path.open("rb") as f:
-            return sum(1 for _ in f)
+        return path.lstat().st_size
     except OSError:
         return 0
 
 
 def read_events(path: Path, *, uid: str | None = None) -> list[PodEvent]:
-    """The events in a recorder's file, latest record of each, oldest first.
+    """The events in a recorder's file (and in its rotated part before it), latest
+    record of each, oldest first.
 
     Lines that do not parse (a write cut short by a crash) are skipped.
     """
     latest: dict[tuple[str, str, str, str, str], PodEvent] = {}
-    try:
-        with path.open(encoding="utf-8") as f:
-            lines: Iterable[str] = list(f)
-    except OSError:
-        return []
+    lines: list[str] = []
+    for part in (rotated(path), path):
+        with contextlib.suppress(OSError), part.open(encoding="utf-8") as f:
+            lines += list(f)
     for line in lines:
         try:
             event = PodEvent.from_json(json.loads(line))

@@ -833,7 +833,7 @@ class Kubelet:
     def _pod(self, namespace: str, name: str) -> Pod:
         record = self.status.find(namespace, name)
         if record is None:
-            raise errors.NotFound(f'pods "{name}" not found')
+            raise errors.PodNotFound(f'pods "{name}" not found')
         return record.pod
 
     @contextlib.asynccontextmanager

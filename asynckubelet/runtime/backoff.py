@@ -33,6 +33,12 @@ MAX_CONTAINER_BACKOFF = 300.0
 MAX_IMAGE_BACKOFF = 300.0
 """Seconds: the kubelet's ``MaxImageBackOff``."""
 
+REPORT_PERIOD = 10.0
+"""Seconds between two reports (``BackOff`` events) of one key's wait. The kubelet's pod
+worker looks at a pod again ``backOffPeriod`` (10 s) after a sync that failed, and
+reports the wait each time it looks; a worker that looks more often reports no more
+often than that."""
+
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
 
@@ -66,6 +72,7 @@ class Backoff:
         self.clock = clock
         self._wait = tenacity.wait_exponential(multiplier=initial, exp_base=2, min=initial, max=cap)
         self._entries: dict[Hashable, _Entry] = {}
+        self._reported: dict[Hashable, datetime] = {}
 
     @property
     def reset_after(self) -> timedelta:
@@ -108,15 +115,29 @@ class Backoff:
             return False
         return (event_time - entry.last_update).total_seconds() < entry.delay
 
+    def report_due(self, key: Hashable, *, period: float = REPORT_PERIOD) -> bool:
+        """Whether the wait of ``key`` is to be reported now: the first time it is asked,
+        then once ``period`` seconds have passed since the last report (the kubelet's
+        rate, :data:`REPORT_PERIOD`)."""
+        now = self.clock()
+        last = self._reported.get(key)
+        if last is not None and (now - last).total_seconds() < period:
+            return False
+        self._reported[key] = now
+        return True
+
     def reset(self, key: Hashable) -> None:
         """Forget everything about ``key``."""
         self._entries.pop(key, None)
+        self._reported.pop(key, None)
 
     def gc(self) -> None:
         """Drop keys that have been quiet for longer than :attr:`reset_after`."""
         now = self.clock()
         for key in [k for k, e in self._entries.items() if self._expired(now, e.last_update)]:
             del self._entries[key]
+        for key in [k for k, at in self._reported.items() if self._expired(now, at)]:
+            del self._reported[key]
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -187,6 +208,8 @@ class BackOffCheck:
     """The waiting message (``back-off 20s restarting failed container=...``)."""
     event_message: str = ""
     """The ``BackOff`` event text (``Back-off restarting failed container app in pod ...``)."""
+    report: bool = False
+    """Whether to record the ``BackOff`` event now (:meth:`Backoff.report_due`)."""
 
 
 def should_back_off(
@@ -218,6 +241,7 @@ def should_back_off(
             event_message=(
                 f"Back-off restarting failed container {container.name} in pod {pod_full_name(pod)}"
             ),
+            report=backoff.report_due(key),
         )
     backoff.next(key, event_time=event_time)
     return BackOffCheck(in_backoff=False)

@@ -77,7 +77,8 @@ class ImagePull:
         if policy != "Never" and self.image_backoff.is_in_backoff_since_update(key, event_time=now):
             message = backoff_mod.image_pull_back_off_message(image)
             self.error = (SyncError.IMAGE_PULL_BACK_OFF, message)
-            self._event("Normal", "BackOff", message)
+            if self.image_backoff.report_due(key):
+                self._event("Normal", "BackOff", message)
             return
         if policy != "Never":
             self._event("Normal", "Pulling", f'Pulling image "{image}"')

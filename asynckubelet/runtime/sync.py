@@ -369,7 +369,8 @@ class PodSync:
         )
         if check.in_backoff:
             step.fail(SyncError.CRASH_LOOP_BACK_OFF, check.message)
-            self.event("Warning", "BackOff", check.event_message, container.name)
+            if check.report:
+                self.event("Warning", "BackOff", check.event_message, container.name)
             return False
         if not await self._ensure_image(container, step):
             return False

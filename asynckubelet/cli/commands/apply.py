@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from asynckubelet.cli.client import as_pod, require_daemon
+from asynckubelet.cli.client import as_pod, read_files, require_daemon
 from asynckubelet.cli.options import (
     ConfigTimeoutOpt,
     LogOptions,
     NodeRef,
+    RecursiveOpt,
     UsageError,
     WaitOpt,
     WaitTimeoutOpt,
@@ -47,13 +48,19 @@ if TYPE_CHECKING:
 
 ApplyFilenamesOpt = Annotated[
     list[str] | None,
-    typer.Option("--filename", "-f", help="Manifest file or folder (repeatable); - for stdin."),
+    typer.Option(
+        "--filename",
+        "-f",
+        metavar="FILENAME",
+        help="Manifest file or folder (repeatable); - for stdin.",
+    ),
 ]
 KustomizeOpt = Annotated[
     str | None,
     typer.Option(
         "--kustomize",
         "-k",
+        metavar="DIR",
         help="Apply what `kustomize build DIR` makes (the kustomize binary or kubectl "
         "kustomize, whichever is on the PATH).",
     ),
@@ -62,16 +69,23 @@ PruneOpt = Annotated[
     bool,
     typer.Option(
         "--prune",
+        metavar="",
         help="Delete the objects applied earlier that these files no longer hold, among "
         "those -l selects (or --all).",
     ),
 ]
 SelectorOpt = Annotated[
     str | None,
-    typer.Option("--selector", "-l", help="Label selector for --prune (app=web,tier!=db)."),
+    typer.Option(
+        "--selector",
+        "-l",
+        metavar="SELECTOR",
+        help="Label selector for --prune (app=web,tier!=db).",
+    ),
 ]
 PruneAllOpt = Annotated[
-    bool, typer.Option("--all", help="With --prune: every object applied earlier.")
+    bool,
+    typer.Option("--all", metavar="", help="With --prune: every object applied earlier."),
 ]
 POLL = 0.3
 """Seconds between looks at the workloads waited for."""
@@ -82,6 +96,7 @@ KUSTOMIZE_TIMEOUT = 120.0
 def apply(
     *,
     files: ApplyFilenamesOpt = None,
+    recursive: RecursiveOpt = False,
     kustomize: KustomizeOpt = None,
     prune: PruneOpt = False,
     selector: SelectorOpt = None,
@@ -94,7 +109,8 @@ def apply(
 ) -> None:
     """Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps
     every object: Pods, ConfigMaps, Secrets, Namespaces, Deployments, ReplicaSets,
-    StatefulSets, Jobs.
+    StatefulSets, Jobs. -f takes files and folders (-R: with their sub-folders), - for
+    stdin; -k a kustomization.
 
     Re-applying unchanged files changes nothing; an edited Deployment rolls out (its
     maxSurge and maxUnavailable honoured), an edited pod restarts only the containers
@@ -107,8 +123,8 @@ def apply(
     _check_choices(
         files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
     )
+    texts = _texts(files, kustomize, recursive=recursive)
     client = require_daemon(node, verb="apply")
-    texts = _texts(files, kustomize)
     result = client.apply(
         texts, prune_selector=selector if prune else None, prune_all=prune and prune_all
     )
@@ -135,9 +151,9 @@ def _check_choices(
 ) -> None:
     """Refuse the flag combinations kubectl refuses (and -f with -k)."""
     if not files and kustomize is None:
-        raise UsageError("give -f FILE (a file, a folder or - for stdin) or -k DIR")
+        raise UsageError("must specify one of -f and -k")
     if files and kustomize is not None:
-        raise UsageError("give either -f or -k, not both")
+        raise UsageError("only one of -f or -k can be specified")
     if prune and not selector and not prune_all:
         raise fail(
             "all resources selected for prune without explicitly passing --all. To prune "
@@ -148,16 +164,16 @@ def _check_choices(
         raise UsageError("-l and --all select what --prune deletes; give --prune too")
 
 
-def _texts(files: list[str] | None, kustomize: str | None) -> list[tuple[str, str]]:
-    """The manifests' texts, from the files or the kustomization."""
-    from asynckubelet.manifests import read_sources
-
-    texts = read_sources(files) if files else []
-    if kustomize is not None:
-        texts = [("kustomize " + kustomize, _kustomize(kustomize))]
-    if not any(text.strip() for _, text in texts):
+def _texts(
+    files: list[str] | None, kustomize: str | None, *, recursive: bool
+) -> list[tuple[str, str]]:
+    """The manifests' texts, from the files and folders or the kustomization."""
+    if files:
+        return read_files(files, recursive=recursive, verb="apply")
+    text = _kustomize(kustomize or "")
+    if not text.strip():
         raise fail("no objects passed to apply")
-    return texts
+    return [("kustomize " + (kustomize or ""), text)]
 
 
 def _report(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

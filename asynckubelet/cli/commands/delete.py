@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from asynckubelet import resources
-from asynckubelet.cli.client import daemon_client, node_pods, node_runtime
+from asynckubelet.cli.client import daemon_client, node_pods, node_runtime, read_files
 from asynckubelet.cli.options import (
     DeleteFilenamesOpt,
     DeleteGracePeriodOpt,
@@ -26,6 +26,7 @@ from asynckubelet.cli.options import (
     NamespaceOpt,
     NodeRef,
     OptionalNameArg,
+    RecursiveOpt,
     UsageError,
 )
 from asynckubelet.cli.output import command, err, fail, out, run_async
@@ -44,16 +45,18 @@ def delete(
     name: OptionalNameArg = None,
     *,
     files: DeleteFilenamesOpt = None,
+    recursive: RecursiveOpt = False,
     namespace: NamespaceOpt = "default",
     grace_period: DeleteGracePeriodOpt = None,
     timeout: DeleteTimeoutOpt = 120,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """Delete objects: `delete pod|configmap|secret NAME` or `delete -f FILE...` (every
-    object the files hold); pods gracefully, waiting until they are gone (exit 1 naming
-    those still there after --timeout)."""
-    targets = _targets(kind, name, files, namespace=namespace)
+    """Delete objects: `delete KIND NAME` (pod, configmap, secret, deployment, job...) or
+    `delete -f FILE...` (every object the files or folders hold; -R: their sub-folders
+    too); pods gracefully, waiting until they are gone (exit 1 naming those still there
+    after --timeout)."""
+    targets = _targets(kind, name, files, namespace=namespace, recursive=recursive)
     client = daemon_client(node, doing="deleting on Docker directly")
     if client is not None:
         _delete_through(client, targets, grace_period=grace_period, timeout=timeout)
@@ -62,13 +65,18 @@ def delete(
 
 
 def _targets(
-    kind: str | None, name: str | None, files: list[str] | None, *, namespace: str
+    kind: str | None,
+    name: str | None,
+    files: list[str] | None,
+    *,
+    namespace: str,
+    recursive: bool = False,
 ) -> list[ObjectRef]:
     """The objects the arguments name: those the files hold, ``KIND NAME`` or ``KIND/NAME``."""
-    from asynckubelet.manifests import ObjectRef, object_refs, read_sources
+    from asynckubelet.manifests import ObjectRef, object_refs
 
     if files:
-        refs = object_refs(read_sources(files))
+        refs = object_refs(read_files(files, recursive=recursive, verb="delete"))
         if not refs:
             raise fail("no objects passed to delete")
         return refs

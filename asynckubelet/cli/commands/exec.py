@@ -17,7 +17,7 @@ import anyio
 import typer
 
 from asynckubelet.cli import output
-from asynckubelet.cli.client import as_pod, daemon_client, node_runtime
+from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime
 from asynckubelet.cli.options import (
     CommandArg,
     ContainerOpt,
@@ -99,14 +99,13 @@ def _through_daemon(request: _Request, client: NodeClient, node: NodeRef) -> tup
 
 async def _exec(request: _Request, node: NodeRef, container_id: str | None = None) -> int:
     from asynckubelet import errors
-    from asynckubelet.node.access import read_pods
     from asynckubelet.node.operations import find_container
 
     async with node_runtime(node) as rm:
         if container_id is None:
             target = await find_container(
                 rm,
-                await read_pods(rm, state=node.state),
+                await node_pods(rm, node),
                 namespace=request.namespace,
                 name=request.name,
                 container=request.container,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from asynckubelet.cli.client import daemon_client
+from asynckubelet.cli.client import daemon_client, require_daemon
 from asynckubelet.cli.fast import print_items, print_table
 from asynckubelet.cli.options import (
     RESOURCES,
@@ -22,12 +22,14 @@ from asynckubelet.cli.options import (
     NodeRef,
     OptionalNameArg,
     PodFormatOpt,
-    UsageError,
+    WatchOpt,
 )
-from asynckubelet.cli.output import command, err, fail, not_found, run_async
+from asynckubelet.cli.output import command, err, exit_on_signals, fail, not_found, run_async
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
+
+    from asynckubelet.client import NodeClient
 
 
 @command(not_found_as="NotFound")
@@ -38,11 +40,13 @@ def get(
     namespace: NamespaceOpt = "default",
     all_namespaces: AllNamespacesOpt = False,
     output: PodFormatOpt = None,
+    watch: WatchOpt = False,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
     """List pods, configmaps, secrets, deployments, replicasets, statefulsets, jobs or
-    all as `kubectl get` does (asking the node daemon)."""
+    all as `kubectl get` does (asking the node daemon); -w then prints every change of the
+    pods."""
     from asynckubelet.cli import fast
 
     plural = RESOURCES.get(kind.split("/", 1)[0])
@@ -51,13 +55,19 @@ def get(
     if "/" in kind and name is None:
         name = kind.split("/", 1)[1]
     if output not in fast.OUTPUTS:
-        raise UsageError(f"--output must be wide, yaml, json or name, not {output!r}")
+        raise fail(
+            f'unable to match a printer suitable for the output format "{output}", '
+            f"allowed formats are: {','.join(sorted(filter(None, fast.OUTPUTS)))}"
+        )
     if name is not None and all_namespaces:
         raise fail("a resource cannot be retrieved by name across all namespaces")
     if plural == "all" and name is not None:
         raise fail('a resource cannot be retrieved by name across all types ("all")')
     where = None if all_namespaces else namespace
-    if plural == "pods":
+    client: NodeClient | None
+    if watch:
+        client = require_daemon(node, verb="get --watch")
+    elif plural == "pods":
         client = daemon_client(node)
     else:
         client = daemon_client(node, doing="reading the objects it kept")
@@ -72,8 +82,10 @@ def get(
         "namespace": namespace,
         "all_namespaces": all_namespaces,
         "output": output,
+        "watch": watch,
     }
-    fast.show(client, options)
+    with exit_on_signals():
+        fast.show(client, options)
 
 
 # -- no daemon -------------------------------------------------------------------------------
@@ -132,7 +144,10 @@ def _pods_without_daemon(
     from asynckubelet.printers import bound_node, now_utc, pod_table
     from asynckubelet.runtime import containers as ctr
 
-    pods = run_async(read_node_pods, node)
+    pods = sorted(
+        run_async(read_node_pods, node),
+        key=lambda p: (ctr.pod_identity(p)[1], ctr.pod_identity(p)[0]),
+    )
     if where is not None:
         pods = [p for p in pods if ctr.pod_identity(p)[1] == where]
     if name is not None:
@@ -161,4 +176,6 @@ def _pods_without_daemon(
 
 
 def _pod_dict(pod: Pod) -> dict[str, Any]:
-    return dict(pod.to_dict())
+    from asynckubelet.printers import pod_document
+
+    return pod_document(pod)

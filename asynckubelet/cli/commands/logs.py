@@ -9,11 +9,13 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+import anyio
 import typer
 from rich.markup import escape
 
-from asynckubelet.cli.client import as_pod, daemon_client, node_runtime
+from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime
 from asynckubelet.cli.options import (
+    AllContainersOpt,
     ContainerOpt,
     FollowOpt,
     LogOptions,
@@ -26,10 +28,20 @@ from asynckubelet.cli.options import (
     TimestampsOpt,
     UsageError,
 )
-from asynckubelet.cli.output import command, err, exit_on_signals, run_async, stopped_by_signal
+from asynckubelet.cli.output import (
+    command,
+    err,
+    exit_on_signals,
+    fail,
+    run_async,
+    stopped_by_signal,
+)
 
 if TYPE_CHECKING:
+    from lightkube.models.core_v1 import Pod
+
     from asynckubelet.client import NodeClient
+    from asynckubelet.runtime.manager import RuntimeManager
 
 
 @command(not_found_as="BadRequest")
@@ -42,13 +54,17 @@ def logs(
     tail: TailOpt = None,
     timestamps: TimestampsOpt = False,
     since: SinceOpt = None,
+    all_containers: AllContainersOpt = False,
     namespace: NamespaceOpt = "default",
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """Print a container's output; with -f keep following, across restarts."""
+    """Print a container's output (--all-containers: every container's); with -f keep
+    following, across restarts."""
     from asynckubelet.printers import parse_duration
 
+    if all_containers and container:
+        raise fail(f"--all-containers=true should not be specified with container name {container}")
     try:
         since_ts = time.time() - parse_duration(since) if since else None
     except ValueError as e:
@@ -62,6 +78,7 @@ def logs(
         tail=tail,
         timestamps=timestamps,
         since=since_ts,
+        all_containers=all_containers,
     )
     client = daemon_client(node)
     if client is not None:
@@ -83,62 +100,111 @@ class _Request:
     tail: int | None
     timestamps: bool
     since: float | None
+    all_containers: bool = False
 
 
-def _print_through(request: _Request, client: NodeClient) -> None:
-    """The daemon's log stream of the chosen container (its default one named first, as
-    kubectl does, with the notice)."""
+def _containers(pod: Pod, request: _Request) -> list[str]:
+    """The containers whose output is shown: every one with ``--all-containers`` (init
+    containers first, as kubectl), else the one asked for or the pod's default one (its
+    notice said on stderr)."""
     from asynckubelet.node.access import default_container
 
-    pod = as_pod(client.pod(request.namespace, request.name))
+    if request.all_containers:
+        spec = pod.spec
+        inits = [c.name for c in (spec.initContainers if spec else None) or []]
+        return [*inits, *(c.name for c in (spec.containers if spec else None) or [])]
     chosen, notice = default_container(pod, request.container)
     if notice:
         err.print(escape(notice))
+    return [chosen]
+
+
+def _print_through(request: _Request, client: NodeClient) -> None:
+    """The daemon's log streams of the chosen containers: one after the other, or, when
+    following several, side by side as lines come."""
+    import threading
+
+    pod = as_pod(client.pod(request.namespace, request.name))
+    names = _containers(pod, request)
     since = None
     if request.since is not None:
         since = max(1, math.ceil(time.time() - request.since))
-    for line in client.logs(
-        request.namespace,
-        request.name,
-        container=chosen,
-        follow=request.follow,
-        previous=request.previous,
-        tail=request.tail,
-        timestamps=request.timestamps,
-        since_seconds=since,
-    ):
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def stream(container: str) -> None:
+        try:
+            for line in client.logs(
+                request.namespace,
+                request.name,
+                container=container,
+                follow=request.follow,
+                previous=request.previous,
+                tail=request.tail,
+                timestamps=request.timestamps,
+                since_seconds=since,
+            ):
+                with lock:
+                    sys.stdout.write(line + "\n")
+                    sys.stdout.flush()
+        except Exception as e:
+            failures.append(e)
+
+    if not request.follow or len(names) == 1:
+        for container in names:
+            stream(container)
+            if failures:
+                raise failures[0]
+        return
+    threads = [threading.Thread(target=stream, args=(c,), daemon=True) for c in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
 
 
 async def _print_logs(request: _Request, node: NodeRef) -> None:
-    from asynckubelet.node.access import read_pods
-    from asynckubelet.node.operations import find_container, next_instance
+    from asynckubelet.node.access import find_pod
 
     async with node_runtime(node) as rm:
-        target = await find_container(
-            rm,
-            await read_pods(rm, state=node.state),
-            namespace=request.namespace,
-            name=request.name,
-            container=request.container,
-            previous=request.previous,
-            on_notice=lambda notice: err.print(escape(notice)),
-        )
-        cid, tail, since = target.container_id, request.tail, request.since
-        seen = {cid}
-        while True:
-            async for line in rm.docker.logs(
-                cid, follow=request.follow, tail=tail, timestamps=request.timestamps, since=since
-            ):
-                sys.stdout.write(line.text + "\n")
-                sys.stdout.flush()
-            if not request.follow:
-                return
-            following = await next_instance(
-                rm, pod=target.pod, container=target.container, seen=seen
-            )
-            if following is None:
-                return
-            seen.add(following)
-            cid, tail, since = following, None, None
+        pods = await node_pods(rm, node)
+        names = _containers(find_pod(pods, namespace=request.namespace, name=request.name), request)
+        if not request.follow:
+            for container in names:
+                await _print_container(request, rm, pods, container)
+            return
+        async with anyio.create_task_group() as tg:
+            for container in names:
+                tg.start_soon(_print_container, request, rm, pods, container)
+
+
+async def _print_container(
+    request: _Request, rm: RuntimeManager, pods: list[Pod], container: str
+) -> None:
+    from asynckubelet.node.operations import find_container, next_instance
+
+    target = await find_container(
+        rm,
+        pods,
+        namespace=request.namespace,
+        name=request.name,
+        container=container,
+        previous=request.previous,
+    )
+    cid, tail, since = target.container_id, request.tail, request.since
+    seen = {cid}
+    while True:
+        async for line in rm.docker.logs(
+            cid, follow=request.follow, tail=tail, timestamps=request.timestamps, since=since
+        ):
+            sys.stdout.write(line.text + "\n")
+            sys.stdout.flush()
+        if not request.follow:
+            return
+        following = await next_instance(rm, pod=target.pod, container=target.container, seen=seen)
+        if following is None:
+            return
+        seen.add(following)
+        cid, tail, since = following, None, None

@@ -33,7 +33,7 @@ import anyio.abc
 import typer
 from rich.markup import escape
 
-from asynckubelet.cli.client import as_pod, find_daemon
+from asynckubelet.cli.client import as_pod, check_paths, find_daemon
 from asynckubelet.cli.options import (
     ColorOpt,
     ConfigTimeoutOpt,
@@ -202,6 +202,7 @@ def _load(
     from asynckubelet.manifests import load_manifests
     from asynckubelet.runtime import containers as ctr
 
+    check_paths(files)
     manifests = load_manifests(
         files if len(files) > 1 else files[0],
         lenient=lenient,

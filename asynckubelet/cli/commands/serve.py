@@ -65,6 +65,7 @@ def serve(
     import socket
 
     from asynckubelet.cli.provision import ensure_engine
+    from asynckubelet.cluster.host import default_node_ip
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.daemon import default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
@@ -90,6 +91,7 @@ def serve(
         dns=node.dns(),
         service_account_issuer=node.service_account_issuer,
         node=node.node_info(),
+        host_ips=(default_node_ip(),),
     )
     ensure_engine(node.docker_host)
     if cluster.kubeconfig is not None:
