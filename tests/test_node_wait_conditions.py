@@ -6,7 +6,7 @@ import pytest
 from lightkube.models.core_v1 import Pod, PodCondition, PodStatus
 from lightkube.models.meta_v1 import ObjectMeta
 
-from asynckubelet.node.kubelet import _condition
+from asynckubelet.node.reads import _condition
 
 
 def pod(phase: str, ready: bool = False) -> Pod:

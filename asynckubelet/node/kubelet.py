@@ -25,16 +25,15 @@ abandoned generator.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import copy
 import socket
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Self
 
 import anyio
 import anyio.abc
@@ -43,24 +42,24 @@ from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
 
 from asynckubelet import errors, hostfs
-from asynckubelet.docker import DockerAPI, ExecResult, LogLine
+from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Level, Manifests, inspect_manifests_text, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
 from asynckubelet.node import access
 from asynckubelet.node.admission import NodeAdmitter, NodeInfo, host_port_in_use, host_resources
-from asynckubelet.node.events import EventRecorder, PodEvent
+from asynckubelet.node.events import EventRecorder
 from asynckubelet.node.metrics import NodeMetrics
 from asynckubelet.node.objects import ObjectStore, persisted_text, read_persisted
 from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
+from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions
 from asynckubelet.node.sources import ManifestDirSource, source_name
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
-from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
+from asynckubelet.node.status_manager import StatusManager, read_status_files
 from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
-from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
@@ -68,23 +67,11 @@ from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, Sandbox
 from asynckubelet.runtime.volumes import VolumeProvider
 
 API_SOURCE = "api"
-CONDITIONS = (
-    "Ready",
-    "ContainersReady",
-    "Initialized",
-    "PodScheduled",
-    "PodReadyToStartContainers",
-)
-PHASES = ("Pending", "Running", "Succeeded", "Failed")
 STATE_DIR_MODE = 0o750
 """A state dir the node makes: closed to other local users (it holds pod specs, events,
 volumes with Secrets and the token signing key)."""
-STREAM_BUFFER = 1000
-"""Items a stream holds for a reader that has not taken them yet."""
 SHUTDOWN_TIMEOUT = 60.0
 """Seconds the node gives its pods to stop gracefully on exit, by default."""
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -148,10 +135,7 @@ class _Entry:
     replacement: tuple[Pod, str, RunOptions] | None = None
 
 
-Condition = str | Callable[[Pod | None], bool]
-
-
-class Kubelet:
+class Kubelet(PodReads):
     """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``."""
 
     def __init__(
@@ -687,238 +671,6 @@ class Kubelet:
             self.metrics.pod_start_duration.observe(time.monotonic() - entry.seen)
         self.status.set(pod, status)
 
-    def get(self, namespace: str, name: str) -> Pod | None:
-        """The pod as a full v1 object with its latest status, or None."""
-        record = self.status.find(namespace, name)
-        return record.api_object() if record is not None else None
-
-    def list(self) -> list[Pod]:
-        return [r.api_object() for r in self.status.list()]
-
-    async def wait(
-        self,
-        namespace: str,
-        name: str,
-        condition: Condition = "Ready",
-        *,
-        timeout: float | None = None,
-    ) -> Pod | None:
-        """Wait until the pod meets ``condition``; returns the pod (None for ``Deleted``).
-
-        ``condition`` is a pod condition type (``Ready``, ``Initialized``...), a phase
-        (``Running``, ``Succeeded``, ``Failed``), ``Terminal`` (either terminal phase),
-        ``Deleted``, or a callable given the pod (or None when there is none). On timeout,
-        :class:`TimeoutError` says what the pod's status was.
-        """
-        check = _condition(condition)
-        try:
-            with anyio.fail_after(timeout):
-                while True:
-                    pod = self.get(namespace, name)
-                    if check(pod):
-                        return pod
-                    await self.status.changed()
-        except TimeoutError:
-            pod = self.get(namespace, name)
-            raise TimeoutError(
-                f"timed out waiting for pod {namespace}/{name} to be {condition}: "
-                f"{_describe_state(pod)}"
-            ) from None
-
-    def list_events(
-        self, *, namespace: str | None = None, name: str | None = None
-    ) -> builtins.list[PodEvent]:
-        """The events recorded so far, oldest first (of one pod, given its namespace and
-        name): what ``describe`` shows, without following."""
-        return [
-            e
-            for e in self.recorder.list()
-            if (namespace is None or e.namespace == namespace) and (name is None or e.pod == name)
-        ]
-
-    @contextlib.asynccontextmanager
-    async def events(
-        self, *, history: bool = False, buffer: int = STREAM_BUFFER
-    ) -> AsyncIterator[AsyncIterator[PodEvent]]:
-        """Events as they are recorded, while the block runs::
-
-            async with node.events() as events:
-                async for event in events:
-                    ...
-
-        With ``history``, first those already recorded. Leaving the block unsubscribes at
-        once. Events say what happened, not what is: a reader more than ``buffer`` events
-        behind misses the newest (logged as a warning).
-        """
-        earlier = self.recorder.list() if history else []
-        send, receive = anyio.create_memory_object_stream[PodEvent](buffer + len(earlier))
-
-        def offer(event: PodEvent) -> None:
-            try:
-                send.send_nowait(event)
-            except anyio.WouldBlock:
-                logger.warning("an events() reader is too slow; an event was dropped")
-
-        for event in earlier:
-            offer(event)
-        unsubscribe = self.recorder.subscribe(offer)
-        try:
-            with send, receive:
-                yield _Stream(receive)
-        finally:
-            unsubscribe()
-
-    @contextlib.asynccontextmanager
-    async def watch(
-        self, *, initial: bool = True, buffer: int = STREAM_BUFFER
-    ) -> AsyncIterator[AsyncIterator[tuple[str, Pod]]]:
-        """``(type, pod)`` for every change while the block runs, as a Kubernetes watch:
-        ``ADDED``, ``MODIFIED``, ``DELETED``::
-
-            async with node.watch() as changes:
-                async for kind, pod in changes:
-                    ...
-
-        With ``initial``, every current pod first comes as ``ADDED`` (without, a pod that is
-        there already comes as ``MODIFIED`` when it changes). Leaving the block
-        unsubscribes at once. A reader that falls more than ``buffer`` changes behind
-        gets every change up to there, then :class:`~asynckubelet.errors.ResyncNeeded`
-        ends the iteration (the API server's ``410 Gone``): nothing is missed silently;
-        watch again with ``initial`` to start from the current state.
-        """
-        records = self.status.list() if initial else []
-        send, receive = anyio.create_memory_object_stream[tuple[str, Pod]](buffer + len(records))
-        known: dict[str, Pod] = (
-            {} if initial else {r.uid: r.api_object() for r in self.status.list()}
-        )
-        overflowed = False
-
-        def offer(record: PodRecord | None, uid: str) -> None:
-            nonlocal overflowed
-            if overflowed:
-                return
-            if record is None:
-                old = known.pop(uid, None)
-                if old is None:
-                    return
-                item = ("DELETED", old)
-            else:
-                item = ("MODIFIED" if uid in known else "ADDED", record.api_object())
-                known[uid] = item[1]
-            try:
-                send.send_nowait(item)
-            except anyio.WouldBlock:
-                overflowed = True
-                unsubscribe()
-                send.close()
-                logger.warning("a watch() reader fell {} changes behind; it must resync", buffer)
-
-        def ended() -> BaseException | None:
-            if not overflowed:
-                return None
-            return errors.ResyncNeeded(
-                f"the watch fell more than {buffer} changes behind; list the pods again "
-                "(watch with initial=True) and watch from there"
-            )
-
-        for record in records:
-            offer(record, record.uid)
-        unsubscribe = self.status.subscribe(offer)
-        try:
-            with send, receive:
-                yield _Stream(receive, ended=ended)
-        finally:
-            unsubscribe()
-
-    def _pod(self, namespace: str, name: str) -> Pod:
-        record = self.status.find(namespace, name)
-        if record is None:
-            raise errors.PodNotFound(f'pods "{name}" not found')
-        return record.pod
-
-    @contextlib.asynccontextmanager
-    async def logs(
-        self,
-        namespace: str,
-        name: str,
-        *,
-        container: str | None = None,
-        follow: bool = False,
-        previous: bool = False,
-        tail: int | None = None,
-        timestamps: bool = False,
-        since: float | None = None,
-    ) -> AsyncIterator[AsyncIterator[LogLine]]:
-        """A container's output (the first container when none is named), a line at a
-        time while the block runs::
-
-            async with node.logs("default", "web", follow=True) as lines:
-                async for line in lines:
-                    ...
-
-        An unknown pod or container raises :class:`~asynckubelet.errors.NotFound` on
-        entry; the engine's errors come from the iteration. Leaving the block closes the
-        connection to the engine at once. :meth:`read_logs` collects the output there is.
-        """
-        pod = self._pod(namespace, name)
-        chosen, _ = access.default_container(pod, container)
-        instance = await access.container_instance(
-            self.runtime, pod, container=chosen, previous=previous
-        )
-        lines = self.runtime.docker.logs(
-            instance.id, follow=follow, tail=tail, timestamps=timestamps, since=since
-        )
-        try:
-            yield lines
-        finally:
-            if isinstance(lines, AsyncGenerator):
-                with anyio.CancelScope(shield=True):
-                    await lines.aclose()
-
-    async def read_logs(
-        self,
-        namespace: str,
-        name: str,
-        *,
-        container: str | None = None,
-        previous: bool = False,
-        tail: int | None = None,
-        timestamps: bool = False,
-        since: float | None = None,
-    ) -> builtins.list[LogLine]:
-        """The output a container has written so far, as :meth:`logs` gives it."""
-        async with self.logs(
-            namespace,
-            name,
-            container=container,
-            previous=previous,
-            tail=tail,
-            timestamps=timestamps,
-            since=since,
-        ) as lines:
-            return [line async for line in lines]
-
-    async def exec(
-        self,
-        namespace: str,
-        name: str,
-        command: Sequence[str],
-        *,
-        container: str | None = None,
-        timeout: float | None = None,
-    ) -> ExecResult:
-        """Run ``command`` in a running container of the pod and collect its output."""
-        pod = self._pod(namespace, name)
-        chosen, _ = access.default_container(pod, container)
-        instance = await access.container_instance(self.runtime, pod, container=chosen)
-        if instance.state is not ContainerState.RUNNING:
-            raise errors.PodError(
-                f"cannot exec in a container that is not running: {name}/{chosen}"
-            )
-        return await self.runtime.docker.exec_run(instance.id, command, timeout=timeout)
-
-    # -- PLEG and housekeeping -----------------------------------------------------------
-
     def _wake(self, uid: str) -> None:
         entry = self._entries.get(uid)
         if entry is not None:
@@ -978,66 +730,3 @@ class Kubelet:
                 await self.runtime.remove_pod(uid=uid)
             removed.append(uid)
         return removed
-
-
-def _condition(condition: Condition) -> Callable[[Pod | None], bool]:
-    if callable(condition):
-        return condition
-    if condition == "Deleted":
-        return lambda pod: pod is None
-
-    def check(pod: Pod | None) -> bool:
-        if pod is None or pod.status is None:
-            return False
-        phase = pod.status.phase or ""
-        if condition == "Terminal":
-            return phase in ("Succeeded", "Failed")
-        if condition in PHASES:
-            return phase == condition
-        if condition in CONDITIONS:
-            return any(
-                c.type == condition and c.status == "True" for c in pod.status.conditions or []
-            )
-        raise ValueError(
-            f"unknown condition {condition!r}: use a pod condition type "
-            f"({', '.join(CONDITIONS)}), a phase, Terminal or Deleted"
-        )
-
-    return check
-
-
-def _describe_state(pod: Pod | None) -> str:
-    if pod is None or pod.status is None:
-        return "no such pod"
-    parts = [f"status {kubectl_status(pod, pod.status)}"]
-    for c in [*(pod.status.initContainerStatuses or []), *(pod.status.containerStatuses or [])]:
-        waiting = c.state.waiting if c.state is not None else None
-        if waiting is not None and waiting.reason and waiting.message:
-            parts.append(f"{c.name}: {waiting.reason}: {waiting.message}")
-    return "; ".join(parts)
-
-
-class _Stream(Generic[T]):
-    """The reading end of a stream, as an async iterator that ends with ``ended()``'s
-    error when it gives one."""
-
-    def __init__(
-        self,
-        receive: anyio.abc.ObjectReceiveStream[T],
-        *,
-        ended: Callable[[], BaseException | None] = lambda: None,
-    ) -> None:
-        self._receive = receive
-        self._ended = ended
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> T:
-        try:
-            return await self._receive.receive()
-        except anyio.EndOfStream:
-            error = self._ended()
-            if error is not None:
-                raise error from None
-            raise StopAsyncIteration from None

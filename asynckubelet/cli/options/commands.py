@@ -1,0 +1,314 @@
+"""The options of one command each: ``run``, ``serve`` (and its cluster node mode),
+``apply``/``delete``, ``logs``/``exec``, ``images``/``engine`` (see
+:mod:`asynckubelet.cli.options`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    pass
+from asynckubelet.cli.options.common import (
+    NETWORK_PANEL,
+)
+
+# -- run -------------------------------------------------------------------------------------
+
+KeepOpt = Annotated[
+    bool, typer.Option("--keep", metavar="", help="Keep the pod's containers at exit.")
+]
+GracePeriodOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--grace-period",
+        metavar="SECONDS",
+        envvar="ASYNCKUBELET_GRACE_PERIOD",
+        help="Seconds to wait on stop before SIGKILL.",
+    ),
+]
+ColorOpt = Annotated[
+    bool, typer.Option("--color/--no-color", metavar="", help="Colour the prefixes.")
+]
+PullTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--pull-timeout",
+        metavar="SECONDS",
+        envvar="ASYNCKUBELET_PULL_TIMEOUT",
+        help="Seconds a failing image pull (network, registry down) is retried, with the "
+        "kubelet's back-off, before the run ends with its error. An image the registry "
+        "says does not exist ends it at once.",
+    ),
+]
+ConfigTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--config-timeout",
+        metavar="SECONDS",
+        envvar="ASYNCKUBELET_CONFIG_TIMEOUT",
+        help="Seconds a container may wait in CreateContainerConfigError (a ConfigMap or "
+        "Secret not found...) before the wait ends with that error.",
+    ),
+]
+
+# -- serve -----------------------------------------------------------------------------------
+
+ManifestDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--manifests",
+        metavar="DIR",
+        envvar="ASYNCKUBELET_MANIFESTS",
+        help="Static pod manifest directory, watched (default <state-dir>/manifests).",
+    ),
+]
+ListenOpt = Annotated[
+    str,
+    typer.Option(
+        "--listen",
+        metavar="HOST:PORT",
+        envvar="ASYNCKUBELET_LISTEN",
+        help="HOST:PORT of the HTTP endpoints.",
+    ),
+]
+AllowRemoteOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-remote",
+        metavar="",
+        envvar="ASYNCKUBELET_ALLOW_REMOTE",
+        help="Allow --listen on a non-loopback address.",
+    ),
+]
+StopPodsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--stop-pods-on-exit",
+        metavar="",
+        envvar="ASYNCKUBELET_STOP_PODS_ON_EXIT",
+        help="Stop and remove every pod on SIGINT/SIGTERM (default: leave them running "
+        "for the next start to adopt, as the kubelet does).",
+    ),
+]
+
+# -- serve: cluster node mode ----------------------------------------------------------------
+
+CLUSTER_PANEL = "Cluster node mode"
+DEFAULT_KUBELET_PORT = 10250
+DEFAULT_POD_CIDR_WAIT = 60.0
+DEFAULT_NETWORK_STATE_DIR = Path("/var/lib/asynckubelet/network")
+AUTHORIZATION_MODES = ("AlwaysAllow", "Webhook")
+KubeconfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        metavar="FILE",
+        envvar="ASYNCKUBELET_KUBECONFIG",
+        help="Join the cluster of this kubeconfig as a node (its credentials: a client "
+        "certificate for system:node:<name>, or a token) and run the pods bound to it, "
+        "beside the static pods; without it, serve is a standalone node.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context", metavar="NAME", help="kubeconfig context (default: its current-context).",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]  # fmt: skip
+RegisterWithTaintsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--register-with-taints",
+        metavar="TAINTS",
+        envvar="ASYNCKUBELET_REGISTER_WITH_TAINTS",
+        help="Taints of a newly registered Node: KEY[=VALUE]:EFFECT,...",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+NodeIPOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--node-ip",
+        metavar="IP",
+        envvar="ASYNCKUBELET_NODE_IP",
+        help="The Node's InternalIP, where the API server reaches the kubelet API "
+        "(default: the address of the default route's interface).",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+KubeletPortOpt = Annotated[
+    int,
+    typer.Option(
+        "--kubelet-port",
+        metavar="PORT",
+        envvar="ASYNCKUBELET_KUBELET_PORT",
+        help="Port of the kubelet API (HTTPS, on the node IP): logs, exec, port-forward.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+TLSCertFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-cert-file",
+        metavar="FILE",
+        help="The kubelet API's certificate (default: a self-signed one made under "
+        "<state-dir>/pki).",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+TLSKeyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-private-key-file", metavar="FILE", help="The key of --tls-cert-file.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]  # fmt: skip
+ClientCAFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--client-ca-file",
+        metavar="FILE",
+        help="CA that signs the certificates of the kubelet API's clients (the API "
+        "server's kubelet client certificate); default: the kubeconfig's authority.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+AuthorizationModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--authorization-mode",
+        metavar="MODE",
+        help="Who may use the kubelet API: AlwaysAllow (any client the CA signed) or "
+        "Webhook (a SubjectAccessReview of nodes/proxy per client and request).",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+PodCIDRWaitOpt = Annotated[
+    float,
+    typer.Option(
+        "--pod-cidr-wait",
+        metavar="SECONDS",
+        help="Seconds to wait for the Node's spec.podCIDR before using --pod-cidr.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+NetworkStateDirOpt = Annotated[
+    Path,
+    typer.Option(
+        "--network-state-dir",
+        metavar="DIR",
+        envvar="ASYNCKUBELET_NETWORK_STATE_DIR",
+        help="IPAM and pod network records of the bridge and cni networks.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+
+# -- apply and delete ------------------------------------------------------------------------
+
+WaitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wait",
+        metavar="",
+        help="Wait until pods are Ready or Succeeded, Deployments and StatefulSets rolled "
+        "out, Jobs complete.",
+    ),
+]
+WaitTimeoutOpt = Annotated[
+    float, typer.Option("--timeout", metavar="SECONDS", help="Seconds --wait waits.")
+]
+DeleteGracePeriodOpt = Annotated[
+    float | None, typer.Option("--grace-period", metavar="SECONDS", help="Seconds before SIGKILL.")
+]
+DeleteTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="Seconds to wait until the pods are gone; exit 1 naming any still there.",
+    ),
+]
+
+# -- logs and exec ---------------------------------------------------------------------------
+
+FollowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--follow",
+        "-f",
+        metavar="",
+        help="Keep streaming the output as it is written, across the container's restarts.",
+    ),
+]
+PreviousOpt = Annotated[
+    bool,
+    typer.Option("--previous", "-p", metavar="", help="The previous (dead) instance's output."),
+]
+AllContainersOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all-containers",
+        metavar="",
+        help="Every container's output (init containers first); with -f, side by side.",
+    ),
+]
+TailOpt = Annotated[
+    int | None,
+    typer.Option("--tail", metavar="LINES", help="Only the last LINES lines of the output."),
+]
+TimestampsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--timestamps",
+        metavar="",
+        help="Prefix each line with the time Docker recorded it (RFC 3339).",
+    ),
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--since", metavar="DURATION", help="Only lines newer than DURATION, e.g. 5s, 2m, 3h."
+    ),
+]
+CommandArg = Annotated[
+    list[str], typer.Argument(metavar="COMMAND...", help="The command and its arguments, after --.")
+]
+StdinOpt = Annotated[
+    bool,
+    typer.Option("--stdin", "-i", metavar="", help="Pass this terminal's stdin to the command."),
+]
+TtyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--tty",
+        "-t",
+        metavar="",
+        help="Give the command a terminal (its window size follows this one's).",
+    ),
+]
+
+# -- images and engine -----------------------------------------------------------------------
+
+ImageTagOpt = Annotated[
+    str, typer.Option("--tag", "-t", metavar="IMAGE", help="Image reference to create.")
+]
+ProbeTagOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tag", "-t", metavar="IMAGE", help="Image reference (default: the one the node uses)."
+    ),
+]
+BusyboxOpt = Annotated[
+    Path,
+    typer.Option(
+        "--busybox", metavar="FILE", help="A static busybox binary (Debian: busybox-static)."
+    ),
+]
+PurgeOpt = Annotated[
+    bool, typer.Option("--purge", metavar="", help="Also delete its images and data.")
+]

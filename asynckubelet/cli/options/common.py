@@ -1,0 +1,398 @@
+"""The options many commands share: logging, the node, its engine and pod network, and
+the manifests and pods a command names (see :mod:`asynckubelet.cli.options`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from asynckubelet.cli import fast
+
+if TYPE_CHECKING:
+    pass
+
+DEFAULT_NETWORK = "auto"
+NETWORK_BACKENDS = ("auto", "bridge", "cni", "docker", "loopback")
+DEFAULT_BRIDGE = "akl0"
+DEFAULT_POD_CIDR = "10.137.0.0/16"
+DEFAULT_POD_CIDR_V6 = "fd00:ac1::/64"
+FIREWALLS = ("iptables", "nftables")
+DEFAULT_FIREWALL = "iptables"
+DEFAULT_CLUSTER_DOMAIN = "cluster.local"
+DEFAULT_SERVICE_ACCOUNT_ISSUER = "https://asynckubelet.local"
+DEFAULT_POD_SECURITY = "baseline"
+POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("text", "json")
+POD_KINDS = ("pod", "pods", "po")
+RESOURCES = fast.RESOURCES
+"""kubectl's names (and short names) of the resources the node keeps -> the plural."""
+KIND_OF = fast.KINDS
+
+NODE_PANEL = "Node and engine"
+NETWORK_PANEL = "Pod network"
+LOG_PANEL = "Logging"
+
+# -- logging (every command; also before the command, see app.py) -------------------------
+
+LOG_LEVEL_HELP = "DEBUG, INFO, WARNING or ERROR (default: WARNING; serve: INFO)."
+LOG_FORMAT_HELP = "text, or json: one JSON object per line (time, level, message, pod context)."
+LogLevelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log-level",
+        metavar="LEVEL",
+        help=f"{LOG_LEVEL_HELP} Before the command too. \\[env var: ASYNCKUBELET_LOG_LEVEL]",
+        rich_help_panel=LOG_PANEL,
+    ),
+]
+LogFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log-format",
+        metavar="FORMAT",
+        help=f"{LOG_FORMAT_HELP} \\[env var: ASYNCKUBELET_LOG_FORMAT]",
+        rich_help_panel=LOG_PANEL,
+    ),
+]
+VerboseOpt = Annotated[
+    int,
+    typer.Option(
+        "--verbose",
+        "-v",
+        metavar="",
+        count=True,
+        help="More logging (-vv: debug).",
+        rich_help_panel=LOG_PANEL,
+    ),
+]
+GlobalLogLevelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log-level", metavar="LEVEL", envvar="ASYNCKUBELET_LOG_LEVEL", help=LOG_LEVEL_HELP
+    ),
+]
+GlobalLogFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log-format", metavar="FORMAT", envvar="ASYNCKUBELET_LOG_FORMAT", help=LOG_FORMAT_HELP
+    ),
+]
+
+# -- the node, its engine and its pod network ------------------------------------------------
+
+DockerHostOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--docker-host",
+        "-H",
+        metavar="URL",
+        envvar="ASYNCKUBELET_DOCKER_HOST",
+        help="Docker daemon address (default: DOCKER_HOST or local socket).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+NodeNameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--node-name",
+        metavar="NAME",
+        envvar="ASYNCKUBELET_NODE_NAME",
+        help="Node name (ownership label; pod UIDs derive from it); default: hostname.",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+StateDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir",
+        metavar="DIR",
+        envvar="ASYNCKUBELET_STATE_DIR",
+        help="Node state (manifests, statuses, events); default /var/lib/asynckubelet as "
+        "root, else ~/.local/state/asynckubelet.",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+PauseImageOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pause-image",
+        metavar="IMAGE",
+        envvar="ASYNCKUBELET_PAUSE_IMAGE",
+        help="Sandbox image, pulled when missing (default: the project's own "
+        "asynckubelet.local/pause:3.10, built here when missing, never pulled).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+POD_SECURITY_HELP = "Pod Security level to enforce: privileged, baseline, restricted."
+PodSecurityOpt = Annotated[
+    str,
+    typer.Option(
+        "--pod-security",
+        metavar="LEVEL",
+        envvar="ASYNCKUBELET_POD_SECURITY",
+        help=POD_SECURITY_HELP,
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+ValidatePodSecurityOpt = Annotated[
+    str,
+    typer.Option(
+        "--pod-security", metavar="LEVEL", help=POD_SECURITY_HELP, rich_help_panel=NODE_PANEL
+    ),
+]
+AllowNamespacePolicyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-namespace-policy",
+        metavar="",
+        envvar="ASYNCKUBELET_ALLOW_NAMESPACE_POLICY",
+        help="Let a Namespace document's pod-security.kubernetes.io/enforce label relax the "
+        "level for its pods (without it, such a label can only make the level stricter).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+ServiceAccountIssuerOpt = Annotated[
+    str,
+    typer.Option(
+        "--service-account-issuer",
+        metavar="URL",
+        envvar="ASYNCKUBELET_SERVICE_ACCOUNT_ISSUER",
+        help="`iss` of the service-account tokens the node issues for projected volumes "
+        "(a URL, or a name without ':', as the API server's --service-account-issuer).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+NetworkOpt = Annotated[
+    str,
+    typer.Option(
+        "--network",
+        metavar="BACKEND",
+        envvar="ASYNCKUBELET_NETWORK",
+        help="Pod network: auto (bridge for a local daemon as root, else docker), "
+        "bridge, cni (plugins from /opt/cni/bin:/usr/lib/cni, config from /etc/cni/net.d "
+        "else the project's cni/), docker (a Docker network of the node), loopback.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+BridgeOpt = Annotated[
+    str,
+    typer.Option(
+        "--bridge",
+        metavar="NAME",
+        envvar="ASYNCKUBELET_BRIDGE",
+        help="Node bridge of the bridge network.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+PodCIDROpt = Annotated[
+    str,
+    typer.Option(
+        "--pod-cidr",
+        metavar="CIDR",
+        envvar="ASYNCKUBELET_POD_CIDR",
+        help="Pod addresses of the bridge network.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+DualStackOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dual-stack",
+        metavar="",
+        envvar="ASYNCKUBELET_DUAL_STACK",
+        help=f"IPv4/IPv6 dual stack on the bridge network (IPv6 pod CIDR {DEFAULT_POD_CIDR_V6} "
+        "unless --pod-cidr-v6 names one).",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+PodCIDRv6Opt = Annotated[
+    str | None,
+    typer.Option(
+        "--pod-cidr-v6",
+        metavar="CIDR",
+        envvar="ASYNCKUBELET_POD_CIDR_V6",
+        help="IPv6 pod addresses of the bridge network; turns dual stack on.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+FirewallOpt = Annotated[
+    str,
+    typer.Option(
+        "--firewall",
+        metavar="FIREWALL",
+        envvar="ASYNCKUBELET_FIREWALL",
+        help="What masquerades pod egress and DNATs hostPorts on the bridge network: "
+        "iptables, or nftables (a table of its own per bridge; needs nft).",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+MasqueradeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--masquerade/--no-masquerade",
+        metavar="",
+        envvar="ASYNCKUBELET_MASQUERADE",
+        help="Masquerade pod egress leaving the node on the bridge network.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+ClusterDNSOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--cluster-dns",
+        metavar="IP",
+        envvar="ASYNCKUBELET_CLUSTER_DNS",
+        help="Cluster DNS server for ClusterFirst pods (repeatable); none: they fall "
+        "back to the node's resolver, with a MissingClusterDNS warning.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+CapacityOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--capacity",
+        metavar="NAME=QUANTITY,...",
+        envvar="ASYNCKUBELET_CAPACITY",
+        help="What the node offers pods, over what this host has: NAME=QUANTITY,... e.g. "
+        "cpu=4,memory=8Gi,pods=50,example.com/dongle=2 (extended resources included). A pod "
+        "asking for more is rejected (OutOfcpu...).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+MaxPodsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-pods",
+        metavar="N",
+        envvar="ASYNCKUBELET_MAX_PODS",
+        help="Pods the node runs at once (default 110, as the kubelet's).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+NodeLabelsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--node-labels",
+        metavar="KEY=VALUE,...",
+        envvar="ASYNCKUBELET_NODE_LABELS",
+        help="The node's labels, KEY=VALUE,...: pods' nodeSelector and node affinity are "
+        "then checked against them (a pod that does not match is rejected).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+ClusterDomainOpt = Annotated[
+    str,
+    typer.Option(
+        "--cluster-domain",
+        metavar="DOMAIN",
+        envvar="ASYNCKUBELET_CLUSTER_DOMAIN",
+        help="Cluster domain of the pods' DNS search.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+
+# -- manifests and pods ----------------------------------------------------------------------
+
+FilesArg = Annotated[
+    list[str], typer.Argument(metavar="FILE...", help="Manifest files or directories; - for stdin.")
+]
+FilenamesOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--filename",
+        "-f",
+        metavar="FILENAME",
+        help="Manifest file or folder (repeatable); - for stdin.",
+    ),
+]
+DeleteFilenamesOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--filename",
+        "-f",
+        metavar="FILENAME",
+        help="Manifest file or folder (repeatable): delete every object it holds.",
+    ),
+]
+RecursiveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--recursive",
+        "-R",
+        metavar="",
+        help="Read the folders named by -f recursively: the manifest files of their "
+        "sub-folders too (.yaml, .yml, .json).",
+    ),
+]
+LenientOpt = Annotated[
+    bool, typer.Option("--lenient", metavar="", help="Unknown fields warn instead of failing.")
+]
+NamespaceOpt = Annotated[
+    str,
+    typer.Option("--namespace", "-n", metavar="NAMESPACE", help="The namespace of the objects."),
+]
+AllNamespacesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all-namespaces",
+        "-A",
+        metavar="",
+        help="Objects of every namespace (a NAMESPACE column first).",
+    ),
+]
+KindArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="TYPE[/NAME]",
+        help="The resource type: pods (po), configmaps (cm), secrets, deployments (deploy), "
+        "replicasets (rs), statefulsets (sts), jobs, or all.",
+    ),
+]
+PodKindArg = Annotated[
+    str, typer.Argument(metavar="TYPE", help="The resource type: pods (or pod, po).")
+]
+DeleteKindArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="TYPE[/NAME]",
+        help="`pod`, `configmap`, `secret`, `deployment`, `replicaset`, `statefulset`, `job` "
+        "or `namespace`, followed by the name (or `pod/NAME`...).",
+    ),
+]
+PodNameArg = Annotated[str, typer.Argument(metavar="POD", help="The pod's name.")]
+OptionalPodNameArg = Annotated[str | None, typer.Argument(metavar="POD", help="One pod's name.")]
+OptionalNameArg = Annotated[str | None, typer.Argument(metavar="NAME", help="One object's name.")]
+ContainerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--container",
+        "-c",
+        metavar="CONTAINER",
+        help="The container (default: the pod's default container).",
+    ),
+]
+ReportFormatOpt = Annotated[
+    str, typer.Option("--output", "-o", metavar="FORMAT", help="Output format: text or json.")
+]
+WatchOpt = Annotated[
+    bool,
+    typer.Option(
+        "--watch",
+        "-w",
+        metavar="",
+        help="After listing, print every change of the pods as it happens (kubectl's "
+        "watch; asks the node daemon), until interrupted.",
+    ),
+]
+PodFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FORMAT",
+        help="Output format: wide (more columns), yaml, json or name (kind/name).",
+    ),
+]
