@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,7 @@ import pytest
 from lightkube.models.core_v1 import Pod
 from lightkube.models.meta_v1 import ObjectMeta
 
-from asynckubelet.node.events import EventRecorder, age, read_events, rotated
+from asynckubelet.node.events import EventRecorder, PodEvent, age, read_events, rotated
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -251,3 +252,24 @@ def test_a_forgotten_pod_starts_its_counts_and_rate_afresh() -> None:
     recorder.forget("u1")
     backoff(recorder)
     assert [e.count for e in recorder.list()] == [1]
+
+
+def test_an_event_written_to_the_file_keeps_every_field() -> None:
+    now = datetime(2026, 1, 31, 12, 0, tzinfo=UTC)
+    event = PodEvent(
+        namespace="ns",
+        pod="web",
+        uid="u1",
+        type="Warning",
+        reason="BackOff",
+        message="m",
+        first_timestamp=now,
+        last_timestamp=now + timedelta(seconds=5),
+        count=3,
+        container="c",
+        source="kubelet",
+        combined=True,
+    )
+    data = json.loads(json.dumps(event.to_json()))
+    assert set(data) == {f.name for f in dataclasses.fields(PodEvent)}
+    assert PodEvent.from_json(data) == event

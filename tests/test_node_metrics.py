@@ -3,12 +3,13 @@ kubelet's names, and the runtime reports its operations to them."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from asynckubelet import errors
-from asynckubelet.node.metrics import NodeMetrics
+from asynckubelet.node.metrics import LoopLagMonitor, NodeMetrics
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.testing import FakeDocker
 
@@ -98,3 +99,16 @@ async def test_the_runtime_times_each_operation_and_counts_its_failures() -> Non
     (failures,) = family["kubelet_runtime_operations_errors"]
     assert count == 2
     assert (failures.labels, failures.value) == ({"operation_type": "get_pod_status"}, 1)
+
+
+@pytest.mark.anyio
+async def test_the_loop_lag_monitor_records_how_late_each_sleep_woke() -> None:
+    lags: list[float] = []
+    monitor = LoopLagMonitor(lags.append, period=0.01)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(monitor.run)
+            while len(lags) < 3:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert all(lag >= 0 for lag in lags)

@@ -86,3 +86,44 @@ def test_only_failed_docker_operations_count_as_runtime_failures(
     error: SyncError | None, failed: bool
 ) -> None:
     assert result_with(error).failed_in_runtime() is failed
+
+
+class RecordingDocker(FakeDocker):
+    """Records the ``since`` each opening of the event stream asks for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.since: list[float | None] = []
+
+    async def events(self, *, filters=None, since=None):  # type: ignore[no-untyped-def]
+        self.since.append(since)
+        async for e in super().events(filters=filters, since=since):
+            yield e
+
+
+async def test_a_reopened_stream_starts_from_the_last_event_seen() -> None:
+    docker = RecordingDocker()
+    first = event("start", "c1", "u1")
+    first["timeNano"] = 1_700_000_000_500_000_000
+    docker.event_streams = [[first]]
+    pleg = PLEG(docker, node_name="n1", wake=lambda uid: None, relist_period=3600)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(pleg.run)
+            while len(docker.since) < 2:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert docker.since[0] is None
+    assert docker.since[1] == pytest.approx(1_700_000_000.5)
+
+
+async def test_a_connected_stream_leaves_relisting_to_the_safety_net() -> None:
+    docker = FakeDocker()
+    pleg = PLEG(docker, node_name="n1", wake=lambda uid: None)
+    with anyio.move_on_after(1):
+        async with anyio.create_task_group() as tg:
+            await tg.start(pleg.run)
+            await anyio.wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()
+    assert docker.count("list_containers") == 1
+    assert pleg.relist_period == 300

@@ -135,3 +135,48 @@ def test_a_status_file_planted_as_a_link_is_replaced_not_written_through(tmp_pat
     (tmp_path / "state" / "pods" / "u1.json").symlink_to(victim)
     StatusManager(state_dir=tmp_path / "state").set(pod(), PodStatus(phase="Running"))
     assert victim.read_text() == "host"
+
+
+def test_an_unchanged_status_writes_no_file(tmp_path: Path) -> None:
+    manager = StatusManager(state_dir=tmp_path)
+    manager.set(pod(), PodStatus(phase="Running"))
+    manager.set(pod(), PodStatus(phase="Running"))
+    assert manager.writes == 1
+
+
+def test_a_record_is_serialized_once_for_the_file_and_every_reader(tmp_path: Path) -> None:
+    manager = StatusManager(state_dir=tmp_path)
+    record = manager.set(pod(), PodStatus(phase="Running"))
+    assert record.json_text is record.json_text
+    assert (tmp_path / "pods" / "u1.json").read_text() == record.json_text
+
+
+@pytest.mark.anyio
+async def test_the_writer_task_writes_the_latest_status_of_each_changed_pod(
+    tmp_path: Path,
+) -> None:
+    manager = StatusManager(state_dir=tmp_path)
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        manager.set(pod(uid="u1"), PodStatus(phase="Pending"))
+        manager.set(pod(uid="u1"), PodStatus(phase="Running"))
+        manager.set(pod(uid="u2"), PodStatus(phase="Running"))
+        manager.set(pod(uid="u3"), PodStatus(phase="Running"))
+        manager.remove("u3")
+        await anyio.wait_all_tasks_blocked()
+        tg.cancel_scope.cancel()
+    files = read_status_files(tmp_path)
+    assert sorted(files) == ["u1", "u2"]
+    assert files["u1"].status is not None
+    assert files["u1"].status.phase == "Running"
+    assert manager.writes == 3
+
+
+@pytest.mark.anyio
+async def test_changes_not_yet_written_are_written_when_the_writer_stops(tmp_path: Path) -> None:
+    manager = StatusManager(state_dir=tmp_path)
+    async with anyio.create_task_group() as tg:
+        await tg.start(manager.run)
+        manager.set(pod(), PodStatus(phase="Running"))
+        tg.cancel_scope.cancel()
+    assert set(read_status_files(tmp_path)) == {"u1"}

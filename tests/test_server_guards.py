@@ -81,6 +81,9 @@ class FakeNode:
     open_streams: int = 0
     read: int = 0
 
+    def list_json(self) -> list[str]:
+        return []
+
     def list(self) -> list[Any]:
         return []
 

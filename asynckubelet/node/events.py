@@ -23,7 +23,7 @@ import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -94,10 +94,21 @@ class PodEvent:
         return (self.uid, self.type, self.reason, self.message, self.container or "")
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
-        data["first_timestamp"] = self.first_timestamp.isoformat()
-        data["last_timestamp"] = self.last_timestamp.isoformat()
-        return data
+        return {
+            "namespace": self.namespace,
+            "pod": self.pod,
+            "uid": self.uid,
+            "type": self.type,
+            "reason": self.reason,
+            "message": self.message,
+            "first_timestamp": self.first_timestamp.isoformat(),
+            "last_timestamp": self.last_timestamp.isoformat(),
+            "count": self.count,
+            "container": self.container,
+            "source": self.source,
+            "combined": self.combined,
+            "kind": self.kind,
+        }
 
     def to_v1(self) -> dict[str, Any]:
         """The core API's v1 ``Event`` about the pod (as ``kubectl get events`` reads it)."""

@@ -7,7 +7,10 @@ keeps the latest ``PodStatus`` of each; the event recorder keeps what happened; 
 housekeeping kills containers of this node that belong to no wanted pod. A pod new to the
 node is admitted first, as the kubelet admits it (:mod:`asynckubelet.node.admission`):
 one the node cannot take (its resources, host ports, labels) gets no worker, only a
-``Failed`` status with the kubelet's reason and a Warning event. State lives in
+``Failed`` status with the kubelet's reason and a Warning event. Nothing runs on a timer
+unless it is due: workers wait for the PLEG, housekeeping runs after the PLEG saw a
+container of a pod nobody wants (and with each safety-net relist), so a node whose pods
+change nothing makes no Docker call and writes nothing. State lives in
 Docker, so a new ``Kubelet`` on the same node adopts running pods as they are: same UIDs,
 restart counts from the labels, and no container restarted.
 
@@ -26,10 +29,9 @@ from __future__ import annotations
 
 import builtins
 import copy
-import socket
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -44,21 +46,24 @@ from loguru import logger
 from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
-from asynckubelet.manifests import Level, Manifests, inspect_manifests_text, load_manifests_text
+from asynckubelet.manifests import Manifests, inspect_manifests_text, load_manifests_text
 from asynckubelet.network import NetworkPlugin
-from asynckubelet.network.dns import DNSSettings
 from asynckubelet.node import access
 from asynckubelet.node.admission import NodeAdmitter, NodeInfo, host_port_in_use, host_resources
+from asynckubelet.node.config import KubeletConfig
 from asynckubelet.node.events import EventRecorder
-from asynckubelet.node.metrics import NodeMetrics
+from asynckubelet.node.metrics import (
+    LoopLagMonitor,
+    NodeMetrics,
+    PodStartupTracker,
+)
 from asynckubelet.node.objects import ObjectStore, persisted_text, read_persisted
-from asynckubelet.node.pleg import PLEG, RELIST_PERIOD
+from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions
 from asynckubelet.node.sources import ManifestDirSource, source_name
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
-from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext
@@ -70,58 +75,6 @@ API_SOURCE = "api"
 STATE_DIR_MODE = 0o750
 """A state dir the node makes: closed to other local users (it holds pod specs, events,
 volumes with Secrets and the token signing key)."""
-SHUTDOWN_TIMEOUT = 60.0
-"""Seconds the node gives its pods to stop gracefully on exit, by default."""
-
-
-@dataclass(frozen=True)
-class KubeletConfig:
-    """How a node runs."""
-
-    node_name: str = field(default_factory=socket.gethostname)
-    """Ownership label of every object; a node never touches another node's objects."""
-    state_dir: Path | None = None
-    """Where events and pod statuses are written for other processes; None: nowhere."""
-    manifest_dir: Path | None = None
-    """Static pods: every manifest in this directory runs, kept in step with the files."""
-    pause_image: str | None = None
-    docker_url: str | None = None
-    pod_security: Level = "baseline"
-    allow_namespace_policy: bool = False
-    """Let a Namespace's ``pod-security.kubernetes.io/enforce`` label relax ``pod_security``
-    for its pods (by default a label may only make it stricter)."""
-    dns: DNSSettings = field(default_factory=DNSSettings)
-    """Cluster DNS servers and domain for ``ClusterFirst`` pods."""
-    leave_running: bool = False
-    """On exit, leave the pods running (for a later start to adopt) instead of stopping them."""
-    relist_period: float = RELIST_PERIOD
-    housekeeping_period: float = 2.0
-    """Seconds between housekeeping passes; the first one runs this long after start, so
-    a library user who means to adopt pods left running applies them before it."""
-    resync_period: float = 1.0
-    """Seconds after which a pod worker looks again without being woken (back-off expiry)."""
-    service_account_issuer: str = DEFAULT_ISSUER
-    """``iss`` of the service-account tokens this node issues for projected volumes."""
-    node: NodeInfo | None = None
-    """The node as admission sees it (capacity, labels); None: this host's resources, no
-    labels (``nodeSelector`` and node affinity are then not checked)."""
-    check_host_ports: bool = True
-    """Refuse a pod whose hostPort a process on this host already holds."""
-    shutdown_timeout: float | None = SHUTDOWN_TIMEOUT
-    """Seconds the pods get to stop gracefully when the node exits (their grace periods
-    and ``preStop`` hooks run within it); the containers of pods still stopping then are
-    killed (SIGKILL) at once and removed. None: no limit, every grace period is waited
-    for in full."""
-    host_ips: tuple[str, ...] = ()
-    """The node's addresses (at most one per family): pods' ``status.hostIP(s)`` and the
-    downward API's ``status.hostIP``; empty: not reported."""
-    wait_for_sources: frozenset[str] = frozenset()
-    """Sources that must call :meth:`Kubelet.source_ready` before housekeeping removes any
-    pod: until a remote source has listed its pods, none of the pods running is unwanted."""
-    owner: str = ""
-    """The owner mark of this node's pods (:attr:`~asynckubelet.runtime.manager.
-    RuntimeConfig.owner`): a node with one (``run`` of a Job) sees and removes only its
-    own pods, never those of the node agent of the same node name."""
 
 
 @dataclass(eq=False)
@@ -170,6 +123,10 @@ class Kubelet(PodReads):
         self.metrics = NodeMetrics(
             running_pods=self._running_pods, running_containers=self._running_containers
         )
+        self.startup = PodStartupTracker(
+            sli=self.metrics.pod_start_sli_duration.observe,
+            total=self.metrics.pod_start_total_duration.observe,
+        )
         self.runtime = RuntimeManager(
             RuntimeConfig(
                 node_name=self.config.node_name,
@@ -180,7 +137,7 @@ class Kubelet(PodReads):
             ),
             docker=docker,
             network=network,
-            events=self.recorder,
+            events=self._runtime_event,
             volumes=volumes,
             metrics=self.metrics,
         )
@@ -197,6 +154,7 @@ class Kubelet(PodReads):
         self._runtime_seen: dict[str, PodRuntimeStatus] = {}
         self._started: set[str] = set()
         self._tg: anyio.abc.TaskGroup | None = None
+        self._housekeeping_wanted = anyio.Event()
         self._closing = False
         self._unready_sources = set(self.config.wait_for_sources)
         self._saved: dict[str, Pod] = {}
@@ -234,6 +192,7 @@ class Kubelet(PodReads):
                 await self.runtime.__aexit__(None, None, None)
             raise
         try:
+            await self._tg.start(self._guard(self.status.run), name="status files")
             await self._tg.start(self._guard(self.pleg.run), name="pleg")
             self._restore_objects()
             if self.config.manifest_dir is not None:
@@ -248,6 +207,11 @@ class Kubelet(PodReads):
                 )
                 await self._tg.start(self._guard(self.manifest_source.run), name="manifests")
             self._tg.start_soon(self._guard(self._housekeeping_loop), name="housekeeping")
+            if self.config.loop_lag_period is not None:
+                monitor = LoopLagMonitor(
+                    self.metrics.event_loop_lag.observe, period=self.config.loop_lag_period
+                )
+                self._tg.start_soon(self._guard(monitor.run), name="loop lag")
         except BaseException as e:
             await self._close(type(e), e, e.__traceback__)
             raise
@@ -451,6 +415,8 @@ class Kubelet(PodReads):
         """``source`` (one of ``wait_for_sources``) has said what it wants: housekeeping
         may remove what no source wants once every such source is ready."""
         self._unready_sources.discard(source)
+        if not self._unready_sources:
+            self._housekeeping_wanted.set()
 
     def terminate(self, uid: str, *, grace_period: float | None) -> anyio.Event | None:
         """Stop the pod ``uid`` (``grace_period`` None: the pod's own) and remove it, as
@@ -566,6 +532,9 @@ class Kubelet(PodReads):
             # An adopted pod keeps its start time, transition times and terminal phase.
             pod = copy.deepcopy(pod)
             pod.status = saved.status
+        self.startup.seen(
+            uid, started_before=pod.status is not None and pod.status.startTime is not None
+        )
         worker = PodWorker(
             self.runtime,
             pod,
@@ -600,6 +569,7 @@ class Kubelet(PodReads):
                 self.status.remove(uid)
                 self._runtime_seen.pop(uid, None)
                 self._started.discard(uid)
+                self.startup.forget(uid)
             entry.done.set()
             if entry.replacement is not None and not self._closing:
                 pod, source, options = entry.replacement
@@ -670,11 +640,21 @@ class Kubelet(PodReads):
             self._started.add(uid)
             self.metrics.pod_start_duration.observe(time.monotonic() - entry.seen)
         self.status.set(pod, status)
+        self.startup.status(uid, pod, status)
+
+    def _runtime_event(
+        self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
+    ) -> None:
+        """The runtime's events go to the recorder; a pull's also to the startup tracker."""
+        self.recorder(pod, type=type, reason=reason, message=message, container=container)
+        self.startup.event(ctr.pod_identity(pod)[2], reason=reason, message=message)
 
     def _wake(self, uid: str) -> None:
         entry = self._entries.get(uid)
         if entry is not None:
             entry.worker.poke()
+        else:
+            self._housekeeping_wanted.set()
 
     def _running_pods(self) -> int:
         count = 0
@@ -706,10 +686,14 @@ class Kubelet(PodReads):
     async def _housekeeping_loop(self) -> None:
         while True:
             await anyio.sleep(self.config.housekeeping_period)
+            self._housekeeping_wanted = anyio.Event()
             try:
                 await self.housekeeping()
             except errors.DockerError as e:
                 logger.warning("housekeeping failed: {}", e)
+                continue
+            with anyio.move_on_after(self.config.relist_period):
+                await self._housekeeping_wanted.wait()
 
     async def housekeeping(self) -> builtins.list[str]:
         """Kill and remove this node's pods that no source wants; returns their uids."""
@@ -730,3 +714,6 @@ class Kubelet(PodReads):
                 await self.runtime.remove_pod(uid=uid)
             removed.append(uid)
         return removed
+
+
+__all__ = ["API_SOURCE", "STATE_DIR_MODE", "Kubelet", "KubeletConfig"]

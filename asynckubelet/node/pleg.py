@@ -1,11 +1,13 @@
 """The pod lifecycle event generator: which pod changed on Docker, told at once.
 
-The kubelet's PLEG relists the runtime every second and compares; Docker also pushes
-events, so here the event stream wakes the right pod worker as soon as one of its
-containers starts, dies, is OOM-killed or removed, and a periodic relist catches what the
-stream missed (events lost while dockerd restarted, or before the stream connected). The
-stream reconnects with exponential backoff; neither an engine restart nor a lost
-connection stops the node.
+The kubelet's generic PLEG relists the runtime every second and compares; its evented
+PLEG takes the runtime's event stream instead and relists only as a safety net, every 300
+seconds. Docker pushes events, so here, as in the evented PLEG, the event stream wakes the
+right pod worker as soon as one of its containers starts, dies, is OOM-killed or removed,
+and a relist catches what the stream missed: once at start, after every reconnect of the
+stream (events lost while dockerd restarted), and every ``RELIST_PERIOD`` seconds. A node
+whose pods change nothing thus makes no Docker call. The stream reconnects with
+exponential backoff; neither an engine restart nor a lost connection stops the node.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime import naming
 
 WAKING_ACTIONS = frozenset({"create", "start", "die", "oom", "destroy", "kill", "stop"})
-RELIST_PERIOD = 5.0
+RELIST_PERIOD = 300.0
+"""Seconds between safety-net relists (the evented PLEG's ``globalRelistPeriod``)."""
 
 
 class PLEG:
@@ -63,11 +66,16 @@ class PLEG:
     async def _watch(self) -> None:
         filters = {"type": ["container"], "label": [f"{naming.LABEL_NODE}={self.node_name}"]}
         delay = 0.1
+        since: float | None = None
         while True:
             try:
-                async for event in self.docker.events(filters=filters):
+                # Reopened, the stream starts from the last event seen: what happened
+                # between the relist below and the new connection is replayed.
+                async for event in self.docker.events(filters=filters, since=since):
                     self.connected = True
                     delay = 0.1
+                    if event.get("timeNano"):
+                        since = int(event["timeNano"]) / 1e9
                     action = event.get("Action", "").split(":")[0]
                     if action not in WAKING_ACTIONS:
                         continue

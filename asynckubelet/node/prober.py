@@ -16,7 +16,12 @@ id go to ``compute_pod_actions``; ``readiness``/``started`` keyed by container n
 The handlers themselves (exec, HTTP and TCP from the node, through the pod's network
 namespace or through the pod's probe helper) are :mod:`asynckubelet.runtime.hooks`, shared
 with lifecycle hooks; where HTTP and TCP go is the runtime's choice (``locate``, the
-runtime manager's ``hook_target``), the same for probes and hooks.
+runtime manager's ``hook_target``), the same for probes and hooks. That place does not
+change while the container instance lives (its pod IP, its sandbox's namespace), so a
+worker asks once and keeps the answer; only a probe helper, a container of its own that
+may be replaced, is asked for again each time. A worker sleeps until its next probe is
+due; a container without probes has none, so a pod without probes costs the prober
+nothing between changes.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ class _Worker:
         self.last: ProbeResult | None = None
         self.on_hold = False
         self.scope = anyio.CancelScope()
+        self.target: HookTarget | None = None
+        """Where HTTP and TCP probes go, once found (see the module docstring)."""
 
     async def run(self) -> None:
         probe = self.probe
@@ -99,8 +106,12 @@ class _Worker:
             return True
         if probe.exec is not None:
             target = HookTarget(container_id=self.status.id, host="", netns=None)
+        elif self.target is not None:
+            target = self.target
         else:
             target = await prober.target(self.status)
+            if not target.error and target.helper is None:
+                self.target = target
         outcome = await run_handler(
             probe,
             self.container,

@@ -61,6 +61,10 @@ class PodReads:
     def list(self) -> list[Pod]:
         return [r.api_object() for r in self.status.list()]
 
+    def list_json(self) -> builtins.list[str]:
+        """Every pod as v1 Pod JSON text, made once per change of the pod."""
+        return [r.json_text for r in self.status.list()]
+
     async def wait(
         self,
         namespace: str,

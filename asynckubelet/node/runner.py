@@ -4,7 +4,10 @@
 me how they ended" use :func:`run_pods`. Each pod gets the kubelet's loop in miniature:
 read the pod's state from Docker, turn it into a Kubernetes ``PodStatus``, stop when the
 phase is terminal, otherwise ``sync_pod`` and sleep until Docker reports a change for the
-pod (or a second passes, for back-off expiry and missed events). Each container instance
+pod. A worker sets itself a timer only when something is due without a change to report
+it (:func:`next_wake`: a back-off that expires, a container still waiting, the active
+deadline, an emptyDir size check, a token refresh); a pod that runs as it should costs
+nothing until Docker, a probe or its source says something changed. Each container instance
 gets a log follower as soon as it is seen, so no output is lost, not even a crashed
 attempt's. A pod with ``schedulingGates`` of which nothing runs yet is not started: it
 stays Pending with the API server's ``SchedulingGated`` condition until an update of the
@@ -15,14 +18,14 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 import anyio.abc
-from lightkube.models.core_v1 import Pod, PodStatus
+from lightkube.models.core_v1 import Container, Pod, PodStatus
 from loguru import logger
 
 from asynckubelet import errors
@@ -43,12 +46,24 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult
-from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
+from asynckubelet.runtime.types import (
+    ContainerState,
+    ContainerStatus,
+    PodRuntimeStatus,
+    SandboxState,
+)
 
 LogSink = Callable[[Pod, str, LogLine], None]
 StatusSink = Callable[[Pod, PodStatus], None]
 TERMINAL_PHASES = ("Succeeded", "Failed")
-RESYNC_INTERVAL = 1.0
+WAITING_RETRY = 1.0
+"""Seconds after which a pod with a container still waiting (not in a back-off whose end
+is known) is looked at again: a start that failed, a mount that is not there yet."""
+VOLUME_RESYNC = 60.0
+"""Seconds between syncs of a pod with a service-account token volume, so the token is
+refreshed before it expires (the kubelet's sync frequency)."""
+PODINITIALIZING = "PodInitializing"
+MEMORY = "Memory"
 FAILURE_PAUSE = (0.1, 1.0)
 """Seconds a worker waits after a sync whose Docker operations failed: first, longest."""
 SYNC_ERROR_PAUSE = (1.0, 10.0)
@@ -156,6 +171,111 @@ def first_failure_exit_code(runtime: PodRuntimeStatus) -> int:
     return min(failed, key=lambda c: c.finished_at or c.created_at).exit_code
 
 
+def next_wake(
+    pod: Pod,
+    status: PodStatus,
+    runtime: PodRuntimeStatus,
+    *,
+    waiting: Mapping[str, str] | None = None,
+    backoff: backoff_mod.Backoff,
+    image_backoff: backoff_mod.Backoff,
+    now: datetime,
+    eviction_check: bool = False,
+) -> float | None:
+    """Seconds until a pod worker must look at its pod again though nothing reported a
+    change; None when nothing is due (Docker's events, probe results and the pod's source
+    will wake it). ``waiting`` maps a container name to the reason the latest sync left it
+    waiting for (``CrashLoopBackOff``...), newer than ``status``, which was made before it.
+
+    Due are: the end of a crash-loop or image-pull back-off; a look after ``WAITING_RETRY``
+    while another container waits (a failed start, a mount not there yet), unless it waits
+    for an init container that runs; the pod's ``activeDeadlineSeconds``; the
+    emptyDir size check every ``EVICTION_INTERVAL`` when ``eviction_check`` says the pod
+    has a limited disk emptyDir; a sync every ``VOLUME_RESYNC`` for a pod with a
+    service-account token volume. A pod in a terminal phase has nothing due.
+    """
+    if status.phase in TERMINAL_PHASES or pod.spec is None:
+        return None
+    spec = pod.spec
+    uid = ctr.pod_identity(pod)[2]
+    due: list[float] = []
+    specs = {c.name: c for c in [*(spec.initContainers or []), *spec.containers]}
+    reasons: dict[str, str] = {}
+    for cs in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
+        if cs.state is not None and cs.state.waiting is not None:
+            reasons[cs.name] = cs.state.waiting.reason or ""
+    reasons.update(waiting or {})
+    for name, reason in reasons.items():
+        container = specs.get(name)
+        if container is None:
+            continue
+        until = _back_off_end(
+            reason,
+            container,
+            uid=uid,
+            runtime=runtime,
+            backoff=backoff,
+            image_backoff=image_backoff,
+        )
+        if until is not None:
+            due.append((until - now).total_seconds())
+        elif not (reason == PODINITIALIZING and _init_runs(runtime)):
+            due.append(WAITING_RETRY)
+    if spec.activeDeadlineSeconds is not None and status.startTime is not None:
+        deadline = status.startTime + timedelta(seconds=spec.activeDeadlineSeconds)
+        due.append((deadline - now).total_seconds())
+    if eviction_check and any(
+        v.emptyDir is not None and v.emptyDir.sizeLimit is not None and v.emptyDir.medium != MEMORY
+        for v in spec.volumes or []
+    ):
+        due.append(EVICTION_INTERVAL)
+    if any(
+        s.serviceAccountToken is not None
+        for v in spec.volumes or []
+        if v.projected is not None
+        for s in v.projected.sources or []
+    ):
+        due.append(VOLUME_RESYNC)
+    if not due:
+        return None
+    return max(min(due), 0.0)
+
+
+def _init_runs(runtime: PodRuntimeStatus) -> bool:
+    """A container of the pod runs: an init container that others wait for, whose exit
+    Docker reports."""
+    return any(c.state is ContainerState.RUNNING for c in runtime.containers)
+
+
+def _back_off_end(
+    reason: str,
+    container: Container,
+    *,
+    uid: str,
+    runtime: PodRuntimeStatus,
+    backoff: backoff_mod.Backoff,
+    image_backoff: backoff_mod.Backoff,
+) -> datetime | None:
+    """When the back-off a container waits in ends, as the runtime will judge it."""
+    if reason == backoff_mod.CRASH_LOOP_BACK_OFF:
+        dead = _newest_exited(runtime, container.name)
+        delay = backoff.get(backoff_mod.crash_loop_key(pod_uid=uid, container=container))
+        if dead is None or not delay:
+            return None
+        began = dead.finished_at or dead.started_at or dead.created_at
+        return began + timedelta(seconds=delay)
+    if reason == backoff_mod.IMAGE_PULL_BACK_OFF and container.image:
+        return image_backoff.until(backoff_mod.image_pull_key(pod_uid=uid, image=container.image))
+    return None
+
+
+def _newest_exited(runtime: PodRuntimeStatus, name: str) -> ContainerStatus | None:
+    return next(
+        (c for c in runtime.containers if c.name == name and c.state is ContainerState.EXITED),
+        None,
+    )
+
+
 class PodWorker:
     """Drives one pod until it ends or ``stop`` is set."""
 
@@ -169,7 +289,7 @@ class PodWorker:
         options: RunOptions | None = None,
         own_events: bool = True,
         exit_on_terminal: bool = True,
-        resync_interval: float = RESYNC_INTERVAL,
+        resync_interval: float | None = None,
         host_ips: Sequence[str] = (),
     ) -> None:
         self.rm = rm
@@ -181,6 +301,10 @@ class PodWorker:
         self.exit_on_terminal = exit_on_terminal
         """Return once the phase is terminal (False: stay, idle, until stopped)."""
         self.resync_interval = resync_interval
+        """Seconds after which the worker looks again in any case; None: only when due."""
+        self.next_wake: float | None = None
+        """Seconds the worker last set itself to wait before looking again (None: until
+        woken)."""
         self.leave_running = False
         """When stopped, leave the pod's containers as they are (for a later adoption)."""
         self.name, self.namespace, self.uid = ctr.pod_identity(pod)
@@ -215,6 +339,9 @@ class PodWorker:
             try:
                 async with anyio.create_task_group() as tg:
                     await tg.start(self.prober.run, name=f"prober {self.namespace}/{self.name}")
+                    tg.start_soon(
+                        self._wake_on_stop, stop, name=f"stop {self.namespace}/{self.name}"
+                    )
                     if self.own_events:
                         tg.start_soon(self._watch_events, name=f"pleg {self.namespace}/{self.name}")
                     try:
@@ -264,7 +391,7 @@ class PodWorker:
                     self.outcome.status = previous
                     if self.on_status is not None:
                         self.on_status(self.pod, previous)
-                    await self._idle(stop)
+                    await self._idle(None)
                     continue
                 self._follow_new(runtime, logs)
                 self.prober.update(self.pod, runtime)
@@ -290,7 +417,7 @@ class PodWorker:
                 if status.phase in TERMINAL_PHASES:
                     if await self._on_terminal(status, runtime):
                         return
-                    await self._idle(stop)
+                    await self._idle(None)
                     continue
                 result = await self.rm.sync_pod(
                     self.pod,
@@ -322,7 +449,20 @@ class PodWorker:
                 await self._pause_after_failure(stop, failed=True, pause=SYNC_ERROR_PAUSE)
                 continue
             await self._pause_after_failure(stop, failed=result.failed_in_runtime())
-            await self._idle(stop)
+            await self._idle(
+                next_wake(
+                    self.pod,
+                    status,
+                    runtime,
+                    waiting={
+                        name: reason for name, (reason, _) in result.waiting_reasons().items()
+                    },
+                    backoff=self.backoff,
+                    image_backoff=self.image_backoff,
+                    now=datetime.now(UTC),
+                    eviction_check=isinstance(self.rm.volumes, VolumeManager),
+                )
+            )
         self.outcome.stopped = True
 
     async def _release_sandbox(self, runtime: PodRuntimeStatus) -> None:
@@ -385,17 +525,20 @@ class PodWorker:
         with anyio.move_on_after(self._failure_pause):
             await stop.wait()
 
-    async def _idle(self, stop: anyio.Event) -> None:
-        """Wait for a change of the pod, a stop or the next resync, whichever comes first."""
-        with anyio.move_on_after(self.resync_interval):
-            async with anyio.create_task_group() as waiters:
+    async def _idle(self, due: float | None) -> None:
+        """Wait for a change of the pod or a stop (both set :attr:`wake`), or until ``due``
+        seconds (or the resync interval) have passed, whichever comes first."""
+        if self.resync_interval is not None:
+            due = self.resync_interval if due is None else min(due, self.resync_interval)
+        self.next_wake = due
+        if self.wake.is_set():
+            return
+        with anyio.move_on_after(due):
+            await self.wake.wait()
 
-                async def until(event: anyio.Event) -> None:
-                    await event.wait()
-                    waiters.cancel_scope.cancel()
-
-                waiters.start_soon(until, self.wake)
-                waiters.start_soon(until, stop)
+    async def _wake_on_stop(self, stop: anyio.Event) -> None:
+        await stop.wait()
+        self.poke()
 
     def _follow_new(self, runtime: PodRuntimeStatus, tg: anyio.abc.TaskGroup) -> None:
         for c in runtime.containers:

@@ -9,12 +9,21 @@ sees, waiting reasons such as ``CrashLoopBackOff`` included. A status holds the 
 spec, environment values included, so the directory is 0700 and the files 0600, and they
 are written and removed only through :mod:`asynckubelet.hostfs` (a pod UID is one file
 name, never a path).
+
+A status equal to the last one is no change: no new version, no watcher told, no file
+written. A record is serialized once: the status file and every ``/pods`` answer reuse
+that text, so a pod that does not change is never serialized again. While
+:meth:`StatusManager.run` runs (the node runs it), files are written by that task in a
+worker thread, the latest record of each pod that changed since the last round: a burst of
+changes neither blocks the event loop on the disk nor writes a file per intermediate
+status. Without it, each change is written at once.
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +31,7 @@ from pathlib import Path
 from typing import cast
 
 import anyio
+import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
 
@@ -59,6 +69,11 @@ class PodRecord:
             pod.kind = "Pod"
         return pod
 
+    @functools.cached_property
+    def json_text(self) -> str:
+        """The full v1 Pod as JSON text, made once per record."""
+        return json.dumps(self.api_object().to_dict(), separators=(",", ":"))
+
 
 Watcher = Callable[[PodRecord | None, str], None]
 """Called with the new record (or None when the pod is gone) and the pod's uid."""
@@ -73,6 +88,11 @@ class StatusManager:
         self._watchers: list[Watcher] = []
         self._changed = anyio.Event()
         self._dir = state_dir / PODS_DIR if state_dir is not None else None
+        self._pending: dict[str, PodRecord | None] = {}
+        """uid -> the record to write (None: the file to remove), while :meth:`run` runs."""
+        self._dirty: anyio.Event | None = None
+        self.writes = 0
+        """Status files written (or removed) so far."""
 
     @property
     def version(self) -> int:
@@ -100,7 +120,7 @@ class StatusManager:
         self._version += 1
         record = PodRecord(pod=pod, status=status, version=self._version)
         self._records[uid] = record
-        self._write(record)
+        self._store(uid, record)
         self._notify(record, uid)
         return record
 
@@ -108,12 +128,46 @@ class StatusManager:
         if self._records.pop(uid, None) is None:
             return
         self._version += 1
-        if self._dir is not None:
-            try:
-                hostfs.remove_file(self._dir, _file_name(uid))
-            except OSError as e:
-                logger.warning("cannot remove the status of pod {}: {}", uid, e)
+        self._store(uid, None)
         self._notify(None, uid)
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Write the status files of changed pods in a worker thread until cancelled; what
+        is left is written before this returns."""
+        self._dirty = anyio.Event()
+        task_status.started()
+        try:
+            while True:
+                await self._dirty.wait()
+                self._dirty = anyio.Event()
+                batch, self._pending = self._pending, {}
+                try:
+                    await anyio.to_thread.run_sync(self._write_batch, batch)
+                except BaseException:
+                    self._pending = {**batch, **self._pending}
+                    raise
+        finally:
+            self._dirty = None
+            batch, self._pending = self._pending, {}
+            self._write_batch(batch)
+
+    def _store(self, uid: str, record: PodRecord | None) -> None:
+        if self._dir is None:
+            return
+        if self._dirty is None:
+            self._write_batch({uid: record})
+            return
+        self._pending[uid] = record
+        self._dirty.set()
+
+    def _write_batch(self, batch: dict[str, PodRecord | None]) -> None:
+        for uid, record in batch.items():
+            if record is None:
+                self._remove_file(uid)
+            else:
+                self._write(record)
 
     def prune(self) -> builtins.list[str]:
         """Remove status files of pods this manager does not hold (left by a killed daemon)."""
@@ -143,15 +197,24 @@ class StatusManager:
         for watcher in list(self._watchers):
             watcher(record, uid)
 
+    def _remove_file(self, uid: str) -> None:
+        if self._dir is None:
+            return
+        self.writes += 1
+        try:
+            hostfs.remove_file(self._dir, _file_name(uid))
+        except OSError as e:
+            logger.warning("cannot remove the status of pod {}: {}", uid, e)
+
     def _write(self, record: PodRecord) -> None:
         if self._dir is None:
             return
+        self.writes += 1
         try:
             if not self._dir.is_dir():
                 hostfs.make_dirs(self._dir, ".", mode=STATUS_DIR_MODE)
-            text = json.dumps(record.api_object().to_dict())
             hostfs.write_file(
-                self._dir, _file_name(record.uid), text.encode(), mode=STATUS_FILE_MODE
+                self._dir, _file_name(record.uid), record.json_text.encode(), mode=STATUS_FILE_MODE
             )
         except OSError as e:
             logger.warning("cannot write the status of pod {}: {}", record.uid, e)

@@ -126,6 +126,14 @@ class Backoff:
         self._reported[key] = now
         return True
 
+    def until(self, key: Hashable) -> datetime | None:
+        """When the current back-off of ``key`` ends, counted from its last recorded failure
+        (as :meth:`is_in_backoff_since_update` counts); None when it has none."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        return entry.last_update + timedelta(seconds=entry.delay)
+
     def reset(self, key: Hashable) -> None:
         """Forget everything about ``key``."""
         self._entries.pop(key, None)

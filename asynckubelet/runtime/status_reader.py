@@ -5,8 +5,10 @@ status is rebuilt from a list and an inspect of each container. Inspecting is th
 part, and an instance's inspect output changes only with its state: the reader keeps the
 last record of each container and inspects again only what changed state since, or what
 an event was about (:meth:`StatusReader.forget`; Docker emits ``die`` before its list
-shows the exit). An exited container's record carries its termination message, read
-once: the file it wrote, else, by its policy, the tail of its logs.
+shows the exit). The cache holds the records made from the inspect output, never the
+output itself (a few hundred bytes a container instead of tens of kilobytes). An exited
+container's record carries its termination message, read once: the file it wrote, else,
+by its policy, the tail of its logs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from asynckubelet.runtime.types import (
     ContainerState,
     ContainerStatus,
     PodRuntimeStatus,
+    SandboxState,
     SandboxStatus,
 )
 
@@ -47,7 +50,7 @@ class StatusReader:
     def __init__(self, rm: RuntimeManager) -> None:
         self.rm = rm
         self._image_ids: dict[str, str] = {}
-        self._inspected: dict[str, tuple[str, str, ContainerStatus | ContainerInspect]] = {}
+        self._inspected: dict[str, tuple[str, str, ContainerStatus | SandboxStatus]] = {}
         """Container id -> (pod uid, Docker state, record)."""
         self._outdated: set[str] = set()
         """Container ids an event was about since their last inspect (see :meth:`forget`)."""
@@ -106,7 +109,8 @@ class StatusReader:
             labels = ctr.labels_of(info)
             cid = info.get("Id", "")
             if labels.get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
-                cache[cid] = (uid, states.get(cid, ""), info)
+                sandbox = ctr.sandbox_status_from_inspect(info, ip=None)
+                cache[cid] = (uid, states.get(cid, ""), sandbox)
             elif labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER:
                 image_id = await self._image_id(info.get("Image", ""))
                 status = ctr.container_status_from_inspect(info, image_id=image_id)
@@ -114,15 +118,16 @@ class StatusReader:
                     status = await self._with_termination_message(info, status)
                 cache[cid] = (uid, states.get(cid, ""), status)
 
-    async def _sandbox_status(self, cid: str, record: ContainerInspect) -> SandboxStatus:
+    async def _sandbox_status(self, cid: str, record: SandboxStatus) -> SandboxStatus:
         """A running sandbox's addresses come from the network backend."""
-        ip: str | None = None
-        more: tuple[str, ...] = ()
-        if record.get("State", {}).get("Running"):
-            net = await self.rm.network.get_pod_network_status(sandbox_id=cid)
-            ip = (net.ips[0] if net.ips else "") if net is not None else None
-            more = tuple(net.ips[1:]) if net is not None else ()
-        return ctr.sandbox_status_from_inspect(record, ip=ip, additional_ips=more)
+        if record.state is not SandboxState.READY:
+            return record
+        net = await self.rm.network.get_pod_network_status(sandbox_id=cid)
+        if net is None:
+            return record
+        return dataclasses.replace(
+            record, ip=net.ips[0] if net.ips else "", additional_ips=tuple(net.ips[1:])
+        )
 
     async def _inspect_all(self, ids: Iterable[str]) -> list[ContainerInspect]:
         found: list[ContainerInspect] = []

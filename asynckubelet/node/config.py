@@ -1,0 +1,77 @@
+"""How a node runs: :class:`KubeletConfig`, the settings of a
+:class:`~asynckubelet.node.kubelet.Kubelet`."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from asynckubelet.manifests import Level
+from asynckubelet.network.dns import DNSSettings
+from asynckubelet.node.admission import NodeInfo
+from asynckubelet.node.metrics import LOOP_LAG_PERIOD
+from asynckubelet.node.pleg import RELIST_PERIOD
+from asynckubelet.node.tokens import DEFAULT_ISSUER
+
+SHUTDOWN_TIMEOUT = 60.0
+"""Seconds the node gives its pods to stop gracefully on exit, by default."""
+
+
+@dataclass(frozen=True)
+class KubeletConfig:
+    """How a node runs."""
+
+    node_name: str = field(default_factory=socket.gethostname)
+    """Ownership label of every object; a node never touches another node's objects."""
+    state_dir: Path | None = None
+    """Where events and pod statuses are written for other processes; None: nowhere."""
+    manifest_dir: Path | None = None
+    """Static pods: every manifest in this directory runs, kept in step with the files."""
+    pause_image: str | None = None
+    docker_url: str | None = None
+    pod_security: Level = "baseline"
+    allow_namespace_policy: bool = False
+    """Let a Namespace's ``pod-security.kubernetes.io/enforce`` label relax ``pod_security``
+    for its pods (by default a label may only make it stricter)."""
+    dns: DNSSettings = field(default_factory=DNSSettings)
+    """Cluster DNS servers and domain for ``ClusterFirst`` pods."""
+    leave_running: bool = False
+    """On exit, leave the pods running (for a later start to adopt) instead of stopping them."""
+    relist_period: float = RELIST_PERIOD
+    """Seconds between the PLEG's safety-net relists (the event stream tells the rest)."""
+    housekeeping_period: float = 2.0
+    """Seconds between housekeeping passes at most; the first one runs this long after
+    start, so a library user who means to adopt pods left running applies them before it.
+    Later passes run when the PLEG saw a container of a pod nobody wants, and at least
+    every ``relist_period``."""
+    resync_period: float | None = None
+    """Seconds after which a pod worker looks again without being woken; None: only when
+    something is due (a back-off that ends, a container still waiting, a deadline)."""
+    loop_lag_period: float | None = LOOP_LAG_PERIOD
+    """Seconds between measurements of the event loop's lag; None: not measured."""
+    service_account_issuer: str = DEFAULT_ISSUER
+    """``iss`` of the service-account tokens this node issues for projected volumes."""
+    node: NodeInfo | None = None
+    """The node as admission sees it (capacity, labels); None: this host's resources, no
+    labels (``nodeSelector`` and node affinity are then not checked)."""
+    check_host_ports: bool = True
+    """Refuse a pod whose hostPort a process on this host already holds."""
+    shutdown_timeout: float | None = SHUTDOWN_TIMEOUT
+    """Seconds the pods get to stop gracefully when the node exits (their grace periods
+    and ``preStop`` hooks run within it); the containers of pods still stopping then are
+    killed (SIGKILL) at once and removed. None: no limit, every grace period is waited
+    for in full."""
+    host_ips: tuple[str, ...] = ()
+    """The node's addresses (at most one per family): pods' ``status.hostIP(s)`` and the
+    downward API's ``status.hostIP``; empty: not reported."""
+    wait_for_sources: frozenset[str] = frozenset()
+    """Sources that must call :meth:`Kubelet.source_ready` before housekeeping removes any
+    pod: until a remote source has listed its pods, none of the pods running is unwanted."""
+    owner: str = ""
+    """The owner mark of this node's pods (:attr:`~asynckubelet.runtime.manager.
+    RuntimeConfig.owner`): a node with one (``run`` of a Job) sees and removes only its
+    own pods, never those of the node agent of the same node name."""
+
+
+__all__ = ["SHUTDOWN_TIMEOUT", "KubeletConfig"]
