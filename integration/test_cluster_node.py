@@ -704,20 +704,20 @@ spec:
     wait_for(restarted, timeout=120, what="the crasher restarted")
     assert lines("-c", "crasher", "--previous") == ["attempt"]
 
-    follow = subprocess.Popen(
+    with subprocess.Popen(
         [str(cluster.bin / "kubectl"), "--kubeconfig", str(cluster.admin), "logs", "-f",
          "chatty", "-c", "talker", "-n", namespace, "--tail=1"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
-    )  # fmt: skip
-    try:
-        assert follow.stdout is not None
-        first = follow.stdout.readline().strip()
-        following = [follow.stdout.readline().strip() for _ in range(3)]
-    finally:
-        follow.kill()
-        follow.wait(timeout=30)
+    ) as follow:  # fmt: skip
+        try:
+            assert follow.stdout is not None
+            first = follow.stdout.readline().strip()
+            following = [follow.stdout.readline().strip() for _ in range(3)]
+        finally:
+            follow.kill()
+            follow.wait(timeout=30)
     number = int(first.split()[1])
     assert following == [f"line {number + i}" for i in (1, 2, 3)]
 
@@ -760,24 +760,24 @@ def test_kubectl_port_forward_reaches_a_port_of_the_pod(
         input=pod_yaml("web", test_images["busybox"], command=SERVE_HOSTNAME),
     )  # fmt: skip
     wait_phase(cluster, namespace, "web", "Running")
-    forward = subprocess.Popen(
+    with subprocess.Popen(
         [str(cluster.bin / "kubectl"), "--kubeconfig", str(cluster.admin), "port-forward",
          "-n", namespace, "--address", "127.0.0.1", "pod/web", ":8080"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
-    )  # fmt: skip
-    try:
-        assert forward.stdout is not None
-        line = forward.stdout.readline()
-        assert line.startswith("Forwarding from 127.0.0.1:"), line
-        port = int(line.split("127.0.0.1:")[1].split()[0])
-        for _ in range(2):
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as answer:
-                assert answer.read().decode().strip() == "web"
-    finally:
-        forward.terminate()
-        forward.wait(timeout=30)
+    ) as forward:  # fmt: skip
+        try:
+            assert forward.stdout is not None
+            line = forward.stdout.readline()
+            assert line.startswith("Forwarding from 127.0.0.1:"), line
+            port = int(line.split("127.0.0.1:")[1].split()[0])
+            for _ in range(2):
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as answer:
+                    assert answer.read().decode().strip() == "web"
+        finally:
+            forward.terminate()
+            forward.wait(timeout=30)
 
 
 def test_the_local_api_of_serve_lists_cluster_pods_beside_its_own(

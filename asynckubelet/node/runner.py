@@ -377,8 +377,6 @@ class PodWorker:
         while not stop.is_set():
             self.wake = anyio.Event()
             try:
-                context = self.options.contexts.get(self.uid) or PodContext(node_name=self.rm.node)
-                pull_secrets = self.options.pull_secrets.get(self.uid, [])
                 runtime = await self.rm.get_pod_status(
                     uid=self.uid, name=self.name, namespace=self.namespace
                 )
@@ -388,9 +386,7 @@ class PodWorker:
                     and not runtime.containers
                 ):
                     previous = gated_status(self.pod, now=datetime.now(UTC), previous=previous)
-                    self.outcome.status = previous
-                    if self.on_status is not None:
-                        self.on_status(self.pod, previous)
+                    self._report(previous)
                     await self._idle(None)
                     continue
                 self._follow_new(runtime, logs)
@@ -410,28 +406,14 @@ class PodWorker:
                 if status.phase in TERMINAL_PHASES:
                     _keep_pod_ips(status, previous or self.pod.status)
                 previous = status
-                self.outcome.status = status
                 self.outcome.exit_code = first_failure_exit_code(runtime)
-                if self.on_status is not None:
-                    self.on_status(self.pod, status)
+                self._report(status)
                 if status.phase in TERMINAL_PHASES:
                     if await self._on_terminal(status, runtime):
                         return
                     await self._idle(None)
                     continue
-                result = await self.rm.sync_pod(
-                    self.pod,
-                    runtime,
-                    context=context,
-                    pull_secrets=pull_secrets,
-                    backoff=self.backoff,
-                    image_backoff=self.image_backoff,
-                    liveness=self.prober.liveness,
-                    startup=self.prober.startup,
-                    restart_all_containers=actions.should_all_containers_restart(
-                        self.pod, runtime, status
-                    ),
-                )
+                result = await self._sync(runtime, status)
                 if result.containers_reset:
                     self.wake.set()
                     continue
@@ -449,21 +431,43 @@ class PodWorker:
                 await self._pause_after_failure(stop, failed=True, pause=SYNC_ERROR_PAUSE)
                 continue
             await self._pause_after_failure(stop, failed=result.failed_in_runtime())
-            await self._idle(
-                next_wake(
-                    self.pod,
-                    status,
-                    runtime,
-                    waiting={
-                        name: reason for name, (reason, _) in result.waiting_reasons().items()
-                    },
-                    backoff=self.backoff,
-                    image_backoff=self.image_backoff,
-                    now=datetime.now(UTC),
-                    eviction_check=isinstance(self.rm.volumes, VolumeManager),
-                )
-            )
+            await self._idle(self._next_wake(status, runtime, result))
         self.outcome.stopped = True
+
+    def _report(self, status: PodStatus) -> None:
+        self.outcome.status = status
+        if self.on_status is not None:
+            self.on_status(self.pod, status)
+
+    async def _sync(self, runtime: PodRuntimeStatus, status: PodStatus) -> PodSyncResult:
+        """One ``sync_pod`` toward the spec, with the pod's context, pull secrets, back-offs
+        and probe results."""
+        return await self.rm.sync_pod(
+            self.pod,
+            runtime,
+            context=self.options.contexts.get(self.uid) or PodContext(node_name=self.rm.node),
+            pull_secrets=self.options.pull_secrets.get(self.uid, []),
+            backoff=self.backoff,
+            image_backoff=self.image_backoff,
+            liveness=self.prober.liveness,
+            startup=self.prober.startup,
+            restart_all_containers=actions.should_all_containers_restart(self.pod, runtime, status),
+        )
+
+    def _next_wake(
+        self, status: PodStatus, runtime: PodRuntimeStatus, result: PodSyncResult
+    ) -> float | None:
+        """When the worker must look again without being woken (None: only when woken)."""
+        return next_wake(
+            self.pod,
+            status,
+            runtime,
+            waiting={name: reason for name, (reason, _) in result.waiting_reasons().items()},
+            backoff=self.backoff,
+            image_backoff=self.image_backoff,
+            now=datetime.now(UTC),
+            eviction_check=isinstance(self.rm.volumes, VolumeManager),
+        )
 
     async def _release_sandbox(self, runtime: PodRuntimeStatus) -> None:
         """A finished pod's sandbox is stopped and its network (its IP) released, as the
