@@ -20,7 +20,7 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from asynckubelet import errors
+from asynckubelet import errors, resources
 from asynckubelet.node.daemon import API_GROUP
 from asynckubelet.tables import TABLE_ACCEPT
 
@@ -55,9 +55,11 @@ def _query(params: Mapping[str, Any]) -> str:
 
 
 def _namespaced(namespace: str | None, plural: str) -> str:
+    found = resources.by_plural(plural)
+    prefix = found.api_prefix if found is not None else "/api/v1"
     if namespace is None:
-        return f"/api/v1/{plural}"
-    return f"/api/v1/namespaces/{urllib.parse.quote(namespace, safe='')}/{plural}"
+        return f"{prefix}/{plural}"
+    return f"{prefix}/namespaces/{urllib.parse.quote(namespace, safe='')}/{plural}"
 
 
 class NodeClient:
@@ -142,12 +144,12 @@ class NodeClient:
         return dict(self._json("GET", self._item(namespace, "pods", name)))
 
     def table(self, plural: str, namespace: str | None, name: str | None = None) -> dict[str, Any]:
-        """The server-side printed ``Table`` of ``plural`` (pods, configmaps, secrets)."""
+        """The server-side printed ``Table`` of ``plural`` (pods, configmaps, deployments...)."""
         path = self._item(namespace, plural, name) if name else _namespaced(namespace, plural)
         return dict(self._json("GET", path, accept=TABLE_ACCEPT))
 
     def objects(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        """ConfigMaps, Secrets (without their values) or Namespaces."""
+        """Objects of a kind other than pods (Secrets without their values)."""
         if plural == "namespaces":
             return list(self._json("GET", "/api/v1/namespaces")["items"])
         return list(self._json("GET", _namespaced(namespace, plural))["items"])
@@ -224,11 +226,21 @@ class NodeClient:
 
     # -- acting ---------------------------------------------------------------------------
 
-    def apply(self, files: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    def apply(
+        self,
+        files: Sequence[tuple[str, str]],
+        *,
+        prune_selector: str | None = None,
+        prune_all: bool = False,
+    ) -> dict[str, Any]:
         """Hand ``(source name, manifest text)`` files to the daemon, which admits and
-        stores them: ``{"items": [{"kind", "namespace", "name", "verdict"}], "warnings":
-        [...]}``. Raises :class:`~asynckubelet.errors.ManifestError` when it refuses them."""
-        body = {"files": [{"source": s, "manifest": t} for s, t in files]}
+        stores them: ``{"items": [{"kind", "namespace", "name", "resource", "verdict",
+        "object"}], "pruned": [...], "warnings": [...]}``. With ``prune_selector`` (or
+        ``prune_all``) the objects applied before that the files no longer hold are
+        deleted. Raises :class:`~asynckubelet.errors.ManifestError` when it refuses them."""
+        body: dict[str, Any] = {"files": [{"source": s, "manifest": t} for s, t in files]}
+        if prune_selector is not None or prune_all:
+            body["prune"] = {"selector": prune_selector or "", "all": prune_all}
         return dict(self._json("POST", f"{LOCAL}/apply", body=body))
 
     def delete(

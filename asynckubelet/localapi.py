@@ -36,16 +36,18 @@ from aiohttp import web
 from lightkube.models.core_v1 import Namespace, Pod
 from loguru import logger
 
-from asynckubelet import errors, hostfs, printers, tables
+from asynckubelet import errors, hostfs, printers, resources, tables
 from asynckubelet.endpoints import NODE_KEY, healthz, metrics
 from asynckubelet.endpoints import flag_param as _flag
 from asynckubelet.endpoints import int_param as _int_param
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests, inspect_manifests_text
+from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
+from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
 from asynckubelet.node import access, operations
 from asynckubelet.node.daemon import API_GROUP, SOCKET_MODE, DaemonInfo
-from asynckubelet.node.kubelet import Kubelet
+from asynckubelet.node.kubelet import API_SOURCE, Kubelet
 from asynckubelet.node.objects import (
     KINDS,
     PLURALS,
@@ -89,7 +91,9 @@ def not_found(resource: str, name: str) -> web.Response:
 
 
 def _list(kind: str, items: Iterable[Mapping[str, Any]]) -> web.Response:
-    body = {"kind": f"{kind}List", "apiVersion": "v1", "metadata": {}, "items": list(items)}
+    found = kind_table.info(kind)
+    version = found.api_version if found is not None else "v1"
+    body = {"kind": f"{kind}List", "apiVersion": version, "metadata": {}, "items": list(items)}
     return web.json_response(body)
 
 
@@ -153,6 +157,12 @@ def _pod_rows(node: Kubelet, pods: Iterable[Pod]) -> dict[str, Any]:
 
 def _typed_table(kind: str, objects: Iterable[StoredObject]) -> web.Response:
     now = printers.now_utc()
+    if kind in printers.WORKLOAD_COLUMNS:
+        rows = [
+            (printers.workload_row(o, now=now), {"name": o.name, "namespace": o.namespace})
+            for o in objects
+        ]
+        return web.json_response(tables.table(printers.WORKLOAD_COLUMNS[kind], rows))
     columns = printers.SECRET_COLUMNS if kind == "Secret" else printers.CONFIGMAP_COLUMNS
     rows = [
         (printers.object_row(o, now=now), {"name": o.name, "namespace": o.namespace})
@@ -291,7 +301,8 @@ def get_object(kind: str) -> Any:
         name = request.match_info["name"]
         found = node.objects.get(kind, request.match_info.get("namespace"), name)
         if found is None:
-            return not_found(PLURALS[kind], name)
+            known = resources.by_plural(PLURALS[kind])
+            return not_found(known.qualified_plural if known else PLURALS[kind], name)
         if wants_table(request) and kind != "Namespace":
             return _typed_table(kind, [found])
         return web.json_response(_shown(found))
@@ -397,7 +408,13 @@ def admit(
     namespace policy; Namespaces stored or in an earlier file count): everything they
     hold, every error, every warning."""
     config = node.config
-    merged: dict[str, list[Any]] = {"pods": [], "configmaps": [], "secrets": [], "ns": []}
+    merged: dict[str, list[Any]] = {
+        "pods": [],
+        "configmaps": [],
+        "secrets": [],
+        "ns": [],
+        "objects": [],
+    }
     secret_data: dict[tuple[str, str], Mapping[str, bytes]] = {}
     problems: list[FieldError] = []
     warnings: list[FieldError] = []
@@ -419,6 +436,7 @@ def admit(
         merged["configmaps"] += found.configmaps
         merged["secrets"] += found.secrets
         merged["ns"] += found.namespaces
+        merged["objects"] += found.objects
         secret_data.update(found.secret_data)
     manifests = Manifests(
         pods=tuple(merged["pods"]),
@@ -427,13 +445,18 @@ def admit(
         secret_data=secret_data,
         namespaces=tuple(merged["ns"]),
         warnings=tuple(warnings),
+        objects=tuple(merged["objects"]),
     )
     return manifests, tuple(problems), tuple(warnings)
 
 
 async def apply(request: web.Request) -> web.Response:
-    """``{"files": [{"source": name, "manifest": text}, ...]}``: every object of every
-    file, or (any error) none."""
+    """``{"files": [{"source": name, "manifest": text}, ...], "prune": {"selector": s,
+    "all": bool}}``: every object of every file, or (any error, an immutable field
+    changed included) none. With ``prune``, the objects applied earlier through this API
+    that the files no longer hold are then deleted, those matching the label
+    ``selector`` (or ``all``), in the namespaces the files name, as ``kubectl apply
+    --prune`` deletes them."""
     node = request.app[NODE_KEY]
     body = await _body(request)
     files = body.get("files")
@@ -441,43 +464,104 @@ async def apply(request: web.Request) -> web.Response:
         isinstance(f, dict) and isinstance(f.get("manifest"), str) for f in files
     ):
         return status(400, "BadRequest", 'body must be {"files": [{"source", "manifest"}]}')
+    prune = body.get("prune")
+    selector: dict[str, Any] | None = None
+    if prune is not None:
+        if not isinstance(prune, dict):
+            return status(400, "BadRequest", 'prune must be {"selector": text, "all": bool}')
+        try:
+            selector = parse_label_selector(str(prune.get("selector") or ""))
+        except ValueError as e:
+            return status(400, "BadRequest", str(e))
+        if not selector and prune.get("all") is not True:
+            return status(400, "BadRequest", "prune needs a label selector or all")
     texts = [(str(f.get("source") or "<text>"), str(f["manifest"])) for f in files]
     namespaces = node.objects.namespaces()
     manifests, problems, warnings = await anyio.to_thread.run_sync(
         lambda: admit(texts, node=node, namespaces=namespaces)
     )
     if problems:
-        n = len(problems)
-        message = f"manifests rejected: {n} {'error' if n == 1 else 'errors'}"
-        return status(422, "Invalid", message, causes=[_cause(e) for e in problems])
+        return _rejected(problems)
     verdicts = node.objects.verdicts(manifests)
     if verdicts:
-        await node.apply(manifests)
+        try:
+            await node.apply(manifests)
+        except errors.ManifestError as e:
+            return _rejected(tuple(e.errors))
     for applied in verdicts:
         if applied.verdict != "unchanged":
             logger.info("{} {}", applied, "from " + ", ".join(s for s, _ in texts))
+    pruned = await _prune(node, verdicts, selector) if selector is not None else []
     return web.json_response(
         {
             "kind": "ApplyResult",
             "apiVersion": f"{API_GROUP}/v1",
             "items": [_verdict(node, a) for a in verdicts],
+            "pruned": pruned,
             "warnings": [_cause(w) for w in warnings],
         }
     )
 
 
+def _rejected(problems: Iterable[FieldError]) -> web.Response:
+    found = list(problems)
+    n = len(found)
+    message = f"manifests rejected: {n} {'error' if n == 1 else 'errors'}"
+    return status(422, "Invalid", message, causes=[_cause(e) for e in found])
+
+
+PRUNE_KINDS = tuple(k for k in KINDS if k != "Namespace")
+"""What ``--prune`` may delete: kubectl's default allowlist of the kinds kept here, less
+Namespaces (a Namespace takes everything in it)."""
+
+
+async def _prune(
+    node: Kubelet, applied: Iterable[Applied], selector: Mapping[str, Any]
+) -> list[dict[str, str]]:
+    """Delete the objects of the node's API in the applied namespaces that the apply did
+    not hold and that match ``selector``; each one deleted."""
+    kept = {(a.kind, a.namespace, a.name) for a in applied}
+    spaces = {a.namespace for a in applied if a.kind != "Namespace"} or {"default"}
+    pruned: list[dict[str, str]] = []
+    for kind in PRUNE_KINDS:
+        for obj in node.objects.list(kind):
+            if obj.source != API_SOURCE or obj.key in kept or obj.namespace not in spaces:
+                continue
+            if not selector_matches(selector, obj.labels):
+                continue
+            if kind == "Pod":
+                await node.delete(obj.namespace, obj.name, wait=False)
+            else:
+                node.objects.remove(kind, obj.namespace, obj.name)
+            logger.info("{}/{} pruned", obj.resource, obj.name)
+            pruned.append(_ref(obj.kind, obj.namespace, obj.name))
+    return pruned
+
+
+def _ref(kind: str, namespace: str, name: str) -> dict[str, str]:
+    found = kind_table.info(kind)
+    return {
+        "kind": kind,
+        "namespace": namespace,
+        "name": name,
+        "resource": found.qualified if found is not None else kind.lower(),
+    }
+
+
 def _verdict(node: Kubelet, applied: Applied) -> dict[str, Any]:
-    """One object's verdict; a Pod's with the pod as stored (what ``--wait`` waits for)."""
+    """One object's verdict, with the object as stored (what ``--wait`` waits for)."""
     item: dict[str, Any] = {
-        "kind": applied.kind,
-        "namespace": applied.namespace,
-        "name": applied.name,
+        **_ref(applied.kind, applied.namespace, applied.name),
         "verdict": applied.verdict,
     }
     stored = node.objects.get(applied.kind, applied.namespace, applied.name)
-    if applied.kind == "Pod" and stored is not None:
+    if stored is None:
+        return item
+    if applied.kind == "Pod":
         pod = cast(Pod, Pod.from_dict(copy.deepcopy(dict(stored.body))))
         item["object"] = printers.pod_document(served_pod(node, pod))
+    elif applied.kind != "Secret":
+        item["object"] = dict(stored.body)
     return item
 
 
@@ -493,7 +577,9 @@ async def _delete_namespace_contents(node: Kubelet, name: str, *, grace: float |
     """Delete the pods of namespace ``name`` (not waiting) and forget its objects."""
     for inner in [*_pods(node, name)]:
         await node.delete(name, ctr.pod_identity(inner)[0], grace_period=grace, wait=False)
-    for other in ("ConfigMap", "Secret", "Pod"):
+    for other in KINDS:
+        if other == "Namespace":
+            continue
         for obj in node.objects.list(other, name):
             node.objects.remove(other, name, obj.name)
 
@@ -558,11 +644,14 @@ def create_local_app(node: Kubelet, info: DaemonInfo | InfoSource) -> web.Applic
     r.add_get("/api/v1/namespaces/{namespace}/events", list_events)
     r.add_get("/api/v1/namespaces", list_objects("Namespace"))
     r.add_get("/api/v1/namespaces/{name}", get_object("Namespace"))
-    for kind in ("ConfigMap", "Secret"):
-        plural = PLURALS[kind]
-        r.add_get(f"/api/v1/{plural}", list_objects(kind))
-        r.add_get(f"/api/v1/namespaces/{{namespace}}/{plural}", list_objects(kind))
-        r.add_get(f"/api/v1/namespaces/{{namespace}}/{plural}/{{name}}", get_object(kind))
+    for found in kind_table.KINDS.values():
+        if found.kind in ("Pod", "Namespace"):
+            continue
+        base = f"/apis/{found.api_version}" if found.group else "/api/v1"
+        plural = found.plural
+        r.add_get(f"{base}/{plural}", list_objects(found.kind))
+        r.add_get(f"{base}/namespaces/{{namespace}}/{plural}", list_objects(found.kind))
+        r.add_get(f"{base}/namespaces/{{namespace}}/{plural}/{{name}}", get_object(found.kind))
     r.add_get(f"{LOCAL_PREFIX}/node", node_info)
     r.add_post(f"{LOCAL_PREFIX}/apply", apply)
     r.add_post(f"{LOCAL_PREFIX}/delete", delete)

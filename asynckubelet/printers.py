@@ -10,7 +10,7 @@ events, so the command line only fetches and prints.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -533,3 +533,148 @@ def _volume_lines(spec: PodSpec) -> list[str]:
 
 def now_utc() -> datetime:
     return datetime.now(UTC)
+
+
+# -- workloads ---------------------------------------------------------------------------------
+
+DEPLOYMENT_COLUMNS = (
+    ("Name", 0),
+    ("Ready", 0),
+    ("Up-to-date", 0),
+    ("Available", 0),
+    ("Age", 0),
+    ("Containers", 1),
+    ("Images", 1),
+    ("Selector", 1),
+)
+REPLICASET_COLUMNS = (
+    ("Name", 0),
+    ("Desired", 0),
+    ("Current", 0),
+    ("Ready", 0),
+    ("Age", 0),
+    ("Containers", 1),
+    ("Images", 1),
+    ("Selector", 1),
+)
+STATEFULSET_COLUMNS = (("Name", 0), ("Ready", 0), ("Age", 0), ("Containers", 1), ("Images", 1))
+JOB_COLUMNS = (
+    ("Name", 0),
+    ("Status", 0),
+    ("Completions", 0),
+    ("Duration", 0),
+    ("Age", 0),
+    ("Containers", 1),
+    ("Images", 1),
+    ("Selector", 1),
+)
+WORKLOAD_COLUMNS = {
+    "Deployment": DEPLOYMENT_COLUMNS,
+    "ReplicaSet": REPLICASET_COLUMNS,
+    "StatefulSet": STATEFULSET_COLUMNS,
+    "Job": JOB_COLUMNS,
+}
+"""kubectl's ``get`` columns of each workload kind (``printDeployment``, ``printJob``...)."""
+
+
+def format_label_selector(selector: Mapping[str, Any] | None) -> str:
+    """``metav1.FormatLabelSelector``: ``app=web,tier in (a,b)``; ``<none>`` for none."""
+    if not selector:
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted(dict(selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op = expr.get("key"), expr.get("operator")
+        values = ",".join(sorted(expr.get("values") or []))
+        if op == "In":
+            parts.append(f"{key} in ({values})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({values})")
+        elif op == "Exists":
+            parts.append(str(key))
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts) or "<none>"
+
+
+def _containers(body: Mapping[str, Any]) -> tuple[str, str]:
+    """``layoutContainerCells``: container names and images, comma-separated."""
+    spec = ((body.get("spec") or {}).get("template") or {}).get("spec") or {}
+    containers = spec.get("containers") or []
+    return (
+        ",".join(str(c.get("name") or "") for c in containers),
+        ",".join(str(c.get("image") or "") for c in containers),
+    )
+
+
+def _n(value: Any) -> int:
+    return int(value) if isinstance(value, int) else 0
+
+
+def job_status_word(body: Mapping[str, Any]) -> str:
+    """kubectl's Job STATUS column."""
+    status = body.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    meta = body.get("metadata") or {}
+    if conditions.get("Complete") == "True":
+        return "Complete"
+    if conditions.get("Failed") == "True":
+        return "Failed"
+    if meta.get("deletionTimestamp"):
+        return "Terminating"
+    if conditions.get("Suspended") == "True":
+        return "Suspended"
+    if conditions.get("FailureTarget") == "True":
+        return "FailureTarget"
+    return "Running"
+
+
+def workload_row(obj: StoredObject, *, now: datetime) -> list[str]:
+    """A workload's cells in its :data:`WORKLOAD_COLUMNS`."""
+    body = dict(obj.body)
+    spec = dict(body.get("spec") or {})
+    status = dict(body.get("status") or {})
+    since = obj.created()
+    shown_age = age(since, now=now) if since is not None else "<unknown>"
+    names, images = _containers(body)
+    selector = format_label_selector(spec.get("selector"))
+    desired = 1 if spec.get("replicas") is None else _n(spec.get("replicas"))
+    if obj.kind == "Deployment":
+        ready = f"{_n(status.get('readyReplicas'))}/{desired}"
+        updated, available = _n(status.get("updatedReplicas")), _n(status.get("availableReplicas"))
+        return [obj.name, ready, str(updated), str(available), shown_age, names, images, selector]
+    if obj.kind == "ReplicaSet":
+        current, ready_n = _n(status.get("replicas")), _n(status.get("readyReplicas"))
+        return [
+            obj.name,
+            str(desired),
+            str(current),
+            str(ready_n),
+            shown_age,
+            names,
+            images,
+            selector,
+        ]
+    if obj.kind == "StatefulSet":
+        return [obj.name, f"{_n(status.get('readyReplicas'))}/{desired}", shown_age, names, images]
+    succeeded = _n(status.get("succeeded"))
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{_n(spec.get('completions'))}"
+    elif _n(spec.get("parallelism")) > 1:
+        completions = f"{succeeded}/1 of {_n(spec.get('parallelism'))}"
+    else:
+        completions = f"{succeeded}/1"
+    started = _time(status.get("startTime"))
+    finished = _time(status.get("completionTime"))
+    duration = ""
+    if started is not None:
+        duration = age(started, now=finished or now)
+    return [
+        obj.name,
+        job_status_word(body),
+        completions,
+        duration,
+        shown_age,
+        names,
+        images,
+        selector,
+    ]

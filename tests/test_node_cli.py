@@ -97,8 +97,12 @@ def test_apply_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
         (("get", "services"), 'doesn\'t have a resource type "services"'),
         (("describe", "node", "x"), 'doesn\'t have a resource type "node"'),
         (("logs", "web", "--since", "5 minutes"), "invalid duration"),
-        (("delete",), "give `delete pod NAME` (or configmap, secret) or `delete -f FILE`"),
-        (("delete", "deployment", "x"), 'doesn\'t have a resource type "deployment"'),
+        (
+            ("delete",),
+            "give `delete KIND NAME` (pod, configmap, secret, deployment, job...) or "
+            "`delete -f FILE`",
+        ),
+        (("delete", "daemonset", "x"), 'doesn\'t have a resource type "daemonset"'),
         (("serve", "--listen", "nowhere"), "--listen must be HOST:PORT"),
         (("serve", "--listen", "0.0.0.0:10255"), "--allow-remote"),
         (("serve", "--log-format", "xml"), "--log-format must be text or json"),

@@ -66,21 +66,24 @@ TREE: dict[str, Command | Group] = {
         "apply",
         "apply",
         "Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps "
-        "every object: Pods, ConfigMaps, Secrets, Namespaces. -f takes files and folders "
-        "(-R: with their sub-folders), - for stdin.",
+        "every object: Pods, ConfigMaps, Secrets, Namespaces, Deployments, ReplicaSets, "
+        "StatefulSets, Jobs. -f takes files and folders (-R: with their sub-folders), - for "
+        "stdin; -k a kustomization.",
     ),
     "delete": Command(
         "delete",
         "delete",
-        "Delete objects: `delete pod|configmap|secret NAME` or `delete -f FILE...` (every "
-        "object the files or folders hold; -R: their sub-folders too); pods gracefully, "
-        "waiting until they are gone (exit 1 naming those still there after --timeout).",
+        "Delete objects: `delete KIND NAME` (pod, configmap, secret, deployment, job...) or "
+        "`delete -f FILE...` (every object the files or folders hold; -R: their sub-folders "
+        "too); pods gracefully, waiting until they are gone (exit 1 naming those still "
+        "there after --timeout).",
     ),
     "get": Command(
         "get",
         "get",
-        "List pods, configmaps or secrets as `kubectl get` does (asking the node daemon); "
-        "-w then prints every change of the pods.",
+        "List pods, configmaps, secrets, deployments, replicasets, statefulsets, jobs or all "
+        "as `kubectl get` does (asking the node daemon); -w then prints every change of the "
+        "pods.",
     ),
     "describe": Command(
         "describe", "describe", "Show a pod as `kubectl describe pod` does, events at the bottom."

@@ -23,15 +23,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from asynckubelet import errors
+from asynckubelet import errors, resources
 
+LISTED = ("pods", "configmaps", "secrets", "deployments", "replicasets", "statefulsets", "jobs")
+"""What ``get`` lists (kubectl's names, short names and ``.group`` forms of these)."""
+ALL = ("pods", "services", "deployments", "replicasets", "statefulsets", "jobs")
+"""What ``get all`` lists, in kubectl's order (those this node keeps)."""
 RESOURCES = {
-    **dict.fromkeys(("pod", "pods", "po"), "pods"),
-    **dict.fromkeys(("configmap", "configmaps", "cm"), "configmaps"),
-    **dict.fromkeys(("secret", "secrets"), "secrets"),
+    name: r.plural
+    for r in resources.RESOURCES
+    if r.plural in LISTED
+    for name in (
+        r.plural,
+        r.singular,
+        *r.short_names,
+        *((f"{r.singular}.{r.group}", f"{r.plural}.{r.group}") if r.group else ()),
+    )
 }
-KINDS = {"pods": "Pod", "configmaps": "ConfigMap", "secrets": "Secret"}
-SINGULAR = {"pods": "pod", "configmaps": "configmap", "secrets": "secret"}
+RESOURCES["all"] = "all"
+KINDS = {r.plural: r.kind for r in resources.RESOURCES}
+SINGULAR = {r.plural: r.qualified for r in resources.RESOURCES}
 OUTPUTS = (None, "wide", "yaml", "json", "name")
 _VALUED = {
     "-n": "namespace",
@@ -101,6 +112,8 @@ def _target(positional: list[str], *, all_namespaces: bool) -> tuple[str, str | 
         kind, name = kind.split("/", 1)
     if kind not in RESOURCES or name == "" or (name is not None and all_namespaces):
         return None
+    if RESOURCES[kind] == "all" and name is not None:
+        return None
     return RESOURCES[kind], name
 
 
@@ -145,6 +158,9 @@ def show(client: Any, options: dict[str, Any]) -> None:
     if options.get("watch"):
         watch(client, plural, name, where=where, output=output)
         return
+    if plural == "all":
+        show_all(client, where=where, output=output)
+        return
     if output in (None, "wide"):
         print_table(client.table(plural, where, name), where=where, wide=output == "wide")
         return
@@ -159,6 +175,49 @@ def show(client: Any, options: dict[str, Any]) -> None:
         return
     items = client.pods(where) if plural == "pods" else client.objects(plural, where)
     print_items(items, plural, output=output, single=False)
+
+
+def _all_plurals() -> list[str]:
+    return [p for p in ALL if resources.by_plural(p) is not None]
+
+
+def show_all(client: Any, *, where: str | None, output: str | None) -> None:
+    """``get all``: a table per kind that has objects, names as ``kind.group/name``."""
+    from asynckubelet.tables import render
+
+    if output not in (None, "wide"):
+        found: list[tuple[str, dict[str, Any]]] = []
+        for plural in _all_plurals():
+            items = client.pods(where) if plural == "pods" else client.objects(plural, where)
+            for item in items:
+                item.setdefault("apiVersion", _api_version(plural))
+                item.setdefault("kind", KINDS[plural])
+                found.append((plural, item))
+        if output == "name":
+            for plural, item in found:
+                meta = item.get("metadata") or {}
+                sys.stdout.write(f"{SINGULAR[plural]}/{meta.get('name', '')}\n")
+            return
+        print_items([item for _, item in found], "all", output=output, single=False)
+        return
+    blocks = []
+    for plural in _all_plurals():
+        document = client.table(plural, where)
+        if not document.get("rows"):
+            continue
+        for row in document["rows"]:
+            row["cells"][0] = f"{SINGULAR[plural]}/{row['cells'][0]}"
+        blocks.append(render(document, wide=output == "wide", all_namespaces=where is None))
+    if not blocks:
+        shown = "" if where is None else f" in {where} namespace"
+        sys.stderr.write(f"No resources found{shown}.\n")
+        return
+    sys.stdout.write("\n\n".join(blocks) + "\n")
+
+
+def _api_version(plural: str) -> str:
+    found = resources.by_plural(plural)
+    return f"{found.group}/v1" if found is not None and found.group else "v1"
 
 
 def watch(
@@ -231,9 +290,10 @@ def print_items(
     """The objects as YAML, JSON or ``kind/name`` lines; a Secret never with its values.
     With ``separator`` a YAML document starts with ``---`` (one of a stream)."""
     for item in items:
-        item.setdefault("apiVersion", "v1")
-        item.setdefault("kind", KINDS[plural])
-        if plural == "secrets":
+        if plural in KINDS:
+            item.setdefault("apiVersion", _api_version(plural))
+            item.setdefault("kind", KINDS[plural])
+        if plural == "secrets" or item.get("kind") == "Secret":
             item.pop("data", None)
             item.pop("stringData", None)
     if output == "name":

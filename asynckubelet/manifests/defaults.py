@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["default_configmap", "default_pod", "default_secret", "image_pull_policy"]
+__all__ = [
+    "default_configmap",
+    "default_pod",
+    "default_pod_spec",
+    "default_pod_template",
+    "default_secret",
+    "image_pull_policy",
+]
 
 _PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 _HOOKS = ("postStart", "preStop")
@@ -35,7 +42,20 @@ def image_pull_policy(image: str) -> str:
 def default_pod(doc: dict[str, Any]) -> None:
     """Fill the API server's defaults into a strict-checked Pod document, in place."""
     _default_namespace(doc)
-    spec = doc.setdefault("spec", {})
+    default_pod_spec(doc.setdefault("spec", {}))
+
+
+def default_pod_template(template: dict[str, Any]) -> None:
+    """``SetDefaults_PodTemplateSpec``: a workload's pod template gets the defaults of the
+    pods it makes (``spec.template`` of a Deployment, Job or StatefulSet), in place."""
+    template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    if isinstance(spec, dict):
+        default_pod_spec(spec)
+
+
+def default_pod_spec(spec: dict[str, Any]) -> None:
+    """``SetDefaults_PodSpec`` and the container, probe and volume defaults under it."""
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("restartPolicy", "Always")
     grace = spec.setdefault("terminationGracePeriodSeconds", 30)

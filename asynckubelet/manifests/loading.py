@@ -24,9 +24,10 @@ from typing import Any, TypeVar, cast
 
 import yaml
 from lightkube.models.core_v1 import ConfigMap, Namespace, Pod, Secret
+from lightkube.models.meta_v1 import ObjectMeta
 
 from asynckubelet.errors import FieldError, ManifestError
-from asynckubelet.manifests import decoding, defaults, honour, security, strict, validation
+from asynckubelet.manifests import decoding, defaults, honour, kinds, security, strict, validation
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.messages import (
     DROPPED,
@@ -72,13 +73,7 @@ __all__ = [
     "read_sources",
 ]
 
-_KINDS: dict[str, type] = {
-    "ConfigMap": ConfigMap,
-    "Namespace": Namespace,
-    "Pod": Pod,
-    "Secret": Secret,
-}
-_SUPPORTED_KINDS = ("ConfigMap", "List", "Namespace", "Pod", "Secret")
+_SUPPORTED_KINDS = tuple(sorted([*kinds.KINDS, "List"]))
 _END = object()
 _UID_NAMESPACE = uuid.UUID("6f1d3c0e-8a4b-5c2d-9e7f-a1b2c3d4e5f6")
 _T = TypeVar("_T")
@@ -91,6 +86,8 @@ class Manifests:
     ``pods`` are defaulted and validated and carry their UID in ``metadata.uid``;
     ``secret_data`` maps ``(namespace, name)`` to each Secret's decoded bytes; ``warnings``
     lists fields that were accepted but are not honoured (and unknown fields when lenient).
+    ``objects`` holds the typed objects of the other kinds of :mod:`~asynckubelet.
+    manifests.kinds` (Deployments, Jobs...), defaulted and validated.
     """
 
     pods: tuple[Pod, ...] = ()
@@ -99,6 +96,19 @@ class Manifests:
     secret_data: Mapping[tuple[str, str], Mapping[str, bytes]] = field(default_factory=dict)
     warnings: tuple[FieldError, ...] = ()
     namespaces: tuple[Namespace, ...] = ()
+    objects: tuple[Any, ...] = ()
+
+    def of_kind(self, kind: str) -> tuple[Any, ...]:
+        """The typed objects of one kind (``Pod``, ``Deployment``...)."""
+        core = {
+            "Pod": self.pods,
+            "ConfigMap": self.configmaps,
+            "Secret": self.secrets,
+            "Namespace": self.namespaces,
+        }
+        if kind in core:
+            return core[kind]
+        return tuple(o for o in self.objects if getattr(o, "kind", None) == kind)
 
 
 @dataclass(frozen=True)
@@ -233,19 +243,20 @@ def _accepted_or_raise(report: ManifestReport) -> Manifests:
     return report.manifests
 
 
-def _type_meta_error(doc: dict[str, Any]) -> FieldError | None:
-    """The first problem with a document's ``kind`` and ``apiVersion``, if any."""
+def _type_meta(doc: dict[str, Any]) -> kinds.KindInfo | FieldError:
+    """The kind a document names, or the first problem with its ``kind`` and ``apiVersion``."""
     kind = doc.get("kind")
     if not kind:
         return required("kind")
-    if not isinstance(kind, str) or kind not in _KINDS:
+    found = kinds.info(kind) if isinstance(kind, str) else None
+    if found is None:
         return not_supported("kind", kind, _SUPPORTED_KINDS)
     api_version = doc.get("apiVersion")
     if not api_version:
         return required("apiVersion")
-    if api_version != "v1":
-        return not_supported("apiVersion", api_version, ("v1",))
-    return None
+    if api_version != found.api_version:
+        return not_supported("apiVersion", api_version, (found.api_version,))
+    return found
 
 
 @dataclass
@@ -262,6 +273,7 @@ class _Loader:
     secrets: dict[tuple[str, str], tuple[Secret, str]] = field(default_factory=dict)
     secret_data: dict[tuple[str, str], dict[str, bytes]] = field(default_factory=dict)
     namespaces: dict[tuple[str, str], tuple[Namespace, str]] = field(default_factory=dict)
+    objects: dict[tuple[str, str, str], tuple[Any, str]] = field(default_factory=dict)
     levels: dict[str, Level] = field(default_factory=dict)
     dropped_errors: int = 0
     dropped_warnings: int = 0
@@ -385,12 +397,13 @@ class _Loader:
         if not isinstance(doc, dict):
             self._error(invalid(DOCUMENT, type(doc).__name__, "must be an object"), source, prefix)
             return
-        type_error = _type_meta_error(doc)
-        if type_error is not None:
-            self._error(type_error, source, prefix)
+        found = _type_meta(doc)
+        if isinstance(found, FieldError):
+            self._error(found, source, prefix)
             return
-        kind = doc["kind"]
-        problems = strict.check_document(doc, _KINDS[kind])
+        kind = found.kind
+        absent = frozenset(path for path in found.nullable if _lookup(doc, path) is None)
+        problems = strict.check_document(doc, found.model)
         for path in problems.unknown:
             detail = f"unknown field {go_quote(path)}"
             if self.lenient:
@@ -407,8 +420,10 @@ class _Loader:
             self._add_configmap(doc, source, prefix)
         elif kind == "Secret":
             self._add_secret(doc, source, prefix)
-        else:
+        elif kind == "Namespace":
             self._add_namespace(doc, source, prefix)
+        else:
+            self._add_generic(found, doc, source, prefix, absent=absent)
 
     def _build(self, cls: type[_T], doc: dict[str, Any], source: str, prefix: str) -> _T | None:
         try:
@@ -445,10 +460,47 @@ class _Loader:
         key = (meta["namespace"], meta["name"])
         self._replace(self.pods, key, (pod, source), "pod", source, prefix)
 
+    def _add_generic(
+        self,
+        found: kinds.KindInfo,
+        doc: dict[str, Any],
+        source: str,
+        prefix: str,
+        *,
+        absent: frozenset[str] = frozenset(),
+    ) -> None:
+        """A kind of the table without rules of its own here: defaulted, built, validated;
+        its pod template checked as the pods it makes would be."""
+        if found.default is not None:
+            found.default(doc)
+        if doc.pop("status", None):
+            why = "status is written by the node's controllers, never read"
+            self._warn(ignored("status", why), source, prefix)
+        obj = self._build(found.model, doc, source, prefix)
+        if obj is None:
+            return
+        template = kinds.pod_template(obj)
+        if template is not None:
+            for warning in honour.unhonoured_fields(
+                _template_pod(obj, template),
+                node_name=self.node_name,
+                node_labels=self.node_labels,
+            ):
+                path = f"{found.template_path}.{warning.field}"
+                self._warn(FieldError(path, warning.reason, warning.detail), source, prefix)
+        errors = found.validate(obj, absent=absent) if found.validate is not None else []
+        for error in errors:
+            self._error(error, source, prefix)
+        meta = obj.metadata
+        if errors or meta is None or not meta.name:
+            return
+        key = (found.kind, meta.namespace or "" if found.namespaced else "", meta.name)
+        self._replace(self.objects, key, (obj, source), found.resource, source, prefix)
+
     def _replace(
         self,
-        table: dict[tuple[str, str], tuple[_T, str]],
-        key: tuple[str, str],
+        table: dict[Any, tuple[_T, str]],
+        key: tuple[str, ...],
         entry: tuple[_T, str],
         kind: str,
         source: str,
@@ -569,6 +621,27 @@ class _Loader:
         self.levels[ns.metadata.name] = chosen
 
     def finish(self) -> ManifestReport:
+        objects = []
+        for (kind, namespace, _), (obj, source) in self.objects.items():
+            template = kinds.pod_template(obj)
+            level = self.levels.get(namespace, self.level)
+            results = (
+                security.check_pod(_template_pod(obj, template), level=level)
+                if template is not None
+                else None
+            )
+            if results:
+                path = kinds.KINDS[kind].template_path or "spec.template"
+                self.record(
+                    FieldError(
+                        f"{path}.spec",
+                        "Forbidden",
+                        security.violation_message(level, results),
+                        source=source,
+                    )
+                )
+            else:
+                objects.append(obj)
         pods = []
         for (namespace, _), (pod, source) in self.pods.items():
             level = self.levels.get(namespace, self.level)
@@ -595,8 +668,33 @@ class _Loader:
             secret_data=dict(self.secret_data),
             warnings=tuple(self.warnings),
             namespaces=tuple(ns for ns, _ in self.namespaces.values()),
+            objects=tuple(objects),
         )
         return ManifestReport(manifests, tuple(self.errors))
+
+
+def _lookup(doc: Any, path: str) -> Any:
+    """The value at a dotted ``path`` of a document, or None."""
+    for part in path.split("."):
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(part)
+    return doc
+
+
+def _template_pod(obj: Any, template: Any) -> Pod:
+    """The pod a workload's template makes, for the checks a pod gets (its namespace,
+    its template's labels and spec)."""
+    meta = obj.metadata
+    labels = (template.metadata.labels if template.metadata is not None else None) or {}
+    return Pod(
+        metadata=ObjectMeta(
+            name=meta.name if meta is not None else None,
+            namespace=(meta.namespace if meta is not None else None) or "default",
+            labels=dict(labels),
+        ),
+        spec=template.spec,
+    )
 
 
 def _dropped(count: int, what: str) -> FieldError:

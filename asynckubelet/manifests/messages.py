@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -20,9 +20,11 @@ __all__ = [
     "DROPPED",
     "IP_MESSAGE",
     "MAX_SHOWN",
+    "GoValue",
     "duplicate",
     "error_budget",
     "forbidden",
+    "go_map",
     "go_quote",
     "ignored",
     "invalid",
@@ -94,12 +96,28 @@ def _quoted(text: str) -> str:
     return f"{go_quote(text[:MAX_SHOWN])}... ({len(text)} characters)"
 
 
+class GoValue(str):
+    """A value already written as Go's ``%#v`` prints it (``map[string]string{...}``):
+    shown as it is (cut to :data:`MAX_SHOWN` characters), not quoted."""
+
+
+def go_map(values: Mapping[str, str] | None) -> GoValue:
+    """A ``map[string]string`` as Go's ``%#v`` prints it: keys sorted, values quoted
+    (``map[string]string(nil)`` for none)."""
+    if values is None:
+        return GoValue("map[string]string(nil)")
+    items = ", ".join(f"{go_quote(k)}:{go_quote(str(v))}" for k, v in sorted(values.items()))
+    return GoValue(f"map[string]string{{{items}}}")
+
+
 def _value(value: object) -> str:
     """A bad value as ``field.Error`` prints it (``%q`` for strings, ``%#v`` for a list of
     strings), never longer than about :data:`MAX_SHOWN` characters; any other structure is
     named by its type, never printed."""
     if value is None:
         return "null"
+    if isinstance(value, GoValue):
+        return shown(str(value))
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

@@ -31,6 +31,7 @@ from lightkube.models.core_v1 import (
     Pod,
     PodDNSConfig,
     PodSpec,
+    PodTemplateSpec,
     Probe,
     ResourceFieldSelector,
     ResourceRequirements,
@@ -45,6 +46,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import (
+    DROPPED,
     duplicate,
     forbidden,
     invalid,
@@ -74,8 +76,10 @@ from asynckubelet.manifests.quantity import (
 __all__ = [
     "VOLUME_TYPES",
     "validate_configmap_data",
+    "validate_labels",
     "validate_object_meta",
     "validate_pod",
+    "validate_pod_template",
     "validate_secret_data",
 ]
 
@@ -186,20 +190,60 @@ def validate_object_meta(
         _names(errs, "metadata.name", meta.name, check(meta.name))
     if namespaced and meta.namespace:
         _names(errs, "metadata.namespace", meta.namespace, is_dns1123_label(meta.namespace))
-    for key, value in (meta.labels or {}).items():
-        _names(errs, "metadata.labels", key, is_qualified_name(key))
+    errs += validate_labels(meta.labels, "metadata.labels")
+    errs += _validate_annotations(meta.annotations, "metadata.annotations")
+    return errs
+
+
+def validate_labels(labels: Mapping[str, Any] | None, path: str) -> list[FieldError]:
+    """``ValidateLabels``: qualified names for keys, label values for values."""
+    errs: list[FieldError] = []
+    for key, value in (labels or {}).items():
+        _names(errs, path, key, is_qualified_name(key))
         if not isinstance(value, str):
-            errs.append(invalid(f"metadata.labels[{key}]", value, "must be a string"))
+            errs.append(invalid(f"{path}[{key}]", value, "must be a string"))
         else:
-            _names(errs, "metadata.labels", value, is_valid_label_value(value))
-    annotations = meta.annotations or {}
+            _names(errs, path, value, is_valid_label_value(value))
+    return errs
+
+
+def _validate_annotations(annotations: Mapping[str, Any] | None, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
     size = 0
-    for key, value in annotations.items():
-        _names(errs, "metadata.annotations", key, is_qualified_name(key.lower()))
+    for key, value in (annotations or {}).items():
+        _names(errs, path, key, is_qualified_name(key.lower()))
         size += len(key) + len(str(value))
     if size > _MAX_ANNOTATION_BYTES:
-        errs.append(too_long("metadata.annotations", _MAX_ANNOTATION_BYTES))
+        errs.append(too_long(path, _MAX_ANNOTATION_BYTES))
     return errs
+
+
+def validate_pod_template(
+    template: PodTemplateSpec | None,
+    path: str,
+    *,
+    restart_all_containers: bool = RESTART_ALL_CONTAINERS,
+) -> list[FieldError]:
+    """``ValidatePodTemplateSpec`` at ``path`` (``spec.template``): the template's labels
+    and annotations, and its pod spec as ``ValidatePod`` checks a pod's."""
+    if template is None:
+        return [required(path)]
+    meta = template.metadata or ObjectMeta()
+    errs = validate_labels(meta.labels, f"{path}.metadata.labels")
+    errs += _validate_annotations(meta.annotations, f"{path}.metadata.annotations")
+    if template.spec is None:
+        errs.append(required(f"{path}.spec.containers"))
+        return errs
+    for error in _validate_pod_spec(template.spec, restart_all=restart_all_containers):
+        errs.append(_under(error, path))
+    return errs
+
+
+def _under(error: FieldError, path: str) -> FieldError:
+    """A pod-spec error (``spec.…``) placed under a template at ``path``."""
+    if error is DROPPED:
+        return error
+    return FieldError(f"{path}.{error.field}", error.reason, error.detail, source=error.source)
 
 
 def validate_configmap_data(

@@ -68,6 +68,10 @@ class KubeletConfig:
     wait_for_sources: frozenset[str] = frozenset()
     """Sources that must call :meth:`Kubelet.source_ready` before housekeeping removes any
     pod: until a remote source has listed its pods, none of the pods running is unwanted."""
+    owner: str = ""
+    """The owner mark of this node's pods (:attr:`~asynckubelet.runtime.manager.
+    RuntimeConfig.owner`): a node with one (``run`` of a Job) sees and removes only its
+    own pods, never those of the node agent of the same node name."""
 
 
 __all__ = ["SHUTDOWN_TIMEOUT", "KubeletConfig"]

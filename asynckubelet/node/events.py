@@ -32,6 +32,7 @@ from lightkube.models.core_v1 import Pod
 from loguru import logger
 
 from asynckubelet import hostfs
+from asynckubelet.manifests import kinds
 from asynckubelet.runtime import containers as ctr
 
 EVENTS_FILE = "events.jsonl"
@@ -72,6 +73,9 @@ class PodEvent:
     count: int = 1
     container: str | None = None
     source: str = "kubelet"
+    kind: str = "Pod"
+    """The kind of the object the event is about (a controller's events are about its
+    Deployment, ReplicaSet or Job)."""
     combined: bool = False
     """Similar events combined into this one (its message is the latest's, prefixed
     ``(combined from similar events): ``); it is one event whatever its message."""
@@ -103,13 +107,15 @@ class PodEvent:
             "container": self.container,
             "source": self.source,
             "combined": self.combined,
+            "kind": self.kind,
         }
 
     def to_v1(self) -> dict[str, Any]:
         """The core API's v1 ``Event`` about the pod (as ``kubectl get events`` reads it)."""
+        found = kinds.info(self.kind)
         involved: dict[str, Any] = {
-            "kind": "Pod",
-            "apiVersion": "v1",
+            "kind": self.kind,
+            "apiVersion": found.api_version if found is not None else "v1",
             "namespace": self.namespace,
             "name": self.pod,
             "uid": self.uid,
@@ -155,6 +161,7 @@ class PodEvent:
             count=int(data.get("count") or 1),
             container=container or None,
             source=f"{component}, {host}" if host else component,
+            kind=str(involved.get("kind") or "Pod"),
             combined=str(data.get("message") or "").startswith(COMBINED),
         )
 
@@ -172,6 +179,7 @@ class PodEvent:
             count=int(str(data.get("count", 1))),
             container=str(data["container"]) if data.get("container") else None,
             source=str(data.get("source") or "kubelet"),
+            kind=str(data.get("kind") or "Pod"),
             combined=bool(data.get("combined")),
         )
 
@@ -311,9 +319,12 @@ class EventRecorder:
         reason: str,
         message: str,
         container: str | None = None,
+        kind: str = "Pod",
+        component: str = "kubelet",
     ) -> None:
         """An event about an object known by name and uid only (a manifest file that made
-        no pod is one)."""
+        no pod is one); ``kind`` and ``component`` for a controller's events about its
+        object (``Deployment``, ``deployment-controller``)."""
         now = self._clock()
         event = PodEvent(
             namespace=namespace,
@@ -325,7 +336,10 @@ class EventRecorder:
             container=container,
             first_timestamp=now,
             last_timestamp=now,
-            source=f"kubelet, {self.node_name}" if self.node_name else "kubelet",
+            source=f"{component}, {self.node_name}"
+            if self.node_name and component == "kubelet"
+            else component,
+            kind=kind,
         )
         event, report = self.correlator.correlate(event)
         if not report:
@@ -333,7 +347,7 @@ class EventRecorder:
         self._events.pop(event.key, None)
         self._events[event.key] = event
         _bound(self._events, self.max_events)
-        logger.bind(pod=f"{namespace}/{name}", container=container).info(
+        logger.bind(**{kind.lower(): f"{namespace}/{name}"}, container=container).info(
             "{} {}: {}", type, reason, event.message
         )
         self._append(event)

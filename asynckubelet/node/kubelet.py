@@ -57,7 +57,7 @@ from asynckubelet.node.metrics import (
     NodeMetrics,
     PodStartupTracker,
 )
-from asynckubelet.node.objects import ObjectStore, persisted_text
+from asynckubelet.node.objects import ObjectStore, persisted_text, read_persisted
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions
@@ -133,6 +133,7 @@ class Kubelet(PodReads):
                 pause_image=self.config.pause_image,
                 docker_url=self.config.docker_url,
                 dns=self.config.dns,
+                owner=self.config.owner,
             ),
             docker=docker,
             network=network,
@@ -307,27 +308,33 @@ class Kubelet(PodReads):
         )
 
     def _restore_objects(self) -> None:
-        """Take back the objects a previous run kept, loaded as any manifest is; their
-        pods are wanted again before housekeeping could take them for unwanted."""
-        directory = self.objects.directory
-        if directory is None or not directory.is_dir():
-            return
-        report = inspect_manifests_text(
-            persisted_text(directory),
-            source_name=str(directory),
-            pod_security=self.config.pod_security,
-            allow_namespace_policy=self.config.allow_namespace_policy,
-            node_name=self.node_name,
-            node_labels=self.admitter.node.labels is not None,
-        )
-        for error in report.errors:
-            logger.warning("a kept object was not taken back: {}: {}", error.source, error.field)
-        self.objects.restore(report.manifests)
-        for pod in report.manifests.pods:
-            self._want(pod, API_SOURCE)
-        self._sources.setdefault(API_SOURCE, set()).update(
-            ctr.pod_identity(p)[2] for p in report.manifests.pods
-        )
+        """Take back the objects a previous run kept (those of the node's API, and those
+        its controllers made), loaded as any manifest is; their pods are wanted again, as
+        their source's, before housekeeping could take them for unwanted."""
+        for source in self.objects.persistent_sources:
+            directory = self.objects.source_directory(source)
+            if directory is None or not directory.is_dir():
+                continue
+            kept = read_persisted(directory)
+            report = inspect_manifests_text(
+                persisted_text(directory),
+                source_name=str(directory),
+                pod_security=self.config.pod_security,
+                allow_namespace_policy=self.config.allow_namespace_policy,
+                node_name=self.node_name,
+                node_labels=self.admitter.node.labels is not None,
+                namespaces=self.objects.namespaces(),
+            )
+            for error in report.errors:
+                logger.warning(
+                    "a kept object was not taken back: {}: {}", error.source, error.field
+                )
+            self.objects.restore(report.manifests, source=source, kept=kept)
+            for pod in report.manifests.pods:
+                self._want(pod, source)
+            self._sources.setdefault(source, set()).update(
+                ctr.pod_identity(p)[2] for p in report.manifests.pods
+            )
 
     # -- desired state --------------------------------------------------------------------
 
@@ -360,11 +367,32 @@ class Kubelet(PodReads):
         restarts only the containers whose spec changed.
         """
         prepared, manifests = self._prepare(pods)
+        problems = self.objects.update_errors(manifests)
+        if problems:
+            n = len(problems)
+            raise errors.ManifestError(
+                f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", problems
+            )
         self.objects.put(manifests, source=API_SOURCE)
         for pod in prepared:
             self._want(pod, API_SOURCE)
         self._sources.setdefault(API_SOURCE, set()).update(ctr.pod_identity(p)[2] for p in prepared)
         return prepared
+
+    def want(self, pods: Iterable[Pod], *, source: str) -> None:
+        """Make these pods wanted as ``source``'s (a controller's): stored as its objects
+        and run like any pod. They must be valid already (a controller makes them from a
+        template validated as a pod); they are not loaded again."""
+        made = list(pods)
+        if not made:
+            return
+        for pod in made:
+            body = pod.to_dict()
+            body["apiVersion"], body["kind"] = "v1", "Pod"
+            self.objects.put_object(body, source=source)
+        for pod in made:
+            self._want(pod, source)
+        self._sources.setdefault(source, set()).update(ctr.pod_identity(p)[2] for p in made)
 
     def set_source(self, source: str, manifests: Manifests) -> None:
         """Everything ``source`` wants now: pods it no longer lists are deleted."""

@@ -3,26 +3,39 @@
 As kubectl sends objects to an API server, this command sends each file's text to the
 running ``serve`` of the state dir: the daemon validates and admits it with its own Pod
 Security level, node name and namespace policy, stores every object, and answers each
-object's verdict, printed as kubectl prints it (``pod/web created``, ``secret/db
-unchanged``), or every field error, printed once (exit 1, nothing applied). Without a
-daemon there is nothing to apply to: the command says how to start one. ``--wait``
-waits until each pod is Ready (or has Succeeded) on the applied spec.
+object's verdict, printed as kubectl prints it (``deployment.apps/web created``,
+``secret/db unchanged``), or every field error, printed once (exit 1, nothing applied).
+Applying the same files again changes nothing (``unchanged``); an edited Deployment rolls
+out, an edited pod restarts only the containers whose spec changed. ``--prune`` then
+deletes what the node's API holds of an earlier apply that the files no longer hold,
+among the objects selected by ``-l`` (or ``--all``), as kubectl's label-scoped prune does.
+``-k DIR`` applies what ``kustomize build DIR`` makes, through the ``kustomize`` binary
+or ``kubectl kustomize``, whichever is on the ``PATH``. Without a daemon there is
+nothing to apply to: the command says how to start one.
+
+``--wait`` waits for each object's own readiness: pods Ready (or Succeeded) on the
+applied spec, Deployments rolled out, Jobs complete, StatefulSets and ReplicaSets ready;
+it ends with exit 1 as soon as one cannot get there (a Job failed, a rollout exceeded its
+deadline, a pod waits for what waiting will not bring).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
+import typer
 from rich.markup import escape
 
 from asynckubelet.cli.client import as_pod, read_files, require_daemon
 from asynckubelet.cli.options import (
     ConfigTimeoutOpt,
-    FilenamesOpt,
     LogOptions,
     NodeRef,
     RecursiveOpt,
+    UsageError,
     WaitOpt,
     WaitTimeoutOpt,
 )
@@ -33,12 +46,61 @@ if TYPE_CHECKING:
 
     from asynckubelet.client import NodeClient
 
+ApplyFilenamesOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--filename",
+        "-f",
+        metavar="FILENAME",
+        help="Manifest file or folder (repeatable); - for stdin.",
+    ),
+]
+KustomizeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kustomize",
+        "-k",
+        metavar="DIR",
+        help="Apply what `kustomize build DIR` makes (the kustomize binary or kubectl "
+        "kustomize, whichever is on the PATH).",
+    ),
+]
+PruneOpt = Annotated[
+    bool,
+    typer.Option(
+        "--prune",
+        metavar="",
+        help="Delete the objects applied earlier that these files no longer hold, among "
+        "those -l selects (or --all).",
+    ),
+]
+SelectorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--selector",
+        "-l",
+        metavar="SELECTOR",
+        help="Label selector for --prune (app=web,tier!=db).",
+    ),
+]
+PruneAllOpt = Annotated[
+    bool,
+    typer.Option("--all", metavar="", help="With --prune: every object applied earlier."),
+]
+POLL = 0.3
+"""Seconds between looks at the workloads waited for."""
+KUSTOMIZE_TIMEOUT = 120.0
+
 
 @command()
 def apply(
     *,
-    files: FilenamesOpt,
+    files: ApplyFilenamesOpt = None,
     recursive: RecursiveOpt = False,
+    kustomize: KustomizeOpt = None,
+    prune: PruneOpt = False,
+    selector: SelectorOpt = None,
+    prune_all: PruneAllOpt = False,
     wait: WaitOpt = False,
     timeout: WaitTimeoutOpt = 300.0,
     config_timeout: ConfigTimeoutOpt = 30.0,
@@ -46,59 +108,184 @@ def apply(
     log: LogOptions,
 ) -> None:
     """Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps
-    every object: Pods, ConfigMaps, Secrets, Namespaces. -f takes files and folders (-R:
-    with their sub-folders), - for stdin.
+    every object: Pods, ConfigMaps, Secrets, Namespaces, Deployments, ReplicaSets,
+    StatefulSets, Jobs. -f takes files and folders (-R: with their sub-folders), - for
+    stdin; -k a kustomization.
 
-    An edited pod restarts only the containers whose spec changed; a ConfigMap or Secret
-    reaches every pod of its namespace, whichever file it came from. --wait ends early,
-    with the kubelet's reason and message, on what waiting will not fix: a pod the node
-    rejected, an image that does not exist or is never pulled, a container still in
-    CreateContainerConfigError after --config-timeout.
+    Re-applying unchanged files changes nothing; an edited Deployment rolls out (its
+    maxSurge and maxUnavailable honoured), an edited pod restarts only the containers
+    whose spec changed. --prune -l SELECTOR (or --all) deletes what an earlier apply made
+    that the files no longer hold. --wait waits until pods are Ready, Deployments rolled
+    out and Jobs complete, and ends early, exit 1, on what waiting will not fix: a failed
+    Job, a rollout past its deadline, a pod the node rejected or whose image does not
+    exist, a container still in CreateContainerConfigError after --config-timeout.
     """
-    texts = read_files(files, recursive=recursive, verb="apply")
+    _check_choices(
+        files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
+    )
+    texts = _texts(files, kustomize, recursive=recursive)
     client = require_daemon(node, verb="apply")
-    result = client.apply(texts)
+    result = client.apply(
+        texts, prune_selector=selector if prune else None, prune_all=prune and prune_all
+    )
     for warning in result.get("warnings") or []:
         source = f"{warning.get('source')}: " if warning.get("source") else ""
         detail = f": {warning['message']}" if warning.get("message") else ""
         warn(f"{source}{warning.get('field')}: {warning.get('reason')}{detail}")
-    pods: list[dict[str, Any]] = []
     if not result.get("items"):
         raise fail("no objects passed to apply")
+    pods, workloads = _report(result)
+    if wait and (pods or workloads):
+        run_async(
+            _wait, [as_pod(p) for p in pods], workloads, client, node, timeout, config_timeout
+        )
+
+
+def _check_choices(
+    *,
+    files: list[str] | None,
+    kustomize: str | None,
+    prune: bool,
+    selector: str | None,
+    prune_all: bool,
+) -> None:
+    """Refuse the flag combinations kubectl refuses (and -f with -k)."""
+    if not files and kustomize is None:
+        raise UsageError("must specify one of -f and -k")
+    if files and kustomize is not None:
+        raise UsageError("only one of -f or -k can be specified")
+    if prune and not selector and not prune_all:
+        raise fail(
+            "all resources selected for prune without explicitly passing --all. To prune "
+            "all resources, pass the --all flag. If you did not mean to prune all "
+            "resources, specify a label selector"
+        )
+    if (selector or prune_all) and not prune:
+        raise UsageError("-l and --all select what --prune deletes; give --prune too")
+
+
+def _texts(
+    files: list[str] | None, kustomize: str | None, *, recursive: bool
+) -> list[tuple[str, str]]:
+    """The manifests' texts, from the files and folders or the kustomization."""
+    if files:
+        return read_files(files, recursive=recursive, verb="apply")
+    text = _kustomize(kustomize or "")
+    if not text.strip():
+        raise fail("no objects passed to apply")
+    return [("kustomize " + (kustomize or ""), text)]
+
+
+def _report(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Print each object's verdict and each pruned object; the pods and the workloads
+    applied, for --wait."""
+    pods: list[dict[str, Any]] = []
+    workloads: list[dict[str, Any]] = []
     for item in result.get("items") or []:
-        resource = str(item.get("kind", "")).lower()
-        out.print(f"{escape(resource)}/{escape(str(item.get('name', '')))} {item.get('verdict')}")
-        if item.get("kind") == "Pod" and isinstance(item.get("object"), dict):
+        out.print(f"{escape(_shown(item))} {item.get('verdict')}")
+        if not isinstance(item.get("object"), dict):
+            continue
+        if item.get("kind") == "Pod":
             pods.append(item["object"])
-    if wait and pods:
-        run_async(_wait, [as_pod(p) for p in pods], client, node, timeout, config_timeout)
+        elif item.get("kind") not in ("ConfigMap", "Secret", "Namespace"):
+            workloads.append(item)
+    for item in result.get("pruned") or []:
+        out.print(f"{escape(_shown(item))} pruned")
+    return pods, workloads
+
+
+def _shown(item: Mapping[str, Any]) -> str:
+    """``deployment.apps/web``."""
+    resource = str(item.get("resource") or str(item.get("kind", "")).lower())
+    return f"{resource}/{item.get('name', '')}"
+
+
+def _kustomize(directory: str) -> str:
+    """What ``kustomize build DIR`` makes, from the kustomize binary or ``kubectl
+    kustomize``; a clear error when neither is installed or the build fails."""
+    if shutil.which("kustomize"):
+        argv = ["kustomize", "build", directory]
+    elif shutil.which("kubectl"):
+        argv = ["kubectl", "kustomize", directory]
+    else:
+        raise fail(
+            "apply -k needs kustomize or kubectl (which has kustomize built in) on the PATH; "
+            "or run `kustomize build DIR | asynckubelet apply -f -`"
+        )
+    try:
+        done = subprocess.run(  # noqa: S603  (argv list, no shell: kustomize or kubectl found by shutil.which)
+            argv, capture_output=True, text=True, timeout=KUSTOMIZE_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise fail(f"{' '.join(argv)} failed: {e}") from None
+    if done.returncode != 0:
+        detail = done.stderr.strip() or f"exit code {done.returncode}"
+        raise fail(f"{' '.join(argv)}: {detail}")
+    return done.stdout
 
 
 async def _wait(
-    pods: list[Pod], client: NodeClient, node: NodeRef, timeout: float, config_timeout: float
+    pods: list[Pod],
+    workloads: list[dict[str, Any]],
+    client: NodeClient,
+    node: NodeRef,
+    timeout: float,
+    config_timeout: float,
 ) -> None:
-    """Poll the daemon for the pods; the applied spec hashes are confirmed on the engine
-    the daemon drives (the daemon's status says Ready a moment before a changed
-    container has been replaced)."""
+    """Wait for the pods (their applied spec hashes confirmed on the engine the daemon
+    drives: the daemon's status says Ready a moment before a changed container has been
+    replaced) and for the workloads' readiness, together."""
+    import anyio
+
+    from asynckubelet.progress import WaitDisplay
+
+    display = WaitDisplay(console=err, live=err.is_terminal)
+    pending: dict[str, str] = {}
+
+    def waiting(key: str, why: str | None) -> None:
+        if why is None:
+            pending.pop(key, None)
+        else:
+            pending[key] = why
+        display.update(dict(pending))
+
+    with display:
+        async with anyio.create_task_group() as tg:
+            if pods:
+                tg.start_soon(_wait_pods, pods, client, node, timeout, config_timeout, waiting)
+            if workloads:
+                tg.start_soon(_wait_workloads, workloads, client, timeout, config_timeout, waiting)
+
+
+async def _wait_pods(
+    pods: list[Pod],
+    client: NodeClient,
+    node: NodeRef,
+    timeout: float,
+    config_timeout: float,
+    waiting: Any,
+) -> None:
     import anyio.to_thread
 
     from asynckubelet.node.daemon import socket_answers
     from asynckubelet.node.operations import PodKey, wait_until_ready
     from asynckubelet.printers import kubectl_status
-    from asynckubelet.progress import WaitDisplay
     from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
     info = await anyio.to_thread.run_sync(client.node)
-    display = WaitDisplay(console=err, live=err.is_terminal)
+    seen: set[str] = set()
 
     def ready(pod: Pod) -> None:
         assert pod.metadata is not None and pod.status is not None  # noqa: S101  (type narrowing: a reported pod has metadata and status)
+        waiting(f"pod/{pod.metadata.name}", None)
         out.print(
             f"pod/{escape(pod.metadata.name or '')} {escape(kubectl_status(pod, pod.status))}"
         )
 
-    def waiting(reasons: Mapping[PodKey, str]) -> None:
-        display.update({f"pod/{name}": reason for (_, name), reason in reasons.items()})
+    def still(reasons: Mapping[PodKey, str]) -> None:
+        for (_, name), reason in reasons.items():
+            seen.add(name)
+            waiting(f"pod/{name}", reason)
 
     async def read_pods() -> list[Pod]:
         found = await anyio.to_thread.run_sync(client.pods)
@@ -109,14 +296,145 @@ async def _wait(
         docker_url=node.docker_host or str(info.get("docker_host") or "") or None,
     )
     async with RuntimeManager(config) as rm:
-        with display:
-            await wait_until_ready(
-                rm,
-                pods=pods,
-                read_pods=read_pods,
-                node_running=lambda: socket_answers(client.socket),
-                timeout=timeout,
-                config_timeout=config_timeout,
-                on_ready=ready,
-                on_waiting=waiting,
+        await wait_until_ready(
+            rm,
+            pods=pods,
+            read_pods=read_pods,
+            node_running=lambda: socket_answers(client.socket),
+            timeout=timeout,
+            config_timeout=config_timeout,
+            on_ready=ready,
+            on_waiting=still,
+        )
+
+
+WorkloadKey = tuple[str, str, str]
+"""``(kind, namespace, name)``."""
+
+
+async def _read_workloads(
+    client: NodeClient, left: Mapping[WorkloadKey, str]
+) -> dict[WorkloadKey, dict[str, Any]]:
+    """Each workload's object as the daemon has it now; a deleted one is an error."""
+    import anyio.to_thread
+
+    from asynckubelet import errors, resources
+
+    bodies: dict[WorkloadKey, dict[str, Any]] = {}
+    for key, shown in left.items():
+        kind, namespace, name = key
+        found = resources.lookup(kind)
+        if found is None:
+            raise errors.PodError(f"{shown}: unknown kind {kind}")
+        try:
+            bodies[key] = await anyio.to_thread.run_sync(
+                client.object, found.plural, namespace, name
             )
+        except errors.DaemonError as e:
+            if e.reason != "NotFound":
+                raise
+            raise errors.PodError(f"{shown} was deleted while waiting") from None
+    return bodies
+
+
+def _live_pods_of(
+    key: WorkloadKey, pods: list[dict[str, Any]], owners: Mapping[str, WorkloadKey]
+) -> Iterator[dict[str, Any]]:
+    """The pods that ``key`` controls (through its ReplicaSets too), neither deleted nor
+    finished."""
+    from asynckubelet.node.status import TERMINAL_PHASES
+    from asynckubelet.workloads.pods import controller_of
+
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        owner = controller_of(meta)
+        status = pod.get("status") or {}
+        if owner is None or owners.get(owner.uid) != key:
+            continue
+        if meta.get("deletionTimestamp") or status.get("phase") in TERMINAL_PHASES:
+            continue
+        yield pod
+
+
+async def _wait_workloads(
+    items: list[dict[str, Any]],
+    client: NodeClient,
+    timeout: float,
+    config_timeout: float,
+    waiting: Any,
+) -> None:
+    """Poll the daemon until every workload is ready; fail on the first that failed, or
+    whose pods wait for what will not come."""
+    import anyio
+    import anyio.to_thread
+
+    from asynckubelet import errors
+    from asynckubelet.node.failures import FailureWatch
+    from asynckubelet.workloads.readiness import readiness
+
+    left = {(str(i["kind"]), str(i["namespace"]), str(i["name"])): _shown(i) for i in items}
+    watches: dict[str, FailureWatch] = {}
+    last: dict[str, str] = {}
+    with anyio.move_on_after(timeout) as scope:
+        while left:
+            bodies = await _read_workloads(client, left)
+            pods = await anyio.to_thread.run_sync(client.pods)
+            owners = _owner_chain(bodies, await _replicasets(client, bodies))
+            for key, body in bodies.items():
+                shown = left[key]
+                verdict = readiness(key[0], body)
+                if verdict.state == "failed":
+                    raise errors.PodError(f"{shown} failed: {verdict.message}")
+                if verdict.state == "ready":
+                    waiting(shown, None)
+                    out.print(f"{escape(shown)} {escape(verdict.message)}")
+                    del left[key]
+                    continue
+                last[shown] = verdict.message
+                waiting(shown, verdict.message)
+                for pod in _live_pods_of(key, pods, owners):
+                    meta = pod["metadata"]
+                    watch = watches.setdefault(
+                        str(meta.get("uid")),
+                        FailureWatch(pull_timeout=None, config_timeout=config_timeout),
+                    )
+                    failure = watch.observe(as_pod(pod).status, now=anyio.current_time())  # type: ignore[arg-type]
+                    if failure is not None:
+                        raise errors.PodError(f"{shown}: {failure.line(str(meta.get('name')))}")
+            if left:
+                await anyio.sleep(POLL)
+    if scope.cancelled_caught:
+        reasons = "; ".join(f"{shown}: {last.get(shown, 'not ready')}" for shown in left.values())
+        raise errors.PodError(f"timed out after {timeout:g}s waiting for {reasons}")
+
+
+async def _replicasets(
+    client: NodeClient, bodies: Mapping[tuple[str, str, str], Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    import anyio.to_thread
+
+    spaces = {ns for kind, ns, _ in bodies if kind == "Deployment"}
+    found: list[dict[str, Any]] = []
+    for namespace in spaces:
+        found += await anyio.to_thread.run_sync(client.objects, "replicasets", namespace)
+    return found
+
+
+def _owner_chain(
+    bodies: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    replicasets: list[dict[str, Any]],
+) -> dict[str, tuple[str, str, str]]:
+    """Owner UID -> the workload waited for whose pods it owns (a Deployment's through
+    its ReplicaSets)."""
+    from asynckubelet.workloads.pods import controller_of
+
+    owners: dict[str, tuple[str, str, str]] = {}
+    for key, body in bodies.items():
+        uid = str((body.get("metadata") or {}).get("uid") or "")
+        owners[uid] = key
+    for rs in replicasets:
+        meta = rs.get("metadata") or {}
+        owner = controller_of(meta)
+        if owner is not None and owner.uid in owners:
+            owners[str(meta.get("uid"))] = owners[owner.uid]
+    return owners

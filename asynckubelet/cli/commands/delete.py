@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from asynckubelet import resources
 from asynckubelet.cli.client import daemon_client, node_pods, node_runtime, read_files
 from asynckubelet.cli.options import (
-    KIND_OF,
-    RESOURCES,
     DeleteFilenamesOpt,
     DeleteGracePeriodOpt,
     DeleteKindArg,
@@ -53,9 +52,10 @@ def delete(
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """Delete objects: `delete pod|configmap|secret NAME` or `delete -f FILE...` (every
-    object the files or folders hold; -R: their sub-folders too); pods gracefully,
-    waiting until they are gone (exit 1 naming those still there after --timeout)."""
+    """Delete objects: `delete KIND NAME` (pod, configmap, secret, deployment, job...) or
+    `delete -f FILE...` (every object the files or folders hold; -R: their sub-folders
+    too); pods gracefully, waiting until they are gone (exit 1 naming those still there
+    after --timeout)."""
     targets = _targets(kind, name, files, namespace=namespace, recursive=recursive)
     client = daemon_client(node, doing="deleting on Docker directly")
     if client is not None:
@@ -83,11 +83,14 @@ def _targets(
     if kind is not None and "/" in kind and name is None:
         kind, name = kind.split("/", 1)
     if kind is not None and name:
-        plural = RESOURCES.get(kind)
-        if plural is None:
+        found = resources.lookup(kind)
+        if found is None:
             raise fail(f'the server doesn\'t have a resource type "{kind}"')
-        return [ObjectRef(kind=KIND_OF[plural], namespace=namespace, name=name)]
-    raise UsageError("give `delete pod NAME` (or configmap, secret) or `delete -f FILE`")
+        where = namespace if found.namespaced else ""
+        return [ObjectRef(kind=found.kind, namespace=where, name=name)]
+    raise UsageError(
+        "give `delete KIND NAME` (pod, configmap, secret, deployment, job...) or `delete -f FILE`"
+    )
 
 
 def _delete_through(
@@ -103,18 +106,26 @@ def _delete_through(
     for result in results:
         kind, name = result.get("kind", ""), result.get("name", "")
         if result.get("status") == "deleted":
-            out.print(f'{escape(kind.lower())} "{escape(name)}" deleted')
+            out.print(f'{escape(_qualified(kind))} "{escape(name)}" deleted')
         elif result.get("status") == "timeout":
             still.append(f"{result.get('namespace')}/{name}")
         else:
             missing = True
-            plural = PLURALS.get(kind, kind.lower())
+            plural = _qualified(kind, plural=True)
             err.print(f'Error from server (NotFound): {plural} "{escape(name)}" not found')
     if still:
         wait = f"timed out after {timeout:g}s waiting for the pods to be gone"
         raise fail(f"{wait}; still present: {', '.join(sorted(still))}")
     if missing:
         raise typer.Exit(1)
+
+
+def _qualified(kind: str, *, plural: bool = False) -> str:
+    """kubectl's ``deployment.apps`` (``deployments.apps`` for ``plural``) of a kind."""
+    found = resources.lookup(kind)
+    if found is None:
+        return PLURALS.get(kind, kind.lower()) if plural else kind.lower()
+    return found.qualified_plural if plural else found.qualified
 
 
 # -- no daemon -------------------------------------------------------------------------------
@@ -144,10 +155,10 @@ def _delete_without_daemon(
         else:
             gone = (target.kind, target.namespace, target.name) in forgotten
         if gone:
-            out.print(f'{escape(target.kind.lower())} "{escape(target.name)}" deleted')
+            out.print(f'{escape(_qualified(target.kind))} "{escape(target.name)}" deleted')
         elif target.kind != "Pod" or key not in left:
             missing = True
-            plural = PLURALS.get(target.kind, target.kind.lower())
+            plural = _qualified(target.kind, plural=True)
             err.print(f'Error from server (NotFound): {plural} "{escape(target.name)}" not found')
     if left:
         still = ", ".join(f"{ns}/{pod_name}" for ns, pod_name in sorted(left))

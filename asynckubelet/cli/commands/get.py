@@ -44,8 +44,9 @@ def get(
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """List pods, configmaps or secrets as `kubectl get` does (asking the node daemon);
-    -w then prints every change of the pods."""
+    """List pods, configmaps, secrets, deployments, replicasets, statefulsets, jobs or
+    all as `kubectl get` does (asking the node daemon); -w then prints every change of the
+    pods."""
     from asynckubelet.cli import fast
 
     plural = RESOURCES.get(kind.split("/", 1)[0])
@@ -60,6 +61,8 @@ def get(
         )
     if name is not None and all_namespaces:
         raise fail("a resource cannot be retrieved by name across all namespaces")
+    if plural == "all" and name is not None:
+        raise fail('a resource cannot be retrieved by name across all types ("all")')
     where = None if all_namespaces else namespace
     client: NodeClient | None
     if watch:
@@ -69,6 +72,8 @@ def get(
     else:
         client = daemon_client(node, doing="reading the objects it kept")
     if client is None:
+        if plural == "all":
+            raise fail(f"no node daemon for state dir {node.state}: `get all` needs one")
         _get_without_daemon(plural, name, where=where, output=output, node=node)
         return
     options = {
@@ -92,19 +97,24 @@ def _get_without_daemon(
     if plural == "pods":
         _pods_without_daemon(name, where=where, output=output, node=node)
         return
-    from asynckubelet.node.objects import KINDS, StoredObject, object_key, read_persisted
+    from asynckubelet.cli.fast import KINDS
+    from asynckubelet.node.objects import OBJECTS_DIR, StoredObject, object_key, read_persisted
     from asynckubelet.printers import (
         CONFIGMAP_COLUMNS,
         SECRET_COLUMNS,
+        WORKLOAD_COLUMNS,
         now_utc,
         object_row,
+        workload_row,
     )
     from asynckubelet.tables import table
+    from asynckubelet.workloads import WORKLOADS_SOURCE
 
-    kind = {"configmaps": "ConfigMap", "secrets": "Secret"}[plural]
-    assert kind in KINDS  # noqa: S101  (type narrowing: both plurals name known kinds)
+    kind = KINDS[plural]
+    kept = node.state / OBJECTS_DIR
     found = []
-    for body in read_persisted(node.state / "objects"):
+    bodies = [*read_persisted(kept), *read_persisted(kept / WORKLOADS_SOURCE)]
+    for body in bodies:
         meta = body.get("metadata") or {}
         key = object_key(str(body.get("kind")), meta.get("namespace"), str(meta.get("name")))
         if key[0] != kind or (where is not None and key[1] != where):
@@ -116,8 +126,12 @@ def _get_without_daemon(
         raise not_found("NotFound", f'{plural} "{name}" not found')
     if output in (None, "wide"):
         now = now_utc()
-        columns = SECRET_COLUMNS if kind == "Secret" else CONFIGMAP_COLUMNS
-        rows = [(object_row(o, now=now), {"namespace": o.namespace}) for o in found]
+        if kind in WORKLOAD_COLUMNS:
+            columns = WORKLOAD_COLUMNS[kind]
+            rows = [(workload_row(o, now=now), {"namespace": o.namespace}) for o in found]
+        else:
+            columns = SECRET_COLUMNS if kind == "Secret" else CONFIGMAP_COLUMNS
+            rows = [(object_row(o, now=now), {"namespace": o.namespace}) for o in found]
         print_table(table(columns, rows), where=where, wide=output == "wide")
         return
     print_items([dict(o.body) for o in found], plural, output=output, single=name is not None)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import secrets
 import signal
 from collections.abc import Sequence
@@ -105,11 +106,12 @@ def run(
     daemon = find_daemon(NodeRef(state_dir=state_dir))
     if daemon is not None:
         node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
+    loaded = _load(files, lenient=lenient, node=node, workloads=True)
+    if loaded.objects:
+        _run_workloads(loaded, node, color=color, grace_period=grace_period)
     owner = f"run-{secrets.token_hex(4)}"
     config = dataclasses.replace(node.runtime_config(), owner=owner)
-    manifests = _owned(
-        _load(files, lenient=lenient, node=node), node_name=config.node_name, owner=owner
-    )
+    manifests = _owned(loaded, node_name=config.node_name, owner=owner)
     _admit(manifests.pods, node.node_info(), daemon)
     ensure_engine(node.docker_host)
     options = options_from_manifests(
@@ -174,8 +176,29 @@ def _node_pods(daemon: NodeClient | None) -> list[Pod]:
     return [p for p in pods if p.status is None or p.status.phase not in TERMINAL_PHASES]
 
 
-def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
-    """The manifests' pods, refusing none and gated ones (nothing could remove the gates)."""
+def _run_workloads(
+    manifests: Manifests, node: NodeOptions, *, color: bool, grace_period: float | None
+) -> None:
+    """Run files that hold Jobs (or other workloads) on an in-process node with the
+    controllers (see :mod:`~asynckubelet.cli.commands.run_workloads`); never returns."""
+    from asynckubelet.cli.commands.run_workloads import run_with_controllers
+    from asynckubelet.cli.provision import ensure_engine
+
+    ensure_engine(node.docker_host)
+    renderer = _Renderer(color=color and out.is_terminal)
+    code = run_async(
+        functools.partial(
+            run_with_controllers, manifests, node=node, renderer=renderer, grace_period=grace_period
+        )
+    )
+    raise typer.Exit(code)
+
+
+def _load(
+    files: list[str], *, lenient: bool, node: NodeOptions, workloads: bool = False
+) -> Manifests:
+    """The manifests' pods (and, with ``workloads``, their Jobs and other workloads),
+    refusing none and gated pods (nothing could remove the gates)."""
     from asynckubelet.manifests import load_manifests
     from asynckubelet.runtime import containers as ctr
 
@@ -190,8 +213,8 @@ def _load(files: list[str], *, lenient: bool, node: NodeOptions) -> Manifests:
     )
     for warning in manifests.warnings:
         warn(str(warning))
-    if not manifests.pods:
-        raise fail("no Pod found in the given manifests")
+    if not manifests.pods and not (workloads and manifests.objects):
+        raise fail("no Pod or Job found in the given manifests")
     for pod in manifests.pods:
         gates = [g.name for g in (pod.spec.schedulingGates if pod.spec else None) or []]
         if gates:

@@ -119,12 +119,17 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
     from asynckubelet.node.kubelet import API_SOURCE, Kubelet
     from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
     from asynckubelet.progress import PullDisplay
+    from asynckubelet.workloads import WORKLOADS_SOURCE, Controllers
 
     try:
         socket_file = daemon.claim_socket(state)
     except errors.DaemonError as e:
         raise fail(str(e)) from None
-    objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
+    objects = ObjectStore(
+        directory=state / OBJECTS_DIR,
+        persistent_source=API_SOURCE,
+        also_persistent=(WORKLOADS_SOURCE,),
+    )
     async with DockerClient(url=node.docker_host) as docker:
         plugin = node.network_plugin(docker, node_name=config.node_name)
         async with Kubelet(config, docker=docker, network=plugin, objects=objects) as kubelet:
@@ -140,6 +145,7 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
                 # still removes what was announced.
                 with signals as received:
                     async with anyio.create_task_group() as tg:
+                        await tg.start(Controllers(kubelet).run, name="workload controllers")
                         # The socket first: a client that sees HTTP answer finds it.
                         inode = await _listen_locally(
                             tg, kubelet, lambda: published[0], socket_file

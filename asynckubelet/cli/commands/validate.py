@@ -81,6 +81,7 @@ def print_json(report: ManifestReport) -> None:
         "pods": [_ref(p.metadata) for p in m.pods],
         "configmaps": [_ref(c.metadata) for c in m.configmaps],
         "secrets": [_ref(s.metadata) for s in m.secrets],
+        "objects": [{"kind": o.kind, **_ref(o.metadata)} for o in m.objects],
     }
     print(json.dumps(document, indent=2))
 
@@ -96,9 +97,13 @@ def print_text(report: ManifestReport) -> None:
         out.print(f"[red]error:[/red] {escape(e.source)}: {escape(str(e))}")
     m = report.manifests
     if report.accepted:
+        others: dict[str, int] = {}
+        for obj in m.objects:
+            others[obj.kind.lower()] = others.get(obj.kind.lower(), 0) + 1
+        more = "".join(f"{_count(n, kind)}, " for kind, n in others.items())
         out.print(
             f"accepted: {_count(len(m.pods), 'pod')}, {_count(len(m.configmaps), 'configmap')}, "
-            f"{_count(len(m.secrets), 'secret')}, {_count(len(report.warnings), 'warning')}"
+            f"{_count(len(m.secrets), 'secret')}, {more}{_count(len(report.warnings), 'warning')}"
         )
     else:
         out.print(f"rejected: {_count(len(report.errors), 'error')}")

@@ -211,7 +211,13 @@ NetworkStateDirOpt = Annotated[
 # -- apply and delete ------------------------------------------------------------------------
 
 WaitOpt = Annotated[
-    bool, typer.Option("--wait", metavar="", help="Wait until every pod is Ready or Succeeded.")
+    bool,
+    typer.Option(
+        "--wait",
+        metavar="",
+        help="Wait until pods are Ready or Succeeded, Deployments and StatefulSets rolled "
+        "out, Jobs complete.",
+    ),
 ]
 WaitTimeoutOpt = Annotated[
     float, typer.Option("--timeout", metavar="SECONDS", help="Seconds --wait waits.")

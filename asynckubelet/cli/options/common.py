@@ -346,7 +346,9 @@ AllNamespacesOpt = Annotated[
 KindArg = Annotated[
     str,
     typer.Argument(
-        metavar="TYPE[/NAME]", help="The resource type: pods (po), configmaps (cm) or secrets."
+        metavar="TYPE[/NAME]",
+        help="The resource type: pods (po), configmaps (cm), secrets, deployments (deploy), "
+        "replicasets (rs), statefulsets (sts), jobs, or all.",
     ),
 ]
 PodKindArg = Annotated[
@@ -356,7 +358,8 @@ DeleteKindArg = Annotated[
     str | None,
     typer.Argument(
         metavar="TYPE[/NAME]",
-        help="`pod`, `configmap` or `secret`, followed by the name (or `pod/NAME`...).",
+        help="`pod`, `configmap`, `secret`, `deployment`, `replicaset`, `statefulset`, `job` "
+        "or `namespace`, followed by the name (or `pod/NAME`...).",
     ),
 ]
 PodNameArg = Annotated[str, typer.Argument(metavar="POD", help="The pod's name.")]
