@@ -164,7 +164,7 @@ def test_an_unsupported_kind_names_file_document_and_kind() -> None:
         (
             "app.yaml[1]",
             'kind: Unsupported value: "Deployment": supported values: '
-            '"ConfigMap", "List", "Namespace", "Pod", "Secret"',
+            '"ConfigMap", "List", "Namespace", "Pod", "Secret", "Service"',
         )
     ]
 
