@@ -40,12 +40,24 @@ from asynckubelet import hostfs
 from asynckubelet.manifests import Manifests
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 
-KINDS = ("Namespace", "ConfigMap", "Secret", "Pod")
+KINDS = ("Namespace", "ConfigMap", "Secret", "Service", "Pod")
 """Every kind stored, in the order a restore applies them (Namespaces first, for their
 Pod Security labels)."""
-RESOURCES = {"Namespace": "namespace", "ConfigMap": "configmap", "Secret": "secret", "Pod": "pod"}
+RESOURCES = {
+    "Namespace": "namespace",
+    "ConfigMap": "configmap",
+    "Secret": "secret",
+    "Service": "service",
+    "Pod": "pod",
+}
 """kubectl's resource name of each kind (``secret/x created``)."""
-PLURALS = {"Namespace": "namespaces", "ConfigMap": "configmaps", "Secret": "secrets", "Pod": "pods"}
+PLURALS = {
+    "Namespace": "namespaces",
+    "ConfigMap": "configmaps",
+    "Secret": "secrets",
+    "Service": "services",
+    "Pod": "pods",
+}
 SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion", "generation", "managedFields")
 """Metadata the server sets: not part of what was applied, so not compared."""
 OBJECTS_DIR = "objects"
@@ -58,6 +70,8 @@ Key = tuple[str, str, str]
 Verdict = Literal["created", "configured", "unchanged"]
 ChangeListener = Callable[[frozenset[str]], None]
 """Told the namespaces whose ConfigMaps or Secrets changed."""
+ObjectListener = Callable[["Key"], None]
+"""Told the key of every object stored anew, changed or removed, whatever its kind."""
 
 
 def object_key(kind: str, namespace: str | None, name: str) -> Key:
@@ -130,6 +144,7 @@ def manifest_bodies(manifests: Manifests, *, pods: bool = True) -> list[tuple[Ke
         ("Namespace", manifests.namespaces),
         ("ConfigMap", manifests.configmaps),
         ("Secret", manifests.secrets),
+        ("Service", manifests.services),
     ]
     if pods:
         groups.append(("Pod", manifests.pods))
@@ -180,6 +195,7 @@ class ObjectStore:
         self._clock = clock
         self._objects: dict[Key, StoredObject] = {}
         self._listeners: list[ChangeListener] = []
+        self._object_listeners: list[ObjectListener] = []
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -238,6 +254,17 @@ class ObjectStore:
     def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def subscribe_objects(self, listener: ObjectListener) -> Callable[[], None]:
+        """``listener`` is told the key of every object stored, changed or removed (what a
+        controller of that kind reacts to)."""
+        self._object_listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._object_listeners:
+                self._object_listeners.remove(listener)
+
+        return unsubscribe
 
     def put(
         self, manifests: Manifests, *, source: str, pods: bool = True
@@ -302,13 +329,20 @@ class ObjectStore:
             self._unpersist(key)
         if source == self.persistent_source:
             self._persist(obj)
+        self._tell(key)
         logger.debug("{} {} stored from {}", obj.resource, "/".join(filter(None, key[1:])), source)
 
     def _drop(self, key: Key) -> StoredObject | None:
         old = self._objects.pop(key, None)
         if old is not None and old.source == self.persistent_source:
             self._unpersist(key)
+        if old is not None:
+            self._tell(key)
         return old
+
+    def _tell(self, key: Key) -> None:
+        for listener in list(self._object_listeners):
+            listener(key)
 
     def _notify(self, namespaces: set[str]) -> None:
         if not namespaces:
@@ -351,6 +385,7 @@ class ObjectStore:
             self._objects[key] = StoredObject(
                 kind=key[0], namespace=key[1], name=key[2], body=body, source=self.persistent_source
             )
+            self._tell(key)
 
 
 def read_persisted(directory: Path | None) -> list[dict[str, Any]]:
