@@ -53,8 +53,10 @@ from asynckubelet.node.objects import (
 from asynckubelet.node.status import is_scheduling_gated
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.server import _flag, _int_param, healthz, metrics
+from asynckubelet.workloads.services import ServiceController, ServiceEndpoints
 
 NODE_KEY = web.AppKey("node", Kubelet)
+SERVICES_KEY: web.AppKey[ServiceController | None] = web.AppKey("services")
 InfoSource = Callable[[], DaemonInfo]
 INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
 LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"
@@ -208,6 +210,90 @@ def get_object(kind: str) -> Any:
     return handler
 
 
+def _services(request: web.Request) -> ServiceController:
+    services = request.app[SERVICES_KEY]
+    if services is None:
+        raise web.HTTPNotFound(text="this node runs no Service controller\n")
+    return services
+
+
+def _service_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
+    now = printers.now_utc()
+    rows = [(printers.service_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return web.json_response(tables.table(printers.SERVICE_COLUMNS, rows))
+
+
+def _endpoints_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
+    now = printers.now_utc()
+    rows = [(printers.endpoints_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return web.json_response(tables.table(printers.ENDPOINTS_COLUMNS, rows))
+
+
+async def list_services(request: web.Request) -> web.Response:
+    services = _services(request)
+    bodies = [
+        services.with_status(s) for s in services.services(request.match_info.get("namespace"))
+    ]
+    if wants_table(request):
+        return _service_table(bodies)
+    return _list("Service", bodies)
+
+
+async def get_service(request: web.Request) -> web.Response:
+    services = _services(request)
+    name = request.match_info["name"]
+    found = services.service(request.match_info["namespace"], name)
+    if found is None:
+        return not_found("services", name)
+    body = services.with_status(found)
+    if wants_table(request):
+        return _service_table([body])
+    return web.json_response(body)
+
+
+def _endpoints_body(services: ServiceController, namespace: str, name: str) -> dict[str, Any]:
+    """The Endpoints object of a Service with a selector (empty while nothing matches)."""
+    found = services.endpoints(namespace, name) or ServiceEndpoints(namespace, name)
+    body = found.v1()
+    stored = services.objects.get("Service", namespace, name)
+    created = ((stored.body.get("metadata") or {}) if stored else {}).get("creationTimestamp")
+    if created:
+        body["metadata"]["creationTimestamp"] = created
+    return body
+
+
+def _has_endpoints(svc: Any) -> bool:
+    return bool(svc.spec is not None and svc.spec.selector and svc.spec.type != "ExternalName")
+
+
+async def list_endpoints(request: web.Request) -> web.Response:
+    services = _services(request)
+    bodies = [
+        _endpoints_body(services, *_identity(s))
+        for s in services.services(request.match_info.get("namespace"))
+        if _has_endpoints(s)
+    ]
+    if wants_table(request):
+        return _endpoints_table(bodies)
+    return _list("Endpoints", bodies)
+
+
+async def get_endpoints(request: web.Request) -> web.Response:
+    services = _services(request)
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    svc = services.service(namespace, name)
+    if svc is None or not _has_endpoints(svc):
+        return not_found("endpoints", name)
+    body = _endpoints_body(services, namespace, name)
+    if wants_table(request):
+        return _endpoints_table([body])
+    return web.json_response(body)
+
+
+def _identity(svc: Any) -> tuple[str, str]:
+    return svc.metadata.namespace or "default", svc.metadata.name
+
+
 async def node_info(request: web.Request) -> web.Response:
     return web.json_response(request.app[INFO_KEY]().to_json())
 
@@ -306,7 +392,13 @@ def admit(
     namespace policy; Namespaces stored or in an earlier file count): everything they
     hold, every error, every warning."""
     config = node.config
-    merged: dict[str, list[Any]] = {"pods": [], "configmaps": [], "secrets": [], "ns": []}
+    merged: dict[str, list[Any]] = {
+        "pods": [],
+        "configmaps": [],
+        "secrets": [],
+        "ns": [],
+        "services": [],
+    }
     secret_data: dict[tuple[str, str], Mapping[str, bytes]] = {}
     problems: list[FieldError] = []
     warnings: list[FieldError] = []
@@ -328,6 +420,7 @@ def admit(
         merged["configmaps"] += found.configmaps
         merged["secrets"] += found.secrets
         merged["ns"] += found.namespaces
+        merged["services"] += found.services
         secret_data.update(found.secret_data)
     manifests = Manifests(
         pods=tuple(merged["pods"]),
@@ -335,6 +428,7 @@ def admit(
         secrets=tuple(merged["secrets"]),
         secret_data=secret_data,
         namespaces=tuple(merged["ns"]),
+        services=tuple(merged["services"]),
         warnings=tuple(warnings),
     )
     return manifests, tuple(problems), tuple(warnings)
@@ -355,6 +449,10 @@ async def apply(request: web.Request) -> web.Response:
     manifests, problems, warnings = await anyio.to_thread.run_sync(
         lambda: admit(texts, node=node, namespaces=namespaces)
     )
+    services = request.app[SERVICES_KEY]
+    if not problems and services is not None:
+        manifests, refused = services.admit(manifests)
+        problems = (*problems, *refused)
     if problems:
         n = len(problems)
         message = f"manifests rejected: {n} {'error' if n == 1 else 'errors'}"
@@ -387,6 +485,8 @@ def _verdict(node: Kubelet, applied: Applied) -> dict[str, Any]:
     if applied.kind == "Pod" and stored is not None:
         pod = cast(Pod, Pod.from_dict(copy.deepcopy(dict(stored.body))))
         item["object"] = bound_pod(pod, node_name=node.node_name).to_dict()
+    elif applied.kind == "Service" and stored is not None:
+        item["object"] = dict(stored.body)
     return item
 
 
@@ -427,7 +527,9 @@ async def delete(request: web.Request) -> web.Response:
         if kind == "Namespace":
             for inner in [*_pods(node, name)]:
                 await node.delete(name, ctr.pod_identity(inner)[0], grace_period=grace, wait=False)
-            for other in ("ConfigMap", "Secret", "Pod"):
+            for other in KINDS:
+                if other == "Namespace":
+                    continue
                 for obj in node.objects.list(other, name):
                     node.objects.remove(other, name, obj.name)
         if node.objects.remove(kind, namespace, name) is not None:
@@ -445,11 +547,15 @@ async def delete(request: web.Request) -> web.Response:
 # -- the app ---------------------------------------------------------------------------------
 
 
-def create_local_app(node: Kubelet, info: DaemonInfo | InfoSource) -> web.Application:
+def create_local_app(
+    node: Kubelet, info: DaemonInfo | InfoSource, *, services: ServiceController | None = None
+) -> web.Application:
     """The local API of ``node``; ``info`` is its published configuration (or what gives
-    it when asked: the daemon completes it once all its listeners are bound)."""
+    it when asked: the daemon completes it once all its listeners are bound);
+    ``services`` admits Services and knows their endpoints."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[NODE_KEY] = node
+    app[SERVICES_KEY] = services
     app[INFO_KEY] = info if callable(info) else lambda: info
     r = app.router
     r.add_get("/healthz", healthz)
@@ -467,6 +573,12 @@ def create_local_app(node: Kubelet, info: DaemonInfo | InfoSource) -> web.Applic
         r.add_get(f"/api/v1/{plural}", list_objects(kind))
         r.add_get(f"/api/v1/namespaces/{{namespace}}/{plural}", list_objects(kind))
         r.add_get(f"/api/v1/namespaces/{{namespace}}/{plural}/{{name}}", get_object(kind))
+    r.add_get("/api/v1/services", list_services)
+    r.add_get("/api/v1/namespaces/{namespace}/services", list_services)
+    r.add_get("/api/v1/namespaces/{namespace}/services/{name}", get_service)
+    r.add_get("/api/v1/endpoints", list_endpoints)
+    r.add_get("/api/v1/namespaces/{namespace}/endpoints", list_endpoints)
+    r.add_get("/api/v1/namespaces/{namespace}/endpoints/{name}", get_endpoints)
     r.add_get(f"{LOCAL_PREFIX}/node", node_info)
     r.add_post(f"{LOCAL_PREFIX}/apply", apply)
     r.add_post(f"{LOCAL_PREFIX}/delete", delete)
@@ -478,13 +590,14 @@ async def serve_local(
     info: DaemonInfo | InfoSource,
     *,
     path: str,
+    services: ServiceController | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the local API on the unix socket ``path`` (made 0600 before it is announced)
     until cancelled; reports the socket's inode when started. The caller removes a stale
     socket first (:func:`~asynckubelet.node.daemon.claim_socket`)."""
     runner = web.AppRunner(
-        create_local_app(node, info),
+        create_local_app(node, info, services=services),
         access_log=None,
         handler_cancellation=True,
         shutdown_timeout=2.0,

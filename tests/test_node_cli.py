@@ -90,7 +90,7 @@ def test_apply_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (("get", "pods", "-o", "table"), "--output must be wide, yaml, json or name"),
-        (("get", "services"), 'doesn\'t have a resource type "services"'),
+        (("get", "nodes"), 'doesn\'t have a resource type "nodes"'),
         (("describe", "node", "x"), 'doesn\'t have a resource type "node"'),
         (("logs", "web", "--since", "5 minutes"), "invalid duration"),
         (("delete",), "give `delete pod NAME` (or configmap, secret) or `delete -f FILE`"),

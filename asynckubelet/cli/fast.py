@@ -29,9 +29,23 @@ RESOURCES = {
     **dict.fromkeys(("pod", "pods", "po"), "pods"),
     **dict.fromkeys(("configmap", "configmaps", "cm"), "configmaps"),
     **dict.fromkeys(("secret", "secrets"), "secrets"),
+    **dict.fromkeys(("service", "services", "svc"), "services"),
+    **dict.fromkeys(("endpoints", "ep"), "endpoints"),
 }
-KINDS = {"pods": "Pod", "configmaps": "ConfigMap", "secrets": "Secret"}
-SINGULAR = {"pods": "pod", "configmaps": "configmap", "secrets": "secret"}
+KINDS = {
+    "pods": "Pod",
+    "configmaps": "ConfigMap",
+    "secrets": "Secret",
+    "services": "Service",
+    "endpoints": "Endpoints",
+}
+SINGULAR = {
+    "pods": "pod",
+    "configmaps": "configmap",
+    "secrets": "secret",
+    "services": "service",
+    "endpoints": "endpoints",
+}
 OUTPUTS = (None, "wide", "yaml", "json", "name")
 _VALUED = {
     "-n": "namespace",

@@ -302,7 +302,11 @@ AllNamespacesOpt = Annotated[
     bool, typer.Option("--all-namespaces", "-A", help="Objects of every namespace.")
 ]
 KindArg = Annotated[
-    str, typer.Argument(help="The resource type: pods (po), configmaps (cm) or secrets.")
+    str,
+    typer.Argument(
+        help="The resource type: pods (po), configmaps (cm), secrets, services (svc) or "
+        "endpoints (ep)."
+    ),
 ]
 PodKindArg = Annotated[str, typer.Argument(help="The resource type: pods (or pod, po).")]
 DeleteKindArg = Annotated[
@@ -375,6 +379,46 @@ AllowRemoteOpt = Annotated[
         "--allow-remote",
         envvar="ASYNCKUBELET_ALLOW_REMOTE",
         help="Allow --listen on a non-loopback address.",
+    ),
+]
+SERVICES_PANEL = "Services and cluster DNS"
+ServiceClusterIPRangeOpt = Annotated[
+    str,
+    typer.Option(
+        "--service-cluster-ip-range",
+        envvar="ASYNCKUBELET_SERVICE_CLUSTER_IP_RANGE",
+        help="The node's own range of Service ClusterIPs (the API server's flag).",
+        rich_help_panel=SERVICES_PANEL,
+    ),
+]
+ServiceNodePortRangeOpt = Annotated[
+    str,
+    typer.Option(
+        "--service-node-port-range",
+        envvar="ASYNCKUBELET_SERVICE_NODE_PORT_RANGE",
+        help="Ports of NodePort and LoadBalancer Services, FIRST-LAST (the API server's flag).",
+        rich_help_panel=SERVICES_PANEL,
+    ),
+]
+DNSServerOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dns-server/--no-dns-server",
+        envvar="ASYNCKUBELET_DNS_SERVER",
+        help="Answer the cluster's names (Services, pods) on the pod network's gateway, port "
+        "53, and make it the ClusterFirst pods' nameserver when --cluster-dns is not given "
+        "(bridge and cni networks).",
+        rich_help_panel=SERVICES_PANEL,
+    ),
+]
+DNSUpstreamOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--dns-upstream",
+        envvar="ASYNCKUBELET_DNS_UPSTREAM",
+        help="Where the cluster DNS forwards other names, IP or IP:PORT (repeatable); "
+        "default: the nameservers of the node's /etc/resolv.conf.",
+        rich_help_panel=SERVICES_PANEL,
     ),
 ]
 StopPodsOpt = Annotated[

@@ -6,7 +6,8 @@ Security level, node name and namespace policy, stores every object, and answers
 object's verdict, printed as kubectl prints it (``pod/web created``, ``secret/db
 unchanged``), or every field error, printed once (exit 1, nothing applied). Without a
 daemon there is nothing to apply to: the command says how to start one. ``--wait``
-waits until each pod is Ready (or has Succeeded) on the applied spec.
+waits until each pod is Ready (or has Succeeded) on the applied spec, and each
+Service that selects pods has a ready endpoint.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def apply(
         detail = f": {warning['message']}" if warning.get("message") else ""
         warn(f"{source}{warning.get('field')}: {warning.get('reason')}{detail}")
     pods: list[dict[str, Any]] = []
+    services: list[dict[str, Any]] = []
     if not result.get("items"):
         raise fail("no objects passed to apply")
     for item in result.get("items") or []:
@@ -71,8 +73,57 @@ def apply(
         out.print(f"{escape(resource)}/{escape(str(item.get('name', '')))} {item.get('verdict')}")
         if item.get("kind") == "Pod" and isinstance(item.get("object"), dict):
             pods.append(item["object"])
+        if item.get("kind") == "Service" and isinstance(item.get("object"), dict):
+            services.append(item["object"])
     if wait and pods:
         run_async(_wait, [as_pod(p) for p in pods], client, node, timeout, config_timeout)
+    if wait and services:
+        run_async(_wait_services, services, client, timeout)
+
+
+async def _wait_services(
+    services: list[dict[str, Any]], client: NodeClient, timeout: float
+) -> None:
+    """Wait until each Service that selects pods has a ready endpoint (a Service without
+    a selector, or an ExternalName, has nothing to wait for)."""
+    import anyio
+    import anyio.to_thread
+
+    from asynckubelet import errors
+    from asynckubelet.printers import endpoint_addresses
+
+    waiting = {
+        (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+        for body in services
+        if (spec := body.get("spec") or {}).get("selector") and spec.get("type") != "ExternalName"
+        for meta in [body.get("metadata") or {}]
+    }
+    try:
+        with anyio.fail_after(timeout):
+            while waiting:
+                for namespace, name in sorted(waiting):
+                    try:
+                        found = await anyio.to_thread.run_sync(
+                            client.object, "endpoints", namespace, name
+                        )
+                    except errors.NotFound:
+                        continue
+                    ready = endpoint_addresses(found)
+                    if ready:
+                        count = len(ready)
+                        out.print(
+                            f"service/{escape(name)} ready: {count} "
+                            f"{'endpoint' if count == 1 else 'endpoints'}"
+                        )
+                        waiting.discard((namespace, name))
+                if waiting:
+                    await anyio.sleep(0.2)
+    except TimeoutError:
+        names = ", ".join(f"service/{n}" for _, n in sorted(waiting))
+        raise fail(
+            f"timed out after {timeout:g}s waiting for ready endpoints: {names} (no ready pod "
+            "matches the selector; see `asynckubelet describe service NAME`)"
+        ) from None
 
 
 async def _wait(

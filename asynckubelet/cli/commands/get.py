@@ -41,7 +41,8 @@ def get(
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """List pods, configmaps or secrets as `kubectl get` does (asking the node daemon)."""
+    """List pods, configmaps, secrets, services or endpoints as `kubectl get` does
+    (asking the node daemon)."""
     from asynckubelet.cli import fast
 
     plural = RESOURCES.get(kind.split("/", 1)[0])
@@ -80,6 +81,8 @@ def _get_without_daemon(
     if plural == "pods":
         _pods_without_daemon(name, where=where, output=output, node=node)
         return
+    if plural in ("services", "endpoints"):
+        raise fail(f"{plural} are kept by the node daemon; start `asynckubelet serve`")
     from asynckubelet.node.objects import KINDS, StoredObject, object_key, read_persisted
     from asynckubelet.printers import (
         CONFIGMAP_COLUMNS,
