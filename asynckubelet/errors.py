@@ -61,6 +61,7 @@ __all__ = [
     "ImagePullError",
     "InvalidImageName",
     "KubeconfigError",
+    "KubeletServingError",
     "ManifestError",
     "NetworkError",
     "NotFound",
@@ -242,6 +243,11 @@ class KubeconfigError(ClusterError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class KubeletServingError(ClusterError):
+    """The kubelet API cannot be served: its certificate, key or client CA cannot be used
+    (the message names the file and the problem, on one line)."""
 
 
 class ClusterUnavailable(ClusterError):

@@ -36,6 +36,9 @@ from lightkube.models.core_v1 import Namespace, Pod
 from loguru import logger
 
 from asynckubelet import errors, hostfs, printers, tables
+from asynckubelet.endpoints import NODE_KEY, healthz, metrics
+from asynckubelet.endpoints import flag_param as _flag
+from asynckubelet.endpoints import int_param as _int_param
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests, inspect_manifests_text
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
@@ -52,10 +55,8 @@ from asynckubelet.node.objects import (
 )
 from asynckubelet.node.status import is_scheduling_gated
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.server import _flag, _int_param, healthz, metrics
 from asynckubelet.workloads.services import ServiceController, ServiceEndpoints
 
-NODE_KEY = web.AppKey("node", Kubelet)
 SERVICES_KEY: web.AppKey[ServiceController | None] = web.AppKey("services")
 InfoSource = Callable[[], DaemonInfo]
 INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
@@ -498,6 +499,15 @@ def _seconds(value: Any, name: str) -> float | None:
     return float(value)
 
 
+async def _delete_namespace_contents(node: Kubelet, name: str, *, grace: float | None) -> None:
+    """Delete the pods of namespace ``name`` (not waiting) and forget its objects."""
+    for inner in [*_pods(node, name)]:
+        await node.delete(name, ctr.pod_identity(inner)[0], grace_period=grace, wait=False)
+    for other in (k for k in KINDS if k != "Namespace"):
+        for obj in node.objects.list(other, name):
+            node.objects.remove(other, name, obj.name)
+
+
 async def delete(request: web.Request) -> web.Response:
     """``{"objects": [{"kind", "namespace", "name"}], "gracePeriodSeconds",
     "timeoutSeconds"}``: each object deleted (pods gracefully, waited for until they are
@@ -525,13 +535,7 @@ async def delete(request: web.Request) -> web.Response:
                 waiting.append(result)
             continue
         if kind == "Namespace":
-            for inner in [*_pods(node, name)]:
-                await node.delete(name, ctr.pod_identity(inner)[0], grace_period=grace, wait=False)
-            for other in KINDS:
-                if other == "Namespace":
-                    continue
-                for obj in node.objects.list(other, name):
-                    node.objects.remove(other, name, obj.name)
+            await _delete_namespace_contents(node, name, grace=grace)
         if node.objects.remove(kind, namespace, name) is not None:
             result["status"] = "deleted"
             logger.info("{} {} deleted", RESOURCES[kind], "/".join(filter(None, (namespace, name))))

@@ -68,7 +68,7 @@ def ready_string(pod: Pod, status: PodStatus) -> str:
     return f"{ready}/{total}"
 
 
-def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:
+def _print_pod(pod: Pod, status: PodStatus) -> tuple[str, int, int]:  # noqa: C901  (mirrors kubectl printPod)
     """kubectl's ``printPod``: the STATUS text, ready containers and total containers."""
     spec = _spec(pod)
     reason = status.reason or status.phase or ""
@@ -445,7 +445,7 @@ def _state_lines(label: str, state: object, pad: int) -> list[str]:
     return lines
 
 
-def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:
+def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # noqa: C901  (mirrors kubectl describeContainers)
     pad = 16
     lines = [f"  {c.name}:"]
 

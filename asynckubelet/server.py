@@ -18,11 +18,8 @@ naming it, never a traceback.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
-import json
 import socket
-import time
 from collections.abc import Awaitable, Callable, Iterable
 
 import anyio
@@ -30,14 +27,18 @@ import anyio.abc
 from aiohttp import web
 from loguru import logger
 
-from asynckubelet import errors
+from asynckubelet.endpoints import (
+    NODE_KEY,
+    container_logs,
+    healthz,
+    metrics,
+    pods,
+)
 from asynckubelet.node.kubelet import Kubelet
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10255
-NODE_KEY = web.AppKey("node", Kubelet)
 HOSTS_KEY = web.AppKey("allowed_hosts", frozenset[str])
-INT64_MAX = 2**63 - 1
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -147,108 +148,6 @@ def parse_listen(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"--listen must be HOST:PORT, not {value!r}")
     return host.strip("[]") or DEFAULT_HOST, int(port)
-
-
-async def healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def pods(request: web.Request) -> web.Response:
-    node = request.app[NODE_KEY]
-    body = {
-        "kind": "PodList",
-        "apiVersion": "v1",
-        "metadata": {},
-        "items": [p.to_dict() for p in node.list()],
-    }
-    return web.Response(text=json.dumps(body), content_type="application/json")
-
-
-async def metrics(request: web.Request) -> web.Response:
-    node = request.app[NODE_KEY]
-    return web.Response(
-        body=node.metrics.render().encode(),
-        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
-    )
-
-
-def _flag(request: web.Request, name: str) -> bool:
-    return request.query.get(name, "").lower() in ("1", "true", "yes")
-
-
-def _int_param(request: web.Request, name: str, *, minimum: int, message: str) -> int | None:
-    """A numeric query parameter as ``ValidatePodLogOptions`` checks it (an int64 of at
-    least ``minimum``); None when absent; a 400 naming it otherwise."""
-    text = request.query.get(name)
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise web.HTTPBadRequest(
-            text=f"{name}: Invalid value: {json.dumps(text)}: must be an integer\n"
-        ) from None
-    if value > INT64_MAX:
-        raise web.HTTPBadRequest(
-            text=f"{name}: Invalid value: {json.dumps(text)}: value out of range\n"
-        )
-    if value < minimum:
-        raise web.HTTPBadRequest(text=f"{name}: Invalid value: {value}: {message}\n")
-    return value
-
-
-async def container_logs(request: web.Request) -> web.StreamResponse:
-    node = request.app[NODE_KEY]
-    ns = request.match_info["namespace"]
-    name = request.match_info["pod"]
-    container = request.match_info["container"]
-    tail = _int_param(request, "tailLines", minimum=0, message="must be greater than or equal to 0")
-    since_seconds = _int_param(request, "sinceSeconds", minimum=1, message="must be greater than 0")
-    limit = _int_param(request, "limitBytes", minimum=1, message="must be greater than 0")
-    since = max(0.0, time.time() - since_seconds) if since_seconds is not None else None
-    response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            lines = await stack.enter_async_context(
-                node.logs(
-                    ns,
-                    name,
-                    container=container,
-                    follow=_flag(request, "follow"),
-                    previous=_flag(request, "previous"),
-                    tail=tail,
-                    timestamps=_flag(request, "timestamps"),
-                    since=since,
-                )
-            )
-            first = await anext(lines, None)
-        except errors.NotFound as e:
-            raise web.HTTPNotFound(text=f"{e}\n") from None
-        except errors.DockerError as e:
-            raise web.HTTPInternalServerError(text=f"{e}\n") from None
-        await response.prepare(request)
-        left = limit
-
-        async def send(text: str) -> bool:
-            """Write one line; False once ``limitBytes`` are written (the kubelet's limit
-            cuts the output there, mid-line if need be)."""
-            nonlocal left
-            data = (text + "\n").encode()
-            if left is not None:
-                data = data[:left]
-                left -= len(data)
-            await response.write(data)
-            return left is None or left > 0
-
-        if first is not None and await send(first.text):
-            try:
-                async for line in lines:
-                    if not await send(line.text):
-                        break
-            except errors.DockerError as e:
-                logger.debug("log stream of {}/{}/{} ended: {}", ns, name, container, e)
-    await response.write_eof()
-    return response
 
 
 def create_app(

@@ -166,6 +166,19 @@ def get_times(cli: list[str], env: dict[str, str], *, until: threading.Event) ->
     return times
 
 
+def wait_until_serving(port: int, serve: subprocess.Popen[bytes]) -> None:
+    """Return once serve answers on ``port``; raise if it exits or 60 s pass first."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            ready_pods(port)
+            return
+        except OSError:
+            if time.monotonic() > deadline or serve.poll() is not None:
+                raise
+            time.sleep(0.05)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=20)
@@ -199,15 +212,7 @@ def main() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                ready_pods(port)
-                break
-            except OSError:
-                if time.monotonic() > deadline or serve.poll() is not None:
-                    raise
-                time.sleep(0.05)
+        wait_until_serving(port, serve)
         time.sleep(1.0)
         rest_probe = Probe(port)
         rest_probe.start()

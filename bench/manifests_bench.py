@@ -14,28 +14,12 @@ from pathlib import Path
 
 from asynckubelet.manifests import load_manifests_text
 
-_EXAMPLE = Path(__file__).resolve().parents[2] / "shared" / "examples" / "two-container-pod.yaml"
-_FALLBACK = """
-apiVersion: v1
-kind: Pod
-metadata: {name: two-containers}
-spec:
-  restartPolicy: Never
-  volumes: [{name: shared-data, emptyDir: {}}]
-  containers:
-  - name: nginx-container
-    image: nginx
-    volumeMounts: [{name: shared-data, mountPath: /usr/share/nginx/html}]
-  - name: debian-container
-    image: debian
-    volumeMounts: [{name: shared-data, mountPath: /pod-data}]
-    command: ["/bin/sh"]
-    args: ["-c", "echo Hello from the debian container > /pod-data/index.html"]
-"""
+_EXAMPLES = Path(__file__).resolve().parents[1] / "tests" / "data" / "examples"
+_EXAMPLE = _EXAMPLES / "two-container-pod.yaml"
 
 
 def main(iterations: int = 5000) -> float:
-    text = _EXAMPLE.read_text() if _EXAMPLE.exists() else _FALLBACK
+    text = _EXAMPLE.read_text()
     for _ in range(200):
         load_manifests_text(text, node_name="bench")
     samples = []

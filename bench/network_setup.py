@@ -98,8 +98,7 @@ def baseline_bridge(rev: str, folder: Path, state: Path) -> Any:
     )
 
 
-async def main(rounds: int, baseline: str | None) -> None:
-    state = Path(tempfile.mkdtemp(prefix="akl-bench-net-"))
+def plugins_under_test(state: Path, baseline: str | None) -> dict[str, Any]:
     conf_dir = state / "net.d"
     conf_dir.mkdir()
     doc = json.loads((REPO / "asynckubelet" / "cni" / "10-asynckubelet.conflist").read_text())
@@ -128,6 +127,12 @@ async def main(rounds: int, baseline: str | None) -> None:
     plugins: dict[str, Any] = {"bridge": bridge, "bridge-nft": nft, "bridge-ds": dual, "cni": cni}
     if baseline is not None:
         plugins[f"bridge@{baseline}"] = baseline_bridge(baseline, state / "baseline", state)
+    return plugins
+
+
+async def main(rounds: int, baseline: str | None) -> None:
+    state = Path(tempfile.mkdtemp(prefix="akl-bench-net-"))
+    plugins = plugins_under_test(state, baseline)
     times: dict[str, list[tuple[float, float]]] = {"raw": [], **{k: [] for k in plugins}}
     async with DockerClient() as docker:
         if not await docker.image_exists(PAUSE):

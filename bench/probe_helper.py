@@ -83,7 +83,8 @@ async def main(rounds: int) -> None:
                     await docker.start_container(cid)
                     await docker.wait_container(cid)
                     lines = [line.text async for line in docker.logs(cid)]
-                    assert lines and lines[0].startswith("dial "), lines
+                    assert lines, lines
+                    assert lines[0].startswith("dial "), lines
                 finally:
                     await docker.remove_container(cid, force=True)
 

@@ -5,8 +5,9 @@
 ``down.sh`` at the end whatever happened. When the control plane cannot be built or
 started the tests skip, saying why; with ``ASYNCKUBELET_REQUIRE_CLUSTER=1`` they fail.
 
-``Agent`` runs ``python -m asynckubelet.cluster`` as a node of that cluster, with its own
-node name, state directory, bridge and network state; ``agents`` (per test) stops every
+``Agent`` runs ``asynckubelet serve --kubeconfig`` as a node of that cluster, with its own
+node name, state directory, bridge and network state, its node IP on loopback (where the
+API server dials its kubelet API, on a port of its own); ``agents`` (per test) stops every
 agent the test started, removes its containers, bridge, firewall chains and state, and
 deletes its Node and the pods bound to it, whether the test passed or not. Everything the
 tests send goes to loopback (the API server) or to the pods they made.
@@ -20,6 +21,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +30,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -37,12 +39,21 @@ from asynckubelet.docker import DockerClient
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from integration.harness import Engine, remove_owned
 
+_T = TypeVar("_T")
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "integration" / "cluster"
 REQUIRE_ENV = "ASYNCKUBELET_REQUIRE_CLUSTER"
 GRACE = "20s"
 """The node monitor grace period of the test cluster (40 s by default, shortened so the
 NotReady test takes less time)."""
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _free_cluster_cidr() -> str:
@@ -58,6 +69,8 @@ def _free_cluster_cidr() -> str:
 class Cluster:
     dir: Path
     env: dict[str, str]
+    restarted: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    """API servers started again by a test: they run until down.sh stops the cluster."""
 
     @property
     def bin(self) -> Path:
@@ -112,6 +125,7 @@ class Cluster:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        self.restarted.append(process)
         pid_file.write_text(f"{process.pid}\n")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -147,6 +161,7 @@ def cluster() -> Iterator[Cluster]:
         "AKL_CLUSTER_NODE_MONITOR_GRACE_PERIOD": GRACE,
         "NODE_NAME": "akltest-node",
     }
+    running: Cluster | None = None
     try:
         up = subprocess.run(
             [str(SCRIPTS / "up.sh"), str(directory)],
@@ -163,9 +178,13 @@ def cluster() -> Iterator[Cluster]:
             key, sep, value = line.partition("=")
             if sep:
                 values[key.strip()] = value.strip().strip("'\"")
-        yield Cluster(dir=directory, env={**env, **values})
+        running = Cluster(dir=directory, env={**env, **values})
+        yield running
     finally:
         subprocess.run([str(SCRIPTS / "down.sh"), str(directory)], capture_output=True)
+        if running is not None:
+            for process in running.restarted:
+                process.wait(timeout=30)
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -180,6 +199,7 @@ class Agent:
     pause_image: str
     bridge: str
     extra: tuple[str, ...] = ()
+    kubelet_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     log_paths: list[Path] = field(default_factory=list)
@@ -200,7 +220,8 @@ class Agent:
         return [
             sys.executable,
             "-m",
-            "asynckubelet.cluster",
+            "asynckubelet",
+            "serve",
             "--kubeconfig",
             str(kubeconfig or self.cluster.node_kubeconfig(self.name)),
             "--node-name",
@@ -221,6 +242,12 @@ class Agent:
             self.engine.url,
             "--pod-cidr-wait",
             "60",
+            "--node-ip",
+            "127.0.0.1",
+            "--kubelet-port",
+            str(self.kubelet_port),
+            "--listen",
+            "127.0.0.1:0",
             *self.extra,
         ]
 
@@ -312,10 +339,12 @@ def unmount_under(root: Path) -> None:
         subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
 
 
-def wait_for(check: Callable[[], Any], *, timeout: float, what: str, every: float = 0.3) -> Any:
+def wait_for(
+    check: Callable[[], _T | None], *, timeout: float, what: str, every: float = 0.3
+) -> _T:
     """Poll ``check`` until it returns something truthy; fail naming ``what``."""
     deadline = time.monotonic() + timeout
-    last: Any = None
+    last: _T | None = None
     while time.monotonic() < deadline:
         last = check()
         if last:

@@ -17,6 +17,7 @@ removed after the test, whether it passed or not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -71,8 +72,9 @@ def _find_or_start_engine() -> tuple[Engine | None, Dockerd | None, str]:
         if _answers(host):
             return Engine(url=host, private=False), None, ""
         return None, None, f"DOCKER_HOST={host} does not answer"
-    if not private_wanted and Path("/var/run/docker.sock").exists() and _answers(None):
-        return Engine(url="unix:///var/run/docker.sock", private=False), None, ""
+    default = "unix:///var/run/docker.sock"
+    if not private_wanted and Path("/var/run/docker.sock").exists() and _answers(default):
+        return Engine(url=default, private=False), None, ""
     if os.geteuid() != 0:
         return None, None, "no Docker engine answers and not root to start one"
     if shutil.which("dockerd") is None:
@@ -139,10 +141,8 @@ def _sweep_session_nodes(engine: Engine) -> None:
             for node in sorted(_SESSION_NODES):
                 await remove_owned(client, node, settle=0)
 
-    try:
+    with contextlib.suppress(errors.DockerError):
         anyio.run(sweep)
-    except errors.DockerError:
-        pass
 
 
 @pytest.fixture
@@ -177,6 +177,13 @@ def remove_node_state(node: str) -> None:
     for mount in sorted((m for m in mounts if m.startswith(f"{state}/")), reverse=True):
         subprocess.run(["umount", mount], check=False, capture_output=True)
     shutil.rmtree(state, ignore_errors=True)
+
+
+def held_connections(client: DockerClient) -> int:
+    """How many connections the adapter's HTTP session has taken from its pool."""
+    connector = client._connect().session.connector
+    assert connector is not None
+    return len(connector._acquired)
 
 
 async def remove_owned(client: DockerClient, node: str, *, settle: float = 0.5) -> list[str]:

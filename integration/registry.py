@@ -52,12 +52,13 @@ def _free_port() -> int:
 
 def _answers(url: str) -> bool:
     try:
-        urllib.request.urlopen(url, timeout=0.5)
+        with urllib.request.urlopen(url, timeout=0.5):
+            return True
     except urllib.error.HTTPError as e:
+        e.close()
         return e.code == 401
     except OSError:
         return False
-    return True
 
 
 @pytest.fixture(scope="session")

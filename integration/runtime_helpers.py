@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import yaml
 from lightkube.models.core_v1 import Pod, PodStatus
+from prometheus_client.parser import text_string_to_metric_families
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import load_manifests_text
@@ -30,6 +31,17 @@ MUTATING = (
     "load_image",
     "remove_image",
 )
+
+
+def finished_syncs(metrics: str) -> float:
+    """How many ``sync_pod`` runs a node has finished, from its metrics text: a node that
+    finished one after adopting a pod had its chance to replace the pod's containers."""
+    families = {f.name: f for f in text_string_to_metric_families(metrics)}
+    return sum(
+        s.value
+        for s in families["kubelet_runtime_operations_duration_seconds"].samples
+        if s.name.endswith("_count") and s.labels.get("operation_type") == "sync_pod"
+    )
 
 
 class CountingDocker(DockerClient):

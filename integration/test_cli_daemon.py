@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import ContainerConfig, DockerClient
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
@@ -129,6 +130,7 @@ class Daemon:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        log.close()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if (
@@ -393,6 +395,34 @@ def test_get_and_describe_of_a_node_named_otherwise_show_each_pod_once(
     assert len(json.loads(node.cli("get", "pods", "-A", "-o", "json").stdout)["items"]) == 1
 
 
+def housekeeping_passed(node: Daemon) -> None:
+    """Return once a housekeeping pass of the daemon has run since the call: it removed a
+    container made to look like a pod of the node that no source wants."""
+    uid = f"canary-{uuid.uuid4().hex[:8]}"
+    labels = {
+        naming.LABEL_NODE: node.node_name,
+        naming.LABEL_TYPE: naming.TYPE_CONTAINER,
+        naming.LABEL_POD_NAME: "canary",
+        naming.LABEL_POD_NAMESPACE: "default",
+        naming.LABEL_POD_UID: uid,
+        naming.LABEL_CONTAINER_NAME: "c",
+    }
+
+    async def go() -> None:
+        async with DockerClient(url=node.engine.url) as client:
+            name = naming.container_name(
+                container="c", pod="canary", namespace="default", uid=uid, attempt=0
+            )
+            command = ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+            config: ContainerConfig = {"Image": BUSYBOX_IMAGE, "Cmd": command, "Labels": labels}
+            await client.start_container(await client.create_container(config, name=name))
+            with anyio.fail_after(60):
+                while await client.list_containers(labels={naming.LABEL_POD_UID: uid}):  # noqa: ASYNC110
+                    await anyio.sleep(0.2)
+
+    anyio.run(go)
+
+
 def test_run_and_serve_at_once_leave_each_others_pods_alone(node: Daemon, tmp_path: Path) -> None:
     served_path = manifest(tmp_path, "s.yaml", LONG.replace("NAME", "web"))
     assert node.cli("apply", "-f", served_path, "--wait").returncode == 0
@@ -414,12 +444,12 @@ def test_run_and_serve_at_once_leave_each_others_pods_alone(node: Daemon, tmp_pa
         [(pod, owner)] = theirs.values()
         assert pod == "web/c"
         assert owner.startswith("run-")
-        time.sleep(5)  # past the daemon's housekeeping period (2 s), twice over
+        housekeeping_passed(node)
         assert node.containers() == {**served, **theirs}
         rows = node.cli("get", "pods").stdout.splitlines()
         assert [r.split()[:3] for r in rows[1:]] == [["web", "1/1", "Running"]]
     finally:
         run.send_signal(signal.SIGTERM)
-        run.wait(timeout=60)
+        run.communicate(timeout=60)
     assert node.containers() == served
     assert wait_running(node, "web")[3] == "0"

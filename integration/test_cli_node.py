@@ -30,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from asynckubelet.docker import DockerClient
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.runtime_helpers import finished_syncs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -129,6 +130,7 @@ class Node:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        log.close()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -351,7 +353,8 @@ def test_describe_shows_containers_conditions_and_events(node: Node, tmp_path: P
     assert "Containers:\n  a:\n" in text
     assert "Conditions:" in text
     events = text[text.index("Events:") :]
-    assert "Started" in events and "Started container a" in events
+    assert "Started" in events
+    assert "Started container a" in events
 
 
 def test_logs_prints_the_default_container_with_a_notice(node: Node, tmp_path: Path) -> None:
@@ -437,6 +440,9 @@ def test_logs_follow_continues_across_a_restart(node: Node, tmp_path: Path) -> N
         follower.send_signal(signal.SIGINT)
         follower.wait(timeout=30)
         reader.join(timeout=30)
+        for pipe in (follower.stdout, follower.stderr):
+            if pipe is not None:
+                pipe.close()
     assert first != second
 
 
@@ -487,7 +493,10 @@ def test_a_killed_node_restarted_adopts_every_pod_without_restarts(
     before = node.containers()
     node.stop(signal.SIGKILL)
     node.start()
-    time.sleep(3)
+    deadline = time.monotonic() + 60
+    while finished_syncs(node.get("/metrics")) < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert finished_syncs(node.get("/metrics")) >= 1
     assert node.containers() == before
     row = node.cli("get", "pods").stdout.splitlines()[1].split()
     assert row[:4] == ["web", "2/2", "Running", "0"]
@@ -574,7 +583,8 @@ def test_doctor_reports_the_engine_and_the_state_dir(
 ) -> None:
     n = Node(state=tmp_path / "state", node_name=node_name, port=0, engine=docker_engine)
     proc = n.cli("doctor")
-    assert "Docker engine at" in proc.stdout and "version" in proc.stdout
+    assert "Docker engine at" in proc.stdout
+    assert "version" in proc.stdout
     assert f"pause image {PAUSE_IMAGE}: present" in proc.stdout
     assert f"state dir {tmp_path / 'state'}: writable" in proc.stdout
 
@@ -609,6 +619,7 @@ def test_container_logs_endpoint_serves_the_previous_instance_during_back_off(
 def test_container_logs_endpoint_answers_404_for_an_unknown_pod(node: Node) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
         node.get("/containerLogs/default/nope/c")
+    info.value.close()
     assert info.value.code == 404
 
 
@@ -628,7 +639,8 @@ def test_logs_tail_and_timestamps_shape_the_output(node: Node, tmp_path: Path) -
     proc = node.cli("logs", "web", "-c", "a", "--tail", "1", "--timestamps", "--since", "1h")
     stamp, text = proc.stdout.rstrip("\n").split(" ", 1)
     assert text == "hello from a"
-    assert stamp[:4].isdigit() and stamp.endswith("Z")
+    assert stamp[:4].isdigit()
+    assert stamp.endswith("Z")
 
 
 def test_container_logs_endpoint_follows_until_the_client_leaves(

@@ -2,16 +2,20 @@
 
 The control plane is ``integration/cluster``'s (etcd, kube-apiserver with Node and RBAC
 authorization and NodeRestriction, scheduler, controller manager with node CIDR
-allocation); the agent is ``python -m asynckubelet.cluster`` on the real Docker engine
-with the bridge backend. Pods are applied without ``nodeName`` unless a test says why.
+allocation); the agent is ``asynckubelet serve --kubeconfig`` on the real Docker engine
+with the bridge backend, its kubelet API on loopback where the API server dials it for
+``kubectl logs``, ``exec`` and ``port-forward``. Pods are applied without ``nodeName``
+unless a test says why.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,6 +92,32 @@ def container_id(agent: Agent, pod_name: str, container: str = "c") -> str:
     )
 
 
+def allocated_ips(agent: Agent) -> list[str]:
+    """The addresses the agent's bridge network has handed out and not released."""
+    taken = []
+    for entry in (agent.network_dir / agent.bridge / "ipam").glob("*"):
+        try:
+            ipaddress.ip_address(entry.name)
+        except ValueError:
+            continue
+        taken.append(entry.name)
+    return taken
+
+
+def running_sandbox(agent: Agent, pod_name: str) -> str:
+    return docker(
+        agent.engine,
+        "ps",
+        "-q",
+        "--filter",
+        f"label=io.asynckubelet.node={agent.name}",
+        "--filter",
+        f"label=io.kubernetes.pod.name={pod_name}",
+        "--filter",
+        "label=io.asynckubelet.type=podsandbox",
+    )
+
+
 @pytest.fixture
 def agent(agents: Callable[..., Agent]) -> Agent:
     node = agents()
@@ -117,7 +147,7 @@ def test_the_node_registers_ready_with_the_kubelets_labels_status_and_lease(
     ]
     assert status["capacity"]["pods"] == "110"
     assert set(status["allocatable"]) >= {"cpu", "memory", "ephemeral-storage", "pods"}
-    assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 10250
+    assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == agent.kubelet_port
     assert status["nodeInfo"]["containerRuntimeVersion"].startswith("docker://")
     assert {a["type"] for a in status["addresses"]} == {"InternalIP", "Hostname"}
     assert node["spec"]["podCIDR"]
@@ -152,7 +182,8 @@ def test_a_pod_applied_without_a_node_is_scheduled_here_and_runs_with_its_ip(
     assert ipaddress.ip_address(ip) in ipaddress.ip_network(cidr)
     shown = pod(cluster, namespace, "web")
     conditions = {c["type"]: c["status"] for c in shown["status"]["conditions"]}
-    assert conditions["Ready"] == "True" and conditions["ContainersReady"] == "True"
+    assert conditions["Ready"] == "True"
+    assert conditions["ContainersReady"] == "True"
     events = cluster.json(
         "get", "events", "-n", namespace, "--field-selector", "involvedObject.name=web"
     )["items"]
@@ -261,13 +292,21 @@ spec:
 
     status = wait_for(failed, timeout=180, what="the job to fail")
     assert status["failed"] == 2
-    assert not status.get("succeeded") and not status.get("active")
+    assert not status.get("succeeded")
+    assert not status.get("active")
     failure = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert failure["reason"] == "BackoffLimitExceeded"
     pods = cluster.json("get", "pods", "-n", namespace, "-l", "job-name=failing")["items"]
     assert [p["status"]["phase"] for p in pods] == ["Failed", "Failed"]
     terminated = [p["status"]["containerStatuses"][0]["state"]["terminated"] for p in pods]
     assert {(t["exitCode"], t["reason"]) for t in terminated} == {(3, "Error")}
+    # The finished pods gave back their sandboxes and addresses; their containers stay.
+    wait_for(lambda: not allocated_ips(agent), timeout=60, what="the pods' IPs released")
+    for p in pods:
+        assert not running_sandbox(agent, p["metadata"]["name"])
+        assert docker(agent.engine, "ps", "-aq", "--filter",
+                      f"label=io.kubernetes.pod.name={p['metadata']['name']}",
+                      "--filter", "label=io.kubernetes.container.name=c")  # fmt: skip
 
 
 def test_a_configmap_update_reaches_the_mounted_file(
@@ -437,7 +476,7 @@ def test_a_node_stopped_past_the_grace_turns_not_ready_then_ready_and_reconciles
 
     def ready_status() -> str:
         node = cluster.json("get", "node", agent.name)
-        return next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+        return str(next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"))
 
     wait_for(lambda: ready_status() == "Unknown", timeout=120, what="the node to be NotReady")
     assert "NotReady" in cluster.kubectl("get", "node", agent.name).stdout
@@ -484,7 +523,8 @@ def test_running_pods_outlive_an_api_server_outage_and_the_watch_resumes(
         input=pod_yaml("after", test_images["busybox"], command=SLEEPER),
     )  # fmt: skip
     wait_phase(cluster, namespace, "after", "Running")
-    assert agent.process is not None and agent.process.poll() is None
+    assert agent.process is not None
+    assert agent.process.poll() is None
     assert container_id(agent, "before") == cid
     sandboxes = docker(
         agent.engine,
@@ -585,8 +625,9 @@ def test_a_kubeconfig_the_server_refuses_is_one_line_and_exit_status_2(
         )
     )
     done = subprocess.run(
-        [sys.executable, "-m", "asynckubelet.cluster", "--kubeconfig", str(kubeconfig),
-         "--node-name", "akltest-refused"],
+        [sys.executable, "-m", "asynckubelet", "serve", "--kubeconfig", str(kubeconfig),
+         "--node-name", "akltest-refused", "--state-dir", str(tmp_path / "state"),
+         "--listen", "127.0.0.1:0"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -597,3 +638,178 @@ def test_a_kubeconfig_the_server_refuses_is_one_line_and_exit_status_2(
         f"error: kubeconfig {kubeconfig}: the API server at "
         f"{cluster.env['AKL_CLUSTER_SERVER']} refused its credentials (401 Unauthorized)"
     ]
+
+
+TALKER = "i=0; while true; do echo line $i; i=$((i+1)); sleep 0.5; done"
+CRASHER = "echo attempt; sleep 1; exit 1"
+
+
+def kubectls(cluster: Cluster) -> list[Path]:
+    """The kubectl of the control plane's release, and a current one when installed
+    (it tries WebSocket first and falls back to SPDY)."""
+    found = [cluster.bin / "kubectl"]
+    current = Path("/usr/bin/kubectl")
+    if current.exists():
+        found.append(current)
+    return found
+
+
+def kubectl_with(
+    kubectl: Path, cluster: Cluster, *args: str, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(kubectl), "--kubeconfig", str(cluster.admin), *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_kubectl_logs_tail_previous_and_follow_go_through_the_api_server(
+    cluster: Cluster, agent: Agent, namespace: str, test_images: dict[str, str]
+) -> None:
+    manifest = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: chatty}}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: talker
+    image: {test_images["busybox"]}
+    command: ["sh", "-c", {json.dumps(TALKER)}]
+  - name: crasher
+    image: {test_images["busybox"]}
+    command: ["sh", "-c", {json.dumps(CRASHER)}]
+"""
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    wait_phase(cluster, namespace, "chatty", "Running")
+
+    def lines(*args: str) -> list[str]:
+        done = cluster.kubectl("logs", "chatty", "-n", namespace, *args, check=False)
+        return done.stdout.splitlines() if done.returncode == 0 else []
+
+    wait_for(lambda: len(lines("-c", "talker")) >= 3, timeout=60, what="three lines logged")
+    logged = lines("-c", "talker")
+    assert logged[:3] == ["line 0", "line 1", "line 2"]
+    tail = lines("-c", "talker", "--tail=1")
+    assert len(tail) == 1
+    assert tail[0].startswith("line ")
+
+    def restarted() -> bool:
+        statuses = pod(cluster, namespace, "chatty")["status"].get("containerStatuses", [])
+        return any(c["name"] == "crasher" and c["restartCount"] >= 1 for c in statuses)
+
+    wait_for(restarted, timeout=120, what="the crasher restarted")
+    assert lines("-c", "crasher", "--previous") == ["attempt"]
+
+    follow = subprocess.Popen(
+        [str(cluster.bin / "kubectl"), "--kubeconfig", str(cluster.admin), "logs", "-f",
+         "chatty", "-c", "talker", "-n", namespace, "--tail=1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert follow.stdout is not None
+        first = follow.stdout.readline().strip()
+        following = [follow.stdout.readline().strip() for _ in range(3)]
+    finally:
+        follow.kill()
+        follow.wait(timeout=30)
+    number = int(first.split()[1])
+    assert following == [f"line {number + i}" for i in (1, 2, 3)]
+
+
+def test_kubectl_exec_passes_output_exit_code_and_stdin(
+    cluster: Cluster, agent: Agent, namespace: str, test_images: dict[str, str]
+) -> None:
+    cluster.kubectl(
+        "apply", "-n", namespace, "-f", "-",
+        input=pod_yaml("shell", test_images["busybox"], command=SLEEPER),
+    )  # fmt: skip
+    wait_phase(cluster, namespace, "shell", "Running")
+    for kubectl in kubectls(cluster):
+        done = kubectl_with(
+            kubectl, cluster, "exec", "shell", "-n", namespace, "--",
+            "sh", "-c", "echo hi; echo oops >&2; exit 3",
+        )  # fmt: skip
+        assert done.returncode == 3, (kubectl, done.stderr)
+        assert done.stdout == "hi\n"
+        assert "oops" in done.stderr
+        done = kubectl_with(
+            kubectl, cluster, "exec", "-i", "shell", "-n", namespace, "--",
+            "sh", "-c", "cat; echo done",
+            input="abc\ndef\n",
+        )  # fmt: skip
+        assert done.returncode == 0, (kubectl, done.stderr)
+        assert done.stdout == "abc\ndef\ndone\n"
+    missing = cluster.kubectl(
+        "exec", "shell", "-n", namespace, "-c", "nope", "--", "true", check=False
+    )
+    assert missing.returncode != 0
+    assert "container nope is not valid for pod shell" in missing.stderr
+
+
+def test_kubectl_port_forward_reaches_a_port_of_the_pod(
+    cluster: Cluster, agent: Agent, namespace: str, test_images: dict[str, str]
+) -> None:
+    cluster.kubectl(
+        "apply", "-n", namespace, "-f", "-",
+        input=pod_yaml("web", test_images["busybox"], command=SERVE_HOSTNAME),
+    )  # fmt: skip
+    wait_phase(cluster, namespace, "web", "Running")
+    forward = subprocess.Popen(
+        [str(cluster.bin / "kubectl"), "--kubeconfig", str(cluster.admin), "port-forward",
+         "-n", namespace, "--address", "127.0.0.1", "pod/web", ":8080"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert forward.stdout is not None
+        line = forward.stdout.readline()
+        assert line.startswith("Forwarding from 127.0.0.1:"), line
+        port = int(line.split("127.0.0.1:")[1].split()[0])
+        for _ in range(2):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as answer:
+                assert answer.read().decode().strip() == "web"
+    finally:
+        forward.terminate()
+        forward.wait(timeout=30)
+
+
+def test_the_local_api_of_serve_lists_cluster_pods_beside_its_own(
+    cluster: Cluster, agent: Agent, namespace: str, test_images: dict[str, str]
+) -> None:
+    cluster.kubectl(
+        "apply", "-n", namespace, "-f", "-",
+        input=pod_yaml("remote", test_images["busybox"], command=SLEEPER),
+    )  # fmt: skip
+    wait_phase(cluster, namespace, "remote", "Running")
+    local = agent.root / "local.yaml"
+    local.write_text(pod_yaml("local", test_images["busybox"], command=SLEEPER))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "asynckubelet", *args,
+             "--state-dir", str(agent.state_dir), "--node-name", agent.name],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        )  # fmt: skip
+
+    applied = cli("apply", "-f", str(local), "--wait", "--timeout", "120")
+    assert applied.returncode == 0, applied.stderr
+    listed = cli("get", "pods", "-A")
+    assert listed.returncode == 0, listed.stderr
+    names = {line.split()[1] for line in listed.stdout.splitlines()[1:]}
+    assert {"remote", "local"} <= names
+    # The locally applied pod is the node's own: the API server shows its mirror pod.
+    wait_for(
+        lambda: phase(cluster, "default", f"local-{agent.name}") == "Running",
+        timeout=60,
+        what="the local pod's mirror pod",
+    )

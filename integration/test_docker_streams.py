@@ -7,13 +7,9 @@ import pytest
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE
+from integration.harness import BUSYBOX_IMAGE, held_connections
 
 pytestmark = pytest.mark.anyio
-
-
-def _held(client: DockerClient) -> int:
-    return len(client._connect().session.connector._acquired)
 
 
 async def test_cancelled_event_and_log_streams_release_their_connections(
@@ -29,19 +25,22 @@ async def test_cancelled_event_and_log_streams_release_their_connections(
     )
     await docker.start_container(cid)
     for _ in range(5):
+        following = anyio.Event()
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
                 async for _event in docker.events(filters={"type": ["container"]}):
                     pass
 
-            async def follow() -> None:
+            async def follow(following: anyio.Event) -> None:
                 async for _line in docker.logs(cid, follow=True):
-                    pass
+                    following.set()
 
             tg.start_soon(watch)
-            tg.start_soon(follow)
-            await anyio.sleep(0.3)
+            tg.start_soon(follow, following)
+            with anyio.fail_after(10):
+                await following.wait()
+                while held_connections(docker) < 2:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
-    await anyio.sleep(0.1)
-    assert _held(docker) == 0
+        assert held_connections(docker) == 0

@@ -48,7 +48,8 @@ def test_engine_start_runs_our_own_daemon_that_later_commands_find() -> None:
         built = cli("images", "build-busybox", "--tag", "akltest.local/engine-busybox:1")
         assert built.returncode == 0, built.stderr
         status = cli("engine", "status")
-        assert status.returncode == 0 and "answering" in status.stdout
+        assert status.returncode == 0
+        assert "answering" in status.stdout
     finally:
         stopped = cli("engine", "stop", "--purge")
     assert stopped.returncode == 0, stopped.stderr

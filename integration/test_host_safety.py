@@ -21,12 +21,13 @@ import anyio
 import pytest
 from lightkube.models.core_v1 import KeyToPath, PodStatus
 
-from asynckubelet import Kubelet, KubeletConfig
+from asynckubelet import Kubelet, KubeletConfig, errors
 from asynckubelet.docker import DockerClient
 from asynckubelet.logsetup import add_sink
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import pod_context
 from asynckubelet.printers import describe_pod, now_utc
+from asynckubelet.runtime import env as env_mod
 from asynckubelet.runtime import sync as manager_mod
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
 from integration.spec_helpers import Events, make_manager, run_manifest
@@ -216,7 +217,8 @@ async def test_items_paths_out_of_the_volume_and_setuid_modes_reach_nothing_on_t
     manifests = load_manifests_text(text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node_name)
     pod = manifests.pods[0]
     context = pod_context(manifests, pod, node_name=node_name)
-    assert pod.spec is not None and pod.spec.volumes is not None
+    assert pod.spec is not None
+    assert pod.spec.volumes is not None
     config_map = pod.spec.volumes[0].configMap
     assert config_map is not None
     escape = "../" * 16 + str(host / "owned").lstrip("/")
@@ -235,7 +237,8 @@ async def test_items_paths_out_of_the_volume_and_setuid_modes_reach_nothing_on_t
     assert _snapshot(host) == before
     assert mode == 0o755
     failed = [m for _, reason, m in events.seen if reason == "FailedMount"]
-    assert failed and "invalid path: must not contain '..'" in failed[0]
+    assert failed
+    assert "invalid path: must not contain '..'" in failed[0]
 
 
 # -- the pod UID -------------------------------------------------------------------------
@@ -266,7 +269,7 @@ async def test_a_pod_uid_that_climbs_out_of_the_pods_root_removes_nothing(
         with anyio.fail_after(60):
             await rm.sync_pod(pod)
             await rm.kill_pod(pod, grace_period=0)
-            with pytest.raises(OSError):
+            with pytest.raises(errors.UnsafePath):
                 await rm.remove_pod(uid="../../host")
     assert _snapshot(host) == before
 
@@ -358,7 +361,7 @@ async def test_no_secret_value_reaches_logs_events_status_files_or_describe(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = manager_mod.make_environment
+    real = env_mod.make_environment
 
     def crashing(pod, container, context):  # type: ignore[no-untyped-def]
         environment = real(pod, container, context)
@@ -413,7 +416,8 @@ async def test_no_secret_value_reaches_logs_events_status_files_or_describe(
     )
     logged = "".join(lines)
     assert any("invalid pull secret" in e.message for e in broken)
-    assert "Traceback" in logged and "unexpected failure" in logged
+    assert "Traceback" in logged
+    assert "unexpected failure" in logged
     assert "pulling image" in logged
     for value in (SECRET, _b64(SECRET), PULL_PASSWORD, _b64(f"puller:{PULL_PASSWORD}"), token):
         for where, text in (("log", logged), ("files", files), ("describe", described)):

@@ -58,7 +58,8 @@ def test_run_with_the_bridge_network_gives_the_pod_an_address_of_the_pod_cidr(
         )
         assert proc.returncode == 0, proc.stderr
         lines = proc.stdout.splitlines()
-        assert lines[0].startswith(f"addr/show | {prefix}.") and lines[0].endswith("/24")
+        assert lines[0].startswith(f"addr/show | {prefix}.")
+        assert lines[0].endswith("/24")
         assert lines[1] == f"addr/show | default via {prefix}.1 dev eth0 "
     finally:
         plugin = BridgePlugin(BridgeConfig(bridge=bridge, pod_cidr=cidr))

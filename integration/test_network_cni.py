@@ -167,7 +167,9 @@ async def test_two_pods_reach_each_other_and_the_node_reaches_them(
     _, ip_a = await _running(rm, _server("a"), node_name)
     _, ip_b = await _running(rm, _server("b"), node_name)
     prefix = net.subnet.rsplit(".", 1)[0] + "."
-    assert ip_a.startswith(prefix) and ip_b.startswith(prefix) and ip_a != ip_b
+    assert ip_a.startswith(prefix)
+    assert ip_b.startswith(prefix)
+    assert ip_a != ip_b
     assert "hi-from-a" in await _fetch_in(docker, await _shell(docker, node_name, "b"), ip_a, 8080)
     assert await anyio.to_thread.run_sync(_fetch, f"http://{ip_b}:8080/index.html") == (
         "hi-from-b\n"
@@ -227,7 +229,8 @@ async def test_del_after_a_restart_and_a_config_change_uses_the_cached_config(
     sandbox = await _pause(docker, node_name)
     first = net.plugin(docker)
     network = await first.setup_pod(await _request(docker, sandbox, (PortMapping(80, 51234),)))
-    assert network.ips and net.allocations() == list(network.ips)
+    assert network.ips
+    assert net.allocations() == list(network.ips)
     (net.conf_dir / "10-test.conflist").write_text('{"cniVersion": "1.0.0", "name": "other"}')
     restarted = CNIPlugin(CNIConfig(conf_dirs=(net.conf_dir,), cache_dir=net.state / "cni"))
     assert await restarted.get_pod_network_status(sandbox_id=sandbox) == network
@@ -355,9 +358,11 @@ async def test_a_failing_network_setup_removes_the_sandbox_and_reports_the_plugi
     driver = Driver(rm, pod_from(_server("broken"), node=node_name))
     result = await driver.sync()
     failed = [r for r in result.results if r.error]
-    assert failed and "CNI plugin bridge ADD failed (code" in failed[0].message
+    assert failed
+    assert "CNI plugin bridge ADD failed (code" in failed[0].message
     warnings = [e for e in events.events if e[1] == "FailedCreatePodSandBox"]
-    assert warnings and "CNI plugin bridge ADD failed" in warnings[0][2]
+    assert warnings
+    assert "CNI plugin bridge ADD failed" in warnings[0][2]
     assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []
     assert net.cache_entries() == []
 

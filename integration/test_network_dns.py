@@ -121,7 +121,8 @@ async def test_cluster_first_without_cluster_dns_falls_back_to_default_with_an_e
     resolv, _ = await _files(docker, node_name, "one")
     assert resolv == _host_default()
     missing = [e for e in events.events if e[1] == "MissingClusterDNS"]
-    assert missing and missing[0][0] == "Warning"
+    assert missing
+    assert missing[0][0] == "Warning"
     assert missing[0][2].endswith(
         "kubelet does not have ClusterDNS IP configured and cannot create Pod using "
         '"ClusterFirst" policy. Falling back to "Default" policy.'

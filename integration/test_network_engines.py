@@ -122,7 +122,8 @@ async def test_one_agents_sweep_keeps_the_address_of_another_engines_pod(
     assert await one.sweep() == []
     assert (await one.ipam.allocations()).get(address) == request.sandbox_id
     status = await two.get_pod_network_status(sandbox_id=request.sandbox_id)
-    assert status is not None and status.ips == (address,)
+    assert status is not None
+    assert status.ips == (address,)
 
 
 async def test_one_agents_sweep_still_releases_its_own_engines_gone_pod(
@@ -150,7 +151,7 @@ async def test_addresses_stay_unique_across_the_engines_sharing_a_bridge(
     node_name: str,
 ) -> None:
     one, two = agents
-    handed = []
+    handed: list[str] = []
     for plugin, client in (
         (one, docker),
         (two, second_docker),

@@ -53,7 +53,8 @@ def make_app(config: KubeletConfig) -> web.Application:
         text = POD.replace("NAME", name).replace("BUSYBOX", BUSYBOX_IMAGE)
         await node.apply(load_manifests_text(text, node_name=node.node_name))
         pod = await node.wait("default", name, "Ready", timeout=60)
-        assert pod is not None and pod.status is not None
+        assert pod is not None
+        assert pod.status is not None
         return web.json_response({"name": name, "phase": pod.status.phase})
 
     async def logs(request: web.Request) -> web.Response:
@@ -108,9 +109,11 @@ async def test_leaving_the_application_stops_its_pods(
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
     try:
-        async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http:
-            async with http.post("/pods/app2") as r:
-                assert r.status == 200
+        async with (
+            aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http,
+            http.post("/pods/app2") as r,
+        ):
+            assert r.status == 200
     finally:
         await runner.cleanup()
     assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == []

@@ -68,7 +68,8 @@ async def dockerd() -> AsyncIterator[Dockerd]:
 
 def _app(pod: Pod | None) -> tuple[str, int, bool]:
     """(container id, restart count, running) of the pod's app container."""
-    assert pod is not None and pod.status is not None
+    assert pod is not None
+    assert pod.status is not None
     (status,) = pod.status.containerStatuses or []
     running = status.state is not None and status.state.running is not None
     return status.containerID or "", status.restartCount, running

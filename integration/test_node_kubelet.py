@@ -13,6 +13,7 @@ from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import Manifests, load_manifests_text
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
+from integration.runtime_helpers import finished_syncs
 
 pytestmark = pytest.mark.anyio
 
@@ -64,7 +65,8 @@ async def test_an_applied_pod_becomes_ready_and_is_listed_with_its_status(
     async with Kubelet(config(node_name, tmp_path)) as node:
         await node.apply(sleeper(node=node_name))
         pod = await node.wait("default", "web", "Ready", timeout=60)
-        assert pod is not None and pod.status is not None
+        assert pod is not None
+        assert pod.status is not None
         assert pod.status.phase == "Running"
         assert [p.metadata.name for p in node.list() if p.metadata] == ["web"]
         names = {c.name for c in pod.status.containerStatuses or []}
@@ -116,8 +118,13 @@ async def test_a_restarted_node_adopts_running_pods_without_restarting_them(
     async with Kubelet(config(node_name, tmp_path)) as node:
         await node.apply(sleeper(node=node_name))
         pod = await node.wait("default", "web", "Ready", timeout=60)
+        # Ready is reported before the sync that follows it.
+        with anyio.fail_after(60):
+            while finished_syncs(node.metrics.render()) < 1:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
         assert await container_ids(docker, node_name) == before
-        assert pod is not None and pod.status is not None
+        assert pod is not None
+        assert pod.status is not None
         assert [c.restartCount for c in pod.status.containerStatuses or []] == [0, 0]
 
 

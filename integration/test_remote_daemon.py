@@ -31,6 +31,7 @@ from asynckubelet.images import build as image_build
 from asynckubelet.runtime import naming
 from integration.dind import remote, tls
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.runtime_helpers import finished_syncs
 
 pytestmark = pytest.mark.dind
 
@@ -404,6 +405,34 @@ def _get(url: str) -> str:
         return str(r.read().decode())
 
 
+def _finished_syncs(node: RemoteNode) -> float:
+    return finished_syncs(_get(f"http://127.0.0.1:{node.port}/metrics"))
+
+
+def _await_helper_execs(node: RemoteNode, command_end: str, *, count: int, since: float) -> None:
+    """Wait until the node's probe helpers have started ``count`` execs whose command line
+    ends with ``command_end`` (the daemon's ``exec_start`` events since ``since``)."""
+
+    async def go() -> None:
+        labels = [
+            f"{naming.LABEL_NODE}={node.node}",
+            f"{naming.LABEL_TYPE}={naming.TYPE_PROBE_HELPER}",
+        ]
+        seen = 0
+        async with DockerClient(url=node.daemon.url, tls=node.daemon.tls) as client:
+            with anyio.fail_after(90):
+                async for event in client.events(
+                    filters={"type": ["container"], "label": labels}, since=since
+                ):
+                    action = event.get("Action", "")
+                    if action.startswith("exec_start: ") and action.endswith(command_end):
+                        seen += 1
+                        if seen == count:
+                            return
+
+    anyio.run(go)
+
+
 def _helpers(daemon: remote.RemoteDaemon, node: str) -> list[str]:
     async def go() -> list[str]:
         async with DockerClient(url=daemon.url, tls=daemon.tls) as client:
@@ -498,6 +527,7 @@ def test_an_http_readiness_probe_makes_a_remote_pod_ready_once_its_server_listen
 def test_tcp_readiness_and_liveness_probes_pass_on_a_remote_pod(
     remote_node: RemoteNode, tmp_path: Path, tinyweb: str
 ) -> None:
+    since = time.time()
     _apply(
         remote_node,
         tmp_path,
@@ -516,10 +546,16 @@ def test_tcp_readiness_and_liveness_probes_pass_on_a_remote_pod(
               tcpSocket: {port: 8080}
               initialDelaySeconds: 4
               periodSeconds: 1
+              timeoutSeconds: 2
               failureThreshold: 1
         """,
     )
-    time.sleep(4)
+    # The liveness probe is the one with a 2000 ms timeout. Its second run starts after the
+    # first one's result is recorded, and a sync that starts after that would restart the
+    # container had the first one failed.
+    _await_helper_execs(remote_node, " 8080 2000", count=2, since=since)
+    syncs = _finished_syncs(remote_node)
+    _eventually(lambda: _finished_syncs(remote_node) >= syncs + 2, timeout=30, what="a sync")
     _header, row = remote_node.cli("get", "pods", "remote-tcp").stdout.splitlines()
     assert row.split()[:4] == ["remote-tcp", "1/1", "Running", "0"]
 
@@ -719,7 +755,7 @@ def test_the_readmes_gitlab_job_script_runs_against_the_tls_only_daemon(
     }
     outputs = []
     for command in commands:
-        proc = subprocess.run(
+        proc = subprocess.run(  # noqa: S602  (the README's CI job lines, run as its shell runs them)
             command, shell=True, cwd=REPO, env=env, capture_output=True, text=True, timeout=300
         )
         assert proc.returncode == 0, f"{command}:\n{proc.stdout}{proc.stderr}"

@@ -92,7 +92,8 @@ async def test_a_matching_exit_restarts_every_container_in_place(
             tg.start_soon(watch)
             await node.apply(manifests)
             first = await node.wait("default", "inplace", "Ready", timeout=60)
-            assert first is not None and first.status is not None
+            assert first is not None
+            assert first.status is not None
             ip_before = first.status.podIP
             sandboxes_before = await _sandboxes(docker, node_name)
             assert _restarts(first)["app"] == (0, True)
@@ -105,7 +106,8 @@ async def test_a_matching_exit_restarts_every_container_in_place(
 
             after = await node.wait("default", "inplace", restarted, timeout=60)
             tg.cancel_scope.cancel()
-        assert after is not None and after.status is not None
+        assert after is not None
+        assert after.status is not None
         assert after.status.podIP == ip_before
         assert await _sandboxes(docker, node_name) == sandboxes_before
         assert _restarts(after)["init"][0] == 1

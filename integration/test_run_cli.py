@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import ContainerInspect, ContainerSummary, DockerClient
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
 
@@ -47,10 +47,10 @@ def _run(
     )
 
 
-def _owned(engine: Engine, node: str) -> list[dict[str, object]]:
-    async def go() -> list[dict[str, object]]:
+def _owned(engine: Engine, node: str) -> list[ContainerSummary]:
+    async def go() -> list[ContainerSummary]:
         async with DockerClient(url=engine.url) as client:
-            return [dict(r) for r in await client.list_containers(labels={naming.LABEL_NODE: node})]
+            return await client.list_containers(labels={naming.LABEL_NODE: node})
 
     return anyio.run(go)
 
@@ -141,7 +141,7 @@ def test_containers_share_the_sandbox_network_and_ipc_namespaces(
     async def namespaces() -> None:
         async with DockerClient(url=docker_engine.url) as client:
             rows = await client.list_containers(labels={naming.LABEL_NODE: node_name})
-            by_type = {}
+            by_type: dict[str, list[ContainerInspect]] = {}
             for row in rows:
                 info = await client.inspect_container(row["Id"])
                 labels = info["Config"].get("Labels") or {}
@@ -220,7 +220,7 @@ def test_keep_leaves_the_pods_containers_in_place(
     proc = _run(manifest, node=node_name, extra=("--keep",))
     assert proc.returncode == 0, proc.stderr
     owned = _owned(docker_engine, node_name)
-    types = sorted(str(dict(r["Labels"])[naming.LABEL_TYPE]) for r in owned)  # type: ignore[arg-type]
+    types = sorted((r.get("Labels") or {})[naming.LABEL_TYPE] for r in owned)
     assert types == [naming.TYPE_CONTAINER, naming.TYPE_SANDBOX]
 
 

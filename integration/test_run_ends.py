@@ -393,7 +393,8 @@ def test_through_a_pipe_sigterm_counts_down_in_lines(
             proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM
     lines = [line for line in stderr.splitlines() if line.startswith("stopping pod/stubborn: ")]
-    assert lines and lines[0] == "stopping pod/stubborn: 3s left (Ctrl-C again to kill now)"
+    assert lines
+    assert lines[0] == "stopping pod/stubborn: 3s left (Ctrl-C again to kill now)"
     assert "\r" not in stderr
     assert _owned(docker_engine, node_name) == []
 
@@ -422,7 +423,8 @@ def test_a_closed_stdout_ends_the_run_quietly(
         env=_env(),
     )
     try:
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         assert proc.stdout.readline() == b"chatty/talk | line\n"
         proc.stdout.close()
         code = proc.wait(timeout=60)
@@ -430,6 +432,10 @@ def test_a_closed_stdout_ends_the_run_quietly(
     finally:
         if proc.poll() is None:
             proc.kill()
+        if proc.stderr is not None:
+            proc.stderr.close()
     assert code == 128 + signal.SIGPIPE
-    assert "Traceback" not in stderr and "BrokenPipe" not in stderr and "error" not in stderr
+    assert "Traceback" not in stderr
+    assert "BrokenPipe" not in stderr
+    assert "error" not in stderr
     assert _owned(docker_engine, node_name) == []

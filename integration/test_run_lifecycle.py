@@ -74,7 +74,7 @@ async def test_init_sidecar_and_crashing_container_show_kubectl_statuses_and_res
         assert container_status(last, "steady").ready
         assert container_status(last, "sidecar").started
         assert container_status(last, "setup").state.terminated.reason == "Completed"
-        conditions = {c.type: c.status for c in last.conditions}
+        conditions = {c.type: c.status for c in last.conditions or []}
         assert conditions["Initialized"] == "True"
         assert conditions["ContainersReady"] == "False"
         assert ("crasher", "crashing") in logs

@@ -48,6 +48,7 @@ def _converged(status: PodStatus) -> bool:
         len(apps) == 2
         and all(c.ready for c in apps)
         and len(sidecars) == 1
+        and sidecars[0].state is not None
         and sidecars[0].state.running is not None
     )
 
@@ -67,7 +68,7 @@ def _kill_worker_at_random(manifest: Path, node: str, rng: random.Random) -> Non
         time.sleep(rng.uniform(0.0, 1.5))
     finally:
         proc.kill()
-        proc.wait(timeout=30)
+        proc.communicate(timeout=30)
 
 
 def test_a_pod_converges_after_its_syncing_process_is_killed_at_random_points(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import AsyncIterator
 
@@ -185,5 +186,5 @@ async def test_pods_pulling_the_same_image_share_one_pull(
         rm.docker.pull_image = counting  # type: ignore[method-assign]
         async with anyio.create_task_group() as tg:
             for pod in pods:
-                tg.start_soon(lambda p=pod: rm.sync_pod(p, pull_secrets=[secret]))
+                tg.start_soon(functools.partial(rm.sync_pod, pod, pull_secrets=[secret]))
         assert calls == [pushed]

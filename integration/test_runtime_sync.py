@@ -165,7 +165,7 @@ async def test_a_failed_init_container_under_never_fails_the_pod_without_startin
         assert container_status(status, "init").state.terminated.exitCode == 2
         assert driver.runtime is not None
         assert driver.runtime.find_container("app") is None
-        conditions = {c.type: c for c in status.conditions}
+        conditions = {c.type: c for c in status.conditions or []}
         assert conditions["Initialized"].status == "False"
 
 
@@ -194,9 +194,10 @@ async def test_init_containers_run_one_at_a_time_in_order(
         by_name = {c.name: c for c in driver.runtime.containers}
         order = ["one", "two", "three", "app"]
         for before, after in itertools.pairwise(order):
-            assert by_name[before].finished_at is not None
-            assert by_name[after].started_at is not None
-            assert by_name[before].finished_at <= by_name[after].started_at
+            finished, started = by_name[before].finished_at, by_name[after].started_at
+            assert finished is not None
+            assert started is not None
+            assert finished <= started
 
 
 async def test_a_crash_looping_container_waits_per_the_backoff_schedule(
@@ -226,13 +227,15 @@ async def test_a_crash_looping_container_waits_per_the_backoff_schedule(
         messages = [w.message for w in waiting if w.reason == "CrashLoopBackOff"]
         assert any("back-off 500ms restarting failed container=app" in m for m in messages)
         assert any("back-off 1s restarting failed container=app" in m for m in messages)
+        assert pod.metadata is not None
         assert any(m.endswith(f"pod=crasher_default({pod.metadata.uid})") for m in messages)
         assert "BackOff" in events.reasons()
         assert driver.runtime is not None
         starts = sorted(c.started_at for c in driver.runtime.containers if c.started_at is not None)
         gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(starts)]
         # As the kubelet: the first restart is immediate, then 0.5 s, then 1 s (doubling).
-        assert gaps[1] >= 0.5 and gaps[2] >= 1.0, gaps
+        assert gaps[1] >= 0.5, gaps
+        assert gaps[2] >= 1.0, gaps
         assert status.phase == "Running"
 
 
@@ -265,6 +268,8 @@ async def test_editing_one_container_restarts_only_that_container(
             data["spec"]["containers"][1]["env"][0]["value"] = "green"
 
         driver.pod = edit(pod, recolour, node=node_name)
+        assert driver.pod.metadata is not None
+        assert pod.metadata is not None
         assert driver.pod.metadata.uid == pod.metadata.uid
         status = await driver.until(
             lambda s: (
@@ -312,11 +317,11 @@ async def test_sidecars_start_before_app_containers_and_stop_after_them(
         driver = Driver(rm, pod)
         await driver.until(lambda s: all(c.ready for c in s.containerStatuses or []))
         assert driver.runtime is not None
-        started = {c.name: c.started_at for c in driver.runtime.containers}
+        started = {c.name: c.started_at for c in driver.runtime.containers if c.started_at}
         assert started["proxy"] <= started["logger"] <= started["app"]
         await rm.kill_pod(pod)
         runtime = await rm.get_status_of(pod)
-        finished = {c.name: c.finished_at for c in runtime.containers}
+        finished = {c.name: c.finished_at for c in runtime.containers if c.finished_at}
         assert finished["app"] <= finished["logger"] <= finished["proxy"]
         assert all(c.exit_code == 0 for c in runtime.containers)
 
@@ -436,7 +441,9 @@ async def test_pod_cgroup_and_log_links_follow_the_kubelet_layout_and_go_with_th
     async with RuntimeManager(config, docker=docker) as rm:
         driver = Driver(rm, pod)
         await driver.until(lambda s: s.phase == "Succeeded")
+        assert pod.metadata is not None
         uid = pod.metadata.uid
+        assert uid is not None
         parent = f"{root}/besteffort/pod{uid}"
         assert driver.runtime is not None
         for c in [*driver.runtime.containers]:

@@ -1,4 +1,4 @@
-"""The documentation's example pods (``../shared/examples``) for volumes, probes, hooks and
+"""The documentation's example pods (``tests/data/examples``) for volumes, probes, hooks and
 security contexts, on real Docker, checked against what their pages say.
 
 The public images are replaced in each test's copy by stand-ins built here from the host's
@@ -52,7 +52,7 @@ from integration.spec_helpers import Events, make_manager
 
 pytestmark = pytest.mark.anyio
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "tests" / "data" / "examples"
 NGINX = "akltest.local/standin-nginx:1"
 BUSYBOX = "akltest.local/standin-busybox:1"
 NODE_HELLO = "akltest.local/standin-node-hello:1"
@@ -92,8 +92,6 @@ def _busybox_files() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def stand_ins(docker_engine: Any, test_images: dict[str, str]) -> None:
-    if not EXAMPLES.is_dir():
-        pytest.skip("shared examples not present")
     base = _busybox_files()
     env = [f"PATH={DEFAULT_PATH}"]
     images = {
@@ -432,7 +430,8 @@ async def test_a_pod_with_scheduling_gates_stays_scheduling_gated_and_creates_no
 ) -> None:
     run = await run_example("pod-with-scheduling-gates.yaml")
     await run.wait(lambda s: s.phase == "Pending")
-    await anyio.sleep(1)
+    # Two looks at the pod (the second after a resync): the worker had its chance to act.
+    await poll(lambda: len(run.statuses) >= 2, 30)
     assert {(s.phase, kubectl_status(run.pod, s)) for s in run.statuses} == {
         ("Pending", "SchedulingGated")
     }

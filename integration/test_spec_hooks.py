@@ -65,7 +65,8 @@ async def test_a_failing_post_start_exec_hook_kills_the_container(
     assert ("Normal", "Killing", "FailedPostStartHook") in run.events
     assert run.outcome.phase == "Failed"
     statuses = run.outcome.status.containerStatuses if run.outcome.status else None
-    assert statuses is not None and statuses[0].state is not None
+    assert statuses is not None
+    assert statuses[0].state is not None
     assert statuses[0].state.terminated is not None
 
 

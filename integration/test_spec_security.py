@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from asynckubelet import errors
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.status import generate
+from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE
 from integration.spec_helpers import Events, make_manager, run_manifest
 
@@ -52,7 +54,8 @@ async def test_run_as_user_group_supplemental_groups_and_fs_group_set_the_proces
     )
     lines = await _lines(docker, node_name, tmp_path, text)
     assert lines[0].startswith("app: uid=1000 gid=3000 groups=")
-    assert "2000" in lines[0] and "4000" in lines[0]
+    assert "2000" in lines[0]
+    assert "4000" in lines[0]
     assert lines[1] == "app: 2000"
 
 
@@ -75,7 +78,8 @@ async def test_run_as_non_root_refuses_an_image_that_runs_as_root(
     status = generate(pod, runtime, waiting_reasons=result.waiting_reasons(), now=datetime.now(UTC))
     assert status.containerStatuses is not None
     state = status.containerStatuses[0].state
-    assert state is not None and state.waiting is not None
+    assert state is not None
+    assert state.waiting is not None
     assert (state.waiting.reason, state.waiting.message) == ("CreateContainerConfigError", message)
     assert ("Warning", "Failed", f"Error: {message}") in events.seen
 
@@ -161,12 +165,42 @@ async def test_namespaced_sysctls_are_set_for_the_pod(
     assert await _lines(docker, node_name, tmp_path, text) == ["app: 1"]
 
 
-@pytest.mark.skip(
-    reason="privileged containers cannot start on this machine: it withholds CAP_SYS_RESOURCE "
-    "and runc refuses ('unable to apply caps: operation not permitted'); see MACHINE-NOTES"
-)
-async def test_a_privileged_container_has_every_capability() -> None:
-    pass
+async def _every_capability(docker: DockerClient, node: str) -> str:
+    """The effective capabilities of a bare container the engine is asked to give all of
+    them (``CapAdd: [ALL]``); skips where the machine withholds some from every process, as
+    runc then refuses to start such a container."""
+    cid = await docker.create_container(
+        {
+            "Image": BUSYBOX_IMAGE,
+            "Cmd": ["grep", "CapEff", "/proc/self/status"],
+            "Labels": {naming.LABEL_NODE: node},
+            "HostConfig": {"CapAdd": ["ALL"]},
+        },
+        name=f"{node}-every-capability",
+    )
+    try:
+        try:
+            await docker.start_container(cid)
+        except errors.DockerError as e:
+            if "operation not permitted" not in str(e):
+                raise
+            pytest.skip(f"this machine cannot give a container every capability: {e}")
+        assert await docker.wait_container(cid) == 0
+        (line,) = [line.text async for line in docker.logs(cid)]
+        return line
+    finally:
+        await docker.remove_container(cid, force=True)
+
+
+async def test_a_privileged_container_has_every_capability(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    every = await _every_capability(docker, node_name)
+    text = _pod(
+        "privileged",
+        "    command: [grep, CapEff, /proc/self/status]\n    securityContext: {privileged: true}",
+    )
+    assert await _lines(docker, node_name, tmp_path, text) == [f"app: {every}"]
 
 
 async def test_an_unconfined_apparmor_profile_is_accepted_by_the_engine(

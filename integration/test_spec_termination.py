@@ -29,9 +29,11 @@ spec:
 async def _terminated(docker: DockerClient, node: str, root: Path, text: str) -> tuple[int, str]:
     run = await run_manifest(docker, text, node=node, root=root)
     status = run.outcome.status
-    assert status is not None and status.containerStatuses is not None
+    assert status is not None
+    assert status.containerStatuses is not None
     state = status.containerStatuses[0].state
-    assert state is not None and state.terminated is not None
+    assert state is not None
+    assert state.terminated is not None
     return state.terminated.exitCode, state.terminated.message or ""
 
 

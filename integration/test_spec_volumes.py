@@ -133,10 +133,12 @@ async def test_a_host_path_of_the_wrong_type_fails_the_mount_and_keeps_the_conta
         f'MountVolume.SetUp failed for volume "h" : hostPath type check failed: '
         f"{tmp_path / 'afile'} is not a directory",
     ) in events.seen
-    assert runtime.containers == () and runtime.sandboxes == ()
+    assert runtime.containers == ()
+    assert runtime.sandboxes == ()
     assert status.containerStatuses is not None
     state = status.containerStatuses[0].state
-    assert state is not None and state.waiting is not None
+    assert state is not None
+    assert state.waiting is not None
     assert state.waiting.reason == "ContainerCreating"
 
 

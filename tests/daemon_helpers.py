@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+from anyio.abc import TaskStatus
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from asynckubelet.manifests import Level
@@ -56,10 +58,19 @@ def running_daemon(
             info = daemon.DaemonInfo(
                 node_name=node_name, pod_security=pod_security, docker_host=docker.url
             )
-            future, _ = portal.start_task(
-                functools.partial(serve_local, node, info, path=str(path)), name="local API"
-            )
+            stop = portal.call(anyio.Event)
+
+            async def serve_until_stopped(task_status: TaskStatus[None]) -> None:
+                async with anyio.create_task_group() as group:
+                    await group.start(functools.partial(serve_local, node, info, path=str(path)))
+                    task_status.started()
+                    await stop.wait()
+                    group.cancel_scope.cancel()
+
+            future, _ = portal.start_task(serve_until_stopped, name="local API")
             try:
                 yield Daemon(node=node, docker=docker, portal=portal, state=state)
             finally:
-                future.cancel()
+                # The local API closes every connection before the node stops.
+                portal.call(stop.set)
+                future.result(timeout=30)

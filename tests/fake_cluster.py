@@ -76,7 +76,8 @@ class FakeCluster:
 
     async def create_node(self, node: Node) -> Node:
         self.calls.append(("create_node", node))
-        assert node.metadata is not None and node.metadata.name
+        assert node.metadata is not None
+        assert node.metadata.name
         if node.metadata.name in self.nodes:
             raise errors.ClusterAPIError("exists", code=409, reason="AlreadyExists")
         stored = copy.deepcopy(node)
@@ -111,7 +112,8 @@ class FakeCluster:
     async def create_lease(self, lease: Lease) -> Lease:
         self.calls.append(("create_lease", lease))
         self._maybe_fail("create_lease")
-        assert lease.metadata is not None and lease.metadata.name
+        assert lease.metadata is not None
+        assert lease.metadata.name
         stored = copy.deepcopy(lease)
         assert stored.metadata is not None
         stored.metadata.resourceVersion = self._bump()
@@ -121,7 +123,8 @@ class FakeCluster:
     async def replace_lease(self, lease: Lease) -> Lease:
         self.calls.append(("replace_lease", lease))
         self._maybe_fail("replace_lease")
-        assert lease.metadata is not None and lease.metadata.name
+        assert lease.metadata is not None
+        assert lease.metadata.name
         current = self.leases.get(lease.metadata.name)
         if current is None:
             raise errors.ClusterAPIError("not found", code=404, reason="NotFound")

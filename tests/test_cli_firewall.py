@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from asynckubelet import errors
-from asynckubelet.cli import app
+from asynckubelet.cli import provision
+from asynckubelet.cli.app import app
 from asynckubelet.network import factory
 
 POD = """\
@@ -38,6 +39,7 @@ def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
         raise Stop("stopped by the test")
 
     monkeypatch.setattr(factory, "make_network_plugin", record)
+    monkeypatch.setattr(provision, "ensure_engine", lambda *args, **kwargs: None)
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/sbin/{name}")
     return seen
 

@@ -16,8 +16,10 @@ import typer
 from typer.testing import CliRunner
 
 from asynckubelet import errors
-from asynckubelet.cli import app, options
+from asynckubelet.cli import options, provision
+from asynckubelet.cli.app import app
 from asynckubelet.cli.options import NodeOptions
+from asynckubelet.cluster import agent, kubeletapi
 from asynckubelet.manifests import LEVELS
 from asynckubelet.network import bridge, factory
 from asynckubelet.node import tokens
@@ -66,6 +68,10 @@ def test_the_command_lines_defaults_are_the_librarys() -> None:
     assert options.FIREWALLS == bridge.FIREWALLS
     assert options.POD_SECURITY_LEVELS == LEVELS
     assert options.DEFAULT_SERVICE_ACCOUNT_ISSUER == tokens.DEFAULT_ISSUER
+    assert options.DEFAULT_NETWORK_STATE_DIR == bridge.DEFAULT_STATE_DIR
+    assert options.DEFAULT_KUBELET_PORT == agent.DEFAULT_KUBELET_PORT
+    assert options.DEFAULT_POD_CIDR_WAIT == agent.POD_CIDR_WAIT
+    assert options.AUTHORIZATION_MODES == kubeletapi.AUTHORIZATION_MODES
 
 
 @pytest.fixture
@@ -78,6 +84,7 @@ def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         raise Stop("stopped by the test")
 
     monkeypatch.setattr(factory, "make_network_plugin", record)
+    monkeypatch.setattr(provision, "ensure_engine", lambda *args, **kwargs: None)
     return seen
 
 

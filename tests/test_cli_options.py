@@ -12,7 +12,8 @@ from loguru import logger
 from typer.testing import CliRunner
 
 from asynckubelet import logsetup
-from asynckubelet.cli import app, output
+from asynckubelet.cli import output
+from asynckubelet.cli.app import app
 from asynckubelet.cli.options import LogOptions
 
 

@@ -3,6 +3,8 @@ when none answers, none was named, and this machine can start one."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,8 +32,8 @@ def daemon(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeDaemon:
     monkeypatch.setattr(engine, "DEFAULT_SOCKET", tmp_path / "none.sock")
     monkeypatch.setattr(engine, "OWN_ENGINE_SOCKET", tmp_path / "own.sock")
     monkeypatch.setattr(engine, "own_engine", lambda: fake)
-    monkeypatch.setattr(provision.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(provision.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
     return fake
 
 
@@ -69,6 +71,6 @@ def test_an_engine_that_answers_is_used(
 def test_without_root_nothing_is_started(
     daemon: FakeDaemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(provision.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     provision.ensure_engine(None, say=print)
     assert daemon.started == 0

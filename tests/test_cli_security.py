@@ -13,7 +13,7 @@ from daemon_helpers import running_daemon
 from loguru import logger
 from typer.testing import CliRunner
 
-from asynckubelet.cli import app
+from asynckubelet.cli.app import app
 from asynckubelet.cli.options import LogOptions
 from asynckubelet.cli.output import setup_logging
 
@@ -76,7 +76,8 @@ def test_apply_from_stdin_hands_over_what_it_read_and_the_daemon_keeps_it_0600(
         assert kept.name == "pod_default_from-stdin.json"
         assert stat.S_IMODE(kept.stat().st_mode) == 0o600
         [pod] = node.node.objects.pods()
-        assert pod.spec is not None and pod.spec.containers[0].image == "busybox"
+        assert pod.spec is not None
+        assert pod.spec.containers[0].image == "busybox"
 
 
 def test_apply_of_an_empty_stdin_creates_nothing(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from asynckubelet import errors
-from asynckubelet.cli import app, options
+from asynckubelet.cli import options
+from asynckubelet.cli.app import app
 from asynckubelet.node import kubelet, tokens, volumes
 from asynckubelet.node.tokens import DEFAULT_ISSUER, ISSUER_ENV, TokenIssuer
 

@@ -38,7 +38,8 @@ def keeper(api: FakeCluster, clock: Clock) -> LeaseKeeper:
 async def test_a_missing_lease_is_created_held_by_the_node_and_owned_by_its_node() -> None:
     api, clock = FakeCluster(), Clock()
     lease = await keeper(api, clock).renew_once()
-    assert lease.metadata is not None and lease.spec is not None
+    assert lease.metadata is not None
+    assert lease.spec is not None
     assert (lease.metadata.namespace, lease.metadata.name) == (LEASE_NAMESPACE, "n1")
     assert lease.spec.holderIdentity == "n1"
     assert lease.spec.leaseDurationSeconds == 40
@@ -54,7 +55,8 @@ async def test_an_existing_lease_is_renewed_with_the_current_time() -> None:
     clock.now += timedelta(seconds=10)
     second = keeper(api, clock)
     lease = await second.renew_once()
-    assert lease.spec is not None and lease.spec.renewTime == T0 + timedelta(seconds=10)
+    assert lease.spec is not None
+    assert lease.spec.renewTime == T0 + timedelta(seconds=10)
     assert [c for c, _ in api.calls].count("create_lease") == 1
 
 
@@ -67,7 +69,8 @@ async def test_a_conflict_fetches_the_lease_again_and_renews_it() -> None:
     stored.metadata.resourceVersion = "someone-else"
     clock.now += timedelta(seconds=10)
     lease = await node.renew_once()
-    assert lease.spec is not None and lease.spec.renewTime == clock.now
+    assert lease.spec is not None
+    assert lease.spec.renewTime == clock.now
     assert [c for c, _ in api.calls][-3:] == ["replace_lease", "get_lease", "replace_lease"]
 
 

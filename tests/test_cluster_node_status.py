@@ -133,7 +133,8 @@ def test_a_new_node_registers_with_the_default_and_configured_labels_and_taints(
         taints=(Taint(key="dedicated", value="edge", effect="NoSchedule"),),
         arch="amd64",
     )
-    assert node.metadata is not None and node.spec is not None
+    assert node.metadata is not None
+    assert node.spec is not None
     assert node.metadata.labels == {
         "beta.kubernetes.io/arch": "amd64",
         "beta.kubernetes.io/os": "linux",

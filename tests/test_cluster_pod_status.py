@@ -45,7 +45,8 @@ def test_a_patch_carries_the_uid_the_changed_fields_and_nulls_for_dropped_ones()
     new = owned(running(ready="False"))
     patch = status_patch("uid-1", new, current=current)
     assert patch["metadata"] == {"uid": "uid-1"}
-    assert patch["status"]["reason"] is None and patch["status"]["message"] is None
+    assert patch["status"]["reason"] is None
+    assert patch["status"]["message"] is None
     assert "podIP" not in patch["status"]
     assert patch["status"]["conditions"][0]["status"] == "False"
 

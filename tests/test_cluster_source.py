@@ -44,10 +44,13 @@ class Harness:
     pods: dict[str, Pod]
 
     def bind(self, *items: Pod) -> None:
+        uids: set[str] = set()
         for item in items:
-            assert item.metadata is not None and item.metadata.uid
+            assert item.metadata is not None
+            assert item.metadata.uid
             self.pods[item.metadata.uid] = item
-        self.source.on_change(dict(self.pods), {p.metadata.uid for p in items})  # type: ignore[union-attr]
+            uids.add(item.metadata.uid)
+        self.source.on_change(dict(self.pods), uids)
 
     def remove(self, uid: str) -> None:
         self.pods.pop(uid)
@@ -83,9 +86,9 @@ async def harness(*, cpu_millis: int = 2000) -> AsyncIterator[Harness]:
     async with Kubelet(config, docker=docker) as kubelet:
         reporter = PodStatusReporter(api, resync=0.2)
         source = ApiPodSource(
-            api=api,  # type: ignore[arg-type]
+            api=api,
             kubelet=kubelet,
-            objects=ObjectCache(api, first_read_wait=0.1),  # type: ignore[arg-type]
+            objects=ObjectCache(api, first_read_wait=0.1),
             reporter=reporter,
             node_info=lambda: NodeInfo(
                 name="n1",
@@ -195,7 +198,8 @@ def test_validation_keeps_the_api_uid() -> None:
         node_name="n1",
         pod_security="baseline",
     )
-    assert checked.pod is not None and checked.pod.metadata is not None
+    assert checked.pod is not None
+    assert checked.pod.metadata is not None
     assert checked.pod.metadata.uid == "6f0c8e3a-1111-2222-3333-444455556666"
 
 
@@ -242,7 +246,7 @@ async def test_events_about_a_pod_are_posted_once_and_repeats_patch_the_count() 
     api = FakeCluster()
     now = [0.0]
     reporter = EventReporter(
-        api,  # type: ignore[arg-type]
+        api,
         node_name="n1",
         resolve=lambda uid: Involved("Pod", "default", "web", U("web")),
         clock=lambda: now[0],

@@ -8,6 +8,7 @@ from typing import Any
 import aiodocker
 import aiohttp
 import anyio
+import anyio.abc
 import pytest
 
 from asynckubelet import errors
@@ -173,9 +174,10 @@ async def test_a_daemon_that_never_answers_is_unavailable_not_a_hang(tmp_path: P
     path = tmp_path / "wedged.sock"
     accepted: list[object] = []
 
-    async def hold(conn: object) -> None:
+    async def hold(conn: anyio.abc.SocketStream) -> None:
         accepted.append(conn)
-        await anyio.sleep_forever()
+        async with conn:
+            await anyio.sleep_forever()
 
     listener = await anyio.create_unix_listener(path)
     async with listener, anyio.create_task_group() as tg:

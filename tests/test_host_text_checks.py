@@ -209,7 +209,12 @@ def test_a_remote_engines_dns_keys_refuse_what_the_files_refuse() -> None:
     ids=lambda f: next(iter(f)),
 )
 def test_cni_args_refuse_a_value_that_would_add_an_argument(fields: dict[str, str]) -> None:
-    values = {"sandbox_id": SANDBOX, "pod_name": "web", "namespace": "shop", "uid": UID}
+    values: dict[str, Any] = {
+        "sandbox_id": SANDBOX,
+        "pod_name": "web",
+        "namespace": "shop",
+        "uid": UID,
+    }
     values.update(fields)
     with pytest.raises(errors.NetworkError, match="CNI_ARGS"):
         cni_args(PodNetworkRequest(**values))

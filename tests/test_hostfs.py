@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -121,7 +122,7 @@ def test_write_file_sets_the_mode_exactly_whatever_the_umask(root: Path) -> None
 
 def test_append_file_refuses_a_link_at_the_name(root: Path, outside: Path) -> None:
     (root / "events.jsonl").symlink_to(outside / "keep")
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
         hostfs.append_file(root, "events.jsonl", b"line\n")
     assert (outside / "keep").read_text() == "host file"
 
@@ -135,7 +136,7 @@ def test_append_file_makes_the_file_with_the_mode_and_appends(root: Path) -> Non
 
 def test_read_file_does_not_follow_a_link(root: Path, outside: Path) -> None:
     (root / "f").symlink_to(outside / "keep")
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
         hostfs.read_file(root, "f")
 
 
@@ -205,10 +206,8 @@ def test_a_directory_swapped_for_a_link_while_writing_is_never_written_through(
     racer.start()
     try:
         for i in range(300):
-            try:
+            with contextlib.suppress(OSError):
                 hostfs.write_file(root, f"d/f{i}", b"x")
-            except OSError:
-                pass
     finally:
         stop.set()
         racer.join()

@@ -150,9 +150,12 @@ def test_archive_config_carries_the_run_configuration() -> None:
 def test_archive_layer_keeps_modes_symlinks_and_directories() -> None:
     _, _, layer = unpack(sample_archive())
     entries = layer_members(layer)
-    assert entries["app/run"].isreg() and entries["app/run"].mode == 0o755
-    assert entries["usr/bin/run"].issym() and entries["usr/bin/run"].linkname == "/app/run"
-    assert entries["tmp"].isdir() and entries["tmp"].mode == 0o1777
+    assert entries["app/run"].isreg()
+    assert entries["app/run"].mode == 0o755
+    assert entries["usr/bin/run"].issym()
+    assert entries["usr/bin/run"].linkname == "/app/run"
+    assert entries["tmp"].isdir()
+    assert entries["tmp"].mode == 0o1777
 
 
 def test_archive_layer_creates_missing_parent_directories_before_children() -> None:
@@ -160,7 +163,8 @@ def test_archive_layer_creates_missing_parent_directories_before_children() -> N
     with tarfile.open(fileobj=io.BytesIO(layer)) as tar:
         names = tar.getnames()
     assert names.index("usr") < names.index("usr/bin") < names.index("usr/bin/run")
-    assert members(layer)["usr/bin"].isdir() and members(layer)["usr/bin"].mode == 0o755
+    assert members(layer)["usr/bin"].isdir()
+    assert members(layer)["usr/bin"].mode == 0o755
 
 
 def test_archive_layer_has_fixed_owners_and_times() -> None:
@@ -287,7 +291,7 @@ def test_compiled_pause_reaps_children_it_inherits(pause_binary: Path) -> None:
         assert process.poll() is None
     finally:
         process.kill()
-        process.wait()
+        process.communicate()
 
 
 def test_compiled_pause_with_gcc_is_static_too(tmp_path: Path) -> None:
@@ -309,8 +313,10 @@ async def test_build_pause_image_loads_an_image_running_pause() -> None:
     entries = layer_members(layer)
     assert list(entries) == ["pause"]
     assert entries["pause"].mode == 0o755
-    pause = tarfile.open(fileobj=io.BytesIO(layer)).extractfile("pause")
-    assert pause is not None and is_static_elf(pause.read())
+    with tarfile.open(fileobj=io.BytesIO(layer)) as tar:
+        pause = tar.extractfile("pause")
+        assert pause is not None
+        assert is_static_elf(pause.read())
 
 
 @pytest.mark.anyio
@@ -361,7 +367,8 @@ async def test_build_busybox_image_links_every_applet_to_busybox(
         assert entries[f"bin/{applet}"].issym(), applet
         assert entries[f"bin/{applet}"].linkname == "busybox"
     assert entries["bin/sh"].linkname == "busybox"
-    assert entries["bin/busybox"].isreg() and entries["bin/busybox"].mode == 0o755
+    assert entries["bin/busybox"].isreg()
+    assert entries["bin/busybox"].mode == 0o755
     assert read_member(layer, "bin/busybox") == BUSYBOX_BYTES
 
 
@@ -378,7 +385,8 @@ async def test_build_busybox_image_has_tmp_users_path_and_shell() -> None:
         "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     ]
     entries = layer_members(layer)
-    assert entries["tmp"].isdir() and entries["tmp"].mode == 0o1777
+    assert entries["tmp"].isdir()
+    assert entries["tmp"].mode == 0o1777
     passwd = read_member(layer, "etc/passwd").decode()
     group = read_member(layer, "etc/group").decode()
     assert [line.split(":")[0] for line in passwd.splitlines()] == ["root", "nobody"]

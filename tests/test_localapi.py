@@ -188,7 +188,8 @@ async def test_a_mounted_configmap_volume_gets_the_new_data(
     client, node = served
     await apply(client, CONFIG.replace("VALUE", "fast"), MOUNTED)
     pod = await node.wait("default", "mounted", "Running", timeout=10)
-    assert pod is not None and pod.metadata is not None
+    assert pod is not None
+    assert pod.metadata is not None
     volumes = node.runtime.volumes
     assert volumes is not None
     mode = volumes.volume_dir(pod.metadata.uid or "", "configMap", "cfg") / "mode"  # type: ignore[attr-defined]
@@ -260,7 +261,8 @@ async def test_events_are_selected_by_the_pods_uid(served: tuple[Client, Kubelet
     pod = await node.wait(
         "default", "web", lambda p: "CreateContainerConfigError" in str(p and p.status), timeout=10
     )
-    assert pod is not None and pod.metadata is not None
+    assert pod is not None
+    assert pod.metadata is not None
     path = f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.uid={pod.metadata.uid}"
     events = (await (await client.get(path)).json())["items"]
     assert events
@@ -333,9 +335,16 @@ async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path
     running = {c.id for c in docker.containers.values()}
     second = node()
     async with second:
-        await anyio.sleep(0.5)
-        assert await second.housekeeping() == []
         pod = await second.wait("default", "web", "Running", timeout=10)
         assert pod is not None
+        assert await second.housekeeping() == []
         assert second.objects.view("default").configmaps == {"settings": {"mode": "fast"}}
     assert {c.id for c in docker.containers.values()} == running
+
+
+async def test_the_local_api_serves_the_nodes_metrics(served: tuple[Client, Kubelet]) -> None:
+    client, _ = served
+    response = await client.get("/metrics")
+    assert response.status == 200
+    assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert "# TYPE" in await response.text()

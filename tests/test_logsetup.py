@@ -30,8 +30,10 @@ def _logged(add: object) -> str:
 
 def test_a_logged_traceback_holds_no_local_value_through_add_sink() -> None:
     text = _logged(lambda s: add_sink(s, level="DEBUG", diagnose=True, backtrace=True))
-    assert "KeyError" in text and "_fails" in text
-    assert SECRET not in text and SECRET.upper() not in text
+    assert "KeyError" in text
+    assert "_fails" in text
+    assert SECRET not in text
+    assert SECRET.upper() not in text
 
 
 def test_logurus_own_default_would_have_printed_it() -> None:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from asynckubelet.cli import app
+from asynckubelet.cli.app import app
 from asynckubelet.errors import ManifestError
 from asynckubelet.manifests import (
     inspect_manifests,
@@ -235,8 +235,10 @@ def test_a_structure_where_a_name_belongs_is_shown_by_its_type_only() -> None:
 def test_a_huge_unknown_field_name_is_cut_in_the_message() -> None:
     key = "k" * 100_000
     found = errors(pod_text(f"  ? {key}\n  : 1\n"))
-    assert len(found) == 1 and len(found[0]) < 6000
-    assert found[0].startswith("spec.kkkk") and "(100005 characters)" in found[0]
+    assert len(found) == 1
+    assert len(found[0]) < 6000
+    assert found[0].startswith("spec.kkkk")
+    assert "(100005 characters)" in found[0]
 
 
 def test_errors_past_the_limit_are_counted_not_kept() -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
-from asynckubelet.cli import app
+from asynckubelet.cli.app import app
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"
 GOOD = """\
 apiVersion: v1
 kind: Pod
@@ -131,7 +130,6 @@ def test_several_files_and_stdin(tmp_path: Path) -> None:
     assert "accepted: 2 pods" in result.output
 
 
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared examples not present")
-def test_the_shared_examples_validate() -> None:
+def test_the_documentation_examples_validate() -> None:
     result = runner.invoke(app, ["validate", str(EXAMPLES)])
     assert result.exit_code == 0, result.output

@@ -504,9 +504,8 @@ def test_a_namespace_label_may_still_raise_the_level() -> None:
     }
     text = "\n---\n".join(json.dumps(d) for d in [namespace("secure", "restricted"), plain])
     found = errors(text, level="baseline")
-    assert len(found) == 1 and found[0].startswith(
-        'spec: Forbidden: violates PodSecurity "restricted:latest": '
-    )
+    assert len(found) == 1
+    assert found[0].startswith('spec: Forbidden: violates PodSecurity "restricted:latest": ')
 
 
 def test_a_localhost_apparmor_profile_named_unconfined_is_unconfined_to_pod_security() -> None:

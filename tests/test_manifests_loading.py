@@ -22,7 +22,7 @@ from asynckubelet.manifests import (
 from asynckubelet.manifests.defaults import image_pull_policy
 from asynckubelet.manifests.strict import schema_of
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"
 
 POD = """\
 apiVersion: v1
@@ -49,8 +49,7 @@ def pod_dict(text: str = POD, **kwargs: Any) -> dict[str, Any]:
 # --- sources ------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared examples not present")
-def test_every_example_in_the_shared_directory_loads_without_errors() -> None:
+def test_every_example_in_the_examples_directory_loads_without_errors() -> None:
     report = inspect_manifests(EXAMPLES, node_name="node-a")
     assert report.errors == ()
     names = {p.metadata.name for p in report.manifests.pods if p.metadata}
@@ -65,7 +64,6 @@ def test_every_example_in_the_shared_directory_loads_without_errors() -> None:
     }
 
 
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared examples not present")
 def test_example_warnings_say_what_is_not_honoured() -> None:
     report = inspect_manifests(EXAMPLES, node_name="node-a")
     for warning in report.warnings:
@@ -81,10 +79,7 @@ def test_example_warnings_say_what_is_not_honoured() -> None:
     ) not in fields
 
 
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared examples not present")
-@pytest.mark.parametrize(
-    "path", sorted(EXAMPLES.glob("*.yaml")) if EXAMPLES.is_dir() else [], ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_each_example_file_loads_on_its_own(path: Path) -> None:
     assert inspect_manifests(path, node_name="node-a").errors == ()
 
@@ -369,7 +364,8 @@ def test_a_user_value_is_never_replaced_by_a_default() -> None:
 def test_the_uid_is_stable_across_loads() -> None:
     first = only_pod(POD).metadata
     second = only_pod(POD.replace("nginx:1.25", "nginx:1.26")).metadata
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert first.uid == second.uid == pod_uid(node_name="node-a", namespace="default", name="web")
 
 
@@ -387,7 +383,8 @@ def test_a_given_uuid_is_kept() -> None:
     uid = "0f8fad5b-d9cb-469f-a165-70867728950e"
     text = POD.replace("name: web", f"name: web\n  uid: '{uid}'")
     meta = only_pod(text).metadata
-    assert meta is not None and meta.uid == uid
+    assert meta is not None
+    assert meta.uid == uid
 
 
 # --- other kinds --------------------------------------------------------------------------
@@ -466,7 +463,8 @@ def test_configmaps_are_lightkube_objects_in_their_namespace() -> None:
     )
     (cm,) = load_manifests_text(text, node_name="n").configmaps
     assert isinstance(cm, ConfigMap)
-    assert cm.metadata is not None and cm.metadata.namespace == "default"
+    assert cm.metadata is not None
+    assert cm.metadata.namespace == "default"
 
 
 # --- warnings -----------------------------------------------------------------------------
@@ -518,7 +516,8 @@ def test_a_later_pod_with_the_same_name_replaces_the_earlier_with_a_warning() ->
         POD + "---\n" + POD.replace("nginx:1.25", "nginx:1.26"), source_name="f", node_name="n"
     )
     (pod,) = manifests.pods
-    assert pod.spec is not None and pod.spec.containers[0].image == "nginx:1.26"
+    assert pod.spec is not None
+    assert pod.spec.containers[0].image == "nginx:1.26"
     (warning,) = manifests.warnings
     assert warning.source == "f[1]"
     assert "also defined in f[0]" in warning.detail

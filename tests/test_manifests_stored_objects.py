@@ -4,6 +4,8 @@ Namespace document is kept, and ``delete -f`` reads what a file names without va
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from lightkube.models.core_v1 import Namespace
 
@@ -34,7 +36,7 @@ spec:
 
 def namespace(level: str | None) -> Namespace:
     labels = {"pod-security.kubernetes.io/enforce": level} if level else None
-    return Namespace.from_dict({"metadata": {"name": "ops", "labels": labels}})
+    return cast(Namespace, Namespace.from_dict({"metadata": {"name": "ops", "labels": labels}}))
 
 
 @pytest.mark.parametrize(

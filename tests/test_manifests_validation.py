@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from lightkube.models.core_v1 import Pod
@@ -727,7 +727,7 @@ def test_restart_all_containers_is_valid_as_the_node_carries_it_out() -> None:
 def _gate_off_errors(change: Callable[[Doc], object]) -> list[str]:
     doc = edit(change)
     default_pod(doc)
-    pod = Pod.from_dict(doc)
+    pod = cast(Pod, Pod.from_dict(doc))
     return [str(e) for e in validation.validate_pod(pod, restart_all_containers=False)]
 
 

@@ -155,7 +155,8 @@ async def test_a_missing_plugin_binary_makes_the_cni_backend_not_ready(tmp_path:
 
 def test_a_pod_veth_is_named_after_the_sandbox_within_the_interface_name_limit() -> None:
     name = veth_name("0123456789abcdef" * 4)
-    assert name == "akl0123456789ab" and len(name) <= 15
+    assert name == "akl0123456789ab"
+    assert len(name) <= 15
 
 
 @pytest.mark.parametrize(

@@ -208,7 +208,8 @@ def test_a_search_line_longer_than_2048_characters_loses_its_last_paths() -> Non
 
 def test_default_without_a_resolver_file_resolves_through_localhost() -> None:
     got, _ = pod_dns(make_pod(policy="Default"), settings=DNSSettings(resolv_conf=""), host=HOST)
-    assert got.nameservers == ("127.0.0.1",) and got.searches == (".",)
+    assert got.nameservers == ("127.0.0.1",)
+    assert got.searches == (".",)
 
 
 def test_parse_resolv_conf_accumulates_servers_and_keeps_the_last_search_and_options() -> None:

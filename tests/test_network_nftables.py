@@ -117,8 +117,10 @@ def test_names_of_the_pod_chain_and_the_ownership_comment() -> None:
 
 def test_the_bridge_backend_uses_nftables_for_both_families_when_asked() -> None:
     plugin = BridgePlugin(BridgeConfig(firewall="nftables", pod_cidr_v6="fd00:ac1::/64"))
-    assert isinstance(plugin.firewall, NFTables) and plugin.firewall.family == "ip"
-    assert isinstance(plugin.firewall6, NFTables) and plugin.firewall6.family == "ip6"
+    assert isinstance(plugin.firewall, NFTables)
+    assert plugin.firewall.family == "ip"
+    assert isinstance(plugin.firewall6, NFTables)
+    assert plugin.firewall6.family == "ip6"
 
 
 def test_an_unknown_firewall_is_refused_by_name() -> None:

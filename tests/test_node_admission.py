@@ -159,29 +159,29 @@ RESOURCE_CASES = [
     ),
     Case(
         "more of an advertised extended resource than allocatable",
-        make_pod(container(**{"resources": {"requests": {"example.com/dongle": "3"}}})),
+        make_pod(container(resources={"requests": {"example.com/dongle": "3"}})),
         short("example.com/dongle", 3, 0, 2),
     ),
     Case(
         "an extended resource the node does not advertise",
-        make_pod(container(**{"resources": {"limits": {"example.com/widget": "1"}}})),
+        make_pod(container(resources={"limits": {"example.com/widget": "1"}})),
         short("example.com/widget", 1, 0, 0),
     ),
     Case(
         "in cluster mode an unadvertised extended resource is left to the cluster",
-        make_pod(container(**{"resources": {"limits": {"example.com/widget": "1"}}})),
+        make_pod(container(resources={"limits": {"example.com/widget": "1"}})),
         None,
         ignore_unadvertised=True,
     ),
     Case(
         "in cluster mode an advertised extended resource still counts",
-        make_pod(container(**{"resources": {"requests": {"example.com/dongle": "3"}}})),
+        make_pod(container(resources={"requests": {"example.com/dongle": "3"}})),
         short("example.com/dongle", 3, 0, 2),
         ignore_unadvertised=True,
     ),
     Case(
         "hugepages count like any other resource",
-        make_pod(container(**{"resources": {"requests": {"hugepages-2Mi": "1Gi"}}})),
+        make_pod(container(resources={"requests": {"hugepages-2Mi": "1Gi"}})),
         short("hugepages-2Mi", GI, 0, 512 * 1024**2),
     ),
     Case(
@@ -567,18 +567,28 @@ def test_taints(case: Case) -> None:
 
 def test_a_port_an_admitted_pod_holds_is_not_probed() -> None:
     asked: list[tuple[str, str, int]] = []
+
+    def in_use(protocol: str, host_ip: str, number: int) -> bool:
+        asked.append((protocol, host_ip, number))
+        return False
+
     admit(
         with_ports(port(8080)),
         node=NODE,
         admitted=(with_ports(port(8080), name="other"),),
-        host_port_in_use=lambda *key: asked.append(key) or False,
+        host_port_in_use=in_use,
     )
     assert asked == []
 
 
 def test_a_pod_already_running_is_not_probed_for_its_own_ports() -> None:
     asked: list[tuple[str, str, int]] = []
-    admitter = NodeAdmitter(NODE, host_port_in_use=lambda *key: asked.append(key) or True)
+
+    def in_use(protocol: str, host_ip: str, number: int) -> bool:
+        asked.append((protocol, host_ip, number))
+        return True
+
+    admitter = NodeAdmitter(NODE, host_port_in_use=in_use)
     assert admitter.admit(with_ports(port(8080)), admitted=(), running=True) is None
     assert asked == []
 
@@ -586,7 +596,8 @@ def test_a_pod_already_running_is_not_probed_for_its_own_ports() -> None:
 def test_a_new_pod_is_probed_through_the_admitter() -> None:
     admitter = NodeAdmitter(NODE, host_port_in_use=lambda *key: True)
     rejection = admitter.admit(with_ports(port(8080)), admitted=())
-    assert rejection is not None and rejection.reason == "HostPortConflict"
+    assert rejection is not None
+    assert rejection.reason == "HostPortConflict"
 
 
 def test_the_first_reason_is_reported_as_the_kubelet_does() -> None:
@@ -713,7 +724,8 @@ def test_host_resources_are_read_from_this_host() -> None:
 
 
 def test_the_allocatable_reads_as_node_quantities() -> None:
-    assert RESOURCES.as_quantities()["cpu"] == "2" and BASE.as_quantities()["memory"] == str(8 * GI)
+    assert RESOURCES.as_quantities()["cpu"] == "2"
+    assert BASE.as_quantities()["memory"] == str(8 * GI)
 
 
 def test_taints_parse_as_the_kubelets_register_with_taints() -> None:

@@ -11,7 +11,7 @@ from daemon_helpers import Daemon, running_daemon
 from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
-from asynckubelet.cli import app
+from asynckubelet.cli.app import app
 from asynckubelet.cli.commands import delete as delete_command
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.runtime.types import PodRuntimeStatus

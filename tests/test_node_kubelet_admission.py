@@ -59,7 +59,8 @@ async def test_a_pod_asking_for_an_extended_resource_the_node_lacks_is_rejected(
         await node.apply(pod)
         got = node.get("default", "dongle")
         events = node.recorder.list()
-    assert got is not None and got.status is not None
+    assert got is not None
+    assert got.status is not None
     assert (got.status.phase, got.status.reason) == ("Failed", "OutOfexample.com/dongle")
     assert got.status.message == (
         "Pod was rejected: Node didn't have enough resource: example.com/dongle, "
@@ -73,7 +74,8 @@ async def test_a_pod_asking_for_more_cpu_than_the_capacity_is_out_of_cpu(tmp_pat
     async with _kubelet(tmp_path, _node("cpu=1")) as node:
         await node.apply(pod)
         got = node.get("default", "big")
-    assert got is not None and got.status is not None
+    assert got is not None
+    assert got.status is not None
     assert got.status.reason == "OutOfcpu"
     assert got.status.message == (
         "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000, used: 0, "
@@ -89,7 +91,8 @@ async def test_a_host_port_another_pod_holds_is_refused_and_the_first_pod_runs(
         await node.apply(_pod("first", port))
         await node.apply(_pod("second", port))
         second = node.get("default", "second")
-        assert second is not None and second.status is not None
+        assert second is not None
+        assert second.status is not None
         assert second.status.reason == "NodePorts"
         assert second.status.message == (
             "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for "

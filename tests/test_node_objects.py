@@ -73,7 +73,8 @@ def test_the_server_fields_survive_an_update_and_are_not_compared() -> None:
     before = store.get("ConfigMap", "default", "settings")
     store.put(load(CONFIG, value="slow"), source="api")
     after = store.get("ConfigMap", "default", "settings")
-    assert before is not None and after is not None
+    assert before is not None
+    assert after is not None
     assert after.body["metadata"]["uid"] == before.body["metadata"]["uid"]
     assert after.body["data"] == {"mode": "slow"}
 
@@ -118,7 +119,8 @@ def test_kept_objects_come_back_through_the_loader_with_their_uid(tmp_path: Path
     again = ObjectStore(directory=directory)
     again.restore(load_manifests_text(persisted_text(directory), node_name="n1"))
     restored = again.get("Secret", "default", "db")
-    assert uid is not None and restored is not None
+    assert uid is not None
+    assert restored is not None
     assert restored.body["metadata"]["uid"] == uid.body["metadata"]["uid"]
     assert again.view("default").secrets == {"db": {"password": b"hunter2-do-not-print"}}
     assert [p.metadata.name for p in again.pods() if p.metadata] == ["web"]

@@ -303,7 +303,7 @@ async def wait(
         read_pods=read,
         node_running=node_running,
         timeout=timeout,
-        on_ready=lambda p: record.setdefault("ready", []).append(p.metadata.name),
+        on_ready=lambda p: record.setdefault("ready", []).append(p.metadata and p.metadata.name),
         on_waiting=lambda reasons: record.setdefault("waiting", []).append(dict(reasons)),
         poll_interval=0.01,
     )
@@ -321,7 +321,8 @@ async def test_a_succeeded_pod_ends_the_wait_unreported() -> None:
     subject = pod(policy="Never")
     done = runtime_status(subject, instance("c1", state=ContainerState.EXITED, spec=None))
     shown = as_the_node_shows(subject, done)
-    assert shown.status is not None and shown.status.phase == "Succeeded"
+    assert shown.status is not None
+    assert shown.status.phase == "Succeeded"
     seen: dict[str, Any] = {}
     await wait([subject], [shown], FakeRuntime(), seen=seen)
     assert seen == {}

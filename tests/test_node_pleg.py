@@ -23,7 +23,7 @@ def pleg(docker: FakeDocker, woken: list[str]) -> PLEG:
 
 
 async def test_the_first_relist_wakes_every_pod_seen() -> None:
-    docker, woken = FakeDocker(), []
+    docker, woken = FakeDocker(), list[str]()
     add(docker, "c1", "u1", "running")
     add(docker, "c2", "u2", "exited")
     await pleg(docker, woken).relist()
@@ -31,7 +31,7 @@ async def test_the_first_relist_wakes_every_pod_seen() -> None:
 
 
 async def test_a_relist_without_change_wakes_nobody() -> None:
-    docker, woken = FakeDocker(), []
+    docker, woken = FakeDocker(), list[str]()
     add(docker, "c1", "u1", "running")
     p = pleg(docker, woken)
     await p.relist()
@@ -41,7 +41,7 @@ async def test_a_relist_without_change_wakes_nobody() -> None:
 
 
 async def test_a_changed_state_wakes_only_its_pod() -> None:
-    docker, woken = FakeDocker(), []
+    docker, woken = FakeDocker(), list[str]()
     add(docker, "c1", "u1", "running")
     add(docker, "c2", "u2", "running")
     p = pleg(docker, woken)
@@ -53,7 +53,7 @@ async def test_a_changed_state_wakes_only_its_pod() -> None:
 
 
 async def test_a_vanished_container_wakes_its_pod() -> None:
-    docker, woken = FakeDocker(), []
+    docker, woken = FakeDocker(), list[str]()
     add(docker, "c1", "u1", "running")
     p = pleg(docker, woken)
     await p.relist()
@@ -64,14 +64,15 @@ async def test_a_vanished_container_wakes_its_pod() -> None:
 
 
 async def test_a_failed_relist_is_survived_and_wakes_nobody() -> None:
-    docker, woken = FakeDocker(), []
+    docker, woken = FakeDocker(), list[str]()
     docker.fail("list_containers", errors.RuntimeUnavailable("engine gone"))
     await pleg(docker, woken).relist()
     assert woken == []
 
 
 async def test_each_relist_reports_its_duration() -> None:
-    docker, durations = FakeDocker(), []
+    docker, durations = FakeDocker(), list[float]()
     p = PLEG(docker, node_name="n1", wake=lambda uid: None, on_relist=durations.append)
     await p.relist()
-    assert len(durations) == 1 and durations[0] >= 0
+    assert len(durations) == 1
+    assert durations[0] >= 0

@@ -37,12 +37,13 @@ async def watch(docker: FakeDocker) -> tuple[PLEG, list[str], list[str]]:
         relist_period=3600,
         forget=forgotten.append,
     )
-    with anyio.move_on_after(1):
+    streams = len(docker.event_streams)
+    with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             await tg.start(pleg.run)
-            while docker.event_streams:  # noqa: ASYNC110
+            # The PLEG opens one stream more only after handling every event of the last.
+            while docker.count("events") <= streams:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
-            await anyio.sleep(0.05)
             tg.cancel_scope.cancel()
     return pleg, woken, forgotten
 

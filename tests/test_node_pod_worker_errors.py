@@ -114,10 +114,12 @@ async def test_the_status_shows_the_failed_sync_until_a_sync_succeeds(
     reasons = [s.reason for s in statuses]
     assert FAILED_SYNC in reasons
     after = statuses[reasons.index(FAILED_SYNC) + 1 :]
-    assert after and all(s.reason != FAILED_SYNC for s in after)
+    assert after
+    assert all(s.reason != FAILED_SYNC for s in after)
     shown = statuses[reasons.index(FAILED_SYNC)]
     assert shown.phase == "Pending"
-    assert shown.message is not None and "KeyError" in shown.message
+    assert shown.message is not None
+    assert "KeyError" in shown.message
 
 
 async def test_the_pause_between_failed_syncs_grows_and_resets_after_a_success() -> None:

@@ -54,7 +54,8 @@ def test_find_looks_pods_up_by_namespace_and_name() -> None:
     manager = StatusManager()
     manager.set(pod(uid="u2", name="db"), PodStatus(phase="Running"))
     record = manager.find("default", "db")
-    assert record is not None and record.uid == "u2"
+    assert record is not None
+    assert record.uid == "u2"
 
 
 def test_the_api_object_is_a_full_v1_pod_with_status() -> None:
@@ -72,7 +73,8 @@ def test_status_files_round_trip_and_vanish_with_the_pod(tmp_path: Path) -> None
     manager = StatusManager(state_dir=tmp_path)
     manager.set(pod(), PodStatus(phase="Running"))
     files = read_status_files(tmp_path)
-    assert files["u1"].status is not None and files["u1"].status.phase == "Running"
+    assert files["u1"].status is not None
+    assert files["u1"].status.phase == "Running"
     manager.remove("u1")
     assert read_status_files(tmp_path) == {}
 

@@ -154,9 +154,13 @@ async def test_a_watch_that_falls_behind_its_buffer_ends_with_resync_needed(
         node.status.set(web, status_of("Running"))
         assert node.status.watcher_count == 0
         kinds = []
-        with pytest.raises(ResyncNeeded):
+
+        async def read() -> None:
             async for kind, seen in changes:
                 kinds.append((kind, seen.status.phase if seen.status else None))
+
+        with pytest.raises(ResyncNeeded):
+            await read()
     assert kinds == [("ADDED", "Pending")]
 
 
@@ -184,7 +188,7 @@ async def test_without_the_initial_listing_pods_there_already_change_and_go_as_k
     node.status.set(web, status_of("Running"))
     async with node.watch(initial=False) as changes:
         node.status.set(web, status_of("Succeeded"))
-        node.status.remove(web.metadata.uid if web.metadata else "")
+        node.status.remove((web.metadata.uid or "") if web.metadata else "")
         seen = [await anext(changes), await anext(changes)]
     assert [(kind, p.status.phase if p.status else None) for kind, p in seen] == [
         ("MODIFIED", "Succeeded"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from lightkube.models.core_v1 import Pod
@@ -38,18 +38,17 @@ def make_pod(
     containers: list[dict[str, Any]] | None = None,
     **spec: Any,
 ) -> Pod:
-    return Pod.from_dict(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "team",
-                "uid": "u-1",
-                "labels": labels or {},
-                "annotations": annotations or {},
-            },
-            "spec": {"containers": containers or [{"name": "app", "image": "busybox"}], **spec},
-        }
-    )
+    doc = {
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "uid": "u-1",
+            "labels": labels or {},
+            "annotations": annotations or {},
+        },
+        "spec": {"containers": containers or [{"name": "app", "image": "busybox"}], **spec},
+    }
+    return cast(Pod, Pod.from_dict(doc))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ def server() -> Iterator[int]:
     thread.start()
     yield httpd.server_address[1]
     httpd.shutdown()
+    httpd.server_close()
 
 
 def _closed_port() -> int:
@@ -160,7 +161,9 @@ def _runtime() -> PodRuntimeStatus:
 def _prober(codes: Sequence[int]) -> tuple[Prober, list[str]]:
     messages: list[str] = []
 
-    def events(pod: Pod, *, type: str, reason: str, message: str, container: str | None) -> None:
+    def events(
+        pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
+    ) -> None:
         messages.append(f"{reason}: {message}")
 
     return Prober(docker=engine(codes), events=events), messages

@@ -71,7 +71,8 @@ def test_the_plain_lines_carry_no_carriage_return() -> None:
         display.pull_progress(IMAGE, p)
     display.pull_finished(IMAGE, None)
     text = buffer.getvalue()
-    assert "\r" not in text and "\x1b" not in text
+    assert "\r" not in text
+    assert "\x1b" not in text
     assert f"{IMAGE}: 3f4d: Pull complete" in text.splitlines()
 
 
@@ -84,7 +85,8 @@ def test_on_a_terminal_the_layers_are_redrawn_in_place() -> None:
         display.pull_progress(IMAGE, p)
     display.pull_finished(IMAGE, None)
     text = buffer.getvalue()
-    assert "3f4d" in text and "Pull complete" in text
+    assert "3f4d" in text
+    assert "Pull complete" in text
     assert "\x1b[2K" in text or "\x1b[1A" in text
 
 
@@ -109,7 +111,9 @@ def test_the_wait_display_on_a_terminal_shows_every_pod_and_why() -> None:
         display.update({"pod/web": "ContainerCreating", "pod/db": "not seen by the node yet"})
         display.update({"pod/db": "PodInitializing"})
     text = buffer.getvalue()
-    assert "WAITING FOR" in text and "pod/web" in text and "PodInitializing" in text
+    assert "WAITING FOR" in text
+    assert "pod/web" in text
+    assert "PodInitializing" in text
 
 
 def engine(*, fail: bool = False) -> FakeDocker:

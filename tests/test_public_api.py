@@ -54,7 +54,8 @@ def test_the_names_type_checkers_see_are_the_names_imported_at_run_time() -> Non
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
             for statement in node.body:
-                assert isinstance(statement, ast.ImportFrom) and statement.module is not None
+                assert isinstance(statement, ast.ImportFrom)
+                assert statement.module is not None
                 for alias in statement.names:
                     if alias.name != "*":
                         checked[alias.asname or alias.name] = (statement.module, alias.name)

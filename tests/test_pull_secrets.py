@@ -98,7 +98,7 @@ def test_a_pull_secret_of_an_unexpected_shape_is_refused_without_its_values(
 
 
 def test_an_unreadable_pull_secret_becomes_an_auth_that_names_its_problem() -> None:
-    found = auths_from_secrets([BAD[0][1:3]])  # type: ignore[list-item]
+    found = auths_from_secrets([BAD[0][1:3]])
     assert [(a.server, a.problem) for a in found] == [
         (
             "",
@@ -113,7 +113,8 @@ def test_credentials_never_show_in_the_repr_of_an_auth() -> None:
         [("kubernetes.io/dockerconfigjson", _json({"auths": {"r.io": {"auth": AUTH}}}))]
     )
     assert auth.header()["password"] == SECRET
-    assert SECRET not in repr(auth) and AUTH not in repr(auth)
+    assert SECRET not in repr(auth)
+    assert AUTH not in repr(auth)
     assert SECRET not in repr(RegistryAuth(server="r.io", username="u", password=SECRET))
 
 
@@ -133,7 +134,7 @@ class FakeDocker:
 def test_a_pull_with_an_unreadable_pull_secret_fails_as_err_image_pull_and_pulls_nothing() -> None:
     docker = FakeDocker()
     images = ImageManager(docker)  # type: ignore[arg-type]
-    auths = auths_from_secrets([BAD[4][1:3]])  # type: ignore[list-item]
+    auths = auths_from_secrets([BAD[4][1:3]])
 
     async def pull() -> None:
         await images.ensure("reg.example/app:1", policy="IfNotPresent", auths=auths)

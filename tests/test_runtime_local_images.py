@@ -28,7 +28,7 @@ async def _load_tiny(docker: ImageLoader, *, tag: str) -> str:
 
 
 async def _cannot_build(docker: ImageLoader, *, tag: str) -> str:
-    raise image_build.ImageBuildError("no C compiler found: install musl-tools", image=tag)
+    raise errors.ImageBuildError("no C compiler found: install musl-tools", image=tag)
 
 
 @pytest.fixture
@@ -72,7 +72,8 @@ async def test_a_local_image_with_pull_policy_always_is_not_pulled(buildable: li
     docker = FakeDocker(images=[image_build.DEFAULT_BUSYBOX_TAG])
     pulled, _ = await ImageManager(docker).ensure(image_build.DEFAULT_BUSYBOX_TAG, policy="Always")
     assert pulled is False
-    assert docker.count("pull_image") == 0 and buildable == []
+    assert docker.count("pull_image") == 0
+    assert buildable == []
 
 
 async def test_an_unknown_image_of_the_local_registry_is_an_error_and_never_pulled() -> None:
@@ -123,4 +124,5 @@ async def test_a_named_sandbox_image_is_used_as_named(buildable: list[str]) -> N
     config = RuntimeConfig(node_name="n1", pause_image="127.0.0.1:5000/pause:1")
     async with RuntimeManager(config, docker=docker) as rm:
         assert await rm.pause_image() == "127.0.0.1:5000/pause:1"
-    assert buildable == [] and docker.count("image_exists") == 0
+    assert buildable == []
+    assert docker.count("image_exists") == 0

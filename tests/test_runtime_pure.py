@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from lightkube.models.core_v1 import Container, Pod
@@ -58,14 +58,13 @@ def test_expansion_follows_the_kubelet_rules(text: str, expected: str) -> None:
 
 
 def _pod(spec: dict[str, Any], **meta: Any) -> Pod:
-    return Pod.from_dict(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "web", "namespace": "team", "uid": "u-1", **meta},
-            "spec": spec,
-        }
-    )
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "team", "uid": "u-1", **meta},
+        "spec": spec,
+    }
+    return cast(Pod, Pod.from_dict(doc))
 
 
 def _env(container: dict[str, Any], ctx: PodContext | None = None, **meta: Any) -> Environment:
@@ -244,7 +243,7 @@ def test_pull_secrets_of_both_docker_config_types_give_registry_auth() -> None:
 
 
 def _container(**spec: Any) -> Container:
-    return Container.from_dict({"name": "app", "image": "busybox:1", **spec})
+    return cast(Container, Container.from_dict({"name": "app", "image": "busybox:1", **spec}))
 
 
 def test_container_config_joins_the_sandbox_and_carries_the_identity_labels() -> None:
@@ -265,7 +264,8 @@ def test_container_config_joins_the_sandbox_and_carries_the_identity_labels() ->
     assert labels[naming.LABEL_RESTART_COUNT] == "3"
     assert labels[naming.LABEL_HASH] == naming.hash_container(container)
     assert labels[naming.LABEL_SANDBOX_ID] == "sb1"
-    assert config["Entrypoint"] == ["sleep"] and config["Cmd"] == ["1"]
+    assert config["Entrypoint"] == ["sleep"]
+    assert config["Cmd"] == ["1"]
     assert config["Env"] == ["A=1"]
 
 

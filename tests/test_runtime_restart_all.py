@@ -91,7 +91,8 @@ async def test_a_restart_in_place_removes_every_container_and_keeps_the_sandbox(
     runtime = _runtime(pod, docker)
     async with RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker) as rm:
         result = await rm.sync_pod(pod, runtime, restart_all_containers=True)
-    assert result.ok and result.containers_reset
+    assert result.ok
+    assert result.containers_reset
     assert docker.targets("stop_container") == ["app-1"]
     assert docker.count("exec_run") == 0, "preStop must not run in a restart in place"
     assert docker.targets("remove_container") == ["init-1", "app-1", "trigger-1"]

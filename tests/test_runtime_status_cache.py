@@ -72,7 +72,7 @@ async def test_a_container_marked_during_a_read_stays_in_that_read() -> None:
             found.append(await read(rm))
 
         tg.start_soon(reader)
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
         rm.forget("c1")
         gate.set()
     assert found == [["c1", "c2"]]

@@ -20,6 +20,7 @@ from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
 
 from asynckubelet import printers
 from asynckubelet.node import status as st
+from asynckubelet.runtime.qos import qos_class
 from asynckubelet.runtime.types import (
     ContainerState as RState,
 )
@@ -593,7 +594,8 @@ def test_the_previous_instance_becomes_the_last_state() -> None:
     containers = (rc("app", EXITED, 1, at=0), rc("app", at=10, restarts=1))
     _, status = generate(Scenario("", {}, containers, ""))
     last = only(status, "app").lastState
-    assert last is not None and last.terminated == ContainerStateTerminated(
+    assert last is not None
+    assert last.terminated == ContainerStateTerminated(
         exitCode=1,
         reason="Error",
         startedAt=T0 + timedelta(seconds=1),
@@ -605,13 +607,16 @@ def test_the_previous_instance_becomes_the_last_state() -> None:
 def test_a_crash_loop_wait_carries_the_kubelets_message() -> None:
     _, status = generate(Scenario("", {}, (rc("app", EXITED, 1),), "", waiting={"app": CRASH}))
     waiting = (only(status, "app").state or ContainerState()).waiting
-    assert waiting is not None and waiting.message == CRASH[1]
+    assert waiting is not None
+    assert waiting.message == CRASH[1]
 
 
 def test_a_crash_loop_wait_keeps_the_crash_as_last_state() -> None:
     _, status = generate(Scenario("", {}, (rc("app", EXITED, 1),), "", waiting={"app": CRASH}))
     last = only(status, "app").lastState
-    assert last is not None and last.terminated is not None and last.terminated.exitCode == 1
+    assert last is not None
+    assert last.terminated is not None
+    assert last.terminated.exitCode == 1
 
 
 def test_a_vanished_container_that_was_running_is_terminated_as_unknown() -> None:
@@ -797,11 +802,11 @@ QOS = [
 @pytest.mark.parametrize(("id", "resources", "expected"), QOS, ids=[q[0] for q in QOS])
 def test_qos_class(id: str, resources: dict[str, Any], expected: str) -> None:
     containers = ("app", "web") if id.startswith("a container without") else ("app",)
-    assert st.qos_class(make_pod(containers=containers, resources=resources)) == expected
+    assert qos_class(make_pod(containers=containers, resources=resources)) == expected
 
 
 def test_the_qos_class_already_in_the_status_wins() -> None:
-    assert st.qos_class(make_pod(status={"qosClass": "Burstable"})) == "Burstable"
+    assert qos_class(make_pod(status={"qosClass": "Burstable"})) == "Burstable"
 
 
 KUBECTL = [
@@ -955,14 +960,16 @@ def test_a_gated_pod_has_the_api_servers_scheduling_gated_condition_and_nothing_
             "lastTransitionTime": "2024-01-01T01:00:00Z",
         }
     ]
-    assert status.containerStatuses is None and status.startTime is None
+    assert status.containerStatuses is None
+    assert status.startTime is None
 
 
 def test_a_gated_pod_keeps_its_condition_transition_time() -> None:
     pod = make_pod()
     first = st.gated_status(pod, now=T0)
     later = st.gated_status(pod, now=NOW, previous=first)
-    assert later.conditions is not None and later.conditions[0].lastTransitionTime == T0
+    assert later.conditions is not None
+    assert later.conditions[0].lastTransitionTime == T0
 
 
 def test_kubectl_shows_a_gated_pod_as_scheduling_gated_with_no_container_ready() -> None:

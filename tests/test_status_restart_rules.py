@@ -300,8 +300,10 @@ def test_removed_containers_read_restarting_all_containers_and_count_a_restart()
     )
     status = st.generate(IN_PLACE, runtime(), now=NOW, previous=previous)
     app = next(c for c in status.containerStatuses or [] if c.name == "app")
-    assert app.state is not None and app.state.waiting is not None
-    assert app.lastState is not None and app.lastState.terminated is not None
+    assert app.state is not None
+    assert app.state.waiting is not None
+    assert app.lastState is not None
+    assert app.lastState.terminated is not None
     assert (
         app.state.waiting.reason,
         app.state.waiting.message,

@@ -70,7 +70,7 @@ async def test_a_wait_returns_when_the_container_exits() -> None:
             codes.append(await docker.wait_container("a"))
 
         tg.start_soon(waiter)
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
         docker.exit("a", exit_code=3)
     assert codes == [3]
 
@@ -124,7 +124,8 @@ async def test_a_held_call_waits_until_the_test_lets_it_go() -> None:
             done.append((await docker.inspect_container("a"))["Id"])
 
         tg.start_soon(inspect)
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
+        assert docker.count("inspect_container") == 1
         assert done == []
         gate.set()
     assert done == ["a"]
@@ -178,9 +179,13 @@ async def test_each_event_stream_ends_as_a_restarting_engine_ends_it() -> None:
     docker = FakeDocker()
     docker.event_streams = [[{"Action": "start"}]]
     seen = []
-    with pytest.raises(errors.RuntimeUnavailable):
+
+    async def read() -> None:
         async for event in docker.events():
             seen.append(event["Action"])
+
+    with pytest.raises(errors.RuntimeUnavailable):
+        await read()
     assert seen == ["start"]
 
 

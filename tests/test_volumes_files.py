@@ -75,7 +75,8 @@ def test_a_unix_socket_passes_the_socket_check(tmp_path: Path) -> None:
 def test_directory_or_create_makes_the_directory_with_mode_0755(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b"
     check_host_path(str(path), "DirectoryOrCreate")
-    assert path.is_dir() and (path.stat().st_mode & 0o777) == 0o755 & ~_umask()
+    assert path.is_dir()
+    assert (path.stat().st_mode & 0o777) == 0o755 & ~_umask()
 
 
 def test_file_or_create_makes_an_empty_file_but_not_its_parent(tmp_path: Path) -> None:
@@ -185,7 +186,8 @@ def test_volume_payloads_follow_items_modes_and_optional(
     volume: str, payload: dict[str, tuple[bytes, int]]
 ) -> None:
     pod = _pod_with(volume)
-    assert pod.spec is not None and pod.spec.volumes is not None
+    assert pod.spec is not None
+    assert pod.spec.volumes is not None
     assert volume_payload(pod, pod.spec.volumes[0], CTX) == payload
 
 
@@ -208,7 +210,8 @@ def test_missing_sources_that_are_not_optional_fail_with_the_kubelets_message(
     volume: str, message: str
 ) -> None:
     pod = _pod_with(volume)
-    assert pod.spec is not None and pod.spec.volumes is not None
+    assert pod.spec is not None
+    assert pod.spec.volumes is not None
     with pytest.raises(errors.VolumeError) as e:
         volume_payload(pod, pod.spec.volumes[0], CTX)
     assert str(e.value) == message
@@ -216,7 +219,8 @@ def test_missing_sources_that_are_not_optional_fail_with_the_kubelets_message(
 
 def test_a_sub_path_is_created_as_a_directory_inside_the_volume(tmp_path: Path) -> None:
     made = prepare_sub_path(str(tmp_path), "a/b", "v", "c")
-    assert made == str(tmp_path / "a" / "b") and (tmp_path / "a" / "b").is_dir()
+    assert made == str(tmp_path / "a" / "b")
+    assert (tmp_path / "a" / "b").is_dir()
 
 
 def test_a_sub_path_whose_symlink_leads_out_of_the_volume_is_refused(tmp_path: Path) -> None:
@@ -248,7 +252,8 @@ def test_a_projected_token_is_written_at_its_path_with_the_volumes_mode() -> Non
         "{name: v, projected: {defaultMode: 0440, sources: [{serviceAccountToken: "
         "{path: tok, audience: vault, expirationSeconds: 7200}}]}}"
     )
-    assert pod.spec is not None and pod.spec.volumes is not None
+    assert pod.spec is not None
+    assert pod.spec.volumes is not None
     seen: list[TokenRequest] = []
 
     def tokens(request: TokenRequest) -> str:
@@ -262,7 +267,7 @@ def test_a_projected_token_is_written_at_its_path_with_the_volumes_mode() -> Non
             namespace="default",
             service_account="default",
             pod_name="p",
-            pod_uid=pod.metadata.uid if pod.metadata else "",
+            pod_uid=(pod.metadata.uid or "") if pod.metadata else "",
             audiences=("vault",),
             expiration_seconds=7200,
         )
@@ -280,7 +285,8 @@ async def test_a_projected_token_is_replaced_through_the_atomic_writer_at_80_per
     now = [datetime(2026, 1, 1, tzinfo=UTC)]
     manager = VolumeManager(root=tmp_path / "pods", node_name="n", use_tmpfs=False)
     manager.tokens.clock = lambda: now[0]
-    directory = manager.volume_dir(pod.metadata.uid if pod.metadata else "", "projected", "v")
+    uid = (pod.metadata.uid or "") if pod.metadata else ""
+    directory = manager.volume_dir(uid, "projected", "v")
 
     async def setup() -> tuple[str, str]:
         await manager.setup_pod(pod, context=CTX, docker=None)  # type: ignore[arg-type]
@@ -291,5 +297,6 @@ async def test_a_projected_token_is_replaced_through_the_atomic_writer_at_80_per
     assert await setup() == first
     now[0] += timedelta(seconds=110)
     token, data = await setup()
-    assert token != first[0] and data != first[1]
+    assert token != first[0]
+    assert data != first[1]
     assert (tmp_path / "serviceaccount" / "signing-key.pub").exists()

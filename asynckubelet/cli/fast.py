@@ -87,16 +87,25 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
             positional.append(word)
     if not 1 <= len(positional) <= 2 or found["output"] not in OUTPUTS:
         return None
+    target = _target(positional, all_namespaces=found["all_namespaces"])
+    if target is None:
+        return None
+    found["plural"], found["name"] = target
+    return found
+
+
+def _target(positional: list[str], *, all_namespaces: bool) -> tuple[str, str | None] | None:
+    """The resource's plural and the object's name (None: all of them) that ``get TYPE
+    [NAME]`` or ``get TYPE/NAME`` asks for, or None when this module does not serve it."""
     kind = positional[0]
     name = positional[1] if len(positional) == 2 else None
     if "/" in kind:
         if name is not None:
             return None
         kind, name = kind.split("/", 1)
-    if kind not in RESOURCES or name == "" or (name is not None and found["all_namespaces"]):
+    if kind not in RESOURCES or name == "" or (name is not None and all_namespaces):
         return None
-    found["plural"], found["name"] = RESOURCES[kind], name
-    return found
+    return RESOURCES[kind], name
 
 
 def main(argv: list[str]) -> int | None:

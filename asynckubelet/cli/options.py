@@ -431,6 +431,111 @@ StopPodsOpt = Annotated[
     ),
 ]
 
+# -- serve: cluster node mode ----------------------------------------------------------------
+
+CLUSTER_PANEL = "Cluster node mode"
+DEFAULT_KUBELET_PORT = 10250
+DEFAULT_POD_CIDR_WAIT = 60.0
+DEFAULT_NETWORK_STATE_DIR = Path("/var/lib/asynckubelet/network")
+AUTHORIZATION_MODES = ("AlwaysAllow", "Webhook")
+KubeconfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        envvar="ASYNCKUBELET_KUBECONFIG",
+        help="Join the cluster of this kubeconfig as a node (its credentials: a client "
+        "certificate for system:node:<name>, or a token) and run the pods bound to it, "
+        "beside the static pods; without it, serve is a standalone node.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context", help="kubeconfig context (default: its current-context).",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]  # fmt: skip
+RegisterWithTaintsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--register-with-taints",
+        envvar="ASYNCKUBELET_REGISTER_WITH_TAINTS",
+        help="Taints of a newly registered Node: KEY[=VALUE]:EFFECT,...",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+NodeIPOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--node-ip",
+        envvar="ASYNCKUBELET_NODE_IP",
+        help="The Node's InternalIP, where the API server reaches the kubelet API "
+        "(default: the address of the default route's interface).",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+KubeletPortOpt = Annotated[
+    int,
+    typer.Option(
+        "--kubelet-port",
+        envvar="ASYNCKUBELET_KUBELET_PORT",
+        help="Port of the kubelet API (HTTPS, on the node IP): logs, exec, port-forward.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+TLSCertFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-cert-file",
+        help="The kubelet API's certificate (default: a self-signed one made under "
+        "<state-dir>/pki).",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+TLSKeyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-private-key-file", help="The key of --tls-cert-file.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]  # fmt: skip
+ClientCAFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--client-ca-file",
+        help="CA that signs the certificates of the kubelet API's clients (the API "
+        "server's kubelet client certificate); default: the kubeconfig's authority.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+AuthorizationModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--authorization-mode",
+        help="Who may use the kubelet API: AlwaysAllow (any client the CA signed) or "
+        "Webhook (a SubjectAccessReview of nodes/proxy per client and request).",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+PodCIDRWaitOpt = Annotated[
+    float,
+    typer.Option(
+        "--pod-cidr-wait",
+        help="Seconds to wait for the Node's spec.podCIDR before using --pod-cidr.",
+        rich_help_panel=CLUSTER_PANEL,
+    ),
+]
+NetworkStateDirOpt = Annotated[
+    Path,
+    typer.Option(
+        "--network-state-dir",
+        envvar="ASYNCKUBELET_NETWORK_STATE_DIR",
+        help="IPAM and pod network records of the bridge and cni networks.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+
 # -- apply and delete ------------------------------------------------------------------------
 
 WaitOpt = Annotated[
@@ -672,7 +777,52 @@ class NodeOptions:
         )
 
 
-OPTION_GROUPS: tuple[type, ...] = (LogOptions, NodeRef, NodeOptions)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClusterOptions:
+    """``serve --kubeconfig``: joining a cluster as a node, and the kubelet API."""
+
+    kubeconfig: KubeconfigOpt = None
+    context: ContextOpt = None
+    register_with_taints: RegisterWithTaintsOpt = None
+    node_ip: NodeIPOpt = None
+    kubelet_port: KubeletPortOpt = DEFAULT_KUBELET_PORT
+    tls_cert_file: TLSCertFileOpt = None
+    tls_private_key_file: TLSKeyFileOpt = None
+    client_ca_file: ClientCAFileOpt = None
+    authorization_mode: AuthorizationModeOpt = "AlwaysAllow"
+    pod_cidr_wait: PodCIDRWaitOpt = DEFAULT_POD_CIDR_WAIT
+    network_state_dir: NetworkStateDirOpt = DEFAULT_NETWORK_STATE_DIR
+
+    def check(self) -> None:
+        """Refuse values that cannot work, before anything starts."""
+        if self.kubeconfig is None:
+            given = [
+                name
+                for name, value in (
+                    ("--context", self.context),
+                    ("--register-with-taints", self.register_with_taints),
+                    ("--tls-cert-file", self.tls_cert_file),
+                    ("--client-ca-file", self.client_ca_file),
+                )
+                if value
+            ]
+            if given:
+                raise UsageError(f"{', '.join(given)} need --kubeconfig (cluster node mode)")
+            return
+        if self.authorization_mode not in AUTHORIZATION_MODES:
+            raise UsageError(
+                f"--authorization-mode must be one of {', '.join(AUTHORIZATION_MODES)}, "
+                f"not {self.authorization_mode!r}"
+            )
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise UsageError("--tls-cert-file and --tls-private-key-file go together")
+        if not 0 < self.kubelet_port <= 65535:
+            raise UsageError(f"--kubelet-port must be a port number, not {self.kubelet_port}")
+        if self.pod_cidr_wait < 0:
+            raise UsageError(f"--pod-cidr-wait must be 0 or more, not {self.pod_cidr_wait}")
+
+
+OPTION_GROUPS: tuple[type, ...] = (LogOptions, NodeRef, NodeOptions, ClusterOptions)
 
 R = TypeVar("R")
 

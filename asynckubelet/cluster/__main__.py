@@ -56,7 +56,14 @@ def parser() -> argparse.ArgumentParser:
         "--register-with-taints", default="", help="key[=value]:Effect,... of a new Node"
     )
     p.add_argument("--node-ip", default=None, help="the Node's InternalIP")
-    p.add_argument("--kubelet-port", type=int, default=10250, help="advertised kubelet port")
+    p.add_argument("--kubelet-port", type=int, default=10250, help="kubelet API port")
+    p.add_argument("--address", default=None, help="kubelet API address (default: node IP)")
+    p.add_argument("--tls-cert-file", type=Path, default=None, help="kubelet API certificate")
+    p.add_argument("--tls-private-key-file", type=Path, default=None, help="its key")
+    p.add_argument("--client-ca-file", type=Path, default=None, help="CA of API clients")
+    p.add_argument(
+        "--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "Webhook")
+    )
     p.add_argument("--capacity", default="", help="cpu=4,memory=8Gi,pods=110,...")
     p.add_argument("--pod-cidr", default=None, help="pod range when the cluster assigns none")
     p.add_argument(
@@ -106,6 +113,11 @@ def configs(args: argparse.Namespace) -> tuple[ClusterConfig, KubeletConfig]:
             resources=resources,
             pod_cidr=args.pod_cidr,
             pod_cidr_wait=args.pod_cidr_wait,
+            kubelet_address=args.address,
+            tls_cert_file=args.tls_cert_file,
+            tls_private_key_file=args.tls_private_key_file,
+            client_ca_file=args.client_ca_file,
+            authorization_mode=args.authorization_mode,
         )
     except ValueError as e:
         raise _bad(str(e)) from None
@@ -174,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BaseException as group:
         error = _first_error(group)
-        if isinstance(error, errors.KubeconfigError):
+        if isinstance(error, (errors.KubeconfigError, errors.KubeletServingError)):
             print(f"error: {error}", file=sys.stderr)
             return 2
         if isinstance(error, errors.AsyncKubeletError):

@@ -22,16 +22,19 @@ this is the node agent, what the kubelet (or virtual-kubelet) is to a cluster.
 
 Nothing here stops pods on the way out unless the node's configuration says so
 (``leave_running``): a node agent that restarts adopts its pods with no restart, keeps its
-Node, and reconciles what changed meanwhile. The kubelet API on ``kubelet_port`` is not
-served here; the Node advertises the port (``daemonEndpoints.kubeletEndpoint.port``).
+Node, and reconciles what changed meanwhile. The kubelet API
+(:mod:`~asynckubelet.cluster.kubeletapi`: logs, exec, port forwarding for the API server)
+is served over HTTPS on the node IP and ``kubelet_port``, the port the Node advertises
+(``daemonEndpoints.kubeletEndpoint.port``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -42,6 +45,14 @@ from asynckubelet import __version__, errors
 from asynckubelet.cluster import host, nodestatus
 from asynckubelet.cluster.client import KubeClient, check_access
 from asynckubelet.cluster.events import EventReporter, Involved
+from asynckubelet.cluster.kubeletapi import (
+    AUTHORIZATION_MODES,
+    Attributes,
+    AuthorizationMode,
+    KubeletServing,
+    User,
+    serve_kubelet_api,
+)
 from asynckubelet.cluster.lease import LEASE_DURATION, LeaseKeeper
 from asynckubelet.cluster.mirror import MirrorPods
 from asynckubelet.cluster.nodestatus import NodeFacts, Readiness, Thresholds
@@ -52,10 +63,9 @@ from asynckubelet.cluster.reporter import PodStatusReporter
 from asynckubelet.cluster.source import SOURCE_READY, ApiPodSource
 from asynckubelet.cluster.tokens import ClusterTokens
 from asynckubelet.docker import DockerAPI, DockerClient
-from asynckubelet.docker.engine import resolve_docker_url
+from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Level
 from asynckubelet.network import NetworkPlugin
-from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.node.admission import (
     NodeInfo,
     NodeResources,
@@ -64,6 +74,7 @@ from asynckubelet.node.admission import (
     host_resources,
 )
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
+from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.volumes import VolumeManager, default_root
 
 DEFAULT_KUBELET_PORT = 10250
@@ -105,8 +116,31 @@ class ClusterConfig:
     kubelet_version: str | None = None
     """``nodeInfo.kubeletVersion``; None: the API server's version with this project's."""
     thresholds: Thresholds = field(default_factory=Thresholds)
+    serve_kubelet_api: bool = True
+    """Serve the kubelet API on ``kubelet_port`` (HTTPS, clients verified)."""
+    kubelet_address: str | None = None
+    """``--address``: where the kubelet API listens; None: the node IP."""
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    """``--tls-cert-file``/``--tls-private-key-file``: the kubelet API's serving pair;
+    None: a self-signed pair made under ``<state-dir>/pki``."""
+    client_ca_file: Path | None = None
+    """``--client-ca-file``: the CA client certificates are verified against; None: the
+    kubeconfig's certificate authority."""
+    authorization_mode: AuthorizationMode = "AlwaysAllow"
+    """``--authorization-mode``: AlwaysAllow (any client the CA signed) or Webhook
+    (``SubjectAccessReview`` for ``nodes/proxy``...)."""
 
     def __post_init__(self) -> None:
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        if self.authorization_mode not in AUTHORIZATION_MODES:
+            raise ValueError(
+                f"--authorization-mode must be one of {', '.join(AUTHORIZATION_MODES)}, "
+                f"not {self.authorization_mode!r}"
+            )
+        if not 0 < self.kubelet_port <= 65535:
+            raise ValueError(f"--kubelet-port must be a port number, not {self.kubelet_port}")
         bad = nodestatus.unknown_node_labels(self.node_labels)
         if bad:
             raise ValueError(
@@ -129,6 +163,8 @@ class ClusterNode:
     events: EventReporter
     pod_cidr: str | None
     server_version: str
+    kubelet_port: int | None = None
+    """Where the kubelet API listens (None: not served)."""
 
     @property
     def node_name(self) -> str:
@@ -178,18 +214,57 @@ def _volumes(config: KubeletConfig, tokens: ClusterTokens) -> VolumeManager | No
     )
 
 
+def _kubelet_api(
+    config: ClusterConfig, kubelet: Kubelet, api: KubeClient, *, name: str, node_ip: str
+) -> Callable[..., Coroutine[Any, Any, None]]:
+    state = kubelet.config.state_dir
+    serving = KubeletServing(
+        address=config.kubelet_address or node_ip,
+        port=config.kubelet_port,
+        tls_cert_file=config.tls_cert_file,
+        tls_private_key_file=config.tls_private_key_file,
+        client_ca_file=config.client_ca_file,
+        authorization_mode=config.authorization_mode,
+        cert_dir=(state if state is not None else default_root(name).parent) / "pki",
+    )
+
+    async def review(user: User, attrs: Attributes) -> tuple[bool, str]:
+        return await api.review_access(
+            user=user.name,
+            groups=user.groups,
+            verb=attrs.verb,
+            resource=attrs.resource,
+            subresource=attrs.subresource,
+            name=attrs.name,
+        )
+
+    async def run(*, task_status: anyio.abc.TaskStatus[int]) -> None:
+        await serve_kubelet_api(
+            kubelet,
+            serving,
+            node_name=name,
+            cluster_ca=api.ca_pem,
+            review=review,
+            task_status=task_status,
+        )
+
+    return run
+
+
 async def run_cluster_node(
     config: ClusterConfig,
     kubelet_config: KubeletConfig,
     *,
     docker: DockerAPI | None = None,
     network: NetworkPlugin | NetworkFactory | None = None,
+    objects: ObjectStore | None = None,
     task_status: anyio.abc.TaskStatus[ClusterNode] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Join the cluster and run its pods until cancelled.
 
     ``network`` is the pod network, or a factory called with the pod CIDR (the Node's
-    ``spec.podCIDR``, else ``config.pod_cidr``); None: the node's default. Reports started
+    ``spec.podCIDR``, else ``config.pod_cidr``); None: the node's default. ``objects`` is
+    the node's store of what was applied to it locally (None: one in memory). Reports started
     with the :class:`ClusterNode` once the first list of pods has been acted on. Raises
     :class:`~asynckubelet.errors.KubeconfigError` for a kubeconfig that cannot be used.
     """
@@ -198,31 +273,60 @@ async def run_cluster_node(
         server_version = await check_access(api, path=config.kubeconfig)
         if docker is None:
             async with DockerClient(url=kubelet_config.docker_url) as owned:
-                await _run(config, kubelet_config, api, server_version, owned, network, task_status)
+                await _run(
+                    config,
+                    kubelet_config,
+                    api,
+                    server_version,
+                    owned,
+                    network,
+                    objects,
+                    task_status,
+                )
         else:
-            await _run(config, kubelet_config, api, server_version, docker, network, task_status)
+            await _run(
+                config, kubelet_config, api, server_version, docker, network, objects, task_status
+            )
     finally:
         with anyio.CancelScope(shield=True):
             await api.aclose()
 
 
-async def _run(
+async def _pod_network(
     config: ClusterConfig,
-    kubelet_config: KubeletConfig,
-    api: KubeClient,
+    registrar: NodeRegistrar,
+    network: NetworkPlugin | NetworkFactory | None,
+    name: str,
+) -> tuple[NetworkPlugin | None, str | None]:
+    """The pod network and its CIDR: a factory waits for the node's ``spec.podCIDR`` (else
+    the local pod CIDR); a plugin is used as given."""
+    if not callable(network):
+        return network, None
+    pod_cidr = await _wait_for_pod_cidr(registrar, wait=config.pod_cidr_wait)
+    if pod_cidr is None:
+        pod_cidr = config.pod_cidr
+        logger.warning(
+            "node {} has no spec.podCIDR after {} s; using the local pod CIDR {}",
+            name,
+            config.pod_cidr_wait,
+            pod_cidr,
+        )
+    else:
+        logger.info("node {}: pod CIDR {}", name, pod_cidr)
+    return (network(pod_cidr) if pod_cidr else network("")), pod_cidr
+
+
+async def _node_facts(
+    config: ClusterConfig,
+    name: str,
     server_version: str,
     docker: DockerAPI,
-    network: NetworkPlugin | NetworkFactory | None,
-    task_status: anyio.abc.TaskStatus[ClusterNode],
-) -> None:
-    name = kubelet_config.node_name
-    if not await docker.ping():
-        raise errors.RuntimeUnavailable(f"cannot reach the Docker engine at {docker.url}")
+    resources: NodeResources,
+    addresses: tuple[tuple[str, str], ...],
+) -> NodeFacts:
+    """What the node reports of itself: addresses, capacity and versions."""
     engine = await docker.version()
-    info = await docker.info()
-    resources = config.resources or host_resources()
-    addresses = host.node_addresses(node_name=name, node_ip=config.node_ip)
-    facts = NodeFacts(
+    return NodeFacts(
         name=name,
         addresses=addresses,
         capacity=resources.as_quantities(),
@@ -234,6 +338,25 @@ async def _run(
         ),
         kubelet_port=config.kubelet_port,
     )
+
+
+async def _run(
+    config: ClusterConfig,
+    kubelet_config: KubeletConfig,
+    api: KubeClient,
+    server_version: str,
+    docker: DockerAPI,
+    network: NetworkPlugin | NetworkFactory | None,
+    objects: ObjectStore | None,
+    task_status: anyio.abc.TaskStatus[ClusterNode],
+) -> None:
+    name = kubelet_config.node_name
+    if not await docker.ping():
+        raise errors.RuntimeUnavailable(f"cannot reach the Docker engine at {docker.url}")
+    info = await docker.info()
+    resources = config.resources or host_resources()
+    addresses = host.node_addresses(node_name=name, node_ip=config.node_ip)
+    facts = await _node_facts(config, name, server_version, docker, resources, addresses)
     network_problem = [NO_POD_CIDR if callable(network) else ""]
 
     async def readiness() -> Readiness:
@@ -276,23 +399,7 @@ async def _run(
         events.node_event(type="Normal", reason="Starting", message="Starting kubelet.")
         await tg.start(lease.run, name="node lease")
         await tg.start(registrar.run, name="node status")
-        pod_cidr: str | None = None
-        plugin: NetworkPlugin | None
-        if callable(network):
-            pod_cidr = await _wait_for_pod_cidr(registrar, wait=config.pod_cidr_wait)
-            if pod_cidr is None:
-                pod_cidr = config.pod_cidr
-                logger.warning(
-                    "node {} has no spec.podCIDR after {} s; using the local pod CIDR {}",
-                    name,
-                    config.pod_cidr_wait,
-                    pod_cidr,
-                )
-            else:
-                logger.info("node {}: pod CIDR {}", name, pod_cidr)
-            plugin = network(pod_cidr) if pod_cidr else network("")
-        else:
-            plugin = network
+        plugin, pod_cidr = await _pod_network(config, registrar, network, name)
         network_problem[0] = ""
         registrar.poke()
 
@@ -305,7 +412,11 @@ async def _run(
             node=kubelet_config.node or NodeInfo(name=name, allocatable=resources),
         )
         async with Kubelet(
-            kconfig, docker=docker, network=plugin, volumes=_volumes(kconfig, tokens)
+            kconfig,
+            docker=docker,
+            network=plugin,
+            volumes=_volumes(kconfig, tokens),
+            objects=objects,
         ) as kubelet:
             # The node admits every pod again as it starts it; in a cluster, resources it
             # does not advertise are the scheduler's to count (removeMissingExtendedResources).
@@ -364,6 +475,12 @@ async def _run(
                     first_list.set()
                     await source.synced.wait()
                     await pods.start(mirrors.run, name="mirror pods")
+                    kubelet_port = None
+                    if config.serve_kubelet_api:
+                        kubelet_port = await pods.start(
+                            _kubelet_api(config, kubelet, api, name=name, node_ip=node_ip),
+                            name="kubelet API",
+                        )
                     logger.info(
                         "node {} joined {} (Kubernetes {}): {} pods bound to it",
                         name,
@@ -383,6 +500,7 @@ async def _run(
                             events=events,
                             pod_cidr=pod_cidr,
                             server_version=server_version,
+                            kubelet_port=kubelet_port,
                         )
                     )
                     await anyio.sleep_forever()

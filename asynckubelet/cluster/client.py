@@ -19,9 +19,10 @@ given the ``DeleteOptions`` body.
 
 from __future__ import annotations
 
+import base64
 import os
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -32,10 +33,11 @@ from lightkube import AsyncClient, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ApiError, ConfigError
 from lightkube.models.authentication_v1 import BoundObjectReference, TokenRequestSpec
+from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
 from lightkube.models.coordination_v1 import Lease
 from lightkube.models.core_v1 import Event, Node, Pod
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources import coordination_v1, core_v1
+from lightkube.resources import authorization_v1, coordination_v1, core_v1
 from lightkube.types import PatchType
 
 from asynckubelet import errors
@@ -56,8 +58,8 @@ def _fail(path: Path, problem: str) -> errors.KubeconfigError:
     return errors.KubeconfigError(f"kubeconfig {path}: {problem}", path=str(path))
 
 
-def load_kubeconfig(path: Path, *, context: str | None = None) -> SingleConfig:
-    """The kubeconfig's context ``context`` (default its ``current-context``), checked."""
+def _read_kubeconfig(path: Path) -> dict[str, Any]:
+    """The kubeconfig's document: readable YAML, a mapping with clusters and contexts."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -76,6 +78,12 @@ def load_kubeconfig(path: Path, *, context: str | None = None) -> SingleConfig:
     for key in ("clusters", "contexts"):
         if not isinstance(data.get(key), list) or not data[key]:
             raise _fail(path, f"no {key}")
+    return data
+
+
+def load_kubeconfig(path: Path, *, context: str | None = None) -> SingleConfig:
+    """The kubeconfig's context ``context`` (default its ``current-context``), checked."""
+    data = _read_kubeconfig(path)
     name = context or data.get("current-context")
     if not name:
         raise _fail(path, "no current-context (and none given)")
@@ -112,6 +120,24 @@ def load_kubeconfig(path: Path, *, context: str | None = None) -> SingleConfig:
     ):
         raise _fail(path, "a client certificate needs its key, and a key its certificate")
     return single
+
+
+def cluster_ca(single: SingleConfig, *, path: Path) -> bytes | None:
+    """The PEM of the cluster's certificate authority (``certificate-authority-data`` or
+    the file ``certificate-authority`` names), None when the kubeconfig has none."""
+    cluster = single.cluster
+    if cluster.certificate_auth_data:
+        try:
+            return base64.b64decode(cluster.certificate_auth_data)
+        except ValueError:
+            raise _fail(path, "certificate-authority-data is not base64") from None
+    if cluster.certificate_auth:
+        ca = Path(single.abs_file(cluster.certificate_auth))
+        try:
+            return ca.read_bytes()
+        except OSError as e:
+            raise _fail(path, f"certificate-authority {ca}: {e.strerror or e}") from None
+    return None
 
 
 def make_client(single: SingleConfig, *, path: Path) -> AsyncClient:
@@ -169,14 +195,20 @@ def map_error(e: Exception, what: str) -> errors.ClusterError:
 class KubeClient:
     """:class:`~asynckubelet.cluster.api.ClusterAPI` over lightkube's ``AsyncClient``."""
 
-    def __init__(self, client: AsyncClient, *, server: str) -> None:
+    def __init__(self, client: AsyncClient, *, server: str, ca_pem: bytes | None = None) -> None:
         self._client = client
         self._server = server
+        self.ca_pem = ca_pem
+        """The cluster's certificate authority (PEM), from the kubeconfig."""
 
     @classmethod
     def from_kubeconfig(cls, path: Path, *, context: str | None = None) -> KubeClient:
         single = load_kubeconfig(path, context=context)
-        return cls(make_client(single, path=path), server=single.cluster.server)
+        return cls(
+            make_client(single, path=path),
+            server=single.cluster.server,
+            ca_pem=cluster_ca(single, path=path),
+        )
 
     @property
     def server(self) -> str:
@@ -375,6 +407,34 @@ class KubeClient:
         )
         return BoundToken(value=status.token, expires_at=expires)
 
+    # -- authorization -------------------------------------------------------------------
+
+    async def review_access(
+        self,
+        *,
+        user: str,
+        groups: Sequence[str],
+        verb: str,
+        resource: str,
+        subresource: str,
+        name: str,
+    ) -> tuple[bool, str]:
+        """A ``SubjectAccessReview``: whether ``user`` may ``verb`` the resource, and why."""
+        review = authorization_v1.SubjectAccessReview(
+            spec=SubjectAccessReviewSpec(
+                user=user,
+                groups=list(groups),
+                resourceAttributes=ResourceAttributes(
+                    verb=verb, resource=resource, subresource=subresource, name=name
+                ),
+            )
+        )
+        answer = await self._call(f"review access of {user}", self._client.create(review))
+        status = answer.status
+        if status is None:
+            return False, "the review has no status"
+        return bool(status.allowed) and not status.denied, status.reason or ""
+
     # -- events --------------------------------------------------------------------------
 
     async def create_event(self, event: Event) -> Event:
@@ -421,6 +481,7 @@ __all__ = [
     "FIELD_MANAGER",
     "KubeClient",
     "check_access",
+    "cluster_ca",
     "default_kubeconfig",
     "load_kubeconfig",
     "make_client",

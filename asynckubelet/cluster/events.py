@@ -177,7 +177,7 @@ class EventReporter:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         task_status.started()
-        async with self._receive:
+        async with self._send, self._receive:
             async for pending in self._receive:
                 try:
                     await self._post(pending)

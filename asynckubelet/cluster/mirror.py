@@ -153,7 +153,7 @@ class MirrorPods:
                 continue
             owner = mirror_static_uid(pod)
             meta = pod.metadata
-            assert meta is not None
+            assert meta is not None  # noqa: S101  (type narrowing: an API object has metadata)
             record = statics.get(owner)
             expected = mirror_name(ctr_name(record.pod), node) if record is not None else None
             if record is None or meta.deletionTimestamp is not None or meta.name != expected:
@@ -166,7 +166,7 @@ class MirrorPods:
                 mirror = await self._create(uid, record.pod)
                 if mirror is None:
                     continue
-            assert mirror.metadata is not None
+            assert mirror.metadata is not None  # noqa: S101  (type narrowing: an API object has metadata)
             self.mirrors[uid] = mirror.metadata.uid or ""
             self.reporter.track(uid, mirror, api_uid=mirror.metadata.uid)
             self.reporter.observe(uid, mirror)
@@ -191,7 +191,7 @@ class MirrorPods:
 
     async def _delete(self, pod: Pod) -> None:
         meta = pod.metadata
-        assert meta is not None
+        assert meta is not None  # noqa: S101  (type narrowing: an API object has metadata)
         try:
             await call(
                 lambda: self.api.delete_pod(

@@ -42,7 +42,7 @@ class ObjectRef:
     name: str
 
 
-def pod_object_refs(pod: Pod) -> set[ObjectRef]:
+def pod_object_refs(pod: Pod) -> set[ObjectRef]:  # noqa: C901  (mirrors upstream VisitPodConfigmapNames and VisitPodSecretNames)
     """Every ConfigMap and Secret the pod refers to."""
     ns = (pod.metadata.namespace if pod.metadata else None) or "default"
     spec = pod.spec
@@ -126,7 +126,7 @@ class ObjectCache:
         """Make ``owner`` (a pod UID) hold ``refs`` (and only those): new ones are
         watched, ones it no longer names are let go. Returns the events of those not read
         yet (see :meth:`first_reads`)."""
-        assert self._tg is not None, "ObjectCache.run() is not running"
+        assert self._tg is not None, "ObjectCache.run() is not running"  # noqa: S101  (a programming error, not input: used before run())
         wanted = set(refs)
         for ref, held in list(self._watched.items()):
             if owner in held.owners and ref not in wanted:

@@ -151,7 +151,7 @@ class PodStatusState:
         return self.left is not None and self.api != self.left
 
     def patch(self) -> dict[str, Any]:
-        assert self.wanted is not None
+        assert self.wanted is not None  # noqa: S101  (type narrowing: patched only when a status is wanted)
         return status_patch(self.uid, self.wanted, current=self.api)
 
     def patched(self, answer: PodStatus | None, *, sent: dict[str, Any] | None) -> None:

@@ -123,7 +123,7 @@ class PodReflector:
                 await self._failed(e)
 
     async def _watch(self) -> None:
-        assert self.resource_version is not None
+        assert self.resource_version is not None  # noqa: S101  (type narrowing: the list before the watch sets it)
         stream = self.api.watch_pods(node=self.node_name, resource_version=self.resource_version)
         async for kind, pod in stream:
             if not self.connected:

@@ -60,7 +60,7 @@ class PodStatusReporter:
         """Report the status of the node's pod ``uid`` on the API pod ``pod`` (its mirror,
         for a static pod: then ``api_uid`` is the mirror's UID)."""
         meta = pod.metadata
-        assert meta is not None
+        assert meta is not None  # noqa: S101  (type narrowing: an API object has metadata)
         state = self.states.get(uid)
         if state is None:
             state = PodStatusState(

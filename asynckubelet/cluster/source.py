@@ -217,7 +217,7 @@ class ApiPodSource:
             return
         self.reporter.observe(uid, pod)
         meta = pod.metadata
-        assert meta is not None
+        assert meta is not None  # noqa: S101  (type narrowing: an API object has metadata)
         if meta.deletionTimestamp is not None:
             await self._deleting(uid, pod, tracked)
             return
@@ -274,7 +274,7 @@ class ApiPodSource:
         self.reporter.track(uid, pod)
         pending = self.objects.hold(uid, pod_object_refs(tracked.local))
         if pending and wait:
-            assert self._tg is not None
+            assert self._tg is not None  # noqa: S101  (type narrowing: set while the source runs)
             self._tg.start_soon(self._give_when_read, uid, tracked, pending)
             return
         self._give(uid, tracked)
@@ -287,7 +287,7 @@ class ApiPodSource:
             self._give(uid, tracked)
 
     def _give(self, uid: str, tracked: _Tracked) -> None:
-        assert tracked.local is not None
+        assert tracked.local is not None  # noqa: S101  (type narrowing: given only once checked)
         local = _with_api_state(tracked.local, tracked.api)
         configmaps, secrets, data = self.objects.pod_objects(local)
         given = _fingerprint(local, [*configmaps, *secrets])
@@ -326,7 +326,7 @@ class ApiPodSource:
         logger.bind(pod=pod_key(pod)).info(
             "pod deleted on the API server; stopping it (grace {} s)", _grace(pod)
         )
-        assert self._tg is not None
+        assert self._tg is not None  # noqa: S101  (type narrowing: set while the source runs)
         self._tg.start_soon(self._finish_delete, uid, done, name=f"delete {pod_key(pod)}")
 
     async def _finish_delete(self, uid: str, done: anyio.Event | None) -> None:
@@ -337,7 +337,7 @@ class ApiPodSource:
             return
         pod = tracked.api
         meta = pod.metadata
-        assert meta is not None
+        assert meta is not None  # noqa: S101  (type narrowing: an API object has metadata)
         await self.reporter.flush(uid)
         try:
             await call(
@@ -362,7 +362,7 @@ class ApiPodSource:
         logger.bind(pod=pod_key(tracked.api)).info("pod removed from the API server; stopping it")
         tracked.state = "terminating"
         done = self.kubelet.terminate(uid, grace_period=_grace(tracked.api))
-        assert self._tg is not None
+        assert self._tg is not None  # noqa: S101  (type narrowing: set while the source runs)
         self._tg.start_soon(self._forget_when_done, uid, done, name=f"stop {pod_key(tracked.api)}")
 
     async def _forget_when_done(self, uid: str, done: anyio.Event | None) -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import math
 import os
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
@@ -530,7 +531,7 @@ class DockerClient:
                 d,
                 "images/load",
                 "POST",
-                data=data,
+                data=io.BytesIO(data),
                 headers={"Content-Type": "application/x-tar"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
             ) as response:
@@ -547,10 +548,8 @@ class DockerClient:
         async def remove(d: aiodocker.Docker) -> None:
             await d.images.delete(ref, force=force)
 
-        try:
+        with suppress(errors.NotFound):
             await self._call(f"remove image {ref}", remove)
-        except errors.NotFound:
-            pass
 
     # -- volumes --------------------------------------------------------------------------
 
@@ -590,10 +589,8 @@ class DockerClient:
         async def remove(d: aiodocker.Docker) -> None:
             await d._query_json(f"volumes/{name}", "DELETE")
 
-        try:
+        with suppress(errors.NotFound):
             await self._call(f"remove volume {name}", remove)
-        except errors.NotFound:
-            pass
 
     async def tag_image(self, ref: str, *, repo: str, tag: str) -> None:
         async def do_tag(d: aiodocker.Docker) -> None:
@@ -640,10 +637,8 @@ class DockerClient:
         async def remove(d: aiodocker.Docker) -> None:
             await d._query_json(f"networks/{name}", "DELETE")
 
-        try:
+        with suppress(errors.NotFound):
             await self._call(f"remove network {name}", remove)
-        except errors.NotFound:
-            pass
 
 
 @asynccontextmanager

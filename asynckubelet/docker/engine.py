@@ -82,6 +82,11 @@ def resolve_docker_url(url: str | None = None) -> str | None:
     return None
 
 
+def is_local_daemon(url: str | None) -> bool:
+    """Whether ``url`` is an engine on this machine (a unix socket, or None: the default)."""
+    return url is None or url.startswith("unix://") or url.startswith("/")
+
+
 @dataclass(frozen=True)
 class EngineTLS:
     """TLS towards a ``tcp://`` engine: ``verify`` the engine against ``cert_path/ca.pem``,
@@ -259,7 +264,7 @@ class Dockerd:
         self.root.mkdir(parents=True, exist_ok=True)
         self.socket.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
+            self.process = subprocess.Popen(  # noqa: S603  (argv list, no shell: dockerd and our flags)
                 self.args(),
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -339,7 +344,7 @@ def unmount_below(root: Path) -> None:
     prefix = str(root.resolve())
     mounts = [line.split()[4] for line in lines if line.split()[4].startswith(prefix)]
     for mount in sorted(mounts, key=len, reverse=True):
-        subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
+        subprocess.run(["umount", "-l", mount], check=False, capture_output=True)  # noqa: S603, S607  (argv list, no shell; umount from the admin's PATH)
 
 
 def own_engine() -> Dockerd:

@@ -9,7 +9,7 @@ size, and the exit code at the end. Docker's attach stream is hijacked HTTP; aio
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import aiodocker
 import aiohttp
@@ -53,10 +53,8 @@ class ExecSession:
             transport.write_eof()
 
     async def resize(self, *, rows: int, columns: int) -> None:
-        try:
+        with suppress(aiodocker.DockerError):
             await self._exec.resize(h=rows, w=columns)
-        except aiodocker.DockerError:
-            pass
 
     async def running(self) -> bool:
         info = await self._exec.inspect()

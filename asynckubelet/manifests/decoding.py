@@ -219,7 +219,7 @@ def _finish(frame: _Frame) -> Any:
     return merged
 
 
-def _scalar(event: Any) -> Any:
+def _scalar(event: Any) -> Any:  # noqa: C901  (mirrors go-yaml's resolve and scalar decoding)
     value: str = event.value
     tag = event.tag
     explicit = tag not in _PLAIN_TAGS

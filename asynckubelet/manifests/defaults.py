@@ -55,7 +55,7 @@ def default_pod(doc: dict[str, Any]) -> None:
         _default_volume(volume)
 
 
-def _default_container(ctr: dict[str, Any], *, host_network: bool) -> None:
+def _default_container(ctr: dict[str, Any], *, host_network: bool) -> None:  # noqa: C901  (mirrors upstream SetDefaults_Container)
     if not ctr.get("imagePullPolicy"):
         ctr["imagePullPolicy"] = image_pull_policy(ctr.get("image") or "")
     if not ctr.get("terminationMessagePath"):

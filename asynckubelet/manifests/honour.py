@@ -13,7 +13,7 @@ cannot pass through unclassified.
 
 from __future__ import annotations
 
-from lightkube.models.core_v1 import Pod
+from lightkube.models.core_v1 import Pod, PodSpec
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import ignored
@@ -180,6 +180,20 @@ def unhonoured_fields(pod: Pod, *, node_name: str, node_labels: bool = False) ->
                 "the limits; set them on the containers",
             )
         )
+    warnings.extend(_unhonoured_container_fields(spec))
+    if spec.automountServiceAccountToken:
+        warnings.append(
+            ignored(
+                "spec.automountServiceAccountToken",
+                f"{_NO_API} to issue service-account tokens",
+            )
+        )
+    warnings.extend(_unhonoured_volume_fields(spec))
+    return warnings
+
+
+def _unhonoured_container_fields(spec: PodSpec) -> list[FieldError]:
+    warnings: list[FieldError] = []
     for kind, containers in (
         ("containers", spec.containers),
         ("initContainers", spec.initContainers),
@@ -190,13 +204,11 @@ def unhonoured_fields(pod: Pod, *, node_name: str, node_labels: bool = False) ->
                 for field, why in _CONTAINER_FIELDS
                 if getattr(ctr, field, None) not in (None, [], {}, "")
             )
-    if spec.automountServiceAccountToken:
-        warnings.append(
-            ignored(
-                "spec.automountServiceAccountToken",
-                f"{_NO_API} to issue service-account tokens",
-            )
-        )
+    return warnings
+
+
+def _unhonoured_volume_fields(spec: PodSpec) -> list[FieldError]:
+    warnings: list[FieldError] = []
     for i, vol in enumerate(spec.volumes or []):
         path = f"spec.volumes[{i}]"
         for kind in VOLUME_TYPES:

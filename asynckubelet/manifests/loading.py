@@ -389,6 +389,21 @@ def _oversized(text: str) -> bool:
     )
 
 
+def _type_meta_error(doc: dict[str, Any]) -> FieldError | None:
+    """The first problem with a document's ``kind`` and ``apiVersion``, if any."""
+    kind = doc.get("kind")
+    if not kind:
+        return required("kind")
+    if not isinstance(kind, str) or kind not in _KINDS:
+        return not_supported("kind", kind, _SUPPORTED_KINDS)
+    api_version = doc.get("apiVersion")
+    if not api_version:
+        return required("apiVersion")
+    if api_version != "v1":
+        return not_supported("apiVersion", api_version, ("v1",))
+    return None
+
+
 @dataclass
 class _Loader:
     lenient: bool
@@ -527,20 +542,11 @@ class _Loader:
         if not isinstance(doc, dict):
             self._error(invalid(DOCUMENT, type(doc).__name__, "must be an object"), source, prefix)
             return
-        kind = doc.get("kind")
-        if not kind:
-            self._error(required("kind"), source, prefix)
+        type_error = _type_meta_error(doc)
+        if type_error is not None:
+            self._error(type_error, source, prefix)
             return
-        if not isinstance(kind, str) or kind not in _KINDS:
-            self._error(not_supported("kind", kind, _SUPPORTED_KINDS), source, prefix)
-            return
-        api_version = doc.get("apiVersion")
-        if not api_version:
-            self._error(required("apiVersion"), source, prefix)
-            return
-        if api_version != "v1":
-            self._error(not_supported("apiVersion", api_version, ("v1",)), source, prefix)
-            return
+        kind = doc["kind"]
         problems = strict.check_document(doc, _KINDS[kind])
         for path in problems.unknown:
             detail = f"unknown field {go_quote(path)}"

@@ -80,7 +80,7 @@ class Quantity:
         return _canonical(self.value, self.format)
 
 
-def parse_quantity(text: str | int | float) -> Quantity:
+def parse_quantity(text: str | int | float) -> Quantity:  # noqa: C901  (mirrors apimachinery ParseQuantity)
     """Parse like apimachinery's ``ParseQuantity``; raise :class:`QuantityError`."""
     if isinstance(text, bool):
         raise QuantityError(QUANTITY_FORMAT_MESSAGE)

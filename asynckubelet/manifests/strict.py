@@ -19,6 +19,7 @@ import dataclasses
 import datetime
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union, cast
 
@@ -129,12 +130,7 @@ def _build(cls: type) -> dict[str, _Field]:
 def _classify(tp: Any, *, quantity: bool = False) -> _Type:
     origin = typing.get_origin(tp)
     if origin is Union or origin is types.UnionType:
-        members = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(members) == 1:
-            return _classify(members[0], quantity=quantity)
-        if set(members) == {int, str}:
-            return _Type(_INT_OR_STR)
-        return _Type(_ANY)
+        return _classify_union(tp, quantity=quantity)
     if origin in (list, typing.List):  # noqa: UP006
         args = typing.get_args(tp)
         return _Type(_LIST, _classify(args[0], quantity=quantity) if args else _Type(_ANY))
@@ -145,18 +141,30 @@ def _classify(tp: Any, *, quantity: bool = False) -> _Type:
         return _Type(_DICT, _Type(_STR))
     if tp is str:
         return _Type(_QUANTITY if quantity else _STR)
-    if tp is bool:
-        return _Type(_BOOL)
-    if tp is int:
-        return _Type(_INT)
-    if tp is float:
-        return _Type(_FLOAT)
-    if tp is datetime.datetime:
-        return _Type(_TIME)
+    for scalar, kind in _SCALARS:
+        if tp is scalar:
+            return _Type(kind)
     if isinstance(tp, type) and (issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp)):
         if tp.__name__ in _FREE_FORM:
             return _Type(_ANY)
         return _Type(_STRUCT, cls=tp)
+    return _Type(_ANY)
+
+
+_SCALARS: tuple[tuple[type, int], ...] = (
+    (bool, _BOOL),
+    (int, _INT),
+    (float, _FLOAT),
+    (datetime.datetime, _TIME),
+)
+
+
+def _classify_union(tp: Any, *, quantity: bool) -> _Type:
+    members = [a for a in typing.get_args(tp) if a is not type(None)]
+    if len(members) == 1:
+        return _classify(members[0], quantity=quantity)
+    if set(members) == {int, str}:
+        return _Type(_INT_OR_STR)
     return _Type(_ANY)
 
 
@@ -209,7 +217,7 @@ def _zero(t: _Type, path: str, problems: Problems) -> Any:
     if t.kind in (_DICT, _ANY):
         return {}
     if t.kind == _STRUCT:
-        assert t.cls is not None
+        assert t.cls is not None  # noqa: S101  (type narrowing: _classify gives a struct its class)
         value: dict[str, Any] = {}
         _walk_struct(value, t.cls, path, problems)
         return value
@@ -223,74 +231,92 @@ def _type_error(path: str, value: Any, expected: str, problems: Problems) -> Any
 
 
 def _check(value: Any, t: _Type, path: str, problems: Problems) -> Any:
-    kind = t.kind
-    if kind == _STR:
-        if isinstance(value, str):
+    check = _CHECKS.get(t.kind)
+    return value if check is None else check(value, t, path, problems)
+
+
+def _check_struct(value: Any, t: _Type, path: str, problems: Problems) -> Any:
+    if isinstance(value, dict):
+        assert t.cls is not None  # noqa: S101  (type narrowing: _classify gives a struct its class)
+        _walk_struct(value, t.cls, path, problems)
+        return value
+    return _type_error(path, value, "an object", problems)
+
+
+def _check_list(value: Any, t: _Type, path: str, problems: Problems) -> Any:
+    if isinstance(value, list):
+        assert t.inner is not None  # noqa: S101  (type narrowing: _classify gives a list its item type)
+        inner = t.inner
+        for i, item in enumerate(value):
+            item_path = f"{path}[{i}]"
+            if item is None:
+                value[i] = _zero(inner, item_path, problems)
+            else:
+                value[i] = _check(item, inner, item_path, problems)
+        return value
+    return _type_error(path, value, "a list", problems)
+
+
+def _check_dict(value: Any, t: _Type, path: str, problems: Problems) -> Any:
+    if isinstance(value, dict):
+        assert t.inner is not None  # noqa: S101  (type narrowing: _classify gives a map its value type)
+        for key in list(value):
+            item_path = f"{path}[{key}]"
+            if not isinstance(key, str):
+                problems.errors.append(invalid(item_path, str(key), "keys must be strings"))
+                del value[key]
+                continue
+            item = value[key]
+            if item is None:
+                value[key] = _zero(t.inner, item_path, problems)
+            else:
+                value[key] = _check(item, t.inner, item_path, problems)
+        return value
+    return _type_error(path, value, "an object", problems)
+
+
+def _check_int(value: Any, t: _Type, path: str, problems: Problems) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if _INT64_MIN <= value <= _INT64_MAX:
             return value
-        return _type_error(path, value, "a string", problems)
-    if kind == _STRUCT:
-        if isinstance(value, dict):
-            assert t.cls is not None
-            _walk_struct(value, t.cls, path, problems)
+        problems.errors.append(invalid(path, value, range_error(_INT64_MIN, _INT64_MAX)))
+        return None
+    return _type_error(path, value, "an integer", problems)
+
+
+def _check_quantity(value: Any, t: _Type, path: str, problems: Problems) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return _type_error(path, value, "a quantity (a string or a number)", problems)
+
+
+def _scalar_check(accepts: Callable[[Any], bool], expected: str) -> _Checker:
+    def check(value: Any, t: _Type, path: str, problems: Problems) -> Any:
+        if accepts(value):
             return value
-        return _type_error(path, value, "an object", problems)
-    if kind == _LIST:
-        if isinstance(value, list):
-            assert t.inner is not None
-            inner = t.inner
-            for i, item in enumerate(value):
-                item_path = f"{path}[{i}]"
-                if item is None:
-                    value[i] = _zero(inner, item_path, problems)
-                else:
-                    value[i] = _check(item, inner, item_path, problems)
-            return value
-        return _type_error(path, value, "a list", problems)
-    if kind == _DICT:
-        if isinstance(value, dict):
-            assert t.inner is not None
-            for key in list(value):
-                item_path = f"{path}[{key}]"
-                if not isinstance(key, str):
-                    problems.errors.append(invalid(item_path, str(key), "keys must be strings"))
-                    del value[key]
-                    continue
-                item = value[key]
-                if item is None:
-                    value[key] = _zero(t.inner, item_path, problems)
-                else:
-                    value[key] = _check(item, t.inner, item_path, problems)
-            return value
-        return _type_error(path, value, "an object", problems)
-    if kind == _INT:
-        if isinstance(value, int) and not isinstance(value, bool):
-            if _INT64_MIN <= value <= _INT64_MAX:
-                return value
-            problems.errors.append(invalid(path, value, range_error(_INT64_MIN, _INT64_MAX)))
-            return None
-        return _type_error(path, value, "an integer", problems)
-    if kind == _BOOL:
-        if isinstance(value, bool):
-            return value
-        return _type_error(path, value, "a boolean", problems)
-    if kind == _INT_OR_STR:
-        if isinstance(value, (int, str)) and not isinstance(value, bool):
-            return value
-        return _type_error(path, value, "an integer or a string", problems)
-    if kind == _QUANTITY:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-        if isinstance(value, float):
-            return str(int(value)) if value.is_integer() else repr(value)
-        return _type_error(path, value, "a quantity (a string or a number)", problems)
-    if kind == _FLOAT:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-        return _type_error(path, value, "a number", problems)
-    if kind == _TIME:
-        if isinstance(value, (str, datetime.datetime)):
-            return value
-        return _type_error(path, value, "a timestamp", problems)
-    return value
+        return _type_error(path, value, expected, problems)
+
+    return check
+
+
+_Checker = Callable[[Any, _Type, str, Problems], Any]
+_CHECKS: dict[int, _Checker] = {
+    _STR: _scalar_check(lambda v: isinstance(v, str), "a string"),
+    _STRUCT: _check_struct,
+    _LIST: _check_list,
+    _DICT: _check_dict,
+    _INT: _check_int,
+    _BOOL: _scalar_check(lambda v: isinstance(v, bool), "a boolean"),
+    _INT_OR_STR: _scalar_check(
+        lambda v: isinstance(v, (int, str)) and not isinstance(v, bool), "an integer or a string"
+    ),
+    _QUANTITY: _check_quantity,
+    _FLOAT: _scalar_check(
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"
+    ),
+    _TIME: _scalar_check(lambda v: isinstance(v, (str, datetime.datetime)), "a timestamp"),
+}

@@ -20,16 +20,19 @@ from lightkube.models.core_v1 import (
     DownwardAPIVolumeFile,
     EnvFromSource,
     EnvVar,
+    EnvVarSource,
     EphemeralContainer,
     HostAlias,
     HTTPGetAction,
     KeyToPath,
     Lifecycle,
     LifecycleHandler,
+    ObjectFieldSelector,
     Pod,
     PodDNSConfig,
     PodSpec,
     Probe,
+    ResourceFieldSelector,
     ResourceRequirements,
     SeccompProfile,
     SecurityContext,
@@ -281,7 +284,7 @@ def validate_pod(
     return errs
 
 
-def _validate_pod_spec(spec: PodSpec, *, restart_all: bool) -> list[FieldError]:
+def _validate_pod_spec(spec: PodSpec, *, restart_all: bool) -> list[FieldError]:  # noqa: C901  (mirrors upstream ValidatePodSpec)
     errs: list[FieldError] = []
     grace = spec.terminationGracePeriodSeconds
     volumes = _validate_volumes(spec.volumes or [], errs)
@@ -334,7 +337,7 @@ def _validate_pod_spec(spec: PodSpec, *, restart_all: bool) -> list[FieldError]:
     return errs
 
 
-def _validate_pod_dns_config(
+def _validate_pod_dns_config(  # noqa: C901  (mirrors upstream validatePodDNSConfig)
     config: PodDNSConfig | None, policy: str | None, errs: list[FieldError]
 ) -> None:
     """``validatePodDNSConfig`` (with ``RelaxedDNSSearchValidation``); options must also be
@@ -443,7 +446,7 @@ def _validate_volumes(volumes: Sequence[Volume], errs: list[FieldError]) -> dict
     return valid
 
 
-def _validate_volume_source(vol: Volume, path: str) -> list[FieldError]:
+def _validate_volume_source(vol: Volume, path: str) -> list[FieldError]:  # noqa: C901  (mirrors upstream validateVolumeSource)
     errs: list[FieldError] = []
     count = 0
     for kind in VOLUME_TYPES:
@@ -531,7 +534,7 @@ def _validate_downward_file(file: DownwardAPIVolumeFile, path: str, errs: list[F
     _file_mode(file.mode, f"{path}.mode", errs)
 
 
-def _validate_projection_sources(
+def _validate_projection_sources(  # noqa: C901  (mirrors upstream validateProjectionSources)
     sources: Sequence[VolumeProjection], projected: str, errs: list[FieldError]
 ) -> None:
     """``validateProjectionSources``: each source's paths, no path written twice."""
@@ -856,68 +859,84 @@ def _validate_env(env: Sequence[EnvVar], path: str, errs: list[FieldError]) -> N
             errs.append(required(f"{idx}.name"))
         else:
             _names(errs, f"{idx}.name", var.name, is_env_var_name(var.name))
-        source = var.valueFrom
-        if source is None:
+        if var.valueFrom is not None:
+            _validate_env_var_value_from(var.valueFrom, var.value, f"{idx}.valueFrom", errs)
+
+
+def _validate_env_var_value_from(
+    source: EnvVarSource, value: str | None, vpath: str, errs: list[FieldError]
+) -> None:
+    """``validateEnvVarValueFrom``: exactly one source, and no ``value`` beside it."""
+    count = 0
+    if source.fieldRef is not None:
+        count += 1
+        _validate_object_field_selector(source.fieldRef, f"{vpath}.fieldRef", errs)
+    if source.resourceFieldRef is not None:
+        count += 1
+        _validate_container_resource_field_selector(
+            source.resourceFieldRef, f"{vpath}.resourceFieldRef", errs
+        )
+    for kind in ("configMapKeyRef", "secretKeyRef"):
+        ref_any = getattr(source, kind)
+        if ref_any is None:
             continue
-        vpath = f"{idx}.valueFrom"
-        count = 0
-        if source.fieldRef is not None:
-            count += 1
-            ref = source.fieldRef
-            fpath = f"{vpath}.fieldRef"
-            if not ref.apiVersion:
-                errs.append(required(f"{fpath}.apiVersion"))
-            elif not ref.fieldPath:
-                errs.append(required(f"{fpath}.fieldPath"))
-            elif ref.apiVersion != "v1":
-                errs.append(
-                    invalid(
-                        f"{fpath}.fieldPath",
-                        ref.fieldPath,
-                        f'error converting fieldPath: unsupported version "{ref.apiVersion}"',
-                    )
-                )
-            else:
-                _validate_env_field_path(ref.fieldPath, fpath, errs)
-        if source.resourceFieldRef is not None:
-            count += 1
-            res = source.resourceFieldRef
-            rpath = f"{vpath}.resourceFieldRef"
-            if not res.resource:
-                errs.append(required(f"{rpath}.resource"))
-            elif res.resource not in _RESOURCE_FIELD_PATHS and not res.resource.startswith(
-                ("requests.hugepages-", "limits.hugepages-")
-            ):
-                errs.append(not_supported(f"{rpath}.resource", res.resource, _RESOURCE_FIELD_PATHS))
-            if res.divisor is not None:
-                _quantity(errs, f"{rpath}.divisor", res.divisor)
-        for kind in ("configMapKeyRef", "secretKeyRef"):
-            ref_any = getattr(source, kind)
-            if ref_any is None:
-                continue
-            count += 1
-            kpath = f"{vpath}.{kind}"
-            name = ref_any.name or ""
-            _names(errs, f"{kpath}.name", name, is_dns1123_subdomain(name))
-            if not ref_any.key:
-                errs.append(required(f"{kpath}.key"))
-            else:
-                _names(errs, f"{kpath}.key", ref_any.key, is_config_map_key(ref_any.key))
-        if getattr(source, "fileKeyRef", None) is not None:
-            count += 1
-        if count == 0:
-            errs.append(
-                invalid(
-                    vpath,
-                    "",
-                    "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` "
-                    "or `secretKeyRef`",
-                )
+        count += 1
+        kpath = f"{vpath}.{kind}"
+        name = ref_any.name or ""
+        _names(errs, f"{kpath}.name", name, is_dns1123_subdomain(name))
+        if not ref_any.key:
+            errs.append(required(f"{kpath}.key"))
+        else:
+            _names(errs, f"{kpath}.key", ref_any.key, is_config_map_key(ref_any.key))
+    if getattr(source, "fileKeyRef", None) is not None:
+        count += 1
+    if count == 0:
+        errs.append(
+            invalid(
+                vpath,
+                "",
+                "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` "
+                "or `secretKeyRef`",
             )
-        elif var.value:
-            errs.append(invalid(vpath, "", "may not be specified when `value` is not empty"))
-        elif count > 1:
-            errs.append(invalid(vpath, "", "may not have more than one field specified at a time"))
+        )
+    elif value:
+        errs.append(invalid(vpath, "", "may not be specified when `value` is not empty"))
+    elif count > 1:
+        errs.append(invalid(vpath, "", "may not have more than one field specified at a time"))
+
+
+def _validate_object_field_selector(
+    ref: ObjectFieldSelector, fpath: str, errs: list[FieldError]
+) -> None:
+    """``validateObjectFieldSelector`` for an env var's ``fieldRef``."""
+    if not ref.apiVersion:
+        errs.append(required(f"{fpath}.apiVersion"))
+    elif not ref.fieldPath:
+        errs.append(required(f"{fpath}.fieldPath"))
+    elif ref.apiVersion != "v1":
+        errs.append(
+            invalid(
+                f"{fpath}.fieldPath",
+                ref.fieldPath,
+                f'error converting fieldPath: unsupported version "{ref.apiVersion}"',
+            )
+        )
+    else:
+        _validate_env_field_path(ref.fieldPath, fpath, errs)
+
+
+def _validate_container_resource_field_selector(
+    res: ResourceFieldSelector, rpath: str, errs: list[FieldError]
+) -> None:
+    """``validateContainerResourceFieldSelector`` for an env var's ``resourceFieldRef``."""
+    if not res.resource:
+        errs.append(required(f"{rpath}.resource"))
+    elif res.resource not in _RESOURCE_FIELD_PATHS and not res.resource.startswith(
+        ("requests.hugepages-", "limits.hugepages-")
+    ):
+        errs.append(not_supported(f"{rpath}.resource", res.resource, _RESOURCE_FIELD_PATHS))
+    if res.divisor is not None:
+        _quantity(errs, f"{rpath}.divisor", res.divisor)
 
 
 def _validate_env_field_path(field_path: str, path: str, errs: list[FieldError]) -> None:
@@ -1238,9 +1257,7 @@ def _validate_handler(
                 errs.append(required(f"{apath}.command"))
         elif kind == "httpGet":
             _validate_http_get(action, apath, errs)
-        elif kind == "tcpSocket":
-            _validate_port_ref(action.port, f"{apath}.port", errs)
-        elif kind == "grpc":
+        elif kind in ("tcpSocket", "grpc"):
             _validate_port_ref(action.port, f"{apath}.port", errs)
         elif grace is not None and not 0 <= action.seconds <= grace:
             errs.append(

@@ -32,6 +32,7 @@ checked in :mod:`asynckubelet.network.cniconf`.
 from __future__ import annotations
 
 import base64
+import contextlib
 import ipaddress
 import json
 import os
@@ -631,14 +632,12 @@ async def _run_plugin(
             into.extend(chunk)
 
     async with await anyio.open_process([str(binary)], env=env) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # noqa: S101  (type narrowing: the three pipes were asked for)
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
             tg.start_soon(drain, proc.stderr, err)
-            try:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await proc.stdin.send(stdin)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
             await proc.stdin.aclose()
             await proc.wait()
     return proc.returncode or 0, bytes(out), bytes(err)
@@ -679,9 +678,12 @@ def _ips(result: Mapping[str, Any] | None) -> tuple[str, ...]:
     for ip in result.get("ips") or []:
         address = str(ip.get("address", "")).split("/")[0]
         index = ip.get("interface")
-        if isinstance(index, int) and 0 <= index < len(interfaces):
-            if interfaces[index].get("name") == "lo":
-                continue
+        if (
+            isinstance(index, int)
+            and 0 <= index < len(interfaces)
+            and interfaces[index].get("name") == "lo"
+        ):
+            continue
         if address and not address.startswith("127.") and address != "::1":
             found.append(address)
     return tuple(sorted(found, key=lambda a: ":" in a))

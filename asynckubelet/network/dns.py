@@ -164,7 +164,7 @@ def _merge_options(existing: Sequence[str], extra: Sequence[tuple[str, str | Non
 
 def _pod_ref(pod: Pod) -> str:
     meta = pod.metadata
-    assert meta is not None
+    assert meta is not None  # noqa: S101  (type narrowing: an admitted pod has metadata)
     return f"{meta.name}_{meta.namespace or 'default'}({meta.uid or ''})"
 
 
@@ -222,7 +222,7 @@ def pod_dns(
     empty).
     """
     spec = pod.spec
-    assert spec is not None and pod.metadata is not None
+    assert spec is not None and pod.metadata is not None  # noqa: S101  (type narrowing: an admitted pod has spec and metadata)
     events: list[Event] = []
     policy = spec.dnsPolicy or "ClusterFirst"
     if policy == "None":
@@ -271,7 +271,7 @@ def pod_hostname_and_domain(pod: Pod, *, cluster_domain: str) -> tuple[str, str]
     and, when ``subdomain`` is set, ``<subdomain>.<namespace>.svc.<cluster domain>``."""
     spec = pod.spec
     meta = pod.metadata
-    assert spec is not None and meta is not None
+    assert spec is not None and meta is not None  # noqa: S101  (type narrowing: an admitted pod has spec and metadata)
     hostname = (spec.hostname or meta.name or "")[:63].rstrip("-.")
     domain = ""
     if spec.subdomain:

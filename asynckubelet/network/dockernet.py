@@ -10,13 +10,14 @@ or goes, so teardown has nothing of its own to undo.
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI
+from asynckubelet.docker.labels import LABEL_NODE
 from asynckubelet.docker.types import HostConfig
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
-from asynckubelet.runtime import naming
 
 
 def network_name(node_name: str) -> str:
@@ -58,18 +59,14 @@ class DockerNetworkPlugin:
         try:
             info = await self.docker.inspect_network(self.network)
         except errors.NotFound:
-            try:
-                await self.docker.create_network(
-                    self.network, labels={naming.LABEL_NODE: self.node_name}
-                )
-            except errors.Conflict:
-                pass
+            with contextlib.suppress(errors.Conflict):
+                await self.docker.create_network(self.network, labels={LABEL_NODE: self.node_name})
             return
         labels = info.get("Labels") or {}
-        if labels.get(naming.LABEL_NODE) != self.node_name:
+        if labels.get(LABEL_NODE) != self.node_name:
             raise errors.NetworkError(
                 f"Docker network {self.network} exists but is not node {self.node_name}'s "
-                f"(label {naming.LABEL_NODE}={labels.get(naming.LABEL_NODE)!r})"
+                f"(label {LABEL_NODE}={labels.get(LABEL_NODE)!r})"
             )
 
     async def remove_network(self) -> None:

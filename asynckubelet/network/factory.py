@@ -17,6 +17,7 @@ from typing import Any
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI
+from asynckubelet.docker.engine import is_local_daemon
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin
 from asynckubelet.network.bridge import (
     DEFAULT_BRIDGE,
@@ -30,10 +31,6 @@ from asynckubelet.network.cni import CNIConfig, CNIPlugin
 from asynckubelet.network.dockernet import DockerNetworkPlugin
 
 BACKENDS = ("auto", "bridge", "cni", "docker", "loopback")
-
-
-def is_local_daemon(url: str | None) -> bool:
-    return url is None or url.startswith("unix://") or url.startswith("/")
 
 
 def choose_backend(*, docker_url: str | None, euid: int | None = None) -> tuple[str, str]:

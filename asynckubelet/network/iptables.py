@@ -348,7 +348,7 @@ class IPTables(Firewall):
         rules = []
         for m in maps:
             rule = ["-p", m.protocol.lower(), "--dport", str(m.host_port)]
-            if m.host_ip and m.host_ip not in ("0.0.0.0", "::"):
+            if m.host_ip and m.host_ip not in ("0.0.0.0", "::"):  # noqa: S104  (compares a hostIP with the wildcard; binds nothing)
                 rule = ["-d", m.host_ip, *rule]
             rule += ["-j", "DNAT", "--to-destination", m.destination()]
             rules.append(rule)

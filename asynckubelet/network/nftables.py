@@ -263,7 +263,7 @@ class NFTables(Firewall):
         lines += [f"add chain {t} {chain}", f"flush chain {t} {chain}"]
         for m in maps:
             match = ""
-            if m.host_ip and m.host_ip not in ("0.0.0.0", "::"):
+            if m.host_ip and m.host_ip not in ("0.0.0.0", "::"):  # noqa: S104  (compares a hostIP with the wildcard; binds nothing)
                 match = f"{self._addr} daddr {m.host_ip} "
             proto = m.protocol.lower()
             lines.append(

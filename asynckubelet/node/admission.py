@@ -97,7 +97,7 @@ _PREDICATE_REASONS = {
 _CPU, _MEMORY, _EPHEMERAL, _PODS = "cpu", "memory", "ephemeral-storage", "pods"
 _NATIVE = frozenset({_CPU, _MEMORY, _EPHEMERAL, _PODS, "storage"})
 _POD_LEVEL = (_CPU, _MEMORY)
-_WILDCARD_IP = "0.0.0.0"
+_WILDCARD_IP = "0.0.0.0"  # noqa: S104  (a hostIP to compare with; binds nothing)
 _NO_EXECUTE = "NoExecute"
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 

@@ -246,7 +246,7 @@ class EventRecorder:
             logger.warning("cannot write events to {}: {}", self.path, e)
 
     def _compact(self) -> None:
-        assert self.path is not None
+        assert self.path is not None  # noqa: S101  (type narrowing: called only when a path is set)
         latest = read_events(self.path)[-self.max_events :]
         text = "".join(json.dumps(e.to_json()) + "\n" for e in latest)
         hostfs.write_file(self.path.parent, self.path.name, text.encode(), mode=EVENTS_MODE)

@@ -44,11 +44,10 @@ from loguru import logger
 
 from asynckubelet import errors, hostfs
 from asynckubelet.docker import DockerAPI, ExecResult, LogLine
-from asynckubelet.docker.engine import resolve_docker_url
+from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Level, Manifests, inspect_manifests_text, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
-from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.node import access
 from asynckubelet.node.admission import NodeAdmitter, NodeInfo, host_port_in_use, host_resources
 from asynckubelet.node.events import EventRecorder, PodEvent
@@ -279,7 +278,7 @@ class Kubelet:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._tg is not None
+        assert self._tg is not None  # noqa: S101  (type narrowing: set by __aenter__)
         self._closing = True
         with anyio.CancelScope(shield=True):
             entries = list(self._entries.values())
@@ -544,7 +543,7 @@ class Kubelet:
             self.status.remove(uid)
 
     def _start_worker(self, pod: Pod, source: str, options: RunOptions) -> None:
-        assert self._tg is not None, "the Kubelet is not running; use `async with`"
+        assert self._tg is not None, "the Kubelet is not running; use `async with`"  # noqa: S101  (a programming error, not input: use outside `async with`)
         name, ns, uid = ctr.pod_identity(pod)
         saved = self._saved.pop(uid, None)
         if saved is not None and saved.status is not None and pod.status is None:

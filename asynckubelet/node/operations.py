@@ -156,12 +156,18 @@ async def next_instance(
         if not status.containers:
             return None
         current = status.find_container(container)
-        if current is not None and current.id not in seen:
-            if current.state is not ContainerState.CREATED:
-                return current.id
-        if current is not None and current.state is ContainerState.EXITED:
-            if policy == "Never" or (policy == "OnFailure" and current.exit_code == 0):
-                return None
+        if (
+            current is not None
+            and current.id not in seen
+            and current.state is not ContainerState.CREATED
+        ):
+            return current.id
+        if (
+            current is not None
+            and current.state is ContainerState.EXITED
+            and (policy == "Never" or (policy == "OnFailure" and current.exit_code == 0))
+        ):
+            return None
         await anyio.sleep(poll_interval)
 
 
@@ -235,7 +241,7 @@ async def wait_until_ready(
                     last[key] = NOT_SEEN
                     continue
                 last[key] = pod_state(found)
-                assert found.status is not None
+                assert found.status is not None  # noqa: S101  (type narrowing: a reported pod has a status)
                 failure = watches[key].observe(found.status, now=anyio.current_time())
                 if failure is not None:
                     raise errors.PodError(failure.line(key[1]))
@@ -269,7 +275,7 @@ async def _verdict(
 ) -> str | None:
     """``Succeeded``, or ``Ready`` (on the applied spec), when the wait for this pod is
     over; None while it goes on (``last`` then says why)."""
-    assert pod.status is not None
+    assert pod.status is not None  # noqa: S101  (type narrowing: a reported pod has a status)
     key = pod_key(pod)
     name = key[1]
     if pod.status.phase == "Failed":

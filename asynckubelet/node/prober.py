@@ -62,7 +62,7 @@ class _Worker:
         self, prober: Prober, container: Container, status: ContainerStatus, kind: str
     ) -> None:
         probe = _probe_of(container, kind)
-        assert probe is not None
+        assert probe is not None  # noqa: S101  (type narrowing: a worker is made only for a probe that is set)
         self.prober = prober
         self.container = container
         self.status = status
@@ -83,7 +83,7 @@ class _Worker:
                     return
                 await anyio.sleep(period)
 
-    async def once(self) -> bool:
+    async def once(self) -> bool:  # noqa: C901  (mirrors upstream prober worker.doProbe)
         """One probe; False when the worker should stop."""
         probe = self.probe
         prober = self.prober
@@ -173,7 +173,7 @@ class Prober:
             self.on_change()
 
     def event(self, container: Container, message: str) -> None:
-        assert self.pod is not None
+        assert self.pod is not None  # noqa: S101  (type narrowing: set by update before any worker runs)
         self.events(
             self.pod, type="Warning", reason="Unhealthy", message=message, container=container.name
         )
@@ -182,7 +182,7 @@ class Prober:
         """Start workers for newly running containers; stop those of containers gone."""
         self.pod = pod
         self.runtime = runtime
-        assert pod.spec is not None
+        assert pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
         specs = {c.name: c for c in list(pod.spec.initContainers or []) + list(pod.spec.containers)}
         wanted: set[tuple[str, str]] = set()
         newest: set[str] = set()

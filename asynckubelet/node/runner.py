@@ -42,7 +42,7 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult
-from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 
 LogSink = Callable[[Pod, str, LogLine], None]
 StatusSink = Callable[[Pod, PodStatus], None]
@@ -135,6 +135,15 @@ def options_from_manifests(
     return options
 
 
+def _keep_pod_ips(status: PodStatus, before: PodStatus | None) -> None:
+    """A finished pod keeps the IPs it had once its sandbox is stopped (they show in
+    ``kubectl get pods -o wide``, as a cluster's kubelet reports them)."""
+    if status.podIP or before is None or not before.podIP:
+        return
+    status.podIP = before.podIP
+    status.podIPs = list(before.podIPs or [])
+
+
 def first_failure_exit_code(runtime: PodRuntimeStatus) -> int:
     failed = [
         c
@@ -214,6 +223,24 @@ class PodWorker:
                     await self._finish(stop)
         return self.outcome
 
+    async def _on_terminal(self, status: PodStatus, runtime: PodRuntimeStatus) -> bool:
+        """A pod past its deadline has its containers killed; then the worker ends (``run``)
+        or the pod releases its sandbox and waits. True: the worker ends."""
+        if status.reason == DEADLINE_EXCEEDED and any(
+            c.state is ContainerState.RUNNING for c in runtime.containers
+        ):
+            self.rm.events(
+                self.pod,
+                type="Normal",
+                reason=DEADLINE_EXCEEDED,
+                message=DEADLINE_EXCEEDED_MESSAGE,
+            )
+            await self.rm.kill_pod(self.pod, runtime)
+        if self.exit_on_terminal:
+            return True
+        await self._release_sandbox(runtime)
+        return False
+
     async def _loop(self, stop: anyio.Event, logs: anyio.abc.TaskGroup) -> None:
         result = PodSyncResult()
         previous: PodStatus | None = None
@@ -250,23 +277,15 @@ class PodWorker:
                 )
                 if status.phase not in TERMINAL_PHASES:
                     await self._evict_if_over_limit(status, runtime)
+                if status.phase in TERMINAL_PHASES:
+                    _keep_pod_ips(status, previous or self.pod.status)
                 previous = status
                 self.outcome.status = status
                 self.outcome.exit_code = first_failure_exit_code(runtime)
                 if self.on_status is not None:
                     self.on_status(self.pod, status)
                 if status.phase in TERMINAL_PHASES:
-                    if status.reason == DEADLINE_EXCEEDED and any(
-                        c.state is ContainerState.RUNNING for c in runtime.containers
-                    ):
-                        self.rm.events(
-                            self.pod,
-                            type="Normal",
-                            reason=DEADLINE_EXCEEDED,
-                            message=DEADLINE_EXCEEDED_MESSAGE,
-                        )
-                        await self.rm.kill_pod(self.pod, runtime)
-                    if self.exit_on_terminal:
+                    if await self._on_terminal(status, runtime):
                         return
                     await self._idle(stop)
                     continue
@@ -302,6 +321,15 @@ class PodWorker:
             await self._pause_after_failure(stop, failed=result.failed_in_runtime())
             await self._idle(stop)
         self.outcome.stopped = True
+
+    async def _release_sandbox(self, runtime: PodRuntimeStatus) -> None:
+        """A finished pod's sandbox is stopped and its network (its IP) released, as the
+        kubelet does once a pod reaches a terminal phase; its containers stay, for their
+        logs, until the pod is removed."""
+        if any(s.state is SandboxState.READY for s in runtime.sandboxes) or any(
+            c.state is ContainerState.RUNNING for c in runtime.containers
+        ):
+            await self.rm.kill_pod(self.pod, runtime)
 
     async def _evict_if_over_limit(self, status: PodStatus, runtime: PodRuntimeStatus) -> None:
         """The eviction manager's emptyDir check, every ``EVICTION_INTERVAL`` seconds: a pod
@@ -376,7 +404,7 @@ class PodWorker:
             tg.start_soon(self._follow, c.id, c.name, name=f"logs {self.name}/{c.name}")
 
     async def _follow(self, container_id: str, container: str) -> None:
-        assert self.on_log is not None
+        assert self.on_log is not None  # noqa: S101  (type narrowing: followed only when a log sink is set)
         try:
             async for line in self.rm.docker.logs(container_id, follow=True):
                 self.on_log(self.pod, container, line)

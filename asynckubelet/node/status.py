@@ -403,9 +403,12 @@ def has_any_regular_container_started(spec: PodSpec, statuses: Sequence[V1Contai
     """True once any regular container has run (running or terminated)."""
     names = {c.name for c in spec.containers}
     for s in statuses:
-        if s.name in names and s.state is not None:
-            if s.state.running is not None or s.state.terminated is not None:
-                return True
+        if (
+            s.name in names
+            and s.state is not None
+            and (s.state.running is not None or s.state.terminated is not None)
+        ):
+            return True
     return False
 
 

@@ -178,7 +178,7 @@ class TokenIssuer:
         now = now or self.clock()
         with self._lock:
             cached = self._cache.get(request)
-            jitter = random.uniform(0, MAX_JITTER_SECONDS)
+            jitter = random.uniform(0, MAX_JITTER_SECONDS)  # noqa: S311  (refresh-time jitter, not a secret)
             if cached is not None and not requires_refresh(cached, now=now, jitter=jitter):
                 return cached
             token = self._issue(request, now=now)

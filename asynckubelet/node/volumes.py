@@ -277,11 +277,13 @@ def write_atomic_at(target_fd: int, payload: Payload, *, gid: int | None = None)
     clean = _clean_payload(payload)
     visible = {rel.split("/", 1)[0] for rel in clean}
     old = _current_dir(target_fd)
-    if old is not None and _current_payload(target_fd, old) == clean:
-        if all(_lstat_at(target_fd, name) is not None for name in visible) and not _stale_links(
-            target_fd, visible
-        ):
-            return False
+    if (
+        old is not None
+        and _current_payload(target_fd, old) == clean
+        and all(_lstat_at(target_fd, name) is not None for name in visible)
+        and not _stale_links(target_fd, visible)
+    ):
+        return False
     stamp = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime())
     ts_name = f"..{stamp}.{secrets.token_hex(5)}"
     os.mkdir(ts_name, 0o755, dir_fd=target_fd)
@@ -392,7 +394,7 @@ def _quoted_map(values: Mapping[str, str] | None) -> str:
 
 def _downward_field(pod: Pod, path: str) -> str:
     meta = pod.metadata
-    assert meta is not None and pod.spec is not None
+    assert meta is not None and pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
     simple = {
         "metadata.name": meta.name or "",
         "metadata.namespace": meta.namespace or "default",
@@ -412,7 +414,7 @@ def _downward_field(pod: Pod, path: str) -> str:
 def _downward_payload(pod: Pod, items: list[Any] | None, default_mode: int | None) -> Payload:
     mode = DEFAULT_MODE if default_mode is None else default_mode
     payload: Payload = {}
-    assert pod.spec is not None
+    assert pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     for item in items or []:
         if item.fieldRef is not None:
             value = _downward_field(pod, item.fieldRef.fieldPath)
@@ -448,7 +450,7 @@ def _configmap_bytes(context: PodContext, name: str) -> dict[str, bytes] | None:
 
 def _token_request(pod: Pod, source: Any) -> TokenRequest:
     meta, spec = pod.metadata, pod.spec
-    assert meta is not None and spec is not None
+    assert meta is not None and spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
     return TokenRequest(
         namespace=meta.namespace or "default",
         service_account=spec.serviceAccountName or spec.serviceAccount or "default",
@@ -495,7 +497,7 @@ def volume_payload(
         )
     if volume.downwardAPI is not None:
         return _downward_payload(pod, volume.downwardAPI.items, volume.downwardAPI.defaultMode)
-    assert volume.projected is not None
+    assert volume.projected is not None  # noqa: S101  (type narrowing: the last volume kind this is called for)
     mode = volume.projected.defaultMode
     payload: Payload = {}
     for source in volume.projected.sources or []:
@@ -654,7 +656,7 @@ class VolumeManager:
                 return True
 
     async def setup_pod(self, pod: Pod, *, context: PodContext, docker: DockerAPI) -> None:
-        assert pod.metadata is not None and pod.spec is not None
+        assert pod.metadata is not None and pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
         uid = pod.metadata.uid or ""
         prepared: dict[str, _Prepared] = {}
         for volume in pod.spec.volumes or []:
@@ -672,7 +674,7 @@ class VolumeManager:
     async def _setup_one(
         self, pod: Pod, volume: Volume, context: PodContext, docker: DockerAPI
     ) -> _Prepared:
-        assert pod.metadata is not None and pod.spec is not None
+        assert pod.metadata is not None and pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
         uid = pod.metadata.uid or ""
         ctx = pod.spec.securityContext
         fs_group = ctx.fsGroup if ctx is not None else None
@@ -756,7 +758,7 @@ class VolumeManager:
     async def mounts_for(
         self, pod: Pod, container: Container, *, environment: Mapping[str, str]
     ) -> list[Mount]:
-        assert pod.metadata is not None
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: an admitted pod has metadata)
         uid = pod.metadata.uid or ""
         prepared = self._prepared.get(uid, {})
         mounts: list[Mount] = []
@@ -813,7 +815,7 @@ class VolumeManager:
     async def empty_dir_over_limit(self, pod: Pod) -> str | None:
         """The eviction manager's local-storage check: the message when a disk emptyDir
         uses more than its ``sizeLimit``, else None."""
-        assert pod.metadata is not None and pod.spec is not None
+        assert pod.metadata is not None and pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and spec)
         for volume in pod.spec.volumes or []:
             empty = volume.emptyDir
             if empty is None or empty.sizeLimit is None or empty.medium == "Memory":
@@ -828,7 +830,7 @@ class VolumeManager:
         """A new file per instance; files older than the previous instance's, and those of
         an earlier try at this same instance, are removed (garbage collection keeps only
         the newest dead instance)."""
-        assert pod.metadata is not None
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: an admitted pod has metadata)
         uid = pod.metadata.uid or ""
         rel = self._pod_rel(uid, "containers", hostfs.single_name(container.name))
         name = f"{restart_count}-{secrets.token_hex(4)}"

@@ -500,7 +500,7 @@ class _Plan:
             return
         self.to_start = to_start
 
-    def decide_init_containers(self, pod: Pod) -> bool:
+    def decide_init_containers(self, pod: Pod) -> bool:  # noqa: C901  (mirrors upstream computeInitContainerActions)
         """``computeInitContainerActions``: True once the pod has been initialized."""
         inits = _init_containers(pod)
         if not inits:

@@ -25,7 +25,7 @@ _ZERO_TIME = "0001-01-01T00:00:00Z"
 def pod_identity(pod: Pod) -> tuple[str, str, str]:
     """(name, namespace, uid) of a pod."""
     meta = pod.metadata
-    assert meta is not None and meta.name is not None
+    assert meta is not None and meta.name is not None  # noqa: S101  (type narrowing: an admitted pod has metadata and a name)
     return meta.name, meta.namespace or "default", meta.uid or ""
 
 
@@ -61,7 +61,7 @@ def container_config(
     """Name and Docker config of one container instance of the pod."""
     name, ns, uid = pod_identity(pod)
     spec = pod.spec
-    assert spec is not None
+    assert spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     labels = {
         **naming.pod_labels(node=node, pod=name, namespace=ns, uid=uid, owner=owner),
         naming.LABEL_TYPE: naming.TYPE_CONTAINER,

@@ -84,7 +84,7 @@ def _lookup_ref(kind: str, ref: Any, ns: str, ctx: PodContext) -> str | None:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def make_environment(pod: Any, container: Any, ctx: PodContext) -> Environment:
+def make_environment(pod: Any, container: Any, ctx: PodContext) -> Environment:  # noqa: C901  (mirrors upstream makeEnvironmentVariables)
     """Resolve ``envFrom``, ``env``, ``command`` and ``args`` of ``container``."""
     ns = pod.metadata.namespace or "default"
     env: dict[str, str] = {}

@@ -495,7 +495,7 @@ async def _relay(sock: socket.socket) -> AsyncIterator[str]:
 
 def _pod_ref(pod: Pod) -> str:
     meta = pod.metadata
-    assert meta is not None
+    assert meta is not None  # noqa: S101  (type narrowing: an admitted pod has metadata)
     return f"{meta.name}_{meta.namespace or 'default'}({meta.uid or ''})"
 
 

@@ -340,7 +340,7 @@ class ImageManager:
                 return
             except errors.ImagePullError as e:
                 last = e
-        assert last is not None
+        assert last is not None  # noqa: S101  (type narrowing: the loop ran at least once)
         raise last
 
 

@@ -84,9 +84,9 @@ async def kill_container(
         and pod is not None
         and spec is not None
         and spec.lifecycle is not None
+        and spec.lifecycle.preStop is not None
     ):
-        if spec.lifecycle.preStop is not None:
-            grace -= await _pre_stop(rm, pod, spec, status, grace)
+        grace -= await _pre_stop(rm, pod, spec, status, grace)
     grace = max(grace, MINIMUM_GRACE_PERIOD)
     try:
         with anyio.CancelScope(shield=True):
@@ -101,7 +101,7 @@ async def _pre_stop(
     rm: RuntimeManager, pod: Pod, spec: Container, status: ContainerStatus, grace: float
 ) -> float:
     """Run ``preStop`` for at most ``grace`` seconds; returns the seconds it took."""
-    assert spec.lifecycle is not None
+    assert spec.lifecycle is not None  # noqa: S101  (type narrowing: called only for a container with preStop)
     started = anyio.current_time()
     with anyio.CancelScope(shield=True):
         target = await rm.hook_target(pod, container_id=status.id, sandbox_id=status.sandbox_id)

@@ -29,10 +29,10 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI, DockerClient
+from asynckubelet.docker.engine import is_local_daemon
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG
 from asynckubelet.network import LoopbackPlugin, NetworkPlugin
 from asynckubelet.network.dns import DNSSettings
-from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, kill, nodefiles, probehelper
@@ -249,7 +249,7 @@ class RuntimeManager:
         """
         with measured(self.metrics, "kill_pod"):
             if status is None:
-                assert pod is not None
+                assert pod is not None  # noqa: S101  (type narrowing: the pod or its status is given)
                 status = await self.get_status_of(pod)
             result = await kill.kill_pod(self, pod, status, grace_period=grace_period)
         count_failed_steps(self.metrics, result)

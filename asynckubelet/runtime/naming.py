@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from asynckubelet.docker.labels import LABEL_NODE as LABEL_NODE
+
 NAME_PREFIX = "akl"
 """First part of every container name we create."""
 
@@ -22,8 +24,6 @@ LABEL_TYPE = "io.asynckubelet.type"
 TYPE_SANDBOX = "podsandbox"
 TYPE_CONTAINER = "container"
 TYPE_PROBE_HELPER = "probehelper"
-LABEL_NODE = "io.asynckubelet.node"
-"""The ownership mark: the node name. Objects without it are never touched."""
 LABEL_OWNER = "io.asynckubelet.owner"
 """Which process of the node owns the pod, when it is not the node agent itself: ``run``
 marks its pods ``run-<id>``. An agent manages only pods without this label (or with its

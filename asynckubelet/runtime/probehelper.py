@@ -29,9 +29,8 @@ from loguru import logger
 
 from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, DockerAPI
-from asynckubelet.docker.engine import EngineTLS
+from asynckubelet.docker.engine import EngineTLS, is_local_daemon
 from asynckubelet.images import build as image_build
-from asynckubelet.network.factory import is_local_daemon
 from asynckubelet.runtime import naming
 
 RECHECK_SECONDS = 10.0

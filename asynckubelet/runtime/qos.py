@@ -34,7 +34,7 @@ def qos_class(pod: Pod) -> str:
     if pod.status is not None and pod.status.qosClass:
         return pod.status.qosClass
     spec = pod.spec
-    assert spec is not None
+    assert spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     requests: dict[str, Fraction] = {}
     limits: dict[str, Fraction] = {}
     guaranteed = True
@@ -58,7 +58,10 @@ def qos_class(pod: Pod) -> str:
             guaranteed = False
     if not requests and not limits:
         return BEST_EFFORT
-    if guaranteed and all(limits.get(n) == q for n, q in requests.items()):
-        if len(requests) == len(limits):
-            return GUARANTEED
+    if (
+        guaranteed
+        and all(limits.get(n) == q for n, q in requests.items())
+        and len(requests) == len(limits)
+    ):
+        return GUARANTEED
     return BURSTABLE

@@ -78,10 +78,7 @@ def resource_field_value(container: Any, resource: str, divisor: Any) -> str:
         raise errors.ContainerConfigError(f"unsupported container resource: {resource!r}")
     value = _get(container.resources, kind, name)
     if value is None:
-        if kind == "limits":
-            value = node_capacity().get(name, Fraction(0))
-        else:
-            value = Fraction(0)
+        value = node_capacity().get(name, Fraction(0)) if kind == "limits" else Fraction(0)
     div = parse_quantity(str(divisor)).value if divisor not in (None, "") else Fraction(1)
     if div == 0:
         div = Fraction(1)

@@ -123,7 +123,7 @@ def generate_pod_sandbox_config(
     """
     name, ns, uid = pod_identity(pod)
     spec = pod.spec
-    assert spec is not None
+    assert spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     host_network = bool(spec.hostNetwork)
     fqdn = sandbox_hostname(pod, cluster_domain=dns.cluster_domain)
     short, _ = pod_hostname_and_domain(pod, cluster_domain=dns.cluster_domain)
@@ -165,7 +165,7 @@ def sandbox_docker_config(
     ``engine_dns_keys``, the pod's resolver settings and hostAliases go to Docker as
     ``HostConfig`` keys, for an engine whose files this process cannot write."""
     spec = pod.spec
-    assert spec is not None
+    assert spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     host: HostConfig = {
         "NetworkMode": network_mode,
         "IpcMode": "host" if spec.hostIPC else "shareable",

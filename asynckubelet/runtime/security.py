@@ -84,7 +84,7 @@ def effective(pod: Pod, container: Container) -> Effective:
 
 def _pod_ref(pod: Pod) -> str:
     meta = pod.metadata
-    assert meta is not None
+    assert meta is not None  # noqa: S101  (type narrowing: an admitted pod has metadata)
     return f"{meta.name}_{meta.namespace or 'default'}({meta.uid or ''})"
 
 
@@ -203,7 +203,7 @@ def sandbox_security_options(pod: Pod) -> list[str]:
     return selinux_options(psc.seLinuxOptions if psc is not None else None)
 
 
-def host_config_security(
+def host_config_security(  # noqa: C901  (mirrors cri-dockerd's security context to HostConfig)
     pod: Pod, container: Container, *, seccomp_root: Path = DEFAULT_SECCOMP_ROOT
 ) -> HostConfig:
     """Docker ``HostConfig`` entries for the effective security context."""

@@ -11,6 +11,7 @@ once: the file it wrote, else, by its policy, the tail of its logs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -127,10 +128,8 @@ class StatusReader:
         found: list[ContainerInspect] = []
 
         async def one(cid: str) -> None:
-            try:
+            with contextlib.suppress(errors.NotFound):
                 found.append(await self.rm.docker.inspect_container(cid))
-            except errors.NotFound:
-                pass
 
         async with anyio.create_task_group() as tg:
             for cid in ids:

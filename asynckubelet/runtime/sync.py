@@ -81,7 +81,7 @@ class PodSync:
         self.image_backoff = image_backoff
         self.pulls: dict[str, ImagePull] = {}
         self.sandbox_id = actions.sandbox_id
-        assert pod.spec is not None
+        assert pod.spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
         self.spec = pod.spec
 
     def event(self, type: str, reason: str, message: str, container: str | None = None) -> None:
@@ -444,7 +444,7 @@ class PodSync:
 
     async def _post_start(self, container: Container, cid: str, step: SyncResult) -> bool:
         """Run ``postStart``; on failure kill the container, as ``kuberuntime`` does."""
-        assert container.lifecycle is not None
+        assert container.lifecycle is not None  # noqa: S101  (type narrowing: called only for a container with postStart)
         target = await self.rm.hook_target(self.pod, container_id=cid, sandbox_id=self.sandbox_id)
         message = await hooks.run_hook(
             container.lifecycle.postStart,

@@ -25,6 +25,9 @@
 #                              NotReady/Unknown (default 40s)
 #   AKL_CLUSTER_LOG_LEVEL      --v of the Kubernetes programs (default 1)
 #   AKL_CLUSTER_TIMEOUT        seconds to wait for readiness (default 180)
+#   AKL_CLUSTER_AUDIT          1: the API server writes an audit log, DIR/logs/audit.log,
+#                              one JSON line per request at level Metadata (user, verb,
+#                              resource, user agent, times), for counting a node's requests
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=lib.sh
@@ -211,6 +214,13 @@ start etcd "$etcd" --name akl --data-dir "$dir/etcd" \
     --initial-cluster-state new --initial-cluster-token "akl-$api_port"
 wait_for etcd "etcd's /health" curl -fsS "$etcd_url/health"
 
+audit_flags=()
+if [ "${AKL_CLUSTER_AUDIT:-0}" = 1 ]; then
+    printf '%s\n' "apiVersion: audit.k8s.io/v1" "kind: Policy" \
+        "omitStages: [RequestReceived]" "rules:" "- level: Metadata" >"$dir/run/audit-policy.yaml"
+    audit_flags=(--audit-policy-file="$dir/run/audit-policy.yaml" --audit-log-path="$dir/logs/audit.log")
+fi
+
 log "kube-apiserver on $server"
 # The API server listens on loopback only, so it has no address a Service endpoint may
 # name (the API rejects loopback endpoints): the `kubernetes` Service keeps no endpoints.
@@ -224,6 +234,7 @@ start kube-apiserver "$bin/kube-apiserver" \
     --client-ca-file="$pki/ca.crt" \
     --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
     --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
     --requestheader-client-ca-file="$pki/front-proxy-ca.crt" \
     --requestheader-allowed-names=front-proxy-client \
     --requestheader-username-headers=X-Remote-User \
@@ -237,7 +248,8 @@ start kube-apiserver "$bin/kube-apiserver" \
     --service-cluster-ip-range="$service_cidr" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-signing-key-file="$pki/sa.key" \
-    --service-account-key-file="$pki/sa.pub"
+    --service-account-key-file="$pki/sa.pub" \
+    "${audit_flags[@]}"
 admin_curl() {
     curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$server$1"
 }

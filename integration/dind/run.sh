@@ -6,8 +6,7 @@
 # folder at the end, whatever happens.
 #
 # The tests run on a snapshot of the working tree taken at the start (tracked and untracked
-# files, not ignored ones), so edits made while they run change nothing half way. The
-# documentation examples beside the repository (../shared/examples) are mounted when present.
+# files, not ignored ones), so edits made while they run change nothing half way.
 #
 # Usage: run.sh [PYTEST ARGS...]   (default: the integration suite without the tests that
 # start DinD containers themselves, `integration -m "not dind"`)
@@ -47,9 +46,6 @@ else
     tar -C "$repo" --exclude=./.tox --exclude=./.git -cf - . | tar -C "$work/src" -xf -
 fi
 mounts=(-v "$work/src:/src:ro" -v "$deps:$site:ro" -v "$work:/work")
-if [ -d "$repo/../shared/examples" ]; then
-    mounts+=(-v "$(cd "$repo/../shared/examples" && pwd):/shared/examples:ro")
-fi
 
 # A network of its own, as a CI job container has: an interface, an address and a default
 # route (the engine may have no default bridge).

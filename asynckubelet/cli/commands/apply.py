@@ -144,7 +144,7 @@ async def _wait(
     display = WaitDisplay(console=err, live=err.is_terminal)
 
     def ready(pod: Pod) -> None:
-        assert pod.metadata is not None and pod.status is not None
+        assert pod.metadata is not None and pod.status is not None  # noqa: S101  (type narrowing: a reported pod has metadata and status)
         out.print(
             f"pod/{escape(pod.metadata.name or '')} {escape(kubectl_status(pod, pod.status))}"
         )

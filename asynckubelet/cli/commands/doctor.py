@@ -87,9 +87,8 @@ def doctor(
     The defaults are those of `run` and `serve` (the same --network, --pause-image and
     engine), so a clean report means they can start a pod as they are."""
     from asynckubelet import errors
-    from asynckubelet.docker.engine import resolve_docker_url
+    from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
     from asynckubelet.images.build import default_probe_tag
-    from asynckubelet.network.factory import is_local_daemon
     from asynckubelet.node.daemon import default_state_dir
 
     check_network(network)

@@ -93,7 +93,7 @@ def _get_without_daemon(
     from asynckubelet.tables import table
 
     kind = {"configmaps": "ConfigMap", "secrets": "Secret"}[plural]
-    assert kind in KINDS
+    assert kind in KINDS  # noqa: S101  (type narrowing: both plurals name known kinds)
     found = []
     for body in read_persisted(node.state / "objects"):
         meta = body.get("metadata") or {}

@@ -19,6 +19,7 @@ signal N (130 for SIGINT, 143 for SIGTERM); 141 (128+SIGPIPE) when stdout was cl
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import secrets
@@ -243,7 +244,7 @@ def _owned(manifests: Manifests, *, node_name: str, owner: str) -> Manifests:
     for pod in manifests.pods:
         mine = copy.deepcopy(pod)
         name, ns, _ = ctr.pod_identity(mine)
-        assert mine.metadata is not None
+        assert mine.metadata is not None  # noqa: S101  (type narrowing: a loaded pod has metadata)
         mine.metadata.uid = pod_uid(node_name=f"{node_name}/{owner}", namespace=ns, name=name)
         pods.append(mine)
     return dataclasses.replace(manifests, pods=tuple(pods))
@@ -314,7 +315,7 @@ class _Session:
         from asynckubelet.node.failures import FailureWatch
 
         self.renderer.status(pod, status)
-        assert pod.metadata is not None
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: a running pod has metadata)
         name = pod.metadata.name or ""
         watch = self.watches.setdefault(
             name,
@@ -336,8 +337,7 @@ class _Session:
 
     def _volumes(self) -> VolumeManager | None:
         """Volumes are directories on this machine: only a local engine can mount them."""
-        from asynckubelet.docker.engine import resolve_docker_url
-        from asynckubelet.network.factory import is_local_daemon
+        from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
         from asynckubelet.node.volumes import VolumeManager, default_root
 
         if not is_local_daemon(resolve_docker_url(self.node.docker_host)):
@@ -361,7 +361,7 @@ class _Session:
         period; the second kills them at once."""
         from asynckubelet.runtime import containers as ctr
 
-        assert self.stop is not None
+        assert self.stop is not None  # noqa: S101  (type narrowing: set before the signals are watched)
         countdown: _Countdown | None = None
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
             async for signum in received:
@@ -395,10 +395,8 @@ async def _kill_now(rm: RuntimeManager, uids: set[str]) -> None:
     for row in rows:
         labels = row.get("Labels") or {}
         if labels.get(naming.LABEL_POD_UID) in uids and row.get("State") == "running":
-            try:
+            with contextlib.suppress(errors.DockerError):
                 await rm.docker.kill_container(row["Id"])
-            except errors.DockerError:
-                pass
 
 
 class _Countdown:
@@ -464,7 +462,7 @@ class _Renderer:
     def status(self, pod: Pod, status: PodStatus) -> None:
         from asynckubelet.printers import kubectl_status
 
-        assert pod.metadata is not None
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: a running pod has metadata)
         name = pod.metadata.name or ""
         key = f"{pod.metadata.namespace}/{name}"
         shown = kubectl_status(pod, status)

@@ -23,6 +23,7 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.cli.options import (
     AllowRemoteOpt,
+    ClusterOptions,
     DNSServerOpt,
     DNSUpstreamOpt,
     ListenOpt,
@@ -57,6 +58,7 @@ def serve(
     dns_server: DNSServerOpt = True,
     dns_upstream: DNSUpstreamOpt = None,
     node: NodeOptions,
+    cluster: ClusterOptions,
     log: LogOptions,
 ) -> None:
     """Run the node until a signal: the objects applied to it and the static pods of its
@@ -71,6 +73,9 @@ def serve(
     ready pods they select; on the bridge and cni networks the firewall sends ClusterIP,
     nodePort and LoadBalancer traffic to them (curl localhost:<nodePort> reaches the app),
     and the node answers the cluster's DNS names on the pod network's gateway.
+
+    With --kubeconfig the node also joins that cluster: it registers its Node, runs the
+    pods bound to it and serves the kubelet API (kubectl logs, exec, port-forward).
     """
     import socket
 
@@ -82,6 +87,7 @@ def serve(
     from asynckubelet.workloads.services import ServiceRanges
 
     node.check()
+    cluster.check()
     try:
         ranges = ServiceRanges.parse(
             cluster_ip_range=service_cluster_ip_range, node_port_range=service_node_port_range
@@ -109,8 +115,14 @@ def serve(
         node=node.node_info(),
     )
     ensure_engine(node.docker_host)
-    cluster = _Cluster(ranges=ranges, dns_server=dns_server, upstreams=upstreams)
-    run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote), cluster)
+    if cluster.kubeconfig is not None:
+        from asynckubelet.cli.cluster_mode import serve_cluster
+
+        config = dataclasses.replace(config, node_name=config.node_name.lower())
+        serve_cluster(config, node, cluster, state, host=host, port=port, allow_remote=allow_remote)
+        return
+    setup = _ServiceSetup(ranges=ranges, dns_server=dns_server, upstreams=upstreams)
+    run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote), setup)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +134,7 @@ class _Address:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Cluster:
+class _ServiceSetup:
     """What the node does for Services and cluster DNS."""
 
     ranges: ServiceRanges
@@ -159,7 +171,7 @@ def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:
 
 
 async def _serve(
-    config: KubeletConfig, node: NodeOptions, state: Path, at: _Address, cluster: _Cluster
+    config: KubeletConfig, node: NodeOptions, state: Path, at: _Address, setup: _ServiceSetup
 ) -> None:
     from asynckubelet.cli.provision import announce
     from asynckubelet.docker import DockerClient
@@ -176,7 +188,7 @@ async def _serve(
     objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
     async with DockerClient(url=node.docker_host) as docker:
         plugin = node.network_plugin(docker, node_name=config.node_name)
-        dns_address = _dns_address(plugin) if cluster.dns_server else None
+        dns_address = _dns_address(plugin) if setup.dns_server else None
         if dns_address is not None and not config.dns.cluster_dns:
             config = dataclasses.replace(
                 config, dns=dataclasses.replace(config.dns, cluster_dns=(dns_address,))
@@ -194,7 +206,7 @@ async def _serve(
                 # still removes what was announced.
                 with signals as received:
                     async with anyio.create_task_group() as tg:
-                        services = await _start_services(tg, kubelet, plugin, cluster, dns_address)
+                        services = await _start_services(tg, kubelet, plugin, setup, dns_address)
                         # The socket first: a client that sees HTTP answer finds it.
                         inode = await _listen_locally(
                             tg, kubelet, lambda: published[0], socket_file, services
@@ -251,7 +263,7 @@ async def _start_services(
     tg: anyio.abc.TaskGroup,
     kubelet: Kubelet,
     plugin: NetworkPlugin,
-    cluster: _Cluster,
+    setup: _ServiceSetup,
     dns_address: str | None,
 ) -> ServiceController:
     """The Service controller and, with an address for it, the cluster DNS, started."""
@@ -268,12 +280,12 @@ async def _start_services(
         target = plugin.service_target()
         if target is not None:
             targets.append(ProxyTarget(*target))
-    controller = ServiceController(kubelet, ranges=cluster.ranges, targets=targets)
+    controller = ServiceController(kubelet, ranges=setup.ranges, targets=targets)
     await tg.start(controller.run, name="services")
     if dns_address is None:
         return controller
     domain = kubelet.config.dns.cluster_domain
-    config = DNSConfig(cluster_domain=domain, upstreams=cluster.upstreams)
+    config = DNSConfig(cluster_domain=domain, upstreams=setup.upstreams)
     zone = zone_source(
         domain=domain,
         ttl=config.ttl,

@@ -1,0 +1,566 @@
+"""The kubelet API on port 10250: what the API server proxies to a node.
+
+``kubectl logs`` reaches ``/containerLogs/{namespace}/{pod}/{container}``, ``kubectl
+exec`` ``/exec/...`` and ``kubectl port-forward`` ``/portForward/{namespace}/{pod}``
+through the API server, which dials the address and port the Node advertises
+(``status.addresses``, ``daemonEndpoints.kubeletEndpoint.port``) with its kubelet client
+certificate. So the server speaks HTTPS:
+
+- its serving certificate is the one given (``--tls-cert-file``/``--tls-private-key-file``)
+  or one it makes for itself at the first start, self-signed for the node's name and IP,
+  under ``<state-dir>/pki`` (the key readable by root only), as the kubelet does;
+- a client must present a certificate the cluster's CA signed (``--client-ca-file``, else
+  the kubeconfig's certificate authority); a request without one is 401, as on a kubelet
+  with anonymous access off;
+- authorization is ``AlwaysAllow`` for any authenticated client, or ``Webhook``: each
+  request is a ``SubjectAccessReview`` for ``nodes/proxy`` (``nodes/log``, ``nodes/stats``,
+  ``nodes/metrics``, ``nodes/spec`` for their paths), answers cached as the kubelet does.
+
+The read-only endpoints are those of :mod:`asynckubelet.endpoints` (``/healthz``, ``/pods``,
+``/containerLogs`` with the kubelet's query parameters); exec and port forwarding are SPDY
+sessions (:mod:`asynckubelet.cluster.streaming`). ``/attach`` and ``/run`` are not served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import ipaddress
+import math
+import os
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import anyio
+import anyio.abc
+from aiohttp import web
+from loguru import logger
+
+from asynckubelet import endpoints, errors
+from asynckubelet.cluster import spdy, streaming
+from asynckubelet.node import access
+from asynckubelet.node.kubelet import Kubelet
+from asynckubelet.runtime.types import ContainerState
+
+AuthorizationMode = Literal["AlwaysAllow", "Webhook"]
+AUTHORIZATION_MODES: tuple[AuthorizationMode, ...] = ("AlwaysAllow", "Webhook")
+CERT_NAME = "kubelet.crt"
+KEY_NAME = "kubelet.key"
+CERT_DAYS = 365
+ALLOWED_TTL = 300.0
+DENIED_TTL = 30.0
+"""Seconds a SubjectAccessReview answer is reused (the kubelet's webhook cache TTLs)."""
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """What a request asks, in the API server's words."""
+
+    verb: str
+    resource: str
+    subresource: str
+    name: str
+
+
+Reviewer = Callable[[User, Attributes], Awaitable[tuple[bool, str]]]
+"""Asks the API server whether ``user`` may (``SubjectAccessReview``): (allowed, reason)."""
+
+
+# -- certificates ---------------------------------------------------------------------------
+
+
+def self_signed_pair(
+    directory: Path, *, node_name: str, addresses: Sequence[str]
+) -> tuple[Path, Path]:
+    """``kubelet.crt`` and ``kubelet.key`` in ``directory``: kept when both are there and
+    load, else made (ECDSA P-256, self-signed for the node's name and addresses)."""
+    cert, key = directory / CERT_NAME, directory / KEY_NAME
+    if cert.exists() and key.exists():
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+            return cert, key
+        except (ssl.SSLError, OSError) as e:
+            logger.warning("serving certificate {} cannot be used ({}); making a new one", cert, e)
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.COMMON_NAME, f"{node_name}@{int(now.timestamp())}")]
+    )
+    names: list[x509.GeneralName] = [x509.DNSName(node_name)]
+    for address in dict.fromkeys(addresses):
+        with contextlib.suppress(ValueError):
+            names.append(x509.IPAddress(ipaddress.ip_address(address)))
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(private, hashes.SHA256())
+    )
+    key_bytes = private.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(key_bytes)
+    os.chmod(key, 0o600)
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    logger.info("made a self-signed serving certificate {}", cert)
+    return cert, key
+
+
+def server_context(*, cert: Path, key: Path, client_ca: bytes) -> ssl.SSLContext:
+    """TLS for the kubelet API: our pair, client certificates verified against
+    ``client_ca`` (PEM) when given (a request without one is answered 401)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as e:
+        raise errors.KubeletServingError(f"serving certificate {cert} / key {key}: {e}") from None
+    try:
+        context.load_verify_locations(cadata=client_ca.decode("ascii", errors="replace"))
+    except (ssl.SSLError, ValueError) as e:
+        raise errors.KubeletServingError(f"client CA: {e}") from None
+    context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+def peer_user(peercert: dict[str, Any] | None) -> User | None:
+    """The user a verified client certificate names (CN, and O as groups)."""
+    if not peercert:
+        return None
+    name = ""
+    groups: list[str] = []
+    for rdn in peercert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                name = value
+            elif key == "organizationName":
+                groups.append(value)
+    if not name:
+        return None
+    return User(name=name, groups=(*groups, "system:authenticated"))
+
+
+def attributes(request: web.Request, node_name: str) -> Attributes:
+    """The kubelet's mapping of a request to ``nodes/<subresource>``."""
+    verb = {
+        "GET": "get",
+        "HEAD": "get",
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete",
+    }.get(request.method, request.method.lower())
+    path = request.path
+    subresource = "proxy"
+    for prefix, sub in (
+        ("/stats", "stats"),
+        ("/metrics", "metrics"),
+        ("/logs", "log"),
+        ("/spec", "spec"),
+    ):
+        if path == prefix or path.startswith(prefix + "/"):
+            subresource = sub
+    return Attributes(verb=verb, resource="nodes", subresource=subresource, name=node_name)
+
+
+class WebhookAuthorizer:
+    """``SubjectAccessReview`` for each new (user, attributes), answers cached."""
+
+    def __init__(self, review: Reviewer) -> None:
+        self.review = review
+        self._cache: dict[tuple[User, Attributes], tuple[float, bool, str]] = {}
+
+    async def __call__(self, user: User, attrs: Attributes) -> tuple[bool, str]:
+        now = time.monotonic()
+        key = (user, attrs)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] > now:
+            return cached[1], cached[2]
+        allowed, reason = await self.review(user, attrs)
+        if len(self._cache) > 4096:
+            self._cache.clear()
+        self._cache[key] = (now + (ALLOWED_TTL if allowed else DENIED_TTL), allowed, reason)
+        return allowed, reason
+
+
+# -- the application ------------------------------------------------------------------------
+
+NODE_NAME_KEY = web.AppKey("node_name", str)
+AUTHORIZER_KEY = web.AppKey("authorizer", object)
+
+
+@web.middleware
+async def authenticate(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    transport = request.transport
+    user = peer_user(transport.get_extra_info("peercert") if transport is not None else None)
+    if user is None:
+        raise web.HTTPUnauthorized(text="Unauthorized\n")
+    authorizer = cast("Reviewer | None", request.app[AUTHORIZER_KEY])
+    if authorizer is not None:
+        attrs = attributes(request, request.app[NODE_NAME_KEY])
+        try:
+            allowed, reason = await authorizer(user, attrs)
+        except errors.ClusterError as e:
+            logger.warning("authorizing {} failed: {}", user.name, e)
+            raise web.HTTPInternalServerError(text="Authorization error\n") from None
+        if not allowed:
+            message = (
+                f"Forbidden (user={user.name}, verb={attrs.verb}, resource={attrs.resource}, "
+                f"subresource={attrs.subresource})"
+            )
+            logger.info("{}{}", message, f": {reason}" if reason else "")
+            raise web.HTTPForbidden(text=message + "\n")
+    return await handler(request)
+
+
+class _Switching(web.StreamResponse):
+    """A 101 response whose body is the upgraded protocol (no length, no chunking)."""
+
+    _length_check = False
+
+
+class _Feeder:
+    """What arrives on an upgraded connection, as aiohttp hands it to a payload parser."""
+
+    def __init__(self, transport: Any) -> None:
+        self.send, self.receive = anyio.create_memory_object_stream[bytes](math.inf)
+        self.transport = transport
+        self.paused = False
+
+    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.send.send_nowait(bytes(data))
+        if self.send.statistics().current_buffer_used > 64 and not self.paused:
+            self.paused = True
+            self.transport.pause_reading()
+        return False, b""
+
+    def feed_eof(self) -> None:
+        self.send.close()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for data in self.receive:
+            if self.paused and self.receive.statistics().current_buffer_used < 16:
+                self.paused = False
+                with contextlib.suppress(Exception):
+                    self.transport.resume_reading()
+            yield data
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """An upgraded connection: its SPDY session, the streams the client opens, the
+    negotiated protocol, and the 101 response the handler returns."""
+
+    session: spdy.Session
+    streams: streaming.StreamCollector
+    protocol: str
+    response: web.StreamResponse
+
+
+@contextlib.asynccontextmanager
+async def upgraded(request: web.Request, protocols: Sequence[str]) -> AsyncIterator[Upgrade]:
+    """Answer 101 with SPDY/3.1 and the negotiated protocol; the session runs meanwhile."""
+    if request.headers.get("Upgrade", "").lower() != "spdy/3.1" or "upgrade" not in (
+        request.headers.get("Connection", "").lower()
+    ):
+        raise web.HTTPBadRequest(
+            text="unable to upgrade: missing upgrade headers in request: "
+            f"Connection={request.headers.get('Connection', '')!r} "
+            f"Upgrade={request.headers.get('Upgrade', '')!r}\n"
+        )
+    try:
+        protocol = streaming.negotiate(
+            request.headers.getall(streaming.STREAM_PROTOCOL_HEADER, []), protocols
+        )
+    except streaming.NegotiationError as e:
+        raise web.HTTPForbidden(text=f"{e}\n") from None
+    headers = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1"}
+    if protocol:
+        headers[streaming.STREAM_PROTOCOL_HEADER] = protocol
+    response = _Switching(status=101, headers=headers)
+    response.force_close()
+    feeder = _Feeder(request.transport)
+    request.protocol.set_parser(cast(Any, feeder))
+    writer = await response.prepare(request)
+    if writer is None:
+        raise ConnectionResetError("the connection closed before the protocol switch")
+    closing = [False]
+
+    async def write(data: bytes) -> None:
+        if closing[0] or request.transport is None or request.transport.is_closing():
+            raise anyio.BrokenResourceError("connection closed")
+        await writer.write(data)
+
+    collector = streaming.StreamCollector()
+    session = spdy.Session(write, on_stream=collector)
+    async with anyio.create_task_group() as tg:
+
+        async def read() -> None:
+            try:
+                async for data in feeder.chunks():
+                    await session.feed(data)
+            except (spdy.ProtocolError, anyio.BrokenResourceError) as e:
+                logger.debug("spdy session ended: {}", e)
+            finally:
+                session.connection_lost()
+
+        tg.start_soon(read)
+        try:
+            yield Upgrade(session, collector, protocol, response)
+        finally:
+            closing[0] = True
+            tg.cancel_scope.cancel()
+    session.release()
+
+
+def _pod_and_container(node: Kubelet, request: web.Request) -> tuple[Any, str]:
+    ns = request.match_info["namespace"]
+    name = request.match_info["pod"]
+    container = request.match_info.get("container")
+    pod = node.get(ns, name)
+    if pod is None:
+        raise web.HTTPNotFound(text=f'pod does not exist: pods "{name}" not found\n')
+    if container is None:
+        return pod, ""
+    try:
+        chosen, _ = access.default_container(pod, container)
+    except errors.NotFound:
+        raise web.HTTPNotFound(text=f'container not found ("{container}")\n') from None
+    return pod, chosen
+
+
+async def exec_handler(request: web.Request) -> web.StreamResponse:
+    node = request.app[endpoints.NODE_KEY]
+    pod, container = _pod_and_container(node, request)
+    command = request.query.getall("command", [])
+    if not command:
+        raise web.HTTPBadRequest(text="you must specify a command\n")
+    try:
+        options = streaming.StreamOptions.from_query(request.query)
+    except ValueError as e:
+        raise web.HTTPBadRequest(text=f"{e}\n") from None
+    try:
+        instance = await access.container_instance(node.runtime, pod, container=container)
+    except errors.NotFound:
+        instance = None
+    if instance is None or instance.state is not ContainerState.RUNNING:
+        raise web.HTTPNotFound(text=f'container not found ("{container}")\n')
+
+    @contextlib.asynccontextmanager
+    async def start(
+        argv: Sequence[str], stdin: bool, tty: bool
+    ) -> AsyncIterator[streaming.ExecProcess]:
+        from asynckubelet.docker.execs import exec_session
+
+        async with exec_session(
+            node.runtime.docker, instance.id, list(argv), stdin=stdin, tty=tty
+        ) as process:
+            yield process
+
+    async with upgraded(request, streaming.REMOTECOMMAND_PROTOCOLS) as up:
+        code = await streaming.serve_exec(
+            up.session,
+            up.streams,
+            protocol=up.protocol,
+            options=options,
+            command=command,
+            start=start,
+        )
+    ns, name = request.match_info["namespace"], request.match_info["pod"]
+    logger.info("exec in {}/{}/{}: {} ended with {}", ns, name, container, command, code)
+    return up.response
+
+
+async def port_forward_handler(request: web.Request) -> web.StreamResponse:
+    node = request.app[endpoints.NODE_KEY]
+    pod, _ = _pod_and_container(node, request)
+    status = pod.status
+    address = (status.podIP if status is not None else None) or ""
+    if pod.spec is not None and pod.spec.hostNetwork:
+        address = "127.0.0.1"
+    if not address:
+        raise web.HTTPInternalServerError(text="the pod has no IP address yet\n")
+
+    def dial(port: int) -> contextlib.AbstractAsyncContextManager[anyio.abc.ByteStream]:
+        return streaming.tcp_dial(address, port)
+
+    name = f"{request.match_info['namespace']}/{request.match_info['pod']}"
+    async with upgraded(request, streaming.PORTFORWARD_PROTOCOLS) as up:
+        await streaming.serve_port_forward(up.session, up.streams, pod=name, dial=dial)
+    return up.response
+
+
+async def not_served(request: web.Request) -> web.Response:
+    raise web.HTTPNotImplemented(
+        text=f"{request.path.split('/')[1]} is not supported by this node\n"
+    )
+
+
+def create_app(
+    node: Kubelet, *, node_name: str, authorizer: Reviewer | None = None
+) -> web.Application:
+    app = web.Application(middlewares=[authenticate])
+    app[endpoints.NODE_KEY] = node
+    app[NODE_NAME_KEY] = node_name
+    app[AUTHORIZER_KEY] = authorizer
+    app.router.add_get("/healthz", endpoints.healthz)
+    app.router.add_get("/pods", endpoints.pods)
+    app.router.add_get("/pods/", endpoints.pods)
+    app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", endpoints.container_logs)
+    for method in ("GET", "POST"):
+        app.router.add_route(method, "/exec/{namespace}/{pod}/{container}", exec_handler)
+        app.router.add_route(method, "/exec/{namespace}/{pod}/{uid}/{container}", exec_handler)
+        app.router.add_route(method, "/portForward/{namespace}/{pod}", port_forward_handler)
+        app.router.add_route(method, "/portForward/{namespace}/{pod}/{uid}", port_forward_handler)
+        app.router.add_route(method, "/attach/{tail:.*}", not_served)
+        app.router.add_route(method, "/run/{tail:.*}", not_served)
+    return app
+
+
+@dataclass(frozen=True)
+class KubeletServing:
+    """Where and how the kubelet API is served (the kubelet's flags of the same names)."""
+
+    address: str
+    port: int = 10250
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    client_ca_file: Path | None = None
+    authorization_mode: AuthorizationMode = "AlwaysAllow"
+    cert_dir: Path | None = None
+    """Where a self-signed pair is kept (``<state-dir>/pki``)."""
+
+    def __post_init__(self) -> None:
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        if self.authorization_mode not in AUTHORIZATION_MODES:
+            raise ValueError(
+                f"--authorization-mode must be one of {', '.join(AUTHORIZATION_MODES)}, "
+                f"not {self.authorization_mode!r}"
+            )
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"--kubelet-port must be a port number, not {self.port}")
+
+
+async def serve_kubelet_api(
+    node: Kubelet,
+    serving: KubeletServing,
+    *,
+    node_name: str,
+    cluster_ca: bytes | None,
+    review: Reviewer | None = None,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the kubelet API until cancelled; reports the bound port once listening."""
+    if serving.client_ca_file is not None:
+        try:
+            client_ca = serving.client_ca_file.read_bytes()
+        except OSError as e:
+            raise errors.KubeletServingError(
+                f"--client-ca-file {serving.client_ca_file}: {e}"
+            ) from None
+    elif cluster_ca is not None:
+        client_ca = cluster_ca
+    else:
+        raise errors.KubeletServingError(
+            "the kubelet API needs a CA to verify clients: --client-ca-file, or a kubeconfig "
+            "with a certificate authority"
+        )
+    if serving.tls_cert_file is not None and serving.tls_private_key_file is not None:
+        cert, key = serving.tls_cert_file, serving.tls_private_key_file
+    else:
+        directory = serving.cert_dir or Path("pki")
+        cert, key = await anyio.to_thread.run_sync(
+            lambda: self_signed_pair(directory, node_name=node_name, addresses=[serving.address])
+        )
+    context = server_context(cert=cert, key=key, client_ca=client_ca)
+    authorizer: Reviewer | None = None
+    if serving.authorization_mode == "Webhook":
+        if review is None:
+            raise errors.KubeletServingError("--authorization-mode Webhook needs the API server")
+        authorizer = WebhookAuthorizer(review)
+    runner = web.AppRunner(
+        create_app(node, node_name=node_name, authorizer=authorizer),
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=2.0,
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, serving.address, serving.port, ssl_context=context)
+        await site.start()
+        bound = serving.port
+        sockets = getattr(site._server, "sockets", None) or []
+        if sockets:
+            bound = int(sockets[0].getsockname()[1])
+        logger.info(
+            "kubelet API on https://{}:{} ({})",
+            serving.address,
+            bound,
+            serving.authorization_mode,
+        )
+        task_status.started(bound)
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await runner.cleanup()
+
+
+__all__ = [
+    "AUTHORIZATION_MODES",
+    "Attributes",
+    "AuthorizationMode",
+    "KubeletServing",
+    "User",
+    "WebhookAuthorizer",
+    "attributes",
+    "create_app",
+    "peer_user",
+    "self_signed_pair",
+    "serve_kubelet_api",
+    "server_context",
+]
