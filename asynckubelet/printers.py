@@ -312,64 +312,78 @@ def endpoints_row(body: Mapping[str, Any], *, now: datetime) -> list[str]:
     return [str((body.get("metadata") or {}).get("name") or ""), shown, _shown_age(body, now)]
 
 
+_SERVICE_PAD = 26
+
+
+def _field(label: str, value: object) -> str:
+    return f"{(label + ':').ljust(_SERVICE_PAD)}{value}"
+
+
 def describe_service(body: Mapping[str, Any], endpoints: Mapping[str, Any] | None) -> str:
     """``kubectl describe service``; ``endpoints`` is its v1 Endpoints object (None:
     none, as for a Service without a selector)."""
     meta = body.get("metadata") or {}
     spec = body.get("spec") or {}
-    pad = 26
-
-    def field(label: str, value: object) -> str:
-        return f"{(label + ':').ljust(pad)}{value}"
-
     kind = spec.get("type") or "ClusterIP"
     lines = [
-        field("Name", meta.get("name") or ""),
-        field("Namespace", meta.get("namespace") or "default"),
-        field("Labels", "\n".join(_map(meta.get("labels"), pad))),
-        field("Annotations", "\n".join(_map(meta.get("annotations"), pad))),
-        field("Selector", selector_text(spec.get("selector"))),
-        field("Type", kind),
+        _field("Name", meta.get("name") or ""),
+        _field("Namespace", meta.get("namespace") or "default"),
+        _field("Labels", "\n".join(_map(meta.get("labels"), _SERVICE_PAD))),
+        _field("Annotations", "\n".join(_map(meta.get("annotations"), _SERVICE_PAD))),
+        _field("Selector", selector_text(spec.get("selector"))),
+        _field("Type", kind),
+        *_service_addresses(body, kind),
+        *_service_ports(spec, endpoints),
     ]
+    if endpoints is None and kind != "ExternalName":
+        lines.append(_field("Endpoints", "<none>"))
+    lines.append(_field("Session Affinity", spec.get("sessionAffinity") or "None"))
+    if spec.get("externalTrafficPolicy"):
+        lines.append(_field("External Traffic Policy", spec["externalTrafficPolicy"]))
+    if spec.get("internalTrafficPolicy"):
+        lines.append(_field("Internal Traffic Policy", spec["internalTrafficPolicy"]))
+    lines.append(_field("Events", "<none>"))
+    return "\n".join(lines)
+
+
+def _service_addresses(body: Mapping[str, Any], kind: str) -> list[str]:
+    spec = body.get("spec") or {}
+    lines = []
     if kind == "ExternalName":
-        lines.append(field("External Name", spec.get("externalName") or ""))
+        lines.append(_field("External Name", spec.get("externalName") or ""))
     else:
         if spec.get("ipFamilyPolicy"):
-            lines.append(field("IP Family Policy", spec["ipFamilyPolicy"]))
+            lines.append(_field("IP Family Policy", spec["ipFamilyPolicy"]))
         if spec.get("ipFamilies"):
-            lines.append(field("IP Families", ",".join(spec["ipFamilies"])))
-        lines.append(field("IP", spec.get("clusterIP") or "<none>"))
+            lines.append(_field("IP Families", ",".join(spec["ipFamilies"])))
+        lines.append(_field("IP", spec.get("clusterIP") or "<none>"))
         if spec.get("clusterIPs"):
-            lines.append(field("IPs", ",".join(spec["clusterIPs"])))
+            lines.append(_field("IPs", ",".join(spec["clusterIPs"])))
     ingress = ((body.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
     if ingress:
         shown = [
             f"{i.get('ip') or i.get('hostname')}" + (f" ({i['ipMode']})" if i.get("ipMode") else "")
             for i in ingress
         ]
-        lines.append(field("LoadBalancer Ingress", ", ".join(shown)))
-    addresses = endpoint_addresses(endpoints) if endpoints is not None else []
+        lines.append(_field("LoadBalancer Ingress", ", ".join(shown)))
+    return lines
+
+
+def _service_ports(spec: Mapping[str, Any], endpoints: Mapping[str, Any] | None) -> list[str]:
+    lines = []
     for port in spec.get("ports") or []:
         name = port.get("name") or "<unset>"
         protocol = port.get("protocol") or "TCP"
-        lines.append(field("Port", f"{name}  {port.get('port')}/{protocol}"))
-        lines.append(field("TargetPort", f"{port.get('targetPort')}/{protocol}"))
+        lines.append(_field("Port", f"{name}  {port.get('port')}/{protocol}"))
+        lines.append(_field("TargetPort", f"{port.get('targetPort')}/{protocol}"))
         if port.get("nodePort"):
-            lines.append(field("NodePort", f"{name}  {port['nodePort']}/{protocol}"))
+            lines.append(_field("NodePort", f"{name}  {port['nodePort']}/{protocol}"))
         if endpoints is not None:
             mine = _port_addresses(endpoints, port.get("name") or "", protocol)
-            lines.append(field("Endpoints", ",".join(mine) or "<none>"))
+            lines.append(_field("Endpoints", ",".join(mine) or "<none>"))
     if not spec.get("ports") and endpoints is not None:
-        lines.append(field("Endpoints", ",".join(addresses) or "<none>"))
-    if endpoints is None and kind != "ExternalName":
-        lines.append(field("Endpoints", "<none>"))
-    lines.append(field("Session Affinity", spec.get("sessionAffinity") or "None"))
-    if spec.get("externalTrafficPolicy"):
-        lines.append(field("External Traffic Policy", spec["externalTrafficPolicy"]))
-    if spec.get("internalTrafficPolicy"):
-        lines.append(field("Internal Traffic Policy", spec["internalTrafficPolicy"]))
-    lines.append(field("Events", "<none>"))
-    return "\n".join(lines)
+        lines.append(_field("Endpoints", ",".join(endpoint_addresses(endpoints)) or "<none>"))
+    return lines
 
 
 def _port_addresses(endpoints: Mapping[str, Any], name: str, protocol: str) -> list[str]:

@@ -46,7 +46,7 @@ def test_a_service_gets_the_api_servers_defaults() -> None:
 def test_a_named_target_port_is_kept_as_a_name() -> None:
     spec = service(BASE)["spec"]
     assert isinstance(spec, dict)
-    assert spec["ports"][0]["targetPort"] == "http"  # type: ignore[index]
+    assert spec["ports"][0]["targetPort"] == "http"
 
 
 def test_a_node_port_service_gets_the_external_traffic_policy() -> None:

@@ -147,7 +147,7 @@ async def upstream() -> AsyncIterator[tuple[int, list[str]]]:
     """A resolver of the test's own on loopback: every A question gets 192.0.2.1."""
     asked: list[str] = []
     async with await anyio.create_udp_socket(local_host="127.0.0.1") as udp:
-        port = int(udp.extra(anyio.abc.SocketAttribute.local_port))
+        port = int(udp.extra(anyio.abc.SocketAttribute.local_port))  # noqa: S610  (anyio's typed attribute, not Django)
 
         async def serve() -> None:
             async for packet, (host, cport) in udp:

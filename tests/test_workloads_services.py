@@ -35,9 +35,9 @@ RANGES = ServiceRanges.parse(cluster_ip_range="10.96.0.0/28", node_port_range="3
 
 
 def svc(name: str, **spec: Any) -> Service:
-    body = {"metadata": {"name": name, "namespace": "default"}, "spec": {"type": "ClusterIP"}}
-    body["spec"].update(spec)
-    body["spec"].setdefault("ports", [{"name": "http", "port": 80, "protocol": "TCP"}])
+    body_spec: dict[str, Any] = {"type": "ClusterIP", **spec}
+    body_spec.setdefault("ports", [{"name": "http", "port": 80, "protocol": "TCP"}])
+    body = {"metadata": {"name": name, "namespace": "default"}, "spec": body_spec}
     return cast(Service, Service.from_dict(body))
 
 
@@ -77,10 +77,12 @@ def pod(
 
 
 def test_a_cluster_ip_is_allocated_from_the_nodes_range() -> None:
-    done, problems = allocate([svc("web")], stored={}, ranges=RANGES, rng=random.Random(1))
+    done, problems = allocate([svc("web")], stored={}, ranges=RANGES, rng=random.Random(1))  # noqa: S311  (a seeded pick, not a secret)
     assert problems == []
     ip = done[0].spec.clusterIP  # type: ignore[union-attr]
-    assert ip is not None and ip.startswith("10.96.0.") and ip not in ("10.96.0.0", "10.96.0.15")
+    assert ip is not None
+    assert ip.startswith("10.96.0.")
+    assert ip not in ("10.96.0.0", "10.96.0.15")
     assert done[0].spec.clusterIPs == [ip]  # type: ignore[union-attr]
 
 
@@ -213,7 +215,8 @@ def test_a_pod_without_the_named_port_is_no_endpoint() -> None:
         ports=[{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}],
     )
     found = endpoints_for(web, [pod("a", "10.0.0.2", port_name="metrics")])
-    assert found is not None and found.endpoints == ()
+    assert found is not None
+    assert found.endpoints == ()
 
 
 def test_a_pod_being_deleted_or_finished_leaves_the_endpoints() -> None:
@@ -225,7 +228,8 @@ def test_a_pod_being_deleted_or_finished_leaves_the_endpoints() -> None:
     assert done.status is not None
     done.status.phase = "Succeeded"
     found = endpoints_for(web, [going, done])
-    assert found is not None and found.endpoints == ()
+    assert found is not None
+    assert found.endpoints == ()
 
 
 def test_a_service_without_a_selector_has_no_endpoints_of_ours() -> None:
@@ -235,7 +239,8 @@ def test_a_service_without_a_selector_has_no_endpoints_of_ours() -> None:
 def test_a_pod_naming_the_service_as_subdomain_gives_its_endpoint_a_hostname() -> None:
     db = svc("db", clusterIP="None", selector={"app": "web"})
     found = endpoints_for(db, [pod("a", "10.0.0.2", hostname="db-0", subdomain="db")])
-    assert found is not None and found.endpoints[0].hostname == "db-0"
+    assert found is not None
+    assert found.endpoints[0].hostname == "db-0"
 
 
 def test_the_v1_endpoints_split_ready_and_not_ready_addresses() -> None:
@@ -464,7 +469,8 @@ async def test_services_and_endpoints_are_served_as_kubectl_reads_them(
         )
     ).json()
     cells = table["rows"][0]["cells"]
-    assert cells[1] == "NodePort" and cells[4] == "80:30001/TCP"
+    assert cells[1] == "NodePort"
+    assert cells[4] == "80:30001/TCP"
 
 
 @pytest.mark.anyio

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import os
 import ssl
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -152,6 +153,9 @@ def make_client(single: SingleConfig, *, path: Path) -> AsyncClient:
         )
     except (ssl.SSLError, OSError, ValueError, ConfigError) as e:
         detail = getattr(e, "strerror", None) or getattr(e, "reason", None) or str(e)
+        # lightkube's temporary certificate files live in the failed frames' locals; freed
+        # now, they are closed now, not whenever a garbage collection finds the cycle.
+        traceback.clear_frames(e.__traceback__)
         raise _fail(path, f"its certificate or key cannot be used: {detail}") from None
 
 

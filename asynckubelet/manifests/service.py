@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from lightkube.models.core_v1 import Service
+from lightkube.models.core_v1 import Service, ServicePort, ServiceSpec
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import (
@@ -123,10 +123,16 @@ def validate_service(service: Service) -> list[FieldError]:
             forbidden("spec.externalName", "may not be set when `type` is not 'ExternalName'")
         )
     _validate_cluster_ips(spec.clusterIP, list(spec.clusterIPs or []), kind, errs)
-    headless = spec.clusterIP == HEADLESS
     ports = list(spec.ports or [])
-    if not ports and not headless and kind != "ExternalName":
+    if not ports and spec.clusterIP != HEADLESS and kind != "ExternalName":
         errs.append(required("spec.ports"))
+    _validate_ports(ports, kind, errs)
+    _validate_selector(spec.selector, errs)
+    _validate_policies(spec, kind, errs)
+    return errs
+
+
+def _validate_ports(ports: list[ServicePort], kind: str, errs: list[FieldError]) -> None:
     names: set[str] = set()
     node_ports: set[tuple[int, str]] = set()
     seen_ports: set[tuple[int, str]] = set()
@@ -151,20 +157,27 @@ def validate_service(service: Service) -> list[FieldError]:
         seen_ports.add((port.port, protocol))
         _validate_target_port(port.targetPort, f"{path}.targetPort", errs)
         if port.nodePort:
-            if kind in ("ClusterIP", "ExternalName"):
-                errs.append(
-                    forbidden(f"{path}.nodePort", f"may not be used when `type` is '{kind}'")
-                )
-            else:
-                errs.extend(
-                    invalid(f"{path}.nodePort", port.nodePort, m)
-                    for m in is_valid_port_num(port.nodePort)
-                )
-                key = (port.nodePort, protocol)
-                if key in node_ports:
-                    errs.append(duplicate(f"{path}.nodePort", port.nodePort))
-                node_ports.add(key)
-    _validate_selector(spec.selector, errs)
+            _validate_node_port(port.nodePort, protocol, kind, f"{path}.nodePort", node_ports, errs)
+
+
+def _validate_node_port(
+    value: int,
+    protocol: str,
+    kind: str,
+    path: str,
+    seen: set[tuple[int, str]],
+    errs: list[FieldError],
+) -> None:
+    if kind in ("ClusterIP", "ExternalName"):
+        errs.append(forbidden(path, f"may not be used when `type` is '{kind}'"))
+        return
+    errs.extend(invalid(path, value, m) for m in is_valid_port_num(value))
+    if (value, protocol) in seen:
+        errs.append(duplicate(path, value))
+    seen.add((value, protocol))
+
+
+def _validate_policies(spec: ServiceSpec, kind: str, errs: list[FieldError]) -> None:
     if spec.sessionAffinity and spec.sessionAffinity not in _AFFINITIES:
         errs.append(not_supported("spec.sessionAffinity", spec.sessionAffinity, _AFFINITIES))
     for path, value in (
@@ -189,7 +202,6 @@ def validate_service(service: Service) -> list[FieldError]:
     for i, ip in enumerate(spec.externalIPs or []):
         if not is_ip_address(ip):
             errs.append(invalid(f"spec.externalIPs[{i}]", ip, "must be a valid IP address"))
-    return errs
 
 
 def _validate_external_name(name: str | None, errs: list[FieldError]) -> None:

@@ -26,6 +26,7 @@ never grows memory without bound.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -348,10 +349,10 @@ class ClusterDNS:
                 logger.exception("dns: a query failed")
                 return
             if reply is not None:
-                try:
+                with contextlib.suppress(
+                    OSError, anyio.BrokenResourceError, anyio.ClosedResourceError
+                ):
                     await udp.sendto(reply, addr, port)
-                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass
 
     async def _serve_tcp(self, listener: anyio.abc.SocketListener) -> None:
         await listener.serve(self._tcp_connection)

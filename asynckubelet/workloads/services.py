@@ -107,13 +107,15 @@ class ServiceRanges:
 
 
 def _spec(service: Service) -> Any:
-    assert service.spec is not None
+    if service.spec is None:
+        raise ValueError("a Service reaches allocation only once validated: it has a spec")
     return service.spec
 
 
 def _name(service: Service) -> tuple[str, str]:
     meta = service.metadata
-    assert meta is not None and meta.name
+    if meta is None or not meta.name:
+        raise ValueError("a Service reaches allocation only once validated: it has a name")
     return meta.namespace or "default", meta.name
 
 
@@ -244,56 +246,67 @@ def _allocate_node_ports(
     svc: Service, old: Service | None, taken: _Taken, ranges: ServiceRanges, pick: random.Random
 ) -> list[FieldError]:
     spec = _spec(svc)
-    ports = list(spec.ports or [])
-    errs: list[FieldError] = []
     if spec.type not in ("NodePort", "LoadBalancer"):
-        return errs
+        return []
+    ports = list(spec.ports or [])
     previous: dict[tuple[int, str], int] = {}
     if old is not None:
         for port in _spec(old).ports or []:
             if port.nodePort:
                 previous[(port.port, port.protocol or "TCP")] = port.nodePort
-    first, last = ranges.node_ports
+    errs: list[FieldError] = []
     mine: set[int] = set()
     for i, port in enumerate(ports):
-        path = f"spec.ports[{i}]"
         protocol = port.protocol or "TCP"
-        if spec.type == "LoadBalancer":
-            if (port.port, protocol) in taken.published:
-                errs.append(
-                    invalid(f"{path}.port", port.port, "provided port is already allocated")
-                )
+        if spec.type == "LoadBalancer" and (port.port, protocol) in taken.published:
+            errs.append(
+                invalid(f"spec.ports[{i}].port", port.port, "provided port is already allocated")
+            )
         if not port.nodePort:
             port.nodePort = previous.get((port.port, protocol))
         if port.nodePort:
-            if not first <= port.nodePort <= last:
-                errs.append(
-                    invalid(
-                        f"{path}.nodePort",
-                        port.nodePort,
-                        "provided port is not in the valid range. The range of valid ports "
-                        f"is {ranges.node_port_text}",
-                    )
-                )
-            elif port.nodePort in taken.node_ports:
-                errs.append(
-                    invalid(f"{path}.nodePort", port.nodePort, "provided port is already allocated")
-                )
+            errs.extend(_given_node_port(port.nodePort, f"spec.ports[{i}].nodePort", taken, ranges))
             mine.add(port.nodePort)
+    errs.extend(_assign_node_ports(ports, taken, ranges, mine, pick))
+    return errs
+
+
+def _given_node_port(
+    value: int, path: str, taken: _Taken, ranges: ServiceRanges
+) -> list[FieldError]:
+    first, last = ranges.node_ports
+    if not first <= value <= last:
+        return [
+            invalid(
+                path,
+                value,
+                "provided port is not in the valid range. The range of valid ports "
+                f"is {ranges.node_port_text}",
+            )
+        ]
+    if value in taken.node_ports:
+        return [invalid(path, value, "provided port is already allocated")]
+    return []
+
+
+def _assign_node_ports(
+    ports: list[Any], taken: _Taken, ranges: ServiceRanges, mine: set[int], pick: random.Random
+) -> list[FieldError]:
+    """A random free nodePort for each port without one (``mine`` holds those taken by
+    this Service already, and grows)."""
+    first, last = ranges.node_ports
     for port in ports:
         if port.nodePort:
             continue
-        free = (last - first + 1) - len(taken.node_ports) - len(mine)
-        if free <= 0:
-            errs.append(invalid("spec.ports", [], "failed to allocate a nodePort: range is full"))
-            break
+        if (last - first + 1) - len(taken.node_ports) - len(mine) <= 0:
+            return [invalid("spec.ports", [], "failed to allocate a nodePort: range is full")]
         while True:
             candidate = pick.randint(first, last)
             if candidate not in taken.node_ports and candidate not in mine:
                 break
         port.nodePort = candidate
         mine.add(candidate)
-    return errs
+    return []
 
 
 # -- endpoints (the endpoints controller) -----------------------------------------------------
