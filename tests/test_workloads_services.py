@@ -387,7 +387,9 @@ async def node(
         )
         info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
         app = create_local_app(kubelet, info, services=controller)
-        async with anyio.create_task_group() as tg, TestClient(TestServer(app)) as client:
+        # The client closes after the task group, outside its cancelled scope, so its
+        # server's sockets are closed, not abandoned mid-shutdown.
+        async with TestClient(TestServer(app)) as client, anyio.create_task_group() as tg:
             await tg.start(controller.run)
             yield client, kubelet, controller, firewall
             tg.cancel_scope.cancel()
