@@ -58,7 +58,9 @@ from asynckubelet.node.objects import (
 )
 from asynckubelet.node.status import is_scheduling_gated
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.workloads.services import ServiceController, ServiceEndpoints
 
+SERVICES_KEY: web.AppKey[ServiceController | None] = web.AppKey("services")
 InfoSource = Callable[[], DaemonInfo]
 INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
 LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"
@@ -310,6 +312,90 @@ def get_object(kind: str) -> Any:
     return handler
 
 
+def _services(request: web.Request) -> ServiceController:
+    services = request.app[SERVICES_KEY]
+    if services is None:
+        raise web.HTTPNotFound(text="this node runs no Service controller\n")
+    return services
+
+
+def _service_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
+    now = printers.now_utc()
+    rows = [(printers.service_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return web.json_response(tables.table(printers.SERVICE_COLUMNS, rows))
+
+
+def _endpoints_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
+    now = printers.now_utc()
+    rows = [(printers.endpoints_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return web.json_response(tables.table(printers.ENDPOINTS_COLUMNS, rows))
+
+
+async def list_services(request: web.Request) -> web.Response:
+    services = _services(request)
+    bodies = [
+        services.with_status(s) for s in services.services(request.match_info.get("namespace"))
+    ]
+    if wants_table(request):
+        return _service_table(bodies)
+    return _list("Service", bodies)
+
+
+async def get_service(request: web.Request) -> web.Response:
+    services = _services(request)
+    name = request.match_info["name"]
+    found = services.service(request.match_info["namespace"], name)
+    if found is None:
+        return not_found("services", name)
+    body = services.with_status(found)
+    if wants_table(request):
+        return _service_table([body])
+    return web.json_response(body)
+
+
+def _endpoints_body(services: ServiceController, namespace: str, name: str) -> dict[str, Any]:
+    """The Endpoints object of a Service with a selector (empty while nothing matches)."""
+    found = services.endpoints(namespace, name) or ServiceEndpoints(namespace, name)
+    body = found.v1()
+    stored = services.objects.get("Service", namespace, name)
+    created = ((stored.body.get("metadata") or {}) if stored else {}).get("creationTimestamp")
+    if created:
+        body["metadata"]["creationTimestamp"] = created
+    return body
+
+
+def _has_endpoints(svc: Any) -> bool:
+    return bool(svc.spec is not None and svc.spec.selector and svc.spec.type != "ExternalName")
+
+
+async def list_endpoints(request: web.Request) -> web.Response:
+    services = _services(request)
+    bodies = [
+        _endpoints_body(services, *_identity(s))
+        for s in services.services(request.match_info.get("namespace"))
+        if _has_endpoints(s)
+    ]
+    if wants_table(request):
+        return _endpoints_table(bodies)
+    return _list("Endpoints", bodies)
+
+
+async def get_endpoints(request: web.Request) -> web.Response:
+    services = _services(request)
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    svc = services.service(namespace, name)
+    if svc is None or not _has_endpoints(svc):
+        return not_found("endpoints", name)
+    body = _endpoints_body(services, namespace, name)
+    if wants_table(request):
+        return _endpoints_table([body])
+    return web.json_response(body)
+
+
+def _identity(svc: Any) -> tuple[str, str]:
+    return svc.metadata.namespace or "default", svc.metadata.name
+
+
 async def node_info(request: web.Request) -> web.Response:
     return web.json_response(request.app[INFO_KEY]().to_json())
 
@@ -414,6 +500,7 @@ def admit(
         "secrets": [],
         "ns": [],
         "objects": [],
+        "services": [],
     }
     secret_data: dict[tuple[str, str], Mapping[str, bytes]] = {}
     problems: list[FieldError] = []
@@ -437,6 +524,7 @@ def admit(
         merged["secrets"] += found.secrets
         merged["ns"] += found.namespaces
         merged["objects"] += found.objects
+        merged["services"] += found.services
         secret_data.update(found.secret_data)
     manifests = Manifests(
         pods=tuple(merged["pods"]),
@@ -444,6 +532,7 @@ def admit(
         secrets=tuple(merged["secrets"]),
         secret_data=secret_data,
         namespaces=tuple(merged["ns"]),
+        services=tuple(merged["services"]),
         warnings=tuple(warnings),
         objects=tuple(merged["objects"]),
     )
@@ -480,6 +569,10 @@ async def apply(request: web.Request) -> web.Response:
     manifests, problems, warnings = await anyio.to_thread.run_sync(
         lambda: admit(texts, node=node, namespaces=namespaces)
     )
+    services = request.app[SERVICES_KEY]
+    if not problems and services is not None:
+        manifests, refused = services.admit(manifests)
+        problems = (*problems, *refused)
     if problems:
         return _rejected(problems)
     verdicts = node.objects.verdicts(manifests)
@@ -627,11 +720,15 @@ async def delete(request: web.Request) -> web.Response:
 # -- the app ---------------------------------------------------------------------------------
 
 
-def create_local_app(node: Kubelet, info: DaemonInfo | InfoSource) -> web.Application:
+def create_local_app(
+    node: Kubelet, info: DaemonInfo | InfoSource, *, services: ServiceController | None = None
+) -> web.Application:
     """The local API of ``node``; ``info`` is its published configuration (or what gives
-    it when asked: the daemon completes it once all its listeners are bound)."""
+    it when asked: the daemon completes it once all its listeners are bound);
+    ``services`` admits Services and knows their endpoints."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[NODE_KEY] = node
+    app[SERVICES_KEY] = services
     app[INFO_KEY] = info if callable(info) else lambda: info
     r = app.router
     r.add_get("/healthz", healthz)
@@ -645,13 +742,19 @@ def create_local_app(node: Kubelet, info: DaemonInfo | InfoSource) -> web.Applic
     r.add_get("/api/v1/namespaces", list_objects("Namespace"))
     r.add_get("/api/v1/namespaces/{name}", get_object("Namespace"))
     for found in kind_table.KINDS.values():
-        if found.kind in ("Pod", "Namespace"):
+        if found.kind in ("Pod", "Namespace", "Service"):
             continue
         base = f"/apis/{found.api_version}" if found.group else "/api/v1"
         plural = found.plural
         r.add_get(f"{base}/{plural}", list_objects(found.kind))
         r.add_get(f"{base}/namespaces/{{namespace}}/{plural}", list_objects(found.kind))
         r.add_get(f"{base}/namespaces/{{namespace}}/{plural}/{{name}}", get_object(found.kind))
+    r.add_get("/api/v1/services", list_services)
+    r.add_get("/api/v1/namespaces/{namespace}/services", list_services)
+    r.add_get("/api/v1/namespaces/{namespace}/services/{name}", get_service)
+    r.add_get("/api/v1/endpoints", list_endpoints)
+    r.add_get("/api/v1/namespaces/{namespace}/endpoints", list_endpoints)
+    r.add_get("/api/v1/namespaces/{namespace}/endpoints/{name}", get_endpoints)
     r.add_get(f"{LOCAL_PREFIX}/node", node_info)
     r.add_post(f"{LOCAL_PREFIX}/apply", apply)
     r.add_post(f"{LOCAL_PREFIX}/delete", delete)
@@ -663,13 +766,14 @@ async def serve_local(
     info: DaemonInfo | InfoSource,
     *,
     path: str,
+    services: ServiceController | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the local API on the unix socket ``path`` (made 0600 before it is announced)
     until cancelled; reports the socket's inode when started. The caller removes a stale
     socket first (:func:`~asynckubelet.node.daemon.claim_socket`)."""
     runner = web.AppRunner(
-        create_local_app(node, info),
+        create_local_app(node, info, services=services),
         access_log=None,
         handler_cancellation=True,
         shutdown_timeout=2.0,

@@ -278,6 +278,178 @@ def object_row(obj: StoredObject, *, now: datetime) -> list[str]:
     return [obj.name, count, shown_age]
 
 
+SERVICE_COLUMNS = (
+    ("Name", 0),
+    ("Type", 0),
+    ("Cluster-IP", 0),
+    ("External-IP", 0),
+    ("Port(s)", 0),
+    ("Age", 0),
+    ("Selector", 1),
+)
+ENDPOINTS_COLUMNS = (("Name", 0), ("Endpoints", 0), ("Age", 0))
+MAX_ENDPOINTS_SHOWN = 3
+"""kubectl lists three endpoints, then ``+ N more...``."""
+
+
+def _created_at(body: Mapping[str, Any]) -> datetime | None:
+    return _time((body.get("metadata") or {}).get("creationTimestamp"))
+
+
+def _shown_age(body: Mapping[str, Any], now: datetime) -> str:
+    since = _created_at(body)
+    return age(since, now=now) if since is not None else "<unknown>"
+
+
+def service_ports(body: Mapping[str, Any]) -> str:
+    """kubectl's PORT(S): ``80/TCP``, ``80:30080/TCP`` with a nodePort; ``<none>``."""
+    shown = []
+    for port in (body.get("spec") or {}).get("ports") or []:
+        text = str(port.get("port"))
+        if port.get("nodePort"):
+            text += f":{port['nodePort']}"
+        shown.append(f"{text}/{port.get('protocol') or 'TCP'}")
+    return ",".join(shown) or "<none>"
+
+
+def service_external_ip(body: Mapping[str, Any]) -> str:
+    spec = body.get("spec") or {}
+    kind = spec.get("type") or "ClusterIP"
+    if kind == "ExternalName":
+        return str(spec.get("externalName") or "<none>")
+    ingress = ((body.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    shown = [str(i.get("ip") or i.get("hostname") or "") for i in ingress]
+    shown += list(spec.get("externalIPs") or [])
+    if kind == "LoadBalancer" and not shown:
+        return "<pending>"
+    return ",".join(s for s in shown if s) or "<none>"
+
+
+def selector_text(selector: Mapping[str, str] | None) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted((selector or {}).items())) or "<none>"
+
+
+def service_row(body: Mapping[str, Any], *, now: datetime) -> list[str]:
+    """One Service's cells in :data:`SERVICE_COLUMNS`."""
+    spec = body.get("spec") or {}
+    return [
+        str((body.get("metadata") or {}).get("name") or ""),
+        str(spec.get("type") or "ClusterIP"),
+        str(spec.get("clusterIP") or "<none>"),
+        service_external_ip(body),
+        service_ports(body),
+        _shown_age(body, now),
+        selector_text(spec.get("selector")),
+    ]
+
+
+def endpoint_addresses(body: Mapping[str, Any]) -> list[str]:
+    """``ip:port`` of every ready address of a v1 Endpoints object, in order."""
+    found = []
+    for subset in body.get("subsets") or []:
+        ports = subset.get("ports") or []
+        for address in subset.get("addresses") or []:
+            if not ports:
+                found.append(str(address.get("ip")))
+            for port in ports:
+                found.append(f"{address.get('ip')}:{port.get('port')}")
+    return found
+
+
+def endpoints_row(body: Mapping[str, Any], *, now: datetime) -> list[str]:
+    """One Endpoints object's cells in :data:`ENDPOINTS_COLUMNS`."""
+    found = endpoint_addresses(body)
+    shown = ",".join(found[:MAX_ENDPOINTS_SHOWN]) or "<none>"
+    if len(found) > MAX_ENDPOINTS_SHOWN:
+        shown += f" + {len(found) - MAX_ENDPOINTS_SHOWN} more..."
+    return [str((body.get("metadata") or {}).get("name") or ""), shown, _shown_age(body, now)]
+
+
+_SERVICE_PAD = 26
+
+
+def _field(label: str, value: object) -> str:
+    return f"{(label + ':').ljust(_SERVICE_PAD)}{value}"
+
+
+def describe_service(body: Mapping[str, Any], endpoints: Mapping[str, Any] | None) -> str:
+    """``kubectl describe service``; ``endpoints`` is its v1 Endpoints object (None:
+    none, as for a Service without a selector)."""
+    meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
+    kind = spec.get("type") or "ClusterIP"
+    lines = [
+        _field("Name", meta.get("name") or ""),
+        _field("Namespace", meta.get("namespace") or "default"),
+        _field("Labels", "\n".join(_map(meta.get("labels"), _SERVICE_PAD))),
+        _field("Annotations", "\n".join(_map(meta.get("annotations"), _SERVICE_PAD))),
+        _field("Selector", selector_text(spec.get("selector"))),
+        _field("Type", kind),
+        *_service_addresses(body, kind),
+        *_service_ports(spec, endpoints),
+    ]
+    if endpoints is None and kind != "ExternalName":
+        lines.append(_field("Endpoints", "<none>"))
+    lines.append(_field("Session Affinity", spec.get("sessionAffinity") or "None"))
+    if spec.get("externalTrafficPolicy"):
+        lines.append(_field("External Traffic Policy", spec["externalTrafficPolicy"]))
+    if spec.get("internalTrafficPolicy"):
+        lines.append(_field("Internal Traffic Policy", spec["internalTrafficPolicy"]))
+    lines.append(_field("Events", "<none>"))
+    return "\n".join(lines)
+
+
+def _service_addresses(body: Mapping[str, Any], kind: str) -> list[str]:
+    spec = body.get("spec") or {}
+    lines = []
+    if kind == "ExternalName":
+        lines.append(_field("External Name", spec.get("externalName") or ""))
+    else:
+        if spec.get("ipFamilyPolicy"):
+            lines.append(_field("IP Family Policy", spec["ipFamilyPolicy"]))
+        if spec.get("ipFamilies"):
+            lines.append(_field("IP Families", ",".join(spec["ipFamilies"])))
+        lines.append(_field("IP", spec.get("clusterIP") or "<none>"))
+        if spec.get("clusterIPs"):
+            lines.append(_field("IPs", ",".join(spec["clusterIPs"])))
+    ingress = ((body.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    if ingress:
+        shown = [
+            f"{i.get('ip') or i.get('hostname')}" + (f" ({i['ipMode']})" if i.get("ipMode") else "")
+            for i in ingress
+        ]
+        lines.append(_field("LoadBalancer Ingress", ", ".join(shown)))
+    return lines
+
+
+def _service_ports(spec: Mapping[str, Any], endpoints: Mapping[str, Any] | None) -> list[str]:
+    lines = []
+    for port in spec.get("ports") or []:
+        name = port.get("name") or "<unset>"
+        protocol = port.get("protocol") or "TCP"
+        lines.append(_field("Port", f"{name}  {port.get('port')}/{protocol}"))
+        lines.append(_field("TargetPort", f"{port.get('targetPort')}/{protocol}"))
+        if port.get("nodePort"):
+            lines.append(_field("NodePort", f"{name}  {port['nodePort']}/{protocol}"))
+        if endpoints is not None:
+            mine = _port_addresses(endpoints, port.get("name") or "", protocol)
+            lines.append(_field("Endpoints", ",".join(mine) or "<none>"))
+    if not spec.get("ports") and endpoints is not None:
+        lines.append(_field("Endpoints", ",".join(endpoint_addresses(endpoints)) or "<none>"))
+    return lines
+
+
+def _port_addresses(endpoints: Mapping[str, Any], name: str, protocol: str) -> list[str]:
+    found = []
+    for subset in endpoints.get("subsets") or []:
+        for port in subset.get("ports") or []:
+            if (port.get("name") or "") == name and (port.get("protocol") or "TCP") == protocol:
+                found += [
+                    f"{a.get('ip')}:{port.get('port')}" for a in subset.get("addresses") or []
+                ]
+    return found
+
+
 def pod_table(
     pods: Sequence[Pod],
     *,

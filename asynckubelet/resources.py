@@ -40,6 +40,7 @@ class Resource:
 
 RESOURCES = (
     Resource("Pod", "pods", "pod", short_names=("po",)),
+    Resource("Service", "services", "service", short_names=("svc",)),
     Resource("ConfigMap", "configmaps", "configmap", short_names=("cm",)),
     Resource("Secret", "secrets", "secret"),
     Resource("Namespace", "namespaces", "namespace", short_names=("ns",), namespaced=False),

@@ -349,7 +349,7 @@ def test_the_plain_forms_of_get_are_served_without_the_framework(
         ["get", "pods", "-v"],
         ["get", "pods", "--log-level", "debug"],
         ["get", "pods", "-o", "table"],
-        ["get", "services"],
+        ["get", "nodes"],
         ["get", "pods", "web", "-A"],
         ["get", "pods", "-n"],
         ["--log-level", "debug", "get", "pods"],

@@ -160,7 +160,7 @@ def test_an_unsupported_kind_names_file_document_and_kind() -> None:
             "app.yaml[1]",
             'kind: Unsupported value: "DaemonSet": supported values: '
             '"ConfigMap", "Deployment", "Job", "List", "Namespace", "Pod", "ReplicaSet", '
-            '"Secret", "ServiceAccount", "StatefulSet"',
+            '"Secret", "Service", "ServiceAccount", "StatefulSet"',
         )
     ]
 

@@ -94,7 +94,7 @@ def test_apply_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
             'unable to match a printer suitable for the output format "table", allowed '
             "formats are: json,name,wide,yaml",
         ),
-        (("get", "services"), 'doesn\'t have a resource type "services"'),
+        (("get", "nodes"), 'doesn\'t have a resource type "nodes"'),
         (("describe", "node", "x"), 'doesn\'t have a resource type "node"'),
         (("logs", "web", "--since", "5 minutes"), "invalid duration"),
         (

@@ -66,9 +66,9 @@ TREE: dict[str, Command | Group] = {
         "apply",
         "apply",
         "Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps "
-        "every object: Pods, ConfigMaps, Secrets, Namespaces, Deployments, ReplicaSets, "
-        "StatefulSets, Jobs. -f takes files and folders (-R: with their sub-folders), - for "
-        "stdin; -k a kustomization.",
+        "every object: Pods, ConfigMaps, Secrets, Namespaces, Services, Deployments, "
+        "ReplicaSets, StatefulSets, Jobs. -f takes files and folders (-R: with their "
+        "sub-folders), - for stdin; -k a kustomization.",
     ),
     "delete": Command(
         "delete",
@@ -81,12 +81,14 @@ TREE: dict[str, Command | Group] = {
     "get": Command(
         "get",
         "get",
-        "List pods, configmaps, secrets, deployments, replicasets, statefulsets, jobs or all "
-        "as `kubectl get` does (asking the node daemon); -w then prints every change of the "
-        "pods.",
+        "List pods, configmaps, secrets, services, endpoints, deployments, replicasets, "
+        "statefulsets, jobs or all as `kubectl get` does (asking the node daemon); -w then "
+        "prints every change of the pods.",
     ),
     "describe": Command(
-        "describe", "describe", "Show a pod as `kubectl describe pod` does, events at the bottom."
+        "describe",
+        "describe",
+        "Show a pod (or a service) as `kubectl describe` does, a pod's events at the bottom.",
     ),
     "logs": Command(
         "logs",

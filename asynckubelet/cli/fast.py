@@ -25,7 +25,16 @@ from typing import Any
 
 from asynckubelet import errors, resources
 
-LISTED = ("pods", "configmaps", "secrets", "deployments", "replicasets", "statefulsets", "jobs")
+LISTED = (
+    "pods",
+    "configmaps",
+    "secrets",
+    "services",
+    "deployments",
+    "replicasets",
+    "statefulsets",
+    "jobs",
+)
 """What ``get`` lists (kubectl's names, short names and ``.group`` forms of these)."""
 ALL = ("pods", "services", "deployments", "replicasets", "statefulsets", "jobs")
 """What ``get all`` lists, in kubectl's order (those this node keeps)."""
@@ -40,9 +49,12 @@ RESOURCES = {
         *((f"{r.singular}.{r.group}", f"{r.plural}.{r.group}") if r.group else ()),
     )
 }
+RESOURCES.update(dict.fromkeys(("endpoints", "ep"), "endpoints"))
 RESOURCES["all"] = "all"
 KINDS = {r.plural: r.kind for r in resources.RESOURCES}
 SINGULAR = {r.plural: r.qualified for r in resources.RESOURCES}
+KINDS["endpoints"] = "Endpoints"
+SINGULAR["endpoints"] = "endpoints"
 OUTPUTS = (None, "wide", "yaml", "json", "name")
 _VALUED = {
     "-n": "namespace",

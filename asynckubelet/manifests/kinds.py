@@ -3,7 +3,7 @@ API server's rules for it.
 
 The loader, the node's object store, its local API and the command line all speak of
 kinds through this table, so a kind added here (its defaulting, validation and names) is
-loaded, stored, listed, printed by name and deleted like the others. The first four are
+loaded, stored, listed, printed by name and deleted like the others. The first five are
 the core kinds with rules of their own in :mod:`asynckubelet.manifests.loading`; the
 others are loaded generically: strict decode, :attr:`KindInfo.default`, the typed model,
 :attr:`KindInfo.validate`, and, for kinds with a pod template, the template checked as
@@ -24,6 +24,7 @@ from lightkube.models.core_v1 import (
     Pod,
     PodTemplateSpec,
     Secret,
+    Service,
     ServiceAccount,
 )
 
@@ -89,13 +90,14 @@ class KindInfo:
         return f"{self.resource}.{self.group}" if self.group else self.resource
 
 
-CORE_KINDS = ("Namespace", "ConfigMap", "Secret", "Pod")
+CORE_KINDS = ("Namespace", "ConfigMap", "Secret", "Pod", "Service")
 
 _TABLE = (
     KindInfo("Namespace", "v1", Namespace, "namespace", "namespaces", ("ns",), namespaced=False),
     KindInfo("ConfigMap", "v1", ConfigMap, "configmap", "configmaps", ("cm",)),
     KindInfo("Secret", "v1", Secret, "secret", "secrets"),
     KindInfo("Pod", "v1", Pod, "pod", "pods", ("po",)),
+    KindInfo("Service", "v1", Service, "service", "services", ("svc",)),
     KindInfo(
         "ServiceAccount",
         "v1",

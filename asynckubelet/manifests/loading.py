@@ -23,11 +23,20 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import yaml
-from lightkube.models.core_v1 import ConfigMap, Namespace, Pod, Secret
+from lightkube.models.core_v1 import ConfigMap, Namespace, Pod, Secret, Service
 from lightkube.models.meta_v1 import ObjectMeta
 
 from asynckubelet.errors import FieldError, ManifestError
-from asynckubelet.manifests import decoding, defaults, honour, kinds, security, strict, validation
+from asynckubelet.manifests import (
+    decoding,
+    defaults,
+    honour,
+    kinds,
+    security,
+    service,
+    strict,
+    validation,
+)
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.messages import (
     DROPPED,
@@ -96,6 +105,7 @@ class Manifests:
     secret_data: Mapping[tuple[str, str], Mapping[str, bytes]] = field(default_factory=dict)
     warnings: tuple[FieldError, ...] = ()
     namespaces: tuple[Namespace, ...] = ()
+    services: tuple[Service, ...] = ()
     objects: tuple[Any, ...] = ()
 
     def of_kind(self, kind: str) -> tuple[Any, ...]:
@@ -105,6 +115,7 @@ class Manifests:
             "ConfigMap": self.configmaps,
             "Secret": self.secrets,
             "Namespace": self.namespaces,
+            "Service": self.services,
         }
         if kind in core:
             return core[kind]
@@ -274,6 +285,7 @@ class _Loader:
     secret_data: dict[tuple[str, str], dict[str, bytes]] = field(default_factory=dict)
     namespaces: dict[tuple[str, str], tuple[Namespace, str]] = field(default_factory=dict)
     objects: dict[tuple[str, str, str], tuple[Any, str]] = field(default_factory=dict)
+    services: dict[tuple[str, str], tuple[Service, str]] = field(default_factory=dict)
     levels: dict[str, Level] = field(default_factory=dict)
     dropped_errors: int = 0
     dropped_warnings: int = 0
@@ -420,6 +432,8 @@ class _Loader:
             self._add_configmap(doc, source, prefix)
         elif kind == "Secret":
             self._add_secret(doc, source, prefix)
+        elif kind == "Service":
+            self._add_service(doc, source, prefix)
         elif kind == "Namespace":
             self._add_namespace(doc, source, prefix)
         else:
@@ -575,6 +589,28 @@ class _Loader:
             self._replace(self.secrets, key, (secret, source), "secret", source, prefix)
             self.secret_data[key] = decoded
 
+    def _add_service(self, doc: dict[str, Any], source: str, prefix: str) -> None:
+        service.default_service(doc)
+        doc.pop("status", None)
+        svc = self._build(Service, doc, source, prefix)
+        if svc is None:
+            return
+        meta = svc.metadata
+        errors = [
+            e
+            for e in validation.validate_object_meta(meta, namespaced=True)
+            if e.field != "metadata.name"
+        ]
+        errors = service.validate_service_name(meta.name if meta else None) + errors
+        errors += service.validate_service(svc)
+        for error in errors:
+            self._error(error, source, prefix)
+        for warning in service.unhonoured_service_fields(svc):
+            self._warn(warning, source, prefix)
+        if not errors and svc.metadata is not None and svc.metadata.name:
+            key = (svc.metadata.namespace or "default", svc.metadata.name)
+            self._replace(self.services, key, (svc, source), "service", source, prefix)
+
     def _add_namespace(self, doc: dict[str, Any], source: str, prefix: str) -> None:
         ns = self._build(Namespace, doc, source, prefix)
         if ns is None:
@@ -669,6 +705,7 @@ class _Loader:
             warnings=tuple(self.warnings),
             namespaces=tuple(ns for ns, _ in self.namespaces.values()),
             objects=tuple(objects),
+            services=tuple(s for s, _ in self.services.values()),
         )
         return ManifestReport(manifests, tuple(self.errors))
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ipaddress
 import json
 import os
 import re
@@ -181,6 +182,48 @@ class CNIPlugin:
         if self._network is None:
             self._network = load_config(self.config.conf_dirs)
         return self._network
+
+    def _bridge_plugin(self) -> Mapping[str, Any] | None:
+        try:
+            plugins = self.network.plugins
+        except errors.NetworkError:
+            return None
+        return next((p for p in plugins if p.get("type") == "bridge"), None)
+
+    def gateway(self) -> str | None:
+        """The IPv4 gateway the list's ``bridge`` plugin gives its bridge (its
+        ``host-local`` range's ``gateway``, else the range's first address); None when
+        the list has no such bridge."""
+        bridge = self._bridge_plugin()
+        if bridge is None or not bridge.get("isGateway"):
+            return None
+        ipam = bridge.get("ipam") or {}
+        ranges = ipam.get("ranges") or (
+            [[{"subnet": ipam["subnet"]}]] if ipam.get("subnet") else []
+        )
+        for rng in ranges:
+            for entry in rng if isinstance(rng, list) else []:
+                if not isinstance(entry, dict):
+                    continue
+                try:
+                    subnet = ipaddress.ip_network(str(entry.get("subnet")), strict=False)
+                    if subnet.version != 4:
+                        continue
+                    if entry.get("gateway"):
+                        return str(ipaddress.IPv4Address(str(entry["gateway"])))
+                    return str(next(subnet.hosts()))
+                except (ValueError, StopIteration):
+                    continue
+        return None
+
+    def service_target(self) -> tuple[IPTables, str] | None:
+        """The packet filter and bridge name that Service rules go to (iptables, as the
+        list's own ``portmap`` and ``firewall`` plugins use); None without a bridge."""
+        bridge = self._bridge_plugin()
+        name = str(bridge.get("bridge") or "cni0") if bridge is not None else ""
+        if not name or len(name) > 15:
+            return None
+        return IPTables(), name
 
     async def start(self) -> None:
         """Load the configuration, DEL what sandboxes that no longer run left, then GC

@@ -71,6 +71,71 @@ class DNAT:
         return f"{self.pod_ip}:{self.container_port}"
 
 
+_RULE_NAME = re.compile(
+    r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z]([-a-z0-9]*[a-z0-9])?:[-a-z0-9]{0,15}"
+)
+
+
+def _port(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise errors.NetworkError(f"service rule: {what} is not a port: {_shown(value)}")
+    return value
+
+
+def _ipv4(value: object, what: str) -> str:
+    if not isinstance(value, str) or not is_ip_address(value) or ":" in value:
+        raise errors.NetworkError(f"service rule: {what} {_shown(value)} is not an IPv4 address")
+    return value
+
+
+@dataclass(frozen=True)
+class ServiceRule:
+    """One port of one Service, as the packet filter carries it: traffic to
+    ``cluster_ip:port`` (none when empty), to ``node_port`` on any of the node's addresses
+    (none when 0) and, for a LoadBalancer, to ``published_port`` on the node's addresses,
+    goes to one of ``endpoints`` (``(pod IP, port)``, all ready), picked at random per
+    connection. ``name`` (``namespace/service:port``) names its chain and comment. Every
+    field reaches rule text, so each is checked here, as :class:`DNAT` checks its own."""
+
+    name: str
+    protocol: str
+    cluster_ip: str = ""
+    port: int = 0
+    node_port: int = 0
+    published_port: int = 0
+    endpoints: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or _RULE_NAME.fullmatch(self.name) is None:
+            raise errors.NetworkError(f"service rule: bad name {_shown(self.name)}")
+        if not isinstance(self.protocol, str) or self.protocol.upper() not in _PROTOCOLS:
+            raise errors.NetworkError(
+                f"service rule: protocol must be TCP, UDP or SCTP, not {_shown(self.protocol)}"
+            )
+        if self.cluster_ip:
+            _ipv4(self.cluster_ip, "cluster IP")
+            _port(self.port, "port")
+        for what in ("node_port", "published_port"):
+            if getattr(self, what):
+                _port(getattr(self, what), what)
+        for endpoint in self.endpoints:
+            if not isinstance(endpoint, tuple) or len(endpoint) != 2:
+                raise errors.NetworkError("service rule: an endpoint is (IP, port)")
+            _ipv4(endpoint[0], "endpoint")
+            _port(endpoint[1], "endpoint port")
+
+    @property
+    def proto(self) -> str:
+        return self.protocol.lower()
+
+
+def probabilities(count: int) -> list[str]:
+    """kube-proxy's random pick among ``count`` endpoints: rule ``i`` matches with
+    probability ``1/(count-i)`` of what the rules before it left, so each is chosen with
+    ``1/count``; the last rule takes the rest (None: no match needed)."""
+    return [f"{1.0 / (count - i):0.10f}" for i in range(count - 1)]
+
+
 class Firewall(Protocol):
     """One address family of the host's packet filter, as the bridge backend uses it."""
 
@@ -105,5 +170,11 @@ class Firewall(Protocol):
         """Remove the pod's hostPort rules; absent is fine."""
         ...
 
+    async def sync_services(self, *, bridge: str, rules: Sequence[ServiceRule]) -> None:
+        """Make the Service rules of ``bridge``'s node exactly ``rules``, in one atomic
+        change (a connection never sees half an update): rules of Services gone are
+        removed, and the hooks that send traffic through them are made when missing."""
+        ...
 
-__all__ = ["DNAT", "Firewall", "checked_sandbox_id"]
+
+__all__ = ["DNAT", "Firewall", "ServiceRule", "checked_sandbox_id", "probabilities"]

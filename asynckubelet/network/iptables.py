@@ -10,6 +10,7 @@ tools hold), never blocking the event loop; a failing command becomes a
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import shutil
 import subprocess
@@ -18,7 +19,13 @@ from collections.abc import Sequence
 import anyio
 
 from asynckubelet import errors
-from asynckubelet.network.firewall import DNAT, Firewall, checked_sandbox_id
+from asynckubelet.network.firewall import (
+    DNAT,
+    Firewall,
+    ServiceRule,
+    checked_sandbox_id,
+    probabilities,
+)
 
 _MISSING = (
     "No chain/target/match by that name",
@@ -44,12 +51,131 @@ def pod_chain(sandbox_id: str) -> str:
     return f"AKLP-{sandbox_id[:16]}"
 
 
+def services_chain(bridge: str) -> str:
+    """Where every Service's traffic is matched (nat; from PREROUTING and OUTPUT)."""
+    return f"AKL-SVCS-{bridge}"
+
+
+def reject_chain(bridge: str) -> str:
+    """Where traffic to a ClusterIP without ready endpoints is refused (filter)."""
+    return f"AKL-SVRJ-{bridge}"
+
+
+SERVICE_CHAIN_PREFIX = "AKL-SVC-"
+
+
+def service_chain(bridge: str, rule: ServiceRule) -> str:
+    """One Service port's chain: its endpoints, picked at random (kube-proxy's
+    ``KUBE-SVC-<hash>``)."""
+    key = f"{bridge}/{rule.name}/{rule.protocol.upper()}".encode()
+    return SERVICE_CHAIN_PREFIX + hashlib.sha256(key).hexdigest()[:16].upper()
+
+
+def services_restore(
+    bridge: str, rules: Sequence[ServiceRule], *, stale: Sequence[str] = ()
+) -> str:
+    """``iptables-restore --noflush`` input making the Service chains of ``bridge`` exactly
+    ``rules``: each chain named is declared (so emptied) and refilled, chains of Services
+    gone (``stale``) are emptied and deleted, all in one transaction per table."""
+    svcs, reject = services_chain(bridge), reject_chain(bridge)
+    chains: dict[str, ServiceRule] = {}
+    body: list[list[str]] = []
+    refusals: list[list[str]] = []
+    for rule in rules:
+        match = ["-p", rule.proto]
+        comment = ["-m", "comment", "--comment", rule.name]
+        if not rule.endpoints:
+            if rule.cluster_ip:
+                refusals.append(
+                    [
+                        "-A",
+                        reject,
+                        "-d",
+                        f"{rule.cluster_ip}/32",
+                        *match,
+                        "--dport",
+                        str(rule.port),
+                        *comment,
+                        "-j",
+                        "REJECT",
+                    ]
+                )
+            continue
+        chain = service_chain(bridge, rule)
+        chains[chain] = rule
+        if rule.cluster_ip:
+            body.append(
+                [
+                    "-A",
+                    svcs,
+                    "-d",
+                    f"{rule.cluster_ip}/32",
+                    *match,
+                    "--dport",
+                    str(rule.port),
+                    *comment,
+                    "-j",
+                    chain,
+                ]
+            )
+    local = ["-m", "addrtype", "--dst-type", "LOCAL"]
+    for chain, rule in chains.items():
+        for port in (rule.node_port, rule.published_port):
+            if port:
+                body.append(
+                    [
+                        "-A",
+                        svcs,
+                        "-p",
+                        rule.proto,
+                        "--dport",
+                        str(port),
+                        *local,
+                        "-m",
+                        "comment",
+                        "--comment",
+                        rule.name,
+                        "-j",
+                        chain,
+                    ]
+                )
+    for chain, rule in chains.items():
+        odds = probabilities(len(rule.endpoints))
+        for i, (ip, port) in enumerate(rule.endpoints):
+            pick = []
+            if i < len(odds):
+                pick = ["-m", "statistic", "--mode", "random", "--probability", odds[i]]
+            body.append(
+                [
+                    "-A",
+                    chain,
+                    "-p",
+                    rule.proto,
+                    *pick,
+                    "-j",
+                    "DNAT",
+                    "--to-destination",
+                    f"{ip}:{port}",
+                ]
+            )
+    gone = [c for c in dict.fromkeys(stale) if c not in chains]
+    lines = ["*nat", f":{svcs} - [0:0]"]
+    lines += [f":{chain} - [0:0]" for chain in [*chains, *gone]]
+    lines += [shlex.join(rule) for rule in body]
+    lines += [f"-X {chain}" for chain in gone]
+    lines += ["COMMIT", "*filter", f":{reject} - [0:0]"]
+    lines += [shlex.join(rule) for rule in refusals]
+    lines += ["COMMIT", ""]
+    return "\n".join(lines)
+
+
 class IPTables(Firewall):
     """Runs ``iptables`` (the binary found on PATH, or ``binary``; ``ip6tables`` for IPv6)."""
 
     def __init__(self, *, binary: str = "iptables") -> None:
         self.binary = binary
         self._nat: bool | None = None
+        self._service_hooks: set[str] = set()
 
     def available(self) -> bool:
         return shutil.which(self.binary) is not None
@@ -178,6 +304,7 @@ class IPTables(Firewall):
         await self.ensure_jump("OUTPUT", hp, table="nat", match=local)
 
     async def remove_network(self, *, bridge: str) -> None:
+        await self.remove_services(bridge=bridge)
         for table, builtin, chain in (
             ("filter", "FORWARD", forward_chain(bridge)),
             ("nat", "POSTROUTING", postrouting_chain(bridge)),
@@ -256,6 +383,51 @@ class IPTables(Firewall):
         await self.delete_jumps(hostport_chain(bridge), chain, table="nat")
         await self.delete_chain(chain, table="nat")
 
+    # -- Services ---------------------------------------------------------------------------
+
+    async def _service_chains(self, bridge: str) -> list[str]:
+        return [
+            rule[rule.index("-j") + 1]
+            for rule in await self.rules(services_chain(bridge), table="nat")
+            if "-j" in rule and rule[rule.index("-j") + 1].startswith(SERVICE_CHAIN_PREFIX)
+        ]
+
+    async def sync_services(self, *, bridge: str, rules: Sequence[ServiceRule]) -> None:
+        """One ``iptables-restore`` making the Service chains exactly ``rules``, then the
+        jumps to them (PREROUTING and OUTPUT in nat, FORWARD and OUTPUT in filter) when
+        this process has not made them yet."""
+        text = services_restore(bridge, rules, stale=await self._service_chains(bridge))
+        binary = self.binary + "-restore"
+        try:
+            proc = await anyio.run_process(
+                [binary, "-w", "5", "--noflush"], input=text.encode(), check=False
+            )
+        except OSError as e:
+            raise errors.NetworkError(f"cannot run {binary}: {e}") from e
+        if proc.returncode != 0:
+            detail = proc.stderr.decode(errors="replace").strip()
+            raise errors.NetworkError(f"{binary}: Service rules refused: {detail}")
+        if bridge in self._service_hooks:
+            return
+        for builtin in ("PREROUTING", "OUTPUT"):
+            await self.ensure_jump(builtin, services_chain(bridge), table="nat")
+        for builtin in ("FORWARD", "OUTPUT"):
+            await self.ensure_jump(builtin, reject_chain(bridge), table="filter")
+        self._service_hooks.add(bridge)
+
+    async def remove_services(self, *, bridge: str) -> None:
+        """The Service chains of ``bridge`` and the jumps to them, gone."""
+        chains = await self._service_chains(bridge)
+        for builtin in ("PREROUTING", "OUTPUT"):
+            await self.delete_jumps(builtin, services_chain(bridge), table="nat")
+        for builtin in ("FORWARD", "OUTPUT"):
+            await self.delete_jumps(builtin, reject_chain(bridge), table="filter")
+        await self.delete_chain(services_chain(bridge), table="nat")
+        for chain in dict.fromkeys(chains):
+            await self.delete_chain(chain, table="nat")
+        await self.delete_chain(reject_chain(bridge), table="filter")
+        self._service_hooks.discard(bridge)
+
 
 __all__ = [
     "DNAT",
@@ -265,4 +437,8 @@ __all__ = [
     "hostport_chain",
     "pod_chain",
     "postrouting_chain",
+    "reject_chain",
+    "service_chain",
+    "services_chain",
+    "services_restore",
 ]

@@ -28,6 +28,7 @@ message. Commands run as anyio subprocesses, never blocking the event loop.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -37,7 +38,7 @@ from typing import Any
 import anyio
 
 from asynckubelet import errors
-from asynckubelet.network.firewall import DNAT, Firewall, checked_sandbox_id
+from asynckubelet.network.firewall import DNAT, Firewall, ServiceRule, checked_sandbox_id
 
 FAMILIES = ("ip", "ip6")
 
@@ -48,6 +49,22 @@ def table_name(bridge: str) -> str:
 
 def pod_chain(sandbox_id: str) -> str:
     return f"pod_{sandbox_id[:16]}"
+
+
+SERVICE_CHAINS = ("svc_", "sep_")
+
+
+def service_chain(rule: ServiceRule) -> str:
+    """One Service port's chain (its random pick among endpoints)."""
+    key = f"{rule.name}/{rule.protocol.upper()}".encode()
+    return "svc_" + hashlib.sha256(key).hexdigest()[:16]
+
+
+def endpoint_chain(rule: ServiceRule, index: int) -> str:
+    """The chain DNATing to one endpoint of a Service port."""
+    ip, port = rule.endpoints[index]
+    key = f"{rule.name}/{rule.protocol.upper()}/{ip}:{port}".encode()
+    return "sep_" + hashlib.sha256(key).hexdigest()[:16]
 
 
 def owner_comment(bridge: str) -> str:
@@ -178,6 +195,12 @@ class NFTables(Firewall):
                 f"add rule {t} prerouting fib daddr type local jump hostports",
                 f"add rule {t} output fib daddr type local jump hostports",
             ]
+            if self.family == "ip":
+                lines += [
+                    f"add chain {t} services",
+                    f"add rule {t} prerouting jump services",
+                    f"add rule {t} output jump services",
+                ]
         return "\n".join(lines) + "\n"
 
     async def _foreign_forward(self, bridge: str) -> tuple[bool, list[int]]:
@@ -292,5 +315,91 @@ class NFTables(Firewall):
 
         await self.apply_fresh(build)
 
+    # -- Services ---------------------------------------------------------------------------
 
-__all__ = ["FAMILIES", "NFTables", "owner_comment", "pod_chain", "table_name"]
+    def services_script(
+        self,
+        *,
+        bridge: str,
+        rules: Sequence[ServiceRule],
+        existing: Sequence[str] = (),
+    ) -> str:
+        """The batch making the ``services`` chain of ``bridge``'s table exactly ``rules``:
+        ``services`` matches each ClusterIP, nodePort and published port and jumps to the
+        port's ``svc_`` chain, which picks an endpoint's ``sep_`` chain with ``numgen
+        random mod N vmap``; a ClusterIP without ready endpoints is rejected. Every chain
+        is emptied and refilled, and the chains of Services gone (``existing`` names the
+        ``svc_``/``sep_`` chains there now) are deleted, in the same transaction."""
+        t = f"{self.family} {table_name(bridge)}"
+        wanted: dict[str, list[str]] = {}
+        top: list[str] = []
+        for rule in rules:
+            proto = rule.proto
+            comment = f'comment "{rule.name}"'
+            if not rule.endpoints:
+                if rule.cluster_ip:
+                    top.append(
+                        f"ip daddr {rule.cluster_ip} {proto} dport {rule.port} reject {comment}"
+                    )
+                continue
+            chain = service_chain(rule)
+            picks = []
+            for i, (ip, port) in enumerate(rule.endpoints):
+                sep = endpoint_chain(rule, i)
+                wanted[sep] = [f"meta l4proto {proto} dnat to {ip}:{port}"]
+                picks.append(f"{i} : goto {sep}")
+            wanted[chain] = [
+                f"numgen random mod {len(picks)} vmap {{ {', '.join(picks)} }}"
+                if len(picks) > 1
+                else picks[0].split(" : ")[1]
+            ]
+            if rule.cluster_ip:
+                top.append(
+                    f"ip daddr {rule.cluster_ip} {proto} dport {rule.port} jump {chain} {comment}"
+                )
+            for port in (rule.node_port, rule.published_port):
+                if port:
+                    top.append(f"fib daddr type local {proto} dport {port} jump {chain} {comment}")
+        lines = [f"add chain {t} services", f"flush chain {t} services"]
+        gone = [c for c in dict.fromkeys(existing) if c not in wanted]
+        for chain in [*wanted, *gone]:
+            lines += [f"add chain {t} {chain}", f"flush chain {t} {chain}"]
+        lines += [f"delete chain {t} {c}" for c in gone if c.startswith("svc_")]
+        lines += [f"delete chain {t} {c}" for c in gone if not c.startswith("svc_")]
+        for chain, body in wanted.items():
+            lines += [f"add rule {t} {chain} {text}" for text in body]
+        lines += [f"add rule {t} services {text}" for text in top]
+        return "\n".join(lines) + "\n"
+
+    async def sync_services(self, *, bridge: str, rules: Sequence[ServiceRule]) -> None:
+        """One batch; the table and its hooks are the node network's
+        (:meth:`setup_network` makes them before any Service is programmed)."""
+        if self.family != "ip":
+            return
+
+        async def build() -> str:
+            items = await self.list_json("table", self.family, table_name(bridge))
+            if items is None:
+                raise errors.NetworkError(
+                    f"nftables table {self.family} {table_name(bridge)} does not exist; "
+                    "the node network is not set up"
+                )
+            existing = [
+                str(item["chain"]["name"])
+                for item in items
+                if "chain" in item and str(item["chain"].get("name", "")).startswith(SERVICE_CHAINS)
+            ]
+            return self.services_script(bridge=bridge, rules=rules, existing=existing)
+
+        await self.apply_fresh(build)
+
+
+__all__ = [
+    "FAMILIES",
+    "NFTables",
+    "endpoint_chain",
+    "owner_comment",
+    "pod_chain",
+    "service_chain",
+    "table_name",
+]

@@ -551,6 +551,7 @@ class ObjectStore:
                 body=body,
                 source=source or self.persistent_source,
             )
+            self._observed(key)
 
 
 def read_persisted(directory: Path | None) -> list[dict[str, Any]]:

@@ -1,10 +1,10 @@
-"""Whole apps on one node: local controllers that turn Deployments, ReplicaSets,
-StatefulSets and Jobs into pods and hand them to the node like any pod source.
+"""Local controllers: what a control plane does for a whole app, done on the node itself.
 
-``Controllers(node).run`` reconciles the workloads of a running :class:`~asynckubelet.
-node.kubelet.Kubelet`'s object store (what ``asynckubelet serve`` applies) with the pods'
-statuses; the decisions are pure functions in the controller modules, the way upstream's
-``pkg/controller`` makes them.
+They read the node's objects and pods, and make what a cluster's controllers make: pods
+for Deployments, ReplicaSets, StatefulSets and Jobs, handed to the node like any source's
+(``Controllers(node).run``; the decisions are pure functions in the controller modules, the
+way upstream's ``pkg/controller`` makes them), Service endpoints and the rules that send a
+ClusterIP's traffic to them, and the cluster DNS that names them.
 """
 
 from asynckubelet.workloads.controller import WORKLOADS_SOURCE, Controllers

@@ -14,7 +14,8 @@ or ``kubectl kustomize``, whichever is on the ``PATH``. Without a daemon there i
 nothing to apply to: the command says how to start one.
 
 ``--wait`` waits for each object's own readiness: pods Ready (or Succeeded) on the
-applied spec, Deployments rolled out, Jobs complete, StatefulSets and ReplicaSets ready;
+applied spec, Deployments rolled out, Jobs complete, StatefulSets and ReplicaSets ready,
+Services that select pods with a ready endpoint;
 it ends with exit 1 as soon as one cannot get there (a Job failed, a rollout exceeded its
 deadline, a pod waits for what waiting will not bring).
 """
@@ -108,9 +109,9 @@ def apply(
     log: LogOptions,
 ) -> None:
     """Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps
-    every object: Pods, ConfigMaps, Secrets, Namespaces, Deployments, ReplicaSets,
-    StatefulSets, Jobs. -f takes files and folders (-R: with their sub-folders), - for
-    stdin; -k a kustomization.
+    every object: Pods, ConfigMaps, Secrets, Namespaces, Services, Deployments,
+    ReplicaSets, StatefulSets, Jobs. -f takes files and folders (-R: with their
+    sub-folders), - for stdin; -k a kustomization.
 
     Re-applying unchanged files changes nothing; an edited Deployment rolls out (its
     maxSurge and maxUnavailable honoured), an edited pod restarts only the containers
@@ -134,10 +135,17 @@ def apply(
         warn(f"{source}{warning.get('field')}: {warning.get('reason')}{detail}")
     if not result.get("items"):
         raise fail("no objects passed to apply")
-    pods, workloads = _report(result)
-    if wait and (pods or workloads):
+    pods, workloads, services = _report(result)
+    if wait and (pods or workloads or services):
         run_async(
-            _wait, [as_pod(p) for p in pods], workloads, client, node, timeout, config_timeout
+            _wait,
+            [as_pod(p) for p in pods],
+            workloads,
+            services,
+            client,
+            node,
+            timeout,
+            config_timeout,
         )
 
 
@@ -176,22 +184,27 @@ def _texts(
     return [("kustomize " + (kustomize or ""), text)]
 
 
-def _report(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Print each object's verdict and each pruned object; the pods and the workloads
-    applied, for --wait."""
+def _report(
+    result: Mapping[str, Any],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Print each object's verdict and each pruned object; the pods, the workloads and
+    the Services applied, for --wait."""
     pods: list[dict[str, Any]] = []
     workloads: list[dict[str, Any]] = []
+    services: list[dict[str, Any]] = []
     for item in result.get("items") or []:
         out.print(f"{escape(_shown(item))} {item.get('verdict')}")
         if not isinstance(item.get("object"), dict):
             continue
         if item.get("kind") == "Pod":
             pods.append(item["object"])
+        elif item.get("kind") == "Service":
+            services.append(item["object"])
         elif item.get("kind") not in ("ConfigMap", "Secret", "Namespace"):
             workloads.append(item)
     for item in result.get("pruned") or []:
         out.print(f"{escape(_shown(item))} pruned")
-    return pods, workloads
+    return pods, workloads, services
 
 
 def _shown(item: Mapping[str, Any]) -> str:
@@ -224,9 +237,58 @@ def _kustomize(directory: str) -> str:
     return done.stdout
 
 
+async def _wait_services(
+    services: list[dict[str, Any]], client: NodeClient, timeout: float, waiting: Any
+) -> None:
+    """Wait until each Service that selects pods has a ready endpoint (a Service without
+    a selector, or an ExternalName, has nothing to wait for)."""
+    import anyio
+    import anyio.to_thread
+
+    from asynckubelet import errors
+    from asynckubelet.printers import endpoint_addresses
+
+    left = {
+        (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+        for body in services
+        if (spec := body.get("spec") or {}).get("selector") and spec.get("type") != "ExternalName"
+        for meta in [body.get("metadata") or {}]
+    }
+    try:
+        with anyio.fail_after(timeout):
+            while left:
+                for namespace, name in sorted(left):
+                    try:
+                        found = await anyio.to_thread.run_sync(
+                            client.object, "endpoints", namespace, name
+                        )
+                    except errors.NotFound:
+                        continue
+                    ready = endpoint_addresses(found)
+                    if not ready:
+                        waiting(f"service/{name}", "no ready endpoint")
+                    else:
+                        waiting(f"service/{name}", None)
+                        count = len(ready)
+                        out.print(
+                            f"service/{escape(name)} ready: {count} "
+                            f"{'endpoint' if count == 1 else 'endpoints'}"
+                        )
+                        left.discard((namespace, name))
+                if left:
+                    await anyio.sleep(0.2)
+    except TimeoutError:
+        names = ", ".join(f"service/{n}" for _, n in sorted(left))
+        raise errors.PodError(
+            f"timed out after {timeout:g}s waiting for ready endpoints: {names} (no ready pod "
+            "matches the selector; see `asynckubelet describe service NAME`)"
+        ) from None
+
+
 async def _wait(
     pods: list[Pod],
     workloads: list[dict[str, Any]],
+    services: list[dict[str, Any]],
     client: NodeClient,
     node: NodeRef,
     timeout: float,
@@ -234,7 +296,7 @@ async def _wait(
 ) -> None:
     """Wait for the pods (their applied spec hashes confirmed on the engine the daemon
     drives: the daemon's status says Ready a moment before a changed container has been
-    replaced) and for the workloads' readiness, together."""
+    replaced), the workloads' readiness and the Services' endpoints, together."""
     import anyio
 
     from asynckubelet.progress import WaitDisplay
@@ -255,6 +317,8 @@ async def _wait(
                 tg.start_soon(_wait_pods, pods, client, node, timeout, config_timeout, waiting)
             if workloads:
                 tg.start_soon(_wait_workloads, workloads, client, timeout, config_timeout, waiting)
+            if services:
+                tg.start_soon(_wait_services, services, client, timeout, waiting)
 
 
 async def _wait_pods(

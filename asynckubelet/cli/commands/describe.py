@@ -27,12 +27,15 @@ def describe(
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """Show a pod as `kubectl describe pod` does, events at the bottom."""
+    """Show a pod (or a service) as `kubectl describe` does, a pod's events at the bottom."""
     from asynckubelet.node.access import StateDir, find_pod
     from asynckubelet.node.events import PodEvent, read_events
     from asynckubelet.printers import describe_pod, now_utc
     from asynckubelet.runtime import containers as ctr
 
+    if kind in SERVICE_KINDS:
+        _describe_service(name, namespace=namespace, node=node)
+        return
     if kind not in POD_KINDS:
         raise fail(f'the server doesn\'t have a resource type "{kind}"')
     client = daemon_client(node)
@@ -46,3 +49,24 @@ def describe(
         events = read_events(StateDir(node.state).events, uid=ctr.pod_identity(pod)[2])
         node_name = node.name
     print(describe_pod(pod, events, node_name=node_name, now=now_utc()))
+
+
+SERVICE_KINDS = ("service", "services", "svc")
+
+
+def _describe_service(name: str, *, namespace: str, node: NodeRef) -> None:
+    """A Service and its endpoints, from the daemon (which alone keeps endpoints)."""
+    from asynckubelet import errors
+    from asynckubelet.cli.client import require_daemon
+    from asynckubelet.printers import describe_service
+
+    client = require_daemon(node, verb="describe services")
+    body = client.object("services", namespace, name)
+    endpoints = None
+    selector = (body.get("spec") or {}).get("selector")
+    if selector:
+        try:
+            endpoints = client.object("endpoints", namespace, name)
+        except errors.NotFound:
+            endpoints = None
+    print(describe_service(body, endpoints))

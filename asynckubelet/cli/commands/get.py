@@ -44,9 +44,9 @@ def get(
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """List pods, configmaps, secrets, deployments, replicasets, statefulsets, jobs or
-    all as `kubectl get` does (asking the node daemon); -w then prints every change of the
-    pods."""
+    """List pods, configmaps, secrets, services, endpoints, deployments, replicasets,
+    statefulsets, jobs or all as `kubectl get` does (asking the node daemon); -w then prints
+    every change of the pods."""
     from asynckubelet.cli import fast
 
     plural = RESOURCES.get(kind.split("/", 1)[0])
@@ -97,6 +97,8 @@ def _get_without_daemon(
     if plural == "pods":
         _pods_without_daemon(name, where=where, output=output, node=node)
         return
+    if plural in ("services", "endpoints"):
+        raise fail(f"{plural} are kept by the node daemon; start `asynckubelet serve`")
     from asynckubelet.cli.fast import KINDS
     from asynckubelet.node.objects import OBJECTS_DIR, StoredObject, object_key, read_persisted
     from asynckubelet.printers import (

@@ -24,10 +24,14 @@ from asynckubelet import errors
 from asynckubelet.cli.options import (
     AllowRemoteOpt,
     ClusterOptions,
+    DNSServerOpt,
+    DNSUpstreamOpt,
     ListenOpt,
     LogOptions,
     ManifestDirOpt,
     NodeOptions,
+    ServiceClusterIPRangeOpt,
+    ServiceNodePortRangeOpt,
     StateDirOpt,
     StopPodsOpt,
     UsageError,
@@ -35,8 +39,10 @@ from asynckubelet.cli.options import (
 from asynckubelet.cli.output import command, err, fail, run_async
 
 if TYPE_CHECKING:
+    from asynckubelet.network import NetworkPlugin
     from asynckubelet.node.daemon import DaemonInfo
     from asynckubelet.node.kubelet import Kubelet, KubeletConfig
+    from asynckubelet.workloads.services import ServiceController, ServiceRanges
 
 
 @command(log_default="INFO")
@@ -47,6 +53,10 @@ def serve(
     allow_remote: AllowRemoteOpt = False,
     state_dir: StateDirOpt = None,
     stop_pods: StopPodsOpt = False,
+    service_cluster_ip_range: ServiceClusterIPRangeOpt = "10.96.0.0/16",
+    service_node_port_range: ServiceNodePortRangeOpt = "30000-32767",
+    dns_server: DNSServerOpt = True,
+    dns_upstream: DNSUpstreamOpt = None,
     node: NodeOptions,
     cluster: ClusterOptions,
     log: LogOptions,
@@ -59,6 +69,11 @@ def serve(
     Image pulls are logged, one line per change of a layer's state. A Docker engine and
     the sandbox image are set up when missing, each announced in one line.
 
+    Services get a ClusterIP from --service-cluster-ip-range and their endpoints from the
+    ready pods they select; on the bridge and cni networks the firewall sends ClusterIP,
+    nodePort and LoadBalancer traffic to them (curl localhost:<nodePort> reaches the app),
+    and the node answers the cluster's DNS names on the pod network's gateway.
+
     With --kubeconfig the node also joins that cluster: it registers its Node, runs the
     pods bound to it and serves the kubelet API (kubectl logs, exec, port-forward).
     """
@@ -70,9 +85,17 @@ def serve(
     from asynckubelet.node.daemon import default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
     from asynckubelet.server import check_listen, parse_listen
+    from asynckubelet.workloads.services import ServiceRanges
 
     node.check()
     cluster.check()
+    try:
+        ranges = ServiceRanges.parse(
+            cluster_ip_range=service_cluster_ip_range, node_port_range=service_node_port_range
+        )
+        upstreams = _upstreams(dns_upstream)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     state = state_dir if state_dir is not None else default_state_dir()
     try:
         host, port = parse_listen(listen)
@@ -100,7 +123,8 @@ def serve(
         config = dataclasses.replace(config, node_name=config.node_name.lower())
         serve_cluster(config, node, cluster, state, host=host, port=port, allow_remote=allow_remote)
         return
-    run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote))
+    setup = _ServiceSetup(ranges=ranges, dns_server=dns_server, upstreams=upstreams)
+    run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote), setup)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +135,46 @@ class _Address:
     allow_remote: bool
 
 
-async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Address) -> None:
+@dataclasses.dataclass(frozen=True)
+class _ServiceSetup:
+    """What the node does for Services and cluster DNS."""
+
+    ranges: ServiceRanges
+    dns_server: bool
+    upstreams: tuple[tuple[str, int], ...]
+
+
+def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:
+    """``--dns-upstream`` values as ``(address, port)``, else the node's resolvers."""
+    import ipaddress
+
+    from asynckubelet.workloads.dns import upstreams_from_resolv_conf
+
+    if not given:
+        try:
+            with open("/etc/resolv.conf") as f:
+                return upstreams_from_resolv_conf(f.read())
+        except OSError:
+            return ()
+    found = []
+    for value in given:
+        address, port = value, 53
+        if value.count(":") == 1:
+            address, _, text = value.partition(":")
+            if not text.isdigit() or not 1 <= int(text) <= 65535:
+                raise ValueError(f"--dns-upstream {value!r}: the port must be 1-65535")
+            port = int(text)
+        try:
+            ipaddress.ip_address(address.strip("[]"))
+        except ValueError:
+            raise ValueError(f"--dns-upstream {value!r}: must be IP or IP:PORT") from None
+        found.append((address.strip("[]"), port))
+    return tuple(found)
+
+
+async def _serve(
+    config: KubeletConfig, node: NodeOptions, state: Path, at: _Address, setup: _ServiceSetup
+) -> None:
     from asynckubelet.cli.provision import announce
     from asynckubelet.docker import DockerClient
     from asynckubelet.node import daemon
@@ -132,6 +195,11 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
     )
     async with DockerClient(url=node.docker_host) as docker:
         plugin = node.network_plugin(docker, node_name=config.node_name)
+        dns_address = _dns_address(plugin) if setup.dns_server else None
+        if dns_address is not None and not config.dns.cluster_dns:
+            config = dataclasses.replace(
+                config, dns=dataclasses.replace(config.dns, cluster_dns=(dns_address,))
+            )
         async with Kubelet(config, docker=docker, network=plugin, objects=objects) as kubelet:
             kubelet.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
             kubelet.runtime.images.announce = announce
@@ -146,9 +214,10 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
                 with signals as received:
                     async with anyio.create_task_group() as tg:
                         await tg.start(Controllers(kubelet).run, name="workload controllers")
+                        services = await _start_services(tg, kubelet, plugin, setup, dns_address)
                         # The socket first: a client that sees HTTP answer finds it.
                         inode = await _listen_locally(
-                            tg, kubelet, lambda: published[0], socket_file
+                            tg, kubelet, lambda: published[0], socket_file, services
                         )
                         bound = await _listen(tg, kubelet, at)
                         info = _node_info(
@@ -162,6 +231,8 @@ async def _serve(config: KubeletConfig, node: NodeOptions, state: Path, at: _Add
                         )
                         signum = await anext(aiter(received))
                         err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
+                        if not config.leave_running:
+                            await services.remove_rules()
                         tg.cancel_scope.cancel()
             finally:
                 daemon.release_socket(state, inode=inode)
@@ -183,13 +254,72 @@ async def _listen(tg: anyio.abc.TaskGroup, kubelet: Kubelet, at: _Address) -> in
         raise fail(f"cannot listen on {at.listen}: {e}") from None
 
 
+def _dns_address(plugin: NetworkPlugin) -> str | None:
+    """Where the cluster DNS listens: the pod network's gateway (None: a network whose
+    pods this node cannot serve from its own address)."""
+    from asynckubelet.network.bridge import BridgePlugin
+    from asynckubelet.network.cni import CNIPlugin
+
+    if isinstance(plugin, BridgePlugin):
+        return plugin.ipam.gateway
+    if isinstance(plugin, CNIPlugin):
+        return plugin.gateway()
+    return None
+
+
+async def _start_services(
+    tg: anyio.abc.TaskGroup,
+    kubelet: Kubelet,
+    plugin: NetworkPlugin,
+    setup: _ServiceSetup,
+    dns_address: str | None,
+) -> ServiceController:
+    """The Service controller and, with an address for it, the cluster DNS, started."""
+    from asynckubelet.network.bridge import BridgePlugin
+    from asynckubelet.network.cni import CNIPlugin
+    from asynckubelet.workloads.dns import ClusterDNS, DNSConfig, zone_source
+    from asynckubelet.workloads.services import ProxyTarget, ServiceController
+
+    targets: list[ProxyTarget] = []
+    if isinstance(plugin, BridgePlugin):
+        await plugin.ensure_node_network()
+        targets.append(ProxyTarget(plugin.firewall, plugin.config.bridge))
+    elif isinstance(plugin, CNIPlugin):
+        target = plugin.service_target()
+        if target is not None:
+            targets.append(ProxyTarget(*target))
+    controller = ServiceController(kubelet, ranges=setup.ranges, targets=targets)
+    await tg.start(controller.run, name="services")
+    if dns_address is None:
+        return controller
+    domain = kubelet.config.dns.cluster_domain
+    config = DNSConfig(cluster_domain=domain, upstreams=setup.upstreams)
+    zone = zone_source(
+        domain=domain,
+        ttl=config.ttl,
+        version=lambda: controller.version,
+        services=controller.services,
+        endpoints=controller.all_endpoints,
+    )
+    server = ClusterDNS(config=config, zone=zone)
+    try:
+        await tg.start(functools.partial(server.serve, host=dns_address, port=53), name="dns")
+    except errors.NetworkError as e:
+        raise fail(str(e)) from None
+    return controller
+
+
 async def _listen_locally(
-    tg: anyio.abc.TaskGroup, kubelet: Kubelet, info: Callable[[], DaemonInfo], socket_file: Path
+    tg: anyio.abc.TaskGroup,
+    kubelet: Kubelet,
+    info: Callable[[], DaemonInfo],
+    socket_file: Path,
+    services: ServiceController,
 ) -> int:
     """The local API on the state dir's socket, started; the socket's inode."""
     from asynckubelet.localapi import serve_local
 
-    local = functools.partial(serve_local, kubelet, info, path=str(socket_file))
+    local = functools.partial(serve_local, kubelet, info, path=str(socket_file), services=services)
     try:
         return int(await tg.start(local))
     except OSError as e:

@@ -96,6 +96,50 @@ StopPodsOpt = Annotated[
 
 # -- serve: cluster node mode ----------------------------------------------------------------
 
+SERVICES_PANEL = "Services and cluster DNS"
+ServiceClusterIPRangeOpt = Annotated[
+    str,
+    typer.Option(
+        "--service-cluster-ip-range",
+        metavar="CIDR",
+        envvar="ASYNCKUBELET_SERVICE_CLUSTER_IP_RANGE",
+        help="The node's own range of Service ClusterIPs (the API server's flag).",
+        rich_help_panel=SERVICES_PANEL,
+    ),
+]
+ServiceNodePortRangeOpt = Annotated[
+    str,
+    typer.Option(
+        "--service-node-port-range",
+        metavar="FIRST-LAST",
+        envvar="ASYNCKUBELET_SERVICE_NODE_PORT_RANGE",
+        help="Ports of NodePort and LoadBalancer Services, FIRST-LAST (the API server's flag).",
+        rich_help_panel=SERVICES_PANEL,
+    ),
+]
+DNSServerOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dns-server/--no-dns-server",
+        metavar="",
+        envvar="ASYNCKUBELET_DNS_SERVER",
+        help="Answer the cluster's names (Services, pods) on the pod network's gateway, port "
+        "53, and make it the ClusterFirst pods' nameserver when --cluster-dns is not given "
+        "(bridge and cni networks).",
+        rich_help_panel=SERVICES_PANEL,
+    ),
+]
+DNSUpstreamOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--dns-upstream",
+        metavar="IP[:PORT]",
+        envvar="ASYNCKUBELET_DNS_UPSTREAM",
+        help="Where the cluster DNS forwards other names, IP or IP:PORT (repeatable); "
+        "default: the nameservers of the node's /etc/resolv.conf.",
+        rich_help_panel=SERVICES_PANEL,
+    ),
+]
 CLUSTER_PANEL = "Cluster node mode"
 DEFAULT_KUBELET_PORT = 10250
 DEFAULT_POD_CIDR_WAIT = 60.0

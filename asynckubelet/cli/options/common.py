@@ -347,8 +347,9 @@ KindArg = Annotated[
     str,
     typer.Argument(
         metavar="TYPE[/NAME]",
-        help="The resource type: pods (po), configmaps (cm), secrets, deployments (deploy), "
-        "replicasets (rs), statefulsets (sts), jobs, or all.",
+        help="The resource type: pods (po), configmaps (cm), secrets, services (svc), "
+        "endpoints (ep), deployments (deploy), replicasets (rs), statefulsets (sts), jobs, "
+        "or all.",
     ),
 ]
 PodKindArg = Annotated[

@@ -1,0 +1,367 @@
+"""Services and cluster DNS end to end: ``serve`` on the bridge network of a test's own,
+with each firewall (iptables, nftables), real pods on Docker.
+
+The host reaches a NodePort on 127.0.0.1; a client pod reaches the Service by its
+ClusterIP and by each of its DNS names; a pod turning unready leaves the rotation and
+comes back; a headless Service's name lists the pods' IPs; pods swapped by hand behind a
+Service leave no moment without a ready endpoint while a client polls throughout; a
+nodePort already taken is refused and leaves nothing; a selector that matches nothing
+says so in ``describe``. The cluster DNS forwards other names only to a loopback port
+where nothing listens: no query leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import dns.asyncquery
+import dns.message
+import pytest
+
+from asynckubelet.docker import DockerClient
+from asynckubelet.network import iptables, nftables
+from asynckubelet.network.bridge import DEFAULT_STATE_DIR, BridgeConfig, BridgePlugin
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.network_helpers import free_cidr
+from integration.test_cli_daemon import Daemon, unmount_under
+from integration.test_cli_node import free_port
+
+pytestmark = pytest.mark.integration
+
+WEB = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME, labels: {app: web}}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: web
+    image: BUSYBOX
+    command:
+    - sh
+    - -c
+    - mkdir -p /www && echo NAME > /www/index.html && touch /tmp/ready
+      && exec httpd -f -p 8080 -h /www
+    ports: [{name: http, containerPort: 8080}]
+    readinessProbe:
+      exec: {command: [test, -f, /tmp/ready]}
+      periodSeconds: 1
+      timeoutSeconds: 5
+    lifecycle:
+      preStop: {exec: {command: [sleep, "1"]}}
+"""
+SERVICE = """
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http, nodePort: NODEPORT}]
+"""
+HEADLESS = """
+apiVersion: v1
+kind: Service
+metadata: {name: web-pods}
+spec:
+  clusterIP: None
+  selector: {app: web}
+  ports: [{name: http, port: 8080}]
+"""
+CLIENT = """
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+"""
+POLLER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: poller}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: BUSYBOX
+    command:
+    - sh
+    - -c
+    - |
+      trap 'exit 0' TERM
+      while true; do
+        got=$(printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 10 web 80 | tail -n 1)
+        echo "poll ${got:-FAILED}"
+        sleep 0.1
+      done
+"""
+
+
+def free_node_port() -> int:
+    """A port of the default nodePort range that nothing on this host listens on."""
+    for port in range(30000 + uuid.uuid4().int % 2000, 32767):
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))  # noqa: S104  (a probe: is the port free on every address)
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port in 30000-32767")
+
+
+class ServiceNode:
+    """A daemon on a bridge of its own, and what the tests ask of it."""
+
+    def __init__(self, daemon: Daemon, *, bridge: str, cidr: str, firewall: str) -> None:
+        self.d = daemon
+        self.bridge, self.cidr, self.firewall = bridge, cidr, firewall
+        self.node_port = free_node_port()
+        self.gateway = cidr.replace(".0/24", ".1")
+
+    def apply(self, *texts: str, wait: bool = False) -> None:
+        """The texts as one file, applied at once (waited for with ``wait``)."""
+        text = "\n---\n".join(texts)
+        path = self.d.state.parent / f"m{uuid.uuid4().hex[:8]}.yaml"
+        path.write_text(
+            text.replace("BUSYBOX", BUSYBOX_IMAGE).replace("NODEPORT", str(self.node_port))
+        )
+        args = ["apply", "-f", str(path)] + (["--wait", "--timeout", "90"] if wait else [])
+        result = self.d.cli(*args)
+        assert result.returncode == 0, result.stderr + self.d.log()[-3000:]
+
+    def web(self, name: str) -> str:
+        return WEB.replace("NAME", name)
+
+    def json(self, *args: str) -> dict[str, object]:
+        result = self.d.cli("get", *args, "-o", "json")
+        assert result.returncode == 0, result.stderr
+        found = json.loads(result.stdout)
+        assert isinstance(found, dict)
+        return found
+
+    def ready_endpoints(self, name: str = "web") -> list[str]:
+        body = self.json("endpoints", name)
+        subsets = body.get("subsets") or []
+        assert isinstance(subsets, list)
+        return sorted(a["ip"] for s in subsets for a in s.get("addresses") or [])
+
+    def until_ready_endpoints(self, count: int, name: str = "web") -> list[str]:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = self.ready_endpoints(name)
+            if len(found) == count:
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"{name} never had {count} ready endpoints: {found}")
+
+    def exec(self, pod: str, script: str) -> str:
+        result = self.d.cli("exec", pod, "--", "sh", "-c", script)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def fetch_in(self, pod: str, host: str, port: int = 80) -> str:
+        request = f"printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 10 {host} {port} | tail -n 1"
+        return self.exec(pod, request).strip()
+
+
+def service_chains(bridge: str) -> set[str]:
+    """The nat chains the node's Service rules jump to now."""
+    listed = subprocess.run(
+        ["iptables", "-w", "5", "-t", "nat", "-S", iptables.services_chain(bridge)],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    return {word for word in listed.split() if word.startswith(iptables.SERVICE_CHAIN_PREFIX)}
+
+
+def leftovers(bridge: str, chains: set[str]) -> list[str]:
+    """What of the node's packet filter state is still there: its Service chains (the
+    ``chains`` seen while it ran, by name) and its nftables table."""
+    ours = {iptables.services_chain(bridge), iptables.reject_chain(bridge), *chains}
+    saved = subprocess.run(
+        ["iptables-save"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    found = sorted(ours & {word.lstrip(":") for word in saved})
+    tables = subprocess.run(
+        ["nft", "list", "tables"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    if nftables.table_name(bridge) in tables:
+        found.append(f"nft table {nftables.table_name(bridge)}")
+    return found
+
+
+def fetch(port: int, host: str = "127.0.0.1") -> str:
+    with urllib.request.urlopen(f"http://{host}:{port}/", timeout=5) as response:
+        return str(response.read().decode().strip())
+
+
+@pytest.fixture(scope="module", params=["iptables", "nftables"])
+def node(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    docker_engine: Engine,
+    test_images: dict[str, str],
+) -> Iterator[ServiceNode]:
+    firewall = str(request.param)
+    name = f"akltest-{uuid.uuid4().hex[:10]}"
+    bridge, cidr = f"aks{name[-8:]}", free_cidr()
+    tmp = tmp_path_factory.mktemp(f"svc-{firewall}")
+    daemon = Daemon(
+        state=tmp / "state",
+        node_name=name,
+        port=free_port(),
+        engine=docker_engine,
+        serve_args=(
+            "--bridge",
+            bridge,
+            "--pod-cidr",
+            cidr,
+            "--firewall",
+            firewall,
+            "--dns-upstream",
+            f"127.0.0.1:{free_port()}",
+            "--stop-pods-on-exit",
+        ),
+    )
+    assert PAUSE_IMAGE
+    daemon.start()
+    made = ServiceNode(daemon, bridge=bridge, cidr=cidr, firewall=firewall)
+    seen: set[str] = set()
+    try:
+        made.apply(SERVICE, made.web("web-a"), made.web("web-b"), CLIENT, wait=True)
+        made.until_ready_endpoints(2)
+        seen = service_chains(bridge)
+        yield made
+    finally:
+        daemon.stop()
+
+        async def clean() -> None:
+            async with DockerClient(url=docker_engine.url) as client:
+                await remove_owned(client, name)
+            plugin = BridgePlugin(
+                BridgeConfig(
+                    bridge=bridge, pod_cidr=cidr, firewall=firewall, state_dir=DEFAULT_STATE_DIR
+                )
+            )
+            await plugin.remove_node_network()
+
+        anyio.run(clean)
+        unmount_under(daemon.state)
+    assert firewall == "nftables" or seen, "the iptables node made no Service chain"
+    assert leftovers(bridge, seen) == []
+
+
+def test_the_host_reaches_the_node_port_on_loopback_spread_over_both_pods(
+    node: ServiceNode,
+) -> None:
+    node.until_ready_endpoints(2)
+    answers = {fetch(node.node_port) for _ in range(40)}
+    assert answers == {"web-a", "web-b"}
+
+
+def test_a_pod_reaches_the_service_by_cluster_ip_and_by_each_dns_name(node: ServiceNode) -> None:
+    node.until_ready_endpoints(2)
+    spec = node.json("service", "web")["spec"]
+    assert isinstance(spec, dict)
+    cluster_ip = str(spec["clusterIP"])
+    for host in (cluster_ip, "web", "web.default", "web.default.svc.cluster.local"):
+        assert node.fetch_in("client", host) in ("web-a", "web-b"), host
+
+
+def test_client_pods_get_the_node_dns_the_kubelets_search_path_and_ndots(
+    node: ServiceNode,
+) -> None:
+    assert node.exec("client", "cat /etc/resolv.conf").splitlines() == [
+        f"nameserver {node.gateway}",
+        "search default.svc.cluster.local svc.cluster.local cluster.local",
+        "options ndots:5",
+    ]
+
+
+def test_a_pod_turning_unready_leaves_the_rotation_and_comes_back(node: ServiceNode) -> None:
+    both = node.until_ready_endpoints(2)
+    node.exec("web-a", "rm /tmp/ready")
+    try:
+        (left,) = node.until_ready_endpoints(1)
+        assert left in both
+        assert {fetch(node.node_port) for _ in range(20)} == {"web-b"}
+    finally:
+        node.exec("web-a", "touch /tmp/ready")
+    node.until_ready_endpoints(2)
+
+
+def test_a_headless_services_name_lists_the_ready_pods_ips(node: ServiceNode) -> None:
+    node.apply(HEADLESS)
+    ips = node.until_ready_endpoints(2, "web-pods")
+
+    async def ask() -> list[str]:
+        query = dns.message.make_query("web-pods.default.svc.cluster.local", "A")
+        reply = await dns.asyncquery.udp(query, node.gateway, port=53, timeout=5)
+        return sorted(r.to_text() for rrset in reply.answer for r in rrset)
+
+    assert anyio.run(ask) == ips
+    assert node.json("service", "web-pods")["spec"]["clusterIP"] == "None"  # type: ignore[index]
+
+
+def test_a_node_port_already_taken_is_refused_and_nothing_is_applied(
+    node: ServiceNode, tmp_path: Path
+) -> None:
+    taken = SERVICE.replace("name: web}", "name: copy}").replace("NODEPORT", str(node.node_port))
+    path = tmp_path / "copy.yaml"
+    path.write_text(taken + "---\n" + node.web("web-copy").replace("BUSYBOX", BUSYBOX_IMAGE))
+    result = node.d.cli("apply", "-f", str(path))
+    assert result.returncode == 1
+    assert (
+        f"spec.ports[0].nodePort: Invalid value: {node.node_port}: provided port is already "
+        "allocated" in " ".join(result.stderr.split())
+    )
+    assert node.d.cli("get", "service", "copy").returncode != 0
+    assert node.d.cli("get", "pod", "web-copy").returncode != 0
+
+
+def test_a_selector_matching_nothing_leaves_no_endpoints_and_describe_says_so(
+    node: ServiceNode,
+) -> None:
+    lonely = SERVICE.replace("name: web}", "name: lonely}").replace("app: web", "app: nobody")
+    node.apply(
+        lonely.replace("type: NodePort", "type: ClusterIP").replace(", nodePort: NODEPORT", "")
+    )
+    described = node.d.cli("describe", "service", "lonely")
+    assert described.returncode == 0, described.stderr
+    assert "Endpoints:                <none>" in described.stdout.splitlines()
+    assert node.ready_endpoints("lonely") == []
+
+
+def test_pods_swapped_by_hand_leave_no_moment_without_a_ready_endpoint(node: ServiceNode) -> None:
+    node.until_ready_endpoints(2)
+    node.apply(POLLER, wait=True)
+    try:
+        node.apply(node.web("web-c"), wait=True)
+        for old in ("web-a", "web-b"):
+            result = node.d.cli("delete", "pod", old)
+            assert result.returncode == 0, result.stderr
+        assert node.until_ready_endpoints(1)
+        time.sleep(1)
+        logs = node.d.cli("logs", "poller").stdout.splitlines()
+        events = node.d.cli("describe", "pod", "web-c").stdout
+    finally:
+        node.d.cli("delete", "pod", "poller", "--grace-period", "1")
+        node.apply(node.web("web-a"), node.web("web-b"), wait=True)
+        node.d.cli("delete", "pod", "web-c")
+    polls = [line for line in logs if line.startswith("poll ")]
+    assert len(polls) > 10
+    assert [p for p in polls if p == "poll FAILED"] == [], " ".join(p[5:] for p in polls) + events
+    assert "poll web-c" in polls
