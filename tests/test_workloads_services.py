@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod, Service
 
+from asynckubelet import errors
 from asynckubelet.localapi import create_local_app
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
 from asynckubelet.network.firewall import ServiceRule
@@ -331,8 +332,10 @@ class RecordingFirewall:
     def __init__(self) -> None:
         self.synced: list[list[ServiceRule]] = []
         self._synced = anyio.Event()
+        self.delay = 0.0
 
     async def sync_services(self, *, bridge: str, rules: Sequence[ServiceRule]) -> None:
+        await anyio.sleep(self.delay)
         self.synced.append(list(rules))
         self._synced.set()
         self._synced = anyio.Event()
@@ -483,3 +486,47 @@ async def test_reapplying_a_service_is_unchanged(
     await apply(client, WEB)
     _, body = await apply(client, WEB)
     assert [i["verdict"] for i in body["items"]] == ["unchanged"]
+
+
+@pytest.mark.anyio
+async def test_a_deleted_pod_leaves_the_rules_before_its_containers_are_stopped(
+    node: tuple[Client, Kubelet, ServiceController, RecordingFirewall],
+) -> None:
+    client, kubelet, _, firewall = node
+    code, _ = await apply(client, WEB, POD.replace("NAME", "a"), POD.replace("NAME", "b"))
+    assert code == 200
+    await firewall.until_endpoints(2)
+    at_stop: list[int] = []
+
+    async def stopping(pod: Pod) -> None:
+        at_stop.append(len(firewall.synced[-1][0].endpoints))
+
+    kubelet.stop_hooks.append(stopping)
+    firewall.delay = 0.5
+    await kubelet.delete("default", "a")
+    assert at_stop == [1]
+
+
+class RefusingOnceFirewall(RecordingFirewall):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = 0
+
+    async def sync_services(self, *, bridge: str, rules: Sequence[ServiceRule]) -> None:
+        if self.refused == 0 and rules and rules[0].endpoints:
+            self.refused += 1
+            raise errors.NetworkError("nft: Could not process rule: Device or resource busy")
+        await super().sync_services(bridge=bridge, rules=rules)
+
+
+@pytest.mark.anyio
+async def test_rules_the_packet_filter_refused_are_programmed_again_without_a_new_change(
+    node: tuple[Client, Kubelet, ServiceController, RecordingFirewall],
+) -> None:
+    client, _, controller, _ = node
+    firewall = RefusingOnceFirewall()
+    controller.targets = (ProxyTarget(firewall, "br0"),)  # type: ignore[arg-type]
+    code, _ = await apply(client, WEB, POD.replace("NAME", "a"))
+    assert code == 200
+    await firewall.until_endpoints(1)
+    assert firewall.refused == 1

@@ -60,7 +60,7 @@ from asynckubelet.node.metrics import (
 from asynckubelet.node.objects import ObjectStore, persisted_text, read_persisted
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.reads import PodReads
-from asynckubelet.node.runner import PodWorker, RunOptions
+from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
 from asynckubelet.node.sources import ManifestDirSource, source_name
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
@@ -120,6 +120,9 @@ class Kubelet(PodReads):
             node_name=self.config.node_name,
         )
         self.status = StatusManager(state_dir=state)
+        self.stop_hooks: list[StopHook] = []
+        """Awaited, in order, before a running pod's containers are stopped for good (a
+        Service controller takes the pod out of its endpoints' rules first)."""
         self.metrics = NodeMetrics(
             running_pods=self._running_pods, running_containers=self._running_containers
         )
@@ -519,6 +522,10 @@ class Kubelet(PodReads):
         )
         return False
 
+    async def _before_pod_stop(self, pod: Pod) -> None:
+        for hook in list(self.stop_hooks):
+            await hook(pod)
+
     def _forget_rejected(self, uid: str) -> None:
         if uid in self._rejected:
             self._rejected.discard(uid)
@@ -547,6 +554,7 @@ class Kubelet(PodReads):
         )
         # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
         worker.leave_running = self.config.leave_running
+        worker.before_stop = self._before_pod_stop
         entry = _Entry(
             worker=worker,
             source=source,

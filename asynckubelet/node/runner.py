@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -55,6 +55,10 @@ from asynckubelet.runtime.types import (
 
 LogSink = Callable[[Pod, str, LogLine], None]
 StatusSink = Callable[[Pod, PodStatus], None]
+StopHook = Callable[[Pod], Awaitable[None]]
+"""Awaited before a running pod is stopped for good (what sends traffic to it lets go)."""
+STOP_HOOK_TIMEOUT = 5.0
+"""At most this long is spent in the stop hook before the pod is stopped anyway."""
 TERMINAL_PHASES = ("Succeeded", "Failed")
 WAITING_RETRY = 1.0
 """Seconds after which a pod with a container still waiting (not in a back-off whose end
@@ -307,6 +311,10 @@ class PodWorker:
         woken)."""
         self.leave_running = False
         """When stopped, leave the pod's containers as they are (for a later adoption)."""
+        self.before_stop: StopHook | None = None
+        """Awaited (at most :data:`STOP_HOOK_TIMEOUT`) before the pod's containers are
+        stopped when the worker ends: a Service sends no new connection to a pod from the
+        moment its preStop hook or SIGTERM may end its serving."""
         self.name, self.namespace, self.uid = ctr.pod_identity(pod)
         self.on_log = on_log
         self.on_status = on_status
@@ -610,6 +618,9 @@ class PodWorker:
             sandbox_up = any(s.state.value == "ready" for s in runtime.sandboxes)
             # A pod about to be removed whose containers have all ended needs no graceful
             # stop: removal tears its network down and removes the sandbox with the rest.
+            if running and self.before_stop is not None:
+                with anyio.move_on_after(STOP_HOOK_TIMEOUT):
+                    await self.before_stop(self.pod)
             if running or (sandbox_up and self.options.keep):
                 await self.rm.kill_pod(self.pod, runtime, grace_period=self.options.grace_period)
             if not self.options.keep:

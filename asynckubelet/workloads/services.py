@@ -15,7 +15,10 @@ a named ``targetPort`` is resolved per pod from its containers' ports, as the en
 controller does (:func:`endpoints_for`). :class:`ServiceController` recomputes them
 whenever a pod's status or a stored object changes, and hands the ready ones to the
 firewall as one atomic set of rules (:func:`service_rules`): a pod that turns unready leaves
-the rotation at the next status change, a new ready pod joins it.
+the rotation at the next status change, a new ready pod joins it. A pod being stopped
+leaves the rules before its preStop hook or SIGTERM can end its serving: the controller is
+one of the node's stop hooks and returns once rules without the pod are in place; rules the
+packet filter refused are programmed again a second later, not at the next change.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from asynckubelet.runtime import containers as ctr
 DEFAULT_CLUSTER_IP_RANGE = "10.96.0.0/16"
 DEFAULT_NODE_PORT_RANGE = "30000-32767"
 TERMINAL = ("Succeeded", "Failed")
+RETRY_AFTER = 1.0
+"""Seconds before rules the packet filter refused are programmed again."""
 
 
 # -- configuration ---------------------------------------------------------------------------
@@ -531,6 +536,13 @@ class ServiceController:
         self._listeners: list[Callable[[], None]] = []
         self.version = 0
         """Counts the changes of Services or endpoints seen (what waiters compare)."""
+        self._stopping: set[str] = set()
+        self._programmed: set[str] = set()
+        """UIDs of the pods the packet filter's rules send traffic to now."""
+        self._running = False
+        self._begun = 0
+        self._finished = 0
+        self._synced = anyio.Event()
 
     @property
     def objects(self) -> ObjectStore:
@@ -605,27 +617,64 @@ class ServiceController:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Keep endpoints and rules in step with pods and Services until cancelled."""
+        """Keep endpoints and rules in step with pods and Services until cancelled; rules
+        the packet filter refused are tried again after :data:`RETRY_AFTER`."""
         stop_status = self.node.status.subscribe(lambda record, uid: self._wake())
         stop_objects = self.objects.observe(self._object_changed)
+        self.node.stop_hooks.append(self.pod_stopping)
         try:
-            await self.sync()
+            programmed = await self.sync()
+            self._running = True
             task_status.started()
             while True:
-                await self._dirty.wait()
+                if programmed:
+                    await self._dirty.wait()
+                else:
+                    with anyio.move_on_after(RETRY_AFTER):
+                        await self._dirty.wait()
                 self._dirty = anyio.Event()
-                await self.sync()
+                programmed = await self.sync()
         finally:
+            self._running = False
+            self._synced.set()
+            self.node.stop_hooks.remove(self.pod_stopping)
             stop_status()
             stop_objects()
 
-    async def sync(self) -> None:
-        """Recompute every Service's endpoints; program the rules when they changed."""
+    async def pod_stopping(self, pod: Pod) -> None:
+        """Return once no rule sends new connections to ``pod`` (a stop hook of the node:
+        the pod's preStop hook and SIGTERM come after). A pod that is no endpoint returns
+        at once; so does one whose rules cannot be programmed now."""
+        uid = ctr.pod_identity(pod)[2]
+        if not self._running or uid not in self._programmed:
+            return
+        self._stopping.add(uid)
+        wanted = self._begun + 1
+        self._dirty.set()
+        while self._running and self._finished < wanted:
+            await self._synced.wait()
+
+    async def sync(self) -> bool:
+        """Recompute every Service's endpoints; program the rules when they changed. False
+        when the packet filter refused them."""
+        self._begun += 1
+        number = self._begun
+        try:
+            return await self._sync()
+        finally:
+            self._finished = number
+            synced, self._synced = self._synced, anyio.Event()
+            synced.set()
+
+    async def _sync(self) -> bool:
         pods = self.node.list()
+        present = {ctr.pod_identity(p)[2] for p in pods}
+        self._stopping &= present
+        candidates = [p for p in pods if ctr.pod_identity(p)[2] not in self._stopping]
         services = self.services()
         endpoints: dict[tuple[str, str], ServiceEndpoints] = {}
         for svc in services:
-            found = endpoints_for(svc, pods, node_name=self.node.node_name)
+            found = endpoints_for(svc, candidates, node_name=self.node.node_name)
             if found is not None:
                 endpoints[_name(svc)] = found
         shown = [o.body for o in self.objects.list("Service")]
@@ -638,19 +687,23 @@ class ServiceController:
             for listener in list(self._listeners):
                 listener()
         rules = service_rules(services, endpoints)
+        serving = {e.uid for found in endpoints.values() for e in found.ready}
         if rules == self._rules or not self.targets:
             self._rules = rules
-            return
+            self._programmed = serving
+            return True
         for target in self.targets:
             try:
                 await target.firewall.sync_services(bridge=target.bridge, rules=rules)
             except errors.NetworkError as e:
-                logger.error("Service rules not programmed: {}", e)
+                logger.error("Service rules not programmed (trying again): {}", e)
                 self._rules = None
-                return
+                return False
         n = sum(len(r.endpoints) for r in rules)
         logger.debug("Service rules: {} ports, {} ready endpoints", len(rules), n)
         self._rules = rules
+        self._programmed = serving
+        return True
 
     async def remove_rules(self) -> None:
         """Every Service rule gone (the node is leaving for good)."""
