@@ -236,3 +236,36 @@ async def test_garbage_gets_no_answer_and_does_not_stop_the_server() -> None:
         reply = await dns.asyncquery.udp(query, "127.0.0.1", port=port, timeout=5)
         assert answers(reply) == ["10.96.0.10"]
         tg.cancel_scope.cancel()
+
+
+class SlowDNS(ClusterDNS):
+    """Answers after the same short pause, so that the answers of queries that came
+    together are sent in the same instant."""
+
+    async def answer(self, wire: bytes, *, tcp: bool) -> bytes | None:
+        await anyio.sleep(0.05)
+        return await super().answer(wire, tcp=tcp)
+
+
+async def test_answers_ready_at_the_same_instant_are_all_sent_and_the_server_keeps_running() -> (
+    None
+):
+    # A resolver asks A and AAAA together (busybox's nslookup, glibc).
+    slow = SlowDNS(config=DNSConfig(), zone=lambda: ZONE)
+    async with anyio.create_task_group() as tg:
+        port = await start(tg, slow)
+        async with await anyio.create_connected_udp_socket(
+            remote_host="127.0.0.1", remote_port=port
+        ) as s:
+            queries = [
+                dns.message.make_query("web.default.svc.cluster.local", kind)
+                for kind in ("A", "AAAA") * 4
+            ]
+            for query in queries:
+                await s.send(query.to_wire())
+            got: set[int] = set()
+            with anyio.fail_after(5):
+                while len(got) < len(queries):
+                    got.add(dns.message.from_wire(await s.receive()).id)
+        assert got == {q.id for q in queries}
+        tg.cancel_scope.cancel()

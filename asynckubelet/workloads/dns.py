@@ -259,6 +259,9 @@ class ClusterDNS:
         self.config = config
         self.zone = zone
         self._limit = anyio.CapacityLimiter(MAX_INFLIGHT)
+        self._sending = anyio.Lock()
+        """One UDP send at a time: anyio's socket refuses a second writer while the first is
+        still inside ``sendto`` (answers ready together, an A and an AAAA asked at once)."""
         self.queries = 0
         self.forwarded = 0
 
@@ -352,7 +355,8 @@ class ClusterDNS:
                 with contextlib.suppress(
                     OSError, anyio.BrokenResourceError, anyio.ClosedResourceError
                 ):
-                    await udp.sendto(reply, addr, port)
+                    async with self._sending:
+                        await udp.sendto(reply, addr, port)
 
     async def _serve_tcp(self, listener: anyio.abc.SocketListener) -> None:
         await listener.serve(self._tcp_connection)
