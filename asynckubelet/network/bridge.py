@@ -187,8 +187,15 @@ async def _in_netns(path: str) -> AsyncIPRoute:
 
 
 async def _index(ipr: AsyncIPRoute, name: str) -> int | None:
-    found = await ipr.link_lookup(ifname=name)
-    return int(found[0]) if found else None
+    """The index of link ``name``, asked of the kernel by name: ``link_lookup`` would dump
+    and decode every link on the loop, which grows with the pods on the node."""
+    try:
+        found = await ipr.link("get", ifname=name)
+    except _netlink_error_type() as e:
+        if e.code == errno.ENODEV:
+            return None
+        raise
+    return int(found[0]["index"]) if found else None
 
 
 class BridgePlugin:
