@@ -284,3 +284,17 @@ def test_the_nodes_own_facts_load_no_cluster_agent_nor_its_http_client() -> None
         "print(ClusterConfig.__module__)\n"
     )
     assert out.splitlines() == ["[]", "asynckubelet.cluster.agent"]
+
+
+def test_the_bridge_backends_netlink_loads_only_pyroute2s_rtnetlink() -> None:
+    out = _fresh(
+        "import sys\n"
+        "import asynckubelet.network.bridge as bridge\n"
+        "bridge._netlink_error_type()\n"
+        "from pyroute2.iproute.linux import AsyncIPRoute\n"
+        "print(sorted(m for m in ('pyroute2.ndb', 'pyroute2.ipdb', 'pyroute2.plan9')"
+        " if m in sys.modules))\n"
+        "from pyroute2 import IPRoute\n"
+        "print(IPRoute.__name__, 'pyroute2.ndb' in sys.modules)\n"
+    )
+    assert out.splitlines() == ["[]", "IPRoute True"]
