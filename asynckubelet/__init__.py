@@ -61,6 +61,8 @@ __version__ = "0.1.0"
 _imports.when_imported("loguru", lambda loguru: loguru.logger.disable("asynckubelet"))
 # The Kubernetes models without lightkube's client (cluster mode imports it when it runs).
 _imports.defer_package_init("lightkube")
+# pyroute2's rtnetlink without the other netlink families its package imports (about 6 MB).
+_imports.defer_package_init("pyroute2")
 
 _PUBLIC: dict[str, tuple[str, str]] = {
     "Backoff": ("asynckubelet.runtime.backoff", "Backoff"),

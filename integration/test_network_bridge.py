@@ -147,6 +147,16 @@ def _fetch(url: str) -> str:
         return str(answer.read().decode())
 
 
+async def test_a_link_is_found_by_name_and_a_missing_one_is_none() -> None:
+    """The veth and bridge lookups ask the kernel for one link by name (a missing one is
+    ENODEV, answered as None) rather than dumping every link of a full node."""
+    from asynckubelet.network.bridge import _index
+
+    async with AsyncIPRoute() as ipr:
+        assert await _index(ipr, "lo") == 1
+        assert await _index(ipr, "akl-none-such") is None
+
+
 @each_firewall
 async def test_two_pods_reach_each_other_by_pod_ip(
     rm: RuntimeManager, docker: DockerClient, node_name: str

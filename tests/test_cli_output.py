@@ -68,6 +68,13 @@ def test_a_failure_is_one_message_and_its_exit_code(
     assert (result.exit_code, result.stderr) == (code, message)
 
 
+def test_a_message_is_printed_as_it_is_with_no_emoji_codes_replaced() -> None:
+    """A name or a message holding ``:smile:`` is shown verbatim (markup is escaped, and
+    emoji codes are not markup)."""
+    result = invoke(raising(errors.ManifestError('pod "a:smile:b" has :100: problems')))
+    assert result.stderr == 'error: pod "a:smile:b" has :100: problems\n'
+
+
 def test_not_found_is_reported_as_kubectl_reports_it_where_the_command_asks() -> None:
     result = invoke(raising(errors.NotFound("container c is not valid")), not_found_as="BadRequest")
     assert (result.exit_code, result.stderr) == (

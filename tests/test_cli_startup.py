@@ -270,3 +270,31 @@ def test_validate_loads_neither_the_event_loop_nor_logging_nor_the_docker_client
         "print(sorted(h for h in heavy if h in sys.modules))\n"
     )
     assert out.splitlines() == ["accepted: 1 pod, 0 configmaps, 0 secrets, 0 warnings", "[]"]
+
+
+def test_the_nodes_own_facts_load_no_cluster_agent_nor_its_http_client() -> None:
+    """A local ``serve`` reads its node address from the cluster package's host module;
+    that must not bring in the agent, lightkube's client and the kubelet API server."""
+    out = _fresh(
+        "import sys\n"
+        "from asynckubelet.cluster.host import default_node_ip\n"
+        "heavy = ('asynckubelet.cluster.agent', 'asynckubelet.cluster.kubeletapi', 'httpx2')\n"
+        "print(sorted(h for h in heavy if h in sys.modules))\n"
+        "from asynckubelet.cluster import ClusterConfig\n"
+        "print(ClusterConfig.__module__)\n"
+    )
+    assert out.splitlines() == ["[]", "asynckubelet.cluster.agent"]
+
+
+def test_the_bridge_backends_netlink_loads_only_pyroute2s_rtnetlink() -> None:
+    out = _fresh(
+        "import sys\n"
+        "import asynckubelet.network.bridge as bridge\n"
+        "bridge._netlink_error_type()\n"
+        "from pyroute2.iproute.linux import AsyncIPRoute\n"
+        "print(sorted(m for m in ('pyroute2.ndb', 'pyroute2.ipdb', 'pyroute2.plan9')"
+        " if m in sys.modules))\n"
+        "from pyroute2 import IPRoute\n"
+        "print(IPRoute.__name__, 'pyroute2.ndb' in sys.modules)\n"
+    )
+    assert out.splitlines() == ["[]", "IPRoute True"]

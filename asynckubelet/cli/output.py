@@ -54,8 +54,8 @@ class _Stdout(Console):
         self.on_closed()
 
 
-out = _Stdout(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = _Stdout(highlight=False, soft_wrap=True, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 R = TypeVar("R")
 T = TypeVar("T")

@@ -18,8 +18,9 @@ construction, and DAD would keep them unusable for a second or more).
 All netlink work goes through pyroute2's ``AsyncIPRoute``. A socket inside the pod's
 namespace is opened in a worker thread that enters the namespace (``setns`` is per
 thread), so the event loop is never blocked and never changes namespace. pyroute2 is
-imported when the backend first talks netlink: loading it costs a node about 9 MB, which a
-node on another backend does not pay for importing this module's names.
+imported when the backend first talks netlink, and only its rtnetlink modules: its package
+``__init__`` (run only if something uses a name of the package itself, see
+:mod:`asynckubelet._imports`) loads every netlink family it has, twice the memory.
 
 Several agents may share one bridge, each driving its own Docker engine: addresses must be
 unique on the bridge, so IPAM and records are per bridge, but every allocation and record
@@ -62,7 +63,7 @@ from asynckubelet.network.iptables import IPTables
 from asynckubelet.network.nftables import NFTables
 
 if TYPE_CHECKING:
-    from pyroute2 import AsyncIPRoute
+    from pyroute2.iproute.linux import AsyncIPRoute
     from pyroute2.netlink.exceptions import NetlinkError
 
 DEFAULT_BRIDGE = "akl0"
@@ -166,7 +167,7 @@ def _write_sysctl(path: str, value: str) -> None:
 
 
 def _iproute(**kwargs: Any) -> AsyncIPRoute:
-    from pyroute2 import AsyncIPRoute
+    from pyroute2.iproute.linux import AsyncIPRoute
 
     return AsyncIPRoute(**kwargs)
 
@@ -187,8 +188,15 @@ async def _in_netns(path: str) -> AsyncIPRoute:
 
 
 async def _index(ipr: AsyncIPRoute, name: str) -> int | None:
-    found = await ipr.link_lookup(ifname=name)
-    return int(found[0]) if found else None
+    """The index of link ``name``, asked of the kernel by name: ``link_lookup`` would dump
+    and decode every link on the loop, which grows with the pods on the node."""
+    try:
+        found = await ipr.link("get", ifname=name)
+    except _netlink_error_type() as e:
+        if e.code == errno.ENODEV:
+            return None
+        raise
+    return int(found[0]["index"]) if found else None
 
 
 class BridgePlugin:
