@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 
 import anyio
 import anyio.abc
-import dns.asyncquery
 import dns.exception
 import dns.flags
 import dns.message
@@ -287,6 +286,11 @@ class ClusterDNS:
         return await self._forward(query, tcp=tcp)
 
     async def _forward(self, query: dns.message.Message, *, tcp: bool) -> bytes:
+        # Imported on the first forward: dnspython's query module loads its DNS-over-HTTPS
+        # client (httpx) with it, several MB that a node whose pods ask only cluster names
+        # never needs.
+        import dns.asyncquery
+
         self.forwarded += 1
         for address, port in self.config.upstreams:
             try:
