@@ -18,6 +18,7 @@ import dns.rrset
 import pytest
 from lightkube.models.core_v1 import Service
 
+from asynckubelet import errors
 from asynckubelet.workloads.dns import (
     ClusterDNS,
     ClusterZone,
@@ -177,6 +178,16 @@ async def test_the_server_answers_over_udp_and_tcp() -> None:
         udp = await dns.asyncquery.udp(query, "127.0.0.1", port=port, timeout=5)
         tcp = await dns.asyncquery.tcp(query, "127.0.0.1", port=port, timeout=5)
         assert answers(udp) == answers(tcp) == ["10.96.0.10"]
+        tg.cancel_scope.cancel()
+
+
+async def test_a_second_server_on_the_same_address_is_refused_naming_the_way_out() -> None:
+    async with anyio.create_task_group() as tg:
+        port = await start(tg, server())
+        with pytest.raises(errors.NetworkError) as refused:
+            await server().serve(host="127.0.0.1", port=port)
+        assert str(refused.value).startswith(f"cluster DNS cannot listen on 127.0.0.1:{port}/udp")
+        assert "--no-dns-server" in str(refused.value)
         tg.cancel_scope.cancel()
 
 

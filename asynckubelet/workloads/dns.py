@@ -27,6 +27,7 @@ never grows memory without bound.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -325,16 +326,14 @@ class ClusterDNS:
         try:
             udp_sock = _bound_socket(host, port, socket.SOCK_DGRAM)
         except OSError as e:
-            raise errors.NetworkError(f"cluster DNS cannot listen on {host}:{port}/udp: {e}") from e
+            raise _listen_error(host, port, "udp", e) from e
         bound = int(udp_sock.getsockname()[1])
         try:
             tcp_sock = _bound_socket(host, bound, socket.SOCK_STREAM)
             tcp_sock.listen(128)
         except OSError as e:
             udp_sock.close()
-            raise errors.NetworkError(
-                f"cluster DNS cannot listen on {host}:{bound}/tcp: {e}"
-            ) from e
+            raise _listen_error(host, bound, "tcp", e) from e
         udp = await anyio.abc.UDPSocket.from_socket(udp_sock)
         tcp = await anyio.abc.SocketListener.from_socket(tcp_sock)
         async with udp, tcp, anyio.create_task_group() as tg:
@@ -384,6 +383,16 @@ class ClusterDNS:
 
 
 _IP_FREEBIND = 15
+
+
+def _listen_error(host: str, port: int, proto: str, e: OSError) -> errors.NetworkError:
+    message = f"cluster DNS cannot listen on {host}:{port}/{proto}: {e}"
+    if e.errno == errno.EADDRINUSE:
+        message += (
+            " (another node daemon on the same bridge answers there: give this one its own"
+            " --bridge and --pod-cidr, or run it with --no-dns-server)"
+        )
+    return errors.NetworkError(message)
 
 
 def _bound_socket(host: str, port: int, kind: socket.SocketKind) -> socket.socket:
