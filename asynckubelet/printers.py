@@ -457,13 +457,16 @@ def pod_table(
     now: datetime,
     wide: bool = False,
     all_namespaces: bool = False,
+    headers: bool = True,
 ) -> str:
-    """``kubectl get pods`` (``-o wide``, ``-A``)."""
+    """``kubectl get pods`` (``-o wide``, ``-A``, ``--no-headers``)."""
     rows = [
         (pod_row(p, node_name=node_name, now=now), {"namespace": ctr.pod_identity(p)[1]})
         for p in pods
     ]
-    return render(table(POD_COLUMNS, rows), wide=wide, all_namespaces=all_namespaces)
+    return render(
+        table(POD_COLUMNS, rows), wide=wide, all_namespaces=all_namespaces, headers=headers
+    )
 
 
 def _when(value: datetime | str | None) -> str:

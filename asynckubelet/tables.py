@@ -51,11 +51,12 @@ def render(
     wide: bool = False,
     all_namespaces: bool = False,
     header: bool = True,
+    headers: bool = True,
 ) -> str:
     """A ``Table`` laid out as kubectl does: priority-0 columns (all with ``wide``), upper
     case headers, ``NAMESPACE`` first with ``all_namespaces``. Without ``header`` the
     header line is left out but still sets the columns' widths, as in kubectl's rows of
-    a watch."""
+    a watch. Without ``headers`` (``--no-headers``) it takes no part in them either."""
     definitions = list(document.get("columnDefinitions") or [])
     shown = [i for i, c in enumerate(definitions) if wide or not c.get("priority")]
     names = [str(definitions[i].get("name", "")).upper() for i in shown]
@@ -69,6 +70,8 @@ def render(
         rows.append(line)
     if all_namespaces:
         names.insert(0, "NAMESPACE")
+    if not headers:
+        return layout(rows[1:]) if len(rows) > 1 else ""
     text = layout(rows)
     return text if header else text.partition("\n")[2]
 

@@ -111,6 +111,32 @@ def test_get_all_namespaces_shows_each_pods_namespace_once(
     assert invoke(state, "get", "pods", "-n", "team-a", "-o", "name")[1] == "pod/web\n"
 
 
+def test_no_headers_leaves_out_the_header_line_and_sizes_columns_by_the_rows(
+    tmp_path: Path, state: Path, node: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    invoke(state, "apply", "-f", write(tmp_path, "a.yaml", POD.replace("NS", "default")))
+    running(node, "web")
+    code, out, err = invoke(state, "get", "pods", "--no-headers")
+    assert (code, err) == (0, "")
+    assert len(out.splitlines()) == 1
+    assert out.split()[:3] == ["web", "1/1", "Running"]
+    assert out.startswith("web   1/1")
+    assert fast.main(["get", "pods", "--no-headers", "--state-dir", str(state)]) == 0
+    assert capsys.readouterr().out == out
+
+
+def test_a_table_without_headers_is_its_rows_sized_by_themselves() -> None:
+    from asynckubelet.tables import render
+
+    document = {
+        "columnDefinitions": [{"name": "name"}, {"name": "ready"}],
+        "rows": [{"cells": ["a", "1/1"]}, {"cells": ["bb", "0/1"]}],
+    }
+    assert render(document) == "NAME   READY\na      1/1\nbb     0/1"
+    assert render(document, headers=False) == "a    1/1\nbb   0/1"
+    assert render({**document, "rows": []}, headers=False) == ""
+
+
 def test_get_of_a_missing_pod_is_the_daemons_not_found(state: Path, node: Daemon) -> None:
     code, out, err = invoke(state, "get", "pods", "nope")
     assert (code, out) == (1, "")
@@ -215,6 +241,7 @@ def test_without_a_daemon_get_configmaps_reads_the_objects_it_kept(state: Path) 
     assert code == 0
     assert err == f"no node daemon for state dir {state}: reading the objects it kept\n"
     assert [line.split()[:2] for line in out.splitlines()] == [["NAME", "DATA"], ["settings", "2"]]
+    assert invoke(state, "get", "cm", "--no-headers")[1].split()[:2] == ["settings", "2"]
     code, out, _ = invoke(state, "get", "secrets", "-o", "yaml")
     assert "hunter2" not in out
     assert "db" in out
@@ -331,6 +358,7 @@ def test_get_through_a_daemon_imports_no_kubernetes_models_nor_http_stack(
         (["get", "pod/web", "-owide"], {"name": "web", "output": "wide"}),
         (["get", "cm", "-A", "--output=json"], {"plural": "configmaps", "all_namespaces": True}),
         (["get", "secrets", "--state-dir", "/s", "-H", "tcp://x:2376"], {"state_dir": "/s"}),
+        (["get", "pods", "--no-headers"], {"no_headers": True, "output": None}),
     ],
 )
 def test_the_plain_forms_of_get_are_served_without_the_framework(

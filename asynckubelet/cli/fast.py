@@ -71,6 +71,7 @@ _FLAGS = {
     "--all-namespaces": "all_namespaces",
     "-w": "watch",
     "--watch": "watch",
+    "--no-headers": "no_headers",
 }
 
 
@@ -84,6 +85,7 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
         "all_namespaces": False,
         "output": None,
         "watch": False,
+        "no_headers": False,
     }
     positional: list[str] = []
     words = iter(argv[1:])
@@ -167,14 +169,16 @@ def show(client: Any, options: dict[str, Any]) -> None:
     ``watch``, then every change (:func:`watch`)."""
     plural, name, output = options["plural"], options["name"], options["output"]
     where = None if options["all_namespaces"] else options["namespace"]
+    headers = not options.get("no_headers")
     if options.get("watch"):
-        watch(client, plural, name, where=where, output=output)
+        watch(client, plural, name, where=where, output=output, headers=headers)
         return
     if plural == "all":
-        show_all(client, where=where, output=output)
+        show_all(client, where=where, output=output, headers=headers)
         return
     if output in (None, "wide"):
-        print_table(client.table(plural, where, name), where=where, wide=output == "wide")
+        document = client.table(plural, where, name)
+        print_table(document, where=where, wide=output == "wide", headers=headers)
         return
     if name is not None:
         namespace = options["namespace"]
@@ -193,7 +197,7 @@ def _all_plurals() -> list[str]:
     return [p for p in ALL if resources.by_plural(p) is not None]
 
 
-def show_all(client: Any, *, where: str | None, output: str | None) -> None:
+def show_all(client: Any, *, where: str | None, output: str | None, headers: bool = True) -> None:
     """``get all``: a table per kind that has objects, names as ``kind.group/name``."""
     from asynckubelet.tables import render
 
@@ -219,7 +223,9 @@ def show_all(client: Any, *, where: str | None, output: str | None) -> None:
             continue
         for row in document["rows"]:
             row["cells"][0] = f"{SINGULAR[plural]}/{row['cells'][0]}"
-        blocks.append(render(document, wide=output == "wide", all_namespaces=where is None))
+        blocks.append(
+            render(document, wide=output == "wide", all_namespaces=where is None, headers=headers)
+        )
     if not blocks:
         shown = "" if where is None else f" in {where} namespace"
         sys.stderr.write(f"No resources found{shown}.\n")
@@ -233,7 +239,13 @@ def _api_version(plural: str) -> str:
 
 
 def watch(
-    client: Any, plural: str, name: str | None, *, where: str | None, output: str | None
+    client: Any,
+    plural: str,
+    name: str | None,
+    *,
+    where: str | None,
+    output: str | None,
+    headers: bool = True,
 ) -> None:
     """``get -w``: the pods there now, then each change as the daemon reports it, until
     interrupted. As kubectl prints a watch: the first rows as one table, the header
@@ -245,7 +257,7 @@ def watch(
     if plural != "pods":
         raise errors.DaemonError(f"watching {plural} is not supported: only pods are watched")
     table = output in (None, "wide")
-    layout = {"wide": output == "wide", "all_namespaces": where is None}
+    layout = {"wide": output == "wide", "all_namespaces": where is None, "headers": headers}
     headed = False
     while True:
         initial: list[dict[str, Any]] = []
@@ -281,14 +293,17 @@ def _write(text: str) -> None:
         sys.stdout.flush()
 
 
-def print_table(document: dict[str, Any], *, where: str | None, wide: bool) -> None:
+def print_table(
+    document: dict[str, Any], *, where: str | None, wide: bool, headers: bool = True
+) -> None:
     from asynckubelet.tables import render
 
     if not document.get("rows"):
         shown = "" if where is None else f" in {where} namespace"
         sys.stderr.write(f"No resources found{shown}.\n")
         return
-    sys.stdout.write(render(document, wide=wide, all_namespaces=where is None) + "\n")
+    text = render(document, wide=wide, all_namespaces=where is None, headers=headers)
+    sys.stdout.write(text + "\n")
 
 
 def print_items(

@@ -20,6 +20,7 @@ from asynckubelet.cli.options import (
     LogOptions,
     NamespaceOpt,
     NodeRef,
+    NoHeadersOpt,
     OptionalNameArg,
     PodFormatOpt,
     WatchOpt,
@@ -41,6 +42,7 @@ def get(
     all_namespaces: AllNamespacesOpt = False,
     output: PodFormatOpt = None,
     watch: WatchOpt = False,
+    no_headers: NoHeadersOpt = False,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
@@ -74,7 +76,9 @@ def get(
     if client is None:
         if plural == "all":
             raise fail(f"no node daemon for state dir {node.state}: `get all` needs one")
-        _get_without_daemon(plural, name, where=where, output=output, node=node)
+        _get_without_daemon(
+            plural, name, where=where, output=output, node=node, headers=not no_headers
+        )
         return
     options = {
         "plural": plural,
@@ -83,6 +87,7 @@ def get(
         "all_namespaces": all_namespaces,
         "output": output,
         "watch": watch,
+        "no_headers": no_headers,
     }
     with exit_on_signals():
         fast.show(client, options)
@@ -92,10 +97,16 @@ def get(
 
 
 def _get_without_daemon(
-    plural: str, name: str | None, *, where: str | None, output: str | None, node: NodeRef
+    plural: str,
+    name: str | None,
+    *,
+    where: str | None,
+    output: str | None,
+    node: NodeRef,
+    headers: bool,
 ) -> None:
     if plural == "pods":
-        _pods_without_daemon(name, where=where, output=output, node=node)
+        _pods_without_daemon(name, where=where, output=output, node=node, headers=headers)
         return
     if plural in ("services", "endpoints"):
         raise fail(f"{plural} are kept by the node daemon; start `asynckubelet serve`")
@@ -134,13 +145,13 @@ def _get_without_daemon(
         else:
             columns = SECRET_COLUMNS if kind == "Secret" else CONFIGMAP_COLUMNS
             rows = [(object_row(o, now=now), {"namespace": o.namespace}) for o in found]
-        print_table(table(columns, rows), where=where, wide=output == "wide")
+        print_table(table(columns, rows), where=where, wide=output == "wide", headers=headers)
         return
     print_items([dict(o.body) for o in found], plural, output=output, single=name is not None)
 
 
 def _pods_without_daemon(
-    name: str | None, *, where: str | None, output: str | None, node: NodeRef
+    name: str | None, *, where: str | None, output: str | None, node: NodeRef, headers: bool
 ) -> None:
     from asynckubelet.cli.client import read_node_pods
     from asynckubelet.printers import bound_node, now_utc, pod_table
@@ -173,6 +184,7 @@ def _pods_without_daemon(
         now=now_utc(),
         wide=output == "wide",
         all_namespaces=where is None,
+        headers=headers,
     )
     print(table)
 

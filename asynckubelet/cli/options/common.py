@@ -388,6 +388,14 @@ WatchOpt = Annotated[
         "watch; asks the node daemon), until interrupted.",
     ),
 ]
+NoHeadersOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-headers",
+        metavar="",
+        help="Leave out the table's header line (kubectl's --no-headers), for scripts.",
+    ),
+]
 PodFormatOpt = Annotated[
     str | None,
     typer.Option(
