@@ -4,7 +4,9 @@ this test runs itself on loopback (nothing is ever sent elsewhere)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
@@ -20,6 +22,8 @@ from lightkube.models.core_v1 import Service
 
 from asynckubelet import errors
 from asynckubelet.workloads.dns import (
+    MAX_FORWARDS,
+    MAX_INFLIGHT,
     ClusterDNS,
     ClusterZone,
     DNSConfig,
@@ -249,20 +253,9 @@ async def test_garbage_gets_no_answer_and_does_not_stop_the_server() -> None:
         tg.cancel_scope.cancel()
 
 
-class SlowDNS(ClusterDNS):
-    """Answers after the same short pause, so that the answers of queries that came
-    together are sent in the same instant."""
-
-    async def answer(self, wire: bytes, *, tcp: bool) -> bytes | None:
-        await anyio.sleep(0.05)
-        return await super().answer(wire, tcp=tcp)
-
-
-async def test_answers_ready_at_the_same_instant_are_all_sent_and_the_server_keeps_running() -> (
-    None
-):
+async def test_answers_asked_together_are_all_sent_and_the_server_keeps_running() -> None:
     # A resolver asks A and AAAA together (busybox's nslookup, glibc).
-    slow = SlowDNS(config=DNSConfig(), zone=lambda: ZONE)
+    slow = server()
     async with anyio.create_task_group() as tg:
         port = await start(tg, slow)
         async with await anyio.create_connected_udp_socket(
@@ -279,4 +272,71 @@ async def test_answers_ready_at_the_same_instant_are_all_sent_and_the_server_kee
                 while len(got) < len(queries):
                     got.add(dns.message.from_wire(await s.receive()).id)
         assert got == {q.id for q in queries}
+        tg.cancel_scope.cancel()
+
+
+@dataclass
+class SilentResolver:
+    """A resolver of the test's own on loopback that reads every query and answers none
+    (a node resolver that cannot reach its own upstreams); ``heard`` gets each query."""
+
+    port: int
+    heard: anyio.abc.ObjectReceiveStream[bytes]
+
+
+@pytest.fixture
+async def silent_upstream() -> AsyncIterator[SilentResolver]:
+    send, heard = anyio.create_memory_object_stream[bytes](math.inf)
+    async with await anyio.create_udp_socket(local_host="127.0.0.1") as udp, send, heard:
+        port = int(udp.extra(anyio.abc.SocketAttribute.local_port))  # noqa: S610  (anyio's typed attribute, not Django)
+
+        async def swallow() -> None:
+            async for packet, _ in udp:
+                await send.send(packet)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(swallow)
+            yield SilentResolver(port=port, heard=heard)
+            tg.cancel_scope.cancel()
+
+
+def waiting_forever(port: int) -> ClusterDNS:
+    config = DNSConfig(upstreams=(("127.0.0.1", port),), forward_timeout=3600.0)
+    return ClusterDNS(config=config, zone=lambda: ZONE)
+
+
+async def send_forwarded(port: int, count: int) -> None:
+    """``count`` queries for names outside the cluster, sent; their answers not read."""
+    queries = [dns.message.make_query(f"name{i}.example.org", "AAAA") for i in range(count)]
+    async with await anyio.create_connected_udp_socket(
+        remote_host="127.0.0.1", remote_port=port
+    ) as s:
+        for query in queries:
+            await s.send(query.to_wire())
+
+
+async def test_cluster_names_are_answered_while_forwarded_queries_wait_on_a_silent_resolver(
+    silent_upstream: SilentResolver,
+) -> None:
+    async with anyio.create_task_group() as tg:
+        port = await start(tg, waiting_forever(silent_upstream.port))
+        await send_forwarded(port, MAX_INFLIGHT + MAX_FORWARDS)
+        query = dns.message.make_query("web.default.svc.cluster.local", "A")
+        reply = await dns.asyncquery.udp(query, "127.0.0.1", port=port, timeout=5)
+        assert answers(reply) == ["10.96.0.10"]
+        tg.cancel_scope.cancel()
+
+
+async def test_a_forwarded_query_beyond_the_limit_is_refused_not_dropped(
+    silent_upstream: SilentResolver,
+) -> None:
+    async with anyio.create_task_group() as tg:
+        port = await start(tg, waiting_forever(silent_upstream.port))
+        await send_forwarded(port, MAX_FORWARDS)
+        with anyio.fail_after(5):
+            for _ in range(MAX_FORWARDS):
+                await silent_upstream.heard.receive()
+        query = dns.message.make_query("one-more.example.org", "A")
+        reply = await dns.asyncquery.udp(query, "127.0.0.1", port=port, timeout=5)
+        assert (reply.id, reply.rcode()) == (query.id, dns.rcode.REFUSED)
         tg.cancel_scope.cancel()

@@ -20,8 +20,16 @@ Everything outside the cluster domain (and reverse names it does not know) is fo
 the node's own resolvers and to nothing else; with none configured the answer is
 SERVFAIL. Messages are parsed and built with dnspython: no wire format is written here.
 The server listens on UDP and TCP on one address (the pod network's gateway on the
-``bridge`` backend), with bounded concurrency: a flood of queries waits or is dropped,
-never grows memory without bound.
+``bridge`` backend), with bounded concurrency: a flood of queries waits or is refused,
+never grows memory without bound. Cluster names are answered as each UDP query is read,
+never behind forwarded ones: a node resolver that does not answer holds each forwarded
+query for the whole ``forward_timeout``, and a client's search path sends several such
+names per lookup; were cluster names to wait for a slot among them, they would go
+unanswered while the forwards hang, and the pods' lookups of Services would time out.
+Forwarded queries beyond :data:`MAX_FORWARDS` get REFUSED at once (CoreDNS's
+``forward`` plugin with ``max_concurrent``). UDP answers are written straight to the
+non-blocking socket and dropped when it cannot take them (the client asks again): a send
+waiting for room could stall every later answer behind it.
 """
 
 from __future__ import annotations
@@ -56,8 +64,9 @@ DEFAULT_TTL = 5
 """Seconds a cluster answer may be cached (CoreDNS's ``kubernetes`` plugin default)."""
 MAX_UDP = 512
 MAX_INFLIGHT = 256
-"""Queries answered at once; more UDP queries are dropped (the client retries), more TCP
-connections wait."""
+"""TCP connections served at once; more wait."""
+MAX_FORWARDS = 64
+"""Queries forwarded at once; more get REFUSED."""
 TCP_IDLE = 10.0
 """Seconds a TCP connection may stay silent between queries."""
 _SOA_TIMES = (7200, 1800, 86400)
@@ -259,14 +268,20 @@ class ClusterDNS:
         self.config = config
         self.zone = zone
         self._limit = anyio.CapacityLimiter(MAX_INFLIGHT)
-        self._sending = anyio.Lock()
-        """One UDP send at a time: anyio's socket refuses a second writer while the first is
-        still inside ``sendto`` (answers ready together, an A and an AAAA asked at once)."""
+        self._forwards = anyio.CapacityLimiter(MAX_FORWARDS)
         self.queries = 0
         self.forwarded = 0
 
     async def answer(self, wire: bytes, *, tcp: bool) -> bytes | None:
         """The response to one message (None: not a query worth an answer)."""
+        local = self.answer_locally(wire, tcp=tcp)
+        if isinstance(local, dns.message.Message):
+            return await self.forward(local, tcp=tcp)
+        return local
+
+    def answer_locally(self, wire: bytes, *, tcp: bool) -> bytes | dns.message.Message | None:
+        """The response to one message when this server has it without waiting; the
+        parsed query when it must be forwarded (None: not a query worth an answer)."""
         try:
             query = dns.message.from_wire(wire)
         except (dns.exception.DNSException, ValueError):
@@ -284,7 +299,15 @@ class ClusterDNS:
         zone = self.zone()
         if zone.answers(question.name):
             return _wire(zone.resolve(query), query, tcp=tcp)
-        return await self._forward(query, tcp=tcp)
+        return query
+
+    async def forward(self, query: dns.message.Message, *, tcp: bool) -> bytes:
+        """The node's resolvers' response to ``query``; REFUSED at once while
+        :data:`MAX_FORWARDS` others wait for theirs."""
+        if self._forwards.borrowed_tokens >= self._forwards.total_tokens:
+            return _status(query, dns.rcode.REFUSED, tcp=tcp)
+        async with self._forwards:
+            return await self._forward(query, tcp=tcp)
 
     async def _forward(self, query: dns.message.Message, *, tcp: bool) -> bytes:
         # Imported on the first forward: dnspython's query module loads its DNS-over-HTTPS
@@ -341,25 +364,25 @@ class ClusterDNS:
             tg.start_soon(self._serve_tcp, tcp, name="dns-tcp")
             task_status.started(bound)
             async for packet, (addr, cport) in udp:
-                if self._limit.borrowed_tokens >= self._limit.total_tokens:
+                try:
+                    reply = self.answer_locally(packet, tcp=False)
+                except Exception:
+                    logger.exception("dns: a query failed")
                     continue
-                tg.start_soon(self._udp_query, udp, packet, addr, cport)
+                if isinstance(reply, dns.message.Message):
+                    tg.start_soon(self._udp_forward, udp_sock, reply, (addr, cport))
+                elif reply is not None:
+                    _send_udp(udp_sock, reply, (addr, cport))
 
-    async def _udp_query(
-        self, udp: anyio.abc.UDPSocket, packet: bytes, addr: str, port: int
+    async def _udp_forward(
+        self, sock: socket.socket, query: dns.message.Message, to: tuple[str, int]
     ) -> None:
-        async with self._limit:
-            try:
-                reply = await self.answer(packet, tcp=False)
-            except Exception:
-                logger.exception("dns: a query failed")
-                return
-            if reply is not None:
-                with contextlib.suppress(
-                    OSError, anyio.BrokenResourceError, anyio.ClosedResourceError
-                ):
-                    async with self._sending:
-                        await udp.sendto(reply, addr, port)
+        try:
+            reply = await self.forward(query, tcp=False)
+        except Exception:
+            logger.exception("dns: a query failed")
+            return
+        _send_udp(sock, reply, to)
 
     async def _serve_tcp(self, listener: anyio.abc.SocketListener) -> None:
         await listener.serve(self._tcp_connection)
@@ -380,6 +403,12 @@ class ClusterDNS:
                     await stream.send(len(reply).to_bytes(2) + reply)
             except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                 return
+
+
+def _send_udp(sock: socket.socket, reply: bytes, to: tuple[str, int]) -> None:
+    """One datagram on the non-blocking socket, or none when it cannot be sent now."""
+    with contextlib.suppress(OSError):
+        sock.sendto(reply, to)
 
 
 _IP_FREEBIND = 15
