@@ -5,13 +5,14 @@ The suite names its images through registries that ``KUBE_TEST_REPO_LIST`` remap
 on which nothing listens, so the node finds each image already loaded, and a pull that a
 spec asks for anyway fails on loopback instead of leaving the machine.
 
-| suite image | made from |
-|---|---|
-| ``agnhost:2.21`` | the tree's ``test/images/agnhost`` (its version is 2.25, a superset of 2.21's subcommands), static, with busybox beside it; ``ENTRYPOINT ["/agnhost"]``, ``CMD ["pause"]`` |
-| ``busybox:1.29`` | Debian's ``busybox-static`` (1.35) |
-| ``pause:3.2`` | the project's own pause program |
-| ``nginx:1.14-alpine`` | busybox ``httpd`` serving ``/usr/share/nginx/html`` on port 80 |
-| ``nonewprivs:1.0`` | the tree's ``test/images/nonewprivs``, setuid root at ``/usr/local/bin/nnp`` |
+- ``agnhost:2.21``: the tree's ``test/images/agnhost`` (version 2.25, whose subcommands
+  include 2.21's), static, with busybox beside it and a ``curl`` for plain GETs (wget);
+  ``ENTRYPOINT ["/agnhost"]``, ``CMD ["pause"]`` as upstream's image.
+- ``busybox:1.29``: Debian's ``busybox-static`` (1.35).
+- ``pause:3.2``: the project's own pause program.
+- ``nginx:1.14-alpine``: busybox ``httpd`` serving ``/usr/share/nginx/html`` on port 80.
+- ``nonewprivs:1.0``: the tree's ``test/images/nonewprivs``, setuid root at
+  ``/usr/local/bin/nnp``, its entrypoint.
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ NGINX = f"{REGISTRY}/nginx:1.14-alpine"
 NONEWPRIVS = f"{REGISTRY}/nonewprivs:1.0"
 
 
+CURL = """#!/bin/sh
+# The GET requests the suite makes with curl (hooks, the networking checks) through busybox
+# wget: options are dropped, the last other argument is the URL.
+url=""
+for arg in "$@"; do
+    case "$arg" in -*) ;; *) url="$arg" ;; esac
+done
+exec wget -q -O - "$url"
+"""
+"""Upstream's agnhost image (Alpine) has curl, which the suite's hooks and networking
+checks run in it; busybox has wget only."""
+
+
 def repo_list() -> str:
     """The ``KUBE_TEST_REPO_LIST`` YAML: every registry the suite knows, remapped."""
     return "".join(f"{key}: {REGISTRY}\n" for key in REGISTRY_KEYS)
@@ -64,10 +78,11 @@ async def build_all(docker: DockerClient, *, programs: Path) -> Mapping[str, str
     ids[PAUSE] = await image_build.build_pause_image(docker, tag=PAUSE)
     path_env = [f"PATH={image_build.DEFAULT_PATH}"]
     agnhost = File(path="/agnhost", data=(programs / "agnhost").read_bytes(), mode=0o755)
+    curl = File(path="/usr/bin/curl", data=CURL.encode(), mode=0o755)
     ids[AGNHOST] = await _load(
         docker,
         tag=AGNHOST,
-        files=[*_busybox_entries(AGNHOST), agnhost],
+        files=[*_busybox_entries(AGNHOST), agnhost, curl],
         config=ImageConfig(entrypoint=["/agnhost"], cmd=["pause"], env=path_env),
     )
     page = File(path="/usr/share/nginx/html/index.html", data=b"<h1>nginx</h1>\n")
@@ -79,9 +94,7 @@ async def build_all(docker: DockerClient, *, programs: Path) -> Mapping[str, str
             cmd=["httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"], env=path_env
         ),
     )
-    nnp = File(
-        path="/usr/local/bin/nnp", data=(programs / "nonewprivs").read_bytes(), mode=0o4755
-    )
+    nnp = File(path="/usr/local/bin/nnp", data=(programs / "nonewprivs").read_bytes(), mode=0o4755)
     ids[NONEWPRIVS] = await _load(
         docker,
         tag=NONEWPRIVS,
@@ -91,9 +104,7 @@ async def build_all(docker: DockerClient, *, programs: Path) -> Mapping[str, str
     return ids
 
 
-async def _load(
-    docker: DockerClient, *, tag: str, files: list[Entry], config: ImageConfig
-) -> str:
+async def _load(docker: DockerClient, *, tag: str, files: list[Entry], config: ImageConfig) -> str:
     archive = image_build.image_archive(repo_tag=tag, files=files, config=config)
     await docker.load_image(archive)
     inspected = await docker.inspect_image(tag)

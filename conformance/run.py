@@ -18,11 +18,12 @@ import contextlib
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET  # noqa: S405  (the suite's own JUnit file)
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,9 +64,7 @@ def read_skips(path: Path) -> list[Skip]:
 
 
 def read_specs(path: Path) -> list[str]:
-    return [
-        s.strip() for s in path.read_text().splitlines() if s.strip() and not s.startswith("#")
-    ]
+    return [s.strip() for s in path.read_text().splitlines() if s.strip() and not s.startswith("#")]
 
 
 def log(message: str) -> None:
@@ -111,6 +110,7 @@ def node(cluster: Cluster, engine: Engine, root: Path) -> Iterator[Agent]:
         root=root,
         pause_image=images.PAUSE,
         bridge=f"aklcf{secrets.token_hex(3)}",
+        extra=("--pod-security", "privileged"),
     )
     try:
         agent.start()
@@ -154,7 +154,7 @@ class Result:
 def read_junit(report_dir: Path) -> list[Result]:
     results = []
     for path in sorted(report_dir.glob("junit*.xml")):
-        for case in ET.parse(path).getroot().iter("testcase"):  # noqa: S314
+        for case in ET.parse(path).getroot().iter("testcase"):
             name = case.get("name", "")
             if FOCUS.replace("\\", "") not in name:
                 continue
@@ -190,12 +190,17 @@ def results_table(results: list[Result], *, skips: list[Skip], total: int, took:
     return "\n".join(lines) + "\n"
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="conformance/run.sh", description=__doc__)
     parser.add_argument("--specs", type=Path, help="run only the specs this file names")
     parser.add_argument("--results", type=Path, help="write the per-spec table here")
     parser.add_argument("--report-dir", type=Path, help="JUnit report directory")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminated)
     if os.geteuid() != 0:
         log("needs root (dockerd, the bridge, the control plane)")
         return 2
@@ -205,8 +210,10 @@ def main(argv: list[str] | None = None) -> int:
         focus = "|".join(go_quote(s) for s in read_specs(args.specs))
     built = subprocess.run([str(SCRIPTS / "build.sh")], check=True, capture_output=True, text=True)
     bin_dir = Path(built.stdout.strip().splitlines()[-1])
-    total = len(read_specs(args.specs)) if args.specs else len(
-        read_specs(bin_dir / "nodeconformance-specs.txt")
+    total = (
+        len(read_specs(args.specs))
+        if args.specs
+        else len(read_specs(bin_dir / "nodeconformance-specs.txt"))
     )
     work = Path(tempfile.mkdtemp(prefix="akl-conformance-"))
     report_dir = args.report_dir or work / "report"
@@ -240,8 +247,9 @@ def _run(work: Path, bin_dir: Path, report_dir: Path, focus: str, skips: list[Sk
         anyio.run(build)
         log("images loaded")
         (work / "cluster").mkdir()
-        with control_plane(work / "cluster", str(bin_dir)) as cluster, node(
-            cluster, engine, work / "agent"
+        with (
+            control_plane(work / "cluster", str(bin_dir)) as cluster,
+            node(cluster, engine, work / "agent"),
         ):
             repo_list = work / "repo-list.yaml"
             repo_list.write_text(images.repo_list())
