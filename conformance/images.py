@@ -6,9 +6,9 @@ on which nothing listens, so the node finds each image already loaded, and a pul
 spec asks for anyway fails on loopback instead of leaving the machine.
 
 - ``agnhost:2.21``: the tree's ``test/images/agnhost`` (version 2.25, whose subcommands
-  include 2.21's), static, with busybox beside it, a ``curl`` for plain GETs (wget) and an
-  ``nc`` with UDP (``nc.c``; busybox's has none);
-  ``ENTRYPOINT ["/agnhost"]``, ``CMD ["pause"]`` as upstream's image.
+  include 2.21's), static, also at ``/agnhost-2`` as in upstream's image (the entrypoint
+  specs run that), with busybox, a ``curl`` for plain GETs (wget) and an ``nc`` with UDP
+  (``nc.c``; busybox's has none); ``ENTRYPOINT ["/agnhost"]``, ``CMD ["pause"]``.
 - ``busybox:1.29``: Debian's ``busybox-static`` (1.35).
 - ``pause:3.2``: the project's own pause program.
 - ``nginx:1.14-alpine``: busybox ``httpd`` serving ``/usr/share/nginx/html`` on port 80.
@@ -93,13 +93,15 @@ async def build_all(docker: DockerClient, *, programs: Path) -> Mapping[str, str
     ids[BUSYBOX] = await image_build.build_busybox_image(docker, tag=BUSYBOX)
     ids[PAUSE] = await image_build.build_pause_image(docker, tag=PAUSE)
     path_env = [f"PATH={image_build.DEFAULT_PATH}"]
-    agnhost = File(path="/agnhost", data=(programs / "agnhost").read_bytes(), mode=0o755)
+    binary = (programs / "agnhost").read_bytes()
+    agnhost = File(path="/agnhost", data=binary, mode=0o755)
+    agnhost_2 = File(path="/agnhost-2", data=binary, mode=0o755)
     curl = File(path="/usr/bin/curl", data=CURL.encode(), mode=0o755)
     nc = File(path="/usr/bin/nc", data=compile_nc(), mode=0o755)
     ids[AGNHOST] = await _load(
         docker,
         tag=AGNHOST,
-        files=[*_busybox_entries(AGNHOST), agnhost, curl, nc],
+        files=[*_busybox_entries(AGNHOST), agnhost, agnhost_2, curl, nc],
         config=ImageConfig(entrypoint=["/agnhost"], cmd=["pause"], env=path_env),
     )
     page = File(path="/usr/share/nginx/html/index.html", data=b"<h1>nginx</h1>\n")
