@@ -175,6 +175,11 @@ def results_table(results: list[Result], *, skips: list[Skip], total: int, took:
     failed = [r for r in results if r.outcome == "failed"]
     ran = [r for r in results if r.outcome != "skipped"]
     lines = [
+        "# Upstream NodeConformance results",
+        "",
+        "Written by `conformance/run.sh` (`tox -e conformance`); the JUnit file is in its",
+        "report directory.",
+        "",
         f"{passed} of {total} upstream NodeConformance specs pass "
         f"({len(ran)} run, {len(failed)} failed, {total - len(ran)} not run); "
         f"the run took {took / 60:.1f} min.",
@@ -185,8 +190,11 @@ def results_table(results: list[Result], *, skips: list[Skip], total: int, took:
     for r in sorted(ran, key=lambda r: r.name):
         cell = r.outcome if r.outcome == "passed" else f"**failed**: {r.message.replace('|', '/')}"
         lines.append(f"| {r.name.replace('|', '/')} | {cell} | {r.seconds:.0f} |")
-    lines += ["", "Skipped (the skip list, `conformance/skip.txt`):", ""]
+    lines += ["", "## Skipped (the skip list, `conformance/skip.txt`)", ""]
     lines += [f"- `{s.pattern}`: {s.reason}" for s in skips]
+    notes = HERE / "notes.md"
+    if notes.exists():
+        lines += ["", notes.read_text().rstrip()]
     return "\n".join(lines) + "\n"
 
 
