@@ -7,8 +7,8 @@ spec asks for anyway fails on loopback instead of leaving the machine.
 
 - ``agnhost:2.21``: the tree's ``test/images/agnhost`` (version 2.25, whose subcommands
   include 2.21's), static, also at ``/agnhost-2`` as in upstream's image (the entrypoint
-  specs run that), with busybox, a ``curl`` for plain GETs (wget) and an ``nc`` with UDP
-  (``nc.c``; busybox's has none); ``ENTRYPOINT ["/agnhost"]``, ``CMD ["pause"]``.
+  specs run that), with busybox and a ``curl`` for plain GETs (wget);
+  ``ENTRYPOINT ["/agnhost"]``, ``CMD ["pause"]``.
 - ``busybox:1.29``: Debian's ``busybox-static`` (1.35).
 - ``pause:3.2``: the project's own pause program.
 - ``nginx:1.14-alpine``: busybox ``httpd`` serving ``/usr/share/nginx/html`` on port 80.
@@ -18,9 +18,6 @@ spec asks for anyway fails on loopback instead of leaving the machine.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -66,18 +63,6 @@ exec wget -q -O - "$url"
 checks run in it; busybox has wget only."""
 
 
-def compile_nc() -> bytes:
-    """``nc.c`` compiled statically: busybox's nc with UDP (``-u``) added."""
-    compiler = shutil.which("musl-gcc") or shutil.which("gcc")
-    if compiler is None:
-        raise RuntimeError("no C compiler for nc.c (Debian: apt-get install musl-tools)")
-    with tempfile.TemporaryDirectory(prefix="akl-nc-") as work:
-        out = Path(work) / "nc"
-        source = Path(__file__).with_name("nc.c")
-        subprocess.run([compiler, "-static", "-Os", "-s", "-o", str(out), str(source)], check=True)
-        return out.read_bytes()
-
-
 def repo_list() -> str:
     """The ``KUBE_TEST_REPO_LIST`` YAML: every registry the suite knows, remapped."""
     return "".join(f"{key}: {REGISTRY}\n" for key in REGISTRY_KEYS)
@@ -97,11 +82,10 @@ async def build_all(docker: DockerClient, *, programs: Path) -> Mapping[str, str
     agnhost = File(path="/agnhost", data=binary, mode=0o755)
     agnhost_2 = File(path="/agnhost-2", data=binary, mode=0o755)
     curl = File(path="/usr/bin/curl", data=CURL.encode(), mode=0o755)
-    nc = File(path="/usr/bin/nc", data=compile_nc(), mode=0o755)
     ids[AGNHOST] = await _load(
         docker,
         tag=AGNHOST,
-        files=[*_busybox_entries(AGNHOST), agnhost, agnhost_2, curl, nc],
+        files=[*_busybox_entries(AGNHOST), agnhost, agnhost_2, curl],
         config=ImageConfig(entrypoint=["/agnhost"], cmd=["pause"], env=path_env),
     )
     page = File(path="/usr/share/nginx/html/index.html", data=b"<h1>nginx</h1>\n")
