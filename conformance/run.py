@@ -151,6 +151,14 @@ class Result:
     message: str
 
 
+def failure_message(failure: ET.Element) -> str:
+    """The failure's first line after the spec's source location, without its time."""
+    lines = [line.strip() for line in (failure.text or "").splitlines() if line.strip()]
+    message = next((line for line in lines if not line.startswith("/")), "")
+    _, sep, rest = message.partition(": ")
+    return (rest if sep and message[:3].isalpha() else message)[:200]
+
+
 def read_junit(report_dir: Path) -> list[Result]:
     results = []
     for path in sorted(report_dir.glob("junit*.xml")):
@@ -161,8 +169,7 @@ def read_junit(report_dir: Path) -> list[Result]:
             seconds = float(case.get("time", "0") or 0)
             failure = case.find("failure")
             if failure is not None:
-                text = (failure.get("message") or failure.text or "").strip()
-                results.append(Result(name, "failed", seconds, text.splitlines()[0][:200]))
+                results.append(Result(name, "failed", seconds, failure_message(failure)))
             elif case.find("skipped") is not None:
                 results.append(Result(name, "skipped", seconds, ""))
             else:
