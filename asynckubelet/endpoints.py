@@ -19,6 +19,7 @@ from aiohttp import web
 from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet.docker import LogLine
 from asynckubelet.node.kubelet import Kubelet
 
 NODE_KEY = web.AppKey("node", Kubelet)
@@ -103,21 +104,21 @@ async def container_logs(request: web.Request) -> web.StreamResponse:
         await response.prepare(request)
         left = limit
 
-        async def send(text: str) -> bool:
-            """Write one line; False once ``limitBytes`` are written (the kubelet's limit
-            cuts the output there, mid-line if need be)."""
+        async def send(line: LogLine) -> bool:
+            """Write one line as the container wrote it; False once ``limitBytes`` are
+            written (the kubelet's limit cuts the output there, mid-line if need be)."""
             nonlocal left
-            data = (text + "\n").encode()
+            data = (line.text + ("\n" if line.newline else "")).encode()
             if left is not None:
                 data = data[:left]
                 left -= len(data)
             await response.write(data)
             return left is None or left > 0
 
-        if first is not None and await send(first.text):
+        if first is not None and await send(first):
             try:
                 async for line in lines:
-                    if not await send(line.text):
+                    if not await send(line):
                         break
             except errors.DockerError as e:
                 logger.debug("log stream of {}/{}/{} ended: {}", ns, name, container, e)

@@ -438,7 +438,7 @@ async def pod_log(request: web.Request) -> web.StreamResponse:
             )
             try:
                 async for line in lines:
-                    data = (line.text + "\n").encode()
+                    data = (line.text + ("\n" if line.newline else "")).encode()
                     if left is not None:
                         data = data[:left]
                         left -= len(data)

@@ -73,6 +73,18 @@ async def test_fallback_to_logs_on_error_takes_the_tail_of_the_output(
     assert (lines[0], lines[-1]) == ("line 21", "line 100")
 
 
+async def test_fallback_to_logs_keeps_output_that_ends_without_a_newline_as_written(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod(
+        """
+    command: [sh, -c, "echo first; echo -n DONE; exit 1"]
+    terminationMessagePolicy: FallbackToLogsOnError
+"""
+    )
+    assert await _terminated(docker, node_name, tmp_path, text) == (1, "first\nDONE")
+
+
 async def test_fallback_to_logs_is_not_used_when_the_container_succeeds(
     docker: DockerClient, node_name: str, tmp_path: Path
 ) -> None:

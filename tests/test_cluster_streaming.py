@@ -336,3 +336,63 @@ async def test_port_forward_pairs_streams_by_request_and_copies_both_ways() -> N
     assert client.output(error) == (b"", True)
     message, _ = client.output(bad_error)
     assert message.startswith(b"error forwarding port 9 to pod ns/web: ")
+
+
+class FakeChannels:
+    """A WebSocket client: what it sends, then its close; what the server sent it."""
+
+    def __init__(self, incoming: Sequence[tuple[int, bytes]] = ()) -> None:
+        self.incoming = list(incoming)
+        self.sent: list[tuple[int, bytes]] = []
+
+    async def send(self, channel: int, data: bytes) -> None:
+        self.sent.append((channel, data))
+
+    async def receive(self) -> tuple[int, bytes] | None:
+        return self.incoming.pop(0) if self.incoming else None
+
+
+async def test_a_websocket_exec_announces_itself_then_sends_each_stream_on_its_channel() -> None:
+    channels = FakeChannels()
+    process = FakeProcess(code=0, output=[(1, b"out\n"), (2, b"err\n")])
+    code = await streaming.serve_exec_websocket(
+        channels,
+        protocol="channel.k8s.io",
+        options=streaming.StreamOptions(stdin=False, stdout=True, stderr=True, tty=False),
+        command=["echo", "out"],
+        start=starter(process, []),
+    )
+    assert code == 0
+    assert channels.sent == [(1, b""), (1, b"out\n"), (2, b"err\n")]
+
+
+async def test_a_websocket_exec_on_v4_ends_with_the_exit_status_on_the_error_channel() -> None:
+    channels = FakeChannels()
+    await streaming.serve_exec_websocket(
+        channels,
+        protocol="v4.channel.k8s.io",
+        options=streaming.StreamOptions(stdin=False, stdout=True, stderr=False, tty=False),
+        command=["false"],
+        start=starter(FakeProcess(code=1), []),
+    )
+    channel, data = channels.sent[-1]
+    status = json.loads(data)
+    assert (channel, status["reason"], status["details"]["causes"][0]["message"]) == (
+        3,
+        "NonZeroExitCode",
+        "1",
+    )
+
+
+async def test_websocket_stdin_reaches_the_command_and_the_clients_close_ends_it() -> None:
+    channels = FakeChannels(incoming=[(0, b"hello "), (0, b"there")])
+    process = FakeProcess(code=0)
+    process.echo = True
+    await streaming.serve_exec_websocket(
+        channels,
+        protocol="channel.k8s.io",
+        options=streaming.StreamOptions(stdin=True, stdout=True, stderr=False, tty=False),
+        command=["cat"],
+        start=starter(process, []),
+    )
+    assert channels.sent == [(1, b""), (1, b"hello there")]

@@ -31,7 +31,7 @@ is served over HTTPS on the node IP and ``kubelet_port``, the port the Node adve
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,6 +316,16 @@ async def _pod_network(
     return (network(pod_cidr) if pod_cidr else network("")), pod_cidr
 
 
+def pod_host_ips(addresses: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """Pods' ``status.hostIP(s)`` on a cluster node: the Node's own ``InternalIP``
+    addresses, else its ``ExternalIP`` ones (the kubelet takes them from its Node object)."""
+    for wanted in ("InternalIP", "ExternalIP"):
+        found = tuple(address for kind, address in addresses if kind == wanted)
+        if found:
+            return found
+    return ()
+
+
 async def _node_facts(
     config: ClusterConfig,
     name: str,
@@ -584,7 +594,7 @@ async def _run(
         node_ip = addresses[0][1]
         kconfig = dataclasses.replace(
             kubelet_config,
-            host_ips=kubelet_config.host_ips or (node_ip,),
+            host_ips=pod_host_ips(addresses),
             wait_for_sources=kubelet_config.wait_for_sources | {SOURCE_READY},
             node=kubelet_config.node or NodeInfo(name=name, allocatable=resources),
         )

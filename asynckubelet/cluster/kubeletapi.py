@@ -23,6 +23,7 @@ sessions (:mod:`asynckubelet.cluster.streaming`). ``/attach`` and ``/run`` are n
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import ipaddress
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
+import aiohttp
 import anyio
 import anyio.abc
 from aiohttp import web
@@ -401,6 +403,8 @@ async def exec_handler(request: web.Request) -> web.StreamResponse:
         ) as process:
             yield process
 
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return await _exec_websocket(request, options=options, command=command, start=start)
     async with upgraded(request, streaming.REMOTECOMMAND_PROTOCOLS) as up:
         code = await streaming.serve_exec(
             up.session,
@@ -413,6 +417,59 @@ async def exec_handler(request: web.Request) -> web.StreamResponse:
     ns, name = request.match_info["namespace"], request.match_info["pod"]
     logger.info("exec in {}/{}/{}: {} ended with {}", ns, name, container, command, code)
     return up.response
+
+
+class _WebSocketChannels:
+    """:class:`streaming.Channels` over an aiohttp WebSocket."""
+
+    def __init__(self, ws: web.WebSocketResponse, *, base64_text: bool) -> None:
+        self.ws = ws
+        self.base64_text = base64_text
+
+    async def send(self, channel: int, data: bytes) -> None:
+        if self.base64_text:
+            await self.ws.send_str(str(channel) + base64.b64encode(data).decode())
+        else:
+            await self.ws.send_bytes(bytes([channel]) + data)
+
+    async def receive(self) -> tuple[int, bytes] | None:
+        while True:
+            message = await self.ws.receive()
+            if message.type == aiohttp.WSMsgType.BINARY and message.data:
+                return message.data[0], message.data[1:]
+            if message.type == aiohttp.WSMsgType.TEXT and message.data:
+                with contextlib.suppress(ValueError):
+                    return int(message.data[0]), base64.b64decode(message.data[1:])
+            elif message.type in (
+                aiohttp.WSMsgType.CLOSE,
+                aiohttp.WSMsgType.CLOSING,
+                aiohttp.WSMsgType.CLOSED,
+                aiohttp.WSMsgType.ERROR,
+            ):
+                return None
+
+
+async def _exec_websocket(
+    request: web.Request,
+    *,
+    options: streaming.StreamOptions,
+    command: Sequence[str],
+    start: streaming.StartExec,
+) -> web.WebSocketResponse:
+    ws = web.WebSocketResponse(protocols=streaming.WEBSOCKET_PROTOCOLS)
+    await ws.prepare(request)
+    protocol = ws.ws_protocol or "channel.k8s.io"
+    channels = _WebSocketChannels(ws, base64_text="base64" in protocol)
+    try:
+        code = await streaming.serve_exec_websocket(
+            channels, protocol=protocol, options=options, command=command, start=start
+        )
+    finally:
+        with anyio.CancelScope(shield=True):
+            await ws.close()
+    ns, name = request.match_info["namespace"], request.match_info["pod"]
+    logger.info("exec (websocket) in {}/{}: {} ended with {}", ns, name, list(command), code)
+    return ws
 
 
 async def port_forward_handler(request: web.Request) -> web.StreamResponse:

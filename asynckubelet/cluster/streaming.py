@@ -1,4 +1,5 @@
-"""``kubectl exec`` and ``kubectl port-forward`` over SPDY, as a kubelet serves them.
+"""``kubectl exec`` and ``kubectl port-forward`` over SPDY (and exec over WebSockets), as a
+kubelet serves them.
 
 The API server proxies ``pods/exec`` and ``pods/portforward`` to the kubelet's
 ``/exec/{namespace}/{pod}/{container}`` and ``/portForward/{namespace}/{pod}`` and passes
@@ -16,6 +17,11 @@ the client's upgrade through, so the client talks to the node directly:
   ``error`` and a ``data`` stream with the same ``requestID`` and a ``port`` header; the
   node connects to that port of the pod, copies bytes both ways, and half-closes the
   error stream when done (after writing why, if the connection failed).
+
+Exec also comes over a WebSocket (``Upgrade: websocket``, the API server passing a
+WebSocket client's upgrade through): one message per chunk, its first byte the channel (0
+stdin, 1 stdout, 2 stderr, 3 error, 4 resize), or, on the ``base64`` protocols, a text
+message of the channel's digit and the data in base64.
 
 The command runs through an :class:`ExecProcess` (the engine's attached exec), so the
 state machine is tested with a fake one.
@@ -233,16 +239,97 @@ async def serve_exec(
     return code
 
 
+def _outcome(protocol: str, *, code: int | None, problem: str, command: Sequence[str]) -> bytes:
+    """What the error stream carries at the end: v4 a ``Status`` always, older protocols
+    a message on failure only."""
+    if protocol.startswith("v4."):
+        status = error_status(problem) if problem else exit_status(code or 0, command)
+        return json.dumps(status, separators=(",", ":")).encode()
+    if problem or code:
+        return (problem or exit_status(code or 0, command)["message"]).encode()
+    return b""
+
+
 async def _report(
     error: spdy.Stream, protocol: str, *, code: int | None, problem: str, command: Sequence[str]
 ) -> None:
-    if protocol == "v4.channel.k8s.io":
-        status = error_status(problem) if problem else exit_status(code or 0, command)
-        await error.write(json.dumps(status, separators=(",", ":")).encode())
-    elif problem or code:
-        text = problem or exit_status(code or 0, command)["message"]
-        await error.write(text.encode())
+    outcome = _outcome(protocol, code=code, problem=problem, command=command)
+    if outcome:
+        await error.write(outcome)
     await error.close()
+
+
+class Channels(Protocol):
+    """A WebSocket connection carrying the remotecommand channels (0 stdin, 1 stdout,
+    2 stderr, 3 error, 4 resize), one message per chunk, as the kubelet frames them."""
+
+    async def send(self, channel: int, data: bytes) -> None: ...
+
+    async def receive(self) -> tuple[int, bytes] | None:
+        """The next ``(channel, data)`` from the client; None once it closed."""
+
+
+WEBSOCKET_PROTOCOLS = (
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "channel.k8s.io",
+    "base64.channel.k8s.io",
+)
+"""What the kubelet's remotecommand speaks over WebSockets (binary, or base64 text with the
+channel as an ASCII digit), v4 first."""
+STDIN, STDOUT, STDERR, ERROR, RESIZE = range(5)
+
+
+async def serve_exec_websocket(
+    channels: Channels,
+    *,
+    protocol: str,
+    options: StreamOptions,
+    command: Sequence[str],
+    start: StartExec,
+) -> int | None:
+    """Run one exec over a WebSocket; returns the exit code (None when it never ran).
+
+    An empty message on the lowest channel the client reads tells it the command is
+    connected (the kubelet's first message); the outcome goes on the error channel.
+    """
+    first = STDOUT if options.stdout else STDERR if options.stderr else ERROR
+    await channels.send(first, b"")
+    code: int | None = None
+    problem = ""
+    try:
+        async with start(command, options.stdin, options.tty) as process:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_pump_channels, channels, process, options.stdin)
+                while (chunk := await process.read()) is not None:
+                    fd, data = chunk
+                    await channels.send(STDERR if fd == 2 and options.stderr else STDOUT, data)
+                tg.cancel_scope.cancel()
+            code = await process.exit_code()
+    except errors.AsyncKubeletError as e:
+        problem = f"error executing command in container: {e}"
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as e:
+        logger.debug("exec {}: the connection ended: {}", list(command), e)
+        return code
+    outcome = _outcome(protocol, code=code, problem=problem, command=command)
+    if outcome:
+        await channels.send(ERROR, outcome)
+    return code
+
+
+async def _pump_channels(channels: Channels, process: ExecProcess, stdin: bool) -> None:
+    """Stdin and terminal sizes from the client, until it closes."""
+    decoder = json.JSONDecoder()
+    while (message := await channels.receive()) is not None:
+        channel, data = message
+        if channel == STDIN and stdin:
+            await process.write(data)
+        elif channel == RESIZE:
+            with contextlib.suppress(ValueError, TypeError):
+                size, _ = decoder.raw_decode(data.decode(errors="replace").strip())
+                await process.resize(rows=int(size["Height"]), columns=int(size["Width"]))
+    if stdin:
+        process.close_input()
 
 
 async def _pump_stdin(stream: spdy.Stream, process: ExecProcess) -> None:
@@ -351,6 +438,8 @@ __all__ = [
     "PORTFORWARD_PROTOCOLS",
     "REMOTECOMMAND_PROTOCOLS",
     "STREAM_PROTOCOL_HEADER",
+    "WEBSOCKET_PROTOCOLS",
+    "Channels",
     "Dial",
     "ExecProcess",
     "NegotiationError",
@@ -361,6 +450,7 @@ __all__ = [
     "exit_status",
     "negotiate",
     "serve_exec",
+    "serve_exec_websocket",
     "serve_port_forward",
     "tcp_dial",
 ]

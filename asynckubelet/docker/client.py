@@ -351,7 +351,7 @@ class DockerClient:
             raise map_error(e, what=f"logs of container {container_id[:12]}") from e
         for stream, rest in buffers.items():
             if rest:
-                yield LogLine(stream, rest.decode(errors="replace"))
+                yield LogLine(stream, rest.decode(errors="replace"), newline=False)
 
     async def exec_run(
         self,

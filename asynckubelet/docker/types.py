@@ -152,10 +152,15 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class LogLine:
-    """One line of a container's output; ``stream`` is ``stdout`` or ``stderr``."""
+    """One line of a container's output; ``stream`` is ``stdout`` or ``stderr``.
+
+    ``newline`` is False for output that ended without one (the last thing a container
+    wrote before it exited, say), so the exact bytes can be put back together.
+    """
 
     stream: str
     text: str
+    newline: bool = True
 
 
 @dataclass(frozen=True)

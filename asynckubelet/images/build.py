@@ -55,6 +55,7 @@ __all__ = [
     "build_busybox_image",
     "build_pause_image",
     "build_probe_image",
+    "busybox_entries",
     "compile_pause",
     "default_probe_tag",
     "image_archive",
@@ -450,20 +451,23 @@ def _busybox_applets(busybox: Path, *, image: str) -> list[str]:
     return applets
 
 
-def _busybox_archive(*, tag: str, busybox: Path) -> tuple[bytes, str]:
+def busybox_entries(*, busybox: Path, image: str) -> list[Entry]:
+    """The files of the busybox image: the host's static ``busybox`` at ``/bin/busybox``
+    with a symlink per applet, ``/tmp``, ``/root``, ``/etc/passwd`` and ``/etc/group``;
+    other images built on it add their own files beside these."""
     try:
         binary = busybox.read_bytes()
     except OSError as e:
         raise ImageBuildError(
-            f"cannot read busybox at {busybox}: {e.strerror}: {_BUSYBOX_PACKAGE}", image=tag
+            f"cannot read busybox at {busybox}: {e.strerror}: {_BUSYBOX_PACKAGE}", image=image
         ) from e
     if not is_static_elf(binary):
         raise ImageBuildError(
             f"{busybox} is not a statically linked executable, and the image has no libc "
             f"for it: {_BUSYBOX_PACKAGE}",
-            image=tag,
+            image=image,
         )
-    applets = set(_busybox_applets(busybox, image=tag)) | {"sh"}
+    applets = set(_busybox_applets(busybox, image=image)) | {"sh"}
     applets.discard("busybox")
     files: list[Entry] = [
         File(path="/bin/busybox", data=binary, mode=0o755),
@@ -477,6 +481,11 @@ def _busybox_archive(*, tag: str, busybox: Path) -> tuple[bytes, str]:
         ),
         File(path="/etc/group", data=b"root:x:0:\nnobody:x:65534:\n"),
     ]
+    return files
+
+
+def _busybox_archive(*, tag: str, busybox: Path) -> tuple[bytes, str]:
+    files = busybox_entries(busybox=busybox, image=tag)
     return _archive(
         repo_tag=tag,
         files=files,

@@ -173,11 +173,10 @@ class StatusReader:
             lines: list[str] = []
             try:
                 async for line in self.rm.docker.logs(status.id, tail=MAX_TERMINATION_LOG_LINES):
-                    lines.append(line.text)
+                    lines.append(line.text + ("\n" if line.newline else ""))
             except errors.DockerError:
                 lines = []
-            text = "\n".join(lines)
-            message = text[-MAX_TERMINATION_LOG_BYTES:] + ("\n" if lines else "")
+            message = "".join(lines)[-MAX_TERMINATION_LOG_BYTES:]
         if not message:
             return status
         return dataclasses.replace(status, message=message)
