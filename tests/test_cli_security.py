@@ -113,3 +113,59 @@ def test_allow_namespace_policy_is_offered_by_every_command_that_admits_pods() -
     for command in ("run", "serve", "validate"):
         result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
         assert "--allow-namespace-policy" in result.output, command
+
+
+HELM_TEMPLATE = """\
+---
+# Source: web/templates/configmap.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-content
+  labels:
+    helm.sh/chart: web-0.1.0
+    app.kubernetes.io/managed-by: Helm
+data:
+  index.html: "hello"
+---
+# Source: web/templates/deployment.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    helm.sh/chart: web-0.1.0
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+        - name: web
+          image: "busybox:1.35"
+          imagePullPolicy: IfNotPresent
+"""
+
+
+def test_apply_from_stdin_takes_helm_template_output(tmp_path: Path) -> None:
+    """``helm template . | asynckubelet apply -f -``: the documents with their leading
+    separator and ``# Source:`` comments, each object applied as kubectl applies it."""
+    state = tmp_path / "state"
+    with running_daemon(state):
+        argv = ["apply", "-f", "-", "--state-dir", str(state)]
+        result = CliRunner().invoke(app, argv, input=HELM_TEMPLATE)
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines() == [
+            "configmap/web-content created",
+            "deployment.apps/web created",
+        ]
+        again = CliRunner().invoke(app, argv, input=HELM_TEMPLATE)
+        assert again.stdout.splitlines() == [
+            "configmap/web-content unchanged",
+            "deployment.apps/web unchanged",
+        ]
