@@ -28,12 +28,16 @@ import pytest
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.images import build as image_build
-from asynckubelet.network.bridge import DEFAULT_STATE_DIR, BridgeConfig, BridgePlugin
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, TEST_IMAGE_PREFIX, Engine, remove_owned
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, TEST_IMAGE_PREFIX, Engine
 from integration.network_helpers import free_cidr
-from integration.test_cli_daemon import Daemon, unmount_under
-from integration.test_cli_node import free_port
-from integration.test_services import free_node_port, leftovers, service_chains
+from integration.test_cli_daemon import Daemon
+from integration.test_services import (
+    free_node_port,
+    leftovers,
+    remove_service_node,
+    service_chains,
+    service_daemon,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -128,22 +132,8 @@ def app(
     name = f"akltest-{uuid.uuid4().hex[:10]}"
     bridge, cidr = f"akp{name[-8:]}", free_cidr()
     tmp = tmp_path_factory.mktemp(f"app-{firewall}")
-    daemon = Daemon(
-        state=tmp / "state",
-        node_name=name,
-        port=free_port(),
-        engine=docker_engine,
-        serve_args=(
-            "--bridge",
-            bridge,
-            "--pod-cidr",
-            cidr,
-            "--firewall",
-            firewall,
-            "--dns-upstream",
-            f"127.0.0.1:{free_port()}",
-            "--stop-pods-on-exit",
-        ),
+    daemon = service_daemon(
+        tmp, name=name, bridge=bridge, cidr=cidr, firewall=firewall, engine=docker_engine
     )
     assert PAUSE_IMAGE
     node_port = free_node_port()
@@ -154,20 +144,9 @@ def app(
         made.seen_chains = service_chains(bridge)
         yield made
     finally:
-        daemon.stop()
-
-        async def clean() -> None:
-            async with DockerClient(url=docker_engine.url) as client:
-                await remove_owned(client, name)
-            plugin = BridgePlugin(
-                BridgeConfig(
-                    bridge=bridge, pod_cidr=cidr, firewall=firewall, state_dir=DEFAULT_STATE_DIR
-                )
-            )
-            await plugin.remove_node_network()
-
-        anyio.run(clean)
-        unmount_under(daemon.state)
+        remove_service_node(
+            daemon, name=name, bridge=bridge, cidr=cidr, firewall=firewall, engine=docker_engine
+        )
     assert firewall == "nftables" or made.seen_chains, "the iptables node made no Service chain"
     assert leftovers(bridge, made.seen_chains) == []
 

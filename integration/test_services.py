@@ -208,22 +208,16 @@ def fetch(port: int, host: str = "127.0.0.1") -> str:
         return str(response.read().decode().strip())
 
 
-@pytest.fixture(scope="module", params=["iptables", "nftables"])
-def node(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    docker_engine: Engine,
-    test_images: dict[str, str],
-) -> Iterator[ServiceNode]:
-    firewall = str(request.param)
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    bridge, cidr = f"aks{name[-8:]}", free_cidr()
-    tmp = tmp_path_factory.mktemp(f"svc-{firewall}")
-    daemon = Daemon(
+def service_daemon(
+    tmp: Path, *, name: str, bridge: str, cidr: str, firewall: str, engine: Engine
+) -> Daemon:
+    """A ``serve`` node of its own bridge, pod CIDR and firewall, whose cluster DNS forwards
+    to a loopback port where nothing answers (no query leaves the machine)."""
+    return Daemon(
         state=tmp / "state",
         node_name=name,
         port=free_port(),
-        engine=docker_engine,
+        engine=engine,
         serve_args=(
             "--bridge",
             bridge,
@@ -236,6 +230,43 @@ def node(
             "--stop-pods-on-exit",
         ),
     )
+
+
+def remove_service_node(
+    daemon: Daemon, *, name: str, bridge: str, cidr: str, firewall: str, engine: Engine
+) -> None:
+    """Stop the node, then remove what it may have left: its containers, its bridge with its
+    firewall rules, and the mounts under its state dir."""
+    daemon.stop()
+
+    async def clean() -> None:
+        async with DockerClient(url=engine.url) as client:
+            await remove_owned(client, name)
+        plugin = BridgePlugin(
+            BridgeConfig(
+                bridge=bridge, pod_cidr=cidr, firewall=firewall, state_dir=DEFAULT_STATE_DIR
+            )
+        )
+        await plugin.remove_node_network()
+
+    anyio.run(clean)
+    unmount_under(daemon.state)
+
+
+@pytest.fixture(scope="module", params=["iptables", "nftables"])
+def node(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    docker_engine: Engine,
+    test_images: dict[str, str],
+) -> Iterator[ServiceNode]:
+    firewall = str(request.param)
+    name = f"akltest-{uuid.uuid4().hex[:10]}"
+    bridge, cidr = f"aks{name[-8:]}", free_cidr()
+    tmp = tmp_path_factory.mktemp(f"svc-{firewall}")
+    daemon = service_daemon(
+        tmp, name=name, bridge=bridge, cidr=cidr, firewall=firewall, engine=docker_engine
+    )
     assert PAUSE_IMAGE
     daemon.start()
     made = ServiceNode(daemon, bridge=bridge, cidr=cidr, firewall=firewall)
@@ -246,20 +277,9 @@ def node(
         seen = service_chains(bridge)
         yield made
     finally:
-        daemon.stop()
-
-        async def clean() -> None:
-            async with DockerClient(url=docker_engine.url) as client:
-                await remove_owned(client, name)
-            plugin = BridgePlugin(
-                BridgeConfig(
-                    bridge=bridge, pod_cidr=cidr, firewall=firewall, state_dir=DEFAULT_STATE_DIR
-                )
-            )
-            await plugin.remove_node_network()
-
-        anyio.run(clean)
-        unmount_under(daemon.state)
+        remove_service_node(
+            daemon, name=name, bridge=bridge, cidr=cidr, firewall=firewall, engine=docker_engine
+        )
     assert firewall == "nftables" or seen, "the iptables node made no Service chain"
     assert leftovers(bridge, seen) == []
 
