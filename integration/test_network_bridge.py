@@ -33,6 +33,7 @@ from integration.harness import PAUSE_IMAGE
 from integration.network_helpers import (
     bridge_name,
     churn,
+    free_cidr,
     kill_setup_worker_after,
     node_address,
     pod_from,
@@ -155,6 +156,63 @@ async def test_a_link_is_found_by_name_and_a_missing_one_is_none() -> None:
     async with AsyncIPRoute() as ipr:
         assert await _index(ipr, "lo") == 1
         assert await _index(ipr, "akl-none-such") is None
+
+
+LOW_MAC = "00:00:5e:00:53:01"
+"""Lower than any MAC the kernel makes up (those have the locally administered bit of the
+first octet set), so a bridge left to itself would take it from the port that has it."""
+
+
+async def _bridge_mac(ipr: AsyncIPRoute, bridge: str) -> str:
+    found = await ipr.link("get", ifname=bridge)
+    return str(found[0].get("IFLA_ADDRESS"))
+
+
+async def _mac_across_a_low_port(bridge: str, port: str) -> list[str]:
+    """The bridge's MAC before, while and after a port with :data:`LOW_MAC` is on it."""
+    async with AsyncIPRoute() as ipr:
+        seen = [await _bridge_mac(ipr, bridge)]
+        master = (await ipr.link("get", ifname=bridge))[0]["index"]
+        await ipr.link("add", ifname=port, kind="veth", peer=f"{port}p", address=LOW_MAC)
+        try:
+            await ipr.link("set", ifname=port, master=master)
+            seen.append(await _bridge_mac(ipr, bridge))
+        finally:
+            await ipr.link("del", ifname=port)
+        seen.append(await _bridge_mac(ipr, bridge))
+    return seen
+
+
+async def test_the_bridge_keeps_its_mac_while_ports_come_and_go(
+    plugin: BridgePlugin, node_name: str
+) -> None:
+    """Pods reach the gateway (cluster DNS, Services, the world) by its MAC: a bridge that
+    took its ports' lowest MAC would change it when that pod went, and every other pod would
+    send to a MAC nobody answers until its neighbour entry expired."""
+    seen = await _mac_across_a_low_port(plugin.config.bridge, f"akm{node_name[-8:]}")
+    assert LOW_MAC not in seen
+    assert len(set(seen)) == 1, seen
+
+
+async def test_a_bridge_made_before_gets_its_mac_pinned_at_start(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    """A bridge that was there before the agent (made by hand or by an older version, its
+    MAC left to the kernel) keeps one MAC once the agent has started on it."""
+    bridge = bridge_name(node_name)
+    made = make_network_plugin(
+        "bridge", docker=docker, state_dir=tmp_path / "net", bridge=bridge, pod_cidr=free_cidr()
+    )
+    async with AsyncIPRoute() as ipr:
+        await ipr.link("add", ifname=bridge, kind="bridge")
+    try:
+        await made.start()
+        seen = await _mac_across_a_low_port(bridge, f"akm{node_name[-8:]}")
+    finally:
+        assert isinstance(made, BridgePlugin)
+        await made.remove_node_network()
+    assert LOW_MAC not in seen
+    assert len(set(seen)) == 1, seen
 
 
 @each_firewall

@@ -166,6 +166,32 @@ def _write_sysctl(path: str, value: str) -> None:
         raise errors.NetworkError(f"cannot set {path}: {e}") from e
 
 
+_NET_ADDR_SET = "3"
+
+
+def _mac_pinned(bridge: str) -> bool:
+    """Whether the bridge's MAC address was set (``addr_assign_type`` 3), so that the
+    kernel keeps it; one left to the kernel follows the lowest MAC among its ports."""
+    try:
+        with open(f"/sys/class/net/{bridge}/addr_assign_type") as f:
+            return f.read().strip() == _NET_ADDR_SET
+    except OSError:
+        return False
+
+
+async def _pin_mac(ipr: AsyncIPRoute, index: int, bridge: str) -> None:
+    """Set the bridge's MAC address to itself, as the CNI bridge plugin does. Left to the
+    kernel, a bridge takes the lowest MAC of its ports and changes it when that port goes:
+    every pod's neighbour entry for the gateway then names a MAC nobody answers to, and
+    the pods' DNS queries and Service traffic vanish until their ARP entries expire."""
+    if await anyio.to_thread.run_sync(_mac_pinned, bridge):
+        return
+    found = await ipr.link("get", index=index)
+    mac = found[0].get("IFLA_ADDRESS") if found else None
+    if mac:
+        await ipr.link("set", index=index, address=mac)
+
+
 def _iproute(**kwargs: Any) -> AsyncIPRoute:
     from pyroute2.iproute.linux import AsyncIPRoute
 
@@ -353,6 +379,7 @@ class BridgePlugin:
                     index = await _index(ipr, bridge)
                     if index is None:
                         raise errors.NetworkError(f"bridge {bridge} vanished after creation")
+                await _pin_mac(ipr, index, bridge)
                 have = {
                     a.get("address") async for a in await ipr.addr("dump", index=index, family=2)
                 }
