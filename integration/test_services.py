@@ -311,6 +311,43 @@ def test_client_pods_get_the_node_dns_the_kubelets_search_path_and_ndots(
     ]
 
 
+NO_LINKS = """
+apiVersion: v1
+kind: Pod
+metadata: {name: no-links}
+spec:
+  enableServiceLinks: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "echo 'URL=$(WEB_PORT)'; sleep 3600"]
+"""
+
+
+def test_pods_get_the_services_variables_unless_service_links_are_off(node: ServiceNode) -> None:
+    """The client (made with the Service, in one apply) has the kubelet's Service variables;
+    a pod with ``enableServiceLinks: false`` has none, and its ``$(WEB_PORT)`` stays as is."""
+    spec = node.json("service", "web")["spec"]
+    assert isinstance(spec, dict)
+    cluster_ip = str(spec["clusterIP"])
+    env = dict(
+        line.split("=", 1) for line in node.exec("client", "env").splitlines() if "=" in line
+    )
+    assert env["WEB_SERVICE_HOST"] == cluster_ip
+    assert env["WEB_SERVICE_PORT"] == env["WEB_SERVICE_PORT_HTTP"] == "80"
+    assert env["WEB_PORT"] == env["WEB_PORT_80_TCP"] == f"tcp://{cluster_ip}:80"
+    assert env["WEB_PORT_80_TCP_ADDR"] == cluster_ip
+    node.apply(NO_LINKS, wait=True)
+    try:
+        alone = node.exec("no-links", "env")
+        logs = node.d.cli("logs", "no-links").stdout
+    finally:
+        node.d.cli("delete", "pod", "no-links", "--grace-period", "1")
+    assert "WEB_" not in alone
+    assert "URL=$(WEB_PORT)" in logs
+
+
 def test_a_pod_turning_unready_leaves_the_rotation_and_comes_back(node: ServiceNode) -> None:
     both = node.until_ready_endpoints(2)
     node.exec("web-a", "rm /tmp/ready")

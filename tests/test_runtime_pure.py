@@ -15,7 +15,7 @@ from asynckubelet import errors
 from asynckubelet.network.dns import DNSSettings, ResolverConfig
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
-from asynckubelet.runtime.env import Environment, PodContext, make_environment
+from asynckubelet.runtime.env import Environment, PodContext, make_environment, service_environment
 from asynckubelet.runtime.expansion import expand
 from asynckubelet.runtime.images import (
     auths_from_secrets,
@@ -419,3 +419,103 @@ def test_names_parse_back_into_their_parts() -> None:
     )
     assert naming.parse_name("k8s_app_web_team_u-1_4") is None
     assert naming.parse_name("something-else") is None
+
+
+def _service(name: str, ns: str, ip: str | None, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"ports": ports}
+    if ip is not None:
+        spec["clusterIP"] = ip
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+SERVICES = [
+    _service(
+        "fooservice",
+        "team",
+        "10.96.0.20",
+        [{"name": "http", "port": 8765, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}],
+    ),
+    _service("other-ns", "elsewhere", "10.96.0.30", [{"port": 80}]),
+    _service("headless", "team", "None", [{"port": 80}]),
+    _service("external", "team", None, [{"port": 80}]),
+    _service("kubernetes", "default", "10.96.0.1", [{"name": "https", "port": 443}]),
+]
+
+
+def test_service_variables_are_the_kubelets_for_the_pods_namespace() -> None:
+    """As the kubelet's envvars.FromServices: host, first port, named ports and Docker's
+    link variables, for Services of the pod's namespace with a cluster IP, plus the API
+    server's own Service; none for a headless or IP-less Service or another namespace."""
+    env = service_environment(SERVICES, namespace="team", enable_links=True)
+    assert env == {
+        "FOOSERVICE_SERVICE_HOST": "10.96.0.20",
+        "FOOSERVICE_SERVICE_PORT": "8765",
+        "FOOSERVICE_SERVICE_PORT_HTTP": "8765",
+        "FOOSERVICE_PORT": "tcp://10.96.0.20:8765",
+        "FOOSERVICE_PORT_8765_TCP": "tcp://10.96.0.20:8765",
+        "FOOSERVICE_PORT_8765_TCP_PROTO": "tcp",
+        "FOOSERVICE_PORT_8765_TCP_PORT": "8765",
+        "FOOSERVICE_PORT_8765_TCP_ADDR": "10.96.0.20",
+        "FOOSERVICE_PORT_53_UDP": "udp://10.96.0.20:53",
+        "FOOSERVICE_PORT_53_UDP_PROTO": "udp",
+        "FOOSERVICE_PORT_53_UDP_PORT": "53",
+        "FOOSERVICE_PORT_53_UDP_ADDR": "10.96.0.20",
+        "KUBERNETES_SERVICE_HOST": "10.96.0.1",
+        "KUBERNETES_SERVICE_PORT": "443",
+        "KUBERNETES_SERVICE_PORT_HTTPS": "443",
+        "KUBERNETES_PORT": "tcp://10.96.0.1:443",
+        "KUBERNETES_PORT_443_TCP": "tcp://10.96.0.1:443",
+        "KUBERNETES_PORT_443_TCP_PROTO": "tcp",
+        "KUBERNETES_PORT_443_TCP_PORT": "443",
+        "KUBERNETES_PORT_443_TCP_ADDR": "10.96.0.1",
+    }
+
+
+def test_service_links_off_leave_only_the_api_servers_service() -> None:
+    env = service_environment(SERVICES, namespace="team", enable_links=False)
+    assert sorted({k.split("_")[0] for k in env}) == ["KUBERNETES"]
+
+
+def test_dashes_become_underscores_and_ipv6_addresses_get_brackets() -> None:
+    env = service_environment(
+        [_service("my-db", "team", "fd00::10", [{"name": "pg-main", "port": 5432}])],
+        namespace="team",
+        enable_links=True,
+    )
+    assert env["MY_DB_SERVICE_HOST"] == "fd00::10"
+    assert env["MY_DB_SERVICE_PORT_PG_MAIN"] == "5432"
+    assert env["MY_DB_PORT"] == "tcp://[fd00::10]:5432"
+    assert env["MY_DB_PORT_5432_TCP_ADDR"] == "fd00::10"
+
+
+def test_service_variables_come_after_the_containers_own_and_never_replace_them() -> None:
+    """Read when the container is made; ``$(VAR)`` in a value and in the command sees
+    them; a variable the container defines wins over the Service's."""
+    reads: list[str] = []
+
+    def services() -> dict[str, str]:
+        reads.append("read")
+        return service_environment(SERVICES, namespace="team", enable_links=True)
+
+    env = _env(
+        {
+            "name": "c",
+            "env": [
+                {
+                    "name": "URL",
+                    "value": "http://$(FOOSERVICE_SERVICE_HOST):$(FOOSERVICE_SERVICE_PORT)",
+                },
+                {"name": "KUBERNETES_SERVICE_HOST", "value": "mine"},
+            ],
+            "command": ["echo", "$(FOOSERVICE_PORT)"],
+        },
+        PodContext(node_name="n1", service_env=services),
+    )
+    names = [name for name, _ in env.env]
+    values = dict(env.env)
+    assert names[:2] == ["URL", "KUBERNETES_SERVICE_HOST"]
+    assert values["URL"] == "http://10.96.0.20:8765"
+    assert values["KUBERNETES_SERVICE_HOST"] == "mine"
+    assert values["FOOSERVICE_PORT_8765_TCP"] == "tcp://10.96.0.20:8765"
+    assert env.command == ["echo", "tcp://10.96.0.20:8765"]
+    assert reads == ["read"]

@@ -30,9 +30,10 @@ from __future__ import annotations
 import builtins
 import copy
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -66,7 +67,7 @@ from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime.env import PodContext
+from asynckubelet.runtime.env import PodContext, service_environment
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 from asynckubelet.runtime.volumes import VolumeProvider
@@ -88,6 +89,11 @@ class _Entry:
     replacement: tuple[Pod, str, RunOptions] | None = None
 
 
+def _service_links(pod: Pod) -> bool:
+    """``spec.enableServiceLinks``: true unless set false (the API server's default)."""
+    return not (pod.spec is not None and pod.spec.enableServiceLinks is False)
+
+
 class Kubelet(PodReads):
     """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``."""
 
@@ -106,6 +112,9 @@ class Kubelet(PodReads):
         may refer to, whichever source brought it (kept across restarts when the store
         has a directory)."""
         self.objects.subscribe(self._objects_changed)
+        self.services: Callable[[], Iterable[Mapping[str, Any]]] = self._stored_services
+        """The Services whose variables pods get (bodies, every namespace): those stored on
+        the node; a cluster node reads the API server's instead."""
         state = self.config.state_dir
         if volumes is None and is_local_daemon(resolve_docker_url(self.config.docker_url)):
             # Volumes are directories on this machine: only a local engine can mount them.
@@ -444,6 +453,7 @@ class Kubelet(PodReads):
             configmaps=view.configmaps,
             binary_configmaps=view.binary_configmaps,
             secrets=view.secrets,
+            service_env=partial(self._service_env, ns, _service_links(pod)),
         )
         refs = (pod.spec.imagePullSecrets if pod.spec else None) or []
         options.pull_secrets[uid] = [
@@ -452,6 +462,12 @@ class Kubelet(PodReads):
             if ref.name is not None and ref.name in view.secrets
         ]
         return options
+
+    def _stored_services(self) -> list[Mapping[str, Any]]:
+        return [o.body for o in self.objects.list("Service")]
+
+    def _service_env(self, namespace: str, enable_links: bool) -> dict[str, str]:
+        return service_environment(self.services(), namespace=namespace, enable_links=enable_links)
 
     def _objects_changed(self, namespaces: frozenset[str]) -> None:
         """ConfigMaps or Secrets of these namespaces changed: their pods see the new ones

@@ -1,15 +1,18 @@
 """A container's environment and command line, as the kubelet builds them.
 
 ``envFrom`` sources come first, then ``env`` entries in order; each ``value`` is expanded
-against the variables defined before it; ``command`` and ``args`` are expanded against the
-final environment. A missing ConfigMap, Secret or key that is not optional is a
+against the variables defined before it and the Service variables; then come the Service
+variables the container does not define itself (``enableServiceLinks``, read when the
+container is made); ``command`` and ``args`` are expanded against the final environment.
+A missing ConfigMap, Secret or key that is not optional is a
 ``CreateContainerConfigError`` with the kubelet's message.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,70 @@ class PodContext:
     """The same ConfigMaps' ``binaryData``, decoded: volumes only, as in the kubelet."""
     secrets: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict, repr=False)
     """Secrets of the pod's namespace: name -> decoded data (never in a ``repr``)."""
+    service_env: Callable[[], Mapping[str, str]] | None = None
+    """The pod's Service variables (:func:`service_environment`) as they are when a
+    container is made; None: the node knows no Services."""
+
+
+MASTER_NAMESPACE = "default"
+MASTER_SERVICES = frozenset({"kubernetes"})
+"""The API server's own Service, whose variables every pod gets (the kubelet's
+``masterServices`` of ``masterServiceNamespace``), ``enableServiceLinks`` or not."""
+
+
+def service_environment(
+    services: Iterable[Mapping[str, Any]], *, namespace: str, enable_links: bool
+) -> dict[str, str]:
+    """The kubelet's Service variables for a pod of ``namespace`` (its
+    ``getServiceEnvVarMap``): the API server's own Service, and with ``enable_links`` every
+    Service of the pod's namespace that has a cluster IP, as ``NAME_SERVICE_HOST``,
+    ``NAME_SERVICE_PORT`` (the first port), ``NAME_SERVICE_PORT_<PORT NAME>`` and Docker's
+    link variables (``NAME_PORT``, ``NAME_PORT_<port>_<PROTO>`` and its ``_PROTO``,
+    ``_PORT``, ``_ADDR``). ``services`` are Service bodies of every namespace."""
+    chosen: dict[str, Mapping[str, Any]] = {}
+    for body in services:
+        meta, spec = body.get("metadata") or {}, body.get("spec") or {}
+        name, ns = str(meta.get("name") or ""), str(meta.get("namespace") or "default")
+        if not _has_cluster_ip(spec) or not spec.get("ports"):
+            continue
+        if ns == MASTER_NAMESPACE and name in MASTER_SERVICES:
+            chosen.setdefault(name, spec)
+        elif ns == namespace and enable_links:
+            chosen[name] = spec
+    env: dict[str, str] = {}
+    for name, spec in sorted(chosen.items()):
+        env.update(_service_variables(name, spec))
+    return env
+
+
+def _has_cluster_ip(spec: Mapping[str, Any]) -> bool:
+    ip = spec.get("clusterIP")
+    return bool(ip) and ip != "None"
+
+
+def _variable_name(name: str) -> str:
+    return name.replace("-", "_").upper()
+
+
+def _service_variables(name: str, spec: Mapping[str, Any]) -> dict[str, str]:
+    prefix, ip = _variable_name(name), str(spec["clusterIP"])
+    ports = list(spec["ports"])
+    env = {f"{prefix}_SERVICE_HOST": ip, f"{prefix}_SERVICE_PORT": str(ports[0].get("port"))}
+    for port in ports:
+        if port.get("name"):
+            env[f"{prefix}_SERVICE_PORT_{_variable_name(str(port['name']))}"] = str(port["port"])
+    host = f"[{ip}]" if ":" in ip else ip
+    for i, port in enumerate(ports):
+        proto = str(port.get("protocol") or "TCP")
+        url = f"{proto.lower()}://{host}:{port.get('port')}"
+        if i == 0:
+            env[f"{prefix}_PORT"] = url
+        each = f"{prefix}_PORT_{port.get('port')}_{proto.upper()}"
+        env[each] = url
+        env[f"{each}_PROTO"] = proto.lower()
+        env[f"{each}_PORT"] = str(port.get("port"))
+        env[f"{each}_ADDR"] = ip
+    return env
 
 
 @dataclass(frozen=True)
@@ -89,6 +156,8 @@ def make_environment(pod: Any, container: Any, ctx: PodContext) -> Environment: 
     ns = pod.metadata.namespace or "default"
     env: dict[str, str] = {}
     skipped: list[str] = []
+    services = dict(ctx.service_env()) if ctx.service_env is not None else {}
+    known = ChainMap(env, services)
     for source in container.envFrom or []:
         prefix = source.prefix or ""
         store: Mapping[str, Mapping[str, str | bytes]]
@@ -111,7 +180,7 @@ def make_environment(pod: Any, container: Any, ctx: PodContext) -> Environment: 
             env[name] = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
     for var in container.env or []:
         if var.valueFrom is None:
-            env[var.name] = expand(var.value or "", env)
+            env[var.name] = expand(var.value or "", known)
             continue
         source = var.valueFrom
         value: str | None
@@ -127,6 +196,8 @@ def make_environment(pod: Any, container: Any, ctx: PodContext) -> Environment: 
             value = None
         if value is not None:
             env[var.name] = value
+    for name, value in services.items():
+        env.setdefault(name, value)
     command = [expand(c, env) for c in container.command] if container.command else None
     args = [expand(a, env) for a in container.args] if container.args else None
     return Environment(env=tuple(env.items()), command=command, args=args, skipped=tuple(skipped))
