@@ -191,6 +191,36 @@ def test_a_pod_applied_without_a_node_is_scheduled_here_and_runs_with_its_ip(
     assert {("Created", "kubelet"), ("Started", "kubelet")} <= reasons
 
 
+FOOSERVICE = """
+apiVersion: v1
+kind: Service
+metadata: {name: fooservice}
+spec:
+  selector: {app: none-here}
+  ports: [{name: http, port: 8765, targetPort: 8080}]
+"""
+
+
+def test_a_pod_gets_the_service_variables_of_its_namespace_and_the_api_servers(
+    cluster: Cluster, agent: Agent, namespace: str, test_images: dict[str, str]
+) -> None:
+    """From the Services the node watches on the API server, as the kubelet's informer."""
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=FOOSERVICE)
+    cluster.kubectl(
+        "apply", "-n", namespace, "-f", "-",
+        input=pod_yaml("env", test_images["busybox"], command="env; " + SLEEPER),
+    )  # fmt: skip
+    wait_phase(cluster, namespace, "env", "Running")
+    logs = cluster.kubectl("logs", "-n", namespace, "env").stdout
+    env = dict(line.split("=", 1) for line in logs.splitlines() if "=" in line)
+    foo = cluster.json("get", "service", "fooservice", "-n", namespace)["spec"]["clusterIP"]
+    api = cluster.json("get", "service", "kubernetes", "-n", "default")["spec"]["clusterIP"]
+    assert env["FOOSERVICE_SERVICE_HOST"] == foo
+    assert env["FOOSERVICE_SERVICE_PORT_HTTP"] == "8765"
+    assert env["FOOSERVICE_PORT_8765_TCP"] == f"tcp://{foo}:8765"
+    assert env["KUBERNETES_SERVICE_HOST"] == api
+
+
 def test_kubectl_delete_runs_the_prestop_hook_and_ends_within_the_grace_period(
     cluster: Cluster, agents: Callable[..., Agent], namespace: str, test_images: dict[str, str]
 ) -> None:

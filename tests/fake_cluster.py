@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import anyio
 from lightkube.models.coordination_v1 import Lease
-from lightkube.models.core_v1 import Event, Node, Pod
+from lightkube.models.core_v1 import Event, Node, Pod, Service
 from lightkube.models.meta_v1 import ObjectMeta
 
 from asynckubelet import errors
@@ -46,6 +46,7 @@ class FakeCluster:
     nodes: dict[str, Node] = field(default_factory=dict)
     leases: dict[str, Lease] = field(default_factory=dict)
     pods: dict[str, Pod] = field(default_factory=dict)
+    services: list[Service] = field(default_factory=list)
     list_items: list[Pod] | None = None
     list_errors: list[Exception] = field(default_factory=list)
     watch_steps: list[WatchStep] = field(default_factory=list)
@@ -154,6 +155,15 @@ class FakeCluster:
             yield event
         if step.error is not None:
             raise step.error
+
+    async def list_services(self) -> Listed:
+        self.calls.append(("list_services", None))
+        return Listed(items=tuple(copy.deepcopy(self.services)), resource_version=str(self.version))
+
+    async def watch_services(self, *, resource_version: str) -> AsyncIterator[WatchEvent]:
+        self.calls.append(("watch_services", resource_version))
+        await anyio.sleep_forever()
+        yield ("ADDED", None)  # pragma: no cover
 
     async def get_pod(self, namespace: str, name: str) -> Pod | None:
         return None

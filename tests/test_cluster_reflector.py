@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import anyio
 import pytest
@@ -10,7 +11,7 @@ from fake_cluster import FakeCluster, WatchStep, pod
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
-from asynckubelet.cluster.reflector import PodReflector
+from asynckubelet.cluster.reflector import PodReflector, ServiceReflector
 from asynckubelet.cluster.retry import Reconnect
 
 pytestmark = pytest.mark.anyio
@@ -131,3 +132,30 @@ async def test_an_event_seen_twice_changes_nothing() -> None:
     recorder = Recorder()
     await run_until_watch_idle(api, make(api, recorder))
     assert recorder.changes == [{"uid-a"}]
+
+
+def _svc(name: str, uid: str, ip: str, rv: str = "1") -> Any:
+    from lightkube.models.core_v1 import Service
+
+    return Service.from_dict(
+        {
+            "metadata": {"name": name, "namespace": "team", "uid": uid, "resourceVersion": rv},
+            "spec": {"clusterIP": ip, "ports": [{"port": 80}]},
+        }
+    )
+
+
+async def test_services_are_refused_until_listed_then_follow_the_watch() -> None:
+    """Pods' Service variables come from every Service of the cluster: before the first list
+    the kubelet's error (no environment is guessed), then the list, then each event."""
+    api = FakeCluster(version=20)
+    api.services = [_svc("web", "uid-web", "10.96.0.10")]
+    services = ServiceReflector(api, reconnect=Reconnect(sleep=Sleeps()))
+    with pytest.raises(errors.ContainerConfigError, match="services have not yet been read"):
+        services.bodies()
+    await services.list_once()
+    assert [b["spec"]["clusterIP"] for b in services.bodies()] == ["10.96.0.10"]
+    services.on_change(services.items, services.apply("ADDED", _svc("db", "uid-db", "10.96.0.11")))
+    services.on_change(services.items, services.apply("DELETED", _svc("web", "uid-web", "")))
+    assert [b["metadata"]["name"] for b in services.bodies()] == ["db"]
+    assert ("list_services", None) in api.calls

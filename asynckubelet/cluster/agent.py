@@ -57,7 +57,7 @@ from asynckubelet.cluster.lease import LEASE_DURATION, LeaseKeeper
 from asynckubelet.cluster.mirror import MirrorPods
 from asynckubelet.cluster.nodestatus import NodeFacts, Readiness, Thresholds
 from asynckubelet.cluster.objects import ObjectCache
-from asynckubelet.cluster.reflector import PodReflector
+from asynckubelet.cluster.reflector import PodReflector, ServiceReflector
 from asynckubelet.cluster.registration import NodeRegistrar
 from asynckubelet.cluster.reporter import PodStatusReporter
 from asynckubelet.cluster.source import SOURCE_READY, ApiPodSource
@@ -411,6 +411,7 @@ class _PodSide:
     source: ApiPodSource
     reflector: PodReflector
     mirrors: MirrorPods
+    services: ServiceReflector
 
 
 def _pod_side(
@@ -456,13 +457,20 @@ def _pod_side(
         mirrors.poke()
 
     reflector.on_change = on_change
-    return _PodSide(reporter=reporter, source=source, reflector=reflector, mirrors=mirrors)
+    services = ServiceReflector(api)
+    kubelet.services = services.bodies
+    return _PodSide(
+        reporter=reporter, source=source, reflector=reflector, mirrors=mirrors, services=services
+    )
 
 
 async def _start_pod_side(pods: anyio.abc.TaskGroup, side: _PodSide) -> None:
-    """Objects and the status reporter first, then the pod source, which waits for the
-    watch's first list; mirror pods once the source has synced."""
+    """Objects, Services and the status reporter first, then the pod source, which waits
+    for the watch's first list; mirror pods once the source has synced. The Services'
+    first list is not waited for, as the kubelet does not wait for its informer's: until
+    it is in, a container about to be made waits with ``CreateContainerConfigError``."""
     await pods.start(side.source.objects.run, name="cluster objects")
+    pods.start_soon(side.services.run, name="service watch")
     await pods.start(side.reporter.run, name="pod status reporter")
     first_list = anyio.Event()
     await pods.start(

@@ -82,6 +82,12 @@ class ClusterAPI(Protocol):
         """Changes of the pods bound to ``node`` after ``resource_version``; a version too
         old is a ``ClusterAPIError`` with ``gone`` (410), after which one lists again."""
 
+    async def list_services(self) -> Listed:
+        """Every Service, in all namespaces (their variables go into pods' environments)."""
+
+    def watch_services(self, *, resource_version: str) -> AsyncIterator[WatchEvent]:
+        """Changes of the Services after ``resource_version`` (410: list again)."""
+
     async def get_pod(self, namespace: str, name: str) -> Pod | None: ...
 
     async def create_pod(self, pod: Pod) -> Pod: ...

@@ -318,6 +318,14 @@ class KubeClient:
             resource_version=resource_version,
         )
 
+    async def list_services(self) -> Listed:
+        return await self._list("list services", core_v1.Service, namespace="*")
+
+    def watch_services(self, *, resource_version: str) -> AsyncIterator[WatchEvent]:
+        return self._watch(
+            "watch services", core_v1.Service, namespace="*", resource_version=resource_version
+        )
+
     async def get_pod(self, namespace: str, name: str) -> Pod | None:
         call = self._client.get(core_v1.Pod, name, namespace=namespace)
         return await self._maybe(f"get pod {namespace}/{name}", call)
