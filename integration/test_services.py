@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -400,6 +401,106 @@ def test_a_selector_matching_nothing_leaves_no_endpoints_and_describe_says_so(
     assert described.returncode == 0, described.stderr
     assert "Endpoints:                <none>" in described.stdout.splitlines()
     assert node.ready_endpoints("lonely") == []
+
+
+UDP_SERVICE = """
+apiVersion: v1
+kind: Service
+metadata: {name: echo}
+spec:
+  selector: {app: echo}
+  ports: [{port: 5353, protocol: UDP}]
+"""
+UDP_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME, labels: {app: echo}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+    ports: [{containerPort: 5353, protocol: UDP}]
+"""
+UDP_ANSWER = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 5353))
+while True:
+    _, peer = s.recvfrom(64)
+    s.sendto(sys.argv[1].encode(), peer)
+"""
+UDP_ASK = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.3)
+while True:
+    s.sendto(b"?", (sys.argv[1], 5353))
+    try:
+        print(s.recvfrom(64)[0].decode(), flush=True)
+    except TimeoutError:
+        print("-", flush=True)
+    time.sleep(0.1)
+"""
+
+
+def in_pod_netns(node: ServiceNode, pod: str, script: str, *args: str) -> subprocess.Popen[str]:
+    """``script`` run by this Python in the network namespace of ``pod``'s sandbox."""
+    engine = node.d.engine.url
+    sandbox = subprocess.run(
+        ["docker", "-H", engine, "ps", "-q",
+         "--filter", f"label=io.kubernetes.pod.name={pod}",
+         "--filter", f"label=io.asynckubelet.node={node.d.node_name}",
+         "--filter", "label=io.asynckubelet.type=podsandbox"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()[0]  # fmt: skip
+    pid = subprocess.run(
+        ["docker", "-H", engine, "inspect", "-f", "{{.State.Pid}}", sandbox],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    argv = ["nsenter", f"--net=/proc/{pid}/ns/net", sys.executable, "-c", script, *args]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+
+
+def test_a_udp_client_keeping_its_socket_moves_to_the_endpoint_left_when_its_own_goes(
+    node: ServiceNode,
+) -> None:
+    """The kernel tracks a UDP client's datagrams as one flow pinned to its first endpoint;
+    deleting that pod clears the flow (as kube-proxy does), so the same socket reaches the
+    other pod instead of sending into the void for as long as it keeps sending."""
+    node.apply(
+        UDP_SERVICE, UDP_POD.replace("NAME", "echo-a"), UDP_POD.replace("NAME", "echo-b"), wait=True
+    )
+    node.until_ready_endpoints(2, name="echo")
+    spec = node.json("service", "echo")["spec"]
+    assert isinstance(spec, dict)
+    servers = [in_pod_netns(node, p, UDP_ANSWER, p) for p in ("echo-a", "echo-b")]
+    asker = in_pod_netns(node, "client", UDP_ASK, str(spec["clusterIP"]))
+    try:
+        assert asker.stdout is not None
+        first = ""
+        for _ in range(100):
+            first = asker.stdout.readline().strip()
+            if first.startswith("echo-"):
+                break
+        assert first in ("echo-a", "echo-b")
+        other = "echo-b" if first == "echo-a" else "echo-a"
+        result = node.d.cli("delete", "pod", first, "--grace-period", "1")
+        assert result.returncode == 0, result.stderr
+        after: list[str] = []
+        while other not in after and len(after) < 150:
+            after.append(asker.stdout.readline().strip())
+    finally:
+        for proc in (asker, *servers):
+            proc.kill()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        node.d.cli("delete", "service", "echo")
+        node.d.cli("delete", "pod", "echo-a", "echo-b", "--grace-period", "1")
+    assert other in after, after[-20:]
+    assert after[after.index(other) :].count(first) == 0
 
 
 def test_pods_swapped_by_hand_leave_no_moment_without_a_ready_endpoint(node: ServiceNode) -> None:

@@ -18,6 +18,7 @@ from lightkube.models.core_v1 import Pod, Service
 from asynckubelet import errors
 from asynckubelet.localapi import create_local_app
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
+from asynckubelet.network.conntrack import StaleFlows
 from asynckubelet.network.firewall import ServiceRule
 from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
@@ -346,6 +347,17 @@ class RecordingFirewall:
                 await self._synced.wait()
 
 
+class RecordingFlows:
+    """A flow cleaner that keeps what it was asked to clear."""
+
+    def __init__(self) -> None:
+        self.cleared: list[StaleFlows] = []
+
+    async def clear(self, flows: Sequence[StaleFlows]) -> int:
+        self.cleared.extend(flows)
+        return len(flows)
+
+
 WEB = """\
 apiVersion: v1
 kind: Service
@@ -387,6 +399,7 @@ async def node(
             kubelet,
             ranges=RANGES,
             targets=[ProxyTarget(firewall, "br0")],  # type: ignore[arg-type]
+            flows=RecordingFlows(),
         )
         info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
         app = create_local_app(kubelet, info, services=controller)
@@ -429,6 +442,39 @@ async def test_rules_follow_the_pods_as_they_come_and_go(
     await kubelet.delete("default", "a")
     await until(lambda: ready_count() == 1, controller)
     await firewall.until_endpoints(1)
+
+
+@pytest.mark.anyio
+async def test_a_udp_endpoint_removed_has_its_flows_cleared_once_the_rules_are_in(
+    node: tuple[Client, Kubelet, ServiceController, RecordingFirewall],
+) -> None:
+    """Tracked UDP flows would keep sending to the removed pod: they are cleared after the
+    rules without it are programmed; a TCP Service's never are."""
+    client, kubelet, controller, firewall = node
+    dns = WEB.replace("name: web", "name: dns").replace("port: 80,", "port: 53, protocol: UDP,")
+    udp_pod = POD.replace("containerPort: 8080", "containerPort: 8080, protocol: UDP")
+    code, _ = await apply(client, dns, udp_pod.replace("NAME", "a"), udp_pod.replace("NAME", "b"))
+    assert code == 200
+    await firewall.until_endpoints(2)
+    flows = controller.flows
+    assert isinstance(flows, RecordingFlows)
+    found = controller.endpoints("default", "dns")
+    assert found is not None
+    gone = next(e.ip for e in found.ready if e.pod == "a")
+    before = len(flows.cleared)
+    await kubelet.delete("default", "a")
+    await firewall.until_endpoints(1)
+    with anyio.fail_after(10):
+        while not any(gone in f.removed for f in flows.cleared[before:]):
+            await controller.changed()
+    last = flows.cleared[-1]
+    assert (last.protocol, last.cluster_ip, last.port) == (
+        "UDP",
+        firewall.synced[-1][0].cluster_ip,
+        53,
+    )
+    assert gone not in {ip for ip, _ in last.serving}
+    assert len(last.serving) == 1
 
 
 @pytest.mark.anyio

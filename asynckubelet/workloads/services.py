@@ -18,7 +18,9 @@ firewall as one atomic set of rules (:func:`service_rules`): a pod that turns un
 the rotation at the next status change, a new ready pod joins it. A pod being stopped
 leaves the rules before its preStop hook or SIGTERM can end its serving: the controller is
 one of the node's stop hooks and returns once rules without the pod are in place; rules the
-packet filter refused are programmed again a second later, not at the next change.
+packet filter refused are programmed again a second later, not at the next change. Tracked
+UDP and SCTP flows left pointing at a removed endpoint (or refused while there was none)
+are then cleared, as kube-proxy clears them (:mod:`asynckubelet.network.conntrack`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests
 from asynckubelet.manifests.messages import invalid
 from asynckubelet.manifests.service import HEADLESS
+from asynckubelet.network.conntrack import FlowCleaner, NetlinkFlowCleaner, stale_flows
 from asynckubelet.network.firewall import Firewall, ServiceRule
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import Key, ObjectStore
@@ -514,7 +517,9 @@ class ServiceController:
 
     ``targets`` are where the rules go (none: endpoints are kept, no traffic is
     redirected, as on the ``docker`` network backend). ``load_balancer_ips`` are what a
-    LoadBalancer Service reports as its ingress (the node's addresses)."""
+    LoadBalancer Service reports as its ingress (the node's addresses). ``flows`` clears
+    the tracked UDP and SCTP flows that the endpoints' changes left stale (default: over
+    netlink, when there are targets)."""
 
     def __init__(
         self,
@@ -523,10 +528,12 @@ class ServiceController:
         ranges: ServiceRanges | None = None,
         targets: Sequence[ProxyTarget] = (),
         load_balancer_ips: Sequence[str] = ("127.0.0.1",),
+        flows: FlowCleaner | None = None,
     ) -> None:
         self.node = node
         self.ranges = ranges or ServiceRanges()
         self.targets = tuple(targets)
+        self.flows = flows if flows is not None or not targets else NetlinkFlowCleaner()
         self.load_balancer_ips = tuple(load_balancer_ips)
         self._endpoints: dict[tuple[str, str], ServiceEndpoints] = {}
         self._services_seen: builtins.list[Mapping[str, Any]] = []
@@ -701,6 +708,9 @@ class ServiceController:
                 return False
         n = sum(len(r.endpoints) for r in rules)
         logger.debug("Service rules: {} ports, {} ready endpoints", len(rules), n)
+        stale = stale_flows(self._rules, rules)
+        if stale and self.flows is not None:
+            await self.flows.clear(stale)
         self._rules = rules
         self._programmed = serving
         return True
