@@ -247,6 +247,35 @@ def test_without_a_daemon_get_configmaps_reads_the_objects_it_kept(state: Path) 
     assert "db" in out
 
 
+def test_without_a_daemon_get_services_reads_the_kept_ones_and_endpoints_say_why_not(
+    state: Path,
+) -> None:
+    kept = ObjectStore(directory=state / "objects")
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "type": "NodePort",
+            "clusterIP": "10.96.0.10",
+            "selector": {"app": "web"},
+            "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}],
+        },
+    }
+    kept.put_object(service, source="api")
+    code, out, err = invoke(state, "get", "svc")
+    assert (code, err) == (
+        0,
+        f"no node daemon for state dir {state}: reading the objects it kept\n",
+    )
+    header, row = out.splitlines()
+    assert header.split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    assert row.split()[:5] == ["web", "NodePort", "10.96.0.10", "<none>", "80:30080/TCP"]
+    code, _, err = invoke(state, "get", "endpoints")
+    assert code == 1
+    assert "endpoints follow the pods of a running node daemon" in err
+
+
 def test_a_daemons_stale_socket_means_no_daemon(state: Path) -> None:
     import socket
 

@@ -108,16 +108,18 @@ def _get_without_daemon(
     if plural == "pods":
         _pods_without_daemon(name, where=where, output=output, node=node, headers=headers)
         return
-    if plural in ("services", "endpoints"):
-        raise fail(f"{plural} are kept by the node daemon; start `asynckubelet serve`")
+    if plural == "endpoints":
+        raise fail("endpoints follow the pods of a running node daemon; start `asynckubelet serve`")
     from asynckubelet.cli.fast import KINDS
     from asynckubelet.node.objects import OBJECTS_DIR, StoredObject, object_key, read_persisted
     from asynckubelet.printers import (
         CONFIGMAP_COLUMNS,
         SECRET_COLUMNS,
+        SERVICE_COLUMNS,
         WORKLOAD_COLUMNS,
         now_utc,
         object_row,
+        service_row,
         workload_row,
     )
     from asynckubelet.tables import table
@@ -142,6 +144,9 @@ def _get_without_daemon(
         if kind in WORKLOAD_COLUMNS:
             columns = WORKLOAD_COLUMNS[kind]
             rows = [(workload_row(o, now=now), {"namespace": o.namespace}) for o in found]
+        elif kind == "Service":
+            columns = SERVICE_COLUMNS
+            rows = [(service_row(o.body, now=now), {"namespace": o.namespace}) for o in found]
         else:
             columns = SECRET_COLUMNS if kind == "Secret" else CONFIGMAP_COLUMNS
             rows = [(object_row(o, now=now), {"namespace": o.namespace}) for o in found]
