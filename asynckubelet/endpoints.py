@@ -6,7 +6,8 @@ text) and ``/containerLogs/{namespace}/{pod}/{container}`` with the kubelet's qu
 parameters (``follow``, ``previous``, ``tailLines``, ``sinceSeconds``, ``timestamps``,
 ``limitBytes``), numeric ones checked as the API server checks ``PodLogOptions``: a bad
 value is a 400 naming it. The application holds the node under :data:`NODE_KEY`; who may
-ask is the server's business.
+ask is the server's business. :func:`serve_site` runs any of the three applications on its
+socket until cancelled.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 
+import anyio
 from aiohttp import web
 from loguru import logger
 
@@ -126,13 +129,41 @@ async def container_logs(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def serve_site(
+    app: web.Application,
+    site: Callable[[web.AppRunner], web.BaseSite],
+    started: Callable[[web.BaseSite], None],
+) -> None:
+    """Serve ``app`` on the site ``site`` makes of its runner until cancelled, calling
+    ``started`` once it listens; requests are cancelled with their client, and at the end
+    those in flight get two seconds."""
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=2.0)
+    await runner.setup()
+    try:
+        listening = site(runner)
+        await listening.start()
+        started(listening)
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await runner.cleanup()
+
+
+def bound_port(site: web.BaseSite, asked: int) -> int:
+    """The TCP port ``site`` listens on (``asked`` unless that was 0)."""
+    sockets = getattr(site._server, "sockets", None) or []
+    return int(sockets[0].getsockname()[1]) if sockets else asked
+
+
 __all__ = [
     "INT64_MAX",
     "NODE_KEY",
+    "bound_port",
     "container_logs",
     "flag_param",
     "healthz",
     "int_param",
     "metrics",
     "pods",
+    "serve_site",
 ]

@@ -37,7 +37,7 @@ from lightkube.models.core_v1 import Namespace, Pod
 from loguru import logger
 
 from asynckubelet import errors, hostfs, printers, resources, tables
-from asynckubelet.endpoints import NODE_KEY, healthz, metrics
+from asynckubelet.endpoints import NODE_KEY, healthz, metrics, serve_site
 from asynckubelet.endpoints import flag_param as _flag
 from asynckubelet.endpoints import int_param as _int_param
 from asynckubelet.errors import FieldError
@@ -772,27 +772,21 @@ async def serve_local(
     """Serve the local API on the unix socket ``path`` (made 0600 before it is announced)
     until cancelled; reports the socket's inode when started. The caller removes a stale
     socket first (:func:`~asynckubelet.node.daemon.claim_socket`)."""
-    runner = web.AppRunner(
-        create_local_app(node, info, services=services),
-        access_log=None,
-        handler_cancellation=True,
-        shutdown_timeout=2.0,
-    )
-    await runner.setup()
     socket_file = Path(path)
-    try:
+
+    def started(site: web.BaseSite) -> None:
         # A new socket is 0755 under the usual umask: nobody else may write to it (connect)
         # before it is made 0600.
-        site = web.UnixSite(runner, path)
-        await site.start()
         hostfs.chmod(socket_file.parent, socket_file.name, SOCKET_MODE)
         inode = os.lstat(path).st_ino
         logger.info("local API on {}", path)
         task_status.started(inode)
-        await anyio.sleep_forever()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await runner.cleanup()
+
+    await serve_site(
+        create_local_app(node, info, services=services),
+        lambda runner: web.UnixSite(runner, path),
+        started,
+    )
 
 
 __all__ = ["create_local_app", "serve_local", "status"]

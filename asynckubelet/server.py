@@ -29,10 +29,12 @@ from loguru import logger
 
 from asynckubelet.endpoints import (
     NODE_KEY,
+    bound_port,
     container_logs,
     healthz,
     metrics,
     pods,
+    serve_site,
 )
 from asynckubelet.node.kubelet import Kubelet
 
@@ -179,27 +181,17 @@ async def serve_http(
     ``allowed_hosts`` are names besides the listen address that clients may send as
     ``Host`` (a DNS name of the node, say)."""
     check_listen(host, allow_remote=allow_remote)
-    runner = web.AppRunner(
-        create_app(node, host=host, allowed_hosts=allowed_hosts),
-        access_log=None,
-        handler_cancellation=True,
-        shutdown_timeout=2.0,
-    )
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound = port
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            bound = int(sockets[0].getsockname()[1])
+
+    def started(site: web.BaseSite) -> None:
+        bound = bound_port(site, port)
         logger.info("serving on http://{}:{}", host, bound)
         task_status.started(bound)
-        await anyio.sleep_forever()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await runner.cleanup()
+
+    await serve_site(
+        create_app(node, host=host, allowed_hosts=allowed_hosts),
+        lambda runner: web.TCPSite(runner, host, port),
+        started,
+    )
 
 
 __all__ = [

@@ -580,20 +580,9 @@ async def serve_kubelet_api(
         if review is None:
             raise errors.KubeletServingError("--authorization-mode Webhook needs the API server")
         authorizer = WebhookAuthorizer(review)
-    runner = web.AppRunner(
-        create_app(node, node_name=node_name, authorizer=authorizer),
-        access_log=None,
-        handler_cancellation=True,
-        shutdown_timeout=2.0,
-    )
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, serving.address, serving.port, ssl_context=context)
-        await site.start()
-        bound = serving.port
-        sockets = getattr(site._server, "sockets", None) or []
-        if sockets:
-            bound = int(sockets[0].getsockname()[1])
+
+    def started(site: web.BaseSite) -> None:
+        bound = endpoints.bound_port(site, serving.port)
         logger.info(
             "kubelet API on https://{}:{} ({})",
             serving.address,
@@ -601,10 +590,12 @@ async def serve_kubelet_api(
             serving.authorization_mode,
         )
         task_status.started(bound)
-        await anyio.sleep_forever()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await runner.cleanup()
+
+    await endpoints.serve_site(
+        create_app(node, node_name=node_name, authorizer=authorizer),
+        lambda runner: web.TCPSite(runner, serving.address, serving.port, ssl_context=context),
+        started,
+    )
 
 
 __all__ = [
