@@ -194,17 +194,27 @@ async def test_the_bridge_keeps_its_mac_while_ports_come_and_go(
     assert len(set(seen)) == 1, seen
 
 
-async def test_a_bridge_made_before_gets_its_mac_pinned_at_start(
-    docker: DockerClient, node_name: str, tmp_path: Path
+@pytest.mark.parametrize("emptied", [False, True], ids=["with-its-own", "emptied"])
+async def test_a_bridge_made_before_gets_a_usable_mac_pinned_at_start(
+    docker: DockerClient, node_name: str, tmp_path: Path, emptied: bool
 ) -> None:
     """A bridge that was there before the agent (made by hand or by an older version, its
-    MAC left to the kernel) keeps one MAC once the agent has started on it."""
+    MAC left to the kernel) keeps one MAC once the agent has started on it; one whose last
+    port went has all zeros, which no pod could send to, and gets a MAC of its own."""
     bridge = bridge_name(node_name)
     made = make_network_plugin(
         "bridge", docker=docker, state_dir=tmp_path / "net", bridge=bridge, pod_cidr=free_cidr()
     )
     async with AsyncIPRoute() as ipr:
         await ipr.link("add", ifname=bridge, kind="bridge")
+        if emptied:
+            port = f"akm{node_name[-8:]}"
+            await ipr.link("add", ifname=port, kind="veth", peer=f"{port}p")
+            await ipr.link(
+                "set", ifname=port, master=(await ipr.link("get", ifname=bridge))[0]["index"]
+            )
+            await ipr.link("del", ifname=port)
+            assert await _bridge_mac(ipr, bridge) == "00:00:00:00:00:00"
     try:
         await made.start()
         seen = await _mac_across_a_low_port(bridge, f"akm{node_name[-8:]}")
@@ -212,6 +222,7 @@ async def test_a_bridge_made_before_gets_its_mac_pinned_at_start(
         assert isinstance(made, BridgePlugin)
         await made.remove_node_network()
     assert LOW_MAC not in seen
+    assert "00:00:00:00:00:00" not in seen
     assert len(set(seen)) == 1, seen
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import functools
+import hashlib
 import ipaddress
 import json
 import os
@@ -179,17 +180,30 @@ def _mac_pinned(bridge: str) -> bool:
         return False
 
 
+def bridge_mac(bridge: str) -> str:
+    """The MAC address a bridge gets when its own is unusable: locally administered,
+    unicast, the same for the same bridge name every time."""
+    digest = hashlib.sha256(f"asynckubelet bridge {bridge}".encode()).digest()
+    return ":".join(f"{b:02x}" for b in (0x02, *digest[:5]))
+
+
+def _usable_mac(mac: str | None) -> bool:
+    """A unicast address other than all zeros (a bridge whose last port went has zeros)."""
+    return bool(mac) and mac != "00:00:00:00:00:00" and not int(str(mac)[:2], 16) & 1
+
+
 async def _pin_mac(ipr: AsyncIPRoute, index: int, bridge: str) -> None:
-    """Set the bridge's MAC address to itself, as the CNI bridge plugin does. Left to the
-    kernel, a bridge takes the lowest MAC of its ports and changes it when that port goes:
-    every pod's neighbour entry for the gateway then names a MAC nobody answers to, and
-    the pods' DNS queries and Service traffic vanish until their ARP entries expire."""
-    if await anyio.to_thread.run_sync(_mac_pinned, bridge):
-        return
+    """Set the bridge's MAC address, as the CNI bridge plugin does (to itself, or to
+    :func:`bridge_mac` when it has none worth keeping). Left to the kernel, a bridge takes
+    the lowest MAC of its ports, changes it when that port goes and has all zeros once the
+    last one went: every pod's neighbour entry for the gateway then names a MAC nobody
+    answers to, and the pods' DNS queries and Service traffic vanish until their ARP
+    entries expire."""
     found = await ipr.link("get", index=index)
     mac = found[0].get("IFLA_ADDRESS") if found else None
-    if mac:
-        await ipr.link("set", index=index, address=mac)
+    if _usable_mac(mac) and await anyio.to_thread.run_sync(_mac_pinned, bridge):
+        return
+    await ipr.link("set", index=index, address=mac if _usable_mac(mac) else bridge_mac(bridge))
 
 
 def _iproute(**kwargs: Any) -> AsyncIPRoute:
@@ -372,7 +386,9 @@ class BridgePlugin:
                     )
                 if index is None:
                     try:
-                        await ipr.link("add", ifname=bridge, kind="bridge")
+                        await ipr.link(
+                            "add", ifname=bridge, kind="bridge", address=bridge_mac(bridge)
+                        )
                     except _netlink_error_type() as e:
                         if e.code != errno.EEXIST:
                             raise
