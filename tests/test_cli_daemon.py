@@ -319,6 +319,23 @@ def test_run_takes_the_daemons_node_and_network_unless_told_otherwise(
     assert sessions[1][0].config.node_name == "mine"
 
 
+def test_run_says_in_one_line_that_it_leaves_a_service_to_serve(
+    tmp_path: Path, state: Path, sessions: list[Any]
+) -> None:
+    service = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports: [{port: 80}]\n"
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec:\n"
+        "  containers: [{name: c, image: busybox:1.35}]\n"
+    )
+    path = write(tmp_path, "app.yaml", service + "---\n" + pod)
+    code, _, err = invoke(state, "run", path, "--state-dir", str(state))
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "service/web" in line]
+    assert len(said) == 1
+    assert "needs `asynckubelet serve`" in said[0]
+    assert len(sessions[0][1]) == 1
+
+
 def test_run_gives_its_pods_uids_of_their_own(
     tmp_path: Path, state: Path, node: Daemon, sessions: list[Any]
 ) -> None:

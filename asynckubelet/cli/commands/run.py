@@ -213,6 +213,12 @@ def _load(
     )
     for warning in manifests.warnings:
         warn(str(warning))
+    for service in manifests.services:
+        meta = service.metadata
+        warn(
+            f"service/{meta.name if meta else ''}: not run: `run` runs Pods and Jobs only; "
+            "a Service (its ClusterIP, DNS name and pods' variables) needs `asynckubelet serve`"
+        )
     if not manifests.pods and not (workloads and manifests.objects):
         raise fail("no Pod or Job found in the given manifests")
     for pod in manifests.pods:
