@@ -215,6 +215,27 @@ def test_describe_shows_the_daemons_node_and_the_pods_events(
     assert "Started container app" in out
 
 
+def test_get_of_several_types_shows_a_table_each_with_kind_prefixed_names(
+    tmp_path: Path, state: Path, node: Daemon
+) -> None:
+    """``get pods,cm`` as kubectl shows it; a type it does not know is named alone."""
+    pod = POD.replace("NS", "default")
+    invoke(state, "apply", "-f", write(tmp_path, "app.yaml", CONFIG + "---\n" + pod))
+    code, out, err = invoke(state, "get", "pods,cm")
+    assert code == 0, err
+    names = [line.split()[0] for line in out.splitlines() if line and not line.startswith("NAME")]
+    assert names == ["pod/web", "configmap/settings"]
+    assert invoke(state, "get", "pods,cm", "-o", "name")[1].split() == [
+        "pod/web",
+        "configmap/settings",
+    ]
+    code, _, err = invoke(state, "get", "pods,sevrices")
+    assert (code, err.strip()) == (1, 'error: the server doesn\'t have a resource type "sevrices"')
+    code, _, err = invoke(state, "get", "pods,cm", "web")
+    assert code == 1
+    assert "by name across several types" in err
+
+
 def test_without_a_daemon_get_says_so_in_one_line_and_reads_docker(
     state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -193,17 +193,27 @@ def show(client: Any, options: dict[str, Any]) -> None:
     print_items(items, plural, output=output, single=False)
 
 
-def _all_plurals() -> list[str]:
+def all_plurals() -> list[str]:
+    """What ``get all`` lists."""
     return [p for p in ALL if resources.by_plural(p) is not None]
 
 
-def show_all(client: Any, *, where: str | None, output: str | None, headers: bool = True) -> None:
-    """``get all``: a table per kind that has objects, names as ``kind.group/name``."""
+def show_all(
+    client: Any,
+    *,
+    where: str | None,
+    output: str | None,
+    headers: bool = True,
+    plurals: list[str] | None = None,
+) -> None:
+    """``get all`` (or ``get TYPE,TYPE...``: ``plurals``): a table per kind that has
+    objects, names as ``kind.group/name``."""
     from asynckubelet.tables import render
 
+    shown_plurals = plurals if plurals is not None else all_plurals()
     if output not in (None, "wide"):
         found: list[tuple[str, dict[str, Any]]] = []
-        for plural in _all_plurals():
+        for plural in shown_plurals:
             items = client.pods(where) if plural == "pods" else client.objects(plural, where)
             for item in items:
                 item.setdefault("apiVersion", _api_version(plural))
@@ -217,7 +227,7 @@ def show_all(client: Any, *, where: str | None, output: str | None, headers: boo
         print_items([item for _, item in found], "all", output=output, single=False)
         return
     blocks = []
-    for plural in _all_plurals():
+    for plural in shown_plurals:
         document = client.table(plural, where)
         if not document.get("rows"):
             continue

@@ -51,6 +51,17 @@ def get(
     every change of the pods."""
     from asynckubelet.cli import fast
 
+    if "," in kind:
+        _get_several(
+            kind,
+            name,
+            where=None if all_namespaces else namespace,
+            output=output,
+            watch=watch,
+            headers=not no_headers,
+            node=node,
+        )
+        return
     plural = RESOURCES.get(kind.split("/", 1)[0])
     if plural is None:
         raise fail(f'the server doesn\'t have a resource type "{kind}"')
@@ -91,6 +102,41 @@ def get(
     }
     with exit_on_signals():
         fast.show(client, options)
+
+
+def _get_several(
+    kinds: str,
+    name: str | None,
+    *,
+    where: str | None,
+    output: str | None,
+    watch: bool,
+    headers: bool,
+    node: NodeRef,
+) -> None:
+    """``get svc,ep``: a table per type as ``get all`` shows them (names as ``kind/name``)."""
+    from asynckubelet.cli import fast
+
+    plurals: list[str] = []
+    for part in kinds.split(","):
+        plural = RESOURCES.get(part)
+        if plural is None:
+            raise fail(f'the server doesn\'t have a resource type "{part}"')
+        for each in fast.all_plurals() if plural == "all" else [plural]:
+            if each not in plurals:
+                plurals.append(each)
+    if name is not None:
+        raise fail("a resource cannot be retrieved by name across several types")
+    if output not in fast.OUTPUTS:
+        raise fail(
+            f'unable to match a printer suitable for the output format "{output}", '
+            f"allowed formats are: {','.join(sorted(filter(None, fast.OUTPUTS)))}"
+        )
+    client = require_daemon(node, verb="get --watch" if watch else f"get {kinds}")
+    if watch:
+        raise fail("watching several types is not supported: only pods are watched")
+    with exit_on_signals():
+        fast.show_all(client, where=where, output=output, headers=headers, plurals=plurals)
 
 
 # -- no daemon -------------------------------------------------------------------------------
