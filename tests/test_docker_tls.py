@@ -179,3 +179,37 @@ def test_a_refused_connection_is_still_retried() -> None:
     mapped = map_error(cause, address=ADDRESS)
     mapped.__cause__ = cause
     assert is_transient(mapped)
+
+
+
+@pytest.mark.anyio
+async def test_with_no_engine_answering_the_client_names_the_socket_it_tries(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from asynckubelet.docker import engine
+
+    missing = tmp_path / "docker.sock"
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.setattr(engine, "DEFAULT_SOCKET", missing)
+    monkeypatch.setattr(engine, "OWN_ENGINE_SOCKET", tmp_path / "own.sock")
+    monkeypatch.setattr(engine, "default_socket", lambda: missing)
+    assert engine_endpoint(None).address == f"unix://{missing}"
+    async with DockerClient(url=None, retry_attempts=1) as docker:
+        assert docker.url == f"unix://{missing}"
+        with pytest.raises(errors.RuntimeUnavailable, match=str(missing)):
+            await docker.info()
+
+
+def test_the_default_socket_is_the_first_place_that_holds_a_socket(tmp_path: Path) -> None:
+    import socket
+
+    from asynckubelet.docker import engine
+
+    usual, other = tmp_path / "usual.sock", tmp_path / "other.sock"
+    assert engine.default_socket([usual, other]) == usual
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(other))
+        assert engine.default_socket([usual, other]) == other
+        with socket.socket(socket.AF_UNIX) as t:
+            t.bind(str(usual))
+            assert engine.default_socket([usual, other]) == usual

@@ -25,7 +25,7 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +80,21 @@ def resolve_docker_url(url: str | None = None) -> str | None:
     if socket_answers(OWN_ENGINE_SOCKET):
         return f"unix://{OWN_ENGINE_SOCKET}"
     return None
+
+
+def default_socket(candidates: Sequence[Path] | None = None) -> Path:
+    """The socket to use when no engine answers: the first of ``candidates`` (Docker's usual
+    socket, then the other places Docker puts it) that holds a socket, else the first."""
+    paths = candidates or (
+        DEFAULT_SOCKET,
+        Path("/run/docker.sock"),
+        Path.home() / ".docker/run/docker.sock",
+    )
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path.is_socket():
+                return path
+    return paths[0]
 
 
 def is_local_daemon(url: str | None) -> bool:
@@ -171,8 +186,8 @@ class Endpoint:
 def engine_endpoint(url: str | None = None, *, tls: EngineTLS | None = None) -> Endpoint:
     """The endpoint for ``url`` (else ``DOCKER_HOST``, the default socket, our own engine)
     with ``tls`` (else the environment's settings, which apply to ``tcp://`` only)."""
-    address = resolve_docker_url(url)
-    if address is None or not address.startswith(("tcp://", "http://", "https://")):
+    address = resolve_docker_url(url) or f"unix://{default_socket()}"
+    if not address.startswith(("tcp://", "http://", "https://")):
         return Endpoint(address=address, url=address, tls=None)
     settings = tls if tls is not None else tls_from_environment()
     rest = address.split("://", 1)[1]
