@@ -203,6 +203,42 @@ def test_delete_of_a_missing_object_is_not_found_and_exit_1(state: Path, node: D
     assert err == 'Error from server (NotFound): configmaps "absent" not found\n'
 
 
+def test_delete_ignore_not_found_treats_a_missing_object_as_deleted(
+    tmp_path: Path, state: Path, node: Daemon
+) -> None:
+    path = write(tmp_path, "cm.yaml", CONFIG)
+    invoke(state, "apply", "-f", path)
+    code, out, err = invoke(state, "delete", "configmap", "absent", "--ignore-not-found")
+    assert (code, out, err) == (0, "", "")
+    code, out, err = invoke(state, "delete", "-f", path, "--ignore-not-found")
+    assert (code, out, err) == (0, 'configmap "settings" deleted\n', "")
+    code, out, err = invoke(state, "delete", "-f", path, "--ignore-not-found")
+    assert (code, out, err) == (0, "", "")
+
+
+def test_delete_now_stops_pods_with_a_one_second_grace_period(
+    tmp_path: Path, state: Path, node: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asynckubelet.client import NodeClient
+
+    asked: list[float | None] = []
+    real = NodeClient.delete
+
+    def delete(self: NodeClient, objects: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("grace_period"))
+        return real(self, objects, **kwargs)
+
+    monkeypatch.setattr(NodeClient, "delete", delete)
+    invoke(state, "apply", "-f", write(tmp_path, "web.yaml", POD.replace("NS", "default")))
+    running(node, "web")
+    code, out, err = invoke(state, "delete", "pod", "web", "--now")
+    assert (code, out, err) == (0, 'pod "web" deleted\n', "")
+    assert asked == [1]
+    code, _, err = invoke(state, "delete", "pod", "web", "--now", "--grace-period", "3")
+    assert code == 2
+    assert "--now and --grace-period cannot both be given" in err
+
+
 def test_describe_shows_the_daemons_node_and_the_pods_events(
     tmp_path: Path, state: Path, node: Daemon
 ) -> None:

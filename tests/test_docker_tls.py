@@ -181,7 +181,6 @@ def test_a_refused_connection_is_still_retried() -> None:
     assert is_transient(mapped)
 
 
-
 @pytest.mark.anyio
 async def test_with_no_engine_answering_the_client_names_the_socket_it_tries(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path

@@ -21,7 +21,9 @@ from asynckubelet.cli.options import (
     DeleteFilenamesOpt,
     DeleteGracePeriodOpt,
     DeleteKindArg,
+    DeleteNowOpt,
     DeleteTimeoutOpt,
+    IgnoreNotFoundOpt,
     LogOptions,
     NamespaceOpt,
     NodeRef,
@@ -48,6 +50,8 @@ def delete(
     recursive: RecursiveOpt = False,
     namespace: NamespaceOpt = "default",
     grace_period: DeleteGracePeriodOpt = None,
+    now: DeleteNowOpt = False,
+    ignore_not_found: IgnoreNotFoundOpt = False,
     timeout: DeleteTimeoutOpt = 120,
     node: NodeRef,
     log: LogOptions,
@@ -56,12 +60,22 @@ def delete(
     `delete -f FILE...` (every object the files or folders hold; -R: their sub-folders
     too); pods gracefully, waiting until they are gone (exit 1 naming those still there
     after --timeout)."""
+    if now:
+        if grace_period is not None:
+            raise UsageError("--now and --grace-period cannot both be given")
+        grace_period = 1
     targets = _targets(kind, name, files, namespace=namespace, recursive=recursive)
     client = daemon_client(node, doing="deleting on Docker directly")
     if client is not None:
-        _delete_through(client, targets, grace_period=grace_period, timeout=timeout)
-        return
-    _delete_without_daemon(targets, node=node, grace_period=grace_period, timeout=timeout)
+        missing = _delete_through(client, targets, grace_period=grace_period, timeout=timeout)
+    else:
+        missing = _delete_without_daemon(
+            targets, node=node, grace_period=grace_period, timeout=timeout
+        )
+    for kind_name, object_name in missing if not ignore_not_found else ():
+        err.print(f'Error from server (NotFound): {kind_name} "{escape(object_name)}" not found')
+    if missing and not ignore_not_found:
+        raise typer.Exit(1)
 
 
 def _targets(
@@ -95,14 +109,15 @@ def _targets(
 
 def _delete_through(
     client: NodeClient, targets: list[ObjectRef], *, grace_period: float | None, timeout: float
-) -> None:
+) -> list[tuple[str, str]]:
+    """Delete ``targets`` through the daemon; the (plural, name) of those not found."""
     results = client.delete(
         [{"kind": t.kind, "namespace": t.namespace, "name": t.name} for t in targets],
         grace_period=grace_period,
         timeout=timeout,
     )
     still: list[str] = []
-    missing = False
+    missing: list[tuple[str, str]] = []
     for result in results:
         kind, name = result.get("kind", ""), result.get("name", "")
         if result.get("status") == "deleted":
@@ -110,14 +125,11 @@ def _delete_through(
         elif result.get("status") == "timeout":
             still.append(f"{result.get('namespace')}/{name}")
         else:
-            missing = True
-            plural = _qualified(kind, plural=True)
-            err.print(f'Error from server (NotFound): {plural} "{escape(name)}" not found')
+            missing.append((_qualified(kind, plural=True), name))
     if still:
         wait = f"timed out after {timeout:g}s waiting for the pods to be gone"
         raise fail(f"{wait}; still present: {', '.join(sorted(still))}")
-    if missing:
-        raise typer.Exit(1)
+    return missing
 
 
 def _qualified(kind: str, *, plural: bool = False) -> str:
@@ -133,9 +145,10 @@ def _qualified(kind: str, *, plural: bool = False) -> str:
 
 def _delete_without_daemon(
     targets: list[ObjectRef], *, node: NodeRef, grace_period: float | None, timeout: float
-) -> None:
+) -> list[tuple[str, str]]:
     """Pods are stopped and removed on Docker; every object is also dropped from those the
-    daemon kept in the state dir, so the next ``serve`` does not bring it back."""
+    daemon kept in the state dir, so the next ``serve`` does not bring it back. Returns the
+    (plural, name) of the objects not found."""
     from asynckubelet.node.objects import OBJECTS_DIR, forget_persisted
 
     kept = node.state / OBJECTS_DIR
@@ -147,7 +160,7 @@ def _delete_without_daemon(
     }
     present, left = run_async(_delete_pods, pods, node, grace_period, timeout)
     present |= {(ns, name) for kind, ns, name in forgotten if kind == "Pod"}
-    missing = False
+    missing: list[tuple[str, str]] = []
     for target in targets:
         key = (target.namespace, target.name)
         if target.kind == "Pod":
@@ -157,15 +170,12 @@ def _delete_without_daemon(
         if gone:
             out.print(f'{escape(_qualified(target.kind))} "{escape(target.name)}" deleted')
         elif target.kind != "Pod" or key not in left:
-            missing = True
-            plural = _qualified(target.kind, plural=True)
-            err.print(f'Error from server (NotFound): {plural} "{escape(target.name)}" not found')
+            missing.append((_qualified(target.kind, plural=True), target.name))
     if left:
         still = ", ".join(f"{ns}/{pod_name}" for ns, pod_name in sorted(left))
         wait = f"timed out after {timeout:g}s waiting for the pods to be gone"
         raise fail(f"{wait}; still present: {still}")
-    if missing:
-        raise typer.Exit(1)
+    return missing
 
 
 async def _delete_pods(

@@ -269,6 +269,17 @@ WaitTimeoutOpt = Annotated[
 DeleteGracePeriodOpt = Annotated[
     float | None, typer.Option("--grace-period", metavar="SECONDS", help="Seconds before SIGKILL.")
 ]
+IgnoreNotFoundOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ignore-not-found",
+        help="Treat an object that is not there as deleted: no NotFound error, exit 0.",
+    ),
+]
+DeleteNowOpt = Annotated[
+    bool,
+    typer.Option("--now", help="Signal the pods to stop at once (--grace-period 1)."),
+]
 DeleteTimeoutOpt = Annotated[
     float,
     typer.Option(
