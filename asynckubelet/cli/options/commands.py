@@ -273,12 +273,13 @@ IgnoreNotFoundOpt = Annotated[
     bool,
     typer.Option(
         "--ignore-not-found",
+        metavar="",
         help="Treat an object that is not there as deleted: no NotFound error, exit 0.",
     ),
 ]
 DeleteNowOpt = Annotated[
     bool,
-    typer.Option("--now", help="Signal the pods to stop at once (--grace-period 1)."),
+    typer.Option("--now", metavar="", help="Signal the pods to stop at once (--grace-period 1)."),
 ]
 DeleteTimeoutOpt = Annotated[
     float,
