@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from loguru import logger
 from pyroute2 import AsyncIPRoute
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.images import build as image_build
 from asynckubelet.network import PodNetworkRequest, PortMapping
-from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, _in_netns
+from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, _in_netns_here
 from asynckubelet.network.cni import CNIConfig, CNIPlugin
 from asynckubelet.runtime import naming
 
@@ -62,7 +63,7 @@ async def raw(netns: str, index: int) -> tuple[float, float]:
         await ipr.link("add", ifname=host, kind="veth", peer={"ifname": "eth0", "net_ns_fd": netns})
         veth = (await ipr.link_lookup(ifname=host))[0]
         await ipr.link("set", index=veth, master=bridge, state="up")
-    async with await _in_netns(netns) as ns:
+    async with await anyio.to_thread.run_sync(_in_netns_here, netns) as ns:
         eth0 = (await ns.link_lookup(ifname="eth0"))[0]
         await ns.addr("add", index=eth0, address="10.252.0.2", prefixlen=24)
         await ns.link("set", index=eth0, state="up")

@@ -15,9 +15,14 @@ the namespaces it makes, so it is turned back on for the pod's ``lo`` and ``eth0
 duplicate address detection off (the addresses come from our IPAM and are unique by
 construction, and DAD would keep them unusable for a second or more).
 
-All netlink work goes through pyroute2's ``AsyncIPRoute``. A socket inside the pod's
-namespace is opened in a worker thread that enters the namespace (``setns`` is per
-thread), so the event loop is never blocked and never changes namespace. pyroute2 is
+All netlink work goes through pyroute2's ``AsyncIPRoute``. A pod's plumbing and its
+unplugging run on an event loop of their own in a worker thread: the kernel carries out a
+netlink request inside ``sendmsg()``, under the RTNL lock that dockerd also takes for every
+container's network namespace, so while pods start in a burst one request can wait tens of
+milliseconds, which on the node's loop would hold every other task (status, probes, API
+answers) as long. A socket inside the pod's namespace is opened by that worker thread,
+which enters the namespace for the moment (``setns`` is per thread), so the node's loop is
+never blocked and never changes namespace. pyroute2 is
 imported when the backend first talks netlink, and only its rtnetlink modules: its package
 ``__init__`` (run only if something uses a name of the package itself, see
 :mod:`asynckubelet._imports`) loads every netlink family it has, twice the memory.
@@ -37,6 +42,7 @@ whose sandbox no longer runs.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import errno
 import functools
@@ -219,12 +225,33 @@ def _netlink_error_type() -> type[NetlinkError]:
     return found
 
 
-async def _in_netns(path: str) -> AsyncIPRoute:
+def _in_netns_here(path: str) -> AsyncIPRoute:
+    """An ``AsyncIPRoute`` inside the namespace at ``path``, its socket opened by this
+    thread (a worker thread: see :func:`_off_loop`)."""
     try:
-        sock = await anyio.to_thread.run_sync(_open_netns_socket, path)
+        sock = _open_netns_socket(path)
     except OSError as e:
         raise errors.NetworkError(f"cannot enter the sandbox network namespace {path}: {e}") from e
     return _iproute(use_socket=sock)
+
+
+async def _off_loop(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """``work()`` run to its end on an event loop of its own in a worker thread (netlink
+    requests that may wait for the RTNL lock; see the module's docstring). Cancelling the
+    caller waits for the work to end, so nothing is left half made."""
+    await anyio.to_thread.run_sync(lambda: asyncio.run(work()))
+
+
+async def _delete_veth(name: str) -> None:
+    """Delete the veth ``name`` (its peer goes with it); nothing when it is not there."""
+    try:
+        async with _iproute() as ipr:
+            index = await _index(ipr, name)
+            if index is not None:
+                await ipr.link("del", index=index)
+    except _netlink_error_type() as e:
+        if e.code != errno.ENODEV:
+            raise _netlink_error(f"deleting veth {name}", e) from e
 
 
 async def _index(ipr: AsyncIPRoute, name: str) -> int | None:
@@ -586,7 +613,13 @@ class BridgePlugin:
         logger.bind(pod=record["pod"]).debug("network: {} on {}", ", ".join(ips), record["veth"])
         return PodNetwork(ips=ips)
 
-    async def _plug(self, request: PodNetworkRequest, allocations: list[Allocation]) -> None:  # noqa: C901  (mirrors the CNI bridge plugin's setupVeth and ConfigureIface)
+    async def _plug(self, request: PodNetworkRequest, allocations: list[Allocation]) -> None:
+        await _off_loop(functools.partial(self._plug_netlink, request, allocations))
+
+    async def _plug_netlink(  # noqa: C901  (mirrors the CNI bridge plugin's setupVeth and ConfigureIface)
+        self, request: PodNetworkRequest, allocations: list[Allocation]
+    ) -> None:
+        """The veth pair made and the pod's side configured; runs in a worker thread."""
         host = veth_name(request.sandbox_id)
         try:
             async with _iproute() as ipr:
@@ -611,13 +644,12 @@ class BridgePlugin:
                     await ipr.brport("set", index=index, mode=1)
             if len(allocations) > 1:
                 try:
-                    await anyio.to_thread.run_sync(_enable_ipv6_in, request.netns_path, "eth0")
+                    _enable_ipv6_in(request.netns_path, "eth0")
                 except OSError as e:
                     raise errors.NetworkError(
                         f"cannot turn IPv6 on in the sandbox namespace {request.netns_path}: {e}"
                     ) from e
-            inside = await _in_netns(request.netns_path)
-            async with inside as ns:
+            async with _in_netns_here(request.netns_path) as ns:
                 lo = await _index(ns, "lo")
                 if lo is not None:
                     await ns.link("set", index=lo, state="up")
@@ -654,14 +686,7 @@ class BridgePlugin:
                         for tables in families
                     ]
                 )
-            try:
-                async with _iproute() as ipr:
-                    index = await _index(ipr, veth_name(sandbox_id))
-                    if index is not None:
-                        await ipr.link("del", index=index)
-            except _netlink_error_type() as e:
-                if e.code != errno.ENODEV:
-                    raise _netlink_error(f"deleting veth {veth_name(sandbox_id)}", e) from e
+            await _off_loop(functools.partial(_delete_veth, veth_name(sandbox_id)))
             for pool in self._pools():
                 await pool.release(sandbox_id=sandbox_id)
             await anyio.to_thread.run_sync(self._drop_record, sandbox_id)
