@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from asynckubelet import errors
@@ -194,3 +195,43 @@ async def test_the_bridge_backend_refuses_a_sandbox_without_a_network_namespace(
     request = PodNetworkRequest(sandbox_id="f" * 64, pod_name="p", namespace="d", uid="u")
     with pytest.raises(errors.NetworkError, match="needs the network namespace of sandbox ffff"):
         await plugin.setup_pod(request)
+
+
+@pytest.mark.anyio
+async def test_off_loop_work_runs_in_another_thread_while_the_loop_goes_on() -> None:
+    import threading
+    import time
+
+    from asynckubelet.network import off_loop
+
+    loop_thread = threading.get_ident()
+    ticks: list[float] = []
+
+    async def blocking_work() -> int:
+        # A netlink request waiting for the RTNL lock blocks its thread like this.
+        time.sleep(0.3)  # noqa: ASYNC251  (the blocking the test is about)
+        return threading.get_ident()
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await anyio.sleep(0.01)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        worker_thread = await off_loop(blocking_work)
+        tg.cancel_scope.cancel()
+    assert worker_thread != loop_thread
+    # Held by the work, the loop would have ticked once; going on, about 30 times.
+    assert len(ticks) >= 3
+
+
+@pytest.mark.anyio
+async def test_off_loop_passes_the_work_s_error_on() -> None:
+    from asynckubelet.network import off_loop
+
+    async def failing() -> None:
+        raise errors.NetworkError("veth vanished")
+
+    with pytest.raises(errors.NetworkError, match="veth vanished"):
+        await off_loop(failing)

@@ -7,10 +7,13 @@ sandbox process may be gone) and report whether the node's network is ready at a
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import anyio.to_thread
 
 from asynckubelet import errors
 from asynckubelet.docker.types import HostConfig
@@ -152,6 +155,20 @@ class LoopbackPlugin:
         return True, ""
 
 
+_T = TypeVar("_T")
+
+
+async def off_loop(work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """``work()`` run to its end on an event loop of its own in a worker thread, for netlink
+    work: the kernel carries out a netlink request inside ``sendmsg()``, waiting for the
+    RTNL lock that dockerd also takes for every container's network namespace, and
+    pyroute2 decodes the answers in Python, so on the node's loop a pod's plumbing or a
+    dump of tracked flows would hold every other task (status, probes, API answers) for
+    tens of milliseconds while pods start in a burst. Cancelling the caller waits for the
+    work to end, so nothing is left half made."""
+    return await anyio.to_thread.run_sync(lambda: asyncio.run(work()))
+
+
 __all__ = [
     "IPS_ANNOTATION",
     "LoopbackPlugin",
@@ -161,5 +178,6 @@ __all__ = [
     "PodNetworkRequest",
     "PortMapping",
     "SandboxExtra",
+    "off_loop",
     "requested_ips",
 ]

@@ -42,7 +42,6 @@ whose sandbox no longer runs.
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import errno
 import functools
@@ -63,7 +62,13 @@ import anyio.to_thread
 from loguru import logger
 
 from asynckubelet import errors
-from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
+from asynckubelet.network import (
+    PodNetwork,
+    PodNetworkRequest,
+    PortMapping,
+    SandboxExtra,
+    off_loop,
+)
 from asynckubelet.network.firewall import DNAT, Firewall
 from asynckubelet.network.ipam import Allocation, FileIPAM
 from asynckubelet.network.iptables import IPTables
@@ -227,19 +232,12 @@ def _netlink_error_type() -> type[NetlinkError]:
 
 def _in_netns_here(path: str) -> AsyncIPRoute:
     """An ``AsyncIPRoute`` inside the namespace at ``path``, its socket opened by this
-    thread (a worker thread: see :func:`_off_loop`)."""
+    thread (a worker thread: see :func:`~asynckubelet.network.off_loop`)."""
     try:
         sock = _open_netns_socket(path)
     except OSError as e:
         raise errors.NetworkError(f"cannot enter the sandbox network namespace {path}: {e}") from e
     return _iproute(use_socket=sock)
-
-
-async def _off_loop(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """``work()`` run to its end on an event loop of its own in a worker thread (netlink
-    requests that may wait for the RTNL lock; see the module's docstring). Cancelling the
-    caller waits for the work to end, so nothing is left half made."""
-    await anyio.to_thread.run_sync(lambda: asyncio.run(work()))
 
 
 async def _delete_veth(name: str) -> None:
@@ -614,7 +612,7 @@ class BridgePlugin:
         return PodNetwork(ips=ips)
 
     async def _plug(self, request: PodNetworkRequest, allocations: list[Allocation]) -> None:
-        await _off_loop(functools.partial(self._plug_netlink, request, allocations))
+        await off_loop(functools.partial(self._plug_netlink, request, allocations))
 
     async def _plug_netlink(  # noqa: C901  (mirrors the CNI bridge plugin's setupVeth and ConfigureIface)
         self, request: PodNetworkRequest, allocations: list[Allocation]
@@ -686,7 +684,7 @@ class BridgePlugin:
                         for tables in families
                     ]
                 )
-            await _off_loop(functools.partial(_delete_veth, veth_name(sandbox_id)))
+            await off_loop(functools.partial(_delete_veth, veth_name(sandbox_id)))
             for pool in self._pools():
                 await pool.release(sandbox_id=sandbox_id)
             await anyio.to_thread.run_sync(self._drop_record, sandbox_id)

@@ -16,6 +16,7 @@ datagram then picks a serving endpoint. Flows are read and deleted over netlink
 from __future__ import annotations
 
 import errno
+import functools
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,7 +86,8 @@ class FlowCleaner(Protocol):
 
 
 class NetlinkFlowCleaner:
-    """Reads and deletes tracked flows over netlink; a kernel that refuses (no
+    """Reads and deletes tracked flows over netlink, on a loop of its own in a worker
+    thread (:func:`~asynckubelet.network.off_loop`); a kernel that refuses (no
     ``nf_conntrack_netlink``, no ``CAP_NET_ADMIN``) is said once and then left alone."""
 
     def __init__(self) -> None:
@@ -94,27 +96,34 @@ class NetlinkFlowCleaner:
     async def clear(self, flows: Sequence[StaleFlows]) -> int:
         if not flows:
             return 0
+        from asynckubelet.network import off_loop
+
+        return await off_loop(functools.partial(self._clear, list(flows)))
+
+    async def _clear(self, flows: list[StaleFlows]) -> int:
+        """Delete the stale flows: per Service port, those to its ClusterIP; per protocol,
+        one dump of every tracked flow for those to a nodePort from a removed endpoint."""
         from pyroute2.conntrack import AsyncConntrack, NFCTAttrTuple
         from pyroute2.netlink.exceptions import NetlinkError
 
         deleted = 0
+        to_node_ports: dict[int, list[StaleFlows]] = {}
         try:
             async with AsyncConntrack() as ct:
                 for flow in flows:
                     proto = CLEARED_PROTOCOLS[flow.protocol]
+                    if flow.node_ports and flow.removed:
+                        to_node_ports.setdefault(proto, []).append(flow)
                     if flow.cluster_ip:
                         wanted = NFCTAttrTuple(proto=proto, daddr=flow.cluster_ip)
                         for entry in [e async for e in await ct.dump_entries(tuple_orig=wanted)]:
                             if entry.tuple_orig.dport == flow.port and _stale(entry, flow):
                                 deleted += await _delete(ct, entry)
-                    if flow.node_ports and flow.removed:
-                        wanted = NFCTAttrTuple(proto=proto)
-                        for entry in [e async for e in await ct.dump_entries(tuple_orig=wanted)]:
-                            if (
-                                entry.tuple_orig.dport in flow.node_ports
-                                and entry.tuple_reply.saddr in flow.removed
-                            ):
-                                deleted += await _delete(ct, entry)
+                for proto, group in to_node_ports.items():
+                    wanted = NFCTAttrTuple(proto=proto)
+                    for entry in [e async for e in await ct.dump_entries(tuple_orig=wanted)]:
+                        if any(_from_removed(entry, flow) for flow in group):
+                            deleted += await _delete(ct, entry)
         except (OSError, NetlinkError) as e:
             if not self._warned:
                 self._warned = True
@@ -123,6 +132,11 @@ class NetlinkFlowCleaner:
         if deleted:
             logger.debug("Service flows: {} stale UDP/SCTP flows cleared", deleted)
         return deleted
+
+
+def _from_removed(entry: Any, flow: StaleFlows) -> bool:
+    """A flow to one of the Service port's nodePorts answered by a removed endpoint."""
+    return entry.tuple_orig.dport in flow.node_ports and entry.tuple_reply.saddr in flow.removed
 
 
 def _stale(entry: Any, flow: StaleFlows) -> bool:
