@@ -101,15 +101,19 @@ def _list(kind: str, items: Iterable[Mapping[str, Any]]) -> web.Response:
 
 def bound_pod(pod: Pod, *, node_name: str) -> Pod:
     """The pod as the API server holds it on this node: bound (``spec.nodeName``) unless
-    scheduling gates hold it back."""
+    scheduling gates hold it back. ``pod`` is left as it is; what differs is a new object."""
     if pod.spec is not None and not pod.spec.nodeName and not is_scheduling_gated(pod):
-        pod.spec.nodeName = node_name
+        spec = copy.copy(pod.spec)
+        spec.nodeName = node_name
+        pod = copy.copy(pod)
+        pod.spec = spec
     return pod
 
 
 def served_pod(node: Kubelet, pod: Pod) -> Pod:
     """The pod as this node's API serves it: bound (:func:`bound_pod`), with the
-    ``creationTimestamp`` of the object stored for it (its first apply)."""
+    ``creationTimestamp`` of the object stored for it (its first apply). ``pod`` is left
+    as it is (it may be shared: :meth:`~asynckubelet.node.reads.PodReads.views`)."""
     pod = bound_pod(pod, node_name=node.node_name)
     meta = pod.metadata
     if meta is not None and meta.creationTimestamp is None:
@@ -118,7 +122,10 @@ def served_pod(node: Kubelet, pod: Pod) -> Pod:
         created = stored.created() if stored is not None else None
         if created is None and pod.status is not None:
             created = printers.created(pod)
-        meta.creationTimestamp = created
+        if created is not None:
+            pod = copy.copy(pod)
+            pod.metadata = copy.copy(meta)
+            pod.metadata.creationTimestamp = created
     return pod
 
 
@@ -127,7 +134,7 @@ def _pods(node: Kubelet, namespace: str | None) -> list[Pod]:
     server lists them."""
     pods = [
         served_pod(node, p)
-        for p in node.list()
+        for p in node.views()
         if namespace is None or ctr.pod_identity(p)[1] == namespace
     ]
     return sorted(pods, key=lambda p: (ctr.pod_identity(p)[1], ctr.pod_identity(p)[0]))

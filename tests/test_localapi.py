@@ -470,6 +470,22 @@ async def test_served_pods_carry_creation_time_last_state_and_are_sorted(
     assert [cs["lastState"] for cs in statuses] == [{}]
 
 
+async def test_serving_pods_leaves_the_node_s_shared_pods_as_they_were(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, plain("a"))
+    await node.wait("default", "a", "Running", timeout=10)
+    body = await (await client.get("/api/v1/pods")).json()
+    assert body["items"][0]["spec"]["nodeName"] == node.node_name
+    assert body["items"][0]["metadata"]["creationTimestamp"]
+    (shared,) = node.views()
+    assert shared.spec is not None
+    assert shared.metadata is not None
+    assert shared.spec.nodeName is None
+    assert shared.metadata.creationTimestamp is None
+
+
 async def test_the_local_api_serves_the_nodes_metrics(served: tuple[Client, Kubelet]) -> None:
     client, _ = served
     response = await client.get("/metrics")

@@ -151,6 +151,22 @@ def test_a_record_is_serialized_once_for_the_file_and_every_reader(tmp_path: Pat
     assert (tmp_path / "pods" / "u1.json").read_text() == record.json_text
 
 
+def test_a_record_s_view_is_made_once_and_shared_while_api_object_is_a_copy() -> None:
+    manager = StatusManager()
+    record = manager.set(pod(), PodStatus(phase="Running"))
+    assert record.view is record.view
+    assert record.view.status is not None
+    assert record.view.status.phase == "Running"
+    copy = record.api_object()
+    assert copy is not record.view
+    copy.status.phase = "Failed"  # type: ignore[union-attr]
+    assert record.view.status.phase == "Running"
+    changed = manager.set(pod(), PodStatus(phase="Succeeded"))
+    assert changed.view is not record.view
+    assert changed.view.status is not None
+    assert changed.view.status.phase == "Succeeded"
+
+
 @pytest.mark.anyio
 async def test_the_writer_task_writes_the_latest_status_of_each_changed_pod(
     tmp_path: Path,

@@ -17,6 +17,7 @@ from typing import Any
 
 
 def main() -> None:
+    code: object
     try:
         code = _command()
     except SystemExit as e:

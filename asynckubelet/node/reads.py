@@ -61,6 +61,12 @@ class PodReads:
     def list(self) -> list[Pod]:
         return [r.api_object() for r in self.status.list()]
 
+    def views(self) -> builtins.list[Pod]:
+        """Every pod as :meth:`list` gives it, but shared and made once per change of the
+        pod, for readers that neither change nor keep them (Service endpoints, tables):
+        no copy of every pod each time one of them changes."""
+        return [r.view for r in self.status.list()]
+
     def list_json(self) -> builtins.list[str]:
         """Every pod as v1 Pod JSON text, made once per change of the pod."""
         return [r.json_text for r in self.status.list()]

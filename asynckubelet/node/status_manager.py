@@ -70,9 +70,15 @@ class PodRecord:
         return pod
 
     @functools.cached_property
+    def view(self) -> Pod:
+        """The full v1 Pod, made once per record and shared by every reader that neither
+        changes nor keeps it (one that does takes :meth:`api_object`, a copy of its own)."""
+        return self.api_object()
+
+    @functools.cached_property
     def json_text(self) -> str:
         """The full v1 Pod as JSON text, made once per record."""
-        return json.dumps(self.api_object().to_dict(), separators=(",", ":"))
+        return json.dumps(self.view.to_dict(), separators=(",", ":"))
 
 
 Watcher = Callable[[PodRecord | None, str], None]

@@ -674,7 +674,7 @@ class ServiceController:
             synced.set()
 
     async def _sync(self) -> bool:
-        pods = self.node.list()
+        pods = self.node.views()
         present = {ctr.pod_identity(p)[2] for p in pods}
         self._stopping &= present
         candidates = [p for p in pods if ctr.pod_identity(p)[2] not in self._stopping]
