@@ -8,6 +8,7 @@ import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 from lightkube.models.core_v1 import Pod
 from lightkube.models.meta_v1 import ObjectMeta
@@ -77,6 +78,37 @@ def test_the_file_is_rotated_past_its_bound_keeping_one_older_part(tmp_path: Pat
     assert seen[-1] == "p39"
     assert "p0" not in seen
     assert seen == sorted(seen, key=lambda name: int(name[1:]))
+
+
+@pytest.mark.anyio
+async def test_while_the_writer_runs_events_reach_the_file_from_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from asynckubelet import hostfs
+
+    path = tmp_path / "events.jsonl"
+    recorder = EventRecorder(path=path, clock=Clock())
+    writers: list[int] = []
+    append = hostfs.append_file
+
+    def recording_append(*args: object, **kwargs: object) -> None:
+        writers.append(threading.get_ident())
+        append(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hostfs, "append_file", recording_append)
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        for i in range(5):
+            recorder(pod(name=f"p{i}", uid=f"u{i}"), type="Normal", reason="Started", message="m")
+        assert not path.exists()
+        await anyio.wait_all_tasks_blocked()
+        assert [e.pod for e in read_events(path)] == [f"p{i}" for i in range(5)]
+        recorder(pod(name="last", uid="u9"), type="Normal", reason="Started", message="m")
+        tg.cancel_scope.cancel()
+    assert read_events(path)[-1].pod == "last"
+    assert threading.get_ident() not in writers[:-1]
 
 
 def test_a_torn_line_in_the_file_is_skipped(tmp_path: Path) -> None:

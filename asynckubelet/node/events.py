@@ -17,6 +17,7 @@ and errors that other local users have no business reading.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import hashlib
 import json
@@ -28,6 +29,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.abc
+import anyio.to_thread
 from lightkube.models.core_v1 import Pod
 from loguru import logger
 
@@ -274,7 +278,9 @@ class EventRecorder:
     """The node's :class:`~asynckubelet.runtime.events.EventSink`: correlates events as
     the kubelet's recorder does (:class:`EventCorrelator`), keeps a bounded history of
     those reported, writes them to the state dir (rotated past ``max_file_bytes``) and
-    tells subscribers."""
+    tells subscribers. While :meth:`run` runs, the file is written in a worker thread, in
+    batches: a burst of pods makes many events, and a write the disk is slow to take (while
+    the engine unpacks layers and makes containers) would otherwise hold the node's loop."""
 
     def __init__(
         self,
@@ -294,6 +300,8 @@ class EventRecorder:
         self._events: OrderedDict[tuple[str, str, str, str, str], PodEvent] = OrderedDict()
         self._subscribers: list[EventSubscriber] = []
         self._file_bytes = _size(path) if path is not None else 0
+        self._pending: list[bytes] = []
+        self._dirty: anyio.Event | None = None
 
     def __call__(
         self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
@@ -377,18 +385,67 @@ class EventRecorder:
             del self._events[key]
         self.correlator.forget(uid)
 
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Write the events recorded to the file in a worker thread until cancelled; what is
+        left is written before this returns."""
+        self._dirty = anyio.Event()
+        task_status.started()
+        try:
+            while True:
+                await self._dirty.wait()
+                self._dirty = anyio.Event()
+                batch, self._pending = self._pending, []
+                try:
+                    await anyio.to_thread.run_sync(self._write, batch)
+                except BaseException:
+                    self._pending = batch + self._pending
+                    raise
+        finally:
+            self._dirty = None
+            batch, self._pending = self._pending, []
+            self._write(batch)
+
     def _append(self, event: PodEvent) -> None:
         if self.path is None:
             return
-        try:
-            data = (json.dumps(event.to_json()) + "\n").encode()
-            if self._file_bytes and self._file_bytes + len(data) > self.max_file_bytes:
-                hostfs.rename(self.path.parent, self.path.name, rotated(self.path).name)
-                self._file_bytes = 0
-            hostfs.append_file(self.path.parent, self.path.name, data, mode=EVENTS_MODE)
-            self._file_bytes += len(data)
-        except OSError as e:
-            logger.warning("cannot write events to {}: {}", self.path, e)
+        line = (json.dumps(event.to_json()) + "\n").encode()
+        if self._dirty is None:
+            self._write([line])
+            return
+        self._pending.append(line)
+        self._dirty.set()
+
+    def _write(self, lines: builtins.list[bytes]) -> None:
+        """Append ``lines`` to the file, rotating it first when they would take it past
+        ``max_file_bytes``."""
+        if self.path is None or not lines:
+            return
+        for data in _chunks(lines, self.max_file_bytes):
+            try:
+                if self._file_bytes and self._file_bytes + len(data) > self.max_file_bytes:
+                    hostfs.rename(self.path.parent, self.path.name, rotated(self.path).name)
+                    self._file_bytes = 0
+                hostfs.append_file(self.path.parent, self.path.name, data, mode=EVENTS_MODE)
+                self._file_bytes += len(data)
+            except OSError as e:
+                logger.warning("cannot write events to {}: {}", self.path, e)
+
+
+def _chunks(lines: list[bytes], limit: int) -> list[bytes]:
+    """``lines`` joined into as few pieces as keep each within ``limit`` (a longer line
+    is a piece of its own), so that a rotation can fall between any two."""
+    pieces: list[bytes] = []
+    current = b""
+    for line in lines:
+        if current and len(current) + len(line) > limit:
+            pieces.append(current)
+            current = b""
+        current += line
+    if current:
+        pieces.append(current)
+    return pieces
 
 
 def rotated(path: Path) -> Path:

@@ -205,6 +205,7 @@ class Kubelet(PodReads):
             raise
         try:
             await self._tg.start(self._guard(self.status.run), name="status files")
+            await self._tg.start(self._guard(self.recorder.run), name="events file")
             await self._tg.start(self._guard(self.pleg.run), name="pleg")
             self._restore_objects()
             if self.config.manifest_dir is not None:
