@@ -2,17 +2,21 @@
 
 The command line asks the daemon (:mod:`asynckubelet.localapi`) instead of reading Docker
 itself. A command is a short process, and most of its time would go into importing an
-HTTP stack, so this client is the standard library's ``http.client`` on a unix socket,
-returning plain JSON: ``asynckubelet get pods`` through it imports no Kubernetes models
-and no asyncio HTTP client. Failures come back as the project's exceptions: the daemon's
-``Status`` answers as :class:`~asynckubelet.errors.DaemonError` carrying the status'
-reason (printed as kubectl prints ``Error from server (NotFound): ...``), rejected
-manifests as :class:`~asynckubelet.errors.ManifestError` with every field error.
+HTTP stack, so this client speaks the little HTTP/1.1 the daemon's answers need (one
+request per connection; a body framed by its length, by chunks, or by the connection's
+end) over a plain socket, and returns plain JSON: ``asynckubelet get pods`` through it
+imports no Kubernetes models, no asyncio HTTP client, and not even the standard
+library's ``http.client``, whose e-mail header parser and TLS module are two thirds of
+the modules such a command would load (while the engine starts pods, each module loaded
+costs a command many times what it costs at rest). Failures come back as the project's
+exceptions: the daemon's ``Status`` answers as :class:`~asynckubelet.errors.DaemonError`
+carrying the status' reason (printed as kubectl prints ``Error from server (NotFound):
+...``), rejected manifests as :class:`~asynckubelet.errors.ManifestError` with every
+field error.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import urllib.parse
@@ -21,28 +25,136 @@ from pathlib import Path
 from typing import Any
 
 from asynckubelet import errors, resources
-from asynckubelet.node.daemon import API_GROUP
+from asynckubelet.node.locate import API_GROUP
 from asynckubelet.tables import TABLE_ACCEPT
 
 LOCAL = f"/apis/{API_GROUP}/v1"
 CONNECT_TIMEOUT = 5.0
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, *, timeout: float | None) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
+MAX_LINE = 65536
+"""The longest status or header line read from the daemon."""
 
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+class BadAnswer(ValueError):
+    """What the daemon sent is not the HTTP/1.1 answer this client reads."""
+
+
+class _Answer:
+    """One answer of the daemon on its own connection: ``status``, then the body whole
+    (:meth:`read`) or line by line (:meth:`readline`)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._file = sock.makefile("rb")
+        self._buffer = b""
+        parts = self._line().split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+            raise BadAnswer("no HTTP/1.x status line")
+        self.status = int(parts[1])
+        length: int | None = None
+        chunked = False
+        while (line := self._line()) not in (b"\r\n", b"\n"):
+            name, sep, value = line.partition(b":")
+            if not sep:
+                raise BadAnswer(f"a header line without a colon: {line[:80]!r}")
+            name, value = name.strip().lower(), value.strip()
+            if name == b"content-length":
+                if not value.isdigit():
+                    raise BadAnswer(f"Content-Length {value[:40]!r}")
+                length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = value.lower().endswith(b"chunked")
+        self._chunked = chunked
+        self._left = None if chunked else length
+        self._done = not chunked and length == 0
+
+    def _line(self) -> bytes:
+        line = self._file.readline(MAX_LINE + 1)
+        if not line:
+            raise BadAnswer("the answer ended before its headers did")
+        if len(line) > MAX_LINE:
+            raise BadAnswer(f"a line longer than {MAX_LINE} bytes")
+        return line
+
+    def _piece(self) -> bytes:
+        """The next piece of the body; empty at its end."""
+        if self._done:
+            return b""
+        if self._chunked:
+            size = self._line().split(b";", 1)[0].strip()
+            try:
+                length = int(size, 16)
+            except ValueError:
+                raise BadAnswer(f"a chunk size of {size[:20]!r}") from None
+            if length == 0:
+                while self._line() not in (b"\r\n", b"\n"):
+                    pass
+                self._done = True
+                return b""
+            data = self._file.read(length)
+            if len(data) < length or self._line() not in (b"\r\n", b"\n"):
+                raise BadAnswer("a chunk cut short")
+            return data
+        if self._left is None:
+            data = self._file.read1(MAX_LINE)
+            self._done = not data
+            return data
+        data = self._file.read1(min(self._left, MAX_LINE))
+        if not data:
+            raise BadAnswer(f"the body ended {self._left} bytes short of its length")
+        self._left -= len(data)
+        self._done = self._left == 0
+        return data
+
+    def read(self) -> bytes:
+        """The rest of the body."""
+        pieces = [self._buffer]
+        self._buffer = b""
+        while piece := self._piece():
+            pieces.append(piece)
+        return b"".join(pieces)
+
+    def readline(self) -> bytes:
+        """The body's next line with its newline (the last may have none); empty at the end."""
+        while b"\n" not in self._buffer:
+            piece = self._piece()
+            if not piece:
+                line, self._buffer = self._buffer, b""
+                return line
+            self._buffer += piece
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line + b"\n"
+
+    def close(self) -> None:
+        self._file.close()
+        self._sock.close()
+
+
+def _ask(
+    path: str,
+    method: str,
+    target: str,
+    headers: Mapping[str, str],
+    body: bytes | None,
+    *,
+    timeout: float | None,
+) -> _Answer:
+    """Send one request to the daemon at the unix socket ``path``; its answer's head read."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
         sock.settimeout(CONNECT_TIMEOUT)
-        try:
-            sock.connect(self._path)
-        except BaseException:
-            sock.close()
-            raise
-        sock.settimeout(self.timeout)
-        self.sock = sock
+        sock.connect(path)
+        sock.settimeout(timeout)
+        lines = [f"{method} {target} HTTP/1.1", "Host: localhost", "Connection: close"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        if body is not None:
+            lines.append(f"Content-Length: {len(body)}")
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + (body or b""))
+        return _Answer(sock)
+    except BaseException:
+        sock.close()
+        raise
 
 
 def _query(params: Mapping[str, Any]) -> str:
@@ -80,24 +192,22 @@ class NodeClient:
         body: object = None,
         accept: str = "application/json",
         timeout: float | None = None,
-    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-        conn = _UnixConnection(str(self.socket), timeout=timeout or self.timeout)
+    ) -> _Answer:
         headers = {"Accept": accept}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         try:
-            conn.request(method, path, body=data, headers=headers)
-            return conn, conn.getresponse()
+            return _ask(
+                str(self.socket), method, path, headers, data, timeout=timeout or self.timeout
+            )
         except OSError as e:
-            conn.close()
             raise errors.DaemonError(
                 f"cannot reach the node daemon at {self.socket}: {e.strerror or e}"
             ) from e
-        except http.client.HTTPException as e:
-            conn.close()
-            raise errors.DaemonError(f"the node daemon at {self.socket} failed: {e!r}") from e
+        except BadAnswer as e:
+            raise errors.DaemonError(f"the node daemon at {self.socket} failed: {e}") from e
 
     def _json(
         self,
@@ -108,13 +218,13 @@ class NodeClient:
         accept: str = "application/json",
         timeout: float | None = None,
     ) -> Any:
-        conn, response = self._send(method, path, body=body, accept=accept, timeout=timeout)
+        response = self._send(method, path, body=body, accept=accept, timeout=timeout)
         try:
             data = response.read()
-        except (OSError, http.client.HTTPException) as e:
+        except (OSError, BadAnswer) as e:
             raise errors.DaemonError(f"the node daemon at {self.socket} failed: {e!r}") from e
         finally:
-            conn.close()
+            response.close()
         if response.status >= 300:
             raise _failure(response.status, data)
         try:
@@ -130,10 +240,10 @@ class NodeClient:
 
     def healthy(self) -> bool:
         try:
-            conn, response = self._send("GET", "/healthz", timeout=CONNECT_TIMEOUT)
+            response = self._send("GET", "/healthz", timeout=CONNECT_TIMEOUT)
         except errors.DaemonError:
             return False
-        conn.close()
+        response.close()
         return response.status == 200
 
     def pods(self, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -170,7 +280,7 @@ class NodeClient:
         selector = f"metadata.name={name}" if name else None
         path = _namespaced(namespace, "pods") + _query({"watch": True, "fieldSelector": selector})
         accept = TABLE_ACCEPT if table else "application/json"
-        conn, response = self._send("GET", path, accept=accept, timeout=None)
+        response = self._send("GET", path, accept=accept, timeout=None)
         try:
             if response.status >= 300:
                 raise _failure(response.status, response.read())
@@ -181,10 +291,10 @@ class NodeClient:
                     raise errors.DaemonError(f"the node daemon's watch sent no JSON: {e}") from e
                 if isinstance(event, dict):
                     yield event
-        except (OSError, http.client.HTTPException) as e:
+        except (OSError, BadAnswer) as e:
             raise errors.DaemonError(f"the watch stream from the node daemon broke: {e!r}") from e
         finally:
-            conn.close()
+            response.close()
 
     def events(self, namespace: str, *, uid: str | None = None) -> list[dict[str, Any]]:
         selector = f"involvedObject.uid={uid}" if uid else None
@@ -213,16 +323,16 @@ class NodeClient:
             "sinceSeconds": since_seconds,
         }
         path = self._item(namespace, "pods", name) + "/log" + _query(params)
-        conn, response = self._send("GET", path, accept="text/plain", timeout=None)
+        response = self._send("GET", path, accept="text/plain", timeout=None)
         try:
             if response.status >= 300:
                 raise _failure(response.status, response.read())
             while line := response.readline():
                 yield line.decode("utf-8", errors="replace").rstrip("\n")
-        except (OSError, http.client.HTTPException) as e:
+        except (OSError, BadAnswer) as e:
             raise errors.DaemonError(f"the log stream from the node daemon broke: {e!r}") from e
         finally:
-            conn.close()
+            response.close()
 
     # -- acting ---------------------------------------------------------------------------
 

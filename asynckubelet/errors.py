@@ -44,7 +44,7 @@ waiting reasons and events, so status and event code need no mapping table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "AsyncKubeletError",
@@ -86,13 +86,13 @@ class AsyncKubeletError(Exception):
     kubelet_reason: str = "Error"
 
 
-@dataclass(frozen=True)
-class FieldError:
+class FieldError(NamedTuple):
     """One problem with one field, in the API server's shape.
 
     ``str()`` gives ``<field path>: <Reason>: <detail>``, e.g.
     ``spec.containers[1].ports[0].containerPort: Invalid value: 70000: must be between
-    1 and 65535, inclusive``.
+    1 and 65535, inclusive``. (A named tuple rather than a dataclass: this module is
+    loaded by every command, and ``dataclasses`` brings ten modules with it.)
     """
 
     field: str

@@ -8,13 +8,14 @@ same as :mod:`asynckubelet.manifests.kinds` (a unit test keeps the two equal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["RESOURCES", "Resource", "by_plural", "lookup"]
 
 
-@dataclass(frozen=True)
-class Resource:
+class Resource(NamedTuple):
+    """A kind as kubectl names it (a named tuple: no ``dataclasses`` for ``get``)."""
+
     kind: str
     plural: str
     singular: str

@@ -272,6 +272,22 @@ def test_validate_loads_neither_the_event_loop_nor_logging_nor_the_docker_client
     assert out.splitlines() == ["accepted: 1 pod, 0 configmaps, 0 secrets, 0 warnings", "[]"]
 
 
+def test_get_through_the_daemon_loads_no_http_library_nor_dataclasses() -> None:
+    """What ``get`` loads before it asks the daemon: each module is a cost that grows
+    many times while the engine starts pods."""
+    out = _fresh(
+        "import sys\n"
+        "from asynckubelet.cli import fast\n"
+        "from asynckubelet.client import NodeClient\n"
+        "from asynckubelet.node.locate import default_state_dir, socket_answers, socket_path\n"
+        "from asynckubelet.tables import render\n"
+        "heavy = ('http.client', 'email.parser', 'ssl', 'dataclasses', 'asyncio', 'typer',\n"
+        "         'asynckubelet.hostfs', 'asynckubelet.node.daemon')\n"
+        "print(sorted(h for h in heavy if h in sys.modules))\n"
+    )
+    assert out.strip() == "[]"
+
+
 def test_the_nodes_own_facts_load_no_cluster_agent_nor_its_http_client() -> None:
     """A local ``serve`` reads its node address from the cluster package's host module;
     that must not bring in the agent, lightkube's client and the kubelet API server."""

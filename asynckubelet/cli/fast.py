@@ -138,7 +138,7 @@ def main(argv: list[str]) -> int | None:
     if options is None:
         return None
     from asynckubelet.client import NodeClient
-    from asynckubelet.node.daemon import default_state_dir, socket_answers, socket_path
+    from asynckubelet.node.locate import default_state_dir, socket_answers, socket_path
 
     state_dir = options.get("state_dir") or os.environ.get("ASYNCKUBELET_STATE_DIR")
     state = Path(state_dir) if state_dir else default_state_dir()

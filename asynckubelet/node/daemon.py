@@ -17,32 +17,23 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from asynckubelet import errors, hostfs
+from asynckubelet.node.locate import (
+    API_GROUP,
+    SOCKET_NAME,
+    default_state_dir,
+    socket_answers,
+    socket_path,
+)
 
-SOCKET_NAME = "api.sock"
 NODE_FILE = "node.json"
 NODE_FILE_MODE = 0o600
 SOCKET_MODE = 0o600
-API_GROUP = "local.asynckubelet"
-"""The API group of the node's own verbs (``/apis/local.asynckubelet/v1/apply``)."""
-
-
-def default_state_dir() -> Path:
-    """``/var/lib/asynckubelet`` for root, else ``$XDG_STATE_HOME/asynckubelet``."""
-    if os.geteuid() == 0:
-        return Path("/var/lib/asynckubelet")
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "asynckubelet"
-
-
-def socket_path(state: Path) -> Path:
-    return state / SOCKET_NAME
 
 
 def node_file(state: Path) -> Path:
@@ -102,20 +93,6 @@ def read_node_info(state: Path) -> DaemonInfo | None:
 
 def remove_node_info(state: Path) -> None:
     hostfs.remove_file(state, NODE_FILE)
-
-
-def socket_answers(path: Path) -> bool:
-    """Whether a process listens on the unix socket ``path`` (a daemon that was killed
-    leaves its socket file, and connecting to it is refused)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(2.0)
-        try:
-            s.connect(str(path))
-        except (ConnectionRefusedError, FileNotFoundError):
-            return False
-        except OSError:
-            return True
-    return True
 
 
 def claim_socket(state: Path) -> Path:

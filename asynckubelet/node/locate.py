@@ -1,0 +1,45 @@
+"""Where a node daemon is found: its state dir, its socket, whether it answers.
+
+The part of :mod:`asynckubelet.node.daemon` a client needs before it asks anything, kept
+apart so that the shortest commands (``get`` through a running daemon) load nothing more
+than the standard library's ``os``, ``socket`` and ``pathlib`` for it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+SOCKET_NAME = "api.sock"
+API_GROUP = "local.asynckubelet"
+"""The API group of the node's own verbs (``/apis/local.asynckubelet/v1/apply``)."""
+
+
+def default_state_dir() -> Path:
+    """``/var/lib/asynckubelet`` for root, else ``$XDG_STATE_HOME/asynckubelet``."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/asynckubelet")
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "asynckubelet"
+
+
+def socket_path(state: Path) -> Path:
+    return state / SOCKET_NAME
+
+
+def socket_answers(path: Path) -> bool:
+    """Whether a process listens on the unix socket ``path`` (a daemon that was killed
+    leaves its socket file, and connecting to it is refused)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(2.0)
+        try:
+            s.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        except OSError:
+            return True
+    return True
+
+
+__all__ = ["API_GROUP", "SOCKET_NAME", "default_state_dir", "socket_answers", "socket_path"]

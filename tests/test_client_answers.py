@@ -1,0 +1,137 @@
+"""The daemon client's reading of HTTP/1.1 answers: bodies framed by their length, by
+chunks or by the connection's end, read whole or line by line, and a malformed answer
+named as the daemon's failure, never a traceback."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from asynckubelet import errors
+from asynckubelet.client import NodeClient
+
+
+@pytest.fixture
+def answering(tmp_path: Path) -> Iterator[tuple[Path, list[bytes], list[bytes]]]:
+    """A unix socket that answers each connection with the next canned answer, and
+    records what each request sent."""
+    path = tmp_path / "api.sock"
+    answers: list[bytes] = []
+    requests: list[bytes] = []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                requests.append(head + b"\r\n\r\n" + rest)
+                conn.sendall(answers.pop(0))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path, answers, requests
+    server.close()
+
+
+def test_a_body_framed_by_its_length_is_read_whole(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, requests = answering
+    answers.append(b'HTTP/1.1 200 OK\r\nContent-Length: 22\r\n\r\n{"kind":"X","n":"y\\n"}')
+    assert NodeClient(path).node() == {"kind": "X", "n": "y\n"}
+    assert requests[0].startswith(b"GET /apis/local.asynckubelet/v1/node HTTP/1.1\r\n")
+    assert b"\r\nAccept: application/json\r\n" in requests[0]
+
+
+def test_a_chunked_stream_is_read_line_by_line_across_chunks(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, _ = answering
+    lines = [b'{"type":"ADDED","object":{"a":1}}\n', b'{"type":"DELETED","object":{}}\n']
+    body = lines[0] + lines[1]
+    chunks = [body[:10], body[10:40], body[40:]]
+    answers.append(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
+        + b"0\r\n\r\n"
+    )
+    events = list(NodeClient(path).watch(None))
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+
+
+def test_a_body_ended_by_the_connection_gives_its_last_line_without_newline(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, _ = answering
+    answers.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\none\ntwo")
+    assert list(NodeClient(path).logs("default", "web")) == ["one", "two"]
+
+
+def test_a_request_body_is_sent_with_its_length(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, requests = answering
+    answers.append(b'HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{"items":[]}')
+    assert NodeClient(path).delete([{"kind": "Pod", "namespace": "default", "name": "é"}]) == []
+    head, _, body = requests[0].partition(b"\r\n\r\n")
+    assert f"Content-Length: {len(body)}".encode() in head
+    assert b'"name": "\\u00e9"' in body
+
+
+def test_a_status_answer_is_the_daemons_error_with_its_reason(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, _ = answering
+    status = b'{"kind":"Status","reason":"NotFound","message":"pods \\"x\\" not found"}'
+    answers.append(
+        b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(status), status)
+    )
+    with pytest.raises(errors.DaemonError, match='pods "x" not found') as caught:
+        NodeClient(path).pod("default", "x")
+    assert caught.value.reason == "NotFound"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SSH-2.0-OpenSSH\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70000 + b"\r\n\r\n",
+        b"",
+    ],
+    ids=["not-http", "short-body", "bad-chunk", "bad-header", "long-line", "nothing"],
+)
+def test_a_malformed_answer_is_the_daemons_failure_in_one_line(
+    answering: tuple[Path, list[bytes], list[bytes]], answer: bytes
+) -> None:
+    path, answers, _ = answering
+    answers.append(answer)
+    with pytest.raises(errors.DaemonError, match="node daemon"):
+        NodeClient(path).node()
+
+
+def test_no_daemon_listening_is_said_with_the_socket(tmp_path: Path) -> None:
+    with pytest.raises(errors.DaemonError, match="cannot reach the node daemon at"):
+        NodeClient(tmp_path / "api.sock").node()
+    assert NodeClient(tmp_path / "api.sock").healthy() is False
