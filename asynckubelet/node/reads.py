@@ -62,9 +62,10 @@ class PodReads:
         return [r.api_object() for r in self.status.list()]
 
     def views(self) -> builtins.list[Pod]:
-        """Every pod as :meth:`list` gives it, but shared and made once per change of the
-        pod, for readers that neither change nor keep them (Service endpoints, tables):
-        no copy of every pod each time one of them changes."""
+        """Every pod as :meth:`list` gives it, but sharing its parts with the node's record
+        (:attr:`~asynckubelet.node.status_manager.PodRecord.view`), for readers that neither
+        change nor keep them (Service endpoints, tables): no deep copy of every pod each
+        time one of them changes."""
         return [r.view for r in self.status.list()]
 
     def list_json(self) -> builtins.list[str]:
