@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-import anyio.to_thread
+import anyio
 
 from asynckubelet import errors
 from asynckubelet.docker.types import HostConfig
@@ -158,15 +159,41 @@ class LoopbackPlugin:
 _T = TypeVar("_T")
 
 
+class _NetlinkThread:
+    """One daemon thread running an event loop of its own, made on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="asynckubelet netlink", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+
+_NETLINK = _NetlinkThread()
+
+
 async def off_loop(work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    """``work()`` run to its end on an event loop of its own in a worker thread, for netlink
-    work: the kernel carries out a netlink request inside ``sendmsg()``, waiting for the
-    RTNL lock that dockerd also takes for every container's network namespace, and
-    pyroute2 decodes the answers in Python, so on the node's loop a pod's plumbing or a
-    dump of tracked flows would hold every other task (status, probes, API answers) for
-    tens of milliseconds while pods start in a burst. Cancelling the caller waits for the
-    work to end, so nothing is left half made."""
-    return await anyio.to_thread.run_sync(lambda: asyncio.run(work()))
+    """``work()`` run to its end on the netlink thread's event loop, for netlink work: the
+    kernel carries out a netlink request inside ``sendmsg()``, waiting for the RTNL lock
+    that dockerd also takes for every container's network namespace, and pyroute2 decodes
+    the answers in Python, so on the node's loop a pod's plumbing or a dump of tracked
+    flows would hold every other task (status, probes, API answers) for tens of
+    milliseconds while pods start in a burst. One thread serves all of it (the kernel
+    serializes the requests under that lock anyway), so its memory stays in one place.
+    Cancelling the caller waits for the work to end, so nothing is left half made."""
+    future = asyncio.run_coroutine_threadsafe(work(), _NETLINK.loop())
+    with anyio.CancelScope(shield=True):
+        result = await asyncio.wrap_future(future)
+    return result
 
 
 __all__ = [

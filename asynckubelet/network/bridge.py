@@ -16,11 +16,11 @@ duplicate address detection off (the addresses come from our IPAM and are unique
 construction, and DAD would keep them unusable for a second or more).
 
 All netlink work goes through pyroute2's ``AsyncIPRoute``. A pod's plumbing and its
-unplugging run on an event loop of their own in a worker thread: the kernel carries out a
+unplugging run on the event loop of a thread of their own: the kernel carries out a
 netlink request inside ``sendmsg()``, under the RTNL lock that dockerd also takes for every
 container's network namespace, so while pods start in a burst one request can wait tens of
 milliseconds, which on the node's loop would hold every other task (status, probes, API
-answers) as long. A socket inside the pod's namespace is opened by that worker thread,
+answers) as long. A socket inside the pod's namespace is opened by that thread,
 which enters the namespace for the moment (``setns`` is per thread), so the node's loop is
 never blocked and never changes namespace. pyroute2 is
 imported when the backend first talks netlink, and only its rtnetlink modules: its package
@@ -232,7 +232,7 @@ def _netlink_error_type() -> type[NetlinkError]:
 
 def _in_netns_here(path: str) -> AsyncIPRoute:
     """An ``AsyncIPRoute`` inside the namespace at ``path``, its socket opened by this
-    thread (a worker thread: see :func:`~asynckubelet.network.off_loop`)."""
+    thread (the netlink thread: see :func:`~asynckubelet.network.off_loop`)."""
     try:
         sock = _open_netns_socket(path)
     except OSError as e:
@@ -617,7 +617,7 @@ class BridgePlugin:
     async def _plug_netlink(  # noqa: C901  (mirrors the CNI bridge plugin's setupVeth and ConfigureIface)
         self, request: PodNetworkRequest, allocations: list[Allocation]
     ) -> None:
-        """The veth pair made and the pod's side configured; runs in a worker thread."""
+        """The veth pair made and the pod's side configured; runs on the netlink thread."""
         host = veth_name(request.sandbox_id)
         try:
             async with _iproute() as ipr:

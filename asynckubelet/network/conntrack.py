@@ -86,8 +86,8 @@ class FlowCleaner(Protocol):
 
 
 class NetlinkFlowCleaner:
-    """Reads and deletes tracked flows over netlink, on a loop of its own in a worker
-    thread (:func:`~asynckubelet.network.off_loop`); a kernel that refuses (no
+    """Reads and deletes tracked flows over netlink, on the netlink thread's loop
+    (:func:`~asynckubelet.network.off_loop`); a kernel that refuses (no
     ``nf_conntrack_netlink``, no ``CAP_NET_ADMIN``) is said once and then left alone."""
 
     def __init__(self) -> None:
