@@ -253,7 +253,7 @@ async def test_the_next_instance_is_the_first_new_one_that_started() -> None:
     subject = pod()
     reads = [
         runtime_status(subject, instance("c1", state=ContainerState.EXITED, exit_code=1)),
-        runtime_status(subject, instance("c2", state=ContainerState.CREATED), instance("c1")),
+        runtime_status(subject, instance("c-app", state=ContainerState.CREATED), instance("c1")),
         runtime_status(subject, instance("c2"), instance("c1")),
     ]
     runtime = FakeRuntime(statuses={"u1": reads})
@@ -353,6 +353,32 @@ async def test_a_ready_pod_whose_containers_run_an_older_spec_is_waited_for() ->
     seen: dict[str, Any] = {}
     with pytest.raises(errors.PodError, match=r"waiting for pod/web: Running"):
         await wait([subject], [as_the_node_shows(subject, stale)], runtime, timeout=0.05, seen=seen)
+    assert "ready" not in seen
+
+
+async def test_a_ready_status_about_the_replaced_instance_is_waited_past() -> None:
+    subject = pod()
+    assert subject.spec is not None
+    old = runtime_status(subject, instance("c1", spec=Container(name="app", image="old")))
+    new = running(subject)
+    runtime = FakeRuntime(statuses={"u1": [new]})
+    seen: dict[str, Any] = {}
+    with pytest.raises(errors.PodError, match=r"the edited containers are not running yet"):
+        await wait([subject], [as_the_node_shows(subject, old)], runtime, timeout=0.05, seen=seen)
+    assert "ready" not in seen
+
+
+async def test_an_applied_instance_created_but_not_started_is_waited_for() -> None:
+    subject = pod()
+    assert subject.spec is not None
+    created = runtime_status(
+        subject, instance("c-app", state=ContainerState.CREATED, spec=subject.spec.containers[0])
+    )
+    shown = as_the_node_shows(subject, running(subject))
+    runtime = FakeRuntime(statuses={"u1": [created]})
+    seen: dict[str, Any] = {}
+    with pytest.raises(errors.PodError, match=r"the edited containers are not running yet"):
+        await wait([subject], [shown], runtime, timeout=0.05, seen=seen)
     assert "ready" not in seen
 
 

@@ -296,8 +296,14 @@ async def _verdict(
     status = await runtime.get_pod_status(uid=uid, name=name, namespace=namespace)
     spec = wanted.spec
     hashes = {c.name: naming.hash_container(c) for c in spec.containers} if spec else {}
+    reported = {c.name: c.containerID for c in pod.status.containerStatuses or []}
     applied = all(
-        (instance := status.find_container(n)) is not None and instance.hash == h
+        (instance := status.find_container(n)) is not None
+        and instance.hash == h
+        and instance.state is ContainerState.RUNNING
+        and reported.get(n) == instance.container_id
         for n, h in hashes.items()
     )
+    if not applied:
+        last[key] += "; the edited containers are not running yet"
     return "Ready" if applied else None
