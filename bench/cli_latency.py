@@ -4,16 +4,24 @@ start under ``serve``, and how late the daemon's event loop runs meanwhile.
 Starts ``asynckubelet serve`` (a private state dir and node name, a free loopback port) on
 the engine given (``--docker-host``, else ``DOCKER_HOST`` or the default socket), applies
 ``--pods`` pods at once (pause + two busybox containers each), and runs ``get pods`` as a
-user would, one process after another, from the apply until every pod is Ready; then
-prints the wall time's p50, p90, p99 and maximum over that burst, and the same at rest beforehand.
+user would, one process after another, from the apply until the table it prints shows
+every pod Ready; ``--rounds`` bursts (3), the pods deleted between them; then prints the
+wall time's p50, p90, p99 and maximum over the bursts' runs pooled, and the same at rest
+beforehand (a p99 of one burst's 60-odd runs is its slowest run). Nothing else asks the
+daemon during a burst: its end is read from what ``get`` printed.
 
 The event loop's lag is read from the daemon's ``asynckubelet_event_loop_lag_seconds``
-histogram when its ``/metrics`` has one (the buckets' counts over the burst); otherwise it
-is measured here by a probe loop: ``GET /healthz`` on one kept-alive connection every
-20 ms, whose answer time is the loop's delay plus a request's own cost (the at-rest
-figure shows that cost). ``--tree PATH`` times another checkout's code (e.g. the
-file-based ``get`` of an earlier revision) with the same script. Everything made is
-removed at the end. Run: ``python bench/cli_latency.py [--pods 20] [--tree PATH]``.
+histogram (the buckets' counts over the bursts). ``--probes`` adds two probes during the
+burst, for a daemon without that metric or to see what the answers alone cost:
+``GET /healthz`` on one kept-alive connection every 20 ms (the loop's delay plus a
+request's own cost; the at-rest figure shows that cost) and the pod table ``get`` asks
+for, every 50 ms, without a process around it. They are 70 requests a second that the
+daemon serves and this process makes on the same cores as the burst, so ``get``'s figures
+are taken without them unless asked. ``--tree PATH`` times another checkout's code with
+the same script. How long the daemon's loop thread ran and how long it waited on a run
+queue for a CPU over the bursts (Linux's schedstat) says how much of the lag is the machine's
+rather than the daemon's. Everything made is removed at the end.
+Run: ``python bench/cli_latency.py [--pods 20] [--rounds 3] [--tree PATH] [--probes]``.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 POD = """\
@@ -156,14 +165,35 @@ class TableProbe(threading.Thread):
             self.stop.wait(0.05)
 
 
-def get_times(cli: list[str], env: dict[str, str], *, until: threading.Event) -> list[float]:
-    """Wall times of ``get pods`` processes, one after another, until ``until`` is set."""
+def ready_rows(table: str) -> int:
+    """The rows of a ``get pods`` table whose READY column is n/n with n > 0."""
+    count = 0
+    for row in table.splitlines()[1:]:
+        fields = row.split()
+        if len(fields) > 1 and "/" in fields[1]:
+            ready, _, total = fields[1].partition("/")
+            count += ready == total != "0"
+    return count
+
+
+def get_times(
+    cli: list[str], env: dict[str, str], *, pods: int, timeout: float
+) -> tuple[list[float], float]:
+    """Wall times of ``get pods`` processes, one after another, until one shows ``pods``
+    pods Ready; and the time (monotonic) that one ended."""
     times: list[float] = []
-    while not until.is_set():
+    deadline = time.monotonic() + timeout
+    while True:
         started = time.monotonic()
-        subprocess.run([*cli, "get", "pods"], env=env, capture_output=True, check=False)
-        times.append(time.monotonic() - started)
-    return times
+        proc = subprocess.run(
+            [*cli, "get", "pods"], env=env, capture_output=True, text=True, check=False
+        )
+        ended = time.monotonic()
+        times.append(ended - started)
+        if ready_rows(proc.stdout) >= pods:
+            return times, ended
+        if ended > deadline:
+            raise SystemExit(f"the pods were not all Ready after {timeout:g} s:\n{proc.stdout}")
 
 
 def wait_until_serving(port: int, serve: subprocess.Popen[bytes]) -> None:
@@ -179,6 +209,138 @@ def wait_until_serving(port: int, serve: subprocess.Popen[bytes]) -> None:
             time.sleep(0.05)
 
 
+def start_probes(*probes: Probe | TableProbe | None) -> None:
+    for probe in probes:
+        if probe is not None:
+            probe.start()
+
+
+def stop_probes(*probes: Probe | TableProbe | None) -> None:
+    for probe in probes:
+        if probe is not None:
+            probe.stop.set()
+            probe.join()
+
+
+class Burst(NamedTuple):
+    get_times: list[float]
+    seconds: float
+    """From the apply until a ``get`` showed every pod Ready."""
+    lag: dict[float, float] | None
+    """Counts per bucket (not cumulative) of the lag observed during the burst."""
+    healthz: list[float]
+    table: list[float]
+    loop_thread: tuple[float, float]
+    """Seconds the daemon's loop thread ran, and waited on a run queue for a CPU."""
+
+
+def one_burst(
+    cli: list[str],
+    env: dict[str, str],
+    files: Path,
+    *,
+    pods: int,
+    port: int,
+    api: Path,
+    probes: bool,
+    daemon: int,
+) -> Burst:
+    """Apply the pods and time ``get pods`` until it shows them all Ready."""
+    lag_before = lag_buckets(port)
+    sched_before = schedstat(daemon)
+    probe = Probe(port) if probes else None
+    table_probe = TableProbe(api) if probes and api.exists() else None
+    start_probes(probe, table_probe)
+    started = time.monotonic()
+    subprocess.run([*cli, "apply", "-f", str(files)], env=env, check=True, capture_output=True)
+    times, ended = get_times(cli, env, pods=pods, timeout=300)
+    stop_probes(probe, table_probe)
+    sched_after = schedstat(daemon)
+    lag_after = lag_buckets(port)
+    lag = None
+    if lag_before is not None and lag_after is not None:
+        bounds = sorted(lag_after)
+        cumulative = [lag_after[b] - lag_before.get(b, 0.0) for b in bounds]
+        lag = {
+            b: c - (cumulative[i - 1] if i else 0.0)
+            for i, (b, c) in enumerate(zip(bounds, cumulative, strict=True))
+        }
+    return Burst(
+        times,
+        ended - started,
+        lag,
+        probe.samples if probe is not None else [],
+        table_probe.samples if table_probe is not None else [],
+        (sched_after[0] - sched_before[0], sched_after[1] - sched_before[1]),
+    )
+
+
+def schedstat(pid: int) -> tuple[float, float]:
+    """Seconds the main thread of ``pid`` has run and has waited for a CPU (Linux's
+    ``/proc/PID/task/PID/schedstat``; zeros where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
+    except OSError:
+        return 0.0, 0.0
+    return int(fields[0]) / 1e9, int(fields[1]) / 1e9
+
+
+def pooled_lag(lags: list[dict[float, float] | None]) -> dict[float, float] | None:
+    """The cumulative counts per bucket of several bursts' lag observations."""
+    if not lags or any(lag is None for lag in lags):
+        return None
+    bounds = sorted({b for lag in lags if lag is not None for b in lag})
+    total = 0.0
+    pooled: dict[float, float] = {}
+    for bound in bounds:
+        total += sum(lag.get(bound, 0.0) for lag in lags if lag is not None)
+        pooled[bound] = total
+    return pooled
+
+
+def late_samples(pooled: dict[float, float], bound: float) -> float:
+    """How many of the pooled lag observations exceeded ``bound`` (a bucket's bound)."""
+    return max(pooled.values(), default=0.0) - pooled.get(bound, 0.0)
+
+
+def clear(cli: list[str], env: dict[str, str], files: Path) -> None:
+    """Delete the pods and wait until ``get pods`` lists none."""
+    subprocess.run(
+        [*cli, "delete", "-f", str(files), "--now"], env=env, check=True, capture_output=True
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        shown = subprocess.run(
+            [*cli, "get", "pods"], env=env, capture_output=True, text=True, check=False
+        ).stdout
+        if not shown.strip():
+            time.sleep(1.0)
+            return
+        time.sleep(0.5)
+    raise SystemExit("the pods of the last round were not gone after 120 s")
+
+
+def print_probes(rest_probe: Probe | None, healthz: list[float], table: list[float]) -> None:
+    """What the --probes probes measured."""
+    if rest_probe is not None and healthz:
+        at_rest, during = rest_probe.samples, healthz
+        print(
+            f"/healthz probe every 20 ms, at rest: p50 "
+            f"{statistics.median(at_rest) * 1e3:.1f} ms, "
+            f"p99 {percentile(at_rest, 99) * 1e3:.1f} ms; during the burst ({len(during)} "
+            f"probes): p50 {statistics.median(during) * 1e3:.1f} ms, "
+            f"p99 {percentile(during, 99) * 1e3:.1f} ms"
+        )
+    if table:
+        asked = table
+        print(
+            f"the pod table from the local API alone, during the burst ({len(asked)} "
+            f"requests): p50 {statistics.median(asked) * 1e3:.1f} ms, "
+            f"p90 {percentile(asked, 90) * 1e3:.1f} ms, "
+            f"p99 {percentile(asked, 99) * 1e3:.1f} ms"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=20)
@@ -187,6 +349,17 @@ def main() -> None:
     parser.add_argument("--pause", default="asynckubelet.local/pause:3.10")
     parser.add_argument("--docker-host", default=None)
     parser.add_argument("--rest", type=int, default=15, help="get pods runs at rest first")
+    parser.add_argument(
+        "--probes",
+        action="store_true",
+        help="also probe /healthz every 20 ms and the pod table every 50 ms during the burst",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="bursts, one after another (the pods deleted between them), pooled",
+    )
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="akl-latency-"))
@@ -214,46 +387,38 @@ def main() -> None:
     try:
         wait_until_serving(port, serve)
         time.sleep(1.0)
-        rest_probe = Probe(port)
-        rest_probe.start()
+        rest_probe = Probe(port) if args.probes else None
+        start_probes(rest_probe)
         rest: list[float] = []
         for _ in range(args.rest):
             started = time.monotonic()
             subprocess.run([*cli, "get", "pods"], env=env, capture_output=True, check=False)
             rest.append(time.monotonic() - started)
-        rest_probe.stop.set()
-        rest_probe.join()
+        stop_probes(rest_probe)
 
         files = root / "pods"
         files.mkdir()
         for i in range(args.pods):
             (files / f"lat-{i}.yaml").write_text(POD.format(i=i, image=args.image))
-        lag_before = lag_buckets(port)
-        probe = Probe(port)
-        probe.start()
         api = root / "state" / "api.sock"
-        table_probe = TableProbe(api) if api.exists() else None
-        if table_probe is not None:
-            table_probe.start()
-        done = threading.Event()
-        sampled: list[float] = []
-        getter = threading.Thread(
-            target=lambda: sampled.extend(get_times(cli, env, until=done)), daemon=True
-        )
-        started = time.monotonic()
-        subprocess.run([*cli, "apply", "-f", str(files)], env=env, check=True, capture_output=True)
-        getter.start()
-        while ready_pods(port) < args.pods:
-            time.sleep(0.05)
-        burst = time.monotonic() - started
-        done.set()
-        getter.join()
-        probe.stop.set()
-        probe.join()
-        if table_probe is not None:
-            table_probe.stop.set()
-            table_probe.join()
-        lag_after = lag_buckets(port)
+        bursts: list[Burst] = []
+        for round_ in range(args.rounds):
+            if round_:
+                clear(cli, env, files)
+            bursts.append(
+                one_burst(
+                    cli,
+                    env,
+                    files,
+                    pods=args.pods,
+                    port=port,
+                    api=api,
+                    probes=args.probes,
+                    daemon=serve.pid,
+                )
+            )
+        sampled = [t for b in bursts for t in b.get_times]
+        lag = pooled_lag([b.lag for b in bursts])
 
         tree = "this tree" if args.tree.resolve() == REPO else str(args.tree)
         code = subprocess.run(
@@ -263,36 +428,41 @@ def main() -> None:
             text=True,
             check=True,
         ).stdout.strip()
-        print(f"code: {tree} ({code}); {args.pods} pods applied -> all Ready in {burst:.2f} s")
+        print(
+            f"code: {tree} ({code}); {args.pods} pods applied -> all Ready in "
+            + ", ".join(f"{b.seconds:.2f}" for b in bursts)
+            + f" s ({args.rounds} rounds, probes {'on' if args.probes else 'off'})"
+        )
         print(
             f"get pods at rest ({len(rest)} runs): p50 {statistics.median(rest):.3f} s, "
             f"p99 {percentile(rest, 99):.3f} s"
         )
         print(
-            f"get pods during the burst ({len(sampled)} runs): "
+            f"get pods during the bursts ({len(sampled)} runs): "
             f"p50 {statistics.median(sampled):.3f} s, p90 {percentile(sampled, 90):.3f} s, "
             f"p99 {percentile(sampled, 99):.3f} s, max {max(sampled):.3f} s"
         )
-        if lag_before is not None and lag_after is not None:
+        if lag is not None:
             print(
-                f"event-loop lag p99 during the burst ({LAG_METRIC}): "
-                f"<= {histogram_p99(lag_before, lag_after):.3f} s"
+                f"event-loop lag p99 during the bursts ({LAG_METRIC}, "
+                f"{max(lag.values(), default=0):.0f} samples): "
+                f"<= {histogram_p99({}, lag):.3f} s; "
+                + ", ".join(
+                    f"{late_samples(lag, bound):.0f} over {bound * 1e3:g} ms"
+                    for bound in (0.025, 0.05, 0.1)
+                )
             )
-        at_rest, during = rest_probe.samples, probe.samples
+        ran = sum(b.loop_thread[0] for b in bursts)
+        waited = sum(b.loop_thread[1] for b in bursts)
         print(
-            f"/healthz probe every 20 ms, at rest: p50 {statistics.median(at_rest) * 1e3:.1f} ms, "
-            f"p99 {percentile(at_rest, 99) * 1e3:.1f} ms; during the burst ({len(during)} "
-            f"probes): p50 {statistics.median(during) * 1e3:.1f} ms, "
-            f"p99 {percentile(during, 99) * 1e3:.1f} ms"
+            f"the daemon's loop thread over the bursts' {sum(b.seconds for b in bursts):.1f} s: "
+            f"ran {ran:.2f} s, waited {waited:.2f} s on a run queue for a CPU"
         )
-        if table_probe is not None:
-            asked = table_probe.samples
-            print(
-                f"the pod table from the local API alone, during the burst ({len(asked)} "
-                f"requests): p50 {statistics.median(asked) * 1e3:.1f} ms, "
-                f"p90 {percentile(asked, 90) * 1e3:.1f} ms, "
-                f"p99 {percentile(asked, 99) * 1e3:.1f} ms"
-            )
+        if lag is None and not args.probes:
+            print(f"the daemon has no {LAG_METRIC}; --probes measures its lag from outside")
+        print_probes(
+            rest_probe, [t for b in bursts for t in b.healthz], [t for b in bursts for t in b.table]
+        )
     finally:
         serve.send_signal(signal.SIGTERM)
         try:
