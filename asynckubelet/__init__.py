@@ -11,12 +11,15 @@ library nor the HTTP server that others need. ``docs/library.md`` is the referen
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from asynckubelet import _imports
 from asynckubelet import errors as _errors
 
+# ``typing`` costs the shortest commands a tenth of their time; mypy reads this name.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from asynckubelet.docker.api import DockerAPI as DockerAPI
     from asynckubelet.docker.client import DockerClient as DockerClient
     from asynckubelet.docker.types import ExecResult as ExecResult

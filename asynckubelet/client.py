@@ -18,15 +18,17 @@ field error.
 from __future__ import annotations
 
 import json
+import os
 import socket
-import urllib.parse
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 from asynckubelet import errors, resources
 from asynckubelet.node.locate import API_GROUP
 from asynckubelet.tables import TABLE_ACCEPT
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LOCAL = f"/apis/{API_GROUP}/v1"
 CONNECT_TIMEOUT = 5.0
@@ -163,7 +165,25 @@ def _query(params: Mapping[str, Any]) -> str:
         for k, v in params.items()
         if v is not None and v is not False
     }
-    return f"?{urllib.parse.urlencode(shown)}" if shown else ""
+    if not shown:
+        return ""
+    import urllib.parse
+
+    return f"?{urllib.parse.urlencode(shown)}"
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+
+
+def quote(text: str) -> str:
+    """``text`` as one path segment (``urllib.parse.quote(text, safe='')``); a name made
+    of URL-safe characters, as every valid Kubernetes name is, is returned as it is
+    without importing ``urllib``."""
+    if _UNRESERVED.issuperset(text):
+        return text
+    import urllib.parse
+
+    return urllib.parse.quote(text, safe="")
 
 
 def _namespaced(namespace: str | None, plural: str) -> str:
@@ -171,14 +191,16 @@ def _namespaced(namespace: str | None, plural: str) -> str:
     prefix = found.api_prefix if found is not None else "/api/v1"
     if namespace is None:
         return f"{prefix}/{plural}"
-    return f"{prefix}/namespaces/{urllib.parse.quote(namespace, safe='')}/{plural}"
+    return f"{prefix}/namespaces/{quote(namespace)}/{plural}"
 
 
 class NodeClient:
     """The local API of the daemon listening on ``socket``. Each call is one request on
     its own connection; ``timeout`` bounds each wait for the daemon (None: none)."""
 
-    def __init__(self, socket_path: Path, *, timeout: float | None = 60.0) -> None:
+    def __init__(
+        self, socket_path: str | os.PathLike[str], *, timeout: float | None = 60.0
+    ) -> None:
         self.socket = socket_path
         self.timeout = timeout
 
@@ -200,7 +222,12 @@ class NodeClient:
             headers["Content-Type"] = "application/json"
         try:
             return _ask(
-                str(self.socket), method, path, headers, data, timeout=timeout or self.timeout
+                os.fspath(self.socket),
+                method,
+                path,
+                headers,
+                data,
+                timeout=timeout or self.timeout,
             )
         except OSError as e:
             raise errors.DaemonError(
@@ -266,7 +293,7 @@ class NodeClient:
 
     def object(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         if plural == "namespaces":
-            return dict(self._json("GET", f"/api/v1/namespaces/{urllib.parse.quote(name)}"))
+            return dict(self._json("GET", f"/api/v1/namespaces/{quote(name)}"))
         return dict(self._json("GET", self._item(namespace, plural, name)))
 
     def watch(
@@ -373,7 +400,7 @@ class NodeClient:
 
     @staticmethod
     def _item(namespace: str | None, plural: str, name: str | None) -> str:
-        return f"{_namespaced(namespace or 'default', plural)}/{urllib.parse.quote(name or '')}"
+        return f"{_namespaced(namespace or 'default', plural)}/{quote(name or '')}"
 
 
 def _failure(code: int, data: bytes) -> errors.AsyncKubeletError:

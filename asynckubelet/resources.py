@@ -8,20 +8,36 @@ same as :mod:`asynckubelet.manifests.kinds` (a unit test keeps the two equal).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class _Resource(NamedTuple):
+        kind: str
+        plural: str
+        singular: str
+        group: str = ""
+        short_names: tuple[str, ...] = ()
+        namespaced: bool = True
+else:
+    # A named tuple without ``typing`` (as :class:`asynckubelet.errors.FieldError`).
+    import collections
+
+    _Resource = collections.namedtuple(
+        "_Resource",
+        ["kind", "plural", "singular", "group", "short_names", "namespaced"],
+        defaults=["", (), True],
+    )
 
 __all__ = ["RESOURCES", "Resource", "by_plural", "lookup"]
 
 
-class Resource(NamedTuple):
-    """A kind as kubectl names it (a named tuple: no ``dataclasses`` for ``get``)."""
+class Resource(_Resource):
+    """A kind as kubectl names it: ``kind``, ``plural``, ``singular``, ``group`` (''
+    for the core group), ``short_names``, ``namespaced`` (a named tuple: no
+    ``dataclasses`` for ``get``)."""
 
-    kind: str
-    plural: str
-    singular: str
-    group: str = ""
-    short_names: tuple[str, ...] = ()
-    namespaced: bool = True
+    __slots__ = ()
 
     @property
     def api_prefix(self) -> str:

@@ -10,7 +10,10 @@ cheap to import, which keeps a ``get`` through the daemon fast.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io"
 """The ``Accept`` header kubectl sends for server-side printing."""

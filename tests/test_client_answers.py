@@ -135,3 +135,22 @@ def test_no_daemon_listening_is_said_with_the_socket(tmp_path: Path) -> None:
     with pytest.raises(errors.DaemonError, match="cannot reach the node daemon at"):
         NodeClient(tmp_path / "api.sock").node()
     assert NodeClient(tmp_path / "api.sock").healthy() is False
+
+
+def test_a_name_is_one_path_segment_whatever_it_holds(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, requests = answering
+    answers.append(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    NodeClient(path).pod("a b", "../../x?y#z")
+    assert requests[0].startswith(
+        b"GET /api/v1/namespaces/a%20b/pods/..%2F..%2Fx%3Fy%23z HTTP/1.1\r\n"
+    )
+
+
+def test_a_plain_name_is_used_as_it_is() -> None:
+    from asynckubelet.client import quote
+
+    assert quote("web-1.example_x~") == "web-1.example_x~"
+    assert quote("é") == "%C3%A9"
+    assert quote("") == ""

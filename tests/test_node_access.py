@@ -76,3 +76,19 @@ def test_a_pid_file_of_a_live_process_names_it(tmp_path: Path) -> None:
 def test_a_stale_pid_file_means_no_daemon(tmp_path: Path) -> None:
     (tmp_path / "serve.pid").write_text("999999999\n")
     assert daemon_pid(tmp_path) is None
+
+
+def test_the_default_state_dir_is_var_lib_for_root_and_xdg_state_for_others(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from asynckubelet.node import locate
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert locate.default_state_dir_path() == "/var/lib/asynckubelet"
+    assert locate.default_state_dir() == Path("/var/lib/asynckubelet")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert locate.default_state_dir_path() == str(tmp_path / "state" / "asynckubelet")
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert locate.default_state_dir() == tmp_path / ".local" / "state" / "asynckubelet"

@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def main() -> None:

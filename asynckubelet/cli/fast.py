@@ -20,10 +20,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 from asynckubelet import errors, resources
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LISTED = (
     "pods",
@@ -138,13 +140,12 @@ def main(argv: list[str]) -> int | None:
     if options is None:
         return None
     from asynckubelet.client import NodeClient
-    from asynckubelet.node.locate import default_state_dir, socket_answers, socket_path
+    from asynckubelet.node.locate import SOCKET_NAME, default_state_dir_path, socket_answers
 
     state_dir = options.get("state_dir") or os.environ.get("ASYNCKUBELET_STATE_DIR")
-    state = Path(state_dir) if state_dir else default_state_dir()
-    path = socket_path(state)
+    path = os.path.join(state_dir or default_state_dir_path(), SOCKET_NAME)
     try:
-        if not path.exists() or not socket_answers(path):
+        if not os.path.exists(path) or not socket_answers(path):
             return None
     except OSError:
         return None
