@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lightkube.models.core_v1 import Container, Pod, PodSpec
@@ -92,3 +93,32 @@ def test_the_default_state_dir_is_var_lib_for_root_and_xdg_state_for_others(
     monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert locate.default_state_dir() == tmp_path / ".local" / "state" / "asynckubelet"
+
+
+def test_settling_the_heap_sets_whats_alive_aside_and_collects_the_rest() -> None:
+    import gc
+
+    from asynckubelet.node.daemon import settle_heap
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+    kept = Cycle()
+    dropped = Cycle()
+    gone = weakref_to(dropped)
+    del dropped
+    try:
+        settle_heap()
+        assert gone() is None
+        assert gc.get_freeze_count() > 0
+        assert not any(o is kept for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert any(o is kept for o in gc.get_objects())
+
+
+def weakref_to(obj: object) -> Any:
+    import weakref
+
+    return weakref.ref(obj)

@@ -156,6 +156,7 @@ async def _listen_and_publish(
         f"{config.manifest_dir}, http://{host}:{bound}, local API {socket_file}",
         soft_wrap=True,
     )
+    daemon.settle_heap()
 
 
 async def _serve(

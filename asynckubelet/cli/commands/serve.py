@@ -229,6 +229,7 @@ async def _serve(
                             f"node {config.node_name}: manifests {config.manifest_dir}, "
                             f"http://{at.host}:{bound}, local API {socket_file}"
                         )
+                        daemon.settle_heap()
                         signum = await anext(aiter(received))
                         err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
                         if not config.leave_running:
