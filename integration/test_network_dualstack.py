@@ -287,3 +287,35 @@ def test_run_with_pod_cidr_v6_gives_the_pod_both_addresses_ipv4_first(
     finally:
         config = BridgeConfig(bridge=bridge, pod_cidr=cidr, pod_cidr_v6=cidr6)
         anyio.run(BridgePlugin(config).remove_node_network)
+
+
+async def test_removing_the_node_network_with_its_ipv4_range_alone_removes_its_ipv6_chains(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    """A node that ran dual stack, removed by a configuration that names only its IPv4
+    range (an uninstall, a test's teardown), leaves no ip6tables chain behind."""
+    if os.geteuid() != 0:
+        pytest.skip("the bridge backend needs root")
+    bridge, cidr = bridge_name(node_name), free_cidr()
+    made = make_network_plugin(
+        "bridge",
+        docker=docker,
+        state_dir=tmp_path / "net",
+        bridge=bridge,
+        pod_cidr=cidr,
+        pod_cidr_v6=free_cidr_v6(),
+    )
+    assert isinstance(made, BridgePlugin)
+    await made.start()
+    try:
+        assert bridge in await _saved("ip6tables-save")
+        config = BridgeConfig(bridge=bridge, pod_cidr=cidr, state_dir=tmp_path / "net")
+        await BridgePlugin(config).remove_node_network()
+        assert bridge not in await _saved("ip6tables-save")
+        assert bridge not in await _saved("iptables-save")
+    finally:
+        await made.remove_node_network()
+
+
+async def _saved(binary: str) -> str:
+    return (await anyio.run_process([binary])).stdout.decode()

@@ -42,6 +42,7 @@ whose sandbox no longer runs.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import functools
@@ -465,6 +466,11 @@ class BridgePlugin:
             await self.firewall.remove_network(bridge=self.config.bridge)
             if self.subnet6 is not None:
                 await self.firewall6.remove_network(bridge=self.config.bridge)
+            elif self.firewall6.available():
+                # The bridge may have run dual stack under another configuration: its IPv6
+                # chains go too, where the host has an IPv6 packet filter that answers.
+                with contextlib.suppress(errors.NetworkError):
+                    await self.firewall6.remove_network(bridge=self.config.bridge)
             try:
                 async with _iproute() as ipr:
                     index = await _index(ipr, self.config.bridge)
