@@ -70,6 +70,32 @@ def bridge_name(node: str) -> str:
     return f"akb{node[-10:]}"
 
 
+@dataclass(frozen=True)
+class NodeNetwork:
+    """A bridge and pod range of a test's own, for a ``serve`` it starts: the daemon then
+    neither takes the defaults (a developer's own node's bridge, range and cluster DNS
+    address) nor leaves them behind. Its IPAM records go where every local node's go,
+    under the bridge's name."""
+
+    bridge: str
+    pod_cidr: str
+
+    @classmethod
+    def of(cls, node: str) -> NodeNetwork:
+        return cls(bridge_name(node), free_cidr())
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"ASYNCKUBELET_BRIDGE": self.bridge, "ASYNCKUBELET_POD_CIDR": self.pod_cidr}
+
+    def remove(self) -> None:
+        """The bridge, its firewall chains and its records, gone (the daemon stopped)."""
+        from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
+
+        config = BridgeConfig(bridge=self.bridge, pod_cidr=self.pod_cidr)
+        anyio.run(BridgePlugin(config).remove_node_network)
+
+
 def node_address() -> str:
     """The node's own IPv4 address: the source this machine picks for an outside route.
 

@@ -27,6 +27,7 @@ from asynckubelet.docker import ContainerConfig, DockerClient
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.network_helpers import NodeNetwork
 from integration.test_cli_node import free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -91,6 +92,7 @@ class Daemon:
     port: int
     engine: Engine
     serve_args: tuple[str, ...] = ()
+    network: NodeNetwork | None = None
     process: subprocess.Popen[str] | None = None
 
     @property
@@ -125,7 +127,11 @@ class Daemon:
                 f"127.0.0.1:{self.port}",
                 *self.serve_args,
             ],
-            env={**self.env, "ASYNCKUBELET_NODE_NAME": self.node_name},
+            env={
+                **self.env,
+                "ASYNCKUBELET_NODE_NAME": self.node_name,
+                **(self.network.env if self.network is not None else {}),
+            },
             stdout=log,
             stderr=subprocess.STDOUT,
             text=True,
@@ -192,6 +198,7 @@ def _daemon(tmp_path: Path, engine: Engine, node_name: str, *args: str) -> Itera
         port=free_port(),
         engine=engine,
         serve_args=args,
+        network=NodeNetwork.of(node_name),
     )
     d.start()
     try:
@@ -205,6 +212,8 @@ def _daemon(tmp_path: Path, engine: Engine, node_name: str, *args: str) -> Itera
 
         anyio.run(clean)
         unmount_under(d.state)
+        assert d.network is not None
+        d.network.remove()
 
 
 def unmount_under(root: Path) -> None:

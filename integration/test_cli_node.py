@@ -30,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from asynckubelet.docker import DockerClient
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.network_helpers import NodeNetwork
 from integration.runtime_helpers import finished_syncs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,6 +98,7 @@ class Node:
     node_name: str
     port: int
     engine: Engine
+    network: NodeNetwork | None = None
     process: subprocess.Popen[str] | None = None
 
     @property
@@ -107,6 +109,7 @@ class Node:
             "ASYNCKUBELET_STATE_DIR": str(self.state),
             "ASYNCKUBELET_NODE_NAME": self.node_name,
             "ASYNCKUBELET_PAUSE_IMAGE": PAUSE_IMAGE,
+            **(self.network.env if self.network is not None else {}),
         }
 
     def cli(
@@ -191,7 +194,13 @@ class Node:
 def node(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> Iterator[Node]:
-    n = Node(state=tmp_path / "state", node_name=node_name, port=free_port(), engine=docker_engine)
+    n = Node(
+        state=tmp_path / "state",
+        node_name=node_name,
+        port=free_port(),
+        engine=docker_engine,
+        network=NodeNetwork.of(node_name),
+    )
     n.start()
     try:
         yield n
@@ -203,6 +212,8 @@ def node(
                 await remove_owned(client, node_name)
 
         anyio.run(clean)
+        assert n.network is not None
+        n.network.remove()
 
 
 def manifest(tmp_path: Path, text: str, *, name: str = "web.yaml", value: str = "one") -> Path:

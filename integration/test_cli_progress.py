@@ -22,6 +22,7 @@ import pytest
 from asynckubelet.docker import DockerClient
 from integration import test_cli_node as node_cli
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, held_connections, remove_owned
+from integration.network_helpers import NodeNetwork
 from integration.registry import Registry, registry
 
 __all__ = ["registry"]
@@ -223,6 +224,7 @@ def node(tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], nod
         node_name=node_name,
         port=node_cli.free_port(),
         engine=docker_engine,
+        network=NodeNetwork.of(node_name),
     )
     n.start()
     try:
@@ -235,6 +237,8 @@ def node(tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], nod
                 await remove_owned(client, node_name)
 
         anyio.run(clean)
+        assert n.network is not None
+        n.network.remove()
 
 
 def test_apply_wait_on_a_terminal_shows_which_pods_are_not_ready_and_why(
