@@ -37,6 +37,7 @@ from loguru import logger
 
 from asynckubelet import hostfs
 from asynckubelet.manifests import kinds
+from asynckubelet.node.writer import BatchWriter
 from asynckubelet.runtime import containers as ctr
 
 EVENTS_FILE = "events.jsonl"
@@ -300,8 +301,7 @@ class EventRecorder:
         self._events: OrderedDict[tuple[str, str, str, str, str], PodEvent] = OrderedDict()
         self._subscribers: list[EventSubscriber] = []
         self._file_bytes = _size(path) if path is not None else 0
-        self._pending: list[bytes] = []
-        self._dirty: anyio.Event | None = None
+        self._writer = BatchWriter[bytes](self._write)
 
     def __call__(
         self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None
@@ -390,32 +390,12 @@ class EventRecorder:
     ) -> None:
         """Write the events recorded to the file in a worker thread until cancelled; what is
         left is written before this returns."""
-        self._dirty = anyio.Event()
-        task_status.started()
-        try:
-            while True:
-                await self._dirty.wait()
-                self._dirty = anyio.Event()
-                batch, self._pending = self._pending, []
-                try:
-                    await anyio.to_thread.run_sync(self._write, batch)
-                except BaseException:
-                    self._pending = batch + self._pending
-                    raise
-        finally:
-            self._dirty = None
-            batch, self._pending = self._pending, []
-            self._write(batch)
+        await self._writer.run(task_status=task_status)
 
     def _append(self, event: PodEvent) -> None:
         if self.path is None:
             return
-        line = (json.dumps(event.to_json()) + "\n").encode()
-        if self._dirty is None:
-            self._write([line])
-            return
-        self._pending.append(line)
-        self._dirty.set()
+        self._writer.add((json.dumps(event.to_json()) + "\n").encode())
 
     def _write(self, lines: builtins.list[bytes]) -> None:
         """Append ``lines`` to the file, rotating it first when they would take it past

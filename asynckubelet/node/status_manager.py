@@ -36,6 +36,7 @@ from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
 
 from asynckubelet import hostfs
+from asynckubelet.node.writer import BatchWriter
 from asynckubelet.runtime import containers as ctr
 
 PODS_DIR = "pods"
@@ -101,9 +102,8 @@ class StatusManager:
         self._watchers: list[Watcher] = []
         self._changed = anyio.Event()
         self._dir = state_dir / PODS_DIR if state_dir is not None else None
-        self._pending: dict[str, PodRecord | None] = {}
-        """uid -> the record to write (None: the file to remove), while :meth:`run` runs."""
-        self._dirty: anyio.Event | None = None
+        self._writer = BatchWriter[tuple[str, PodRecord | None]](self._write_batch)
+        """``(uid, the record to write)``; None: the file to remove."""
         self.writes = 0
         """Status files written (or removed) so far."""
 
@@ -149,34 +149,16 @@ class StatusManager:
     ) -> None:
         """Write the status files of changed pods in a worker thread until cancelled; what
         is left is written before this returns."""
-        self._dirty = anyio.Event()
-        task_status.started()
-        try:
-            while True:
-                await self._dirty.wait()
-                self._dirty = anyio.Event()
-                batch, self._pending = self._pending, {}
-                try:
-                    await anyio.to_thread.run_sync(self._write_batch, batch)
-                except BaseException:
-                    self._pending = {**batch, **self._pending}
-                    raise
-        finally:
-            self._dirty = None
-            batch, self._pending = self._pending, {}
-            self._write_batch(batch)
+        await self._writer.run(task_status=task_status)
 
     def _store(self, uid: str, record: PodRecord | None) -> None:
         if self._dir is None:
             return
-        if self._dirty is None:
-            self._write_batch({uid: record})
-            return
-        self._pending[uid] = record
-        self._dirty.set()
+        self._writer.add((uid, record))
 
-    def _write_batch(self, batch: dict[str, PodRecord | None]) -> None:
-        for uid, record in batch.items():
+    def _write_batch(self, batch: builtins.list[tuple[str, PodRecord | None]]) -> None:
+        """Each pod's last record of ``batch`` written (or its file removed), once."""
+        for uid, record in dict(batch).items():
             if record is None:
                 self._remove_file(uid)
             else:
