@@ -1,4 +1,7 @@
-from collections.abc import Callable
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,3 +22,46 @@ def _no_engine_is_ever_started(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.fail("a unit test reached engine.own_engine(): it would start a real dockerd")
 
     monkeypatch.setattr(engine, "own_engine", refuse)
+
+
+@pytest.fixture
+def answering(tmp_path: Path) -> Iterator[tuple[Path, list[bytes], list[bytes]]]:
+    """A unix socket, ``api.sock`` in the test's folder, that answers each request with
+    the next canned answer and records what each request sent (a connection closed
+    without one, as a check that a daemon listens makes, is let go)."""
+    path = tmp_path / "api.sock"
+    answers: list[bytes] = []
+    requests: list[bytes] = []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    more = conn.recv(65536)
+                    if not more:
+                        break
+                    data += more
+                if b"\r\n\r\n" not in data:
+                    continue
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                requests.append(head + b"\r\n\r\n" + rest)
+                conn.sendall(answers.pop(0))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path, answers, requests
+    server.close()

@@ -8,10 +8,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
@@ -290,12 +288,15 @@ def test_get_through_the_daemon_loads_no_http_library_nor_dataclasses() -> None:
     assert out.strip() == "[]"
 
 
-def test_get_through_a_daemon_loads_no_typing_pathlib_urllib_nor_threads(tmp_path: Path) -> None:
+def test_get_through_a_daemon_loads_no_typing_pathlib_urllib_nor_threads(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
     """``get pods`` run whole (parsing, finding the socket, asking, printing) against a
     daemon's socket, in a fresh interpreter: it prints the table and loads none of the
     standard library's modules that only other commands need (a sixth of its own time
     at rest, more while the engine starts pods). Modules the interpreter loaded before
     (an editable install's import hook loads ``pathlib``) are left out."""
+    path, answers, requests = answering
     table = json.dumps(
         {
             "kind": "Table",
@@ -303,47 +304,18 @@ def test_get_through_a_daemon_loads_no_typing_pathlib_urllib_nor_threads(tmp_pat
             "rows": [{"cells": ["web", "1/1"], "object": {"metadata": {"name": "web"}}}],
         }
     ).encode()
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(tmp_path / "api.sock"))
-    server.listen()
-    asked: list[bytes] = []
-
-    def answer() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    more = conn.recv(65536)
-                    if not more:
-                        break
-                    data += more
-                if not data:
-                    continue
-                asked.append(data)
-                conn.sendall(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(table), table)
-                )
-
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
-    try:
-        out = _fresh(
-            "import sys\n"
-            "before = set(sys.modules)\n"
-            "from asynckubelet.cli import fast\n"
-            f"code = fast.main(['get', 'pods', '--state-dir', {str(tmp_path)!r}])\n"
-            "heavy = ('typing', 'pathlib', 'urllib.parse', 'threading', 'importlib.util',\n"
-            "         'dataclasses', 'asyncio', 'http.client', 'ssl')\n"
-            "print(code, sorted(h for h in heavy if h in set(sys.modules) - before))\n"
-        )
-    finally:
-        server.close()
+    answers.append(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(table), table))
+    out = _fresh(
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "from asynckubelet.cli import fast\n"
+        f"code = fast.main(['get', 'pods', '--state-dir', {str(path.parent)!r}])\n"
+        "heavy = ('typing', 'pathlib', 'urllib.parse', 'threading', 'importlib.util',\n"
+        "         'dataclasses', 'asyncio', 'http.client', 'ssl')\n"
+        "print(code, sorted(h for h in heavy if h in set(sys.modules) - before))\n"
+    )
     assert out.splitlines() == ["NAME   READY", "web    1/1", "0 []"]
-    assert asked[0].startswith(b"GET /api/v1/namespaces/default/pods HTTP/1.1\r\n")
+    assert requests[0].startswith(b"GET /api/v1/namespaces/default/pods HTTP/1.1\r\n")
 
 
 def test_the_nodes_own_facts_load_no_cluster_agent_nor_its_http_client() -> None:

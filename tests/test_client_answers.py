@@ -4,52 +4,12 @@ named as the daemon's failure, never a traceback."""
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from asynckubelet import errors
 from asynckubelet.client import NodeClient
-
-
-@pytest.fixture
-def answering(tmp_path: Path) -> Iterator[tuple[Path, list[bytes], list[bytes]]]:
-    """A unix socket that answers each connection with the next canned answer, and
-    records what each request sent."""
-    path = tmp_path / "api.sock"
-    answers: list[bytes] = []
-    requests: list[bytes] = []
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen()
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, rest = data.partition(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                while len(rest) < length:
-                    rest += conn.recv(65536)
-                requests.append(head + b"\r\n\r\n" + rest)
-                conn.sendall(answers.pop(0))
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield path, answers, requests
-    server.close()
 
 
 def test_a_body_framed_by_its_length_is_read_whole(
