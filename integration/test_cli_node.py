@@ -6,6 +6,7 @@ loopback port; the other commands run as a user would run them, as separate proc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -190,15 +191,15 @@ class Node:
         return anyio.run(go)
 
 
-@pytest.fixture
-def node(
-    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
-) -> Iterator[Node]:
+@contextlib.contextmanager
+def running_node(tmp_path: Path, engine: Engine, node_name: str) -> Iterator[Node]:
+    """``serve`` on its own state dir, port, bridge and pod range; stopped afterwards, and
+    its containers and node network removed."""
     n = Node(
         state=tmp_path / "state",
         node_name=node_name,
         port=free_port(),
-        engine=docker_engine,
+        engine=engine,
         network=NodeNetwork.of(node_name),
     )
     n.start()
@@ -208,12 +209,20 @@ def node(
         n.stop()
 
         async def clean() -> None:
-            async with DockerClient(url=docker_engine.url) as client:
+            async with DockerClient(url=engine.url) as client:
                 await remove_owned(client, node_name)
 
         anyio.run(clean)
         assert n.network is not None
         n.network.remove()
+
+
+@pytest.fixture
+def node(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> Iterator[Node]:
+    with running_node(tmp_path, docker_engine, node_name) as n:
+        yield n
 
 
 def manifest(tmp_path: Path, text: str, *, name: str = "web.yaml", value: str = "one") -> Path:

@@ -21,8 +21,7 @@ import pytest
 
 from asynckubelet.docker import DockerClient
 from integration import test_cli_node as node_cli
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, held_connections, remove_owned
-from integration.network_helpers import NodeNetwork
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, held_connections
 from integration.registry import Registry, registry
 
 __all__ = ["registry"]
@@ -218,27 +217,11 @@ def test_log_format_json_gives_one_parseable_object_per_log_line(
 
 
 @pytest.fixture
-def node(tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str):  # type: ignore[no-untyped-def]
-    n = node_cli.Node(
-        state=tmp_path / "state",
-        node_name=node_name,
-        port=node_cli.free_port(),
-        engine=docker_engine,
-        network=NodeNetwork.of(node_name),
-    )
-    n.start()
-    try:
+def node(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> Iterator[node_cli.Node]:
+    with node_cli.running_node(tmp_path, docker_engine, node_name) as n:
         yield n
-    finally:
-        n.stop()
-
-        async def clean() -> None:
-            async with DockerClient(url=docker_engine.url) as client:
-                await remove_owned(client, node_name)
-
-        anyio.run(clean)
-        assert n.network is not None
-        n.network.remove()
 
 
 def test_apply_wait_on_a_terminal_shows_which_pods_are_not_ready_and_why(
