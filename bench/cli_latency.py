@@ -20,8 +20,11 @@ daemon serves and this process makes on the same cores as the burst, so ``get``'
 are taken without them unless asked. ``--tree PATH`` times another checkout's code with
 the same script. How long the daemon's loop thread ran and how long it waited on a run
 queue for a CPU over the bursts (Linux's schedstat) says how much of the lag is the machine's
-rather than the daemon's. Everything made is removed at the end.
-Run: ``python bench/cli_latency.py [--pods 20] [--rounds 3] [--tree PATH] [--probes]``.
+rather than the daemon's. ``--paced-rounds`` bursts (3) follow with ``get`` once a second,
+as a user looks now and then: the loop's lag without back-to-back processes taking a core.
+Everything made is removed at the end.
+Run: ``python bench/cli_latency.py [--pods 20] [--rounds 3] [--paced-rounds 3] [--tree PATH]
+[--probes]``.
 """
 
 from __future__ import annotations
@@ -177,10 +180,10 @@ def ready_rows(table: str) -> int:
 
 
 def get_times(
-    cli: list[str], env: dict[str, str], *, pods: int, timeout: float
+    cli: list[str], env: dict[str, str], *, pods: int, timeout: float, pause: float = 0.0
 ) -> tuple[list[float], float]:
-    """Wall times of ``get pods`` processes, one after another, until one shows ``pods``
-    pods Ready; and the time (monotonic) that one ended."""
+    """Wall times of ``get pods`` processes, one after another (``pause`` seconds apart),
+    until one shows ``pods`` pods Ready; and the time (monotonic) that one ended."""
     times: list[float] = []
     deadline = time.monotonic() + timeout
     while True:
@@ -194,6 +197,7 @@ def get_times(
             return times, ended
         if ended > deadline:
             raise SystemExit(f"the pods were not all Ready after {timeout:g} s:\n{proc.stdout}")
+        time.sleep(pause)
 
 
 def wait_until_serving(port: int, serve: subprocess.Popen[bytes]) -> None:
@@ -244,8 +248,10 @@ def one_burst(
     api: Path,
     probes: bool,
     daemon: int,
+    pause: float = 0.0,
 ) -> Burst:
-    """Apply the pods and time ``get pods`` until it shows them all Ready."""
+    """Apply the pods and time ``get pods`` (``pause`` seconds apart) until it shows them
+    all Ready."""
     lag_before = lag_buckets(port)
     sched_before = schedstat(daemon)
     probe = Probe(port) if probes else None
@@ -253,7 +259,7 @@ def one_burst(
     start_probes(probe, table_probe)
     started = time.monotonic()
     subprocess.run([*cli, "apply", "-f", str(files)], env=env, check=True, capture_output=True)
-    times, ended = get_times(cli, env, pods=pods, timeout=300)
+    times, ended = get_times(cli, env, pods=pods, timeout=300, pause=pause)
     stop_probes(probe, table_probe)
     sched_after = schedstat(daemon)
     lag_after = lag_buckets(port)
@@ -320,6 +326,26 @@ def clear(cli: list[str], env: dict[str, str], files: Path) -> None:
     raise SystemExit("the pods of the last round were not gone after 120 s")
 
 
+def print_lag(when: str, lag: dict[float, float] | None, bursts: list[Burst]) -> None:
+    """The lag observed over ``bursts`` (pooled), and how long the loop thread waited."""
+    if lag is not None:
+        print(
+            f"event-loop lag p99 {when} ({LAG_METRIC}, "
+            f"{max(lag.values(), default=0):.0f} samples): "
+            f"<= {histogram_p99({}, lag):.3f} s; "
+            + ", ".join(
+                f"{late_samples(lag, bound):.0f} over {bound * 1e3:g} ms"
+                for bound in (0.025, 0.05, 0.1)
+            )
+        )
+    ran = sum(b.loop_thread[0] for b in bursts)
+    waited = sum(b.loop_thread[1] for b in bursts)
+    print(
+        f"the daemon's loop thread {when}, {sum(b.seconds for b in bursts):.1f} s: "
+        f"ran {ran:.2f} s, waited {waited:.2f} s on a run queue for a CPU"
+    )
+
+
 def print_probes(rest_probe: Probe | None, healthz: list[float], table: list[float]) -> None:
     """What the --probes probes measured."""
     if rest_probe is not None and healthz:
@@ -359,6 +385,13 @@ def main() -> None:
         type=int,
         default=3,
         help="bursts, one after another (the pods deleted between them), pooled",
+    )
+    parser.add_argument(
+        "--paced-rounds",
+        type=int,
+        default=3,
+        help="bursts after those, with get once a second: the loop's lag without the "
+        "back-to-back get processes taking a core",
     )
     args = parser.parse_args()
 
@@ -419,6 +452,22 @@ def main() -> None:
             )
         sampled = [t for b in bursts for t in b.get_times]
         lag = pooled_lag([b.lag for b in bursts])
+        paced: list[Burst] = []
+        for _ in range(args.paced_rounds):
+            clear(cli, env, files)
+            paced.append(
+                one_burst(
+                    cli,
+                    env,
+                    files,
+                    pods=args.pods,
+                    port=port,
+                    api=api,
+                    probes=False,
+                    daemon=serve.pid,
+                    pause=1.0,
+                )
+            )
 
         tree = "this tree" if args.tree.resolve() == REPO else str(args.tree)
         code = subprocess.run(
@@ -442,22 +491,13 @@ def main() -> None:
             f"p50 {statistics.median(sampled):.3f} s, p90 {percentile(sampled, 90):.3f} s, "
             f"p99 {percentile(sampled, 99):.3f} s, max {max(sampled):.3f} s"
         )
-        if lag is not None:
-            print(
-                f"event-loop lag p99 during the bursts ({LAG_METRIC}, "
-                f"{max(lag.values(), default=0):.0f} samples): "
-                f"<= {histogram_p99({}, lag):.3f} s; "
-                + ", ".join(
-                    f"{late_samples(lag, bound):.0f} over {bound * 1e3:g} ms"
-                    for bound in (0.025, 0.05, 0.1)
-                )
+        print_lag("during the bursts", lag, bursts)
+        if paced:
+            print_lag(
+                f"in {len(paced)} more with get once a second",
+                pooled_lag([b.lag for b in paced]),
+                paced,
             )
-        ran = sum(b.loop_thread[0] for b in bursts)
-        waited = sum(b.loop_thread[1] for b in bursts)
-        print(
-            f"the daemon's loop thread over the bursts' {sum(b.seconds for b in bursts):.1f} s: "
-            f"ran {ran:.2f} s, waited {waited:.2f} s on a run queue for a CPU"
-        )
         if lag is None and not args.probes:
             print(f"the daemon has no {LAG_METRIC}; --probes measures its lag from outside")
         print_probes(
