@@ -49,6 +49,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from nodenet import free_cidr, private_bridge, remove_node_network
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "app"
 BUSYBOX = "asynckubelet.local/busybox:1.35"
@@ -158,35 +160,13 @@ def free_ports(count: int) -> int:
     raise SystemExit("no free ports in 30000-32767")
 
 
-def free_cidr() -> str:
-    routes = run(["ip", "-4", "route"]).stdout
-    for _ in range(100):
-        n = uuid.uuid4().int
-        cidr = f"10.{200 + n % 50}.{(n >> 8) % 256}.0/24"
-        if cidr.rsplit(".", 1)[0] + "." not in routes:
-            return cidr
-    raise SystemExit("no free /24 in 10.200.0.0/10")
-
-
-def remove_node_network(bridge: str, cidr: str) -> None:
-    """The bridge, its addresses and its nftables table, as the node made them."""
-    import anyio
-
-    from asynckubelet.network.bridge import DEFAULT_STATE_DIR, BridgeConfig, BridgePlugin
-
-    plugin = BridgePlugin(
-        BridgeConfig(bridge=bridge, pod_cidr=cidr, firewall="nftables", state_dir=DEFAULT_STATE_DIR)
-    )
-    anyio.run(plugin.remove_node_network)
-
-
 class Asynckubelet:
     name = "asynckubelet"
 
     def __init__(self, work: Path, env: dict[str, str]) -> None:
         self.work = work
         self.node = f"bench-app-{uuid.uuid4().hex[:6]}"
-        self.bridge = f"akb{uuid.uuid4().hex[:6]}"
+        self.bridge = private_bridge()
         self.cidr = free_cidr()
         self.env = {**env, "ASYNCKUBELET_STATE_DIR": str(work / "state")}
         self.cli = [sys.executable, "-m", "asynckubelet"]
@@ -269,7 +249,7 @@ class Asynckubelet:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        remove_node_network(self.bridge, self.cidr)
+        remove_node_network(self.bridge, self.cidr, firewall="nftables")
 
 
 class Compose:

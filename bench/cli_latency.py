@@ -47,6 +47,8 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple
 
+from nodenet import free_cidr, private_bridge, remove_node_network
+
 REPO = Path(__file__).resolve().parent.parent
 POD = """\
 apiVersion: v1
@@ -404,6 +406,8 @@ def main() -> None:
         "ASYNCKUBELET_STATE_DIR": str(root / "state"),
         "ASYNCKUBELET_NODE_NAME": node,
         "ASYNCKUBELET_PAUSE_IMAGE": args.pause,
+        "ASYNCKUBELET_BRIDGE": private_bridge(),
+        "ASYNCKUBELET_POD_CIDR": free_cidr(),
     }
     if args.docker_host:
         env["ASYNCKUBELET_DOCKER_HOST"] = args.docker_host
@@ -518,6 +522,7 @@ def main() -> None:
         ).stdout.split()
         if left:
             subprocess.run([*docker, "rm", "-f", *left], capture_output=True, check=False)
+        remove_node_network(env["ASYNCKUBELET_BRIDGE"], env["ASYNCKUBELET_POD_CIDR"])
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import aiodocker
 import anyio
+from nodenet import free_cidr, private_bridge, remove_node_network
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.docker.engine import Dockerd
@@ -259,6 +260,8 @@ def serve(
         "ASYNCKUBELET_STATE_DIR": str(state),
         "ASYNCKUBELET_NODE_NAME": f"akl-scale-{secrets.token_hex(4)}",
         "ASYNCKUBELET_PAUSE_IMAGE": PAUSE,
+        "ASYNCKUBELET_BRIDGE": private_bridge(),
+        "ASYNCKUBELET_POD_CIDR": free_cidr(),
     }
     log = (work / "serve.log").open("wb")
     # Run from the scratch directory: ``python -m`` puts the working directory first on
@@ -286,6 +289,7 @@ def serve(
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=300)
         log.close()
+        remove_node_network(env["ASYNCKUBELET_BRIDGE"], env["ASYNCKUBELET_POD_CIDR"])
 
 
 def write_pods(directory: Path, n: int, *, probe: str) -> None:
