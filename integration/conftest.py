@@ -1,3 +1,6 @@
+from collections.abc import Iterator
+from pathlib import Path
+
 from integration.harness import (
     docker,
     docker_engine,
@@ -9,6 +12,21 @@ __all__ = ["docker", "docker_engine", "node_name", "test_images"]
 
 
 import pytest
+
+from asynckubelet.network.bridge import DEFAULT_BRIDGE, DEFAULT_POD_CIDR
+from integration.network_helpers import NodeNetwork
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_node_network_left_as_found() -> Iterator[None]:
+    """The tests that ``run`` a pod with the default network make the default node network
+    (its bridge, firewall chains and address records), which ``run`` keeps for the next pod
+    as Docker keeps ``docker0``; a session that found none removes the one its tests made."""
+    bridge = Path("/sys/class/net") / DEFAULT_BRIDGE
+    existed = bridge.exists()
+    yield
+    if not existed and bridge.exists():
+        NodeNetwork(DEFAULT_BRIDGE, DEFAULT_POD_CIDR).remove()
 
 
 @pytest.fixture
