@@ -439,40 +439,30 @@ def main() -> None:
             (files / f"lat-{i}.yaml").write_text(POD.format(i=i, image=args.image))
         api = root / "state" / "api.sock"
         bursts: list[Burst] = []
-        for round_ in range(args.rounds):
-            if round_:
-                clear(cli, env, files)
-            bursts.append(
-                one_burst(
-                    cli,
-                    env,
-                    files,
-                    pods=args.pods,
-                    port=port,
-                    api=api,
-                    probes=args.probes,
-                    daemon=serve.pid,
+        paced: list[Burst] = []
+        # Back-to-back get with the probes asked for, then get once a second without them.
+        for into, rounds, probes, pause in (
+            (bursts, args.rounds, args.probes, 0.0),
+            (paced, args.paced_rounds, False, 1.0),
+        ):
+            for _ in range(rounds):
+                if bursts or paced:
+                    clear(cli, env, files)
+                into.append(
+                    one_burst(
+                        cli,
+                        env,
+                        files,
+                        pods=args.pods,
+                        port=port,
+                        api=api,
+                        probes=probes,
+                        daemon=serve.pid,
+                        pause=pause,
+                    )
                 )
-            )
         sampled = [t for b in bursts for t in b.get_times]
         lag = pooled_lag([b.lag for b in bursts])
-        paced: list[Burst] = []
-        for _ in range(args.paced_rounds):
-            clear(cli, env, files)
-            paced.append(
-                one_burst(
-                    cli,
-                    env,
-                    files,
-                    pods=args.pods,
-                    port=port,
-                    api=api,
-                    probes=False,
-                    daemon=serve.pid,
-                    pause=1.0,
-                )
-            )
-
         tree = "this tree" if args.tree.resolve() == REPO else str(args.tree)
         code = subprocess.run(
             [sys.executable, "-c", "import asynckubelet; print(asynckubelet.__file__)"],

@@ -1,6 +1,7 @@
 """What the `serve` daemon costs and how fast it reacts, measured from outside.
 
-Starts ``asynckubelet serve`` with a private state dir and node name, then measures: the
+Starts ``asynckubelet serve`` with a private state dir, node name, bridge and pod range,
+then measures: the
 time from ``apply -f`` (N pods in one directory) until ``/pods`` reports them all Ready;
 the time until an edited env var has restarted the changed container; the daemon's
 resident memory and its CPU use while idle with those pods running; and the time for
@@ -23,6 +24,8 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
+
+from nodenet import free_cidr, private_bridge, remove_node_network
 
 POD = """
 apiVersion: v1
@@ -79,6 +82,8 @@ def main(pods: int, image: str, pause: str) -> None:
         "ASYNCKUBELET_STATE_DIR": str(root / "state"),
         "ASYNCKUBELET_NODE_NAME": node,
         "ASYNCKUBELET_PAUSE_IMAGE": pause,
+        "ASYNCKUBELET_BRIDGE": private_bridge(),
+        "ASYNCKUBELET_POD_CIDR": free_cidr(),
     }
     cli = [sys.executable, "-m", "asynckubelet"]
     serve = subprocess.Popen(
@@ -133,6 +138,7 @@ def main(pods: int, image: str, pause: str) -> None:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=120)
         shutil.rmtree(root, ignore_errors=True)
+        remove_node_network(env["ASYNCKUBELET_BRIDGE"], env["ASYNCKUBELET_POD_CIDR"])
 
 
 if __name__ == "__main__":
