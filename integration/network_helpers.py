@@ -1,5 +1,7 @@
-"""Helpers of the network integration tests: free pod CIDRs (IPv4, IPv6), bridge names, pods,
-the node's address, killed setups and create/delete churn shared by the backends' tests."""
+"""Helpers of the network integration tests: free pod CIDRs (IPv4, IPv6), bridge names, pods
+(a web server with a shell beside it, run until it has an IP), fetches from the host and from
+inside a pod, bare pause containers, the node's address, killed setups and create/delete
+churn shared by the backends' tests."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import random
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +24,10 @@ from lightkube.models.core_v1 import Pod
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.network import NetworkPlugin, PodNetworkRequest
-from integration.harness import BUSYBOX_IMAGE
+from asynckubelet.runtime import naming
+from asynckubelet.runtime.manager import RuntimeManager
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
+from integration.runtime_helpers import Driver
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,6 +58,76 @@ def pod_from(text: str, *, node: str) -> Pod:
         text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node, pod_security="privileged"
     )
     return manifests.pods[0]
+
+
+def server_pod(name: str, port: int = 8080, host_port: int | None = None) -> str:
+    """A pod whose ``web`` container serves ``hi-from-NAME`` on ``port`` (on the host's
+    ``host_port`` too, when given), with a ``shell`` container beside it."""
+    ports = f"ports: [{{containerPort: {port}, hostPort: {host_port}}}]" if host_port else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: BUSYBOX
+    command: ["sh", "-c", "echo hi-from-{name} > /tmp/index.html; httpd -f -p {port} -h /tmp"]
+    {ports}
+  - name: shell
+    image: BUSYBOX
+    command: ["sleep", "3600"]
+"""
+
+
+async def running_with_ip(rm: RuntimeManager, text: str, node: str) -> tuple[Driver, str]:
+    """The pod of ``text`` driven until it runs and has an IP; its driver and that IP."""
+    driver = Driver(rm, pod_from(text, node=node))
+    status = await driver.until(lambda s: s.phase == "Running" and bool(s.podIP))
+    assert status.podIP is not None
+    return driver, status.podIP
+
+
+async def container_id(docker: DockerClient, node: str, pod: str, container: str) -> str:
+    """The Docker ID of the pod's container named ``container``."""
+    rows = await docker.list_containers(
+        labels={naming.LABEL_NODE: node, naming.LABEL_POD_NAME: pod}
+    )
+    for row in rows:
+        if (row.get("Labels") or {}).get(naming.LABEL_CONTAINER_NAME) == container:
+            return str(row["Id"])
+    raise AssertionError(f"no container {container} in pod {pod}")
+
+
+async def fetch_in(docker: DockerClient, cid: str, address: str, port: int) -> str:
+    """``/index.html`` from ``address:port`` as container ``cid`` gets it (retried for 6 s)."""
+    script = (
+        f"for i in $(seq 30); do printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' "
+        f"| nc -w 2 {address} {port} && exit 0; sleep 0.2; done; exit 1"
+    )
+    result = await docker.exec_run(cid, ["sh", "-c", script], timeout=30)
+    return result.stdout.decode(errors="replace")
+
+
+def fetch(url: str) -> str:
+    """The body of ``url``, fetched from the host."""
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+async def start_pause(docker: DockerClient, node: str) -> str:
+    """A bare pause container with no network, labelled with ``node``, started."""
+    cid = await docker.create_container(
+        {
+            "Image": PAUSE_IMAGE,
+            "Labels": {naming.LABEL_NODE: node},
+            "HostConfig": {"NetworkMode": "none"},
+        },
+        name=f"{node}-pause-{random.randint(0, 10**9)}",
+    )
+    await docker.start_container(cid)
+    return cid
 
 
 def cni_conflist(*, name: str, bridge: str, subnet: str, data_dir: Path) -> dict[str, Any]:

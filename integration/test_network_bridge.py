@@ -12,8 +12,6 @@ import os
 import random
 import shutil
 import subprocess
-import urllib.error
-import urllib.request
 from functools import partial
 from pathlib import Path
 
@@ -27,17 +25,22 @@ from asynckubelet.network import PodNetworkRequest, PortMapping
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, veth_name
 from asynckubelet.network.factory import make_network_plugin
 from asynckubelet.network.nftables import owner_comment, pod_chain, table_name
-from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import PAUSE_IMAGE
 from integration.network_helpers import (
     bridge_name,
     churn,
+    container_id,
+    fetch,
+    fetch_in,
     free_cidr,
     kill_setup_worker_after,
     node_address,
     pod_from,
     remove_container,
+    running_with_ip,
+    server_pod,
+    start_pause,
 )
 from integration.runtime_helpers import Driver
 
@@ -96,56 +99,6 @@ def _firewall_rules(firewall: str) -> str:
         argv = ["nft", "list", "ruleset"]
         return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
     return _iptables_rules()
-
-
-async def _running(rm: RuntimeManager, text: str, node: str) -> tuple[Driver, str]:
-    driver = Driver(rm, pod_from(text, node=node))
-    status = await driver.until(lambda s: s.phase == "Running" and bool(s.podIP))
-    assert status.podIP is not None
-    return driver, status.podIP
-
-
-def _server(name: str, port: int = 8080, host_port: int | None = None) -> str:
-    ports = f"ports: [{{containerPort: {port}, hostPort: {host_port}}}]" if host_port else ""
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: web
-    image: BUSYBOX
-    command: ["sh", "-c", "echo hi-from-{name} > /tmp/index.html; httpd -f -p {port} -h /tmp"]
-    {ports}
-  - name: shell
-    image: BUSYBOX
-    command: ["sleep", "3600"]
-"""
-
-
-async def _container_id(docker: DockerClient, node: str, pod: str, container: str) -> str:
-    rows = await docker.list_containers(
-        labels={naming.LABEL_NODE: node, naming.LABEL_POD_NAME: pod}
-    )
-    for row in rows:
-        if (row.get("Labels") or {}).get(naming.LABEL_CONTAINER_NAME) == container:
-            return row["Id"]
-    raise AssertionError(f"no container {container} in pod {pod}")
-
-
-async def _fetch_in(docker: DockerClient, cid: str, address: str, port: int) -> str:
-    script = (
-        f"for i in $(seq 30); do printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' "
-        f"| nc -w 2 {address} {port} && exit 0; sleep 0.2; done; exit 1"
-    )
-    result = await docker.exec_run(cid, ["sh", "-c", script], timeout=30)
-    return result.stdout.decode(errors="replace")
-
-
-def _fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=5) as answer:
-        return str(answer.read().decode())
 
 
 async def test_a_link_is_found_by_name_and_a_missing_one_is_none() -> None:
@@ -230,33 +183,33 @@ async def test_a_bridge_made_before_gets_a_usable_mac_pinned_at_start(
 async def test_two_pods_reach_each_other_by_pod_ip(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
-    _, ip_a = await _running(rm, _server("a"), node_name)
-    _, ip_b = await _running(rm, _server("b"), node_name)
+    _, ip_a = await running_with_ip(rm, server_pod("a"), node_name)
+    _, ip_b = await running_with_ip(rm, server_pod("b"), node_name)
     assert ip_a != ip_b
-    shell_b = await _container_id(docker, node_name, "b", "shell")
-    assert "hi-from-a" in await _fetch_in(docker, shell_b, ip_a, 8080)
+    shell_b = await container_id(docker, node_name, "b", "shell")
+    assert "hi-from-a" in await fetch_in(docker, shell_b, ip_a, 8080)
 
 
 async def test_a_container_reaches_its_sibling_on_localhost(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
-    await _running(rm, _server("solo"), node_name)
-    shell = await _container_id(docker, node_name, "solo", "shell")
-    assert "hi-from-solo" in await _fetch_in(docker, shell, "127.0.0.1", 8080)
+    await running_with_ip(rm, server_pod("solo"), node_name)
+    shell = await container_id(docker, node_name, "solo", "shell")
+    assert "hi-from-solo" in await fetch_in(docker, shell, "127.0.0.1", 8080)
 
 
 @each_firewall
 async def test_the_node_reaches_the_pod_ip(rm: RuntimeManager, node_name: str) -> None:
-    _, ip = await _running(rm, _server("reach"), node_name)
-    text = await anyio.to_thread.run_sync(_fetch, f"http://{ip}:8080/index.html")
+    _, ip = await running_with_ip(rm, server_pod("reach"), node_name)
+    text = await anyio.to_thread.run_sync(fetch, f"http://{ip}:8080/index.html")
     assert text == "hi-from-reach\n"
 
 
 @each_firewall
 async def test_a_host_port_answers_on_127_0_0_1(rm: RuntimeManager, node_name: str) -> None:
     port = random.randint(20000, 29999)
-    await _running(rm, _server("hp", host_port=port), node_name)
-    text = await anyio.to_thread.run_sync(_fetch, f"http://127.0.0.1:{port}/index.html")
+    await running_with_ip(rm, server_pod("hp", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(fetch, f"http://127.0.0.1:{port}/index.html")
     assert text == "hi-from-hp\n"
 
 
@@ -264,8 +217,8 @@ async def test_a_host_port_answers_on_127_0_0_1(rm: RuntimeManager, node_name: s
 async def test_a_host_port_answers_on_the_nodes_address(rm: RuntimeManager, node_name: str) -> None:
     node_ip = node_address()
     port = random.randint(30000, 39999)
-    await _running(rm, _server("hpn", host_port=port), node_name)
-    text = await anyio.to_thread.run_sync(_fetch, f"http://{node_ip}:{port}/index.html")
+    await running_with_ip(rm, server_pod("hpn", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(fetch, f"http://{node_ip}:{port}/index.html")
     assert text == "hi-from-hpn\n"
 
 
@@ -275,9 +228,9 @@ async def test_a_pod_reaches_its_own_host_port_through_the_node_hairpin(
 ) -> None:
     node_ip = node_address()
     port = random.randint(40000, 49999)
-    await _running(rm, _server("hair", host_port=port), node_name)
-    shell = await _container_id(docker, node_name, "hair", "shell")
-    assert "hi-from-hair" in await _fetch_in(docker, shell, node_ip, port)
+    await running_with_ip(rm, server_pod("hair", host_port=port), node_name)
+    shell = await container_id(docker, node_name, "hair", "shell")
+    assert "hi-from-hair" in await fetch_in(docker, shell, node_ip, port)
 
 
 async def test_a_host_network_pod_sees_the_hosts_interfaces(
@@ -296,7 +249,7 @@ spec:
 """
     driver = Driver(rm, pod_from(text, node=node_name))
     await driver.until(lambda s: s.phase == "Running")
-    shell = await _container_id(docker, node_name, "hostnet", "shell")
+    shell = await container_id(docker, node_name, "hostnet", "shell")
     cmd = ["cat", "/sys/class/net/eth0/address"]
     seen = (await docker.exec_run(shell, cmd, timeout=10)).stdout.decode().strip()
     assert seen == (await anyio.Path("/sys/class/net/eth0/address").read_text()).strip()
@@ -307,7 +260,7 @@ async def test_after_pod_deletion_no_link_allocation_or_nat_rule_remains(
     rm: RuntimeManager, plugin: BridgePlugin, node_name: str, firewall: str
 ) -> None:
     port = random.randint(20000, 49999)
-    driver, ip = await _running(rm, _server("gone", host_port=port), node_name)
+    driver, ip = await running_with_ip(rm, server_pod("gone", host_port=port), node_name)
     assert driver.runtime is not None
     sandbox_id = driver.runtime.sandboxes[0].id
     assert veth_name(sandbox_id) in await _links()
@@ -333,7 +286,7 @@ async def test_removing_the_network_leaves_no_nftables_table_or_rule_of_ours(
     rm: RuntimeManager, plugin: BridgePlugin, node_name: str
 ) -> None:
     port = random.randint(20000, 49999)
-    driver, _ = await _running(rm, _server("nftgone", host_port=port), node_name)
+    driver, _ = await running_with_ip(rm, server_pod("nftgone", host_port=port), node_name)
     assert driver.runtime is not None
     sandbox_id = driver.runtime.sandboxes[0].id
     table = table_name(plugin.config.bridge)
@@ -355,7 +308,7 @@ async def test_removing_the_network_leaves_no_nftables_table_or_rule_of_ours(
 async def test_teardown_is_idempotent_and_needs_only_the_sandbox_id(
     plugin: BridgePlugin, docker: DockerClient, node_name: str
 ) -> None:
-    sandbox = await _pause(docker, node_name)
+    sandbox = await start_pause(docker, node_name)
     await plugin.setup_pod(_request(sandbox, await _pid(docker, sandbox)))
     await docker.remove_container(sandbox, force=True)
     await plugin.teardown_pod(sandbox_id=sandbox)
@@ -383,7 +336,7 @@ async def test_a_pod_cidr_overlapping_a_host_route_is_refused(
 async def test_the_sweep_releases_what_a_removed_sandbox_left(
     docker: DockerClient, node_name: str, tmp_path: Path, plugin: BridgePlugin
 ) -> None:
-    sandbox = await _pause(docker, node_name)
+    sandbox = await start_pause(docker, node_name)
     await plugin.setup_pod(_request(sandbox, await _pid(docker, sandbox)))
     await docker.remove_container(sandbox, force=True)
     again = make_network_plugin(
@@ -396,19 +349,6 @@ async def test_the_sweep_releases_what_a_removed_sandbox_left(
     await again.start()
     assert await plugin.ipam.allocations() == {}
     assert sandbox[:16] not in _iptables_rules()
-
-
-async def _pause(docker: DockerClient, node: str) -> str:
-    cid = await docker.create_container(
-        {
-            "Image": PAUSE_IMAGE,
-            "Labels": {naming.LABEL_NODE: node},
-            "HostConfig": {"NetworkMode": "none"},
-        },
-        name=f"{node}-pause-{random.randint(0, 10**9)}",
-    )
-    await docker.start_container(cid)
-    return cid
 
 
 async def _pid(docker: DockerClient, cid: str) -> int:
@@ -430,7 +370,7 @@ async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
     plugin: BridgePlugin, docker: DockerClient, node_name: str
 ) -> None:
     async def request(cycle: int) -> PodNetworkRequest:
-        sandbox = await _pause(docker, node_name)
+        sandbox = await start_pause(docker, node_name)
         pid = await _pid(docker, sandbox)
         return _request(sandbox, pid, (PortMapping(80, 50000 + cycle),))
 
@@ -448,7 +388,7 @@ async def test_an_agent_killed_during_setup_leaks_nothing_after_restart(
 ) -> None:
     rng = random.Random()
     for trial in range(12):
-        sandbox = await _pause(docker, node_name)
+        sandbox = await start_pause(docker, node_name)
         pid = await _pid(docker, sandbox)
         spec = {
             "bridge": plugin.config.bridge,

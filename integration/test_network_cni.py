@@ -14,7 +14,6 @@ import json
 import os
 import random
 import subprocess
-import urllib.request
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
@@ -35,12 +34,18 @@ from integration.harness import PAUSE_IMAGE, remove_owned
 from integration.network_helpers import (
     churn,
     cni_conflist,
+    container_id,
+    fetch,
+    fetch_in,
     free_cidr,
     free_cidr_v6,
     kill_setup_worker_after,
     node_address,
     pod_from,
     remove_container,
+    running_with_ip,
+    server_pod,
+    start_pause,
 )
 from integration.runtime_helpers import Driver, Recorder
 
@@ -109,54 +114,6 @@ async def rm(docker: DockerClient, node_name: str, net: Net) -> RuntimeManager:
     )
 
 
-def _server(name: str, host_port: int | None = None) -> str:
-    ports = f"ports: [{{containerPort: 8080, hostPort: {host_port}}}]" if host_port else ""
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: web
-    image: BUSYBOX
-    command: ["sh", "-c", "echo hi-from-{name} > /tmp/index.html; httpd -f -p 8080 -h /tmp"]
-    {ports}
-  - name: shell
-    image: BUSYBOX
-    command: ["sleep", "3600"]
-"""
-
-
-async def _running(rm: RuntimeManager, text: str, node: str) -> tuple[Driver, str]:
-    driver = Driver(rm, pod_from(text, node=node))
-    status = await driver.until(lambda s: s.phase == "Running" and bool(s.podIP))
-    assert status.podIP is not None
-    return driver, status.podIP
-
-
-async def _shell(docker: DockerClient, node: str, pod: str) -> str:
-    rows = await docker.list_containers(
-        labels={naming.LABEL_NODE: node, naming.LABEL_POD_NAME: pod}
-    )
-    return next(
-        r["Id"] for r in rows if (r.get("Labels") or {}).get(naming.LABEL_CONTAINER_NAME) == "shell"
-    )
-
-
-async def _fetch_in(docker: DockerClient, cid: str, address: str, port: int) -> str:
-    script = (
-        f"for i in $(seq 30); do printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' "
-        f"| nc -w 2 {address} {port} && exit 0; sleep 0.2; done; exit 1"
-    )
-    return (await docker.exec_run(cid, ["sh", "-c", script], timeout=30)).stdout.decode()
-
-
-def _fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=5) as answer:
-        return str(answer.read().decode())
-
-
 def _iptables() -> str:
     return subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
 
@@ -164,14 +121,16 @@ def _iptables() -> str:
 async def test_two_pods_reach_each_other_and_the_node_reaches_them(
     rm: RuntimeManager, docker: DockerClient, node_name: str, net: Net
 ) -> None:
-    _, ip_a = await _running(rm, _server("a"), node_name)
-    _, ip_b = await _running(rm, _server("b"), node_name)
+    _, ip_a = await running_with_ip(rm, server_pod("a"), node_name)
+    _, ip_b = await running_with_ip(rm, server_pod("b"), node_name)
     prefix = net.subnet.rsplit(".", 1)[0] + "."
     assert ip_a.startswith(prefix)
     assert ip_b.startswith(prefix)
     assert ip_a != ip_b
-    assert "hi-from-a" in await _fetch_in(docker, await _shell(docker, node_name, "b"), ip_a, 8080)
-    assert await anyio.to_thread.run_sync(_fetch, f"http://{ip_b}:8080/index.html") == (
+    assert "hi-from-a" in await fetch_in(
+        docker, await container_id(docker, node_name, "b", "shell"), ip_a, 8080
+    )
+    assert await anyio.to_thread.run_sync(fetch, f"http://{ip_b}:8080/index.html") == (
         "hi-from-b\n"
     )
 
@@ -179,17 +138,17 @@ async def test_two_pods_reach_each_other_and_the_node_reaches_them(
 async def test_a_container_reaches_its_sibling_on_localhost(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
-    await _running(rm, _server("solo"), node_name)
-    shell = await _shell(docker, node_name, "solo")
-    assert "hi-from-solo" in await _fetch_in(docker, shell, "127.0.0.1", 8080)
+    await running_with_ip(rm, server_pod("solo"), node_name)
+    shell = await container_id(docker, node_name, "solo", "shell")
+    assert "hi-from-solo" in await fetch_in(docker, shell, "127.0.0.1", 8080)
 
 
 async def test_a_host_port_answers_on_127_0_0_1_through_portmap(
     rm: RuntimeManager, node_name: str
 ) -> None:
     port = random.randint(20000, 49999)
-    await _running(rm, _server("hp", host_port=port), node_name)
-    text = await anyio.to_thread.run_sync(_fetch, f"http://127.0.0.1:{port}/index.html")
+    await running_with_ip(rm, server_pod("hp", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(fetch, f"http://127.0.0.1:{port}/index.html")
     assert text == "hi-from-hp\n"
 
 
@@ -197,7 +156,7 @@ async def test_after_pod_deletion_no_link_allocation_rule_or_cache_entry_remains
     rm: RuntimeManager, node_name: str, net: Net
 ) -> None:
     port = random.randint(20000, 49999)
-    driver, ip = await _running(rm, _server("gone", host_port=port), node_name)
+    driver, ip = await running_with_ip(rm, server_pod("gone", host_port=port), node_name)
     assert driver.runtime is not None
     sandbox = driver.runtime.sandboxes[0].id
     assert net.allocations() == [ip]
@@ -226,7 +185,7 @@ async def _bridge_ports(bridge: str) -> list[str]:
 async def test_del_after_a_restart_and_a_config_change_uses_the_cached_config(
     docker: DockerClient, node_name: str, net: Net
 ) -> None:
-    sandbox = await _pause(docker, node_name)
+    sandbox = await start_pause(docker, node_name)
     first = net.plugin(docker)
     network = await first.setup_pod(await _request(docker, sandbox, (PortMapping(80, 51234),)))
     assert network.ips
@@ -244,7 +203,7 @@ async def test_del_after_a_restart_and_a_config_change_uses_the_cached_config(
 async def test_check_passes_on_a_healthy_attachment(
     docker: DockerClient, node_name: str, net: Net
 ) -> None:
-    sandbox = await _pause(docker, node_name)
+    sandbox = await start_pause(docker, node_name)
     plugin = net.plugin(docker)
     await plugin.setup_pod(await _request(docker, sandbox))
     await plugin.check_pod(sandbox_id=sandbox)
@@ -258,7 +217,7 @@ async def test_a_plugins_error_json_becomes_a_network_error_and_nothing_is_left(
         name=net.name, bridge=net.bridge, subnet="10.0.0.0/33", data_dir=net.data_dir
     )
     (net.conf_dir / "10-test.conflist").write_text(json.dumps(doc))
-    sandbox = await _pause(docker, node_name)
+    sandbox = await start_pause(docker, node_name)
     plugin = net.plugin(docker)
     with pytest.raises(errors.NetworkError, match=r"CNI plugin bridge ADD failed \(code \d+\): "):
         await plugin.setup_pod(await _request(docker, sandbox))
@@ -275,7 +234,7 @@ async def test_an_agent_killed_during_add_leaks_nothing_after_restart(
 ) -> None:
     rng = random.Random()
     for trial in range(10):
-        sandbox = await _pause(docker, node_name)
+        sandbox = await start_pause(docker, node_name)
         pid = int((await docker.inspect_container(sandbox))["State"]["Pid"])
         spec = {
             "backend": "cni",
@@ -290,19 +249,6 @@ async def test_an_agent_killed_during_add_leaks_nothing_after_restart(
         assert net.allocations() == [], f"trial {trial}"
         assert net.cache_entries() == [], f"trial {trial}"
         assert sandbox not in _iptables(), f"trial {trial}"
-
-
-async def _pause(docker: DockerClient, node: str) -> str:
-    cid = await docker.create_container(
-        {
-            "Image": PAUSE_IMAGE,
-            "Labels": {naming.LABEL_NODE: node},
-            "HostConfig": {"NetworkMode": "none"},
-        },
-        name=f"{node}-pause-{random.randint(0, 10**9)}",
-    )
-    await docker.start_container(cid)
-    return cid
 
 
 async def _request(
@@ -335,7 +281,7 @@ spec:
 """
     driver = Driver(rm, pod_from(text, node=node_name))
     await driver.until(lambda s: s.phase == "Running")
-    shell = await _shell(docker, node_name, "hostnet")
+    shell = await container_id(docker, node_name, "hostnet", "shell")
     cmd = ["cat", "/sys/class/net/eth0/address"]
     seen = (await docker.exec_run(shell, cmd, timeout=10)).stdout.decode().strip()
     assert seen == (await anyio.Path("/sys/class/net/eth0/address").read_text()).strip()
@@ -355,7 +301,7 @@ async def test_a_failing_network_setup_removes_the_sandbox_and_reports_the_plugi
         network=net.plugin(docker),
         events=events,
     )
-    driver = Driver(rm, pod_from(_server("broken"), node=node_name))
+    driver = Driver(rm, pod_from(server_pod("broken"), node=node_name))
     result = await driver.sync()
     failed = [r for r in result.results if r.error]
     assert failed
@@ -388,11 +334,11 @@ async def test_a_pod_asking_for_an_address_gets_it_from_debians_host_local(
     _edit_conflist(net, lambda d: d["plugins"][0].update(capabilities={"ips": True}))
     rm = await _manager(docker, node_name, net)
     wanted = net.subnet.rsplit(".", 1)[0] + ".77"
-    text = _server("fixed").replace(
+    text = server_pod("fixed").replace(
         "metadata: {name: fixed}",
         f"metadata: {{name: fixed, annotations: {{{IPS_ANNOTATION}: '[\"{wanted}\"]'}}}}",
     )
-    _, ip = await _running(rm, text, node_name)
+    _, ip = await running_with_ip(rm, text, node_name)
     assert ip == wanted
     assert net.allocations() == [wanted]
 
@@ -402,7 +348,7 @@ async def test_the_pods_resolver_settings_reach_a_plugin_declaring_dns(
 ) -> None:
     _edit_conflist(net, lambda d: d["plugins"][0].update(capabilities={"dns": True}))
     rm = await _manager(docker, node_name, net)
-    text = _server("dnsed").replace(
+    text = server_pod("dnsed").replace(
         "  terminationGracePeriodSeconds: 1\n",
         "  terminationGracePeriodSeconds: 1\n"
         "  dnsPolicy: None\n"
@@ -411,7 +357,7 @@ async def test_the_pods_resolver_settings_reach_a_plugin_declaring_dns(
         "    searches: [a.example]\n"
         "    options: [{name: ndots, value: '2'}]\n",
     )
-    await _running(rm, text, node_name)
+    await running_with_ip(rm, text, node_name)
     (entry,) = [json.loads(p.read_text()) for p in (net.state / "cni" / "results").iterdir()]
     assert entry["capabilityArgs"]["dns"] == {
         "servers": ["192.0.2.53"],
@@ -434,14 +380,14 @@ async def test_a_conflist_with_two_host_local_ranges_gives_dual_stack_pods_that_
     subnet6 = free_cidr_v6()
     _edit_conflist(net, lambda d: _dual_stack(d, subnet6))
     rm = await _manager(docker, node_name, net)
-    driver = Driver(rm, pod_from(_server("ds-a"), node=node_name))
+    driver = Driver(rm, pod_from(server_pod("ds-a"), node=node_name))
     status = await driver.until(lambda s: s.phase == "Running" and len(s.podIPs or []) == 2)
     ips = [ip.ip for ip in status.podIPs or []]
     assert ipaddress.ip_address(ips[0]).version == 4
     assert ipaddress.ip_address(ips[1]) in ipaddress.ip_network(subnet6)
-    await _running(rm, _server("ds-b"), node_name)
-    shell_b = await _shell(docker, node_name, "ds-b")
-    assert "hi-from-ds-a" in await _fetch_in(docker, shell_b, ips[1], 8080)
+    await running_with_ip(rm, server_pod("ds-b"), node_name)
+    shell_b = await container_id(docker, node_name, "ds-b", "shell")
+    assert "hi-from-ds-a" in await fetch_in(docker, shell_b, ips[1], 8080)
     assert driver.runtime is not None
     await rm.kill_pod(driver.pod)
     await rm.remove_pod(uid=driver.runtime.uid)
@@ -451,7 +397,7 @@ async def test_a_conflist_with_two_host_local_ranges_gives_dual_stack_pods_that_
 async def test_debians_plugins_stop_at_1_0_so_the_sweep_falls_back_to_del_without_gc(
     docker: DockerClient, node_name: str, net: Net
 ) -> None:
-    sandbox = await _pause(docker, node_name)
+    sandbox = await start_pause(docker, node_name)
     plugin = net.plugin(docker)
     await plugin.setup_pod(await _request(docker, sandbox))
     await docker.remove_container(sandbox, force=True)
@@ -470,7 +416,7 @@ async def test_a_dual_stack_attachment_whose_sandbox_is_gone_leaves_no_ipv6_nat_
 ) -> None:
     subnet6 = free_cidr_v6()
     _edit_conflist(net, lambda d: _dual_stack(d, subnet6))
-    sandbox = await _pause(docker, node_name)
+    sandbox = await start_pause(docker, node_name)
     network = await net.plugin(docker).setup_pod(await _request(docker, sandbox))
     assert len(network.ips) == 2
     assert sandbox in _ip6tables()
@@ -490,8 +436,8 @@ async def test_a_host_port_answers_on_the_nodes_address_through_portmap(
 ) -> None:
     node_ip = node_address()
     port = random.randint(20000, 49999)
-    await _running(rm, _server("hpn", host_port=port), node_name)
-    text = await anyio.to_thread.run_sync(_fetch, f"http://{node_ip}:{port}/index.html")
+    await running_with_ip(rm, server_pod("hpn", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(fetch, f"http://{node_ip}:{port}/index.html")
     assert text == "hi-from-hpn\n"
 
 
@@ -502,7 +448,7 @@ async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
     await plugin.start()
 
     async def request(cycle: int) -> PodNetworkRequest:
-        sandbox = await _pause(docker, node_name)
+        sandbox = await start_pause(docker, node_name)
         return await _request(docker, sandbox, (PortMapping(8080, 50000 + cycle),))
 
     done = await churn(plugin, request=request, remove=partial(remove_container, docker))

@@ -4,7 +4,6 @@ published by Docker, through the runtime."""
 from __future__ import annotations
 
 import random
-import urllib.request
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
@@ -22,10 +21,15 @@ from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, remove_owned
 from integration.network_helpers import (
     churn,
+    container_id,
+    fetch,
+    fetch_in,
     kill_setup_worker_after,
     node_address,
     pod_from,
     remove_container,
+    running_with_ip,
+    server_pod,
 )
 from integration.runtime_helpers import Driver
 
@@ -54,54 +58,6 @@ async def rm(
         yield manager
 
 
-def _server(name: str, host_port: int | None = None) -> str:
-    ports = f"ports: [{{containerPort: 8080, hostPort: {host_port}}}]" if host_port else ""
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: web
-    image: BUSYBOX
-    command: ["sh", "-c", "echo hi-from-{name} > /tmp/index.html; httpd -f -p 8080 -h /tmp"]
-    {ports}
-  - name: shell
-    image: BUSYBOX
-    command: ["sleep", "3600"]
-"""
-
-
-async def _running(rm: RuntimeManager, text: str, node: str) -> tuple[Driver, str]:
-    driver = Driver(rm, pod_from(text, node=node))
-    status = await driver.until(lambda s: s.phase == "Running" and bool(s.podIP))
-    assert status.podIP is not None
-    return driver, status.podIP
-
-
-async def _shell(docker: DockerClient, node: str, pod: str) -> str:
-    rows = await docker.list_containers(
-        labels={naming.LABEL_NODE: node, naming.LABEL_POD_NAME: pod}
-    )
-    return next(
-        r["Id"] for r in rows if (r.get("Labels") or {}).get(naming.LABEL_CONTAINER_NAME) == "shell"
-    )
-
-
-async def _fetch_in(docker: DockerClient, cid: str, address: str, port: int) -> str:
-    script = (
-        f"for i in $(seq 30); do printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' "
-        f"| nc -w 2 {address} {port} && exit 0; sleep 0.2; done; exit 1"
-    )
-    return (await docker.exec_run(cid, ["sh", "-c", script], timeout=30)).stdout.decode()
-
-
-def _fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=5) as answer:
-        return str(answer.read().decode())
-
-
 async def test_the_nodes_network_is_made_on_demand_and_labelled_with_the_node(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
@@ -113,41 +69,43 @@ async def test_the_nodes_network_is_made_on_demand_and_labelled_with_the_node(
 async def test_two_pods_reach_each_other_by_pod_ip(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
-    _, ip_a = await _running(rm, _server("a"), node_name)
-    _, ip_b = await _running(rm, _server("b"), node_name)
+    _, ip_a = await running_with_ip(rm, server_pod("a"), node_name)
+    _, ip_b = await running_with_ip(rm, server_pod("b"), node_name)
     assert ip_a != ip_b
-    assert "hi-from-a" in await _fetch_in(docker, await _shell(docker, node_name, "b"), ip_a, 8080)
+    assert "hi-from-a" in await fetch_in(
+        docker, await container_id(docker, node_name, "b", "shell"), ip_a, 8080
+    )
 
 
 async def test_the_sandbox_is_on_the_nodes_network_and_containers_join_it(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
-    driver, _ = await _running(rm, _server("joined"), node_name)
+    driver, _ = await running_with_ip(rm, server_pod("joined"), node_name)
     assert driver.runtime is not None
     sandbox = await docker.inspect_container(driver.runtime.sandboxes[0].id)
     assert sandbox["HostConfig"]["NetworkMode"] == network_name(node_name)
-    shell = await _shell(docker, node_name, "joined")
-    assert "hi-from-joined" in await _fetch_in(docker, shell, "127.0.0.1", 8080)
+    shell = await container_id(docker, node_name, "joined", "shell")
+    assert "hi-from-joined" in await fetch_in(docker, shell, "127.0.0.1", 8080)
 
 
 async def test_a_host_port_is_published_by_docker_and_answers_on_127_0_0_1(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
     port = random.randint(20000, 49999)
-    driver, _ = await _running(rm, _server("hp", host_port=port), node_name)
+    driver, _ = await running_with_ip(rm, server_pod("hp", host_port=port), node_name)
     assert driver.runtime is not None
     sandbox = await docker.inspect_container(driver.runtime.sandboxes[0].id)
     assert sandbox["HostConfig"]["PortBindings"] == {
         "8080/tcp": [{"HostIp": "", "HostPort": str(port)}]
     }
-    text = await anyio.to_thread.run_sync(_fetch, f"http://127.0.0.1:{port}/index.html")
+    text = await anyio.to_thread.run_sync(fetch, f"http://127.0.0.1:{port}/index.html")
     assert text == "hi-from-hp\n"
 
 
 async def test_after_pod_deletion_no_docker_network_endpoint_remains(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
-    driver, _ = await _running(rm, _server("gone"), node_name)
+    driver, _ = await running_with_ip(rm, server_pod("gone"), node_name)
     assert driver.runtime is not None
     before = await docker.inspect_network(network_name(node_name))
     assert len(before["Containers"]) == 1
@@ -189,7 +147,7 @@ spec:
     assert driver.runtime is not None
     sandbox = await docker.inspect_container(driver.runtime.sandboxes[0].id)
     assert sandbox["HostConfig"]["NetworkMode"] == "host"
-    shell = await _shell(docker, node_name, "hostnet")
+    shell = await container_id(docker, node_name, "hostnet", "shell")
     assert await _mac_in(docker, shell) == await _host_mac()
 
 
@@ -205,8 +163,8 @@ async def _host_mac() -> str:
 async def test_a_host_port_answers_on_the_nodes_address(rm: RuntimeManager, node_name: str) -> None:
     node_ip = node_address()
     port = random.randint(20000, 49999)
-    await _running(rm, _server("hpn", host_port=port), node_name)
-    text = await anyio.to_thread.run_sync(_fetch, f"http://{node_ip}:{port}/index.html")
+    await running_with_ip(rm, server_pod("hpn", host_port=port), node_name)
+    text = await anyio.to_thread.run_sync(fetch, f"http://{node_ip}:{port}/index.html")
     assert text == "hi-from-hpn\n"
 
 
@@ -246,7 +204,7 @@ async def test_an_agent_killed_during_pod_setup_leaks_nothing_after_restart(
     docker: DockerClient, node_name: str, plugin: DockerNetworkPlugin, tmp_path: Path
 ) -> None:
     manifest = tmp_path / "pod.yaml"
-    text = _server("killed", host_port=random.randint(20000, 49999))
+    text = server_pod("killed", host_port=random.randint(20000, 49999))
     manifest.write_text(text.replace("BUSYBOX", BUSYBOX_IMAGE))
     rng = random.Random()
     for trial in range(10):

@@ -27,21 +27,18 @@ from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
 from integration.network_helpers import (
     bridge_name,
+    container_id,
+    fetch,
+    fetch_in,
     free_cidr,
     free_cidr_v6,
     kill_setup_worker_after,
     pod_from,
+    server_pod,
+    start_pause,
 )
 from integration.runtime_helpers import Driver
-from integration.test_network_bridge import (
-    REPO,
-    _container_id,
-    _fetch,
-    _fetch_in,
-    _pause,
-    _pid,
-    _server,
-)
+from integration.test_network_bridge import REPO, _pid
 
 pytestmark = [
     pytest.mark.anyio,
@@ -109,16 +106,16 @@ async def _v6_state(sandbox_id: str, address: str) -> list[str]:
 async def test_two_dual_stack_pods_reach_each_other_over_ipv6(
     rm: RuntimeManager, docker: DockerClient, node_name: str
 ) -> None:
-    _, ips_a = await _running(rm, _server("a6"), node_name)
-    await _running(rm, _server("b6"), node_name)
-    shell_b = await _container_id(docker, node_name, "b6", "shell")
-    assert "hi-from-a6" in await _fetch_in(docker, shell_b, ips_a[1], 8080)
+    _, ips_a = await _running(rm, server_pod("a6"), node_name)
+    await _running(rm, server_pod("b6"), node_name)
+    shell_b = await container_id(docker, node_name, "b6", "shell")
+    assert "hi-from-a6" in await fetch_in(docker, shell_b, ips_a[1], 8080)
 
 
 async def test_a_dual_stack_pod_shows_its_ipv4_then_its_ipv6_pod_ip(
     rm: RuntimeManager, plugin: BridgePlugin, node_name: str
 ) -> None:
-    _, ips = await _running(rm, _server("both"), node_name)
+    _, ips = await _running(rm, server_pod("both"), node_name)
     assert plugin.subnet6 is not None
     assert ipaddress.ip_address(ips[0]) in plugin.subnet
     assert ipaddress.ip_address(ips[1]) in plugin.subnet6
@@ -127,8 +124,8 @@ async def test_a_dual_stack_pod_shows_its_ipv4_then_its_ipv6_pod_ip(
 async def test_the_pod_has_its_ipv6_address_and_a_default_ipv6_route(
     rm: RuntimeManager, plugin: BridgePlugin, docker: DockerClient, node_name: str
 ) -> None:
-    _, ips = await _running(rm, _server("route6"), node_name)
-    shell = await _container_id(docker, node_name, "route6", "shell")
+    _, ips = await _running(rm, server_pod("route6"), node_name)
+    shell = await container_id(docker, node_name, "route6", "shell")
     addresses = (await docker.exec_run(shell, ["ip", "-6", "addr"], timeout=10)).stdout.decode()
     routes = (await docker.exec_run(shell, ["ip", "-6", "route"], timeout=10)).stdout.decode()
     assert plugin.ipam6 is not None
@@ -142,7 +139,7 @@ async def test_after_pod_deletion_no_ipv6_address_route_allocation_or_rule_remai
     rm: RuntimeManager, plugin: BridgePlugin, node_name: str
 ) -> None:
     port = random.randint(20000, 49999)
-    driver, ips = await _running(rm, _server("gone6", host_port=port), node_name)
+    driver, ips = await _running(rm, server_pod("gone6", host_port=port), node_name)
     assert driver.runtime is not None
     sandbox_id = driver.runtime.sandboxes[0].id
     assert f"[{ips[1]}]:8080" in _ip6tables_rules()
@@ -160,9 +157,9 @@ async def test_a_host_port_answers_on_the_nodes_ipv6_address(
 ) -> None:
     node_ip = _node_address6()
     port = random.randint(30000, 39999)
-    await _running(rm, _server("hp6", host_port=port), node_name)
+    await _running(rm, server_pod("hp6", host_port=port), node_name)
     url = f"http://[{node_ip}]:{port}/index.html"
-    assert await anyio.to_thread.run_sync(_fetch, url) == "hi-from-hp6\n"
+    assert await anyio.to_thread.run_sync(fetch, url) == "hi-from-hp6\n"
 
 
 def _node_address6() -> str:
@@ -224,7 +221,7 @@ async def test_a_dual_stack_agent_killed_during_setup_leaks_nothing_after_restar
     assert plugin.ipam6 is not None
     rng = random.Random()
     for trial in range(10):
-        sandbox = await _pause(docker, node_name)
+        sandbox = await start_pause(docker, node_name)
         spec = {
             "bridge": plugin.config.bridge,
             "cidr": plugin.config.pod_cidr,
