@@ -2,63 +2,25 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import anyio
 import pytest
 
-from asynckubelet.docker import ContainerInspect, ContainerSummary, DockerClient
+from asynckubelet.docker import ContainerInspect, DockerClient
 from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _cli(*args: str, node: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "asynckubelet",
-        "run",
-        *args,
-        "--node-name",
-        node,
-        "--pause-image",
-        PAUSE_IMAGE,
-        "--no-color",
-    ]
-
-
-def _run(
-    manifest: Path, *, node: str, extra: tuple[str, ...] = (), timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        _cli(str(manifest), *extra, node=node),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-
-
-def _owned(engine: Engine, node: str) -> list[ContainerSummary]:
-    async def go() -> list[ContainerSummary]:
-        async with DockerClient(url=engine.url) as client:
-            return await client.list_containers(labels={naming.LABEL_NODE: node})
-
-    return anyio.run(go)
-
-
-def _manifest(tmp_path: Path, text: str, name: str = "pod.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text).replace("BUSYBOX", BUSYBOX_IMAGE))
-    return path
+from integration.harness import BUSYBOX_IMAGE, Engine
+from integration.run_helpers import (
+    REPO,
+    node_containers,
+    run_command,
+    run_env,
+    run_pod,
+    write_manifest,
+)
 
 
 def test_run_prints_the_pods_output_exits_zero_and_leaves_nothing(
@@ -67,7 +29,7 @@ def test_run_prints_the_pods_output_exits_zero_and_leaves_nothing(
     example = (REPO / "examples" / "hello.yaml").read_text()
     manifest = tmp_path / "hello.yaml"
     manifest.write_text(example.replace("asynckubelet.local/busybox:1.35", BUSYBOX_IMAGE))
-    proc = _run(manifest, node=node_name)
+    proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert "hello/prepare | init: preparing a greeting for the world" in lines
@@ -75,13 +37,13 @@ def test_run_prints_the_pods_output_exits_zero_and_leaves_nothing(
     assert lines.index("hello/prepare | init: preparing a greeting for the world") < lines.index(
         "hello/hello | Hello from pod hello in namespace default"
     )
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_run_exits_with_the_first_non_zero_exit_code(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -98,16 +60,16 @@ def test_run_exits_with_the_first_non_zero_exit_code(
               command: ["sh", "-c", "sleep 1; exit 5"]
         """,
     )
-    proc = _run(manifest, node=node_name)
+    proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 3, proc.stderr
     assert "failing/first | oops" in proc.stderr.splitlines()
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_containers_share_the_sandbox_network_and_ipc_namespaces(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -134,7 +96,7 @@ def test_containers_share_the_sandbox_network_and_ipc_namespaces(
                   exit 1
         """,
     )
-    proc = _run(manifest, node=node_name, extra=("--keep",))
+    proc = run_pod(manifest, "--keep", node=node_name)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "shared/client | got pong" in proc.stdout.splitlines()
 
@@ -161,7 +123,7 @@ def test_containers_share_the_sandbox_network_and_ipc_namespaces(
 def test_sigint_stops_a_running_pod_gracefully_and_removes_it(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -179,11 +141,11 @@ def test_sigint_stops_a_running_pod_gracefully_and_removes_it(
         """,
     )
     proc = subprocess.Popen(
-        _cli(str(manifest), node=node_name),
+        run_command(str(manifest), node=node_name),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=run_env(),
     )
     try:
         assert proc.stdout is not None
@@ -199,13 +161,13 @@ def test_sigint_stops_a_running_pod_gracefully_and_removes_it(
             proc.kill()
     assert "forever/loop | got TERM" in stdout.splitlines(), stderr
     assert proc.returncode == 128 + signal.SIGINT
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_keep_leaves_the_pods_containers_in_place(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -217,9 +179,9 @@ def test_keep_leaves_the_pods_containers_in_place(
             - {name: once, image: BUSYBOX, command: ["true"]}
         """,
     )
-    proc = _run(manifest, node=node_name, extra=("--keep",))
+    proc = run_pod(manifest, "--keep", node=node_name)
     assert proc.returncode == 0, proc.stderr
-    owned = _owned(docker_engine, node_name)
+    owned = node_containers(docker_engine, node_name)
     types = sorted((r.get("Labels") or {})[naming.LABEL_TYPE] for r in owned)
     assert types == [naming.TYPE_CONTAINER, naming.TYPE_SANDBOX]
 
@@ -227,7 +189,7 @@ def test_keep_leaves_the_pods_containers_in_place(
 def test_a_rejected_manifest_creates_nothing(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -241,15 +203,15 @@ def test_a_rejected_manifest_creates_nothing(
               ports: [{containerPort: 70000}]
         """,
     )
-    proc = _run(manifest, node=node_name)
+    proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 1
     assert 'unknown field "spec.containers[0].imagee"' in proc.stderr
     assert "spec.containers[0].ports[0].containerPort: Invalid value: 70000" in proc.stderr
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_a_dead_docker_daemon_is_a_clear_error(tmp_path: Path, node_name: str) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -260,11 +222,11 @@ def test_a_dead_docker_daemon_is_a_clear_error(tmp_path: Path, node_name: str) -
         """,
     )
     proc = subprocess.run(
-        _cli(str(manifest), "--docker-host", f"unix://{tmp_path}/none.sock", node=node_name),
+        run_command(str(manifest), "--docker-host", f"unix://{tmp_path}/none.sock", node=node_name),
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=run_env(),
     )
     assert proc.returncode == 1
     assert "cannot reach the Docker engine" in proc.stderr
@@ -278,7 +240,7 @@ def test_sigterm_also_stops_the_run(
     node_name: str,
     signum: int,
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -291,11 +253,11 @@ def test_sigterm_also_stops_the_run(
         """,
     )
     proc = subprocess.Popen(
-        _cli(str(manifest), node=node_name),
+        run_command(str(manifest), node=node_name),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=run_env(),
     )
     try:
         assert proc.stdout is not None
@@ -306,13 +268,13 @@ def test_sigterm_also_stops_the_run(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 128 + signum
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_run_refuses_a_pod_with_scheduling_gates_naming_them_and_starts_nothing(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -323,10 +285,10 @@ def test_run_refuses_a_pod_with_scheduling_gates_naming_them_and_starts_nothing(
           containers: [{name: c, image: BUSYBOX, command: [echo, hi]}]
         """,
     )
-    proc = _run(manifest, node=node_name, timeout=60)
+    proc = run_pod(manifest, node=node_name, timeout=60)
     assert proc.returncode == 1
     assert (
         "pod default/gated has scheduling gates (example.com/foo, example.com/bar): it would "
         "stay SchedulingGated, and `run` has no API to remove them"
     ) in " ".join(proc.stderr.split())
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []

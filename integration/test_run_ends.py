@@ -12,66 +12,17 @@ import select
 import signal
 import socket
 import subprocess
-import sys
-import textwrap
 import time
 import uuid
 from pathlib import Path
 
-import anyio
 import pytest
 
-from asynckubelet.docker import DockerClient
-from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
+from integration.harness import Engine
 from integration.registry import Registry, registry
+from integration.run_helpers import node_containers, run_command, run_env, run_pod, write_manifest
 
 __all__ = ["registry"]
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _cli(*args: str, node: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "asynckubelet",
-        "run",
-        *args,
-        "--node-name",
-        node,
-        "--pause-image",
-        PAUSE_IMAGE,
-        "--no-color",
-    ]
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO)}
-
-
-def _run(manifest: Path, *extra: str, node: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        _cli(str(manifest), *extra, node=node),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_env(),
-    )
-
-
-def _manifest(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "pod.yaml"
-    path.write_text(textwrap.dedent(text).replace("BUSYBOX", BUSYBOX_IMAGE))
-    return path
-
-
-def _owned(engine: Engine, node: str) -> list[dict[str, object]]:
-    async def go() -> list[dict[str, object]]:
-        async with DockerClient(url=engine.url) as client:
-            return [dict(r) for r in await client.list_containers(labels={naming.LABEL_NODE: node})]
-
-    return anyio.run(go)
 
 
 def _last_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -81,7 +32,7 @@ def _last_line(proc: subprocess.CompletedProcess[str]) -> str:
 def test_an_image_never_pulled_ends_the_run_with_err_image_never_pull(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -92,19 +43,19 @@ def test_an_image_never_pulled_ends_the_run_with_err_image_never_pull(
             - {name: app, image: akltest.local/absent:1, imagePullPolicy: Never}
         """,
     )
-    proc = _run(manifest, node=node_name)
+    proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 1
     assert _last_line(proc) == (
         'pod/never: ErrImageNeverPull: Container image "akltest.local/absent:1" is not '
         "present with pull policy of Never"
     )
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_an_invalid_image_name_ends_the_run_with_invalid_image_name(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -115,11 +66,11 @@ def test_an_invalid_image_name_ends_the_run_with_invalid_image_name(
             - {name: app, image: "akltest.local/Upper:1"}
         """,
     )
-    proc = _run(manifest, node=node_name)
+    proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 1
     assert _last_line(proc).startswith("pod/badname: InvalidImageName: ")
     assert "invalid reference format" in _last_line(proc)
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_an_image_the_registry_does_not_have_ends_the_run_with_err_image_pull(
@@ -131,7 +82,7 @@ def test_an_image_the_registry_does_not_have_ends_the_run_with_err_image_pull(
 ) -> None:
     image = f"{registry.host}/akltest-absent-{uuid.uuid4().hex[:8]}:1"
     config = base64.b64encode(registry.dockerconfigjson().encode()).decode()
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         f"""
         apiVersion: v1
@@ -149,17 +100,17 @@ def test_an_image_the_registry_does_not_have_ends_the_run_with_err_image_pull(
             - {{name: app, image: "{image}"}}
         """,
     )
-    proc = _run(manifest, node=node_name)
+    proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 1, proc.stderr
     assert _last_line(proc).startswith("pod/absent: ErrImagePull: ")
     assert "not found" in _last_line(proc) or "manifest unknown" in _last_line(proc)
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_a_missing_config_map_ends_the_run_after_the_config_timeout(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -175,13 +126,13 @@ def test_a_missing_config_map_ends_the_run_after_the_config_timeout(
                   valueFrom: {configMapKeyRef: {name: x, key: k}}
         """,
     )
-    proc = _run(manifest, "--config-timeout", "1", node=node_name)
+    proc = run_pod(manifest, "--config-timeout", "1", node=node_name)
     assert proc.returncode == 1
     assert _last_line(proc) == 'pod/noconfig: CreateContainerConfigError: configmap "x" not found'
     assert 'pod/noconfig/app: CreateContainerConfigError: configmap "x" not found' in (
         proc.stderr.splitlines()
     ), "the waiting reason shows while the run waits"
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_a_host_port_a_host_process_holds_is_rejected_before_anything_starts(
@@ -191,7 +142,7 @@ def test_a_host_port_a_host_process_holds_is_rejected_before_anything_starts(
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        manifest = _manifest(
+        manifest = write_manifest(
             tmp_path,
             f"""
             apiVersion: v1
@@ -204,14 +155,14 @@ def test_a_host_port_a_host_process_holds_is_rejected_before_anything_starts(
                   ports: [{{containerPort: 80, hostPort: {port}, hostIP: 127.0.0.1}}]
             """,
         )
-        proc = _run(manifest, "--pod-security", "privileged", node=node_name)
+        proc = run_pod(manifest, "--pod-security", "privileged", node=node_name)
     assert proc.returncode == 1
     assert _last_line(proc) == (
         "pod/porty: HostPortConflict: Pod was rejected: cannot start the pod due to host port "
         f"conflict: 127.0.0.1:{port}/TCP is already in use on the node by a process that is not "
         "one of its pods"
     )
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_two_pods_asking_for_one_host_port_are_refused_with_node_ports(
@@ -230,16 +181,16 @@ def test_two_pods_asking_for_one_host_port_are_refused_with_node_ports(
               image: BUSYBOX
               ports: [{{containerPort: 80, hostPort: {port}}}]
         """
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path, pod.format(name="one", port=port) + "---" + pod.format(name="two", port=port)
     )
-    proc = _run(manifest, "--pod-security", "privileged", node=node_name)
+    proc = run_pod(manifest, "--pod-security", "privileged", node=node_name)
     assert proc.returncode == 1
     assert _last_line(proc) == (
         "pod/two: NodePorts: Pod was rejected: Predicate NodePorts failed: node(s) didn't have "
         "free ports for the requested pod ports"
     )
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 @pytest.mark.parametrize(
@@ -269,7 +220,7 @@ def test_a_pod_asking_for_more_than_the_node_offers_is_rejected(
     extra: tuple[str, ...],
     expected: str,
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         f"""
         apiVersion: v1
@@ -280,16 +231,16 @@ def test_a_pod_asking_for_more_than_the_node_offers_is_rejected(
             - {{name: app, image: BUSYBOX, resources: {resources}}}
         """,
     )
-    proc = _run(manifest, *extra, node=node_name)
+    proc = run_pod(manifest, *extra, node=node_name)
     assert proc.returncode == 1
     assert _last_line(proc) == expected
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_an_advertised_extended_resource_is_admitted(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -304,7 +255,7 @@ def test_an_advertised_extended_resource_is_admitted(
               resources: {limits: {example.com/dongle: 1}}
         """,
     )
-    proc = _run(manifest, "--capacity", "example.com/dongle=2", node=node_name)
+    proc = run_pod(manifest, "--capacity", "example.com/dongle=2", node=node_name)
     assert proc.returncode == 0, proc.stderr
     assert "dongled/app | has a dongle" in proc.stdout.splitlines()
 
@@ -342,14 +293,14 @@ def _read_until(fd: int, wanted: str, *, timeout: float) -> str:
 def test_through_a_terminal_the_first_signal_counts_down_and_the_second_kills(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(tmp_path, FOREVER)
+    manifest = write_manifest(tmp_path, FOREVER)
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        _cli(str(manifest), node=node_name),
+        run_command(str(manifest), node=node_name),
         stdin=follower,
         stdout=follower,
         stderr=follower,
-        env=_env(),
+        env=run_env(),
         start_new_session=True,
     )
     os.close(follower)
@@ -369,19 +320,19 @@ def test_through_a_terminal_the_first_signal_counts_down_and_the_second_kills(
         os.close(leader)
     assert "second signal: killing the pods now" in rest
     assert code == 128 + signal.SIGINT
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_through_a_pipe_sigterm_counts_down_in_lines(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(tmp_path, FOREVER.replace("60", "3"))
+    manifest = write_manifest(tmp_path, FOREVER.replace("60", "3"))
     proc = subprocess.Popen(
-        _cli(str(manifest), node=node_name),
+        run_command(str(manifest), node=node_name),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env=run_env(),
     )
     try:
         assert proc.stdout is not None
@@ -396,13 +347,13 @@ def test_through_a_pipe_sigterm_counts_down_in_lines(
     assert lines
     assert lines[0] == "stopping pod/stubborn: 3s left (Ctrl-C again to kill now)"
     assert "\r" not in stderr
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
 
 
 def test_a_closed_stdout_ends_the_run_quietly(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
-    manifest = _manifest(
+    manifest = write_manifest(
         tmp_path,
         """
         apiVersion: v1
@@ -417,10 +368,10 @@ def test_a_closed_stdout_ends_the_run_quietly(
         """,
     )
     proc = subprocess.Popen(
-        _cli(str(manifest), node=node_name),
+        run_command(str(manifest), node=node_name),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=_env(),
+        env=run_env(),
     )
     try:
         assert proc.stdout is not None
@@ -438,4 +389,4 @@ def test_a_closed_stdout_ends_the_run_quietly(
     assert "Traceback" not in stderr
     assert "BrokenPipe" not in stderr
     assert "error" not in stderr
-    assert _owned(docker_engine, node_name) == []
+    assert node_containers(docker_engine, node_name) == []
