@@ -390,3 +390,75 @@ def test_a_closed_stdout_ends_the_run_quietly(
     assert "BrokenPipe" not in stderr
     assert "error" not in stderr
     assert node_containers(docker_engine, node_name) == []
+
+
+FAST_PRINTER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: many}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: GRACE
+  containers:
+    - name: print
+      image: BUSYBOX
+      command: ["sh", "-c", "i=0; while true; do i=$((i+1)); echo line $i; done"]
+"""
+
+
+def test_a_closed_stdout_ends_a_fast_printers_run_without_reading_its_backlog(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    # The shell ignores SIGTERM: it prints through the whole grace period, leaving millions
+    # of lines that nobody will read once it is killed.
+    manifest = write_manifest(tmp_path, FAST_PRINTER.replace("GRACE", "10"))
+    with (tmp_path / "stderr").open("w+b") as stderr:
+        proc = subprocess.Popen(
+            run_command(str(manifest), node=node_name),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=run_env(),
+        )
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline() == b"many/print | line 1\n"
+            proc.stdout.close()
+            code = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        stderr.seek(0)
+        shown = stderr.read().decode(errors="replace")
+    assert code == 128 + signal.SIGPIPE
+    assert "Traceback" not in shown
+    assert "error" not in shown
+    assert node_containers(docker_engine, node_name) == []
+
+
+def test_sigint_during_a_fast_printer_ends_the_run_once_its_pod_is_stopped(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = write_manifest(tmp_path, FAST_PRINTER.replace("GRACE", "2"))
+    stderr_path = tmp_path / "stderr"
+    with stderr_path.open("wb") as stderr:
+        proc = subprocess.Popen(
+            run_command(str(manifest), node=node_name),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=run_env(),
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while "pod/many: Running" not in stderr_path.read_text(errors="replace"):
+                assert time.monotonic() < deadline, "the pod did not start"
+                assert proc.poll() is None, "the run ended before its pod ran"
+                time.sleep(0.2)
+            time.sleep(1)
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert code == 128 + signal.SIGINT
+    assert "stopping pod/many: 2s left" in stderr_path.read_text(errors="replace")
+    assert node_containers(docker_engine, node_name) == []

@@ -9,15 +9,20 @@ it (:func:`next_wake`: a back-off that expires, a container still waiting, the a
 deadline, an emptyDir size check, a token refresh); a pod that runs as it should costs
 nothing until Docker, a probe or its source says something changed. Each container instance
 gets a log follower as soon as it is seen, so no output is lost, not even a crashed
-attempt's. A pod with ``schedulingGates`` of which nothing runs yet is not started: it
-stays Pending with the API server's ``SchedulingGated`` condition until an update of the
-pod removes the gates (no scheduler would bind it before).
+attempt's. A pod that ends by itself has all of its output shown; a pod stopped from
+outside (a signal, a failure) has its output shown while its containers stop, and what
+they left unread for at most :data:`LOG_DRAIN` seconds after; output nobody reads any more
+(a closed stdout) is not followed at all. A pod with ``schedulingGates`` of which nothing
+runs yet is not started: it stays Pending with the API server's ``SchedulingGated``
+condition until an update of the pod removes the gates (no scheduler would bind it
+before).
 """
 
 from __future__ import annotations
 
 import base64
 import copy
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -77,6 +82,10 @@ FAILED_SYNC = "FailedSync"
 MAX_ERROR_TEXT = 300
 EVICTION_INTERVAL = 10.0
 """Seconds between emptyDir usage checks (the kubelet's eviction monitoring period)."""
+LOG_DRAIN = 2.0
+"""Seconds a stopped pod's log followers may still read what its containers printed once
+they are stopped and removed (a container that printed fast may leave millions of lines
+unread); then they are cancelled."""
 
 
 @dataclass
@@ -295,8 +304,12 @@ class PodWorker:
         exit_on_terminal: bool = True,
         resync_interval: float | None = None,
         host_ips: Sequence[str] = (),
+        output_closed: anyio.Event | None = None,
     ) -> None:
         self.rm = rm
+        self.output_closed = output_closed
+        """Set when nobody reads the pod's output any more (a closed stdout): its logs stop
+        being followed at once and ``on_log`` is not called again (:meth:`stop_following`)."""
         self.host_ips = tuple(host_ips)
         """The node's addresses, for ``status.hostIP(s)`` (a host-network pod's IPs too)."""
         self.pod = pod
@@ -329,7 +342,13 @@ class PodWorker:
         )
         self._next_eviction = 0.0
         self._failure_pause = 0.0
+        self.log_drain = LOG_DRAIN
+        """Seconds the log followers may still read once a stopped pod is stopped and
+        removed (:data:`LOG_DRAIN`); a pod that ended by itself has all of its output read."""
         self._logs: anyio.abc.TaskGroup | None = None
+        self._followers_deadline = math.inf
+        self._no_new_followers = anyio.Event()
+        self._silenced = False
 
     def poke(self) -> None:
         """Something about the pod changed: look again now."""
@@ -342,24 +361,98 @@ class PodWorker:
         self.wake.set()
 
     async def run(self, stop: anyio.Event) -> PodOutcome:
-        async with anyio.create_task_group() as logs:
+        """Drive the pod until it ends or ``stop`` is set, then stop and remove it.
+
+        Its containers' output reaches ``on_log`` as it is printed, while they stop too.
+        Once a stopped pod is stopped and removed, the followers may read what is left for
+        :attr:`log_drain` seconds at most; a pod that ended by itself has all of its output
+        read, unless ``stop`` is set meanwhile (then :attr:`log_drain` seconds more).
+        :meth:`stop_following` ends the following sooner.
+        """
+        async with anyio.create_task_group() as tg:
+            followers_done = anyio.Event()
+            logs: anyio.abc.TaskGroup = await tg.start(
+                self._host_followers, followers_done, name=f"logs {self.namespace}/{self.name}"
+            )
             self._logs = logs
+            if self.output_closed is not None:
+                tg.start_soon(
+                    self._stop_following_on,
+                    self.output_closed,
+                    name=f"output closed {self.namespace}/{self.name}",
+                )
             try:
-                async with anyio.create_task_group() as tg:
-                    await tg.start(self.prober.run, name=f"prober {self.namespace}/{self.name}")
-                    tg.start_soon(
+                async with anyio.create_task_group() as inner:
+                    await inner.start(self.prober.run, name=f"prober {self.namespace}/{self.name}")
+                    inner.start_soon(
                         self._wake_on_stop, stop, name=f"stop {self.namespace}/{self.name}"
                     )
                     if self.own_events:
-                        tg.start_soon(self._watch_events, name=f"pleg {self.namespace}/{self.name}")
+                        inner.start_soon(
+                            self._watch_events, name=f"pleg {self.namespace}/{self.name}"
+                        )
                     try:
                         await self._loop(stop, logs)
                     finally:
-                        tg.cancel_scope.cancel()
+                        inner.cancel_scope.cancel()
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._finish(stop)
+            if self.outcome.stopped:
+                self.stop_following(within=self.log_drain)
+            else:
+                self.stop_following(within=None)
+                await _first_set(followers_done, stop)
+                self.stop_following(within=self.log_drain)
+            await followers_done.wait()
+            tg.cancel_scope.cancel()
         return self.outcome
+
+    async def _stop_following_on(self, event: anyio.Event) -> None:
+        await event.wait()
+        self.stop_following()
+
+    def stop_following(self, *, within: float | None = 0.0) -> None:
+        """No new log follower starts, and those following end when their containers'
+        output ends or ``within`` seconds from now, whichever comes first (None: no bound;
+        0: at once, and ``on_log`` is not called again: nobody reads the output any more).
+        A later call never extends an earlier bound."""
+        self._no_new_followers.set()
+        if within is None:
+            return
+        if within <= 0:
+            self._silenced = True
+        self._followers_deadline = min(
+            self._followers_deadline, anyio.current_time() + max(within, 0.0)
+        )
+        if self._logs is not None:
+            self._bound_followers(self._logs)
+
+    def _unread(self) -> bool:
+        """Nobody reads the pod's output any more."""
+        return self._silenced or (self.output_closed is not None and self.output_closed.is_set())
+
+    def _bound_followers(self, logs: anyio.abc.TaskGroup) -> None:
+        if self._silenced:
+            logs.cancel_scope.cancel()
+        else:
+            logs.cancel_scope.deadline = min(logs.cancel_scope.deadline, self._followers_deadline)
+
+    async def _host_followers(
+        self,
+        done: anyio.Event,
+        *,
+        task_status: anyio.abc.TaskStatus[anyio.abc.TaskGroup] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """The log followers' task group, handed to :meth:`run`; open for new followers
+        until :meth:`stop_following`, then ``done`` once each has ended (or was cut)."""
+        try:
+            async with anyio.create_task_group() as logs:
+                self._bound_followers(logs)
+                task_status.started(logs)
+                await self._no_new_followers.wait()
+        finally:
+            done.set()
 
     async def _on_terminal(self, status: PodStatus, runtime: PodRuntimeStatus) -> bool:
         """A pod past its deadline has its containers killed; then the worker ends (``run``)
@@ -558,7 +651,7 @@ class PodWorker:
                 self._follow_from(c.id, c.name, tg)
 
     def _follow_from(self, container_id: str, container: str, tg: anyio.abc.TaskGroup) -> None:
-        if self.on_log is None or container_id in self.followed:
+        if self.on_log is None or container_id in self.followed or self._no_new_followers.is_set():
             return
         self.followed.add(container_id)
         tg.start_soon(self._follow, container_id, container, name=f"logs {self.name}/{container}")
@@ -567,6 +660,8 @@ class PodWorker:
         assert self.on_log is not None  # noqa: S101  (type narrowing: followed only when a log sink is set)
         try:
             async for line in self.rm.docker.logs(container_id, follow=True):
+                if self._unread():
+                    return
                 self.on_log(self.pod, container, line)
         except errors.NotFound:
             pass
@@ -635,6 +730,18 @@ class PodWorker:
             )
 
 
+async def _first_set(*events: anyio.Event) -> None:
+    """Wait until any of ``events`` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)
+
+
 async def run_pods(
     rm: RuntimeManager,
     pods: Sequence[Pod],
@@ -643,15 +750,26 @@ async def run_pods(
     on_log: LogSink | None = None,
     on_status: StatusSink | None = None,
     options: RunOptions | None = None,
+    output_closed: anyio.Event | None = None,
 ) -> list[PodOutcome]:
     """Run ``pods`` concurrently until each ends (or ``stop`` is set); clean up after them.
 
     A pod ends when its phase is terminal: with ``restartPolicy: Always`` that is never,
-    so such a run lasts until ``stop``.
+    so such a run lasts until ``stop``. Setting ``output_closed`` says nobody reads the
+    pods' output any more (a closed stdout): their logs stop being followed at once and
+    ``on_log`` is not called again; the pods themselves stop only on ``stop``.
     """
     stop = stop or anyio.Event()
     workers = [
-        PodWorker(rm, pod, on_log=on_log, on_status=on_status, options=options) for pod in pods
+        PodWorker(
+            rm,
+            pod,
+            on_log=on_log,
+            on_status=on_status,
+            options=options,
+            output_closed=output_closed,
+        )
+        for pod in pods
     ]
     async with anyio.create_task_group() as tg:
         for w in workers:

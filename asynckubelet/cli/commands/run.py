@@ -306,6 +306,7 @@ class _Session:
     failures: list[tuple[str, Failure]] = dataclasses.field(default_factory=list)
     closed_stdout: bool = False
     stop: anyio.Event | None = None
+    output_closed: anyio.Event | None = None
     watches: dict[str, FailureWatch] = dataclasses.field(default_factory=dict)
 
     async def run(self, pods: Sequence[Pod]) -> list[PodOutcome]:
@@ -315,6 +316,10 @@ class _Session:
         from asynckubelet.runtime.manager import RuntimeManager
 
         self.stop = stop = anyio.Event()
+        self.output_closed = output_closed = anyio.Event()
+        if self.closed_stdout:
+            stop.set()
+            output_closed.set()
         outcomes: list[PodOutcome] = []
         async with RuntimeManager(self.config, volumes=self._volumes()) as rm:
             rm.images.listener = self.pulls
@@ -336,6 +341,7 @@ class _Session:
                     on_log=self.renderer.log,
                     on_status=self._status,
                     options=self.options,
+                    output_closed=output_closed,
                 )
                 tg.cancel_scope.cancel()
         return outcomes
@@ -358,10 +364,14 @@ class _Session:
         self.stop.set()
 
     def stdout_closed(self) -> None:
-        """Nobody reads the pods' output any more: stop them and end without a word."""
+        """Nobody reads the pods' output any more: show no more of it, stop following it,
+        stop the pods and end without a word."""
         if self.closed_stdout:
             return
         self.closed_stdout = True
+        self.renderer.closed = True
+        if self.output_closed is not None:
+            self.output_closed.set()
         if self.stop is not None:
             self.stop.set()
 
@@ -472,10 +482,12 @@ class _Countdown:
 
 class _Renderer:
     """Prefixes pod output and reports status changes, waiting reasons with their messages
-    among them."""
+    among them. Once :attr:`closed`, pod output is dropped unformatted."""
 
     def __init__(self, *, color: bool) -> None:
         self.color = color
+        self.closed = False
+        """Stdout is closed: nobody reads the pods' output any more."""
         self.colors: dict[str, str] = {}
         self.last: dict[str, str] = {}
 
@@ -485,6 +497,8 @@ class _Renderer:
         return f"[{color}]{escape(name)}[/{color}] | " if self.color else f"{name} | "
 
     def log(self, pod: Pod, container: str, line: LogLine) -> None:
+        if self.closed:
+            return
         console = out if line.stream == "stdout" else err
         text = self._prefix(pod, container) + (escape(line.text) if self.color else line.text)
         console.print(text, markup=self.color, highlight=False)
