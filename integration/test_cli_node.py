@@ -480,11 +480,73 @@ def test_exec_i_passes_stdin(node: Node, tmp_path: Path) -> None:
     assert (proc.returncode, proc.stdout) == (0, "got hi\n")
 
 
-def test_exec_t_runs_the_command_on_a_terminal(node: Node, tmp_path: Path) -> None:
+def test_exec_t_needs_i_and_a_terminal_as_kubectl_decides(node: Node, tmp_path: Path) -> None:
     apply_web(node, tmp_path)
-    proc = node.cli("exec", "-t", "web", "-c", "a", "--", "sh", "-c", "test -t 1 && echo tty")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "tty"
+    probe = ["sh", "-c", "test -t 1 && echo tty || echo no tty; cat"]
+    alone = node.cli("exec", "-t", "web", "-c", "a", "--", *probe, input="")
+    assert (alone.returncode, alone.stdout, alone.stderr) == (0, "no tty\n", "")
+    piped = node.cli("exec", "-it", "web", "-c", "a", "--", *probe, input="hi\n")
+    assert (piped.returncode, piped.stdout) == (0, "no tty\nhi\n"), piped.stderr
+    assert (
+        piped.stderr == "Unable to use a TTY - input is not a terminal or the right kind of file\n"
+    )
+
+
+GREETER = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: greeter}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: greeter}}
+  template:
+    metadata: {labels: {app: greeter}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: g
+        image: BUSYBOX
+        command: ["sh", "-c", "echo hello from $(hostname); exec sleep 3600"]
+"""
+
+
+def test_logs_and_exec_of_a_deployment_use_one_of_its_pods(node: Node, tmp_path: Path) -> None:
+    path = tmp_path / "greeter.yaml"
+    path.write_text(GREETER.replace("BUSYBOX", BUSYBOX_IMAGE))
+    proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "90")
+    assert proc.returncode == 0, proc.stderr + node.log()
+    pods = node.cli("get", "pods", "-o", "name").stdout.split()
+    assert len(pods) == 2, pods
+    logs = node.cli("logs", "deploy/greeter")
+    chosen = logs.stderr.strip().removeprefix("Found 2 pods, using ")
+    assert logs.returncode == 0, logs.stderr
+    assert chosen in pods, logs.stderr
+    assert logs.stdout == f"hello from {chosen.removeprefix('pod/')}\n"
+    execd = node.cli("exec", "deployment/greeter", "--", "hostname")
+    assert (execd.returncode, execd.stdout) == (0, chosen.removeprefix("pod/") + "\n")
+    assert node.cli("logs", "rs/nope").stderr.startswith("Error from server (NotFound)")
+    described = node.cli("describe", "pods").stdout
+    assert sorted(
+        line.split()[1] for line in described.splitlines() if line.startswith("Name:")
+    ) == sorted(p.removeprefix("pod/") for p in pods)
+
+
+EXEC = (sys.executable, "-m", "asynckubelet", "exec")
+
+
+def test_exec_i_with_input_from_dev_null(node: Node, tmp_path: Path) -> None:
+    apply_web(node, tmp_path)
+    for flags in ("-i", "-it"):
+        with open(os.devnull, "rb") as null:
+            proc = subprocess.run(
+                [*EXEC, flags, "web", "-c", "a", "--", "sh", "-c", "cat; echo end"],
+                stdin=null,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=node.env,
+            )
+        assert (proc.returncode, proc.stdout) == (0, "end\n"), (flags, proc.stderr)
 
 
 def test_the_http_endpoints_answer(node: Node, tmp_path: Path) -> None:

@@ -110,7 +110,29 @@ FAILURES = [
         ['Error from server (NotFound): pods "web" not found'],
     ),
     (("describe", "node", "x"), 1, ['error: the server doesn\'t have a resource type "node"']),
+    (("describe", "pod/nope"), 1, [NOT_FOUND]),
+    (
+        ("describe", "pod/web", "web"),
+        1,
+        ["error: arguments in resource/name form must have a single resource and name"],
+    ),
     (("logs", "nope"), 1, [NOT_FOUND]),
+    (("logs", "pod/nope"), 1, [NOT_FOUND]),
+    (("logs", "foo/x"), 1, ['error: the server doesn\'t have a resource type "foo"']),
+    (
+        ("logs", "cm/settings"),
+        1,
+        [
+            "error: cannot get the logs from *v1.ConfigMap: selector for *v1.ConfigMap not "
+            "implemented"
+        ],
+    ),
+    (
+        ("exec", "secret/x", "--", "true"),
+        1,
+        ["error: cannot attach to *v1.Secret: selector for *v1.Secret not implemented"],
+    ),
+    (("exec", "po/nope", "--", "true"), 1, [NOT_FOUND]),
     (("logs", "web", "-c", "zzz"), 1, [NOT_VALID]),
     (("logs", "web", "-n", "nons"), 1, ['Error from server (NotFound): pods "web" not found']),
     (
@@ -168,7 +190,7 @@ FAILURES = [
         2,
         ["error: unknown command \"gte\" (did you mean 'get'?); see 'asynckubelet --help'"],
     ),
-    (("logs",), 2, ["error: missing argument 'POD'; see 'asynckubelet logs --help'"]),
+    (("logs",), 2, ["error: missing argument 'POD | TYPE/NAME'; see 'asynckubelet logs --help'"]),
 ]
 
 
@@ -191,6 +213,33 @@ def test_every_failure_is_kubectls_line_and_exit_code(
     result, out, err = invoke(state, *args)
     assert (result, err.splitlines()) == (code, expected)
     assert out == ""
+
+
+def test_type_slash_name_names_the_pod_as_its_name_does(node: Daemon, state: Path) -> None:
+    assert invoke(state, "describe", "pod/web") == invoke(state, "describe", "pod", "web")
+    assert invoke(state, "logs", "pods/web", "-c", "a") == invoke(state, "logs", "web", "-c", "a")
+    code, out, _ = invoke(state, "describe", "pod/web")
+    assert code == 0
+    assert out.startswith("Name:")
+
+
+def test_describe_without_a_name_describes_every_pod_of_the_namespace(
+    node: Daemon, state: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "web2.yaml").write_text(POD.replace("name: web", "name: web2"))
+    invoke(state, "apply", "-f", str(tmp_path / "web2.yaml"))
+    code, out, err = invoke(state, "describe", "pods")
+    assert (code, err) == (0, "")
+    names = [line.split()[1] for line in out.splitlines() if line.startswith("Name:")]
+    assert names == ["web", "web2"]
+    first, second = out.split("\n\n\nName:")
+    assert first.startswith("Name:             web\n")
+    assert second.startswith("             web2\n")
+    assert invoke(state, "describe", "pods", "-n", "empty") == (
+        0,
+        "",
+        "No resources found in empty namespace.\n",
+    )
 
 
 def test_without_a_daemon_or_an_engine_each_command_says_so_in_one_line(state: Path) -> None:
@@ -514,7 +563,17 @@ def test_every_option_has_a_description_and_names_its_value_as_kubectl_does() ->
 @pytest.mark.parametrize(
     ("command", "shown"),
     [
-        (("logs",), ["{POD}", "--tail", "LINES", "--container", "CONTAINER", "--all-containers"]),
+        (
+            ("logs",),
+            [
+                "{POD | TYPE/NAME}",
+                "--tail",
+                "LINES",
+                "--container",
+                "CONTAINER",
+                "--all-containers",
+            ],
+        ),
         (("get",), ["{TYPE[/NAME]}", "[NAME]", "--output", "FORMAT", "--watch"]),
         (("apply",), ["--filename", "FILENAME", "--recursive"]),
     ],

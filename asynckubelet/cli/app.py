@@ -88,7 +88,8 @@ TREE: dict[str, Command | Group] = {
     "describe": Command(
         "describe",
         "describe",
-        "Show a pod (or a service) as `kubectl describe` does, a pod's events at the bottom.",
+        "Show a pod (or a service) as `kubectl describe` does, a pod's events at the bottom; "
+        "without a NAME, every pod (or service) of the namespace.",
     ),
     "logs": Command(
         "logs",

@@ -15,7 +15,7 @@ import contextlib
 import errno
 import socket
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -76,6 +76,86 @@ def require_daemon(node: NodeRef, *, verb: str) -> NodeClient:
             "an API server; start it with `asynckubelet serve` (same --state-dir)"
         )
     return client
+
+
+WORKLOAD_TYPES = ("deployments", "replicasets", "statefulsets", "jobs", "services")
+"""What ``logs`` and ``exec`` take as ``TYPE/NAME`` beside pods: their pods' selector."""
+
+
+def pod_name(ref: str, *, namespace: str, node: NodeRef, attach: bool = False) -> str:
+    """The pod ``ref`` names, as ``kubectl logs`` and ``exec`` read it: ``NAME`` or
+    ``pod/NAME`` is that pod; ``TYPE/NAME`` of a workload or a service is the most active
+    of the pods its selector matches (kubectl's choice), named on stderr when there are
+    several (``Found 2 pods, using pod/web-...``). A workload needs the daemon. ``attach``:
+    for ``exec`` (kubectl's wording of a type without pods differs from ``logs``')."""
+    from asynckubelet.cli.options import KIND_OF, POD_KINDS, RESOURCES
+
+    if "/" not in ref:
+        return ref
+    kind, _, name = ref.partition("/")
+    if kind in POD_KINDS or RESOURCES.get(kind) == "pods":
+        return name
+    plural = RESOURCES.get(kind)
+    if plural is None:
+        raise fail(f'the server doesn\'t have a resource type "{kind}"')
+    if plural not in WORKLOAD_TYPES:
+        what = f"*v1.{KIND_OF.get(plural, plural)}"
+        doing = "attach to" if attach else "get the logs from"
+        raise fail(f"cannot {doing} {what}: selector for {what} not implemented")
+    client = require_daemon(node, verb=f"{plural}/NAME")
+    spec = client.object(plural, namespace, name).get("spec") or {}
+    selector = (
+        {"matchLabels": spec.get("selector") or {}}
+        if plural == "services"
+        else spec.get("selector")
+    )
+    pods = select_pods(client.pods(namespace), selector)
+    if not pods:
+        raise fail(f'no pods found for {ref} in namespace "{namespace}"')
+    if len(pods) > 1:
+        err.print(
+            f"Found {len(pods)} pods, using pod/{pods[0]['metadata']['name']}", highlight=False
+        )
+    return str(pods[0]["metadata"]["name"])
+
+
+def select_pods(
+    pods: list[dict[str, Any]], selector: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The pods ``selector`` matches, the most active first, in kubectl's order
+    (``ActivePods`` reversed): on a node, running, ready, ready longest, fewer restarts,
+    older."""
+    from asynckubelet.manifests.workloads import selector_matches
+
+    if not selector:
+        return []
+    chosen = [
+        p
+        for p in pods
+        if selector_matches(selector, (p.get("metadata") or {}).get("labels") or {})
+        and not (p.get("metadata") or {}).get("deletionTimestamp")
+    ]
+    return sorted(chosen, key=_activity)
+
+
+_PHASE_RANK = {"Running": 0, "Unknown": 1, "Pending": 2}
+
+
+def _activity(pod: dict[str, Any]) -> tuple[int, int, int, str, int, str]:
+    """A sort key: the most active pod first."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    is_ready = ready is not None and ready.get("status") == "True"
+    restarts = sum(c.get("restartCount") or 0 for c in status.get("containerStatuses") or [])
+    return (
+        0 if spec.get("nodeName") else 1,
+        _PHASE_RANK.get(str(status.get("phase")), 3),
+        0 if is_ready else 1,
+        # ready longest: the earliest transition to Ready first, an unknown time last
+        str(ready.get("lastTransitionTime") or "~") if is_ready and ready else "~",
+        restarts,
+        str((pod.get("metadata") or {}).get("creationTimestamp") or "~"),
+    )
 
 
 @contextlib.asynccontextmanager

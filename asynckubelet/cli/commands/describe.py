@@ -9,52 +9,83 @@ from __future__ import annotations
 from asynckubelet.cli.client import as_pod, daemon_client, read_node_pods
 from asynckubelet.cli.options import (
     POD_KINDS,
+    DescribeKindArg,
     LogOptions,
     NamespaceOpt,
     NodeRef,
-    PodKindArg,
-    PodNameArg,
+    OptionalNameArg,
 )
-from asynckubelet.cli.output import command, fail, run_async
+from asynckubelet.cli.output import command, err, fail, run_async
 
 
 @command(not_found_as="NotFound")
 def describe(
-    kind: PodKindArg,
-    name: PodNameArg,
+    kind: DescribeKindArg,
+    name: OptionalNameArg = None,
     *,
     namespace: NamespaceOpt = "default",
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """Show a pod (or a service) as `kubectl describe` does, a pod's events at the bottom."""
+    """Show a pod (or a service) as `kubectl describe` does, a pod's events at the bottom;
+    without a NAME, every pod (or service) of the namespace."""
+    if "/" in kind:
+        if name is not None:
+            raise fail("arguments in resource/name form must have a single resource and name")
+        kind, _, name = kind.partition("/")
+    if kind in SERVICE_KINDS:
+        names = [name] if name is not None else _service_names(namespace, node=node)
+        texts = [_service_text(n, namespace=namespace, node=node) for n in names]
+    elif kind in POD_KINDS:
+        texts = _pod_texts(name, namespace=namespace, node=node)
+    else:
+        raise fail(f'the server doesn\'t have a resource type "{kind}"')
+    if not texts:
+        err.print(f"No resources found in {namespace} namespace.", highlight=False)
+        return
+    print("\n\n\n".join(texts))
+
+
+def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
+    """The description of pod ``name``, or of every pod of the namespace."""
     from asynckubelet.node.access import StateDir, find_pod
     from asynckubelet.node.events import PodEvent, read_events
     from asynckubelet.printers import describe_pod, now_utc
     from asynckubelet.runtime import containers as ctr
 
-    if kind in SERVICE_KINDS:
-        _describe_service(name, namespace=namespace, node=node)
-        return
-    if kind not in POD_KINDS:
-        raise fail(f'the server doesn\'t have a resource type "{kind}"')
     client = daemon_client(node)
+    texts = []
     if client is not None:
-        pod = as_pod(client.pod(namespace, name))
-        uid = ctr.pod_identity(pod)[2]
-        events = [PodEvent.from_v1(e) for e in client.events(namespace, uid=uid)]
-        node_name = (pod.spec.nodeName if pod.spec else None) or ""
+        found = [client.pod(namespace, name)] if name is not None else client.pods(namespace)
+        for pod in map(as_pod, found):
+            uid = ctr.pod_identity(pod)[2]
+            events = [PodEvent.from_v1(e) for e in client.events(namespace, uid=uid)]
+            node_name = (pod.spec.nodeName if pod.spec else None) or ""
+            texts.append(describe_pod(pod, events, node_name=node_name, now=now_utc()))
+        return texts
+    pods = run_async(read_node_pods, node)
+    if name is not None:
+        pods = [find_pod(pods, namespace=namespace, name=name)]
     else:
-        pod = find_pod(run_async(read_node_pods, node), namespace=namespace, name=name)
+        pods = [p for p in pods if ctr.pod_identity(p)[1] == namespace]
+        pods.sort(key=lambda p: ctr.pod_identity(p)[0])
+    for pod in pods:
         events = read_events(StateDir(node.state).events, uid=ctr.pod_identity(pod)[2])
-        node_name = node.name
-    print(describe_pod(pod, events, node_name=node_name, now=now_utc()))
+        texts.append(describe_pod(pod, events, node_name=node.name, now=now_utc()))
+    return texts
 
 
 SERVICE_KINDS = ("service", "services", "svc")
 
 
-def _describe_service(name: str, *, namespace: str, node: NodeRef) -> None:
+def _service_names(namespace: str, *, node: NodeRef) -> list[str]:
+    from asynckubelet.cli.client import require_daemon
+
+    client = require_daemon(node, verb="describe services")
+    return sorted(str(s["metadata"]["name"]) for s in client.objects("services", namespace))
+
+
+def _service_text(name: str, *, namespace: str, node: NodeRef) -> str:
     """A Service and its endpoints, from the daemon (which alone keeps endpoints)."""
     from asynckubelet import errors
     from asynckubelet.cli.client import require_daemon
@@ -69,4 +100,4 @@ def _describe_service(name: str, *, namespace: str, node: NodeRef) -> None:
             endpoints = client.object("endpoints", namespace, name)
         except errors.NotFound:
             endpoints = None
-    print(describe_service(body, endpoints))
+    return describe_service(body, endpoints)

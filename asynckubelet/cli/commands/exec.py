@@ -17,14 +17,14 @@ import anyio
 import typer
 
 from asynckubelet.cli import output
-from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime
+from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime, pod_name
 from asynckubelet.cli.options import (
     CommandArg,
     ContainerOpt,
     LogOptions,
     NamespaceOpt,
     NodeRef,
-    PodNameArg,
+    PodRefArg,
     StdinOpt,
     TtyOpt,
 )
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 @output.command(not_found_as="BadRequest")
 def exec_(
-    name: PodNameArg,
+    name: PodRefArg,
     command: CommandArg,
     *,
     container: ContainerOpt = None,
@@ -49,18 +49,32 @@ def exec_(
 ) -> None:
     """Run a command in a pod's container; exits with the command's exit code."""
     request = _Request(
-        name=name,
+        name=pod_name(name, namespace=namespace, node=node, attach=True),
         command=command,
         container=container,
         namespace=namespace,
         stdin=stdin,
-        tty=tty,
+        tty=_terminal(stdin=stdin, tty=tty),
     )
     client = daemon_client(node)
     if client is None:
         raise typer.Exit(output.run_async(_exec, request, node))
     container_id, engine = _through_daemon(request, client, node)
     raise typer.Exit(output.run_async(_exec, request, engine, container_id))
+
+
+NO_TTY = "Unable to use a TTY - input is not a terminal or the right kind of file"
+
+
+def _terminal(*, stdin: bool, tty: bool) -> bool:
+    """Whether the command gets a terminal, as ``kubectl exec`` decides: only with ``-i``
+    too, and only when the input is a terminal (else it says so and goes on without)."""
+    if not (tty and stdin):
+        return False
+    if not sys.stdin.isatty():
+        print(NO_TTY, file=sys.stderr)
+        return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -171,12 +185,21 @@ async def _follow_window_size(session: ExecSession) -> None:
 
 async def _pump_in(session: ExecSession) -> None:
     fd = sys.stdin.fileno()
-    # A regular file cannot be polled; it is read at once, never blocking.
-    pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
+    # A regular file cannot be polled; it is read at once, never blocking. Some devices
+    # (``/dev/null``) cannot be polled either: the event loop refuses them, and they are
+    # read in a worker thread.
+    regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    pollable = not regular
     while True:
         if pollable:
-            await anyio.wait_readable(fd)
-        data = os.read(fd, 65536)
+            try:
+                await anyio.wait_readable(fd)
+            except PermissionError:
+                pollable = False
+        if regular or pollable:
+            data = os.read(fd, 65536)
+        else:
+            data = await anyio.to_thread.run_sync(os.read, fd, 65536, abandon_on_cancel=True)
         if not data:
             session.close_input()
             return

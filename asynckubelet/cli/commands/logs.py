@@ -13,7 +13,7 @@ import anyio
 import typer
 from rich.markup import escape
 
-from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime
+from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime, pod_name
 from asynckubelet.cli.options import (
     AllContainersOpt,
     ContainerOpt,
@@ -21,7 +21,7 @@ from asynckubelet.cli.options import (
     LogOptions,
     NamespaceOpt,
     NodeRef,
-    PodNameArg,
+    PodRefArg,
     PreviousOpt,
     SinceOpt,
     TailOpt,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 @command(not_found_as="BadRequest")
 def logs(
-    name: PodNameArg,
+    name: PodRefArg,
     *,
     container: ContainerOpt = None,
     follow: FollowOpt = False,
@@ -71,7 +71,7 @@ def logs(
         raise UsageError(str(e)) from None
     request = _Request(
         namespace=namespace,
-        name=name,
+        name=pod_name(name, namespace=namespace, node=node),
         container=container,
         follow=follow and not previous,
         previous=previous,

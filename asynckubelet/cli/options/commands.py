@@ -344,7 +344,7 @@ TtyOpt = Annotated[
         "--tty",
         "-t",
         metavar="",
-        help="Give the command a terminal (its window size follows this one's).",
+        help="With -i, give the command a terminal (its window size follows this one's).",
     ),
 ]
 

@@ -352,8 +352,12 @@ KindArg = Annotated[
         "or all.",
     ),
 ]
-PodKindArg = Annotated[
-    str, typer.Argument(metavar="TYPE", help="The resource type: pods (or pod, po).")
+DescribeKindArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="TYPE[/NAME]",
+        help="pods (pod, po) or services (service, svc); TYPE/NAME names one.",
+    ),
 ]
 DeleteKindArg = Annotated[
     str | None,
@@ -364,6 +368,14 @@ DeleteKindArg = Annotated[
     ),
 ]
 PodNameArg = Annotated[str, typer.Argument(metavar="POD", help="The pod's name.")]
+PodRefArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="POD | TYPE/NAME",
+        help="The pod's name, or TYPE/NAME: pod/NAME, or a deployment, replicaset, "
+        "statefulset, job or service, for the most active of its pods.",
+    ),
+]
 OptionalPodNameArg = Annotated[str | None, typer.Argument(metavar="POD", help="One pod's name.")]
 OptionalNameArg = Annotated[str | None, typer.Argument(metavar="NAME", help="One object's name.")]
 ContainerOpt = Annotated[
