@@ -47,6 +47,7 @@ from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
 from asynckubelet.node import access, operations
 from asynckubelet.node.daemon import API_GROUP, SOCKET_MODE, DaemonInfo
+from asynckubelet.node.events import PodEvent, since_creation
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet
 from asynckubelet.node.objects import (
     KINDS,
@@ -285,7 +286,21 @@ async def list_events(request: web.Request) -> web.Response:
         if (namespace is None or e.namespace == namespace)
         and wanted.get("involvedObject.name", e.pod) == e.pod
     ]
-    return _list("Event", (e.to_v1() for e in events))
+    return _list("Event", (e.to_v1() for e in _own_events(node, events)))
+
+
+def _own_events(node: Kubelet, events: list[PodEvent]) -> list[PodEvent]:
+    """``events`` less those about a pod there now that happened before it was created
+    (the events of a pod deleted before it, which had its name and so its uid)."""
+    uids = {e.uid for e in events if e.kind == "Pod"}
+    if not uids:
+        return events
+    created = {
+        uid: printers.created(served_pod(node, pod))
+        for pod in node.views()
+        if (uid := ctr.pod_identity(pod)[2]) in uids
+    }
+    return [e for e in events if e.kind != "Pod" or since_creation([e], created.get(e.uid))]
 
 
 def _shown(obj: StoredObject) -> Mapping[str, Any]:

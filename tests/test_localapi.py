@@ -4,10 +4,12 @@ that start once what they wait for is applied, and a socket only its user may us
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from daemon_helpers import IMAGES
 from asynckubelet import errors
 from asynckubelet.localapi import create_local_app, serve_local
 from asynckubelet.node import daemon
+from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
 from asynckubelet.tables import TABLE_ACCEPT
@@ -399,8 +402,9 @@ async def test_a_watch_starts_with_each_pod_then_a_bookmark_then_changes(
 async def test_a_watch_of_one_pod_by_field_selector_sees_only_it(
     served: tuple[Client, Kubelet],
 ) -> None:
-    client, _ = served
+    client, node = served
     await apply(client, plain("a"), plain("b"))
+    await node.wait("default", "b", "Running", timeout=10)
     response = await client.get(
         "/api/v1/pods?watch=1&fieldSelector=metadata.name%3Db", headers={"Accept": TABLE_ACCEPT}
     )
@@ -492,3 +496,92 @@ async def test_the_local_api_serves_the_nodes_metrics(served: tuple[Client, Kube
     assert response.status == 200
     assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     assert "# TYPE" in await response.text()
+
+
+async def pod_events(client: Client, uid: str) -> list[dict[str, Any]]:
+    path = f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.uid={uid}"
+    return list((await (await client.get(path)).json())["items"])
+
+
+async def test_a_re_created_pod_does_not_show_the_events_of_the_one_before(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, CONFIG.replace("VALUE", "fast"), POD)
+    before = await node.wait("default", "web", "Running", timeout=10)
+    assert before is not None
+    assert before.metadata is not None
+    uid = str(before.metadata.uid)
+    assert await pod_events(client, uid)
+    deleted = [{"kind": "Pod", "namespace": "default", "name": "web"}]
+    response = await client.post(
+        f"{LOCAL}/delete", json={"objects": deleted, "gracePeriodSeconds": 0, "timeoutSeconds": 30}
+    )
+    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    assert node.recorder.list(uid=uid) == []
+    await apply(client, POD)
+    after = await node.wait("default", "web", "Running", timeout=10)
+    assert after is not None
+    assert after.metadata is not None
+    assert after.metadata.uid == uid
+    events = await pod_events(client, uid)
+    assert {e["reason"] for e in events} >= {"Created", "Started"}
+    assert "Killing" not in {e["reason"] for e in events}
+    assert {e["count"] for e in events} == {1}
+
+
+async def test_events_from_before_a_pods_creation_are_not_listed_for_it(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, CONFIG.replace("VALUE", "fast"), POD)
+    pod = await node.wait("default", "web", "Running", timeout=10)
+    assert pod is not None
+    assert pod.metadata is not None
+    uid = str(pod.metadata.uid)
+    stored = node.objects.get("Pod", "default", "web")
+    assert stored is not None
+    created = stored.created()
+    assert created is not None
+    earlier = created - timedelta(seconds=1)
+    old = PodEvent(
+        namespace="default",
+        pod="web",
+        uid=uid,
+        type="Normal",
+        reason="Killing",
+        message="Stopping container app",
+        first_timestamp=earlier - timedelta(minutes=5),
+        last_timestamp=earlier,
+        count=2,
+        container="app",
+    )
+    assert node.recorder.path is not None
+    with node.recorder.path.open("a") as f:
+        f.write(json.dumps(old.to_json()) + "\n")
+    assert node.recorder.load() == 1
+    assert old in node.recorder.list(uid=uid)
+    for path in (
+        f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.uid={uid}",
+        "/api/v1/namespaces/default/events",
+        "/api/v1/events",
+    ):
+        events = (await (await client.get(path)).json())["items"]
+        assert events
+        assert "Killing" not in {e["reason"] for e in events}
+
+
+async def test_a_restarted_node_lists_the_events_of_its_last_run(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    config = KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600)
+    docker = FakeDocker(images=IMAGES)
+    async with Kubelet(config, docker=docker) as node:
+        node.recorder.record(
+            namespace="default", name="web", uid="u1", type="Normal", reason="Pulled", message="m"
+        )
+    async with Kubelet(config, docker=docker) as node:
+        assert [(e.pod, e.reason) for e in node.recorder.list()] == [("web", "Pulled")]
+        node.recorder.record(
+            namespace="default", name="web", uid="u1", type="Normal", reason="Pulled", message="m"
+        )
+        assert [e.count for e in node.recorder.list()] == [2]

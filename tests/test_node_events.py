@@ -7,13 +7,23 @@ import json
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from lightkube.models.core_v1 import Pod
 from lightkube.models.meta_v1 import ObjectMeta
 
-from asynckubelet.node.events import EventRecorder, PodEvent, age, read_events, rotated
+from asynckubelet.node.events import (
+    COMBINED,
+    EventRecorder,
+    PodEvent,
+    age,
+    read_events,
+    read_pod_events,
+    rotated,
+    since_creation,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -305,3 +315,178 @@ def test_an_event_written_to_the_file_keeps_every_field() -> None:
     data = json.loads(json.dumps(event.to_json()))
     assert set(data) == {f.name for f in dataclasses.fields(PodEvent)}
     assert PodEvent.from_json(data) == event
+
+
+def started(recorder: EventRecorder, *, name: str = "web", uid: str = "u1") -> None:
+    recorder(pod(name=name, uid=uid), type="Normal", reason="Started", message="m", container="a")
+
+
+def restarted(path: Path, clock: ManualClock, **kwargs: Any) -> EventRecorder:
+    recorder = EventRecorder(path=path, clock=clock, **kwargs)
+    recorder.load()
+    return recorder
+
+
+def test_a_restarted_recorder_lists_the_events_of_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    first = EventRecorder(path=path, clock=clock)
+    started(first, uid="u1")
+    clock.advance(1)
+    backoff(first)
+    started(first, name="db", uid="u2")
+    again = EventRecorder(path=path, clock=clock)
+    assert again.load() == 3
+    assert again.list() == first.list()
+    assert [e.pod for e in again.list(uid="u2")] == ["db"]
+
+
+def test_a_repeat_after_a_restart_counts_on_from_the_event_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    first = EventRecorder(path=path, clock=clock)
+    for _ in range(3):
+        backoff(first)
+        clock.advance(1)
+    again = restarted(path, clock)
+    backoff(again)
+    (event,) = again.list()
+    assert (event.count, event.first_timestamp, event.last_timestamp) == (4, T0, clock.now)
+    (written,) = read_events(path)
+    assert written == event
+
+
+def test_similar_events_after_a_restart_are_combined_with_those_read_back(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    first = EventRecorder(path=path, clock=clock)
+    for i in range(12):
+        first(pod(), type="Warning", reason="Failed", message=f"m{i}")
+        clock.advance(1)
+    again = restarted(path, clock)
+    again(pod(), type="Warning", reason="Failed", message="m12")
+    combined = [e for e in again.list() if e.combined]
+    assert [(e.message, e.count) for e in combined] == [(COMBINED + "m12", 4)]
+    assert len(again.list()) == 10
+
+
+def test_a_restarted_recorder_skips_a_torn_or_garbled_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    started(EventRecorder(path=path, clock=clock))
+    with path.open("ab") as f:
+        f.write(b'{"namespace": "default", "pod": "web", "uid": "u1", "ty')
+    again = restarted(path, clock)
+    assert [e.reason for e in again.list()] == ["Started"]
+    with path.open("ab") as f:
+        f.write(b"\n\xff\xfe[1, 2]\n42\n[]\n")
+        f.write(json.dumps({**read_events(path)[0].to_json(), "last_timestamp": "x"}).encode())
+    assert [e.reason for e in restarted(path, clock).list()] == ["Started"]
+    naive = {**read_events(path)[0].to_json(), "last_timestamp": "2026-01-01T00:00:00"}
+    with path.open("a") as f:
+        f.write("\n" + json.dumps(naive) + "\n")
+    assert [e.reason for e in restarted(path, clock).list()] == ["Started"]
+
+
+def test_events_older_than_the_ttl_are_neither_read_back_nor_listed(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    first = EventRecorder(path=path, clock=clock)
+    started(first, name="old", uid="u1")
+    clock.advance(30 * 60)
+    started(first, name="new", uid="u2")
+    clock.advance(31 * 60)
+    assert [e.pod for e in first.list()] == ["new"]
+    assert [e.pod for e in restarted(path, clock).list()] == ["new"]
+    assert [e.pod for e in read_events(path, now=clock.now)] == ["new"]
+    assert [e.pod for e in read_events(path)] == ["old", "new"]
+    kept = restarted(path, clock, ttl=None)
+    clock.advance(3600)
+    assert [e.pod for e in kept.list()] == ["old", "new"]
+    started(kept, name="old", uid="u1")
+    assert [(e.pod, e.count) for e in kept.list()] == [("new", 1), ("old", 2)]
+
+
+def test_a_restarted_recorder_takes_back_its_bound_of_the_latest_events(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    first = EventRecorder(path=path, clock=clock)
+    for i in range(8):
+        started(first, name=f"p{i}", uid=f"u{i}")
+        clock.advance(1)
+    again = restarted(path, clock, max_events=3)
+    assert [e.pod for e in again.list()] == ["p5", "p6", "p7"]
+
+
+def test_a_deleted_pods_events_stay_gone_after_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    first = EventRecorder(path=path, clock=clock)
+    for _ in range(2):
+        started(first, uid="u1")
+    first(pod(uid="u1"), type="Normal", reason="Killing", message="Stopping container a")
+    started(first, name="db", uid="u2")
+    first.forget("u1")
+    assert [e.pod for e in read_events(path)] == ["db"]
+    clock.advance(5)
+    started(first, uid="u1")
+    assert [(e.reason, e.count) for e in first.list(uid="u1")] == [("Started", 1)]
+    again = restarted(path, clock)
+    assert [(e.pod, e.reason, e.count) for e in again.list()] == [
+        ("db", "Started", 1),
+        ("web", "Started", 1),
+    ]
+    started(again, uid="u1")
+    assert [e.count for e in again.list(uid="u1")] == [2]
+
+
+def test_a_pods_events_from_before_its_creation_are_not_its_own() -> None:
+    created = T0 + timedelta(seconds=10)
+
+    def at(seconds: float) -> PodEvent:
+        when = T0 + timedelta(seconds=seconds)
+        return PodEvent(
+            namespace="default",
+            pod="web",
+            uid="u1",
+            type="Normal",
+            reason=f"at{seconds}",
+            message="m",
+            first_timestamp=when,
+            last_timestamp=when,
+        )
+
+    events = [at(1), at(9.9), at(10), at(10.5), at(11)]
+    assert [e.reason for e in since_creation(events, created)] == ["at10", "at10.5", "at11"]
+    assert [e.reason for e in since_creation(events, created.replace(tzinfo=None))] == [
+        "at10",
+        "at10.5",
+        "at11",
+    ]
+    same_second = created + timedelta(microseconds=700_000)
+    assert [e.reason for e in since_creation(events, same_second)] == ["at10", "at10.5", "at11"]
+    assert since_creation(events, None) == events
+
+
+def test_the_file_read_for_one_pod_gives_its_own_events_within_the_ttl(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = ManualClock()
+    recorder = EventRecorder(path=path, clock=clock)
+    recorder(pod(uid="u1"), type="Normal", reason="Killing", message="Stopping container a")
+    clock.advance(10.5)
+    started(recorder, uid="u1")
+    started(recorder, name="db", uid="u2")
+    created = T0 + timedelta(seconds=10)
+    again = Pod(
+        metadata=ObjectMeta(name="web", namespace="default", uid="u1", creationTimestamp=created)
+    )
+    assert [e.reason for e in read_pod_events(path, again, now=clock.now)] == ["Started"]
+    untimed = Pod(metadata=ObjectMeta(name="web", namespace="default", uid="u1"))
+    assert [e.reason for e in read_pod_events(path, untimed, now=clock.now)] == [
+        "Killing",
+        "Started",
+    ]
+    later = clock.now + timedelta(hours=2)
+    assert read_pod_events(path, untimed, now=later) == []

@@ -13,6 +13,13 @@ event to a JSON-lines file in the state dir, so that ``describe`` in another pro
 after a restart) shows the same events. The file is rotated when it grows past a bound
 (one older file is kept, and read too) and is 0600: event messages name pods, images
 and errors that other local users have no business reading.
+
+A restarted node takes the file's events back (:meth:`EventRecorder.load`): they are shown
+again, and a repeat of one goes on counting from it. Events are kept for an hour after
+they last happened (the API server's ``--event-ttl``). A pod deleted takes its events with
+it (a line in the file says so), and a pod's events older than its ``creationTimestamp``
+are not shown for it (:func:`since_creation`): a local pod re-created under the same name
+has the same UID, and the events of the one before are not its own.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import hashlib
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -60,6 +67,11 @@ SPAM_REFILL = timedelta(minutes=5)
 CACHE_SIZE = 4096
 """Entries each correlation cache holds, least recently used forgotten first (client-go's
 ``maxLruCacheEntries``)."""
+EVENT_TTL = timedelta(hours=1)
+"""How long an event is kept after it last happened (the API server's ``--event-ttl``)."""
+FORGET = "forget"
+"""The field of a line of the events file saying that the object with that uid is gone:
+its events written before the line are no longer read."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +250,28 @@ class EventCorrelator:
         _bound(self._observed, self.cache_size)
         return event, self._take(event.uid, now)
 
+    def remember(self, event: PodEvent) -> None:
+        """Take back an event recorded before (by an earlier run, read from its file), so that
+        its repeats go on counting from it and similar events go on being combined with it.
+        Events are to be remembered in the order they last happened."""
+        self._observed.pop(event.key, None)
+        self._observed[event.key] = event
+        _bound(self._observed, self.cache_size)
+        key = (event.uid, event.namespace, event.pod, event.type, event.reason)
+        now = event.last_timestamp
+        record = self._similar.pop(key, None)
+        if record is None or now - record.last > self.similar_interval:
+            record = _Similar(now)
+        if event.combined:
+            # Combined events stand for as many distinct messages as keep the next one
+            # combined; which they were is not written down.
+            record.messages.update(f"\0{i}" for i in range(self.similar_events - 1))
+        else:
+            record.messages.add(event.message)
+        record.last = max(record.last, now)
+        self._similar[key] = record
+        _bound(self._similar, self.cache_size)
+
     def forget(self, uid: str) -> None:
         """Drop what is remembered about the object ``uid`` (it is gone)."""
         for cache in (self._similar, self._observed):
@@ -281,7 +315,10 @@ class EventRecorder:
     those reported, writes them to the state dir (rotated past ``max_file_bytes``) and
     tells subscribers. While :meth:`run` runs, the file is written in a worker thread, in
     batches: a burst of pods makes many events, and a write the disk is slow to take (while
-    the engine unpacks layers and makes containers) would otherwise hold the node's loop."""
+    the engine unpacks layers and makes containers) would otherwise hold the node's loop.
+
+    Events are listed for ``ttl`` after they last happened (None: as long as they are
+    among the ``max_events`` latest); :meth:`load` takes back those of an earlier run."""
 
     def __init__(
         self,
@@ -290,12 +327,14 @@ class EventRecorder:
         node_name: str = "",
         max_events: int = MAX_EVENTS,
         max_file_bytes: int = MAX_FILE_BYTES,
+        ttl: timedelta | None = EVENT_TTL,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.path = path
         self.node_name = node_name
         self.max_events = max_events
         self.max_file_bytes = max_file_bytes
+        self.ttl = ttl
         self._clock = clock
         self.correlator = EventCorrelator()
         self._events: OrderedDict[tuple[str, str, str, str, str], PodEvent] = OrderedDict()
@@ -376,14 +415,45 @@ class EventRecorder:
         return len(self._subscribers)
 
     def list(self, *, uid: str | None = None) -> list[PodEvent]:
-        """Events in the order they last happened, those of one pod when ``uid`` is given."""
+        """Events in the order they last happened, those of one pod when ``uid`` is given;
+        those last seen longer than ``ttl`` ago are dropped."""
+        if self.ttl is not None and self._events:
+            cutoff = self._clock() - self.ttl
+            for key in [k for k, e in self._events.items() if e.last_timestamp < cutoff]:
+                del self._events[key]
         found = [e for e in self._events.values() if uid is None or e.uid == uid]
         return sorted(found, key=lambda e: e.last_timestamp)
 
+    def load(self) -> int:
+        """Take back the events in the file (an earlier run's, latest record of each, as
+        :func:`read_events` reads them) that are within ``ttl`` and among the
+        ``max_events`` latest: they are listed again, their repeats counted on from them and
+        similar ones combined with them. Events recorded already are kept over those read.
+        Returns how many were taken back; a file that cannot be read is none."""
+        if self.path is None:
+            return 0
+        found = read_events(self.path, now=self._clock(), ttl=self.ttl)
+        found = found[-self.max_events :] if self.max_events > 0 else []
+        loaded: OrderedDict[tuple[str, str, str, str, str], PodEvent] = OrderedDict()
+        for event in found:
+            if event.key not in self._events:
+                loaded[event.key] = event
+                self.correlator.remember(event)
+        count = len(loaded)
+        loaded.update(self._events)
+        self._events = loaded
+        _bound(self._events, self.max_events)
+        return count
+
     def forget(self, uid: str) -> None:
+        """The object ``uid`` is gone: its events are dropped (also from what the file is
+        read as, by a line saying so), and repeats of them count afresh."""
         for key in [k for k in self._events if k[0] == uid]:
             del self._events[key]
         self.correlator.forget(uid)
+        if self.path is not None:
+            line = {FORGET: uid, "at": self._clock().isoformat()}
+            self._writer.add((json.dumps(line) + "\n").encode())
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -440,26 +510,78 @@ def _size(path: Path) -> int:
         return 0
 
 
-def read_events(path: Path, *, uid: str | None = None) -> list[PodEvent]:
+def read_events(
+    path: Path,
+    *,
+    uid: str | None = None,
+    now: datetime | None = None,
+    ttl: timedelta | None = EVENT_TTL,
+) -> list[PodEvent]:
     """The events in a recorder's file (and in its rotated part before it), latest
-    record of each, oldest first.
+    record of each, oldest first; with ``now``, those last seen longer than ``ttl`` before
+    it are left out.
 
-    Lines that do not parse (a write cut short by a crash) are skipped.
+    Lines that do not parse (a write cut short by a crash) are skipped; a line saying an
+    object is gone (:meth:`EventRecorder.forget`) drops its events written before it.
     """
     latest: dict[tuple[str, str, str, str, str], PodEvent] = {}
     lines: list[str] = []
     for part in (rotated(path), path):
-        with contextlib.suppress(OSError), part.open(encoding="utf-8") as f:
+        with (
+            contextlib.suppress(OSError),
+            part.open(encoding="utf-8", errors="replace") as f,
+        ):
             lines += list(f)
     for line in lines:
         try:
-            event = PodEvent.from_json(json.loads(line))
-        except (ValueError, KeyError, TypeError):
+            data = json.loads(line)
+            if isinstance(data, dict) and FORGET in data:
+                gone = str(data[FORGET])
+                for key in [k for k in latest if k[0] == gone]:
+                    del latest[key]
+                continue
+            event = PodEvent.from_json(data)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if event.first_timestamp.tzinfo is None or event.last_timestamp.tzinfo is None:
             continue
         if uid is None or event.uid == uid:
             latest.pop(event.key, None)
             latest[event.key] = event
-    return sorted(latest.values(), key=lambda e: e.last_timestamp)
+    found = list(latest.values())
+    if now is not None and ttl is not None:
+        found = [e for e in found if e.last_timestamp >= now - ttl]
+    return sorted(found, key=lambda e: e.last_timestamp)
+
+
+def read_pod_events(path: Path, pod: Pod, *, now: datetime) -> list[PodEvent]:
+    """The events of ``pod`` in a recorder's file (:func:`read_events`) that are its own
+    (:func:`since_creation`: from its ``creationTimestamp``, or its start time when it has
+    none) and within :data:`EVENT_TTL` of ``now``."""
+    meta, status = pod.metadata, pod.status
+    created = meta.creationTimestamp if meta is not None else None
+    if created is None and status is not None:
+        created = status.startTime
+    if isinstance(created, str):
+        try:
+            created = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        except ValueError:
+            created = None
+    events = read_events(path, uid=ctr.pod_identity(pod)[2], now=now)
+    return since_creation(events, created)
+
+
+def since_creation(events: Iterable[PodEvent], created: datetime | None) -> list[PodEvent]:
+    """The events of an object created at ``created`` that are its own: those that last
+    happened before it was created (the events of an earlier object with its name and
+    uid) are left out. ``creationTimestamp`` has whole seconds, so an event of the second
+    the object was created in is kept. Without ``created``, every event is."""
+    if created is None:
+        return list(events)
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    created = created.replace(microsecond=0)
+    return [e for e in events if e.last_timestamp >= created]
 
 
 def age(since: datetime, *, now: datetime) -> str:

@@ -40,6 +40,7 @@ from typing import Any, Self
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import yaml
 from lightkube.models.core_v1 import Pod, PodStatus
 from loguru import logger
@@ -196,6 +197,7 @@ class Kubelet(PodReads):
             if self.config.state_dir is not None:
                 hostfs.make_dirs(self.config.state_dir, ".", mode=STATE_DIR_MODE)
                 self._saved = read_status_files(self.config.state_dir)
+                await anyio.to_thread.run_sync(self.recorder.load)
             self._on_docker = set(await self.runtime.list_pod_uids())
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
@@ -415,6 +417,8 @@ class Kubelet(PodReads):
             if entry is not None and entry.source == source:
                 self._begin_delete(uid, grace_period=None)
             elif entry is None:
+                if uid in self._rejected:
+                    self.recorder.forget(uid)
                 self._forget_rejected(uid)
         if wanted:
             self._sources[source] = wanted
@@ -595,6 +599,7 @@ class Kubelet(PodReads):
                 self._runtime_seen.pop(uid, None)
                 self._started.discard(uid)
                 self.startup.forget(uid)
+                self.recorder.forget(uid)
             entry.done.set()
             if entry.replacement is not None and not self._closing:
                 pod, source, options = entry.replacement
@@ -644,6 +649,7 @@ class Kubelet(PodReads):
                 return True
         record = self.status.find(namespace, name)
         if record is not None and record.uid in self._rejected:
+            self.recorder.forget(record.uid)
             self._forget_rejected(record.uid)
             for members in self._sources.values():
                 members.discard(record.uid)

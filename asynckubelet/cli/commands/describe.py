@@ -49,7 +49,7 @@ def describe(
 def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
     """The description of pod ``name``, or of every pod of the namespace."""
     from asynckubelet.node.access import StateDir, find_pod
-    from asynckubelet.node.events import PodEvent, read_events
+    from asynckubelet.node.events import PodEvent, read_pod_events
     from asynckubelet.printers import describe_pod, now_utc
     from asynckubelet.runtime import containers as ctr
 
@@ -70,7 +70,7 @@ def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
         pods = [p for p in pods if ctr.pod_identity(p)[1] == namespace]
         pods.sort(key=lambda p: ctr.pod_identity(p)[0])
     for pod in pods:
-        events = read_events(StateDir(node.state).events, uid=ctr.pod_identity(pod)[2])
+        events = read_pod_events(StateDir(node.state).events, pod, now=now_utc())
         texts.append(describe_pod(pod, events, node_name=node.name, now=now_utc()))
     return texts
 
