@@ -193,6 +193,52 @@ def test_two_pods_asking_for_one_host_port_are_refused_with_node_ports(
     assert node_containers(docker_engine, node_name) == []
 
 
+def test_a_host_port_another_run_forwards_is_refused_with_node_ports(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pod = """
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: {name}}}
+        spec:
+          terminationGracePeriodSeconds: 1
+          containers:
+            - name: app
+              image: BUSYBOX
+              command: ["sleep", "3600"]
+              ports: [{{containerPort: 80, hostPort: {port}}}]
+        """
+    first = write_manifest(tmp_path, pod.format(name="first", port=port), name="first.yaml")
+    second = write_manifest(tmp_path, pod.format(name="second", port=port), name="second.yaml")
+    holder = subprocess.Popen(
+        run_command(str(first), "--pod-security", "privileged", node=node_name),
+        env=run_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not any(c["State"] == "running" for c in node_containers(docker_engine, node_name)):
+            assert holder.poll() is None, holder.communicate()[1]
+            assert time.monotonic() < deadline, "the first pod did not start"
+            time.sleep(0.2)
+        proc = run_pod(second, "--pod-security", "privileged", node=f"{node_name}-b")
+        assert proc.returncode == 1, proc.stderr
+        assert _last_line(proc) == (
+            "pod/second: NodePorts: Pod was rejected: Predicate NodePorts failed: node(s) "
+            "didn't have free ports for the requested pod ports"
+        )
+        assert node_containers(docker_engine, f"{node_name}-b") == []
+    finally:
+        holder.send_signal(signal.SIGINT)
+        holder.communicate(timeout=60)
+    assert node_containers(docker_engine, node_name) == []
+
+
 @pytest.mark.parametrize(
     ("resources", "extra", "expected"),
     [

@@ -112,7 +112,7 @@ def run(
     owner = f"run-{secrets.token_hex(4)}"
     config = dataclasses.replace(node.runtime_config(), owner=owner)
     manifests = _owned(loaded, node_name=config.node_name, owner=owner)
-    _admit(manifests.pods, node.node_info(), daemon)
+    _admit(manifests.pods, node.node_info(), daemon, docker_host=node.docker_host)
     ensure_engine(node.docker_host)
     options = options_from_manifests(
         manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
@@ -141,14 +141,17 @@ def run(
     raise typer.Exit(next((c for c in codes if c), 0))
 
 
-def _admit(pods: Sequence[Pod], node: NodeInfo, daemon: NodeClient | None) -> None:
-    """Admit the pods as a kubelet admits them, each over the node daemon's pods and those
-    before it; a pod the node cannot take ends the run before anything starts."""
+def _admit(
+    pods: Sequence[Pod], node: NodeInfo, daemon: NodeClient | None, *, docker_host: str | None
+) -> None:
+    """Admit the pods as a kubelet admits them, each over the node daemon's pods, the
+    host ports of the pods running on the engine (another ``run``'s) and the pods before
+    it; a pod the node cannot take ends the run before anything starts."""
     from asynckubelet.node.admission import NodeAdmitter, host_port_in_use
     from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX
 
     admitter = NodeAdmitter(node=node, host_port_in_use=host_port_in_use)
-    admitted = _node_pods(daemon)
+    admitted = _node_pods(daemon) + _engine_port_holders(docker_host)
     rejected = False
     for pod in pods:
         rejection = admitter.admit(pod, admitted=admitted)
@@ -174,6 +177,70 @@ def _node_pods(daemon: NodeClient | None) -> list[Pod]:
         return []
     pods = [as_pod(p) for p in daemon.pods()]
     return [p for p in pods if p.status is None or p.status.phase not in TERMINAL_PHASES]
+
+
+def _engine_port_holders(docker_host: str | None) -> list[Pod]:
+    """The pods whose containers run on the engine, as far as their host ports go: another
+    ``run``'s pods (or another node's) forward their hostPorts with firewall rules, which
+    no probe of the host's sockets sees. None when no engine answers yet."""
+    import json
+
+    from lightkube.models.core_v1 import Container, ContainerPort, PodSpec
+    from lightkube.models.core_v1 import Pod as V1Pod
+    from lightkube.models.meta_v1 import ObjectMeta
+
+    from asynckubelet import errors
+    from asynckubelet.docker import ContainerSummary, DockerClient
+    from asynckubelet.runtime import naming
+
+    async def running() -> list[ContainerSummary]:
+        async with DockerClient(url=docker_host) as client:
+            if not await client.ping():
+                return []
+            return await client.list_containers(labels={naming.LABEL_PORTS: None}, all=False)
+
+    try:
+        rows = run_async(running)
+    except errors.DockerError:
+        return []
+    holders: dict[str, V1Pod] = {}
+    for row in rows:
+        labels = row.get("Labels") or {}
+        try:
+            declared = json.loads(labels.get(naming.LABEL_PORTS) or "[]")
+        except ValueError:
+            continue
+        if not isinstance(declared, list):
+            continue
+        ports = [
+            ContainerPort(
+                containerPort=int(p.get("containerPort") or 0),
+                hostPort=int(p["hostPort"]),
+                protocol=p.get("protocol"),
+                hostIP=p.get("hostIP"),
+            )
+            for p in declared
+            if isinstance(p, dict) and isinstance(p.get("hostPort"), int) and p["hostPort"] > 0
+        ]
+        if not ports:
+            continue
+        uid = labels.get(naming.LABEL_POD_UID) or row["Id"]
+        pod = holders.setdefault(
+            uid,
+            V1Pod(
+                metadata=ObjectMeta(
+                    name=labels.get(naming.LABEL_POD_NAME),
+                    namespace=labels.get(naming.LABEL_POD_NAMESPACE),
+                    uid=uid,
+                ),
+                spec=PodSpec(containers=[]),
+            ),
+        )
+        assert pod.spec is not None  # noqa: S101  (made with a spec just above)
+        pod.spec.containers.append(
+            Container(name=labels.get(naming.LABEL_CONTAINER_NAME) or "", ports=ports)
+        )
+    return list(holders.values())
 
 
 def _run_workloads(
