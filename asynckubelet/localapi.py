@@ -64,6 +64,8 @@ from asynckubelet.workloads.services import ServiceController, ServiceEndpoints
 SERVICES_KEY: web.AppKey[ServiceController | None] = web.AppKey("services")
 InfoSource = Callable[[], DaemonInfo]
 INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
+TERMINATING_KEY: web.AppKey[set[str]] = web.AppKey("terminating")
+"""Namespaces deleted while pods of theirs may still be stopping."""
 LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"
 MAX_REQUEST_BYTES = 4 * MAX_DOCUMENT_BYTES
 """A request may carry a few manifest texts of the loader's own limit each."""
@@ -575,17 +577,9 @@ async def apply(request: web.Request) -> web.Response:
         isinstance(f, dict) and isinstance(f.get("manifest"), str) for f in files
     ):
         return status(400, "BadRequest", 'body must be {"files": [{"source", "manifest"}]}')
-    prune = body.get("prune")
-    selector: dict[str, Any] | None = None
-    if prune is not None:
-        if not isinstance(prune, dict):
-            return status(400, "BadRequest", 'prune must be {"selector": text, "all": bool}')
-        try:
-            selector = parse_label_selector(str(prune.get("selector") or ""))
-        except ValueError as e:
-            return status(400, "BadRequest", str(e))
-        if not selector and prune.get("all") is not True:
-            return status(400, "BadRequest", "prune needs a label selector or all")
+    selector = _prune_selector(body.get("prune"))
+    if isinstance(selector, web.Response):
+        return selector
     texts = [(str(f.get("source") or "<text>"), str(f["manifest"])) for f in files]
     namespaces = node.objects.namespaces()
     manifests, problems, warnings = await anyio.to_thread.run_sync(
@@ -598,6 +592,9 @@ async def apply(request: web.Request) -> web.Response:
     if problems:
         return _rejected(problems)
     verdicts = node.objects.verdicts(manifests)
+    forbidden = _in_terminating_namespace(request.app, node, verdicts)
+    if forbidden is not None:
+        return forbidden
     if verdicts:
         try:
             await node.apply(manifests)
@@ -616,6 +613,44 @@ async def apply(request: web.Request) -> web.Response:
             "warnings": [_cause(w) for w in warnings],
         }
     )
+
+
+def _prune_selector(prune: object) -> dict[str, Any] | web.Response | None:
+    """An apply's ``prune``: its label selector (``{}`` with ``all``), None without
+    one, or the ``BadRequest`` answer for a malformed one."""
+    if prune is None:
+        return None
+    if not isinstance(prune, dict):
+        return status(400, "BadRequest", 'prune must be {"selector": text, "all": bool}')
+    try:
+        selector = parse_label_selector(str(prune.get("selector") or ""))
+    except ValueError as e:
+        return status(400, "BadRequest", str(e))
+    if not selector and prune.get("all") is not True:
+        return status(400, "BadRequest", "prune needs a label selector or all")
+    return selector
+
+
+def _in_terminating_namespace(
+    app: web.Application, node: Kubelet, verdicts: Iterable[Applied]
+) -> web.Response | None:
+    """The API server's ``Forbidden`` for the first object an apply would create in a
+    namespace being terminated; None when there is none."""
+    for made in verdicts:
+        if (
+            made.kind != "Namespace"
+            and made.verdict == "created"
+            and terminating(app, node, made.namespace)
+        ):
+            known = resources.by_plural(PLURALS[made.kind])
+            what = known.qualified_plural if known else PLURALS[made.kind]
+            return status(
+                403,
+                "Forbidden",
+                f'{what} "{made.name}" is forbidden: unable to create new content in '
+                f"namespace {made.namespace} because it is being terminated",
+            )
+    return None
 
 
 def _rejected(problems: Iterable[FieldError]) -> web.Response:
@@ -688,22 +723,42 @@ def _seconds(value: Any, name: str) -> float | None:
     return float(value)
 
 
-async def _delete_namespace_contents(node: Kubelet, name: str, *, grace: float | None) -> None:
-    """Delete the pods of namespace ``name`` (not waiting) and forget its objects."""
-    for inner in [*_pods(node, name)]:
-        await node.delete(name, ctr.pod_identity(inner)[0], grace_period=grace, wait=False)
+async def _delete_namespace_contents(
+    node: Kubelet, name: str, *, grace: float | None
+) -> list[dict[str, str]]:
+    """Forget the objects of namespace ``name`` (its workloads first, so no controller
+    makes new pods), then delete its pods, not waiting; the pods deleted."""
     for other in KINDS:
         if other == "Namespace":
             continue
         for obj in node.objects.list(other, name):
             node.objects.remove(other, name, obj.name)
+    deleted = []
+    for inner in [*_pods(node, name)]:
+        pod_name = ctr.pod_identity(inner)[0]
+        if await node.delete(name, pod_name, grace_period=grace, wait=False):
+            deleted.append({"namespace": name, "name": pod_name})
+    return deleted
+
+
+def terminating(app: web.Application, node: Kubelet, namespace: str) -> bool:
+    """Whether ``namespace`` was deleted and pods of it are still stopping: nothing new
+    may be made in it until they are gone (the API server's namespace lifecycle)."""
+    marked = app[TERMINATING_KEY]
+    if namespace not in marked:
+        return False
+    if _pods(node, namespace):
+        return True
+    marked.discard(namespace)
+    return False
 
 
 async def delete(request: web.Request) -> web.Response:
     """``{"objects": [{"kind", "namespace", "name"}], "gracePeriodSeconds",
     "timeoutSeconds"}``: each object deleted (pods gracefully, waited for until they are
-    gone or the timeout ends; a Namespace with everything in it); answers each one's
-    fate: ``deleted``, ``notfound`` or, for a pod still there, ``timeout``."""
+    gone or the timeout ends; a Namespace with everything in it, its pods waited for as
+    well); answers each one's fate: ``deleted``, ``notfound`` or, for a pod still there,
+    ``timeout`` (a deleted namespace's pods still there are added, as ``timeout``)."""
     node = request.app[NODE_KEY]
     body = await _body(request)
     refs = body.get("objects")
@@ -720,23 +775,39 @@ async def delete(request: web.Request) -> web.Response:
             return status(400, "BadRequest", f'the server doesn\'t have a resource type "{kind}"')
         result = {"kind": kind, "namespace": namespace, "name": name, "status": "notfound"}
         results.append(result)
-        if kind == "Pod":
-            if await node.delete(namespace, name, grace_period=grace, wait=False):
-                result["status"] = "deleted"
-                waiting.append(result)
-            continue
-        if kind == "Namespace":
-            await _delete_namespace_contents(node, name, grace=grace)
-        if node.objects.remove(kind, namespace, name) is not None:
-            result["status"] = "deleted"
-            logger.info("{} {} deleted", RESOURCES[kind], "/".join(filter(None, (namespace, name))))
+        waiting += await _delete_one(request.app, node, result, grace=grace)
     with anyio.move_on_after(timeout):
-        for result in waiting:
-            await node.wait(result["namespace"], result["name"], "Deleted")
-    for result in waiting:
-        if node.get(result["namespace"], result["name"]) is not None:
-            result["status"] = "timeout"
+        for pod in waiting:
+            await node.wait(pod["namespace"], pod["name"], "Deleted")
+    for pod in waiting:
+        if node.get(pod["namespace"], pod["name"]) is not None:
+            if pod not in results:
+                results.append(pod)
+            pod["status"] = "timeout"
     return web.json_response({"kind": "DeleteResult", "items": results})
+
+
+async def _delete_one(
+    app: web.Application, node: Kubelet, result: dict[str, str], *, grace: float | None
+) -> list[dict[str, str]]:
+    """Delete the object ``result`` names and set its status; the pods to wait for."""
+    kind, namespace, name = result["kind"], result["namespace"], result["name"]
+    if kind == "Pod":
+        if not await node.delete(namespace, name, grace_period=grace, wait=False):
+            return []
+        result["status"] = "deleted"
+        return [result]
+    pods = []
+    if kind == "Namespace":
+        app[TERMINATING_KEY].add(name)
+        pods = [
+            {"kind": "Pod", **pod, "status": "deleted"}
+            for pod in await _delete_namespace_contents(node, name, grace=grace)
+        ]
+    if node.objects.remove(kind, namespace, name) is not None:
+        result["status"] = "deleted"
+        logger.info("{} {} deleted", RESOURCES[kind], "/".join(filter(None, (namespace, name))))
+    return pods
 
 
 # -- the app ---------------------------------------------------------------------------------
@@ -752,6 +823,7 @@ def create_local_app(
     app[NODE_KEY] = node
     app[SERVICES_KEY] = services
     app[INFO_KEY] = info if callable(info) else lambda: info
+    app[TERMINATING_KEY] = set()
     r = app.router
     r.add_get("/healthz", healthz)
     r.add_get("/metrics", metrics)

@@ -531,6 +531,55 @@ def test_logs_and_exec_of_a_deployment_use_one_of_its_pods(node: Node, tmp_path:
     ) == sorted(p.removeprefix("pod/") for p in pods)
 
 
+TEAM = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME, namespace: team}
+spec:
+  terminationGracePeriodSeconds: 4
+  containers:
+  - name: app
+    image: BUSYBOX
+    command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
+"""
+
+
+def test_delete_namespace_waits_for_its_pods_and_nothing_new_is_made_in_it_meanwhile(
+    node: Node, tmp_path: Path
+) -> None:
+    first = manifest(tmp_path, TEAM.replace("NAME", "slow"), name="team.yaml")
+    proc = node.cli("apply", "-f", str(first), "--wait", "--timeout", "60")
+    assert proc.returncode == 0, proc.stderr
+    deleting = subprocess.Popen(
+        [sys.executable, "-m", "asynckubelet", "delete", "namespace", "team"],
+        env=node.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    again = manifest(tmp_path, TEAM.replace("NAME", "late"), name="again.yaml")
+    deadline = time.monotonic() + 10
+    while True:
+        refused = node.cli("apply", "-f", str(again))
+        if refused.returncode != 0 or time.monotonic() > deadline:
+            break
+        node.cli("delete", "-f", str(again), "--now")
+        time.sleep(0.2)
+    out, err = deleting.communicate(timeout=60)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().endswith(
+        'pods "late" is forbidden: unable to create new content in namespace team because it '
+        "is being terminated"
+    )
+    assert (deleting.returncode, out, err) == (0, 'namespace "team" deleted\n', "")
+    assert node.cli("get", "pods", "-n", "team", "-o", "name").stdout == ""
+    assert node.cli("apply", "-f", str(again)).returncode == 0
+
+
 EXEC = (sys.executable, "-m", "asynckubelet", "exec")
 
 

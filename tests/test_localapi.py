@@ -24,6 +24,7 @@ from asynckubelet.node import daemon
 from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
+from asynckubelet.runtime import naming
 from asynckubelet.tables import TABLE_ACCEPT
 from asynckubelet.testing import FakeDocker
 
@@ -315,6 +316,51 @@ async def test_deleting_a_namespace_deletes_everything_in_it(
     assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
     await node.wait("team", "web", "Deleted", timeout=30)
     assert not any(node.objects.list(k) for k in ("Namespace", "ConfigMap", "Pod"))
+
+
+async def test_a_deleted_namespace_takes_nothing_new_until_its_pods_are_gone(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    assert (await apply(client, namespace, plain("web", "team")))[0] == 200
+    await node.wait("team", "web", "Running", timeout=10)
+    docker = node.runtime.docker
+    assert isinstance(docker, FakeDocker)
+    (app,) = [
+        c for c in docker.containers.values() if c.labels.get(naming.LABEL_CONTAINER_NAME) == "app"
+    ]
+    app.ignores_stop_signal = True
+    objects = [{"kind": "Namespace", "name": "team"}]
+    response = await client.post(
+        f"{LOCAL}/delete",
+        json={"objects": objects, "gracePeriodSeconds": 30, "timeoutSeconds": 0.2},
+    )
+    items = [(i["kind"], i["name"], i["status"]) for i in (await response.json())["items"]]
+    assert items == [("Namespace", "team", "deleted"), ("Pod", "web", "timeout")]
+    code, body = await apply(client, namespace, plain("other", "team"))
+    assert (code, body["reason"]) == (403, "Forbidden")
+    assert body["message"] == (
+        'pods "other" is forbidden: unable to create new content in namespace team because '
+        "it is being terminated"
+    )
+    assert (await apply(client, plain("elsewhere")))[0] == 200
+    docker.exit(app.id, exit_code=0)
+    await node.wait("team", "web", "Deleted", timeout=10)
+    assert (await apply(client, namespace, plain("other", "team")))[0] == 200
+
+
+async def test_deleting_a_namespace_waits_until_its_pods_are_gone(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    assert (await apply(client, namespace, plain("web", "team")))[0] == 200
+    await node.wait("team", "web", "Running", timeout=10)
+    objects = [{"kind": "Namespace", "name": "team"}]
+    response = await client.post(f"{LOCAL}/delete", json={"objects": objects, "timeoutSeconds": 30})
+    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    assert node.get("team", "web") is None
 
 
 async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path: Path) -> None:
