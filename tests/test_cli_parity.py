@@ -349,6 +349,44 @@ def test_delete_f_R_deletes_what_the_folder_tree_holds(
     ]
 
 
+def test_delete_takes_several_names_and_type_slash_name_forms(
+    node: Daemon, state: Path, tmp_path: Path
+) -> None:
+    for name in ("web2", "web3"):
+        (tmp_path / f"{name}.yaml").write_text(POD.replace("name: web", f"name: {name}"))
+        invoke(state, "apply", "-f", str(tmp_path / f"{name}.yaml"))
+    code, out, err = invoke(state, "delete", "pod", "web", "web2", "--grace-period", "0")
+    assert (code, out, err) == (0, 'pod "web" deleted\npod "web2" deleted\n', "")
+    code, out, err = invoke(state, "delete", "pod/web3", "cm/nope", "--grace-period", "0")
+    assert (code, out) == (1, 'pod "web3" deleted\n')
+    assert err == 'Error from server (NotFound): configmaps "nope" not found\n'
+    assert invoke(state, "delete", "pod") == (
+        1,
+        "",
+        "error: resource(s) were provided, but no name was specified\n",
+    )
+
+
+def test_delete_all_deletes_every_object_of_the_type_in_the_namespace(
+    node: Daemon, state: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "web2.yaml").write_text(POD.replace("name: web", "name: web2"))
+    invoke(state, "apply", "-f", str(tmp_path / "web2.yaml"))
+    (tmp_path / "config.yaml").write_text(CONFIG)
+    invoke(state, "apply", "-f", str(tmp_path / "config.yaml"))
+    code, out, err = invoke(state, "delete", "pods", "--all", "--grace-period", "0")
+    assert (code, out, err) == (0, 'pod "web" deleted\npod "web2" deleted\n', "")
+    assert invoke(state, "get", "configmaps", "-o", "name")[1] == "configmap/settings\n"
+    assert invoke(state, "delete", "pods", "--all", "-n", "empty") == (
+        0,
+        "",
+        "No resources found in empty namespace.\n",
+    )
+    code, _, err = invoke(state, "delete", "pod", "web", "--all")
+    assert code == 2
+    assert "--all takes a resource type alone" in err
+
+
 def test_a_folder_whose_manifests_are_all_deeper_needs_R(
     node: Daemon, state: Path, tmp_path: Path
 ) -> None:

@@ -73,10 +73,10 @@ TREE: dict[str, Command | Group] = {
     "delete": Command(
         "delete",
         "delete",
-        "Delete objects: `delete KIND NAME` (pod, configmap, secret, deployment, job...) or "
-        "`delete -f FILE...` (every object the files or folders hold; -R: their sub-folders "
-        "too); pods gracefully, waiting until they are gone (exit 1 naming those still "
-        "there after --timeout).",
+        "Delete objects: `delete KIND NAME...` (pod, configmap, secret, deployment, job...), "
+        "`delete KIND --all` (every one of the namespace) or `delete -f FILE...` (every "
+        "object the files or folders hold; -R: their sub-folders too); pods gracefully, "
+        "waiting until they are gone (exit 1 naming those still there after --timeout).",
     ),
     "get": Command(
         "get",

@@ -16,8 +16,15 @@ import typer
 from rich.markup import escape
 
 from asynckubelet import resources
-from asynckubelet.cli.client import daemon_client, node_pods, node_runtime, read_files
+from asynckubelet.cli.client import (
+    daemon_client,
+    node_pods,
+    node_runtime,
+    read_files,
+    read_node_pods,
+)
 from asynckubelet.cli.options import (
+    AllOpt,
     DeleteFilenamesOpt,
     DeleteGracePeriodOpt,
     DeleteKindArg,
@@ -25,9 +32,9 @@ from asynckubelet.cli.options import (
     DeleteTimeoutOpt,
     IgnoreNotFoundOpt,
     LogOptions,
+    NamesArg,
     NamespaceOpt,
     NodeRef,
-    OptionalNameArg,
     RecursiveOpt,
     UsageError,
 )
@@ -44,9 +51,10 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "Secret": "secrets", "Names
 @command()
 def delete(
     kind: DeleteKindArg = None,
-    name: OptionalNameArg = None,
+    names: NamesArg = None,
     *,
     files: DeleteFilenamesOpt = None,
+    every: AllOpt = False,
     recursive: RecursiveOpt = False,
     namespace: NamespaceOpt = "default",
     grace_period: DeleteGracePeriodOpt = None,
@@ -56,16 +64,22 @@ def delete(
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """Delete objects: `delete KIND NAME` (pod, configmap, secret, deployment, job...) or
-    `delete -f FILE...` (every object the files or folders hold; -R: their sub-folders
-    too); pods gracefully, waiting until they are gone (exit 1 naming those still there
-    after --timeout)."""
+    """Delete objects: `delete KIND NAME...` (pod, configmap, secret, deployment, job...),
+    `delete KIND --all` (every one of the namespace) or `delete -f FILE...` (every object
+    the files or folders hold; -R: their sub-folders too); pods gracefully, waiting until
+    they are gone (exit 1 naming those still there after --timeout)."""
     if now:
         if grace_period is not None:
             raise UsageError("--now and --grace-period cannot both be given")
         grace_period = 1
-    targets = _targets(kind, name, files, namespace=namespace, recursive=recursive)
     client = daemon_client(node, doing="deleting on Docker directly")
+    if every:
+        targets = _every(kind, names, files, namespace=namespace, client=client, node=node)
+        if not targets:
+            err.print(f"No resources found in {namespace} namespace.", highlight=False)
+            return
+    else:
+        targets = _targets(kind, names or [], files, namespace=namespace, recursive=recursive)
     if client is not None:
         missing = _delete_through(client, targets, grace_period=grace_period, timeout=timeout)
     else:
@@ -80,31 +94,77 @@ def delete(
 
 def _targets(
     kind: str | None,
-    name: str | None,
+    names: list[str],
     files: list[str] | None,
     *,
     namespace: str,
     recursive: bool = False,
 ) -> list[ObjectRef]:
-    """The objects the arguments name: those the files hold, ``KIND NAME`` or ``KIND/NAME``."""
-    from asynckubelet.manifests import ObjectRef, object_refs
+    """The objects the arguments name: those the files hold, ``KIND NAME...`` or
+    ``KIND/NAME...``."""
+    from asynckubelet.manifests import object_refs
 
     if files:
+        if kind is not None:
+            raise UsageError("give either `-f FILE` or `KIND NAME`, not both")
         refs = object_refs(read_files(files, recursive=recursive, verb="delete"))
         if not refs:
             raise fail("no objects passed to delete")
         return refs
-    if kind is not None and "/" in kind and name is None:
-        kind, name = kind.split("/", 1)
-    if kind is not None and name:
-        found = resources.lookup(kind)
-        if found is None:
-            raise fail(f'the server doesn\'t have a resource type "{kind}"')
-        where = namespace if found.namespaced else ""
-        return [ObjectRef(kind=found.kind, namespace=where, name=name)]
+    if kind is not None and "/" in kind:
+        pairs = [ref.split("/", 1) for ref in (kind, *names)]
+        if any(len(pair) != 2 or not all(pair) for pair in pairs):
+            raise fail(
+                "there is no need to specify a resource type as a separate argument "
+                "when passing arguments in resource/name form"
+            )
+        return [_ref(k, n, namespace=namespace) for k, n in pairs]
+    if kind is not None and names:
+        return [_ref(kind, n, namespace=namespace) for n in names]
+    if kind is not None:
+        raise fail("resource(s) were provided, but no name was specified")
     raise UsageError(
         "give `delete KIND NAME` (pod, configmap, secret, deployment, job...) or `delete -f FILE`"
     )
+
+
+def _ref(kind: str, name: str, *, namespace: str) -> ObjectRef:
+    from asynckubelet.manifests import ObjectRef
+
+    found = resources.lookup(kind)
+    if found is None:
+        raise fail(f'the server doesn\'t have a resource type "{kind}"')
+    return ObjectRef(kind=found.kind, namespace=namespace if found.namespaced else "", name=name)
+
+
+def _every(
+    kind: str | None,
+    names: list[str] | None,
+    files: list[str] | None,
+    *,
+    namespace: str,
+    client: NodeClient | None,
+    node: NodeRef,
+) -> list[ObjectRef]:
+    """Every object of ``kind`` in the namespace (``--all``): the daemon's, or without
+    one the pods on Docker."""
+    if kind is None or "/" in kind or names or files:
+        raise UsageError("--all takes a resource type alone: `delete KIND --all`")
+    found = resources.lookup(kind)
+    if found is None:
+        raise fail(f'the server doesn\'t have a resource type "{kind}"')
+    where = namespace if found.namespaced else None
+    if client is not None:
+        listed = client.pods(where) if found.kind == "Pod" else client.objects(found.plural, where)
+        names = sorted(str((o.get("metadata") or {}).get("name")) for o in listed)
+    elif found.kind == "Pod":
+        from asynckubelet.runtime import containers as ctr
+
+        pods = [ctr.pod_identity(p) for p in run_async(read_node_pods, node)]
+        names = sorted(name for name, ns, _ in pods if ns == namespace)
+    else:
+        raise fail(f"deleting every {found.plural} needs the node daemon (`asynckubelet serve`)")
+    return [_ref(kind, n, namespace=namespace) for n in names]
 
 
 def _delete_through(
