@@ -349,6 +349,34 @@ def test_delete_f_R_deletes_what_the_folder_tree_holds(
     ]
 
 
+def test_get_takes_several_names_in_one_table_and_says_which_are_missing(
+    node: Daemon, state: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "web2.yaml").write_text(POD.replace("name: web", "name: web2"))
+    invoke(state, "apply", "-f", str(tmp_path / "web2.yaml"))
+    code, out, err = invoke(state, "get", "pods", "web", "web2")
+    assert (code, err) == (0, "")
+    header, *rows = out.splitlines()
+    assert header.split()[:2] == ["NAME", "READY"]
+    assert [r.split()[0] for r in rows] == ["web", "web2"]
+    code, out, err = invoke(state, "get", "pods", "web", "nope")
+    assert code == 1
+    assert [line.split()[0] for line in out.splitlines()] == ["NAME", "web"]
+    assert err == NOT_FOUND + "\n"
+    assert invoke(state, "get", "pod/web", "pod/web2", "-o", "name") == (
+        0,
+        "pod/web\npod/web2\n",
+        "",
+    )
+    code, out, _ = invoke(state, "get", "pods", "web", "web2", "-o", "yaml")
+    assert code == 0
+    assert out.startswith("apiVersion: v1\nitems:\n")
+    assert out.count("\n  kind: Pod\n") == 2
+    assert invoke(state, "get", "pod/web", "cm/settings")[2] == (
+        "error: a resource cannot be retrieved by name across several types\n"
+    )
+
+
 def test_delete_takes_several_names_and_type_slash_name_forms(
     node: Daemon, state: Path, tmp_path: Path
 ) -> None:
@@ -612,7 +640,7 @@ def test_every_option_has_a_description_and_names_its_value_as_kubectl_does() ->
                 "--all-containers",
             ],
         ),
-        (("get",), ["{TYPE[/NAME]}", "[NAME]", "--output", "FORMAT", "--watch"]),
+        (("get",), ["{TYPE[/NAME]}", "[NAME]...", "--output", "FORMAT", "--watch"]),
         (("apply",), ["--filename", "FILENAME", "--recursive"]),
     ],
 )

@@ -18,10 +18,10 @@ from asynckubelet.cli.options import (
     AllNamespacesOpt,
     KindArg,
     LogOptions,
+    NamesArg,
     NamespaceOpt,
     NodeRef,
     NoHeadersOpt,
-    OptionalNameArg,
     PodFormatOpt,
     WatchOpt,
 )
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 @command(not_found_as="NotFound")
 def get(
     kind: KindArg,
-    name: OptionalNameArg = None,
+    names: NamesArg = None,
     *,
     namespace: NamespaceOpt = "default",
     all_namespaces: AllNamespacesOpt = False,
@@ -51,6 +51,20 @@ def get(
     every change of the pods."""
     from asynckubelet.cli import fast
 
+    kind, names = _same_type(kind, names) if "/" in kind and names else (kind, names or [])
+    if len(names) > 1:
+        _get_named(
+            kind,
+            names,
+            namespace=namespace,
+            all_namespaces=all_namespaces,
+            output=output,
+            watch=watch,
+            headers=not no_headers,
+            node=node,
+        )
+        return
+    name = names[0] if names else None
     if "," in kind:
         _get_several(
             kind,
@@ -102,6 +116,96 @@ def get(
     }
     with exit_on_signals():
         fast.show(client, options)
+
+
+def _same_type(first: str, rest: list[str]) -> tuple[str, list[str]]:
+    """``get pod/a pod/b``: the type they share and their names."""
+    kind, _, name = first.partition("/")
+    names = [name]
+    for ref in rest:
+        other, sep, other_name = ref.partition("/")
+        if not sep:
+            raise fail(
+                "there is no need to specify a resource type as a separate argument when "
+                "passing arguments in resource/name form"
+            )
+        if RESOURCES.get(other) != RESOURCES.get(kind):
+            raise fail("a resource cannot be retrieved by name across several types")
+        names.append(other_name)
+    return kind, names
+
+
+def _get_named(
+    kind: str,
+    names: list[str],
+    *,
+    namespace: str,
+    all_namespaces: bool,
+    output: str | None,
+    watch: bool,
+    headers: bool,
+    node: NodeRef,
+) -> None:
+    """``get pods a b``: one table (or list) of the objects named, then kubectl's
+    ``NotFound`` line for each missing one (exit 1)."""
+    plural = _named_plural(kind, all_namespaces=all_namespaces, output=output, watch=watch)
+    client = require_daemon(node, verb="get of several names")
+    found, missing = _fetch_named(client, plural, names, namespace=namespace, output=output)
+    if found and output in (None, "wide"):
+        table = {**found[0], "rows": [row for t in found for row in t.get("rows") or []]}
+        print_table(table, where=namespace, wide=output == "wide", headers=headers)
+    elif found:
+        print_items(found, plural, output=output, single=False)
+    for message in missing:
+        err.print(f"Error from server (NotFound): {message}", markup=False, highlight=False)
+    if missing:
+        import typer
+
+        raise typer.Exit(1)
+
+
+def _named_plural(kind: str, *, all_namespaces: bool, output: str | None, watch: bool) -> str:
+    """The plural ``get TYPE NAME NAME...`` names, or kubectl's error for the form."""
+    from asynckubelet.cli import fast
+
+    plural = RESOURCES.get(kind)
+    if plural is None:
+        raise fail(f'the server doesn\'t have a resource type "{kind}"')
+    if all_namespaces:
+        raise fail("a resource cannot be retrieved by name across all namespaces")
+    if plural == "all":
+        raise fail('a resource cannot be retrieved by name across all types ("all")')
+    if watch:
+        raise fail("watching several names is not supported: watch one, or the whole type")
+    if output not in fast.OUTPUTS:
+        raise fail(
+            f'unable to match a printer suitable for the output format "{output}", '
+            f"allowed formats are: {','.join(sorted(filter(None, fast.OUTPUTS)))}"
+        )
+    return plural
+
+
+def _fetch_named(
+    client: NodeClient, plural: str, names: list[str], *, namespace: str, output: str | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each named object's table (or object), and the daemon's message for each missing."""
+    from asynckubelet import errors
+
+    found: list[dict[str, Any]] = []
+    missing: list[str] = []
+    for name in dict.fromkeys(names):
+        try:
+            if output in (None, "wide"):
+                found.append(client.table(plural, namespace, name))
+            elif plural == "pods":
+                found.append(client.pod(namespace, name))
+            else:
+                found.append(client.object(plural, namespace, name))
+        except errors.DaemonError as e:
+            if e.reason != "NotFound":
+                raise
+            missing.append(str(e))
+    return found, missing
 
 
 def _get_several(
