@@ -567,7 +567,8 @@ def test_delete_namespace_waits_for_its_pods_and_nothing_new_is_made_in_it_meanw
         refused = node.cli("apply", "-f", str(again))
         if refused.returncode != 0 or time.monotonic() > deadline:
             break
-        node.cli("delete", "-f", str(again), "--now")
+        # Applied before the deletion began: take the pod back, not the namespace.
+        node.cli("delete", "pod", "late", "-n", "team", "--now")
         time.sleep(0.2)
     out, err = deleting.communicate(timeout=60)
     assert refused.returncode == 1

@@ -556,6 +556,11 @@ class Kubelet(PodReads):
         assert self._tg is not None, "the Kubelet is not running; use `async with`"  # noqa: S101  (a programming error, not input: use outside `async with`)
         name, ns, uid = ctr.pod_identity(pod)
         saved = self._saved.pop(uid, None)
+        if saved is None and uid not in self._on_docker:
+            # A pod made anew under the UID of one deleted before (local UIDs come from the
+            # node, namespace and name): the old pod's events are not this one's. Those of a
+            # deleted pod stay listed until then, as the API server keeps them.
+            self.recorder.forget(uid)
         if saved is not None and saved.status is not None and pod.status is None:
             # An adopted pod keeps its start time, transition times and terminal phase.
             pod = copy.deepcopy(pod)
@@ -599,7 +604,7 @@ class Kubelet(PodReads):
                 self._runtime_seen.pop(uid, None)
                 self._started.discard(uid)
                 self.startup.forget(uid)
-                self.recorder.forget(uid)
+                self._on_docker.discard(uid)
             entry.done.set()
             if entry.replacement is not None and not self._closing:
                 pod, source, options = entry.replacement
