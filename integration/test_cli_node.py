@@ -540,7 +540,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: NAME, namespace: team}
 spec:
-  terminationGracePeriodSeconds: 4
+  terminationGracePeriodSeconds: 10
   containers:
   - name: app
     image: BUSYBOX
@@ -562,7 +562,7 @@ def test_delete_namespace_waits_for_its_pods_and_nothing_new_is_made_in_it_meanw
         text=True,
     )
     again = manifest(tmp_path, TEAM.replace("NAME", "late"), name="again.yaml")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 20
     while True:
         refused = node.cli("apply", "-f", str(again))
         if refused.returncode != 0 or time.monotonic() > deadline:
