@@ -378,9 +378,7 @@ PodRefArg = Annotated[
 ]
 OptionalPodNameArg = Annotated[str | None, typer.Argument(metavar="POD", help="One pod's name.")]
 OptionalNameArg = Annotated[str | None, typer.Argument(metavar="NAME", help="One object's name.")]
-NamesArg = Annotated[
-    list[str] | None, typer.Argument(metavar="NAME", help="The objects' names.")
-]
+NamesArg = Annotated[list[str] | None, typer.Argument(metavar="NAME", help="The objects' names.")]
 AllOpt = Annotated[
     bool,
     typer.Option("--all", metavar="", help="Every object of the type in the namespace."),
