@@ -632,7 +632,7 @@ def test_every_option_has_a_description_and_names_its_value_as_kubectl_does() ->
         (
             ("logs",),
             [
-                "{POD | TYPE/NAME}",
+                "(POD | TYPE/NAME)",
                 "--tail",
                 "LINES",
                 "--container",
@@ -640,7 +640,7 @@ def test_every_option_has_a_description_and_names_its_value_as_kubectl_does() ->
                 "--all-containers",
             ],
         ),
-        (("get",), ["{TYPE[/NAME]}", "[NAME]...", "--output", "FORMAT", "--watch"]),
+        (("get",), ["get [OPTIONS] TYPE[/NAME] [NAME]...", "--output", "FORMAT", "--watch"]),
         (("apply",), ["--filename", "FILENAME", "--recursive"]),
     ],
 )
@@ -653,3 +653,28 @@ def test_help_shows_value_names_and_no_python_types(
         assert word in result.stdout, word
     for python_type in ("<str>", "<int>", "<bool>", "<float>", "<path>"):
         assert python_type not in result.stdout
+
+
+def test_usage_lines_read_as_kubectl_s_without_braces() -> None:
+    lines = {}
+    for command in ("run", "logs", "exec", "get", "delete"):
+        result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0
+        lines[command] = next(line for line in result.stdout.splitlines() if "Usage:" in line)
+        assert "{" not in lines[command], lines[command]
+    assert "run [OPTIONS] FILE... " in lines["run"] + " "
+    assert "logs [OPTIONS] (POD | TYPE/NAME) " in lines["logs"] + " "
+    assert "exec [OPTIONS] (POD | TYPE/NAME) COMMAND... " in lines["exec"] + " "
+    assert "delete [OPTIONS] [TYPE[/NAME]] [NAME]... " in lines["delete"] + " "
+
+
+def test_a_command_s_help_paragraphs_wrap_to_the_terminal_not_to_the_source() -> None:
+    root = typer.main.get_command(app)
+    for path, command in walk(root, ("asynckubelet",)):
+        for paragraph in (command.help or "").split("\n\n"):
+            assert "\n" not in paragraph, (path, paragraph)
+    result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "80"})
+    text = " ".join(result.stdout.split())
+    assert "Always pods run until SIGINT/SIGTERM, which stops every pod" in text
+    short = [line for line in result.stdout.splitlines() if line.strip() in {"until", "at once)."}]
+    assert not short, short

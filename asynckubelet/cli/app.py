@@ -16,6 +16,7 @@ interface that users and scripts rely on.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -167,10 +168,32 @@ def load(name: str, entry: Command | Group) -> typer.core.TyperCommand | typer.c
 
 
 class _Argument(typer.core.TyperArgument):
-    """An argument whose help shows its metavar (``POD``), not Python's type (``<str>``)."""
+    """An argument whose help shows its metavar (``POD``), not Python's type (``<str>``),
+    and whose usage reads as kubectl's: ``FILE...``, ``(POD | TYPE/NAME)``, ``[NAME]...``."""
 
     def display_type_rich(self, ctx: Any) -> str | None:
         return None
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        name = self.metavar or (self.name or "").upper()
+        repeated = self.nargs != 1 and not name.endswith("...")
+        if " | " in name:
+            name = f"({name})"
+        if not self.required:
+            name = f"[{name}]"
+        return [name + ("..." if repeated else "")]
+
+
+def unwrapped(text: str | None) -> str | None:
+    """A docstring's paragraphs each on one line, for the help to wrap to the terminal:
+    the source's line breaks are where the source wraps, not where a terminal does."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines())
+        for p in paragraphs
+    )
 
 
 class _Command(typer.core.TyperCommand):
@@ -180,6 +203,7 @@ class _Command(typer.core.TyperCommand):
 
     def __init__(self, *args: Any, **attrs: Any) -> None:
         super().__init__(*args, **attrs)
+        self.help = unwrapped(self.help)
         use_plain_conversion(self.params)
         for param in self.params:
             if type(param) is typer.core.TyperArgument:
