@@ -11,8 +11,9 @@ lets it go, to reach the interleavings a real engine only shows under load.
 What it does not do: run processes. A started container runs until it is stopped,
 killed or told to exit (:meth:`FakeDocker.exit`); exec answers come from a script; logs
 are what the test put there (a followed log gives them, then ends when the container
-exits); event filters are not applied. It counts the streams (logs, events) open at any
-moment, so a test can see that a reader let go of one.
+exits; or a log without end, :attr:`FakeDocker.endless_logs`); event filters are not
+applied. It counts the streams (logs, events) open at any moment, so a test can see that
+a reader let go of one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import re
 import tarfile
@@ -29,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import anyio
+import anyio.lowlevel
 
 from asynckubelet import errors
 from asynckubelet.docker.api import DockerAPI
@@ -183,6 +186,10 @@ class FakeDocker(DockerAPI):
         self.pull_stream: list[PullProgress] = []
         """What every pull reports before it succeeds."""
         self.log_lines: dict[str, list[LogLine]] = {}
+        self.endless_logs: set[str] = set()
+        """Containers whose log never ends: after their ``log_lines`` it gives ``line 1``,
+        ``line 2``... for ever, a turn for the other tasks after each (a backlog no reader
+        gets to the end of)."""
         self.loaded: list[bytes] = []
         self._open_streams: dict[str, int] = {}
         self._failures: list[_Failure] = []
@@ -464,6 +471,10 @@ class FakeDocker(DockerAPI):
         with self._stream("logs"):
             for line in lines[-tail:] if tail else ([] if tail == 0 else lines):
                 yield line
+            if container.id in self.endless_logs:
+                for count in itertools.count(1):
+                    yield LogLine(stream="stdout", text=f"line {count}")
+                    await anyio.lowlevel.checkpoint()
             if follow and container.status == "running":
                 await self._exits.setdefault(container.id, anyio.Event()).wait()
 

@@ -54,6 +54,18 @@ def invoke(state: Path, *args: str, env: dict[str, str] | None = None) -> tuple[
     return result.exit_code, result.stdout, result.stderr
 
 
+def apply_text(state: Path, tmp_path: Path, name: str, text: str) -> None:
+    """Apply ``text`` from the file ``<name>.yaml``."""
+    (tmp_path / f"{name}.yaml").write_text(text)
+    invoke(state, "apply", "-f", str(tmp_path / f"{name}.yaml"))
+
+
+def apply_pods(state: Path, tmp_path: Path, *names: str) -> None:
+    """Apply a pod like ``web`` under each of ``names``."""
+    for name in names:
+        apply_text(state, tmp_path, name, POD.replace("name: web", f"name: {name}"))
+
+
 @pytest.fixture
 def state(tmp_path: Path) -> Path:
     return tmp_path / "state"
@@ -226,8 +238,7 @@ def test_type_slash_name_names_the_pod_as_its_name_does(node: Daemon, state: Pat
 def test_describe_without_a_name_describes_every_pod_of_the_namespace(
     node: Daemon, state: Path, tmp_path: Path
 ) -> None:
-    (tmp_path / "web2.yaml").write_text(POD.replace("name: web", "name: web2"))
-    invoke(state, "apply", "-f", str(tmp_path / "web2.yaml"))
+    apply_pods(state, tmp_path, "web2")
     code, out, err = invoke(state, "describe", "pods")
     assert (code, err) == (0, "")
     names = [line.split()[1] for line in out.splitlines() if line.startswith("Name:")]
@@ -352,8 +363,7 @@ def test_delete_f_R_deletes_what_the_folder_tree_holds(
 def test_get_takes_several_names_in_one_table_and_says_which_are_missing(
     node: Daemon, state: Path, tmp_path: Path
 ) -> None:
-    (tmp_path / "web2.yaml").write_text(POD.replace("name: web", "name: web2"))
-    invoke(state, "apply", "-f", str(tmp_path / "web2.yaml"))
+    apply_pods(state, tmp_path, "web2")
     code, out, err = invoke(state, "get", "pods", "web", "web2")
     assert (code, err) == (0, "")
     header, *rows = out.splitlines()
@@ -380,28 +390,22 @@ def test_get_takes_several_names_in_one_table_and_says_which_are_missing(
 def test_delete_takes_several_names_and_type_slash_name_forms(
     node: Daemon, state: Path, tmp_path: Path
 ) -> None:
-    for name in ("web2", "web3"):
-        (tmp_path / f"{name}.yaml").write_text(POD.replace("name: web", f"name: {name}"))
-        invoke(state, "apply", "-f", str(tmp_path / f"{name}.yaml"))
+    apply_pods(state, tmp_path, "web2", "web3")
     code, out, err = invoke(state, "delete", "pod", "web", "web2", "--grace-period", "0")
     assert (code, out, err) == (0, 'pod "web" deleted\npod "web2" deleted\n', "")
     code, out, err = invoke(state, "delete", "pod/web3", "cm/nope", "--grace-period", "0")
     assert (code, out) == (1, 'pod "web3" deleted\n')
     assert err == 'Error from server (NotFound): configmaps "nope" not found\n'
-    assert invoke(state, "delete", "pod") == (
-        1,
-        "",
-        "error: resource(s) were provided, but no name was specified\n",
-    )
+    code, out, err = invoke(state, "delete", "pod")
+    assert (code, out) == (1, "")
+    assert err == "error: resource(s) were provided, but no name was specified\n"
 
 
 def test_delete_all_deletes_every_object_of_the_type_in_the_namespace(
     node: Daemon, state: Path, tmp_path: Path
 ) -> None:
-    (tmp_path / "web2.yaml").write_text(POD.replace("name: web", "name: web2"))
-    invoke(state, "apply", "-f", str(tmp_path / "web2.yaml"))
-    (tmp_path / "config.yaml").write_text(CONFIG)
-    invoke(state, "apply", "-f", str(tmp_path / "config.yaml"))
+    apply_pods(state, tmp_path, "web2")
+    apply_text(state, tmp_path, "config", CONFIG)
     code, out, err = invoke(state, "delete", "pods", "--all", "--grace-period", "0")
     assert (code, out, err) == (0, 'pod "web" deleted\npod "web2" deleted\n', "")
     assert invoke(state, "get", "configmaps", "-o", "name")[1] == "configmap/settings\n"
@@ -564,8 +568,7 @@ def test_get_w_through_the_daemon_sees_a_new_pod(node: Daemon, state: Path, tmp_
         if item["type"] == "BOOKMARK":
             break
         initial.append(item["object"]["rows"][0]["cells"][0])
-    (tmp_path / "db.yaml").write_text(POD.replace("name: web", "name: db"))
-    invoke(state, "apply", "-f", str(tmp_path / "db.yaml"))
+    apply_pods(state, tmp_path, "db")
     later = next(item for item in events if item["object"]["rows"][0]["cells"][0] == "db")
     events.close()
     assert (initial, later["type"]) == (["web"], "ADDED")

@@ -318,13 +318,20 @@ async def test_deleting_a_namespace_deletes_everything_in_it(
     assert not any(node.objects.list(k) for k in ("Namespace", "ConfigMap", "Pod"))
 
 
+TEAM = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+
+
+async def running_in_team(client: Client, node: Kubelet) -> None:
+    """Apply the namespace ``team`` and its pod ``web``, wait until the pod runs."""
+    assert (await apply(client, TEAM, plain("web", "team")))[0] == 200
+    await node.wait("team", "web", "Running", timeout=10)
+
+
 async def test_a_deleted_namespace_takes_nothing_new_until_its_pods_are_gone(
     served: tuple[Client, Kubelet],
 ) -> None:
     client, node = served
-    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
-    assert (await apply(client, namespace, plain("web", "team")))[0] == 200
-    await node.wait("team", "web", "Running", timeout=10)
+    await running_in_team(client, node)
     docker = node.runtime.docker
     assert isinstance(docker, FakeDocker)
     (app,) = [
@@ -338,7 +345,7 @@ async def test_a_deleted_namespace_takes_nothing_new_until_its_pods_are_gone(
     )
     items = [(i["kind"], i["name"], i["status"]) for i in (await response.json())["items"]]
     assert items == [("Namespace", "team", "deleted"), ("Pod", "web", "timeout")]
-    code, body = await apply(client, namespace, plain("other", "team"))
+    code, body = await apply(client, TEAM, plain("other", "team"))
     assert (code, body["reason"]) == (403, "Forbidden")
     assert body["message"] == (
         'pods "other" is forbidden: unable to create new content in namespace team because '
@@ -347,16 +354,14 @@ async def test_a_deleted_namespace_takes_nothing_new_until_its_pods_are_gone(
     assert (await apply(client, plain("elsewhere")))[0] == 200
     docker.exit(app.id, exit_code=0)
     await node.wait("team", "web", "Deleted", timeout=10)
-    assert (await apply(client, namespace, plain("other", "team")))[0] == 200
+    assert (await apply(client, TEAM, plain("other", "team")))[0] == 200
 
 
 async def test_deleting_a_namespace_waits_until_its_pods_are_gone(
     served: tuple[Client, Kubelet],
 ) -> None:
     client, node = served
-    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
-    assert (await apply(client, namespace, plain("web", "team")))[0] == 200
-    await node.wait("team", "web", "Running", timeout=10)
+    await running_in_team(client, node)
     objects = [{"kind": "Namespace", "name": "team"}]
     response = await client.post(f"{LOCAL}/delete", json={"objects": objects, "timeoutSeconds": 30})
     assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
@@ -544,6 +549,15 @@ async def test_the_local_api_serves_the_nodes_metrics(served: tuple[Client, Kube
     assert "# TYPE" in await response.text()
 
 
+async def running_web(client: Client, node: Kubelet) -> str:
+    """Apply the pod ``web`` and its config map, wait until it runs: its UID."""
+    await apply(client, CONFIG.replace("VALUE", "fast"), POD)
+    pod = await node.wait("default", "web", "Running", timeout=10)
+    assert pod is not None
+    assert pod.metadata is not None
+    return str(pod.metadata.uid)
+
+
 async def pod_events(client: Client, uid: str) -> list[dict[str, Any]]:
     path = f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.uid={uid}"
     return list((await (await client.get(path)).json())["items"])
@@ -553,11 +567,7 @@ async def test_a_re_created_pod_does_not_show_the_events_of_the_one_before(
     served: tuple[Client, Kubelet],
 ) -> None:
     client, node = served
-    await apply(client, CONFIG.replace("VALUE", "fast"), POD)
-    before = await node.wait("default", "web", "Running", timeout=10)
-    assert before is not None
-    assert before.metadata is not None
-    uid = str(before.metadata.uid)
+    uid = await running_web(client, node)
     assert await pod_events(client, uid)
     deleted = [{"kind": "Pod", "namespace": "default", "name": "web"}]
     response = await client.post(
@@ -567,11 +577,7 @@ async def test_a_re_created_pod_does_not_show_the_events_of_the_one_before(
     # A deleted pod's events stay listed, as the API server keeps them, until a pod is
     # made anew under its UID.
     assert "Killing" in {e.reason for e in node.recorder.list(uid=uid)}
-    await apply(client, POD)
-    after = await node.wait("default", "web", "Running", timeout=10)
-    assert after is not None
-    assert after.metadata is not None
-    assert after.metadata.uid == uid
+    assert await running_web(client, node) == uid
     events = await pod_events(client, uid)
     assert {e["reason"] for e in events} >= {"Created", "Started"}
     assert "Killing" not in {e["reason"] for e in events}
@@ -582,11 +588,7 @@ async def test_events_from_before_a_pods_creation_are_not_listed_for_it(
     served: tuple[Client, Kubelet],
 ) -> None:
     client, node = served
-    await apply(client, CONFIG.replace("VALUE", "fast"), POD)
-    pod = await node.wait("default", "web", "Running", timeout=10)
-    assert pod is not None
-    assert pod.metadata is not None
-    uid = str(pod.metadata.uid)
+    uid = await running_web(client, node)
     stored = node.objects.get("Pod", "default", "web")
     assert stored is not None
     created = stored.created()

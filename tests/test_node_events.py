@@ -266,12 +266,20 @@ def test_more_than_ten_similar_events_within_ten_minutes_are_combined(
     assert [(e.message, e.count) for e in recorder.list()] == shown
 
 
+def similar_failures(
+    recorder: EventRecorder, clock: ManualClock, count: int, *, apart: float = 1
+) -> None:
+    """``count`` similar Warnings of the pod ``web`` (``Failed``: ``m0``, ``m1``...),
+    ``apart`` seconds apart."""
+    for i in range(count):
+        recorder(pod(), type="Warning", reason="Failed", message=f"m{i}")
+        clock.advance(apart)
+
+
 def test_similar_events_ten_minutes_apart_are_not_combined() -> None:
     clock = ManualClock()
     recorder = EventRecorder(clock=clock)
-    for i in range(12):
-        recorder(pod(), type="Warning", reason="Failed", message=f"m{i}")
-        clock.advance(601)
+    similar_failures(recorder, clock, 12, apart=601)
     assert not any(e.combined for e in recorder.list())
 
 
@@ -279,9 +287,7 @@ def test_a_combined_event_read_back_from_the_file_is_one_event(tmp_path: Path) -
     path = tmp_path / "events.jsonl"
     clock = ManualClock()
     recorder = EventRecorder(path=path, clock=clock)
-    for i in range(14):
-        recorder(pod(), type="Warning", reason="Failed", message=f"m{i}")
-        clock.advance(1)
+    similar_failures(recorder, clock, 14)
     combined = [e for e in read_events(path) if e.combined]
     assert [(e.message, e.count) for e in combined] == [("(combined from similar events): m13", 5)]
 
@@ -362,9 +368,7 @@ def test_similar_events_after_a_restart_are_combined_with_those_read_back(
     path = tmp_path / "events.jsonl"
     clock = ManualClock()
     first = EventRecorder(path=path, clock=clock)
-    for i in range(12):
-        first(pod(), type="Warning", reason="Failed", message=f"m{i}")
-        clock.advance(1)
+    similar_failures(first, clock, 12)
     again = restarted(path, clock)
     again(pod(), type="Warning", reason="Failed", message="m12")
     combined = [e for e in again.list() if e.combined]

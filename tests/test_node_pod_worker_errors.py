@@ -8,34 +8,18 @@ from typing import Any
 import anyio
 import pytest
 from lightkube.models.core_v1 import Pod, PodStatus
+from worker_helpers import StubRuntime, worker_pod
 
-from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node import runner
 from asynckubelet.node.runner import FAILED_SYNC, PodWorker
 from asynckubelet.runtime.results import PodSyncResult
-from asynckubelet.runtime.types import PodRuntimeStatus
 
 pytestmark = pytest.mark.anyio
 
 
-def _pod() -> Pod:
-    text = """
-apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  containers: [{name: app, image: busybox}]
-"""
-    return load_manifests_text(text, node_name="n1").pods[0]
-
-
-class FakeRuntime:
+class FakeRuntime(StubRuntime):
     """The runtime manager's surface a pod worker uses; ``sync_pod`` fails ``failures``
     times with an error no code expects, then succeeds."""
-
-    node = "n1"
-    volumes = None
-    docker = None
 
     def __init__(self, failures: int) -> None:
         self.failures = failures
@@ -46,12 +30,6 @@ class FakeRuntime:
     def events(self, pod: Pod, *, type: str, reason: str, message: str, **_: Any) -> None:
         self.recorded.append((type, reason, message))
 
-    async def hook_target(self, *args: Any, **kwargs: Any) -> Any:
-        return None
-
-    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
-        return PodRuntimeStatus(uid=uid, name=name, namespace=namespace)
-
     async def sync_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
         self.syncs += 1
         if self.syncs <= self.failures:
@@ -59,25 +37,13 @@ class FakeRuntime:
         self.synced.set()
         return PodSyncResult()
 
-    async def garbage_collect(self, *args: Any) -> list[str]:
-        return []
-
-    async def kill_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
-        return PodSyncResult()
-
-    async def remove_pod(self, *, uid: str) -> list[str]:
-        return []
-
-    def forget(self, cid: str) -> None:
-        pass
-
 
 async def _run(rm: FakeRuntime, monkeypatch: pytest.MonkeyPatch) -> list[PodStatus]:
     monkeypatch.setattr(runner, "SYNC_ERROR_PAUSE", (0.01, 0.02))
     statuses: list[PodStatus] = []
     worker = PodWorker(
         rm,  # type: ignore[arg-type]
-        _pod(),
+        worker_pod(restart_policy=None),
         on_status=lambda pod, status: statuses.append(status),
         own_events=False,
         resync_interval=0.01,
@@ -123,7 +89,7 @@ async def test_the_status_shows_the_failed_sync_until_a_sync_succeeds(
 
 
 async def test_the_pause_between_failed_syncs_grows_and_resets_after_a_success() -> None:
-    worker = PodWorker(FakeRuntime(failures=0), _pod(), own_events=False)  # type: ignore[arg-type]
+    worker = PodWorker(FakeRuntime(failures=0), worker_pod(restart_policy=None), own_events=False)  # type: ignore[arg-type]
     stop = anyio.Event()
     stop.set()
     pauses = []

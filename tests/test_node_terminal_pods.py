@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 import pytest
-from lightkube.models.core_v1 import Pod, PodStatus
+from lightkube.models.core_v1 import PodStatus
+from worker_helpers import StubRuntime, worker_pod
 
-from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import PodWorker
 from asynckubelet.runtime.results import PodSyncResult
 from asynckubelet.runtime.types import (
@@ -27,25 +27,9 @@ pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _pod() -> Pod:
-    text = """
-apiVersion: v1
-kind: Pod
-metadata: {name: job}
-spec:
-  restartPolicy: Never
-  containers: [{name: app, image: busybox}]
-"""
-    return load_manifests_text(text, node_name="n1").pods[0]
-
-
-class FinishedPodRuntime:
+class FinishedPodRuntime(StubRuntime):
     """A pod whose only container exited 0 while its sandbox still runs with an IP; a
     ``kill_pod`` stops the sandbox (its IP gone from then on)."""
-
-    node = "n1"
-    volumes = None
-    docker = None
 
     def __init__(self) -> None:
         self.sandbox_state = SandboxState.READY
@@ -53,12 +37,6 @@ class FinishedPodRuntime:
         self.syncs = 0
         self.looks = 0
         self.looked_after_kill = anyio.Event()
-
-    def events(self, pod: Pod, **_: Any) -> None:
-        pass
-
-    async def hook_target(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
     async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
         self.looks += 1
@@ -97,9 +75,6 @@ class FinishedPodRuntime:
         self.syncs += 1
         return PodSyncResult()
 
-    async def garbage_collect(self, *args: Any) -> list[str]:
-        return []
-
     async def kill_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
         self.kills += 1
         self.sandbox_state = SandboxState.NOTREADY
@@ -108,14 +83,11 @@ class FinishedPodRuntime:
     async def remove_pod(self, *, uid: str) -> list[str]:
         raise AssertionError("a finished pod's containers are kept")
 
-    def forget(self, cid: str) -> None:
-        pass
-
 
 async def test_a_finished_pod_stops_its_sandbox_once_and_keeps_its_ip_in_the_status() -> None:
     rm = FinishedPodRuntime()
     statuses: list[PodStatus] = []
-    pod = _pod()
+    pod = worker_pod("job")
     pod.status = PodStatus(phase="Running", podIP="10.1.0.7")
     worker = PodWorker(
         rm,  # type: ignore[arg-type]
@@ -144,7 +116,7 @@ async def test_a_pod_worker_that_exits_on_a_terminal_phase_leaves_the_sandbox_to
     None
 ):
     rm = FinishedPodRuntime()
-    worker = PodWorker(rm, _pod(), own_events=False)  # type: ignore[arg-type]
+    worker = PodWorker(rm, worker_pod("job"), own_events=False)  # type: ignore[arg-type]
     worker.leave_running = True
     with anyio.fail_after(10):
         outcome = await worker.run(anyio.Event())

@@ -21,6 +21,7 @@ from lightkube.models.core_v1 import (
     Pod,
     PodStatus,
 )
+from worker_helpers import StubRuntime
 
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node import runner
@@ -196,24 +197,14 @@ def test_the_earliest_due_thing_wins() -> None:
 # -- the worker -------------------------------------------------------------------------
 
 
-class SteadyRuntime:
+class SteadyRuntime(StubRuntime):
     """The runtime manager's surface a pod worker uses, for a pod whose one container runs
     and stays running: every read answers the same."""
-
-    node = "n1"
-    volumes = None
-    docker = None
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
         self.reads = 0
         self.syncs = 0
-
-    def events(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    async def hook_target(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
     async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> rt.PodRuntimeStatus:
         self.reads += 1
@@ -239,18 +230,6 @@ class SteadyRuntime:
     async def sync_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
         self.syncs += 1
         return PodSyncResult()
-
-    async def garbage_collect(self, *args: Any) -> list[str]:
-        return []
-
-    async def kill_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
-        return PodSyncResult()
-
-    async def remove_pod(self, *, uid: str) -> list[str]:
-        return []
-
-    def forget(self, cid: str) -> None:
-        pass
 
 
 @pytest.mark.anyio

@@ -5,33 +5,24 @@ container's output is followed from its start event."""
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import pytest
 from lightkube.models.core_v1 import Pod
+from worker_helpers import FakeRuntime, pod_status, worker_pod
 
 from asynckubelet import errors
 from asynckubelet.docker import LogLine
-from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import PodWorker, RunOptions
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from asynckubelet.runtime.results import PodSyncResult
-from asynckubelet.runtime.types import (
-    ContainerState,
-    ContainerStatus,
-    PodRuntimeStatus,
-    SandboxState,
-    SandboxStatus,
-)
+from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
 
 UID = "uid-1"
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _labels(kind: str, container: str = "") -> dict[str, str]:
@@ -116,71 +107,6 @@ async def test_a_removal_that_fails_leaves_the_others_done_and_is_raised() -> No
 # -- the pod worker --------------------------------------------------------------------------
 
 
-def _pod() -> Pod:
-    text = """
-apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  restartPolicy: Never
-  containers: [{name: app, image: busybox}]
-"""
-    return load_manifests_text(text, node_name="n1").pods[0]
-
-
-class FakeRuntime:
-    """The runtime surface a pod worker uses: the pod's state is ``runtime``, and what the
-    worker asks for is recorded."""
-
-    node = "n1"
-    volumes = None
-
-    def __init__(self, runtime: PodRuntimeStatus, docker: FakeDocker | None = None) -> None:
-        self.runtime = runtime
-        self.docker = docker or FakeDocker()
-        self.asked: list[str] = []
-
-    def events(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    async def hook_target(self, *args: Any, **kwargs: Any) -> Any:
-        return None
-
-    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
-        return self.runtime
-
-    async def sync_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
-        return PodSyncResult()
-
-    async def garbage_collect(self, *args: Any) -> list[str]:
-        return []
-
-    async def kill_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
-        self.asked.append("kill_pod")
-        return PodSyncResult()
-
-    async def remove_pod(self, *, uid: str) -> list[str]:
-        self.asked.append("remove_pod")
-        return []
-
-    def forget(self, cid: str) -> None:
-        pass
-
-
-def _runtime(pod: Pod, *, app: ContainerState) -> PodRuntimeStatus:
-    assert pod.metadata is not None
-    assert pod.metadata.uid is not None
-    return PodRuntimeStatus(
-        uid=pod.metadata.uid,
-        name="web",
-        namespace="default",
-        sandboxes=(SandboxStatus(id="s", attempt=0, state=SandboxState.READY, created_at=NOW),),
-        containers=(
-            ContainerStatus(id="c", name="app", state=app, created_at=NOW, sandbox_id="s"),
-        ),
-    )
-
-
 @pytest.mark.parametrize(
     ("app", "keep", "asked"),
     [
@@ -192,8 +118,8 @@ def _runtime(pod: Pod, *, app: ContainerState) -> PodRuntimeStatus:
 async def test_a_stopped_worker_stops_gracefully_only_what_runs_or_is_kept(
     app: ContainerState, keep: bool, asked: list[str]
 ) -> None:
-    pod = _pod()
-    rm = FakeRuntime(_runtime(pod, app=app))
+    pod = worker_pod()
+    rm = FakeRuntime(pod_status(pod, app=app))
     worker = PodWorker(rm, pod, options=RunOptions(keep=keep))  # type: ignore[arg-type]
     stop = anyio.Event()
     stop.set()
@@ -202,7 +128,7 @@ async def test_a_stopped_worker_stops_gracefully_only_what_runs_or_is_kept(
 
 
 async def test_a_containers_output_is_followed_from_its_start_event() -> None:
-    pod = _pod()
+    pod = worker_pod()
     assert pod.metadata is not None
     assert pod.metadata.uid is not None
     docker = FakeDocker()

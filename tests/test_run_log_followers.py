@@ -6,130 +6,42 @@ without formatting it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Callable
 
 import anyio
-import anyio.lowlevel
 import pytest
 from lightkube.models.core_v1 import Pod
+from worker_helpers import FakeRuntime, pod_status, worker_pod
 
 from asynckubelet.cli import output
 from asynckubelet.cli.commands import run as run_command
 from asynckubelet.docker import LogLine
-from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import PodWorker, run_pods
 from asynckubelet.runtime import naming
-from asynckubelet.runtime.results import PodSyncResult
-from asynckubelet.runtime.types import (
-    ContainerState,
-    ContainerStatus,
-    PodRuntimeStatus,
-    SandboxState,
-    SandboxStatus,
-)
+from asynckubelet.runtime.types import ContainerState
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 ENDS_WITHIN = 5.0
 """Seconds within which each run here ends; the hang these tests catch never ends."""
 
 
-def _pod() -> Pod:
-    text = """
-apiVersion: v1
-kind: Pod
-metadata: {name: many}
-spec:
-  restartPolicy: Never
-  containers: [{name: app, image: busybox}]
-"""
-    return load_manifests_text(text, node_name="n1").pods[0]
+def _running_app(docker: FakeDocker, *, state: str) -> FakeRuntime:
+    """The pod ``many`` whose container ``app`` is in ``state`` on ``docker``."""
+    labels = naming.pod_labels(node="n1", pod="many", namespace="default", uid="u")
+    docker.add_container(id="app", labels=labels, state=state)
+    app = ContainerState.RUNNING if state == "running" else ContainerState.EXITED
+    return FakeRuntime(pod_status(worker_pod("many"), app=app, container_id="app"), docker)
 
 
-class Backlog(FakeDocker):
-    """An engine whose container printed more than a follower can ever read: the log
-    stream of ``app`` never ends (a line, then a turn for the other tasks)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = 0
-        labels = naming.pod_labels(node="n1", pod="many", namespace="default", uid="u")
-        self.add_container(id="app", labels=labels, state="running")
-
-    async def logs(
-        self,
-        container_id: str,
-        *,
-        follow: bool = False,
-        stdout: bool = True,
-        stderr: bool = True,
-        tail: int | None = None,
-        since: float | None = None,
-        timestamps: bool = False,
-    ) -> AsyncIterator[LogLine]:
-        await self._enter("logs", container_id)
-        with self._stream("logs"):
-            while True:
-                self.served += 1
-                yield LogLine(stream="stdout", text=f"line {self.served}")
-                await anyio.lowlevel.checkpoint()
-
-
-class FakeRuntime:
-    """The runtime surface a pod worker uses: one pod whose container ``app`` is in
-    ``state``; ``kill_pod`` awaits ``while_killing`` (the containers stopping), and what
-    the worker asks for is recorded."""
-
-    node = "n1"
-    volumes = None
-
-    def __init__(self, pod: Pod, docker: FakeDocker, *, state: ContainerState) -> None:
-        assert pod.metadata is not None
-        assert pod.metadata.uid is not None
-        self.docker = docker
-        self.asked: list[str] = []
-        self.while_killing: Any = None
-        self.runtime = PodRuntimeStatus(
-            uid=pod.metadata.uid,
-            name="many",
-            namespace="default",
-            sandboxes=(SandboxStatus(id="s", attempt=0, state=SandboxState.READY, created_at=NOW),),
-            containers=(
-                ContainerStatus(id="app", name="app", state=state, created_at=NOW, sandbox_id="s"),
-            ),
-        )
-
-    def events(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    async def hook_target(self, *args: Any, **kwargs: Any) -> Any:
-        return None
-
-    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
-        return self.runtime
-
-    async def sync_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
-        return PodSyncResult()
-
-    async def garbage_collect(self, *args: Any) -> list[str]:
-        return []
-
-    async def kill_pod(self, *args: Any, **kwargs: Any) -> PodSyncResult:
-        self.asked.append("kill_pod")
-        if self.while_killing is not None:
-            await self.while_killing()
-        return PodSyncResult()
-
-    async def remove_pod(self, *, uid: str) -> list[str]:
-        self.asked.append("remove_pod")
-        return []
-
-    def forget(self, cid: str) -> None:
-        pass
+def _backlog() -> tuple[FakeDocker, FakeRuntime]:
+    """An engine whose container ``app`` printed more than a follower can ever read (its
+    log stream never ends), and the runtime of the pod running it."""
+    docker = FakeDocker()
+    rm = _running_app(docker, state="running")
+    docker.endless_logs.add("app")
+    return docker, rm
 
 
 class Lines:
@@ -153,27 +65,34 @@ class Lines:
         await self._reached.wait()
 
 
-async def test_a_stopped_pods_backlog_is_read_only_for_the_log_drain() -> None:
-    pod = _pod()
-    docker = Backlog()
-    rm = FakeRuntime(pod, docker, state=ContainerState.RUNNING)
-    lines = Lines()
-    worker = PodWorker(rm, pod, on_log=lines)  # type: ignore[arg-type]
-    worker.log_drain = 0.2
+async def _stop_after_the_first_line(
+    worker: PodWorker, lines: Lines, *, first: Callable[[], None] = lambda: None
+) -> int:
+    """Run ``worker`` until its first line is shown, call ``first``, then stop it; the
+    lines shown when it was told to stop."""
     stop = anyio.Event()
     with anyio.fail_after(ENDS_WITHIN):
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.run, stop)
             await lines.first.wait()
+            first()
+            shown = lines.count
             stop.set()
+    return shown
+
+
+async def test_a_stopped_pods_backlog_is_read_only_for_the_log_drain() -> None:
+    docker, rm = _backlog()
+    lines = Lines()
+    worker = PodWorker(rm, worker_pod("many"), on_log=lines)  # type: ignore[arg-type]
+    worker.log_drain = 0.2
+    await _stop_after_the_first_line(worker, lines)
     assert rm.asked == ["kill_pod", "remove_pod"]
     assert docker.open_streams("logs") == 0
 
 
 async def test_a_stopping_pods_output_is_shown_while_its_containers_stop() -> None:
-    pod = _pod()
-    docker = Backlog()
-    rm = FakeRuntime(pod, docker, state=ContainerState.RUNNING)
+    _, rm = _backlog()
     lines = Lines()
     shown_while_stopping: list[int] = []
 
@@ -183,22 +102,15 @@ async def test_a_stopping_pods_output_is_shown_while_its_containers_stop() -> No
         shown_while_stopping.append(lines.count - before)
 
     rm.while_killing = stopping
-    worker = PodWorker(rm, pod, on_log=lines)  # type: ignore[arg-type]
+    worker = PodWorker(rm, worker_pod("many"), on_log=lines)  # type: ignore[arg-type]
     worker.log_drain = 0.0
-    stop = anyio.Event()
-    with anyio.fail_after(ENDS_WITHIN):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(worker.run, stop)
-            await lines.first.wait()
-            stop.set()
+    await _stop_after_the_first_line(worker, lines)
     assert shown_while_stopping
     assert shown_while_stopping[0] >= 100
 
 
 async def test_closed_output_is_not_followed_and_no_line_more_is_shown() -> None:
-    pod = _pod()
-    docker = Backlog()
-    rm = FakeRuntime(pod, docker, state=ContainerState.RUNNING)
+    docker, rm = _backlog()
     stop = anyio.Event()
     output_closed = anyio.Event()
     seen: list[str] = []
@@ -217,7 +129,7 @@ async def test_closed_output_is_not_followed_and_no_line_more_is_shown() -> None
     with anyio.fail_after(ENDS_WITHIN):
         outcomes = await run_pods(
             rm,  # type: ignore[arg-type]
-            [pod],
+            [worker_pod("many")],
             stop=stop,
             on_log=on_log,
             output_closed=output_closed,
@@ -229,32 +141,20 @@ async def test_closed_output_is_not_followed_and_no_line_more_is_shown() -> None
 
 
 async def test_a_worker_told_to_stop_following_cancels_its_followers_at_once() -> None:
-    pod = _pod()
-    docker = Backlog()
-    rm = FakeRuntime(pod, docker, state=ContainerState.RUNNING)
+    docker, rm = _backlog()
     lines = Lines()
-    worker = PodWorker(rm, pod, on_log=lines)  # type: ignore[arg-type]
-    stop = anyio.Event()
-    with anyio.fail_after(ENDS_WITHIN):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(worker.run, stop)
-            await lines.first.wait()
-            worker.stop_following()
-            shown = lines.count
-            stop.set()
+    worker = PodWorker(rm, worker_pod("many"), on_log=lines)  # type: ignore[arg-type]
+    shown = await _stop_after_the_first_line(worker, lines, first=worker.stop_following)
     assert lines.count == shown
     assert docker.open_streams("logs") == 0
 
 
 async def test_a_pod_that_ended_by_itself_has_all_of_its_output_shown() -> None:
-    pod = _pod()
     docker = FakeDocker()
-    labels = naming.pod_labels(node="n1", pod="many", namespace="default", uid="u")
-    docker.add_container(id="app", labels=labels, state="exited")
+    rm = _running_app(docker, state="exited")
     docker.log_lines["app"] = [LogLine(stream="stdout", text=f"line {i}") for i in range(5000)]
-    rm = FakeRuntime(pod, docker, state=ContainerState.EXITED)
     lines = Lines()
-    worker = PodWorker(rm, pod, on_log=lines)  # type: ignore[arg-type]
+    worker = PodWorker(rm, worker_pod("many"), on_log=lines)  # type: ignore[arg-type]
     worker.log_drain = 0.0
     with anyio.fail_after(ENDS_WITHIN):
         outcome = await worker.run(anyio.Event())
@@ -272,9 +172,9 @@ def test_the_renderer_drops_pod_output_unformatted_once_stdout_is_closed(
     monkeypatch.setattr(output.out, "print", lambda text, **_: printed.append(text))
     renderer = run_command._Renderer(color=True)
     line = LogLine(stream="stdout", text="[bold]hello[/bold]")
-    renderer.log(_pod(), "app", line)
+    renderer.log(worker_pod("many"), "app", line)
     renderer.closed = True
-    renderer.log(_pod(), "other", line)
+    renderer.log(worker_pod("many"), "other", line)
     assert len(printed) == 1
     assert list(renderer.colors) == ["many/app"], "the second line was not even prefixed"
 
