@@ -4,7 +4,9 @@ this test runs itself on loopback (nothing is ever sent elsewhere)."""
 
 from __future__ import annotations
 
+import errno
 import math
+import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -21,6 +23,7 @@ import pytest
 from lightkube.models.core_v1 import Service
 
 from asynckubelet import errors
+from asynckubelet.workloads import dns as dns_server
 from asynckubelet.workloads.dns import (
     MAX_FORWARDS,
     MAX_INFLIGHT,
@@ -340,3 +343,42 @@ async def test_a_forwarded_query_beyond_the_limit_is_refused_not_dropped(
         reply = await dns.asyncquery.udp(query, "127.0.0.1", port=port, timeout=5)
         assert (reply.id, reply.rcode()) == (query.id, dns.rcode.REFUSED)
         tg.cancel_scope.cancel()
+
+
+async def test_with_port_0_a_udp_port_taken_for_tcp_is_given_up_for_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = dns_server._bound_socket
+    refused: list[int] = []
+
+    def bound(host: str, port: int, kind: socket.SocketKind) -> socket.socket:
+        if kind == socket.SOCK_STREAM and not refused:
+            refused.append(port)
+            raise OSError(errno.EADDRINUSE, "Address already in use")
+        return real(host, port, kind)
+
+    monkeypatch.setattr(dns_server, "_bound_socket", bound)
+    async with anyio.create_task_group() as tg:
+        port = await start(tg, ClusterDNS(config=DNSConfig(), zone=lambda: ZONE))
+        assert refused
+        assert port != refused[0]
+        tg.cancel_scope.cancel()
+
+
+async def test_a_fixed_port_taken_for_tcp_is_an_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = dns_server._bound_socket
+
+    def bound(host: str, port: int, kind: socket.SocketKind) -> socket.socket:
+        if kind == socket.SOCK_STREAM:
+            raise OSError(errno.EADDRINUSE, "Address already in use")
+        return real(host, port, kind)
+
+    monkeypatch.setattr(dns_server, "_bound_socket", bound)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    server = ClusterDNS(config=DNSConfig(), zone=lambda: ZONE)
+    with pytest.raises(errors.NetworkError, match=f"127.0.0.1:{free}/tcp"):
+        await server.serve(host="127.0.0.1", port=free)

@@ -69,6 +69,8 @@ MAX_FORWARDS = 64
 """Queries forwarded at once; more get REFUSED."""
 TCP_IDLE = 10.0
 """Seconds a TCP connection may stay silent between queries."""
+ANY_PORT_ATTEMPTS = 20
+"""Free UDP ports tried, with port 0, for one whose number is free for TCP too."""
 _SOA_TIMES = (7200, 1800, 86400)
 
 
@@ -346,17 +348,21 @@ class ClusterDNS:
     ) -> None:
         """Serve UDP and TCP on ``host:port`` until cancelled; reports the bound port
         (``port`` 0: any free one, the same for both)."""
-        try:
-            udp_sock = _bound_socket(host, port, socket.SOCK_DGRAM)
-        except OSError as e:
-            raise _listen_error(host, port, "udp", e) from e
-        bound = int(udp_sock.getsockname()[1])
-        try:
-            tcp_sock = _bound_socket(host, bound, socket.SOCK_STREAM)
-            tcp_sock.listen(128)
-        except OSError as e:
-            udp_sock.close()
-            raise _listen_error(host, bound, "tcp", e) from e
+        # A free UDP port may be taken for TCP: with port 0, another free one is tried.
+        for attempt in range(ANY_PORT_ATTEMPTS if port == 0 else 1):
+            try:
+                udp_sock = _bound_socket(host, port, socket.SOCK_DGRAM)
+            except OSError as e:
+                raise _listen_error(host, port, "udp", e) from e
+            bound = int(udp_sock.getsockname()[1])
+            try:
+                tcp_sock = _bound_socket(host, bound, socket.SOCK_STREAM)
+                tcp_sock.listen(128)
+                break
+            except OSError as e:
+                udp_sock.close()
+                if e.errno != errno.EADDRINUSE or attempt + 1 >= ANY_PORT_ATTEMPTS or port:
+                    raise _listen_error(host, bound, "tcp", e) from e
         udp = await anyio.abc.UDPSocket.from_socket(udp_sock)
         tcp = await anyio.abc.SocketListener.from_socket(tcp_sock)
         async with udp, tcp, anyio.create_task_group() as tg:
