@@ -16,6 +16,10 @@ Two things differ from a kubelet in a cluster, because here no scheduler chose t
   once (:func:`host_port_in_use`). A kubelet's NodePorts check only sees other pods, and a
   hostPort forwarded by firewall rules would otherwise take a listening port's traffic
   without a word.
+* Host ports held on the Docker engine by running containers of pods this node does not
+  own (``asynckubelet run``'s, another node's) are taken, as those of its own pods are
+  (``NodePorts``): they are forwarded by firewall rules, which no probe of the host's
+  sockets sees (:mod:`asynckubelet.node.engine_ports` reads them).
 * A request for an extended resource the node does not advertise is refused with
   ``OutOf<name>``, as the scheduler would leave such a pod unplaced. In cluster mode
   (``ignore_unadvertised_extended``) the kubelet's ``removeMissingExtendedResources``
@@ -55,6 +59,8 @@ from asynckubelet.manifests.quantity import QuantityError, parse_quantity
 __all__ = [
     "DEFAULT_MAX_PODS",
     "HOST_PORT_CONFLICT",
+    "HeldPorts",
+    "HostPort",
     "HostPortProbe",
     "NodeAdmitter",
     "NodeInfo",
@@ -103,6 +109,10 @@ _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 HostPortProbe = Callable[[str, str, int], bool]
 """``(protocol, host IP, port)`` -> whether something on the host holds it."""
+HostPort = tuple[str, str, int]
+"""``(protocol, host IP, port)``."""
+HeldPorts = Callable[[], Iterable[HostPort]]
+"""The host ports that pods the node does not run hold, as last known."""
 
 
 @dataclass(frozen=True)
@@ -176,13 +186,15 @@ def admit(
     *,
     node: NodeInfo,
     admitted: Iterable[Pod] = (),
+    held_ports: Iterable[HostPort] = (),
     host_port_in_use: HostPortProbe | None = None,
     static: bool = True,
     ignore_unadvertised_extended: bool = False,
 ) -> Rejection | None:
     """None when ``node`` takes ``pod``, else the first reason it does not.
 
-    ``admitted`` are the active pods the node already runs. ``host_port_in_use`` is asked
+    ``admitted`` are the active pods the node already runs; ``held_ports`` are host ports
+    that pods it does not run hold (taken as theirs are). ``host_port_in_use`` is asked
     about each host port no admitted pod holds (None: ask nothing). ``static`` pods (from
     files, the CLI or the library, not the API server) are not checked against taints, and
     their ``nodeName`` is this node's, as the kubelet's file source sets it.
@@ -219,7 +231,7 @@ def admit(
     if not static and spec.nodeName and spec.nodeName != node.name:
         return _predicate(NODE_NAME)
     wanted = list(host_ports(pod))
-    in_use = _HostPortInfo(port for other in others for port in host_ports(other))
+    in_use = _HostPortInfo([*(port for other in others for port in host_ports(other)), *held_ports])
     if any(in_use.conflicts(p) for p in wanted):
         return _predicate(NODE_PORTS)
     if not static and untolerated_taint(node.taints, spec.tolerations or []) is not None:
@@ -241,11 +253,13 @@ class NodeAdmitter:
 
     ``admit`` decides for a pod new to the node; a pod ``running`` already (adopted from
     Docker when the agent restarts) skips the host-port probe, since the ports it finds
-    bound may be that pod's own.
+    bound may be that pod's own. ``held_ports`` tells the host ports that pods of other
+    agents on the engine hold (None: none are known).
     """
 
     node: NodeInfo
     host_port_in_use: HostPortProbe | None = None
+    held_ports: HeldPorts | None = None
     ignore_unadvertised_extended: bool = False
 
     def admit(
@@ -255,6 +269,7 @@ class NodeAdmitter:
             pod,
             node=self.node,
             admitted=admitted,
+            held_ports=self.held_ports() if self.held_ports is not None else (),
             host_port_in_use=None if running else self.host_port_in_use,
             static=static,
             ignore_unadvertised_extended=self.ignore_unadvertised_extended,

@@ -51,8 +51,15 @@ from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Manifests, inspect_manifests_text, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.node import access
-from asynckubelet.node.admission import NodeAdmitter, NodeInfo, host_port_in_use, host_resources
+from asynckubelet.node.admission import (
+    NodeAdmitter,
+    NodeInfo,
+    host_port_in_use,
+    host_ports,
+    host_resources,
+)
 from asynckubelet.node.config import KubeletConfig
+from asynckubelet.node.engine_ports import EnginePorts
 from asynckubelet.node.events import EventRecorder
 from asynckubelet.node.metrics import (
     LoopLagMonitor,
@@ -173,10 +180,14 @@ class Kubelet(PodReads):
         self._saved: dict[str, Pod] = {}
         self._on_docker: set[str] = set()
         self._rejected: set[str] = set()
+        self.engine_ports = EnginePorts(
+            self.runtime.docker, node_name=self.config.node_name, owner=self.config.owner
+        )
         self.admitter = NodeAdmitter(
             node=self.config.node
             or NodeInfo(name=self.config.node_name, allocatable=host_resources()),
             host_port_in_use=host_port_in_use if self.config.check_host_ports else None,
+            held_ports=lambda: self.engine_ports.ports,
         )
         self.manifest_source: ManifestDirSource | None = None
 
@@ -199,6 +210,7 @@ class Kubelet(PodReads):
                 self._saved = read_status_files(self.config.state_dir)
                 await anyio.to_thread.run_sync(self.recorder.load)
             self._on_docker = set(await self.runtime.list_pod_uids())
+            await self.engine_ports.refresh()
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
         except BaseException:
@@ -389,6 +401,8 @@ class Kubelet(PodReads):
                 f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", problems
             )
         self.objects.put(manifests, source=API_SOURCE)
+        if any(True for pod in prepared for _ in host_ports(pod)):
+            await self.engine_ports.refresh()
         for pod in prepared:
             self._want(pod, API_SOURCE)
         self._sources.setdefault(API_SOURCE, set()).update(ctr.pod_identity(p)[2] for p in prepared)
@@ -723,6 +737,7 @@ class Kubelet(PodReads):
         while True:
             await anyio.sleep(self.config.housekeeping_period)
             self._housekeeping_wanted = anyio.Event()
+            await self.engine_ports.refresh()
             try:
                 await self.housekeeping()
             except errors.DockerError as e:

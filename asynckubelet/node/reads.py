@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from typing import Generic, Self, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Generic, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -25,11 +26,15 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.docker import ExecResult, LogLine
 from asynckubelet.node import access
-from asynckubelet.node.events import EventRecorder, PodEvent
+from asynckubelet.node.events import EventRecorder, PodEvent, since_creation
 from asynckubelet.node.status_manager import PodRecord, StatusManager
-from asynckubelet.printers import kubectl_status
+from asynckubelet.printers import created, kubectl_status
+from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.types import ContainerState
+
+if TYPE_CHECKING:
+    from asynckubelet.node.objects import ObjectStore
 
 T = TypeVar("T")
 CONDITIONS = (
@@ -52,6 +57,7 @@ class PodReads:
     status: StatusManager
     recorder: EventRecorder
     runtime: RuntimeManager
+    objects: ObjectStore
 
     def get(self, namespace: str, name: str) -> Pod | None:
         """The pod as a full v1 object with its latest status, or None."""
@@ -106,12 +112,39 @@ class PodReads:
         self, *, namespace: str | None = None, name: str | None = None
     ) -> builtins.list[PodEvent]:
         """The events recorded so far, oldest first (of one pod, given its namespace and
-        name): what ``describe`` shows, without following."""
-        return [
+        name): what ``describe`` shows, without following. As the node's API lists them
+        (:meth:`own_events`): those of an earlier pod of the same name are not listed."""
+        return self.own_events(
             e
             for e in self.recorder.list()
             if (namespace is None or e.namespace == namespace) and (name is None or e.pod == name)
-        ]
+        )
+
+    def own_events(self, events: Iterable[PodEvent]) -> builtins.list[PodEvent]:
+        """``events`` less those about a pod there now that happened before it was created
+        (the events of a pod deleted before it, which had its name and so its uid)."""
+        events = builtins.list(events)
+        uids = {e.uid for e in events if e.kind == "Pod"}
+        if not uids:
+            return events
+        since = {
+            uid: self.creation_time(pod)
+            for pod in self.views()
+            if (uid := ctr.pod_identity(pod)[2]) in uids
+        }
+        return [e for e in events if e.kind != "Pod" or since_creation([e], since.get(e.uid))]
+
+    def creation_time(self, pod: Pod) -> datetime | None:
+        """When the node's API says ``pod`` was created: its ``creationTimestamp``, else
+        that of the object stored for it (its first apply), else its start time."""
+        meta = pod.metadata
+        if meta is not None and meta.creationTimestamp is None:
+            name, namespace, _ = ctr.pod_identity(pod)
+            stored = self.objects.get("Pod", namespace, name)
+            first = stored.created() if stored is not None else None
+            if first is not None:
+                return first
+        return created(pod)
 
     @contextlib.asynccontextmanager
     async def events(

@@ -3,7 +3,9 @@ hold them.
 
 The node daemon deletes them (a Namespace with everything in it) and answers once the
 pods are gone; each is reported as kubectl reports it (``pod "web" deleted``,
-``configmap "x" deleted``), a missing one as ``Error from server (NotFound)`` (exit 1).
+``configmap "x" deleted``), a missing one as ``Error from server (NotFound)`` (exit 1),
+naming the file that held it as kubectl's ``AddSourceToErr`` does (``error when deleting
+"pod.yaml": pods "web" not found``).
 Without a daemon, pods are stopped and removed on Docker directly; ConfigMaps and
 Secrets are the daemon's to delete.
 """
@@ -73,13 +75,16 @@ def delete(
             raise UsageError("--now and --grace-period cannot both be given")
         grace_period = 1
     client = daemon_client(node, doing="deleting on Docker directly")
+    sources: dict[tuple[str, str], str] = {}
     if every:
         targets = _every(kind, names, files, namespace=namespace, client=client, node=node)
         if not targets:
             err.print(f"No resources found in {namespace} namespace.", highlight=False)
             return
     else:
-        targets = _targets(kind, names or [], files, namespace=namespace, recursive=recursive)
+        targets, sources = _targets(
+            kind, names or [], files, namespace=namespace, recursive=recursive
+        )
     if client is not None:
         missing = _delete_through(client, targets, grace_period=grace_period, timeout=timeout)
     else:
@@ -87,7 +92,11 @@ def delete(
             targets, node=node, grace_period=grace_period, timeout=timeout
         )
     for kind_name, object_name in missing if not ignore_not_found else ():
-        err.print(f'Error from server (NotFound): {kind_name} "{escape(object_name)}" not found')
+        where = sources.get((kind_name, object_name))
+        source = f'error when deleting "{escape(where)}": ' if where else ""
+        err.print(
+            f'Error from server (NotFound): {source}{kind_name} "{escape(object_name)}" not found'
+        )
     if missing and not ignore_not_found:
         raise typer.Exit(1)
 
@@ -99,18 +108,19 @@ def _targets(
     *,
     namespace: str,
     recursive: bool = False,
-) -> list[ObjectRef]:
+) -> tuple[list[ObjectRef], dict[tuple[str, str], str]]:
     """The objects the arguments name: those the files hold, ``KIND NAME...`` or
-    ``KIND/NAME...``."""
+    ``KIND/NAME...``; with the file that names each (:func:`_sources`)."""
     from asynckubelet.manifests import object_refs
 
     if files:
         if kind is not None:
             raise UsageError("give either `-f FILE` or `KIND NAME`, not both")
-        refs = object_refs(read_files(files, recursive=recursive, verb="delete"))
+        texts = read_files(files, recursive=recursive, verb="delete")
+        refs = object_refs(texts)
         if not refs:
             raise fail("no objects passed to delete")
-        return refs
+        return refs, _sources(texts)
     if kind is not None and "/" in kind:
         pairs = [ref.split("/", 1) for ref in (kind, *names)]
         if any(len(pair) != 2 or not all(pair) for pair in pairs):
@@ -118,14 +128,27 @@ def _targets(
                 "there is no need to specify a resource type as a separate argument "
                 "when passing arguments in resource/name form"
             )
-        return [_ref(k, n, namespace=namespace) for k, n in pairs]
+        return [_ref(k, n, namespace=namespace) for k, n in pairs], {}
     if kind is not None and names:
-        return [_ref(kind, n, namespace=namespace) for n in names]
+        return [_ref(kind, n, namespace=namespace) for n in names], {}
     if kind is not None:
         raise fail("resource(s) were provided, but no name was specified")
     raise UsageError(
         "give `delete KIND NAME` (pod, configmap, secret, deployment, job...) or `delete -f FILE`"
     )
+
+
+def _sources(texts: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(plural, name) -> the file that names the object, as kubectl names the source of
+    an error (``STDIN`` for ``-f -``); the first file when several name it."""
+    from asynckubelet.manifests import object_refs
+
+    found: dict[tuple[str, str], str] = {}
+    for source, text in texts:
+        for ref in object_refs([(source, text)]):
+            key = (_qualified(ref.kind, plural=True), ref.name)
+            found.setdefault(key, "STDIN" if source == "<stdin>" else source)
+    return found
 
 
 def _ref(kind: str, name: str, *, namespace: str) -> ObjectRef:

@@ -183,64 +183,21 @@ def _engine_port_holders(docker_host: str | None) -> list[Pod]:
     """The pods whose containers run on the engine, as far as their host ports go: another
     ``run``'s pods (or another node's) forward their hostPorts with firewall rules, which
     no probe of the host's sockets sees. None when no engine answers yet."""
-    import json
-
-    from lightkube.models.core_v1 import Container, ContainerPort, PodSpec
-    from lightkube.models.core_v1 import Pod as V1Pod
-    from lightkube.models.meta_v1 import ObjectMeta
-
     from asynckubelet import errors
     from asynckubelet.docker import ContainerSummary, DockerClient
-    from asynckubelet.runtime import naming
+    from asynckubelet.node.engine_ports import list_port_holders, port_holders
 
     async def running() -> list[ContainerSummary]:
         async with DockerClient(url=docker_host) as client:
             if not await client.ping():
                 return []
-            return await client.list_containers(labels={naming.LABEL_PORTS: None}, all=False)
+            return await list_port_holders(client)
 
     try:
         rows = run_async(running)
     except errors.DockerError:
         return []
-    holders: dict[str, V1Pod] = {}
-    for row in rows:
-        labels = row.get("Labels") or {}
-        try:
-            declared = json.loads(labels.get(naming.LABEL_PORTS) or "[]")
-        except ValueError:
-            continue
-        if not isinstance(declared, list):
-            continue
-        ports = [
-            ContainerPort(
-                containerPort=int(p.get("containerPort") or 0),
-                hostPort=int(p["hostPort"]),
-                protocol=p.get("protocol"),
-                hostIP=p.get("hostIP"),
-            )
-            for p in declared
-            if isinstance(p, dict) and isinstance(p.get("hostPort"), int) and p["hostPort"] > 0
-        ]
-        if not ports:
-            continue
-        uid = labels.get(naming.LABEL_POD_UID) or row["Id"]
-        pod = holders.setdefault(
-            uid,
-            V1Pod(
-                metadata=ObjectMeta(
-                    name=labels.get(naming.LABEL_POD_NAME),
-                    namespace=labels.get(naming.LABEL_POD_NAMESPACE),
-                    uid=uid,
-                ),
-                spec=PodSpec(containers=[]),
-            ),
-        )
-        assert pod.spec is not None  # noqa: S101  (made with a spec just above)
-        pod.spec.containers.append(
-            Container(name=labels.get(naming.LABEL_CONTAINER_NAME) or "", ports=ports)
-        )
-    return list(holders.values())
+    return port_holders(rows)
 
 
 def _run_workloads(
