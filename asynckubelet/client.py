@@ -273,23 +273,45 @@ class NodeClient:
         response.close()
         return response.status == 200
 
-    def pods(self, namespace: str | None = None) -> list[dict[str, Any]]:
-        """v1 Pods with status, of one namespace or (None) of all."""
-        return list(self._json("GET", _namespaced(namespace, "pods"))["items"])
+    def pods(
+        self, namespace: str | None = None, *, selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        """v1 Pods with status, of one namespace or (None) of all; with ``selector``
+        (``app=web,tier!=db``) those whose labels it selects."""
+        path = _namespaced(namespace, "pods") + _query({"labelSelector": selector})
+        return list(self._json("GET", path)["items"])
 
     def pod(self, namespace: str, name: str) -> dict[str, Any]:
         return dict(self._json("GET", self._item(namespace, "pods", name)))
 
-    def table(self, plural: str, namespace: str | None, name: str | None = None) -> dict[str, Any]:
-        """The server-side printed ``Table`` of ``plural`` (pods, configmaps, deployments...)."""
-        path = self._item(namespace, plural, name) if name else _namespaced(namespace, plural)
+    def table(
+        self,
+        plural: str,
+        namespace: str | None,
+        name: str | None = None,
+        *,
+        selector: str | None = None,
+    ) -> dict[str, Any]:
+        """The server-side printed ``Table`` of ``plural`` (pods, configmaps, deployments,
+        events, namespaces...), with ``selector`` of the objects whose labels it selects."""
+        if name and plural == "namespaces":
+            path = f"/api/v1/namespaces/{quote(name)}"
+        elif name:
+            path = self._item(namespace, plural, name)
+        else:
+            base = "/api/v1/namespaces" if plural == "namespaces" else None
+            path = (base or _namespaced(namespace, plural)) + _query({"labelSelector": selector})
         return dict(self._json("GET", path, accept=TABLE_ACCEPT))
 
-    def objects(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        """Objects of a kind other than pods (Secrets without their values)."""
+    def objects(
+        self, plural: str, namespace: str | None = None, *, selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Objects of a kind other than pods (Secrets without their values); with
+        ``selector``, those whose labels it selects."""
+        query = _query({"labelSelector": selector})
         if plural == "namespaces":
-            return list(self._json("GET", "/api/v1/namespaces")["items"])
-        return list(self._json("GET", _namespaced(namespace, plural))["items"])
+            return list(self._json("GET", "/api/v1/namespaces" + query)["items"])
+        return list(self._json("GET", _namespaced(namespace, plural) + query)["items"])
 
     def object(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         if plural == "namespaces":
@@ -297,15 +319,21 @@ class NodeClient:
         return dict(self._json("GET", self._item(namespace, plural, name)))
 
     def watch(
-        self, namespace: str | None, *, name: str | None = None, table: bool = False
+        self,
+        namespace: str | None,
+        *,
+        name: str | None = None,
+        table: bool = False,
+        selector: str | None = None,
     ) -> Generator[dict[str, Any], None, None]:
         """The pods' watch events as the daemon streams them, until it ends the stream:
         ``{"type", "object"}`` with ``ADDED`` for each pod there at first, a ``BOOKMARK``
         once those are sent, then ``ADDED``, ``MODIFIED``, ``DELETED``, or an ``ERROR``
         Status (410 ``Expired``: watch anew). With ``table`` each object is a one-row
-        ``Table``, printed by the daemon."""
-        selector = f"metadata.name={name}" if name else None
-        path = _namespaced(namespace, "pods") + _query({"watch": True, "fieldSelector": selector})
+        ``Table``, printed by the daemon; with ``selector`` only the pods it selects."""
+        fields = f"metadata.name={name}" if name else None
+        query = {"watch": True, "fieldSelector": fields, "labelSelector": selector}
+        path = _namespaced(namespace, "pods") + _query(query)
         accept = TABLE_ACCEPT if table else "application/json"
         response = self._send("GET", path, accept=accept, timeout=None)
         try:

@@ -47,7 +47,7 @@ from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
 from asynckubelet.node import access, operations
 from asynckubelet.node.daemon import API_GROUP, SOCKET_MODE, DaemonInfo
-from asynckubelet.node.events import PodEvent, since_creation
+from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet
 from asynckubelet.node.objects import (
     KINDS,
@@ -66,6 +66,10 @@ InfoSource = Callable[[], DaemonInfo]
 INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
 TERMINATING_KEY: web.AppKey[set[str]] = web.AppKey("terminating")
 """Namespaces deleted while pods of theirs may still be stopping."""
+STARTED_KEY: web.AppKey[str] = web.AppKey("started")
+"""When the local API began (the ``default`` Namespace's creation time when not stored)."""
+NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label the API server gives every Namespace: its name."""
 LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"
 MAX_REQUEST_BYTES = 4 * MAX_DOCUMENT_BYTES
 """A request may carry a few manifest texts of the loader's own limit each."""
@@ -77,6 +81,10 @@ KIND_OF_PLURAL = {plural: kind for kind, plural in PLURALS.items()}
 
 def status(code: int, reason: str, message: str, **details: Any) -> web.Response:
     """A Kubernetes ``Status``: ``{"kind": "Status", "status": "Failure", ...}``."""
+    return web.json_response(_status_body(code, reason, message, **details), status=code)
+
+
+def _status_body(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -88,7 +96,7 @@ def status(code: int, reason: str, message: str, **details: Any) -> web.Response
     }
     if details:
         body["details"] = details
-    return web.json_response(body, status=code)
+    return body
 
 
 def not_found(resource: str, name: str) -> web.Response:
@@ -100,6 +108,28 @@ def _list(kind: str, items: Iterable[Mapping[str, Any]]) -> web.Response:
     version = found.api_version if found is not None else "v1"
     body = {"kind": f"{kind}List", "apiVersion": version, "metadata": {}, "items": list(items)}
     return web.json_response(body)
+
+
+def label_selector(request: web.Request) -> dict[str, Any] | None:
+    """The request's ``labelSelector`` as a ``LabelSelector`` dict (None: none given);
+    :class:`web.HTTPBadRequest` carrying the API server's ``Status`` for one it cannot
+    parse."""
+    text = request.query.get("labelSelector", "").strip()
+    if not text:
+        return None
+    try:
+        return parse_label_selector(text)
+    except ValueError as e:
+        body = _status_body(400, "BadRequest", str(e))
+        raise web.HTTPBadRequest(text=json.dumps(body), content_type="application/json") from None
+
+
+def _selected(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:
+    return selector is None or selector_matches(selector, labels or {})
+
+
+def _pod_labels(pod: Pod) -> dict[str, str]:
+    return dict((pod.metadata.labels if pod.metadata is not None else None) or {})
 
 
 def bound_pod(pod: Pod, *, node_name: str) -> Pod:
@@ -160,7 +190,7 @@ def _pod_rows(node: Kubelet, pods: Iterable[Pod]) -> dict[str, Any]:
     rows = [
         (
             printers.pod_row(p, node_name=node.node_name, now=now),
-            {"name": ctr.pod_identity(p)[0], "namespace": ctr.pod_identity(p)[1]},
+            _meta(ctr.pod_identity(p)[0], ctr.pod_identity(p)[1], _pod_labels(p)),
         )
         for p in pods
     ]
@@ -170,32 +200,40 @@ def _pod_rows(node: Kubelet, pods: Iterable[Pod]) -> dict[str, Any]:
 def _typed_table(kind: str, objects: Iterable[StoredObject]) -> web.Response:
     now = printers.now_utc()
     if kind in printers.WORKLOAD_COLUMNS:
-        rows = [
-            (printers.workload_row(o, now=now), {"name": o.name, "namespace": o.namespace})
-            for o in objects
-        ]
+        rows = [(printers.workload_row(o, now=now), _row_meta(o)) for o in objects]
         return web.json_response(tables.table(printers.WORKLOAD_COLUMNS[kind], rows))
     columns = printers.SECRET_COLUMNS if kind == "Secret" else printers.CONFIGMAP_COLUMNS
-    rows = [
-        (printers.object_row(o, now=now), {"name": o.name, "namespace": o.namespace})
-        for o in objects
-    ]
+    rows = [(printers.object_row(o, now=now), _row_meta(o)) for o in objects]
     return web.json_response(tables.table(columns, rows))
 
 
+def _row_meta(obj: StoredObject) -> dict[str, Any]:
+    return _meta(obj.name, obj.namespace, obj.labels)
+
+
+def _meta(name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    """A table row's object metadata: name, namespace and (for ``--show-labels``) any
+    labels."""
+    return {"name": name, "namespace": namespace, **({"labels": dict(labels)} if labels else {})}
+
+
 async def list_pods(request: web.Request) -> web.StreamResponse:
-    """The pods, or with ``watch`` their changes (:func:`watch_pods`)."""
+    """The pods (those ``labelSelector`` selects), or with ``watch`` their changes
+    (:func:`watch_pods`)."""
     node = request.app[NODE_KEY]
     namespace = request.match_info.get("namespace")
+    selector = label_selector(request)
     if _flag(request, "watch"):
         name = None
-        selector = request.query.get("fieldSelector", "")
-        if selector:
-            key, sep, name = selector.partition("=")
+        fields = request.query.get("fieldSelector", "")
+        if fields:
+            key, sep, name = fields.partition("=")
             if key != "metadata.name" or not sep:
                 return status(400, "BadRequest", f'field label not supported: "{key}"')
-        return await watch_pods(request, node, namespace=namespace, name=name or None)
-    pods = _pods(node, namespace)
+        return await watch_pods(
+            request, node, namespace=namespace, name=name or None, selector=selector
+        )
+    pods = [p for p in _pods(node, namespace) if _selected(selector, _pod_labels(p))]
     if wants_table(request):
         return _pod_table(node, pods)
     return _list("Pod", (printers.pod_document(p) for p in pods))
@@ -218,7 +256,12 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 async def watch_pods(
-    request: web.Request, node: Kubelet, *, namespace: str | None, name: str | None
+    request: web.Request,
+    node: Kubelet,
+    *,
+    namespace: str | None,
+    name: str | None,
+    selector: Mapping[str, Any] | None = None,
 ) -> web.StreamResponse:
     """A Kubernetes watch of the pods, one JSON event per line: an ``ADDED`` for each pod
     there now, a ``BOOKMARK`` annotated ``k8s.io/initial-events-end`` (the API server's
@@ -229,7 +272,11 @@ async def watch_pods(
 
     def wanted(pod: Pod) -> bool:
         pod_name, pod_namespace, _ = ctr.pod_identity(pod)
-        return (namespace is None or pod_namespace == namespace) and name in (None, pod_name)
+        return (
+            (namespace is None or pod_namespace == namespace)
+            and name in (None, pod_name)
+            and _selected(selector, _pod_labels(pod))
+        )
 
     as_table = wants_table(request)
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -272,9 +319,11 @@ def _initial_events_end() -> dict[str, Any]:
 
 async def list_events(request: web.Request) -> web.Response:
     """Events of a namespace (or of all); ``fieldSelector`` may name
-    ``involvedObject.uid`` and ``involvedObject.name``, as kubectl describe asks."""
+    ``involvedObject.uid`` and ``involvedObject.name``, as kubectl describe asks. As a
+    table (``kubectl get events``) they come by when they were last seen."""
     node = request.app[NODE_KEY]
     namespace = request.match_info.get("namespace")
+    selector = label_selector(request)
     wanted: dict[str, str] = {}
     for term in filter(None, request.query.get("fieldSelector", "").split(",")):
         key, sep, value = term.partition("=")
@@ -288,21 +337,34 @@ async def list_events(request: web.Request) -> web.Response:
         if (namespace is None or e.namespace == namespace)
         and wanted.get("involvedObject.name", e.pod) == e.pod
     ]
-    return _list("Event", (e.to_v1() for e in _own_events(node, events)))
+    bodies = [e.to_v1() for e in _own_events(node, events)]
+    bodies = [b for b in bodies if _selected(selector, b["metadata"].get("labels"))]
+    if wants_table(request):
+        return _events_table(sorted(bodies, key=printers.event_seen))
+    return _list("Event", bodies)
+
+
+async def get_event(request: web.Request) -> web.Response:
+    """One Event of a namespace, by its name."""
+    node = request.app[NODE_KEY]
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    events = [e for e in node.recorder.list() if e.namespace == namespace]
+    for body in (e.to_v1() for e in _own_events(node, events)):
+        if body["metadata"]["name"] == name:
+            return _events_table([body]) if wants_table(request) else web.json_response(body)
+    return not_found("events", name)
+
+
+def _events_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
+    now = printers.now_utc()
+    rows = [(printers.event_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return web.json_response(tables.table(printers.EVENT_COLUMNS, rows))
 
 
 def _own_events(node: Kubelet, events: list[PodEvent]) -> list[PodEvent]:
-    """``events`` less those about a pod there now that happened before it was created
-    (the events of a pod deleted before it, which had its name and so its uid)."""
-    uids = {e.uid for e in events if e.kind == "Pod"}
-    if not uids:
-        return events
-    created = {
-        uid: printers.created(served_pod(node, pod))
-        for pod in node.views()
-        if (uid := ctr.pod_identity(pod)[2]) in uids
-    }
-    return [e for e in events if e.kind != "Pod" or since_creation([e], created.get(e.uid))]
+    """``events`` less those of an earlier pod of the same name, as the library lists
+    them (:meth:`~asynckubelet.node.reads.PodReads.own_events`)."""
+    return node.own_events(events)
 
 
 def _shown(obj: StoredObject) -> Mapping[str, Any]:
@@ -312,9 +374,15 @@ def _shown(obj: StoredObject) -> Mapping[str, Any]:
 def list_objects(kind: str) -> Any:
     async def handler(request: web.Request) -> web.Response:
         node = request.app[NODE_KEY]
-        namespace = None if kind == "Namespace" else request.match_info.get("namespace")
-        found = node.objects.list(kind, namespace)
-        if wants_table(request) and kind != "Namespace":
+        selector = label_selector(request)
+        if kind == "Namespace":
+            spaces = [b for b in _namespaces(request.app) if _selected(selector, _labels(b))]
+            if wants_table(request):
+                return _namespace_table(request.app, spaces)
+            return _list(kind, spaces)
+        namespace = request.match_info.get("namespace")
+        found = [o for o in node.objects.list(kind, namespace) if _selected(selector, o.labels)]
+        if wants_table(request):
             return _typed_table(kind, found)
         return _list(kind, (_shown(o) for o in found))
 
@@ -325,15 +393,62 @@ def get_object(kind: str) -> Any:
     async def handler(request: web.Request) -> web.Response:
         node = request.app[NODE_KEY]
         name = request.match_info["name"]
+        if kind == "Namespace":
+            spaces = [b for b in _namespaces(request.app) if b["metadata"].get("name") == name]
+            if not spaces:
+                return not_found("namespaces", name)
+            if wants_table(request):
+                return _namespace_table(request.app, spaces)
+            return web.json_response(spaces[0])
         found = node.objects.get(kind, request.match_info.get("namespace"), name)
         if found is None:
             known = resources.by_plural(PLURALS[kind])
             return not_found(known.qualified_plural if known else PLURALS[kind], name)
-        if wants_table(request) and kind != "Namespace":
+        if wants_table(request):
             return _typed_table(kind, [found])
         return web.json_response(_shown(found))
 
     return handler
+
+
+def _labels(body: Mapping[str, Any]) -> dict[str, str]:
+    return dict((body.get("metadata") or {}).get("labels") or {})
+
+
+def _namespaces(app: web.Application) -> list[dict[str, Any]]:
+    """The Namespaces as the API server serves them: those stored, and ``default``
+    (always there), each labelled with its name, by name."""
+    node = app[NODE_KEY]
+    bodies = {o.name: copy.deepcopy(dict(o.body)) for o in node.objects.list("Namespace")}
+    bodies.setdefault(
+        "default",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "default", "creationTimestamp": app[STARTED_KEY]},
+            "spec": {"finalizers": ["kubernetes"]},
+        },
+    )
+    for name, body in bodies.items():
+        meta = body.setdefault("metadata", {})
+        meta["labels"] = {**(meta.get("labels") or {}), NAME_LABEL: name}
+        phase = "Terminating" if terminating(app, node, name) else "Active"
+        body["status"] = {**(body.get("status") or {}), "phase": phase}
+    return [bodies[name] for name in sorted(bodies)]
+
+
+def _namespace_table(app: web.Application, bodies: Iterable[Mapping[str, Any]]) -> web.Response:
+    now = printers.now_utc()
+    rows = [
+        (
+            printers.namespace_row(
+                b, terminating=(b.get("status") or {}).get("phase") == "Terminating", now=now
+            ),
+            b.get("metadata") or {},
+        )
+        for b in bodies
+    ]
+    return web.json_response(tables.table(printers.NAMESPACE_COLUMNS, rows))
 
 
 def _services(request: web.Request) -> ServiceController:
@@ -357,9 +472,11 @@ def _endpoints_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
 
 async def list_services(request: web.Request) -> web.Response:
     services = _services(request)
+    selector = label_selector(request)
     bodies = [
         services.with_status(s) for s in services.services(request.match_info.get("namespace"))
     ]
+    bodies = [b for b in bodies if _selected(selector, _labels(b))]
     if wants_table(request):
         return _service_table(bodies)
     return _list("Service", bodies)
@@ -394,11 +511,13 @@ def _has_endpoints(svc: Any) -> bool:
 
 async def list_endpoints(request: web.Request) -> web.Response:
     services = _services(request)
+    selector = label_selector(request)
     bodies = [
         _endpoints_body(services, *_identity(s))
         for s in services.services(request.match_info.get("namespace"))
         if _has_endpoints(s)
     ]
+    bodies = [b for b in bodies if _selected(selector, _labels(b))]
     if wants_table(request):
         return _endpoints_table(bodies)
     return _list("Endpoints", bodies)
@@ -824,6 +943,7 @@ def create_local_app(
     app[SERVICES_KEY] = services
     app[INFO_KEY] = info if callable(info) else lambda: info
     app[TERMINATING_KEY] = set()
+    app[STARTED_KEY] = printers.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ")
     r = app.router
     r.add_get("/healthz", healthz)
     r.add_get("/metrics", metrics)
@@ -833,6 +953,7 @@ def create_local_app(
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", pod_log)
     r.add_get("/api/v1/events", list_events)
     r.add_get("/api/v1/namespaces/{namespace}/events", list_events)
+    r.add_get("/api/v1/namespaces/{namespace}/events/{name}", get_event)
     r.add_get("/api/v1/namespaces", list_objects("Namespace"))
     r.add_get("/api/v1/namespaces/{name}", get_object("Namespace"))
     for found in kind_table.KINDS.values():

@@ -278,6 +278,59 @@ def object_row(obj: StoredObject, *, now: datetime) -> list[str]:
     return [obj.name, count, shown_age]
 
 
+EVENT_COLUMNS = (
+    ("Last Seen", 0),
+    ("Type", 0),
+    ("Reason", 0),
+    ("Object", 0),
+    ("Subobject", 1),
+    ("Source", 1),
+    ("Message", 0),
+    ("First Seen", 1),
+    ("Count", 1),
+    ("Name", 1),
+)
+NAMESPACE_COLUMNS = (("Name", 0), ("Status", 0), ("Age", 0))
+
+
+def event_row(event: Mapping[str, Any], *, now: datetime) -> list[str]:
+    """A v1 Event's cells in :data:`EVENT_COLUMNS`: when last and first seen, as AGE
+    is shown, the object as ``kind/name``, the source as ``component, host``."""
+    first = _time(event.get("firstTimestamp") or event.get("eventTime"))
+    last = _time(event.get("lastTimestamp")) or first
+    involved = event.get("involvedObject") or {}
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = event.get("source") or {}
+    shown_source = ", ".join(
+        str(part) for part in (source.get("component"), source.get("host")) if part
+    )
+    return [
+        age(last, now=now) if last is not None else "<unknown>",
+        str(event.get("type") or ""),
+        str(event.get("reason") or ""),
+        target,
+        str(involved.get("fieldPath") or ""),
+        shown_source,
+        str(event.get("message") or "").strip(),
+        age(first, now=now) if first is not None else "<unknown>",
+        str(event.get("count") or 1),
+        str((event.get("metadata") or {}).get("name") or ""),
+    ]
+
+
+def event_seen(event: Mapping[str, Any]) -> datetime:
+    """When an Event was last seen (its first time, when it has no last), for sorting."""
+    seen = _time(event.get("lastTimestamp") or event.get("firstTimestamp"))
+    return seen if seen is not None else datetime.min.replace(tzinfo=UTC)
+
+
+def namespace_row(body: Mapping[str, Any], *, terminating: bool, now: datetime) -> list[str]:
+    """A Namespace's cells in :data:`NAMESPACE_COLUMNS`."""
+    name = str((body.get("metadata") or {}).get("name") or "")
+    return [name, "Terminating" if terminating else "Active", _shown_age(body, now)]
+
+
 SERVICE_COLUMNS = (
     ("Name", 0),
     ("Type", 0),
@@ -458,14 +511,25 @@ def pod_table(
     wide: bool = False,
     all_namespaces: bool = False,
     headers: bool = True,
+    show_labels: bool = False,
 ) -> str:
-    """``kubectl get pods`` (``-o wide``, ``-A``, ``--no-headers``)."""
+    """``kubectl get pods`` (``-o wide``, ``-A``, ``--no-headers``, ``--show-labels``)."""
     rows = [
-        (pod_row(p, node_name=node_name, now=now), {"namespace": ctr.pod_identity(p)[1]})
+        (
+            pod_row(p, node_name=node_name, now=now),
+            {
+                "namespace": ctr.pod_identity(p)[1],
+                "labels": (p.metadata.labels if p.metadata is not None else None) or {},
+            },
+        )
         for p in pods
     ]
     return render(
-        table(POD_COLUMNS, rows), wide=wide, all_namespaces=all_namespaces, headers=headers
+        table(POD_COLUMNS, rows),
+        wide=wide,
+        all_namespaces=all_namespaces,
+        headers=headers,
+        show_labels=show_labels,
     )
 
 
@@ -530,12 +594,10 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
     field("Ports" if len(ports) > 1 else "Port", ", ".join(ports) or "<none>")
     host_ports = [f"{p.hostPort or 0}/{p.protocol or 'TCP'}" for p in c.ports or []]
     field("Host Ports" if len(host_ports) > 1 else "Host Port", ", ".join(host_ports) or "<none>")
-    if c.command:
-        lines.append("    Command:")
-        lines += [f"      {part}" for part in c.command]
-    if c.args:
-        lines.append("    Args:")
-        lines += [f"      {part}" for part in c.args]
+    for title, parts in (("Command", c.command), ("Args", c.args)):
+        if parts:
+            lines.append(f"    {title}:")
+            lines += [f"      {line}" for part in parts for line in part.split("\n")]
     lines += _state_lines("State", cs.state if cs else None, pad)
     if (
         cs is not None

@@ -55,11 +55,13 @@ def render(
     all_namespaces: bool = False,
     header: bool = True,
     headers: bool = True,
+    show_labels: bool = False,
 ) -> str:
     """A ``Table`` laid out as kubectl does: priority-0 columns (all with ``wide``), upper
-    case headers, ``NAMESPACE`` first with ``all_namespaces``. Without ``header`` the
-    header line is left out but still sets the columns' widths, as in kubectl's rows of
-    a watch. Without ``headers`` (``--no-headers``) it takes no part in them either."""
+    case headers, ``NAMESPACE`` first with ``all_namespaces``, ``LABELS`` last with
+    ``show_labels`` (each row's object's labels). Without ``header`` the header line is
+    left out but still sets the columns' widths, as in kubectl's rows of a watch.
+    Without ``headers`` (``--no-headers``) it takes no part in them either."""
     definitions = list(document.get("columnDefinitions") or [])
     shown = [i for i, c in enumerate(definitions) if wide or not c.get("priority")]
     names = [str(definitions[i].get("name", "")).upper() for i in shown]
@@ -67,16 +69,25 @@ def render(
     for row in document.get("rows") or []:
         cells = list(row.get("cells") or [])
         line = [str(cells[i]) if i < len(cells) else "" for i in shown]
+        meta = (row.get("object") or {}).get("metadata") or {}
         if all_namespaces:
-            meta = (row.get("object") or {}).get("metadata") or {}
             line.insert(0, str(meta.get("namespace") or ""))
+        if show_labels:
+            line.append(labels_text(meta.get("labels")))
         rows.append(line)
     if all_namespaces:
         names.insert(0, "NAMESPACE")
+    if show_labels:
+        names.append("LABELS")
     if not headers:
         return layout(rows[1:]) if len(rows) > 1 else ""
     text = layout(rows)
     return text if header else text.partition("\n")[2]
 
 
-__all__ = ["TABLE_ACCEPT", "layout", "render", "table"]
+def labels_text(labels: Mapping[str, str] | None) -> str:
+    """kubectl's LABELS cell: ``key=value`` pairs by key, comma-separated; ``<none>``."""
+    return ",".join(f"{k}={v}" for k, v in sorted((labels or {}).items())) or "<none>"
+
+
+__all__ = ["TABLE_ACCEPT", "labels_text", "layout", "render", "table"]

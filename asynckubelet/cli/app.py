@@ -83,8 +83,8 @@ TREE: dict[str, Command | Group] = {
         "get",
         "get",
         "List pods, configmaps, secrets, services, endpoints, deployments, replicasets, "
-        "statefulsets, jobs or all as `kubectl get` does (asking the node daemon); -w then "
-        "prints every change of the pods.",
+        "statefulsets, jobs, events, namespaces or all as `kubectl get` does (asking the node "
+        "daemon); -l selects by label; -w then prints every change of the pods.",
     ),
     "describe": Command(
         "describe",

@@ -6,10 +6,11 @@ Typer, Click, Rich and the Pydantic models Typer builds for each option took mos
 process's time, several times the request. So :func:`main` serves the plain forms of
 ``get`` here, with the standard library only: ``get KIND [NAME]`` with ``-n``/
 ``--namespace``, ``-A``/``--all-namespaces``, ``-o``/``--output`` (a value kubectl takes
-here), ``--state-dir``, ``--node-name`` and ``-H``/``--docker-host`` (which a daemon
-does not need). Anything else (another command, ``--help``, a logging option, a value
-the command would refuse, no daemon answering) is left to the full command line, which
-behaves the same for every form this module serves and says what is wrong with the rest.
+here), ``-l``/``--selector``, ``--show-labels``, ``--state-dir``, ``--node-name`` and
+``-H``/``--docker-host`` (which a daemon does not need). Anything else (another
+command, ``--help``, a logging option, a value the command would refuse, no daemon
+answering) is left to the full command line, which behaves the same for every form this
+module serves and says what is wrong with the rest.
 
 The printing helpers are the ``get`` command's own (:mod:`asynckubelet.cli.commands.get`
 uses them too), so both paths print alike.
@@ -36,6 +37,7 @@ LISTED = (
     "replicasets",
     "statefulsets",
     "jobs",
+    "namespaces",
 )
 """What ``get`` lists (kubectl's names, short names and ``.group`` forms of these)."""
 ALL = ("pods", "services", "deployments", "replicasets", "statefulsets", "jobs")
@@ -52,11 +54,16 @@ RESOURCES = {
     )
 }
 RESOURCES.update(dict.fromkeys(("endpoints", "ep"), "endpoints"))
+RESOURCES.update(dict.fromkeys(("events", "event", "ev"), "events"))
 RESOURCES["all"] = "all"
 KINDS = {r.plural: r.kind for r in resources.RESOURCES}
 SINGULAR = {r.plural: r.qualified for r in resources.RESOURCES}
 KINDS["endpoints"] = "Endpoints"
 SINGULAR["endpoints"] = "endpoints"
+KINDS["events"] = "Event"
+SINGULAR["events"] = "event"
+CLUSTER_SCOPED = frozenset(r.plural for r in resources.RESOURCES if not r.namespaced)
+"""What ``get`` lists without a namespace (no NAMESPACE column, ``-n`` ignored)."""
 OUTPUTS = (None, "wide", "yaml", "json", "name")
 _VALUED = {
     "-n": "namespace",
@@ -67,6 +74,8 @@ _VALUED = {
     "--node-name": "node_name",
     "-H": "docker_host",
     "--docker-host": "docker_host",
+    "-l": "selector",
+    "--selector": "selector",
 }
 _FLAGS = {
     "-A": "all_namespaces",
@@ -74,6 +83,7 @@ _FLAGS = {
     "-w": "watch",
     "--watch": "watch",
     "--no-headers": "no_headers",
+    "--show-labels": "show_labels",
 }
 
 
@@ -88,6 +98,8 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
         "output": None,
         "watch": False,
         "no_headers": False,
+        "selector": None,
+        "show_labels": False,
     }
     positional: list[str] = []
     words = iter(argv[1:])
@@ -114,6 +126,8 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     if target is None:
         return None
     found["plural"], found["name"] = target
+    if found["selector"] is not None and found["name"] is not None:
+        return None
     return found
 
 
@@ -167,19 +181,69 @@ def main(argv: list[str]) -> int | None:
 
 def show(client: Any, options: dict[str, Any]) -> None:
     """``get`` through the daemon: its table laid out, or the objects as asked; with
-    ``watch``, then every change (:func:`watch`)."""
+    ``watch``, then every change (:func:`watch`). A label selector the daemon cannot
+    parse is reported as kubectl reports the API server's answer."""
+    selector = options.get("selector") or None
+    try:
+        _show(client, options, selector)
+    except errors.DaemonError as e:
+        if not selector or e.reason != "BadRequest":
+            raise
+        raise errors.DaemonError(
+            selector_error(options["plural"], selector, str(e)), status=e.status, reason=e.reason
+        ) from e
+
+
+def selector_error(plural: str, selector: str, message: str) -> str:
+    """kubectl's words for a list the server refused for its label selector."""
+    found = resources.by_plural(plural)
+    group = f"{found.group}/v1" if found is not None and found.group else "/v1"
+    return (
+        f'Unable to find "{group}, Resource={plural}" that match label selector '
+        f'"{selector}", field selector "": {message}'
+    )
+
+
+def _show(client: Any, options: dict[str, Any], selector: str | None) -> None:
     plural, name, output = options["plural"], options["name"], options["output"]
     where = None if options["all_namespaces"] else options["namespace"]
     headers = not options.get("no_headers")
+    labels = bool(options.get("show_labels"))
     if options.get("watch"):
-        watch(client, plural, name, where=where, output=output, headers=headers)
+        watch(
+            client,
+            plural,
+            name,
+            where=where,
+            output=output,
+            headers=headers,
+            selector=selector,
+            show_labels=labels,
+        )
         return
     if plural == "all":
-        show_all(client, where=where, output=output, headers=headers)
+        show_all(
+            client,
+            where=where,
+            output=output,
+            headers=headers,
+            plurals=options.get("plurals"),
+            selector=selector,
+            show_labels=labels,
+        )
         return
+    if plural in CLUSTER_SCOPED:
+        where = None
     if output in (None, "wide"):
-        document = client.table(plural, where, name)
-        print_table(document, where=where, wide=output == "wide", headers=headers)
+        document = client.table(plural, where, name, selector=selector)
+        print_table(
+            document,
+            where=where,
+            wide=output == "wide",
+            headers=headers,
+            show_labels=labels,
+            namespaced=plural not in CLUSTER_SCOPED,
+        )
         return
     if name is not None:
         namespace = options["namespace"]
@@ -190,7 +254,11 @@ def show(client: Any, options: dict[str, Any]) -> None:
         )
         print_items([one], plural, output=output, single=True)
         return
-    items = client.pods(where) if plural == "pods" else client.objects(plural, where)
+    items = (
+        client.pods(where, selector=selector)
+        if plural == "pods"
+        else client.objects(plural, where, selector=selector)
+    )
     print_items(items, plural, output=output, single=False)
 
 
@@ -206,6 +274,8 @@ def show_all(
     output: str | None,
     headers: bool = True,
     plurals: list[str] | None = None,
+    selector: str | None = None,
+    show_labels: bool = False,
 ) -> None:
     """``get all`` (or ``get TYPE,TYPE...``: ``plurals``): a table per kind that has
     objects, names as ``kind.group/name``."""
@@ -215,7 +285,11 @@ def show_all(
     if output not in (None, "wide"):
         found: list[tuple[str, dict[str, Any]]] = []
         for plural in shown_plurals:
-            items = client.pods(where) if plural == "pods" else client.objects(plural, where)
+            items = (
+                client.pods(where, selector=selector)
+                if plural == "pods"
+                else client.objects(plural, where, selector=selector)
+            )
             for item in items:
                 item.setdefault("apiVersion", _api_version(plural))
                 item.setdefault("kind", KINDS[plural])
@@ -229,13 +303,19 @@ def show_all(
         return
     blocks = []
     for plural in shown_plurals:
-        document = client.table(plural, where)
+        document = client.table(plural, where, selector=selector)
         if not document.get("rows"):
             continue
         for row in document["rows"]:
             row["cells"][0] = f"{SINGULAR[plural]}/{row['cells'][0]}"
         blocks.append(
-            render(document, wide=output == "wide", all_namespaces=where is None, headers=headers)
+            render(
+                document,
+                wide=output == "wide",
+                all_namespaces=where is None and plural not in CLUSTER_SCOPED,
+                headers=headers,
+                show_labels=show_labels,
+            )
         )
     if not blocks:
         shown = "" if where is None else f" in {where} namespace"
@@ -257,6 +337,8 @@ def watch(
     where: str | None,
     output: str | None,
     headers: bool = True,
+    selector: str | None = None,
+    show_labels: bool = False,
 ) -> None:
     """``get -w``: the pods there now, then each change as the daemon reports it, until
     interrupted. As kubectl prints a watch: the first rows as one table, the header
@@ -268,12 +350,18 @@ def watch(
     if plural != "pods":
         raise errors.DaemonError(f"watching {plural} is not supported: only pods are watched")
     table = output in (None, "wide")
-    layout = {"wide": output == "wide", "all_namespaces": where is None, "headers": headers}
+    layout = {
+        "wide": output == "wide",
+        "all_namespaces": where is None,
+        "headers": headers,
+        "show_labels": show_labels,
+    }
     headed = False
     while True:
         initial: list[dict[str, Any]] = []
         started = False
-        for event in client.watch(where, name=name, table=table):
+        chosen = {"selector": selector} if selector else {}
+        for event in client.watch(where, name=name, table=table, **chosen):
             kind, body = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
                 if body.get("code") == 410:
@@ -305,15 +393,29 @@ def _write(text: str) -> None:
 
 
 def print_table(
-    document: dict[str, Any], *, where: str | None, wide: bool, headers: bool = True
+    document: dict[str, Any],
+    *,
+    where: str | None,
+    wide: bool,
+    headers: bool = True,
+    show_labels: bool = False,
+    namespaced: bool = True,
 ) -> None:
+    """A ``Table`` laid out (``NAMESPACE`` first when ``where`` is None and the objects
+    are ``namespaced``), or kubectl's ``No resources found`` on stderr."""
     from asynckubelet.tables import render
 
     if not document.get("rows"):
         shown = "" if where is None else f" in {where} namespace"
         sys.stderr.write(f"No resources found{shown}.\n")
         return
-    text = render(document, wide=wide, all_namespaces=where is None, headers=headers)
+    text = render(
+        document,
+        wide=wide,
+        all_namespaces=where is None and namespaced,
+        headers=headers,
+        show_labels=show_labels,
+    )
     sys.stdout.write(text + "\n")
 
 

@@ -808,8 +808,9 @@ _SET_TERM = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*(?:(in|notin)\s*\(([^)]*)\))
 
 def parse_label_selector(text: str) -> dict[str, Any]:
     """A label selector as kubectl's ``-l`` takes it (``app=web,tier!=db,env in (a,b),
-    !legacy``), as a ``LabelSelector`` dict; raise :class:`ValueError` naming the term
-    it cannot read."""
+    !legacy``), as a ``LabelSelector`` dict; raise :class:`ValueError` with the API
+    server's words for a key or value it refuses (``unable to parse requirement: key:
+    Invalid value: ...``), or naming the term it cannot read."""
     labels: dict[str, str] = {}
     expressions: list[dict[str, Any]] = []
     for term in _split_terms(text):
@@ -819,27 +820,27 @@ def parse_label_selector(text: str) -> dict[str, Any]:
             if op in term:
                 key, _, value = term.partition(op)
                 key, value = key.strip(), value.strip()
-                problems = is_qualified_name(key) + (is_valid_label_value(value) if value else [])
-                if not key or problems:
-                    raise ValueError(f"invalid label selector term {term.strip()!r}")
-                if kind == "In":
+                _check_requirement(key, [value])
+                if kind == "In" and labels.get(key, value) == value:
                     labels[key] = value
                 else:
-                    expressions.append({"key": key, "operator": "NotIn", "values": [value]})
+                    expressions.append({"key": key, "operator": kind, "values": [value]})
                 break
         else:
             match = _SET_TERM.match(term)
-            if match is None or is_qualified_name(match.group(2)):
-                raise ValueError(f"invalid label selector term {term.strip()!r}")
+            if match is None:
+                raise ValueError(f"unable to parse requirement: invalid term {term.strip()!r}")
             negated, key, op, values = match.groups()
             if op is not None:
                 if negated:
-                    raise ValueError(f"invalid label selector term {term.strip()!r}")
+                    raise ValueError(f"unable to parse requirement: invalid term {term.strip()!r}")
                 items = [v.strip() for v in values.split(",") if v.strip()]
+                _check_requirement(key, items)
                 expressions.append(
                     {"key": key, "operator": "In" if op == "in" else "NotIn", "values": items}
                 )
             else:
+                _check_requirement(key, [])
                 expressions.append(
                     {"key": key, "operator": "DoesNotExist" if negated else "Exists"}
                 )
@@ -849,6 +850,23 @@ def parse_label_selector(text: str) -> dict[str, Any]:
     if expressions:
         selector["matchExpressions"] = expressions
     return selector
+
+
+def _check_requirement(key: str, values: list[str]) -> None:
+    """Raise the API server's error for a selector term's key or values."""
+    problems = is_qualified_name(key)
+    if problems:
+        raise ValueError(
+            f"unable to parse requirement: key: Invalid value: {go_quote(key)}: "
+            + "; ".join(problems)
+        )
+    for i, value in enumerate(values):
+        problems = is_valid_label_value(value)
+        if problems:
+            raise ValueError(
+                f"unable to parse requirement: values[{i}][{key}]: Invalid value: "
+                f"{go_quote(value)}: " + "; ".join(problems)
+            )
 
 
 def _split_terms(text: str) -> list[str]:

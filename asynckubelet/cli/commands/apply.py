@@ -9,6 +9,8 @@ Applying the same files again changes nothing (``unchanged``); an edited Deploym
 out, an edited pod restarts only the containers whose spec changed. ``--prune`` then
 deletes what the node's API holds of an earlier apply that the files no longer hold,
 among the objects selected by ``-l`` (or ``--all``), as kubectl's label-scoped prune does.
+``-n NS`` puts the objects that name no namespace in NS and refuses, before anything is
+applied, an object that names another, in kubectl's words.
 ``-k DIR`` applies what ``kustomize build DIR`` makes, through the ``kustomize`` binary
 or ``kubectl kustomize``, whichever is on the ``PATH``. Without a daemon there is
 nothing to apply to: the command says how to start one.
@@ -66,6 +68,16 @@ KustomizeOpt = Annotated[
         "kustomize, whichever is on the PATH).",
     ),
 ]
+ApplyNamespaceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        metavar="NAMESPACE",
+        help="The namespace of the objects that name none; an object naming another is "
+        "refused and nothing is applied.",
+    ),
+]
 PruneOpt = Annotated[
     bool,
     typer.Option(
@@ -99,6 +111,7 @@ def apply(
     files: ApplyFilenamesOpt = None,
     recursive: RecursiveOpt = False,
     kustomize: KustomizeOpt = None,
+    namespace: ApplyNamespaceOpt = None,
     prune: PruneOpt = False,
     selector: SelectorOpt = None,
     prune_all: PruneAllOpt = False,
@@ -125,6 +138,8 @@ def apply(
         files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
     )
     texts = _texts(files, kustomize, recursive=recursive)
+    if namespace is not None:
+        texts = [(source, _in_namespace(text, namespace)) for source, text in texts]
     client = require_daemon(node, verb="apply")
     result = client.apply(
         texts, prune_selector=selector if prune else None, prune_all=prune and prune_all
@@ -170,6 +185,43 @@ def _check_choices(
         )
     if (selector or prune_all) and not prune:
         raise UsageError("-l and --all select what --prune deletes; give --prune too")
+
+
+def _in_namespace(text: str, namespace: str) -> str:
+    """``text`` with ``namespace`` given to each namespaced object that names none, as
+    kubectl's ``-n`` does; kubectl's error for one that names another. A text that cannot
+    be read is left as it is, for the daemon to report."""
+    import yaml
+
+    from asynckubelet.manifests import kinds
+    from asynckubelet.manifests.decoding import load_documents
+
+    try:
+        documents = list(load_documents(text))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return text
+    changed = False
+    for doc in documents:
+        items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+        for obj in items if isinstance(items, list) else []:
+            if not isinstance(obj, dict) or not isinstance(meta := obj.get("metadata"), dict):
+                continue
+            found = kinds.info(obj["kind"]) if isinstance(obj.get("kind"), str) else None
+            if found is not None and not found.namespaced:
+                continue
+            given = meta.get("namespace")
+            if not given:
+                meta["namespace"] = namespace
+                changed = True
+            elif given != namespace:
+                raise fail(
+                    f'the namespace from the provided object "{given}" does not match the '
+                    f"namespace \"{namespace}\". You must pass '--namespace={given}' to "
+                    "perform this operation."
+                )
+    if not changed:
+        return text
+    return yaml.safe_dump_all(documents, sort_keys=False)
 
 
 def _texts(

@@ -1,10 +1,12 @@
-"""``asynckubelet get pods|configmaps|secrets``: kubectl's tables, or the v1 objects as
-YAML, JSON or names.
+"""``asynckubelet get pods|configmaps|secrets|events|namespaces...``: kubectl's tables,
+or the v1 objects as YAML, JSON or names; ``-l`` selects by label, ``--show-labels`` adds
+a LABELS column.
 
-With a daemon running, the daemon prints the table (kubectl's server-side printing) and
-this command only lays it out, so it imports neither the Kubernetes models nor the
-status rules. Without one, pods are read from Docker and the state dir, and ConfigMaps
-and Secrets from the objects the daemon kept there. Secret values are never printed.
+With a daemon running, the daemon selects and prints the table (kubectl's server-side
+printing) and this command only lays it out, so it imports neither the Kubernetes models
+nor the status rules. Without one, pods are read from Docker and the state dir, and
+ConfigMaps, Secrets and Namespaces from the objects the daemon kept there; events live
+in the daemon only. Secret values are never printed.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from asynckubelet.cli.options import (
     RESOURCES,
     AllNamespacesOpt,
     KindArg,
+    LabelSelectorOpt,
     LogOptions,
     NamesArg,
     NamespaceOpt,
     NodeRef,
     NoHeadersOpt,
     PodFormatOpt,
+    ShowLabelsOpt,
     WatchOpt,
 )
 from asynckubelet.cli.output import command, err, exit_on_signals, fail, not_found, run_async
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
     from asynckubelet.client import NodeClient
+    from asynckubelet.node.objects import StoredObject
 
 
 @command(not_found_as="NotFound")
@@ -43,15 +48,19 @@ def get(
     output: PodFormatOpt = None,
     watch: WatchOpt = False,
     no_headers: NoHeadersOpt = False,
+    selector: LabelSelectorOpt = None,
+    show_labels: ShowLabelsOpt = False,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
     """List pods, configmaps, secrets, services, endpoints, deployments, replicasets,
-    statefulsets, jobs or all as `kubectl get` does (asking the node daemon); -w then prints
-    every change of the pods."""
+    statefulsets, jobs, events, namespaces or all as `kubectl get` does (asking the node
+    daemon); -l selects by label; -w then prints every change of the pods."""
     from asynckubelet.cli import fast
 
     kind, names = _same_type(kind, names) if "/" in kind and names else (kind, names or [])
+    if selector and (names or "/" in kind):
+        raise fail("name cannot be provided when a selector is specified")
     if len(names) > 1:
         _get_named(
             kind,
@@ -74,6 +83,8 @@ def get(
             watch=watch,
             headers=not no_headers,
             node=node,
+            selector=selector,
+            show_labels=show_labels,
         )
         return
     plural = RESOURCES.get(kind.split("/", 1)[0])
@@ -81,11 +92,7 @@ def get(
         raise fail(f'the server doesn\'t have a resource type "{kind}"')
     if "/" in kind and name is None:
         name = kind.split("/", 1)[1]
-    if output not in fast.OUTPUTS:
-        raise fail(
-            f'unable to match a printer suitable for the output format "{output}", '
-            f"allowed formats are: {','.join(sorted(filter(None, fast.OUTPUTS)))}"
-        )
+    _check_output(output)
     if name is not None and all_namespaces:
         raise fail("a resource cannot be retrieved by name across all namespaces")
     if plural == "all" and name is not None:
@@ -102,7 +109,14 @@ def get(
         if plural == "all":
             raise fail(f"no node daemon for state dir {node.state}: `get all` needs one")
         _get_without_daemon(
-            plural, name, where=where, output=output, node=node, headers=not no_headers
+            plural,
+            name,
+            where=where,
+            output=output,
+            node=node,
+            headers=not no_headers,
+            selector=selector,
+            show_labels=show_labels,
         )
         return
     options = {
@@ -113,9 +127,22 @@ def get(
         "output": output,
         "watch": watch,
         "no_headers": no_headers,
+        "selector": selector,
+        "show_labels": show_labels,
     }
     with exit_on_signals():
         fast.show(client, options)
+
+
+def _check_output(output: str | None) -> None:
+    """kubectl's error for an output format ``get`` has no printer for."""
+    from asynckubelet.cli import fast
+
+    if output not in fast.OUTPUTS:
+        raise fail(
+            f'unable to match a printer suitable for the output format "{output}", '
+            f"allowed formats are: {','.join(sorted(filter(None, fast.OUTPUTS)))}"
+        )
 
 
 def _same_type(first: str, rest: list[str]) -> tuple[str, list[str]]:
@@ -166,7 +193,6 @@ def _get_named(
 
 def _named_plural(kind: str, *, all_namespaces: bool, output: str | None, watch: bool) -> str:
     """The plural ``get TYPE NAME NAME...`` names, or kubectl's error for the form."""
-    from asynckubelet.cli import fast
 
     plural = RESOURCES.get(kind)
     if plural is None:
@@ -177,11 +203,7 @@ def _named_plural(kind: str, *, all_namespaces: bool, output: str | None, watch:
         raise fail('a resource cannot be retrieved by name across all types ("all")')
     if watch:
         raise fail("watching several names is not supported: watch one, or the whole type")
-    if output not in fast.OUTPUTS:
-        raise fail(
-            f'unable to match a printer suitable for the output format "{output}", '
-            f"allowed formats are: {','.join(sorted(filter(None, fast.OUTPUTS)))}"
-        )
+    _check_output(output)
     return plural
 
 
@@ -217,6 +239,8 @@ def _get_several(
     watch: bool,
     headers: bool,
     node: NodeRef,
+    selector: str | None = None,
+    show_labels: bool = False,
 ) -> None:
     """``get svc,ep``: a table per type as ``get all`` shows them (names as ``kind/name``)."""
     from asynckubelet.cli import fast
@@ -231,16 +255,23 @@ def _get_several(
                 plurals.append(each)
     if name is not None:
         raise fail("a resource cannot be retrieved by name across several types")
-    if output not in fast.OUTPUTS:
-        raise fail(
-            f'unable to match a printer suitable for the output format "{output}", '
-            f"allowed formats are: {','.join(sorted(filter(None, fast.OUTPUTS)))}"
-        )
+    _check_output(output)
     client = require_daemon(node, verb="get --watch" if watch else f"get {kinds}")
     if watch:
         raise fail("watching several types is not supported: only pods are watched")
+    options = {
+        "plural": "all",
+        "name": None,
+        "namespace": where,
+        "all_namespaces": where is None,
+        "output": output,
+        "no_headers": not headers,
+        "selector": selector,
+        "show_labels": show_labels,
+        "plurals": plurals,
+    }
     with exit_on_signals():
-        fast.show_all(client, where=where, output=output, headers=headers, plurals=plurals)
+        fast.show(client, options)
 
 
 # -- no daemon -------------------------------------------------------------------------------
@@ -254,31 +285,37 @@ def _get_without_daemon(
     output: str | None,
     node: NodeRef,
     headers: bool,
+    selector: str | None = None,
+    show_labels: bool = False,
 ) -> None:
+    wanted = _local_selector(plural, selector)
     if plural == "pods":
-        _pods_without_daemon(name, where=where, output=output, node=node, headers=headers)
+        _pods_without_daemon(
+            name,
+            where=where,
+            output=output,
+            node=node,
+            headers=headers,
+            selector=wanted,
+            show_labels=show_labels,
+        )
         return
     if plural == "endpoints":
         raise fail("endpoints follow the pods of a running node daemon; start `asynckubelet serve`")
+    if plural == "events":
+        raise fail("events are kept by a running node daemon; start `asynckubelet serve`")
     from asynckubelet.cli.fast import KINDS
+    from asynckubelet.manifests.workloads import selector_matches
     from asynckubelet.node.objects import OBJECTS_DIR, StoredObject, object_key, read_persisted
-    from asynckubelet.printers import (
-        CONFIGMAP_COLUMNS,
-        SECRET_COLUMNS,
-        SERVICE_COLUMNS,
-        WORKLOAD_COLUMNS,
-        now_utc,
-        object_row,
-        service_row,
-        workload_row,
-    )
-    from asynckubelet.tables import table
     from asynckubelet.workloads import WORKLOADS_SOURCE
 
     kind = KINDS[plural]
     kept = node.state / OBJECTS_DIR
-    found = []
+    found: list[StoredObject] = []
     bodies = [*read_persisted(kept), *read_persisted(kept / WORKLOADS_SOURCE)]
+    if kind == "Namespace":
+        where = None
+        bodies = _with_default_namespace(bodies)
     for body in bodies:
         meta = body.get("metadata") or {}
         key = object_key(str(body.get("kind")), meta.get("namespace"), str(meta.get("name")))
@@ -286,29 +323,112 @@ def _get_without_daemon(
             continue
         if name is not None and key[2] != name:
             continue
+        if wanted is not None and not selector_matches(wanted, meta.get("labels") or {}):
+            continue
         found.append(StoredObject(kind=key[0], namespace=key[1], name=key[2], body=body, source=""))
+    found.sort(key=lambda o: (o.namespace, o.name))
     if name is not None and not found:
         raise not_found("NotFound", f'{plural} "{name}" not found')
     if output in (None, "wide"):
-        now = now_utc()
-        if kind in WORKLOAD_COLUMNS:
-            columns = WORKLOAD_COLUMNS[kind]
-            rows = [(workload_row(o, now=now), {"namespace": o.namespace}) for o in found]
-        elif kind == "Service":
-            columns = SERVICE_COLUMNS
-            rows = [(service_row(o.body, now=now), {"namespace": o.namespace}) for o in found]
-        else:
-            columns = SECRET_COLUMNS if kind == "Secret" else CONFIGMAP_COLUMNS
-            rows = [(object_row(o, now=now), {"namespace": o.namespace}) for o in found]
-        print_table(table(columns, rows), where=where, wide=output == "wide", headers=headers)
+        _print_kept(kind, found, where=where, output=output, headers=headers, labels=show_labels)
         return
     print_items([dict(o.body) for o in found], plural, output=output, single=name is not None)
 
 
+def _with_default_namespace(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects kept, with the ``default`` Namespace (always there) and every
+    Namespace labelled with its name, as the API server serves them."""
+    stored = {
+        str((b.get("metadata") or {}).get("name")) for b in bodies if b.get("kind") == "Namespace"
+    }
+    if "default" not in stored:
+        bodies = [
+            *bodies,
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+        ]
+    for body in bodies:
+        if body.get("kind") == "Namespace":
+            meta = body.setdefault("metadata", {})
+            meta["labels"] = {
+                **(meta.get("labels") or {}),
+                "kubernetes.io/metadata.name": str(meta.get("name")),
+            }
+    return bodies
+
+
+def _print_kept(
+    kind: str,
+    found: list[StoredObject],
+    *,
+    where: str | None,
+    output: str | None,
+    headers: bool,
+    labels: bool,
+) -> None:
+    """The kept objects' table, as the daemon prints it."""
+    from asynckubelet.printers import (
+        CONFIGMAP_COLUMNS,
+        NAMESPACE_COLUMNS,
+        SECRET_COLUMNS,
+        SERVICE_COLUMNS,
+        WORKLOAD_COLUMNS,
+        namespace_row,
+        now_utc,
+        object_row,
+        service_row,
+        workload_row,
+    )
+    from asynckubelet.tables import table
+
+    now = now_utc()
+    metas = [{"namespace": o.namespace, "labels": o.labels} for o in found]
+    if kind in WORKLOAD_COLUMNS:
+        columns = WORKLOAD_COLUMNS[kind]
+        cells = [workload_row(o, now=now) for o in found]
+    elif kind == "Service":
+        columns = SERVICE_COLUMNS
+        cells = [service_row(o.body, now=now) for o in found]
+    elif kind == "Namespace":
+        columns = NAMESPACE_COLUMNS
+        cells = [namespace_row(o.body, terminating=False, now=now) for o in found]
+    else:
+        columns = SECRET_COLUMNS if kind == "Secret" else CONFIGMAP_COLUMNS
+        cells = [object_row(o, now=now) for o in found]
+    print_table(
+        table(columns, list(zip(cells, metas, strict=True))),
+        where=where,
+        wide=output == "wide",
+        headers=headers,
+        show_labels=labels,
+        namespaced=kind != "Namespace",
+    )
+
+
+def _local_selector(plural: str, selector: str | None) -> dict[str, Any] | None:
+    """``selector`` parsed as the daemon would, or kubectl's error for it (exit 1)."""
+    if not selector:
+        return None
+    from asynckubelet.cli.fast import selector_error
+    from asynckubelet.manifests.workloads import parse_label_selector
+
+    try:
+        return parse_label_selector(selector)
+    except ValueError as e:
+        raise not_found("BadRequest", selector_error(plural, selector, str(e))) from None
+
+
 def _pods_without_daemon(
-    name: str | None, *, where: str | None, output: str | None, node: NodeRef, headers: bool
+    name: str | None,
+    *,
+    where: str | None,
+    output: str | None,
+    node: NodeRef,
+    headers: bool,
+    selector: dict[str, Any] | None = None,
+    show_labels: bool = False,
 ) -> None:
     from asynckubelet.cli.client import read_node_pods
+    from asynckubelet.manifests.workloads import selector_matches
     from asynckubelet.printers import bound_node, now_utc, pod_table
     from asynckubelet.runtime import containers as ctr
 
@@ -318,6 +438,12 @@ def _pods_without_daemon(
     )
     if where is not None:
         pods = [p for p in pods if ctr.pod_identity(p)[1] == where]
+    if selector is not None:
+        pods = [
+            p
+            for p in pods
+            if selector_matches(selector, (p.metadata.labels if p.metadata else None) or {})
+        ]
     if name is not None:
         pods = [p for p in pods if ctr.pod_identity(p)[0] == name]
         if not pods:
@@ -340,6 +466,7 @@ def _pods_without_daemon(
         wide=output == "wide",
         all_namespaces=where is None,
         headers=headers,
+        show_labels=show_labels,
     )
     print(table)
 

@@ -349,7 +349,7 @@ KindArg = Annotated[
         metavar="TYPE[/NAME]",
         help="The resource type: pods (po), configmaps (cm), secrets, services (svc), "
         "endpoints (ep), deployments (deploy), replicasets (rs), statefulsets (sts), jobs, "
-        "or all.",
+        "events (ev), namespaces (ns), or all.",
     ),
 ]
 DescribeKindArg = Annotated[
@@ -411,6 +411,24 @@ NoHeadersOpt = Annotated[
         "--no-headers",
         metavar="",
         help="Leave out the table's header line (kubectl's --no-headers), for scripts.",
+    ),
+]
+LabelSelectorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--selector",
+        "-l",
+        metavar="SELECTOR",
+        help="Only the objects whose labels match: key=value, key==value, key!=value, "
+        "'key in (a,b)', 'key notin (a,b)', key, !key; commas AND them.",
+    ),
+]
+ShowLabelsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--show-labels",
+        metavar="",
+        help="A LABELS column last: each object's labels, key=value by key (<none>).",
     ),
 ]
 PodFormatOpt = Annotated[
