@@ -145,3 +145,23 @@ async def test_a_died_container_wakes_its_pod_again_once_docker_shows_the_exit(
             tg.cancel_scope.cancel()
     assert woken.count("u1") == 3
     assert woken.count("u2") == 1
+
+
+@pytest.mark.parametrize(
+    ("action", "outdated"),
+    [
+        ("die", True),
+        ("oom", True),
+        ("kill", True),
+        ("stop", True),
+        ("create", False),
+        ("start", False),
+        ("destroy", False),
+    ],
+)
+async def test_only_an_event_the_container_list_may_lag_drops_the_cached_container(
+    action: str, outdated: bool
+) -> None:
+    _, woken, forgotten = await watch(engine([[event(action, "c1", "u1")]]))
+    assert woken == ["u1"]
+    assert forgotten == (["c1"] if outdated else [])

@@ -79,3 +79,26 @@ async def test_a_container_marked_during_a_read_stays_in_that_read() -> None:
     docker.calls.clear()
     await read(rm)
     assert docker.targets("inspect_container") == ["c1"]
+
+
+async def test_the_sandbox_inspected_for_its_network_is_not_inspected_again() -> None:
+    docker = engine({"c1": "running"})
+    docker.add_container(
+        id="s1",
+        state="running",
+        labels={
+            naming.LABEL_NODE: "n1",
+            naming.LABEL_POD_UID: "u1",
+            naming.LABEL_TYPE: naming.TYPE_SANDBOX,
+        },
+    )
+    rm = manager(docker)
+    assert isinstance(await rm.sandbox_pid("u1", "s1"), int)
+    docker.calls.clear()
+    status = await rm.get_pod_status(uid="u1", name="p", namespace="default")
+    assert [s.id for s in status.sandboxes] == ["s1"]
+    assert docker.targets("inspect_container") == ["c1"]
+    docker.containers["s1"].status = "exited"
+    docker.calls.clear()
+    await rm.get_pod_status(uid="u1", name="p", namespace="default")
+    assert docker.targets("inspect_container") == ["s1"]

@@ -24,6 +24,11 @@ from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime import naming
 
 WAKING_ACTIONS = frozenset({"create", "start", "die", "oom", "destroy", "kill", "stop"})
+OUTDATING_ACTIONS = frozenset({"die", "oom", "kill", "stop"})
+"""Events after which Docker's container list may still show the container's earlier state
+(it emits ``die`` before the list shows the exit): the runtime's cached inspect of it is
+dropped. After the others the list itself shows the change (a new container, a new state,
+no row), which is enough for the status read to inspect it again."""
 RELIST_PERIOD = 300.0
 DIE_REWAKES = (0.5, 2.0)
 """Seconds after a ``die`` event at which its pod is woken again: Docker emits ``die``
@@ -86,7 +91,7 @@ class PLEG:
                     if action not in WAKING_ACTIONS:
                         continue
                     actor = event.get("Actor") or {}
-                    if self.forget is not None and actor.get("ID"):
+                    if self.forget is not None and actor.get("ID") and action in OUTDATING_ACTIONS:
                         self.forget(str(actor["ID"]))
                     uid = (actor.get("Attributes") or {}).get(naming.LABEL_POD_UID)
                     if uid:

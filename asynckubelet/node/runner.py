@@ -36,6 +36,7 @@ from loguru import logger
 from asynckubelet import errors
 from asynckubelet.docker import LogLine
 from asynckubelet.manifests import Manifests
+from asynckubelet.node.pleg import OUTDATING_ACTIONS
 from asynckubelet.node.prober import Prober
 from asynckubelet.node.status import (
     DEADLINE_EXCEEDED,
@@ -679,8 +680,9 @@ class PodWorker:
                 async for event in self.rm.docker.events(filters=filters):
                     delay = 0.1
                     actor = event.get("Actor") or {}
-                    self.rm.forget(str(actor.get("ID") or ""))
                     action = event.get("Action", "").split(":")[0]
+                    if action in OUTDATING_ACTIONS:
+                        self.rm.forget(str(actor.get("ID") or ""))
                     if action == "start":
                         self._follow_started(actor)
                     if action in ("start", "die", "oom", "destroy", "create"):

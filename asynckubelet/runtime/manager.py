@@ -147,6 +147,13 @@ class RuntimeManager:
         name, ns, uid = ctr.pod_identity(pod)
         return await self.get_pod_status(uid=uid, name=name, namespace=ns)
 
+    async def sandbox_pid(self, uid: str, sandbox_id: str) -> int:
+        """The process id of the started sandbox of pod ``uid`` (its network namespace);
+        the inspect that tells it is kept, so the next status read need not make it again."""
+        info = await self.docker.inspect_container(sandbox_id)
+        self._status.remember_sandbox(uid, info)
+        return int(info.get("State", {}).get("Pid", 0) or 0)
+
     def forget(self, container_id: str) -> None:
         """Inspect this container afresh on the next status read. For event watchers: Docker
         emits ``die`` before its container list shows the exit, so a read woken by the

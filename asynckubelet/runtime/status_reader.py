@@ -62,6 +62,15 @@ class StatusReader:
         if len(self._outdated) > MAX_OUTDATED:
             self._outdated.intersection_update(self._inspected)
 
+    def remember_sandbox(self, uid: str, info: ContainerInspect) -> None:
+        """Keep an inspect of the pod's sandbox made by its sync (for its network), so
+        that the next status read need not inspect it again while its state is the same."""
+        cid = info.get("Id", "")
+        state = str(info.get("State", {}).get("Status", ""))
+        if cid and state and ctr.labels_of(info).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
+            self._inspected[cid] = (uid, state, ctr.sandbox_status_from_inspect(info, ip=None))
+            self._outdated.discard(cid)
+
     async def pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
         """Everything Docker holds about the pod, newest first."""
         rows = await self.rm.docker.list_containers(

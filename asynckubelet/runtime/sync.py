@@ -307,8 +307,7 @@ class PodSync:
     async def _setup_network(self, sandbox: PodSandboxConfig, sandbox_id: str) -> tuple[str, ...]:
         """The network backend's part; returns the pod's IPs."""
         net_step = self.result.add(SyncAction.SETUP_NETWORK, sandbox.name)
-        info = await self.rm.docker.inspect_container(sandbox_id)
-        pid = info.get("State", {}).get("Pid", 0)
+        pid = await self.rm.sandbox_pid(ctr.pod_identity(self.pod)[2], sandbox_id)
         try:
             request = pod_network_request(self.pod, sandbox, sandbox_id=sandbox_id, pid=pid)
             net = await self.rm.network.setup_pod(request)
