@@ -25,7 +25,7 @@ import copy
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -55,6 +55,7 @@ from asynckubelet.node.objects import (
     RESOURCES,
     Applied,
     StoredObject,
+    object_key,
     secret_summary,
 )
 from asynckubelet.node.status import is_scheduling_gated
@@ -644,6 +645,7 @@ def admit(
         "ns": [],
         "objects": [],
         "services": [],
+        "order": [],
     }
     secret_data: dict[tuple[str, str], Mapping[str, bytes]] = {}
     problems: list[FieldError] = []
@@ -668,6 +670,7 @@ def admit(
         merged["ns"] += found.namespaces
         merged["objects"] += found.objects
         merged["services"] += found.services
+        merged["order"] += found.order
         secret_data.update(found.secret_data)
     manifests = Manifests(
         pods=tuple(merged["pods"]),
@@ -678,6 +681,7 @@ def admit(
         services=tuple(merged["services"]),
         warnings=tuple(warnings),
         objects=tuple(merged["objects"]),
+        order=tuple(merged["order"]),
     )
     return manifests, tuple(problems), tuple(warnings)
 
@@ -710,7 +714,7 @@ async def apply(request: web.Request) -> web.Response:
         problems = (*problems, *refused)
     if problems:
         return _rejected(problems)
-    verdicts = node.objects.verdicts(manifests)
+    verdicts = in_input_order(node.objects.verdicts(manifests), manifests.order)
     forbidden = _in_terminating_namespace(request.app, node, verdicts)
     if forbidden is not None:
         return forbidden
@@ -732,6 +736,17 @@ async def apply(request: web.Request) -> web.Response:
             "warnings": [_cause(w) for w in warnings],
         }
     )
+
+
+def in_input_order(
+    verdicts: list[Applied], order: Sequence[tuple[str, str | None, str]]
+) -> list[Applied]:
+    """The verdicts in the order the files hold their objects, as kubectl reports them
+    (the node applies them by kind: Namespaces first, then what pods use)."""
+    rank: dict[tuple[str, str, str], int] = {}
+    for i, (kind, namespace, name) in enumerate(order):
+        rank.setdefault(object_key(kind, namespace, name), i)
+    return sorted(verdicts, key=lambda a: rank.get((a.kind, a.namespace, a.name), len(rank)))
 
 
 def _prune_selector(prune: object) -> dict[str, Any] | web.Response | None:

@@ -117,6 +117,27 @@ async def test_apply_answers_each_objects_verdict_as_kubectl_words_it(
     assert changed == ["configmap/settings configured"]
 
 
+async def test_apply_answers_in_the_order_the_files_hold_the_objects(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, _ = served
+    team = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    in_team = CONFIG.replace("VALUE", "a").replace(
+        "{name: settings}", "{name: s2, namespace: team}"
+    )
+    code, body = await apply(
+        client, f"{POD}---\n{SECRET}", f"{in_team}---\n{CONFIG.replace('VALUE', 'a')}", team
+    )
+    assert code == 200, body
+    assert verdicts(body) == [
+        "pod/web created",
+        "secret/db created",
+        "configmap/s2 created",
+        "configmap/settings created",
+        "namespace/team created",
+    ]
+
+
 async def test_a_rejected_file_is_a_422_with_every_error_and_nothing_is_applied(
     served: tuple[Client, Kubelet],
 ) -> None:

@@ -191,7 +191,7 @@ async def test_reapplying_an_unchanged_deployment_makes_no_engine_call(
     before = mutations(docker)
     _, body = await apply(client, deployment(2), CONFIG.replace("NAME", "settings"))
     await anyio.sleep(0.5)
-    assert verdicts(body) == ["configmap/settings unchanged", "deployment.apps/web unchanged"]
+    assert verdicts(body) == ["deployment.apps/web unchanged", "configmap/settings unchanged"]
     assert mutations(docker) == before
 
 

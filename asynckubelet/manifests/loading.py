@@ -107,6 +107,10 @@ class Manifests:
     namespaces: tuple[Namespace, ...] = ()
     services: tuple[Service, ...] = ()
     objects: tuple[Any, ...] = ()
+    order: tuple[tuple[str, str | None, str], ...] = ()
+    """``(kind, namespace as written, name)`` of every object, in the order the input
+    holds them (an object given twice: where it came first), as ``kubectl apply`` reports
+    them; the fields above hold them by kind."""
 
     def of_kind(self, kind: str) -> tuple[Any, ...]:
         """The typed objects of one kind (``Pod``, ``Deployment``...)."""
@@ -286,6 +290,7 @@ class _Loader:
     namespaces: dict[tuple[str, str], tuple[Namespace, str]] = field(default_factory=dict)
     objects: dict[tuple[str, str, str], tuple[Any, str]] = field(default_factory=dict)
     services: dict[tuple[str, str], tuple[Service, str]] = field(default_factory=dict)
+    order: dict[tuple[str, str | None, str], None] = field(default_factory=dict)
     levels: dict[str, Level] = field(default_factory=dict)
     dropped_errors: int = 0
     dropped_warnings: int = 0
@@ -426,6 +431,7 @@ class _Loader:
             for error in problems.errors:
                 self._error(error, source, prefix)
             return
+        self._place(kind, doc.get("metadata"))
         if kind == "Pod":
             self._add_pod(doc, source, prefix)
         elif kind == "ConfigMap":
@@ -438,6 +444,14 @@ class _Loader:
             self._add_namespace(doc, source, prefix)
         else:
             self._add_generic(found, doc, source, prefix, absent=absent)
+
+    def _place(self, kind: str, meta: Any) -> None:
+        """Note where the input holds the object (:attr:`Manifests.order`)."""
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            namespace = meta.get("namespace")
+            self.order.setdefault(
+                (kind, namespace if isinstance(namespace, str) else None, meta["name"])
+            )
 
     def _build(self, cls: type[_T], doc: dict[str, Any], source: str, prefix: str) -> _T | None:
         try:
@@ -706,6 +720,7 @@ class _Loader:
             namespaces=tuple(ns for ns, _ in self.namespaces.values()),
             objects=tuple(objects),
             services=tuple(s for s, _ in self.services.values()),
+            order=tuple(self.order),
         )
         return ManifestReport(manifests, tuple(self.errors))
 
