@@ -6,6 +6,7 @@ until it is poked."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import naming
 from asynckubelet.runtime import types as rt
 from asynckubelet.runtime.results import PodSyncResult
+from asynckubelet.testing import FakeDocker
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -263,3 +265,50 @@ async def test_a_running_pod_costs_nothing_until_it_is_poked(tmp_path: Path) -> 
             stop.set()
     assert first == (1, 1, 1)
     assert second == (2, 1, 1)
+
+
+def probed_pod() -> Pod:
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - {name: app, image: busybox, readinessProbe: {exec: {command: ["true"]}, periodSeconds: 10}}
+"""
+    return load_manifests_text(text, node_name="n1").pods[0]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("pod", "on_log", "tasks"),
+    [
+        (make_pod, False, []),
+        (probed_pod, False, ["prober default/web"]),
+        (make_pod, True, ["logs default/web"]),
+    ],
+    ids=["a node's pod without probes", "with a probe", "with its output read"],
+)
+async def test_a_pod_worker_hosts_probers_and_log_followers_only_when_there_is_work_for_them(
+    pod: Any, on_log: bool, tasks: list[str]
+) -> None:
+    made = pod()
+    rm = SteadyRuntime(made)
+    rm.docker = FakeDocker()
+    worker = PodWorker(
+        rm,  # type: ignore[arg-type]
+        made,
+        on_status=lambda pod, status: None,
+        on_log=(lambda *args: None) if on_log else None,
+        own_events=False,
+        exit_on_terminal=False,
+    )
+    stop = anyio.Event()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run, stop)
+            await anyio.wait_all_tasks_blocked()
+            names = {t.get_name() for t in asyncio.all_tasks()}
+            stop.set()
+    hosts = [n for n in ("prober default/web", "logs default/web") if n in names]
+    assert hosts == tasks

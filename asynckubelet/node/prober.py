@@ -54,6 +54,18 @@ Locate = Callable[..., Awaitable[HookTarget]]
 """``locate(pod, container_id=, sandbox_id=, pod_ip=)``: where a probe's HTTP/TCP goes."""
 
 
+def has_probes(pod: Pod) -> bool:
+    """Whether any container of the pod (init containers included) has a probe."""
+    spec = pod.spec
+    if spec is None:
+        return False
+    return any(
+        _probe_of(c, kind) is not None
+        for c in [*(spec.initContainers or []), *spec.containers]
+        for kind in (STARTUP, LIVENESS, READINESS)
+    )
+
+
 def _probe_of(container: Container, kind: str) -> Probe | None:
     return {
         LIVENESS: container.livenessProbe,

@@ -37,7 +37,7 @@ from asynckubelet import errors
 from asynckubelet.docker import LogLine
 from asynckubelet.manifests import Manifests
 from asynckubelet.node.pleg import OUTDATING_ACTIONS
-from asynckubelet.node.prober import Prober
+from asynckubelet.node.prober import Prober, has_probes
 from asynckubelet.node.status import (
     DEADLINE_EXCEEDED,
     DEADLINE_EXCEEDED_MESSAGE,
@@ -372,10 +372,15 @@ class PodWorker:
         """
         async with anyio.create_task_group() as tg:
             followers_done = anyio.Event()
-            logs: anyio.abc.TaskGroup = await tg.start(
-                self._host_followers, followers_done, name=f"logs {self.namespace}/{self.name}"
-            )
-            self._logs = logs
+            logs: anyio.abc.TaskGroup = tg
+            if self.on_log is None:
+                # Nobody reads the output (a node's pods): no follower is ever started.
+                followers_done.set()
+            else:
+                logs = await tg.start(
+                    self._host_followers, followers_done, name=f"logs {self.namespace}/{self.name}"
+                )
+                self._logs = logs
             if self.output_closed is not None:
                 tg.start_soon(
                     self._stop_following_on,
@@ -384,7 +389,10 @@ class PodWorker:
                 )
             try:
                 async with anyio.create_task_group() as inner:
-                    await inner.start(self.prober.run, name=f"prober {self.namespace}/{self.name}")
+                    if has_probes(self.pod):
+                        await inner.start(
+                            self.prober.run, name=f"prober {self.namespace}/{self.name}"
+                        )
                     inner.start_soon(
                         self._wake_on_stop, stop, name=f"stop {self.namespace}/{self.name}"
                     )
