@@ -44,3 +44,26 @@ async def test_cancelled_event_and_log_streams_release_their_connections(
                     await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
         assert held_connections(docker) == 0
+
+
+async def test_a_followed_log_of_a_container_that_exits_at_once_has_all_of_its_output(
+    docker: DockerClient, node_name: str
+) -> None:
+    """Docker's follow stream may end, as its container stops, before the last thing the
+    container wrote: the adapter reads what it missed (a short-lived ``cat``'s output)."""
+    for i in range(20):
+        cid = await docker.create_container(
+            {
+                "Image": BUSYBOX_IMAGE,
+                "Cmd": ["sh", "-c", f"echo first-{i}; sleep 0.2; printf last-{i}"],
+                "Labels": {naming.LABEL_NODE: node_name},
+            },
+            name=f"{node_name}-quick-{i}",
+        )
+        try:
+            await docker.start_container(cid)
+            with anyio.fail_after(10):
+                lines = [(line.text, line.newline) async for line in docker.logs(cid, follow=True)]
+        finally:
+            await docker.remove_container(cid, force=True)
+        assert lines == [(f"first-{i}", True), (f"last-{i}", False)], i

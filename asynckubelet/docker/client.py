@@ -51,6 +51,11 @@ from asynckubelet.docker.types import (
 T = TypeVar("T")
 
 _STREAM_NAMES = {0: "stdout", 1: "stdout", 2: "stderr"}
+FOLLOW_RECHECK_LINES = 10_000
+"""A followed log that ended (its container stopped) with at most this many lines is read
+again without following, for the lines Docker's follow stream may have dropped: the
+json-file reader of a follow stops with its container, and what the container wrote just
+before it exited (a short-lived ``cat``'s only output) can miss the stream."""
 
 
 def _log_retry(state: RetryCallState) -> None:
@@ -320,7 +325,55 @@ class DockerClient:
         since: float | None = None,
         timestamps: bool = False,
     ) -> AsyncIterator[LogLine]:
-        """The container's output, a line at a time, each tagged with its stream."""
+        """The container's output, a line at a time, each tagged with its stream.
+
+        Followed (``follow``) from the start (no ``tail``), the output is complete when the
+        container stops: see :data:`FOLLOW_RECHECK_LINES`."""
+        received = 0
+        async for line in self._log_stream(
+            container_id,
+            follow=follow,
+            stdout=stdout,
+            stderr=stderr,
+            tail=tail,
+            since=since,
+            timestamps=timestamps,
+        ):
+            received += 1
+            yield line
+        if not follow or tail is not None or received > FOLLOW_RECHECK_LINES:
+            return
+        try:
+            state = (await self.inspect_container(container_id)).get("State", {})
+        except errors.NotFound:
+            return
+        if state.get("Running"):
+            return
+        seen = 0
+        async for line in self._log_stream(
+            container_id,
+            follow=False,
+            stdout=stdout,
+            stderr=stderr,
+            tail=None,
+            since=since,
+            timestamps=timestamps,
+        ):
+            seen += 1
+            if seen > received:
+                yield line
+
+    async def _log_stream(
+        self,
+        container_id: str,
+        *,
+        follow: bool,
+        stdout: bool,
+        stderr: bool,
+        tail: int | None,
+        since: float | None,
+        timestamps: bool,
+    ) -> AsyncIterator[LogLine]:
         params: dict[str, Any] = {
             "stdout": stdout,
             "stderr": stderr,
