@@ -162,6 +162,42 @@ async def test_a_pod_that_ended_by_itself_has_all_of_its_output_shown() -> None:
     assert lines.count == 5000
 
 
+class RemovingRuntime(FakeRuntime):
+    """Removal takes the pod's containers, and their output, from the engine."""
+
+    async def remove_pod(self, *, uid: str) -> list[str]:
+        self.asked.append("remove_pod")
+        assert self.docker is not None
+        await self.docker.remove_container("app", force=True)
+        return ["app"]
+
+
+async def test_a_follower_that_opens_late_still_reads_a_finished_pods_output() -> None:
+    docker = FakeDocker()
+    labels = naming.pod_labels(node="n1", pod="many", namespace="default", uid="u")
+    docker.add_container(id="app", labels=labels, state="exited")
+    docker.log_lines["app"] = [LogLine(stream="stdout", text="token", newline=False)]
+    rm = RemovingRuntime(
+        pod_status(worker_pod("many"), app=ContainerState.EXITED, container_id="app"), docker
+    )
+    opened = docker.hold("logs", target="app")
+    shown: list[str] = []
+    worker = PodWorker(
+        rm,  # type: ignore[arg-type]
+        worker_pod("many"),
+        on_log=lambda pod, container, line: shown.append(line.text),
+    )
+    with anyio.fail_after(ENDS_WITHIN):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run, anyio.Event())
+            await anyio.wait_all_tasks_blocked()
+            removed_before_read = "remove_pod" in rm.asked
+            opened.set()
+    assert not removed_before_read
+    assert shown == ["token"]
+    assert rm.asked[-1] == "remove_pod"
+
+
 # -- the run command ---------------------------------------------------------------------------
 
 

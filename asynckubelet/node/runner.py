@@ -367,7 +367,8 @@ class PodWorker:
         Its containers' output reaches ``on_log`` as it is printed, while they stop too.
         Once a stopped pod is stopped and removed, the followers may read what is left for
         :attr:`log_drain` seconds at most; a pod that ended by itself has all of its output
-        read, unless ``stop`` is set meanwhile (then :attr:`log_drain` seconds more).
+        read before its containers are removed, unless ``stop`` is set meanwhile (then
+        :attr:`log_drain` seconds more).
         :meth:`stop_following` ends the following sooner.
         """
         async with anyio.create_task_group() as tg:
@@ -404,15 +405,17 @@ class PodWorker:
                         await self._loop(stop, logs)
                     finally:
                         inner.cancel_scope.cancel()
+                if not self.outcome.stopped:
+                    # A pod that ended by itself has its output read whole before its
+                    # containers are removed: a follower started by the last status read
+                    # may not have opened its stream yet, and a removed container's
+                    # output is gone.
+                    self.stop_following(within=None)
+                    await _first_set(followers_done, stop)
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._finish(stop)
-            if self.outcome.stopped:
-                self.stop_following(within=self.log_drain)
-            else:
-                self.stop_following(within=None)
-                await _first_set(followers_done, stop)
-                self.stop_following(within=self.log_drain)
+            self.stop_following(within=self.log_drain)
             await followers_done.wait()
             tg.cancel_scope.cancel()
         return self.outcome
