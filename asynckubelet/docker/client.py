@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import io
 import json
 import math
@@ -329,16 +330,16 @@ class DockerClient:
 
         Followed (``follow``) from the start (no ``tail``), the output is complete when the
         container stops: see :data:`FOLLOW_RECHECK_LINES`."""
-        received = 0
-        async for line in self._log_stream(
+        read = functools.partial(
+            self._log_stream,
             container_id,
-            follow=follow,
             stdout=stdout,
             stderr=stderr,
-            tail=tail,
             since=since,
             timestamps=timestamps,
-        ):
+        )
+        received = 0
+        async for line in read(follow=follow, tail=tail):
             received += 1
             yield line
         if not follow or tail is not None or received > FOLLOW_RECHECK_LINES:
@@ -350,15 +351,7 @@ class DockerClient:
         if state.get("Running"):
             return
         seen = 0
-        async for line in self._log_stream(
-            container_id,
-            follow=False,
-            stdout=stdout,
-            stderr=stderr,
-            tail=None,
-            since=since,
-            timestamps=timestamps,
-        ):
+        async for line in read(follow=False, tail=None):
             seen += 1
             if seen > received:
                 yield line
