@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from asynckubelet.cli.options import DEFAULT_NICE
 from asynckubelet.docker import ContainerConfig, DockerClient
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
@@ -259,6 +260,36 @@ def test_the_daemon_publishes_a_0600_socket_and_its_configuration(node: Daemon) 
     node.stop()
     assert not socket_file.exists()
     assert not info_file.exists()
+
+
+def priorities(pid: int) -> set[int]:
+    """The CPU priorities (nice values) of the process's threads."""
+    found = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            found.add(os.getpriority(os.PRIO_PROCESS, int(tid)))
+        except ProcessLookupError:
+            continue
+    return found
+
+
+def test_the_daemon_runs_above_its_containers_cpu_priority(node: Daemon, tmp_path: Path) -> None:
+    assert node.process is not None
+    node.cli("apply", "-f", manifest(tmp_path, "a.yaml", LONG.replace("NAME", "solo")))
+    wait_running(node, "solo")
+    assert priorities(node.process.pid) == {DEFAULT_NICE}
+    with open(f"/proc/{node.process.pid}/autogroup") as f:
+        assert f.read().split()[-2:] == ["nice", str(DEFAULT_NICE)]
+
+    ids = list(node.containers())
+
+    async def pids() -> list[int]:
+        async with DockerClient(url=node.engine.url) as client:
+            return [int((await client.inspect_container(i))["State"]["Pid"]) for i in ids]
+
+    container_pids = anyio.run(pids)
+    assert container_pids
+    assert all(priorities(pid) == {0} for pid in container_pids)
 
 
 def test_a_daemon_killed_leaves_a_stale_socket_that_the_next_one_replaces(

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from asynckubelet.docker import engine
+from asynckubelet.node import daemon
 
 
 @pytest.fixture
@@ -22,6 +23,20 @@ def _no_engine_is_ever_started(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.fail("a unit test reached engine.own_engine(): it would start a real dockerd")
 
     monkeypatch.setattr(engine, "own_engine", refuse)
+
+
+@pytest.fixture(autouse=True)
+def priorities_set(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The CPU priorities a command asked for: unit tests leave the test process's own
+    priority as it is (``set_priority`` itself is tested in a process of its own)."""
+    asked: list[int] = []
+
+    def record(nice: int) -> list[str]:
+        asked.append(nice)
+        return []
+
+    monkeypatch.setattr(daemon, "set_priority", record)
+    return asked
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from asynckubelet.cli.options import NodeOptions
 from asynckubelet.cluster import agent, kubeletapi
 from asynckubelet.manifests import LEVELS
 from asynckubelet.network import bridge, factory
-from asynckubelet.node import tokens
+from asynckubelet.node import daemon, tokens
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -105,6 +105,54 @@ def test_serve_hands_the_bridge_options_from_flags_and_environment_to_the_factor
         "10.99.0.0/24",
         options.DEFAULT_POD_CIDR_V6,
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "nice"),
+    [
+        ([], {}, options.DEFAULT_NICE),
+        (["--nice", "3"], {}, 3),
+        ([], {"ASYNCKUBELET_NICE": "-20"}, -20),
+    ],
+)
+def test_serve_sets_its_cpu_priority_once_the_engine_is_there(
+    handed_on: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    args: list[str],
+    env: dict[str, str],
+    nice: int,
+) -> None:
+    order: list[object] = []
+    monkeypatch.setattr(provision, "ensure_engine", lambda *a, **k: order.append("engine"))
+
+    def set_priority(nice: int) -> list[str]:
+        order.append(nice)
+        return []
+
+    monkeypatch.setattr(daemon, "set_priority", set_priority)
+    result = CliRunner().invoke(
+        app,
+        ["serve", "--listen", "127.0.0.1:0", *args],
+        env={"ASYNCKUBELET_STATE_DIR": str(tmp_path), **env},
+    )
+    assert result.exit_code == 1
+    assert order == ["engine", nice]
+    assert options.DEFAULT_NICE == -10
+
+
+@pytest.mark.parametrize("value", ["20", "-21"])
+def test_a_priority_nice_does_not_know_is_refused_before_anything_starts(
+    handed_on: list[dict[str, Any]], priorities_set: list[int], tmp_path: Path, value: str
+) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["serve", "--listen", "127.0.0.1:0", "--nice", value],
+        env={"ASYNCKUBELET_STATE_DIR": str(tmp_path)},
+    )
+    assert result.exit_code == 2
+    assert f"--nice {value}: must be -20 to 19" in result.output
+    assert (handed_on, priorities_set) == ([], [])
 
 
 def test_the_node_options_object_asks_the_factory_for_what_it_holds(

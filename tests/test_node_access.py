@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,64 @@ def weakref_to(obj: object) -> Any:
     import weakref
 
     return weakref.ref(obj)
+
+
+PRIORITY_PROBE = """
+import json, os, sys, threading
+from asynckubelet.node.daemon import set_priority
+
+before = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
+before.start()
+problems = set_priority(int(sys.argv[1]))
+after = []
+later = threading.Thread(target=lambda: after.append(os.getpriority(os.PRIO_PROCESS, 0)))
+later.start()
+later.join()
+threads = [os.getpriority(os.PRIO_PROCESS, t) for t in (os.getpid(), before.native_id)]
+try:
+    with open("/proc/self/autogroup") as f:
+        group = f.read().strip()
+except FileNotFoundError:
+    group = None
+print(json.dumps({"problems": problems, "threads": threads, "later": after, "group": group}))
+"""
+
+
+def priority_probe(nice: int, *, prefix: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``set_priority(nice)`` in a process of its own session (the autogroup it changes is
+    the session's), with a thread started before; what it reports and what it set."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", PRIORITY_PROBE, str(nice)],
+        capture_output=True,
+        text=True,
+        check=True,
+        start_new_session=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_the_daemons_priority_covers_its_threads_those_it_starts_and_its_session() -> None:
+    found = priority_probe(7)
+    assert found["problems"] == []
+    assert found["threads"] == [7, 7]
+    assert found["later"] == [7]
+    if found["group"] is not None:
+        assert found["group"].endswith("nice 7")
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_a_priority_the_daemon_may_not_take_is_reported_and_left_as_it_was() -> None:
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    found = priority_probe(-5, prefix=("setpriv", "--bounding-set", "-sys_nice", "--"))
+    assert found["problems"][0] == "cannot set the CPU priority to nice -5 (Permission denied)"
+    assert set(found["threads"]) == {nice}
+    if found["group"] is not None:
+        assert found["problems"][1:] == [
+            "cannot set the session's CPU priority to nice -5 (Operation not permitted)"
+        ]
+        assert not found["group"].endswith("nice -5")

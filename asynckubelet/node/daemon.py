@@ -48,6 +48,39 @@ def settle_heap() -> None:
     gc.freeze()
 
 
+def set_priority(nice: int) -> list[str]:
+    """Run the daemon at CPU priority ``nice`` (-20 to 19, as ``nice(1)`` counts): every
+    thread it has (Linux sets a priority per thread; the threads it starts later inherit
+    the caller's) and, with the kernel's autogroup scheduling, its session's group, which
+    otherwise gets no more CPU than each container's (every containerd shim starts a
+    session of its own). Under a burst of 110 pods on two cores the event loop waited for
+    a CPU 13.6 s of 44 and its lag reached 226 ms at p99; the node needs about 7 % of the
+    CPU then, so a higher priority costs the containers little. Call it after any engine
+    the daemon starts is running: a child inherits the priority. Returns what could not be
+    done, one line each (a lower value needs ``CAP_SYS_NICE``)."""
+    problems: list[str] = []
+    try:
+        threads = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+        except ProcessLookupError:
+            continue
+        except OSError as e:
+            problems.append(f"cannot set the CPU priority to nice {nice} ({e.strerror})")
+            break
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        problems.append(f"cannot set the session's CPU priority to nice {nice} ({e.strerror})")
+    return problems
+
+
 def node_file(state: Path) -> Path:
     return state / NODE_FILE
 

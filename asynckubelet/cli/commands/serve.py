@@ -22,6 +22,7 @@ from loguru import logger
 
 from asynckubelet import errors
 from asynckubelet.cli.options import (
+    DEFAULT_NICE,
     AllowRemoteOpt,
     ClusterOptions,
     DNSServerOpt,
@@ -29,6 +30,7 @@ from asynckubelet.cli.options import (
     ListenOpt,
     LogOptions,
     ManifestDirOpt,
+    NiceOpt,
     NodeOptions,
     ServiceClusterIPRangeOpt,
     ServiceNodePortRangeOpt,
@@ -57,6 +59,7 @@ def serve(
     service_node_port_range: ServiceNodePortRangeOpt = "30000-32767",
     dns_server: DNSServerOpt = True,
     dns_upstream: DNSUpstreamOpt = None,
+    nice: NiceOpt = DEFAULT_NICE,
     node: NodeOptions,
     cluster: ClusterOptions,
     log: LogOptions,
@@ -67,7 +70,8 @@ def serve(
     Pods are admitted as a kubelet admits them (--capacity, --max-pods, --node-labels,
     host ports): one the node cannot take is listed Failed with the kubelet's reason.
     Image pulls are logged, one line per change of a layer's state. A Docker engine and
-    the sandbox image are set up when missing, each announced in one line.
+    the sandbox image are set up when missing, each announced in one line. The daemon
+    runs at a CPU priority above the containers' (--nice).
 
     Services get a ClusterIP from --service-cluster-ip-range and their endpoints from the
     ready pods they select; on the bridge and cni networks the firewall sends ClusterIP,
@@ -81,6 +85,7 @@ def serve(
 
     from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.cluster.host import default_node_ip
+    from asynckubelet.node import daemon
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.daemon import default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
@@ -89,6 +94,8 @@ def serve(
 
     node.check()
     cluster.check()
+    if not -20 <= nice <= 19:
+        raise UsageError(f"--nice {nice}: must be -20 to 19, as nice(1) counts")
     try:
         ranges = ServiceRanges.parse(
             cluster_ip_range=service_cluster_ip_range, node_port_range=service_node_port_range
@@ -117,6 +124,9 @@ def serve(
         host_ips=(default_node_ip(),),
     )
     ensure_engine(node.docker_host)
+    # After the engine: an engine this process starts would inherit the priority.
+    for problem in daemon.set_priority(nice):
+        logger.info("{}; running at the priority it was given", problem)
     if cluster.kubeconfig is not None:
         from asynckubelet.cli.cluster_mode import serve_cluster
 

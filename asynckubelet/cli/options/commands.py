@@ -93,6 +93,18 @@ StopPodsOpt = Annotated[
         "for the next start to adopt, as the kubelet does).",
     ),
 ]
+DEFAULT_NICE = -10
+NiceOpt = Annotated[
+    int,
+    typer.Option(
+        "--nice",
+        metavar="N",
+        envvar="ASYNCKUBELET_NICE",
+        help="The daemon's CPU priority, as nice(1) counts (-20 to 19): above the "
+        "containers' so that the node keeps answering while they start. Needs "
+        "CAP_SYS_NICE; without it the priority is left as it was, said in one line.",
+    ),
+]
 
 # -- serve: cluster node mode ----------------------------------------------------------------
 
