@@ -488,6 +488,26 @@ async def test_a_watch_of_one_pod_by_field_selector_sees_only_it(
     response.close()
 
 
+async def test_a_watch_sees_a_deleted_pods_containers_stopped_before_it_goes(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    await apply(client, plain("a"))
+    await node.wait("default", "a", "Ready", timeout=10)
+    response = await client.get(
+        "/api/v1/namespaces/default/pods?watch=true", headers={"Accept": TABLE_ACCEPT}
+    )
+    await events_until(response.content, lambda seen: seen[-1][0] == "BOOKMARK")
+    await node.delete("default", "a")
+    later = await events_until(response.content, lambda seen: seen[-1][0] == "DELETED")
+    assert [(kind, *table["rows"][0]["cells"][1:3]) for kind, table in later] == [
+        ("MODIFIED", "1/1", "Terminating"),
+        ("MODIFIED", "0/1", "Completed"),
+        ("DELETED", "0/1", "Completed"),
+    ]
+    response.close()
+
+
 async def test_a_watch_of_an_empty_namespace_sends_the_bookmark_at_once(
     served: tuple[Client, Kubelet],
 ) -> None:

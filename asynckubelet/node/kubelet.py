@@ -642,6 +642,7 @@ class Kubelet(PodReads):
             entry.worker.options.grace_period = grace_period
             entry.worker.options.keep = False
             entry.worker.leave_running = False
+            entry.worker.report_stopped = True
         elif grace_period is not None:
             entry.worker.options.grace_period = grace_period
         entry.replacement = None

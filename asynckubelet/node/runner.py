@@ -325,6 +325,11 @@ class PodWorker:
         woken)."""
         self.leave_running = False
         """When stopped, leave the pod's containers as they are (for a later adoption)."""
+        self.report_stopped = False
+        """When stopped, report the pod's status once its containers are stopped and before
+        they are removed, as the kubelet's ``SyncTerminatingPod`` does: their end states
+        and exit codes, and a terminal phase (a node's deleted pod shows its end before it
+        goes)."""
         self.before_stop: StopHook | None = None
         """Awaited (at most :data:`STOP_HOOK_TIMEOUT`) before the pod's containers are
         stopped when the worker ends: a Service sends no new connection to a pod from the
@@ -715,7 +720,8 @@ class PodWorker:
             self._follow_from(container_id, name, self._logs)
 
     async def _finish(self, stop: anyio.Event) -> None:
-        """Stop the pod if it is still running, then remove it unless asked to keep it."""
+        """Stop the pod if it is still running, then remove it unless asked to keep it
+        (with :attr:`report_stopped`, its stopped status reported in between)."""
         if self.leave_running:
             return
         try:
@@ -731,6 +737,12 @@ class PodWorker:
                     await self.before_stop(self.pod)
             if running or (sandbox_up and self.options.keep):
                 await self.rm.kill_pod(self.pod, runtime, grace_period=self.options.grace_period)
+                if self.report_stopped:
+                    runtime = await self.rm.get_pod_status(
+                        uid=self.uid, name=self.name, namespace=self.namespace
+                    )
+            if self.report_stopped:
+                self._report_stopped(runtime)
             if not self.options.keep:
                 await self.rm.remove_pod(uid=self.uid)
         except errors.AsyncKubeletError as e:
@@ -741,6 +753,20 @@ class PodWorker:
             logger.opt(exception=e).error(
                 "cleaning up pod {}/{} failed: {}", self.namespace, self.name, self.outcome.error
             )
+
+    def _report_stopped(self, runtime: PodRuntimeStatus) -> None:
+        """The status of the stopped pod, ``runtime`` read after its containers stopped."""
+        previous = self.outcome.status
+        status = generate(
+            self.pod,
+            runtime,
+            previous=previous,
+            now=datetime.now(UTC),
+            host_ips=self.host_ips,
+            pod_is_terminal=True,
+        )
+        _keep_pod_ips(status, previous or self.pod.status)
+        self._report(status)
 
 
 async def _first_set(*events: anyio.Event) -> None:
