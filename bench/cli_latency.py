@@ -420,6 +420,9 @@ def main() -> None:
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # A session of its own, as a daemon started from another terminal has: the
+        # kernel's autogroup scheduling shares the CPU between sessions first.
+        start_new_session=True,
     )
     try:
         wait_until_serving(port, serve)
