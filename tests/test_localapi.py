@@ -676,3 +676,37 @@ async def test_a_restarted_node_lists_the_events_of_its_last_run(tmp_path: Path)
             namespace="default", name="web", uid="u1", type="Normal", reason="Pulled", message="m"
         )
         assert [e.count for e in node.recorder.list()] == [2]
+
+
+async def test_a_deleted_static_pods_stopped_status_keeps_a_phase_that_is_not_terminal(
+    tmp_path: Path,
+) -> None:
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    config = KubeletConfig(
+        node_name="n1",
+        state_dir=tmp_path / "state",
+        manifest_dir=manifests,
+        housekeeping_period=3600,
+        resync_period=0.2,
+    )
+    node = Kubelet(config, docker=FakeDocker(images=IMAGES))
+    async with node:
+        (manifests / "a.yaml").write_text(plain("a"))
+        await node.wait("default", "a", "Ready", timeout=10)
+        seen: list[tuple[str, str | None, list[bool]]] = []
+        async with node.watch(initial=False) as changes:
+            (manifests / "a.yaml").unlink()
+            with anyio.fail_after(10):
+                async for kind, pod in changes:
+                    status = pod.status
+                    assert status is not None
+                    stopped = [
+                        cs.state is not None and cs.state.terminated is not None
+                        for cs in status.containerStatuses or []
+                    ]
+                    seen.append((kind, status.phase, stopped))
+                    if kind == "DELETED":
+                        break
+    assert seen[-1] == ("DELETED", "Running", [True])
+    assert ("MODIFIED", "Running", [True]) in seen

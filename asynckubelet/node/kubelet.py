@@ -70,7 +70,7 @@ from asynckubelet.node.objects import ObjectStore, persisted_text, read_persiste
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
-from asynckubelet.node.sources import ManifestDirSource, source_name
+from asynckubelet.node.sources import ManifestDirSource, is_static_source, source_name
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
 from asynckubelet.node.volumes import VolumeManager, default_root
@@ -643,6 +643,7 @@ class Kubelet(PodReads):
             entry.worker.options.keep = False
             entry.worker.leave_running = False
             entry.worker.report_stopped = True
+            entry.worker.static = is_static_source(entry.source)
         elif grace_period is not None:
             entry.worker.options.grace_period = grace_period
         entry.replacement = None

@@ -330,6 +330,9 @@ class PodWorker:
         they are removed, as the kubelet's ``SyncTerminatingPod`` does: their end states
         and exit codes, and a terminal phase (a node's deleted pod shows its end before it
         goes)."""
+        self.static = False
+        """A static pod (from the manifest directory): its stopped status keeps a phase
+        that is not terminal, as the kubelet's ``getPhase`` leaves static pods'."""
         self.before_stop: StopHook | None = None
         """Awaited (at most :data:`STOP_HOOK_TIMEOUT`) before the pod's containers are
         stopped when the worker ends: a Service sends no new connection to a pod from the
@@ -763,7 +766,7 @@ class PodWorker:
             previous=previous,
             now=datetime.now(UTC),
             host_ips=self.host_ips,
-            pod_is_terminal=True,
+            pod_is_terminal=not self.static,
         )
         _keep_pod_ips(status, previous or self.pod.status)
         self._report(status)

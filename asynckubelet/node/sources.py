@@ -37,6 +37,11 @@ def source_name(path: Path) -> str:
     return f"file:{path}"
 
 
+def is_static_source(source: str) -> bool:
+    """Whether ``source`` is a manifest file's: its pods are static pods."""
+    return source.startswith("file:")
+
+
 _LOGGED_ERRORS = 20
 
 
