@@ -184,3 +184,34 @@ def test_a_priority_the_daemon_may_not_take_is_reported_and_left_as_it_was() -> 
             "cannot set the session's CPU priority to nice -5 (Operation not permitted)"
         ]
         assert not found["group"].endswith("nice -5")
+
+
+SESSION_PROBE = """
+import json, sys
+from asynckubelet.node import daemon
+
+seen = [daemon.session_priority()]
+with daemon.cpu_priority(int(sys.argv[1])) as problems:
+    seen.append(daemon.session_priority())
+seen.append(daemon.session_priority())
+print(json.dumps({"problems": problems, "seen": seen}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="no autogroup scheduling")
+def test_the_session_gets_its_priority_back_when_the_daemon_ends() -> None:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", SESSION_PROBE, "6"],
+        capture_output=True,
+        text=True,
+        check=True,
+        start_new_session=True,
+    )
+    found = json.loads(done.stdout)
+    assert found["problems"] == []
+    assert found["seen"][1] == 6
+    assert found["seen"][0] == found["seen"][2] != 6

@@ -15,10 +15,12 @@ two daemons never serve one state dir.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,9 @@ def settle_heap() -> None:
     gc.freeze()
 
 
+AUTOGROUP = "/proc/self/autogroup"
+
+
 def set_priority(nice: int) -> list[str]:
     """Run the daemon at CPU priority ``nice`` (-20 to 19, as ``nice(1)`` counts): every
     thread it has (Linux sets a priority per thread; the threads it starts later inherit
@@ -72,13 +77,38 @@ def set_priority(nice: int) -> list[str]:
             problems.append(f"cannot set the CPU priority to nice {nice} ({e.strerror})")
             break
     try:
-        with open("/proc/self/autogroup", "w") as f:
+        with open(AUTOGROUP, "w") as f:
             f.write(str(nice))
     except FileNotFoundError:
         pass
     except OSError as e:
         problems.append(f"cannot set the session's CPU priority to nice {nice} ({e.strerror})")
     return problems
+
+
+def session_priority() -> int | None:
+    """The priority of this process's session under the kernel's autogroup scheduling
+    (None: no autogroup)."""
+    try:
+        with open(AUTOGROUP) as f:
+            return int(f.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@contextlib.contextmanager
+def cpu_priority(nice: int) -> Iterator[list[str]]:
+    """:func:`set_priority` while the block runs (what could not be done yielded); at its
+    end the session gets back the priority it had: the session is often the terminal the
+    daemon was started from, and the commands run from it later are not the node's."""
+    before = session_priority()
+    problems = set_priority(nice)
+    try:
+        yield problems
+    finally:
+        if before is not None and before != session_priority():
+            with contextlib.suppress(OSError), open(AUTOGROUP, "w") as f:
+                f.write(str(before))
 
 
 def node_file(state: Path) -> Path:

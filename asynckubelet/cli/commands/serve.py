@@ -125,16 +125,19 @@ def serve(
     )
     ensure_engine(node.docker_host)
     # After the engine: an engine this process starts would inherit the priority.
-    for problem in daemon.set_priority(nice):
-        logger.info("{}; running at the priority it was given", problem)
-    if cluster.kubeconfig is not None:
-        from asynckubelet.cli.cluster_mode import serve_cluster
+    with daemon.cpu_priority(nice) as problems:
+        if problems:
+            logger.info("{}: running at the priority it was given", "; ".join(problems))
+        if cluster.kubeconfig is not None:
+            from asynckubelet.cli.cluster_mode import serve_cluster
 
-        config = dataclasses.replace(config, node_name=config.node_name.lower())
-        serve_cluster(config, node, cluster, state, host=host, port=port, allow_remote=allow_remote)
-        return
-    setup = _ServiceSetup(ranges=ranges, dns_server=dns_server, upstreams=upstreams)
-    run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote), setup)
+            config = dataclasses.replace(config, node_name=config.node_name.lower())
+            serve_cluster(
+                config, node, cluster, state, host=host, port=port, allow_remote=allow_remote
+            )
+            return
+        setup = _ServiceSetup(ranges=ranges, dns_server=dns_server, upstreams=upstreams)
+        run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote), setup)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -101,7 +101,8 @@ NiceOpt = Annotated[
         metavar="N",
         envvar="ASYNCKUBELET_NICE",
         help="The daemon's CPU priority, as nice(1) counts (-20 to 19): above the "
-        "containers' so that the node keeps answering while they start. Needs "
+        "containers' so that the node keeps answering while they start. With the kernel's "
+        "autogroup scheduling its session's (the terminal's) too, given back at exit. Needs "
         "CAP_SYS_NICE; without it the priority is left as it was, said in one line.",
     ),
 ]
