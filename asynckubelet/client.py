@@ -133,6 +133,11 @@ class _Answer:
         self._sock.close()
 
 
+def _why(e: Exception) -> str:
+    """What went wrong, in words (``timed out``, ``Connection reset by peer``)."""
+    return str(e.strerror if isinstance(e, OSError) and e.strerror else e) or type(e).__name__
+
+
 def _ask(
     path: str,
     method: str,
@@ -141,8 +146,11 @@ def _ask(
     body: bytes | None,
     *,
     timeout: float | None,
+    stream: bool = False,
 ) -> _Answer:
-    """Send one request to the daemon at the unix socket ``path``; its answer's head read."""
+    """Send one request to the daemon at the unix socket ``path``; its answer's head read
+    (within ``timeout``). A ``stream`` (a watch, a followed log) may then be silent for as
+    long as nothing happens: its body is read without a time limit."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT)
@@ -153,7 +161,10 @@ def _ask(
         if body is not None:
             lines.append(f"Content-Length: {len(body)}")
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + (body or b""))
-        return _Answer(sock)
+        answer = _Answer(sock)
+        if stream:
+            sock.settimeout(None)
+        return answer
     except BaseException:
         sock.close()
         raise
@@ -214,6 +225,7 @@ class NodeClient:
         body: object = None,
         accept: str = "application/json",
         timeout: float | None = None,
+        stream: bool = False,
     ) -> _Answer:
         headers = {"Accept": accept}
         data = None
@@ -228,6 +240,7 @@ class NodeClient:
                 headers,
                 data,
                 timeout=timeout or self.timeout,
+                stream=stream,
             )
         except OSError as e:
             raise errors.DaemonError(
@@ -335,7 +348,7 @@ class NodeClient:
         query = {"watch": True, "fieldSelector": fields, "labelSelector": selector}
         path = _namespaced(namespace, "pods") + _query(query)
         accept = TABLE_ACCEPT if table else "application/json"
-        response = self._send("GET", path, accept=accept, timeout=None)
+        response = self._send("GET", path, accept=accept, stream=True)
         try:
             if response.status >= 300:
                 raise _failure(response.status, response.read())
@@ -347,7 +360,9 @@ class NodeClient:
                 if isinstance(event, dict):
                     yield event
         except (OSError, BadAnswer) as e:
-            raise errors.DaemonError(f"the watch stream from the node daemon broke: {e!r}") from e
+            raise errors.DaemonError(
+                f"the watch stream from the node daemon broke: {_why(e)}"
+            ) from e
         finally:
             response.close()
 
@@ -378,14 +393,14 @@ class NodeClient:
             "sinceSeconds": since_seconds,
         }
         path = self._item(namespace, "pods", name) + "/log" + _query(params)
-        response = self._send("GET", path, accept="text/plain", timeout=None)
+        response = self._send("GET", path, accept="text/plain", stream=True)
         try:
             if response.status >= 300:
                 raise _failure(response.status, response.read())
             while line := response.readline():
                 yield line.decode("utf-8", errors="replace").rstrip("\n")
         except (OSError, BadAnswer) as e:
-            raise errors.DaemonError(f"the log stream from the node daemon broke: {e!r}") from e
+            raise errors.DaemonError(f"the log stream from the node daemon broke: {_why(e)}") from e
         finally:
             response.close()
 

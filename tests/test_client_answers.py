@@ -4,6 +4,11 @@ named as the daemon's failure, never a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -114,3 +119,53 @@ def test_a_plain_name_is_used_as_it_is() -> None:
     assert quote("web-1.example_x~") == "web-1.example_x~"
     assert quote("é") == "%C3%A9"
     assert quote("") == ""
+
+
+@pytest.fixture
+def slow_stream(tmp_path: Path) -> Iterator[Path]:
+    """A unix socket that answers each request with a stream's head at once, then stays
+    silent for 0.6 s, then sends one line and ends."""
+    path = tmp_path / "api.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn, contextlib.suppress(OSError):
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+                time.sleep(0.6)
+                conn.sendall(b'{"type":"MODIFIED","object":{"a":1}}\n')
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield path
+    server.close()
+
+
+def test_a_watch_stays_open_while_nothing_changes(slow_stream: Path) -> None:
+    events = list(NodeClient(slow_stream, timeout=0.2).watch(None))
+    assert [e["type"] for e in events] == ["MODIFIED"]
+
+
+def test_a_followed_log_stays_open_while_the_container_is_silent(slow_stream: Path) -> None:
+    lines = list(NodeClient(slow_stream, timeout=0.2).logs("default", "web", follow=True))
+    assert lines == ['{"type":"MODIFIED","object":{"a":1}}']
+
+
+def test_an_answer_that_does_not_come_is_given_up_after_the_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "api.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+    try:
+        with pytest.raises(errors.DaemonError, match="timed out"):
+            list(NodeClient(path, timeout=0.2).watch(None))
+    finally:
+        server.close()
