@@ -26,6 +26,7 @@ import json
 import os
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -564,7 +565,7 @@ async def pod_log(request: web.Request) -> web.StreamResponse:
     try:
         chosen, _ = access.default_container(pod, request.query.get("container") or None)
         instance = await access.container_instance(
-            node.runtime, pod, container=chosen, previous=previous
+            node.runtime, pod, container=chosen, previous=previous, reported=record.status
         )
     except errors.NotFound as e:
         return status(400, "BadRequest", str(e))
@@ -631,12 +632,33 @@ async def _body(request: web.Request) -> dict[str, Any]:
     return body
 
 
+@dataclass(frozen=True)
+class Forbidden:
+    """A PodSecurity rejection: the error, the file and the object it refuses."""
+
+    error: FieldError
+    source: str
+    kind: str
+    name: str
+
+    def message(self) -> str:
+        """The API server's: ``error when creating "web.yaml": pods "web" is forbidden:
+        violates PodSecurity ...``."""
+        info = kind_table.KINDS[self.kind]
+        group = info.api_version.rpartition("/")[0]
+        what = f"{info.plural}.{group}" if group else info.plural
+        return (
+            f'error when creating "{self.source}": {what} "{self.name}" is forbidden: '
+            f"{self.error.detail}"
+        )
+
+
 def admit(
     files: list[tuple[str, str]], *, node: Kubelet, namespaces: list[Namespace]
-) -> tuple[Manifests, tuple[FieldError, ...], tuple[FieldError, ...]]:
+) -> tuple[Manifests, tuple[FieldError, ...], tuple[FieldError, ...], tuple[Forbidden, ...]]:
     """Load ``(source, text)`` files as this node admits them (its level, node name and
     namespace policy; Namespaces stored or in an earlier file count): everything they
-    hold, every error, every warning."""
+    hold, every error, every warning, and the PodSecurity rejections among the errors."""
     config = node.config
     merged: dict[str, list[Any]] = {
         "pods": [],
@@ -650,6 +672,7 @@ def admit(
     secret_data: dict[tuple[str, str], Mapping[str, bytes]] = {}
     problems: list[FieldError] = []
     warnings: list[FieldError] = []
+    forbidden: list[Forbidden] = []
     known = list(namespaces)
     for source, text in files:
         report = inspect_manifests_text(
@@ -662,6 +685,7 @@ def admit(
         )
         problems += report.errors
         warnings += report.warnings
+        forbidden += [Forbidden(e, source, kind, name) for e, kind, name in report.forbidden]
         found = report.manifests
         known += found.namespaces
         merged["pods"] += found.pods
@@ -683,7 +707,7 @@ def admit(
         objects=tuple(merged["objects"]),
         order=tuple(merged["order"]),
     )
-    return manifests, tuple(problems), tuple(warnings)
+    return manifests, tuple(problems), tuple(warnings), tuple(forbidden)
 
 
 async def apply(request: web.Request) -> web.Response:
@@ -705,13 +729,22 @@ async def apply(request: web.Request) -> web.Response:
         return selector
     texts = [(str(f.get("source") or "<text>"), str(f["manifest"])) for f in files]
     namespaces = node.objects.namespaces()
-    manifests, problems, warnings = await anyio.to_thread.run_sync(
+    manifests, problems, warnings, policy = await anyio.to_thread.run_sync(
         lambda: admit(texts, node=node, namespaces=namespaces)
     )
     services = request.app[SERVICES_KEY]
     if not problems and services is not None:
         manifests, refused = services.admit(manifests)
         problems = (*problems, *refused)
+    if problems and len(policy) == len(problems):
+        for rejection in policy:
+            logger.info(
+                "{}/{} rejected from {}",
+                _singular(rejection.kind),
+                rejection.name,
+                rejection.source,
+            )
+        return _forbidden(policy)
     if problems:
         return _rejected(problems)
     verdicts = in_input_order(node.objects.verdicts(manifests), manifests.order)
@@ -785,6 +818,24 @@ def _in_terminating_namespace(
                 f"namespace {made.namespace} because it is being terminated",
             )
     return None
+
+
+def _singular(kind: str) -> str:
+    return kind_table.KINDS[kind].resource
+
+
+def _forbidden(rejections: Sequence[Forbidden]) -> web.Response:
+    """The API server's ``Forbidden``, one line per object PodSecurity refuses, each as
+    kubectl prints it after the first."""
+    message = "\nError from server (Forbidden): ".join(r.message() for r in rejections)
+    first = rejections[0]
+    return status(
+        403,
+        "Forbidden",
+        message,
+        name=first.name,
+        kind=PLURALS.get(first.kind, first.kind),
+    )
 
 
 def _rejected(problems: Iterable[FieldError]) -> web.Response:

@@ -157,9 +157,12 @@ async def test_admission_is_the_daemons_pod_security_level(
     client, _ = served
     host = POD.replace("spec:\n", "spec:\n  hostNetwork: true\n")
     code, body = await apply(client, host)
-    assert code == 422
-    assert [c["reason"] for c in body["details"]["causes"]] == ["Forbidden"]
-    assert 'violates PodSecurity "baseline:latest"' in body["details"]["causes"][0]["message"]
+    assert (code, body["reason"]) == (403, "Forbidden")
+    assert body["message"].startswith(
+        'error when creating "f0.yaml": pods "web" is forbidden: '
+        'violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)'
+    )
+    assert body["details"] == {"name": "web", "kind": "pods"}
 
 
 async def test_a_stored_namespace_label_applies_to_pods_applied_later(
@@ -172,8 +175,8 @@ async def test_a_stored_namespace_label_applies_to_pods_applied_later(
     )
     assert (await apply(client, namespace))[0] == 200
     code, body = await apply(client, POD.replace("{name: web}", "{name: web, namespace: locked}"))
-    assert code == 422
-    assert 'violates PodSecurity "restricted:latest"' in body["details"]["causes"][0]["message"]
+    assert code == 403
+    assert 'pods "web" is forbidden: violates PodSecurity "restricted:latest"' in body["message"]
 
 
 async def test_secrets_are_listed_and_read_without_their_values(

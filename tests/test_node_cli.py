@@ -8,11 +8,19 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import Daemon, running_daemon
-from lightkube.models.core_v1 import Pod
+from lightkube.models.core_v1 import (
+    ContainerState,
+    ContainerStateWaiting,
+    ContainerStatus,
+    Pod,
+    PodStatus,
+)
 from typer.testing import CliRunner
 
+from asynckubelet import errors
 from asynckubelet.cli.app import app
 from asynckubelet.cli.commands import delete as delete_command
+from asynckubelet.cli.commands import logs as logs_command
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.runtime.types import PodRuntimeStatus
 
@@ -176,3 +184,114 @@ def test_delete_that_times_out_fails_naming_the_pods_still_there(
     assert err.splitlines()[-1] == (
         "error: timed out after 0.2s waiting for the pods to be gone; still present: default/web"
     )
+
+
+MISSING = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: img-missing}
+spec:
+  containers: [{name: a, image: "nosuch.example/none:1"}]
+"""
+
+
+def waiting_in(reason: str) -> Callable[[Pod | None], bool]:
+    def check(pod: Pod | None) -> bool:
+        statuses = (pod.status.containerStatuses if pod and pod.status else None) or []
+        return any(
+            c.state and c.state.waiting and c.state.waiting.reason == reason for c in statuses
+        )
+
+    return check
+
+
+def test_logs_of_a_container_waiting_on_its_image_says_why_as_the_pods_status_does(
+    tmp_path: Path, node: Daemon
+) -> None:
+    node.docker.fail("pull_image", errors.ImagePullError("manifest unknown"), times=None)
+    source = tmp_path / "missing.yaml"
+    source.write_text(MISSING)
+    invoke("apply", "-f", str(source), state=tmp_path / "s")
+    node.portal.call(
+        lambda: node.node.wait("default", "img-missing", waiting_in("ErrImagePull"), timeout=10)
+    )
+    code, _, err = invoke("logs", "img-missing", state=tmp_path / "s")
+    assert (code, err) == (
+        1,
+        'Error from server (BadRequest): container "a" in pod "img-missing" is waiting to '
+        "start: image can't be pulled\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        ("ErrImagePull", "image can't be pulled"),
+        ("ImagePullBackOff", "trying and failing to pull image"),
+        ("CreateContainerConfigError", "CreateContainerConfigError"),
+    ],
+)
+def test_logs_without_a_daemon_says_why_the_container_waits_as_the_pods_status_does(
+    reason: str, said: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pod = load_manifests_text(MISSING, node_name="n1").pods[0]
+    waiting = ContainerState(waiting=ContainerStateWaiting(reason=reason))
+    pod.status = PodStatus(
+        containerStatuses=[
+            ContainerStatus(
+                name="a",
+                image="nosuch.example/none:1",
+                imageID="",
+                ready=False,
+                restartCount=0,
+                state=waiting,
+            )
+        ]
+    )
+    runtime = OnePodRuntime(stubborn=False)
+
+    @contextlib.asynccontextmanager
+    async def node_runtime(node: object) -> AsyncIterator[OnePodRuntime]:
+        yield runtime
+
+    async def node_pods(rm: object, node: object) -> list[Pod]:
+        return [pod]
+
+    monkeypatch.setattr(logs_command, "node_runtime", node_runtime)
+    monkeypatch.setattr(logs_command, "node_pods", node_pods)
+    code, _, err = invoke("logs", "img-missing", state=tmp_path / "s")
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        f'Error from server (BadRequest): container "a" in pod "img-missing" is waiting to '
+        f"start: {said}"
+    )
+
+
+HOST_PORT = POD.replace(
+    'image: "busybox:1.35"', 'image: "busybox:1.35", ports: [{containerPort: 80, hostPort: 8080}]'
+)
+
+
+def test_apply_of_a_pod_pod_security_forbids_is_the_api_servers_forbidden(
+    tmp_path: Path, node: Daemon
+) -> None:
+    source = tmp_path / "web.yaml"
+    source.write_text(HOST_PORT)
+    code, out, err = invoke("apply", "-f", str(source), state=tmp_path / "s")
+    assert (code, out) == (1, "")
+    assert err == (
+        f'Error from server (Forbidden): error when creating "{source}": pods "web" is '
+        'forbidden: violates PodSecurity "baseline:latest": hostPort (container "app" uses '
+        "hostPort 8080)\n"
+    )
+    assert node.node.objects.list("Pod") == []
+
+
+def test_apply_of_a_pod_with_a_schema_error_keeps_kubectls_validation_line(
+    tmp_path: Path, node: Daemon
+) -> None:
+    source = tmp_path / "web.yaml"
+    source.write_text(HOST_PORT.replace('image: "busybox:1.35", ', ""))
+    code, _, err = invoke("apply", "-f", str(source), state=tmp_path / "s")
+    assert code == 1
+    assert err.splitlines() == [f"error: {source}[0]: spec.containers[0].image: Required value"]

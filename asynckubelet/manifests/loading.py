@@ -132,6 +132,9 @@ class ManifestReport:
 
     manifests: Manifests
     errors: tuple[FieldError, ...] = ()
+    forbidden: tuple[tuple[FieldError, str, str], ...] = ()
+    """The PodSecurity rejections among ``errors``, each with the kind and name of the
+    object it refuses."""
 
     @property
     def accepted(self) -> bool:
@@ -672,7 +675,8 @@ class _Loader:
 
     def finish(self) -> ManifestReport:
         objects = []
-        for (kind, namespace, _), (obj, source) in self.objects.items():
+        forbidden: list[tuple[FieldError, str, str]] = []
+        for (kind, namespace, name), (obj, source) in self.objects.items():
             template = kinds.pod_template(obj)
             level = self.levels.get(namespace, self.level)
             results = (
@@ -682,29 +686,23 @@ class _Loader:
             )
             if results:
                 path = kinds.KINDS[kind].template_path or "spec.template"
-                self.record(
-                    FieldError(
-                        f"{path}.spec",
-                        "Forbidden",
-                        security.violation_message(level, results),
-                        source=source,
-                    )
-                )
+                message = security.violation_message(level, results)
+                before = len(self.errors)
+                self.record(FieldError(f"{path}.spec", "Forbidden", message, source=source))
+                if len(self.errors) > before:
+                    forbidden.append((self.errors[-1], kind, name))
             else:
                 objects.append(obj)
         pods = []
-        for (namespace, _), (pod, source) in self.pods.items():
+        for (namespace, name), (pod, source) in self.pods.items():
             level = self.levels.get(namespace, self.level)
             results = security.check_pod(pod, level=level)
             if results:
-                self.record(
-                    FieldError(
-                        "spec",
-                        "Forbidden",
-                        security.violation_message(level, results),
-                        source=source,
-                    )
-                )
+                message = security.violation_message(level, results)
+                before = len(self.errors)
+                self.record(FieldError("spec", "Forbidden", message, source=source))
+                if len(self.errors) > before:
+                    forbidden.append((self.errors[-1], "Pod", name))
             else:
                 pods.append(pod)
         if self.dropped_errors:
@@ -722,7 +720,7 @@ class _Loader:
             services=tuple(s for s, _ in self.services.values()),
             order=tuple(self.order),
         )
-        return ManifestReport(manifests, tuple(self.errors))
+        return ManifestReport(manifests, tuple(self.errors), tuple(forbidden))
 
 
 def _lookup(doc: Any, path: str) -> Any:

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lightkube.models.core_v1 import Container, Pod, PodSpec
+from lightkube.models.core_v1 import Container, Pod, PodSpec, PodStatus
 from lightkube.models.meta_v1 import ObjectMeta
 
 from asynckubelet import errors, hostfs
 from asynckubelet.manifests import Level, load_manifests
 from asynckubelet.node import sources, status_manager
+from asynckubelet.node.container_status import CONTAINER_CREATING
 from asynckubelet.node.status import generate
 from asynckubelet.runtime import actions
 from asynckubelet.runtime import containers as ctr
@@ -29,6 +30,11 @@ from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRunti
 
 PID_FILE = "serve.pid"
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
+WAITING_REASONS = {
+    "ErrImagePull": "image can't be pulled",
+    "ImagePullBackOff": "trying and failing to pull image",
+}
+"""What the kubelet says of a container that waits for these reasons when asked its logs."""
 
 
 @dataclass(frozen=True)
@@ -214,8 +220,29 @@ def _due_for_restart(pod: Pod, runtime: PodRuntimeStatus, newest: ContainerStatu
     return actions.should_container_be_restarted(spec, pod=pod, status=runtime)
 
 
+def _waiting_reason(reported: PodStatus | None, container: str) -> str:
+    """The reason the pod's status gives for the container waiting, else ``ContainerCreating``."""
+    if reported is not None:
+        for c in [*(reported.containerStatuses or []), *(reported.initContainerStatuses or [])]:
+            waiting = c.state.waiting if c.name == container and c.state else None
+            if waiting is not None and waiting.reason:
+                return waiting.reason
+    return CONTAINER_CREATING
+
+
+def waiting_message(pod: str, container: str, reason: str) -> str:
+    """The kubelet's ``validateContainerLogStatus`` error for a container that waits."""
+    said = WAITING_REASONS.get(reason, reason)
+    return f'container "{container}" in pod "{pod}" is waiting to start: {said}'
+
+
 def choose_instance(
-    pod: Pod, runtime: PodRuntimeStatus, *, container: str, previous: bool = False
+    pod: Pod,
+    runtime: PodRuntimeStatus,
+    *,
+    container: str,
+    previous: bool = False,
+    reported: PodStatus | None = None,
 ) -> ContainerStatus:
     """The instance whose output ``logs`` shows, as the kubelet's
     ``validateContainerLogStatus`` picks it from the pod's status.
@@ -224,7 +251,9 @@ def choose_instance(
     while the container waits to be restarted, the instance that just died (garbage
     collection keeps the newest dead instance, so it is always there). Without
     ``previous``: the running or dead newest instance; while a new instance is created
-    but not started yet, the one before it.
+    but not started yet, the one before it. A container with no instance to read is
+    waiting: the error says why as the pod's status does (``reported``, else
+    ``pod.status``).
     """
     name, _, _ = ctr.pod_identity(pod)
     instances = [c for c in runtime.containers if c.name == container]
@@ -240,17 +269,21 @@ def choose_instance(
     if newest is not None and newest.state is ContainerState.CREATED and len(instances) > 1:
         return instances[1]
     if newest is None or newest.state is ContainerState.CREATED:
-        raise errors.NotFound(
-            f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
-        )
+        reason = _waiting_reason(reported or pod.status, container)
+        raise errors.NotFound(waiting_message(name, container, reason))
     return newest
 
 
 async def container_instance(
-    rm: RuntimeManager, pod: Pod, *, container: str, previous: bool = False
+    rm: RuntimeManager,
+    pod: Pod,
+    *,
+    container: str,
+    previous: bool = False,
+    reported: PodStatus | None = None,
 ) -> ContainerStatus:
     """The current (or, with ``previous``, the last dead) instance of a pod's container,
     read from Docker now (see :func:`choose_instance`)."""
     name, ns, uid = ctr.pod_identity(pod)
     runtime = await rm.get_pod_status(uid=uid, name=name, namespace=ns)
-    return choose_instance(pod, runtime, container=container, previous=previous)
+    return choose_instance(pod, runtime, container=container, previous=previous, reported=reported)

@@ -272,8 +272,13 @@ class PodReads:
         """
         pod = self._pod(namespace, name)
         chosen, _ = access.default_container(pod, container)
+        record = self.status.find(namespace, name)
         instance = await access.container_instance(
-            self.runtime, pod, container=chosen, previous=previous
+            self.runtime,
+            pod,
+            container=chosen,
+            previous=previous,
+            reported=record.status if record is not None else None,
         )
         lines = self.runtime.docker.logs(
             instance.id, follow=follow, tail=tail, timestamps=timestamps, since=since
