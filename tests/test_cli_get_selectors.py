@@ -339,7 +339,7 @@ def test_without_a_daemon_get_pods_l_and_show_labels_filter_what_docker_holds(
     assert err.splitlines()[-1].startswith('Error from server (BadRequest): Unable to find "/v1')
 
 
-def test_without_a_daemon_get_reads_kept_namespaces_and_refuses_events(state: Path) -> None:
+def test_without_a_daemon_get_reads_kept_namespaces(state: Path) -> None:
     kept = ObjectStore(directory=state / "objects")
     kept.put(
         load_manifests_text(
@@ -357,9 +357,83 @@ def test_without_a_daemon_get_reads_kept_namespaces_and_refuses_events(state: Pa
     ]
     assert names(invoke(state, "get", "cm", "-l", "app")[1]) == ["one"]
     assert invoke(state, "get", "cm", "--show-labels")[1].splitlines()[2].split()[-1] == "<none>"
-    code, _, err = invoke(state, "get", "events")
-    assert code == 1
-    assert "events are kept by a running node daemon" in err
+
+
+def test_without_a_daemon_get_events_reads_the_events_the_node_kept(state: Path) -> None:
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from asynckubelet.node.access import StateDir
+    from asynckubelet.node.events import PodEvent
+
+    now = datetime.now(UTC)
+    kept = [
+        PodEvent(
+            "default",
+            "web",
+            "u1",
+            "Normal",
+            "Started",
+            "Started container app",
+            now - timedelta(seconds=30),
+            now - timedelta(seconds=20),
+            container="app",
+        ),
+        PodEvent(
+            "team",
+            "db",
+            "u2",
+            "Warning",
+            "BackOff",
+            "Back-off restarting failed container",
+            now - timedelta(seconds=50),
+            now - timedelta(seconds=10),
+            count=3,
+        ),
+        PodEvent(
+            "default",
+            "old",
+            "u3",
+            "Normal",
+            "Pulled",
+            "gone by now",
+            now - timedelta(hours=2),
+            now - timedelta(hours=2),
+        ),
+        PodEvent(
+            "default",
+            "bare",
+            "u4",
+            "Normal",
+            "Scheduled",
+            "Assigned to sel-node",
+            now - timedelta(seconds=40),
+            now - timedelta(seconds=40),
+        ),
+    ]
+    path = StateDir(state).events
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e.to_json()) + "\n" for e in kept))
+    code, out, err = invoke(state, "get", "events")
+    assert code == 0, err
+    assert err.splitlines() == [f"no node daemon for state dir {state}: reading the events it kept"]
+    lines = out.splitlines()
+    assert columns(lines[0]) == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert [columns(line)[1:] for line in lines[1:]] == [
+        ["Normal", "Scheduled", "pod/bare", "Assigned to sel-node"],
+        ["Normal", "Started", "pod/web", "Started container app"],
+    ]
+    everywhere = [columns(line) for line in invoke(state, "get", "ev", "-A")[1].splitlines()]
+    assert [(r[0], r[4]) for r in everywhere[1:]] == [
+        ("default", "pod/bare"),
+        ("default", "pod/web"),
+        ("team", "pod/db"),
+    ]
+    assert everywhere[3][1:3] == ["10s", "Warning"]
+    listed = json.loads(invoke(state, "get", "events", "-n", "team", "-o", "json")[1])
+    assert [(e["involvedObject"]["name"], e["count"]) for e in listed["items"]] == [("db", 3)]
+    code, out, err = invoke(state, "get", "events", "-n", "quiet")
+    assert (code, out, err.splitlines()[-1]) == (0, "", "No resources found in quiet namespace.")
 
 
 def test_fast_path_reads_selector_and_show_labels() -> None:

@@ -5,8 +5,8 @@ a LABELS column.
 With a daemon running, the daemon selects and prints the table (kubectl's server-side
 printing) and this command only lays it out, so it imports neither the Kubernetes models
 nor the status rules. Without one, pods are read from Docker and the state dir, and
-ConfigMaps, Secrets and Namespaces from the objects the daemon kept there; events live
-in the daemon only. Secret values are never printed.
+ConfigMaps, Secrets and Namespaces from the objects the daemon kept there, and events
+from the record it kept there. Secret values are never printed.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 
     from asynckubelet.client import NodeClient
     from asynckubelet.node.objects import StoredObject
+
+
+FALLBACKS = {"pods": "reading Docker directly", "events": "reading the events it kept"}
+"""What ``get`` reads without a daemon, as it says in one line (other kinds: the objects
+the daemon kept)."""
 
 
 @command(not_found_as="NotFound")
@@ -101,10 +106,8 @@ def get(
     client: NodeClient | None
     if watch:
         client = require_daemon(node, verb="get --watch")
-    elif plural == "pods":
-        client = daemon_client(node)
     else:
-        client = daemon_client(node, doing="reading the objects it kept")
+        client = daemon_client(node, doing=FALLBACKS.get(plural, "reading the objects it kept"))
     if client is None:
         if plural == "all":
             raise fail(f"no node daemon for state dir {node.state}: `get all` needs one")
@@ -303,7 +306,16 @@ def _get_without_daemon(
     if plural == "endpoints":
         raise fail("endpoints follow the pods of a running node daemon; start `asynckubelet serve`")
     if plural == "events":
-        raise fail("events are kept by a running node daemon; start `asynckubelet serve`")
+        _events_without_daemon(
+            name,
+            where=where,
+            output=output,
+            node=node,
+            headers=headers,
+            selector=wanted,
+            show_labels=show_labels,
+        )
+        return
     from asynckubelet.cli.fast import KINDS
     from asynckubelet.manifests.workloads import selector_matches
     from asynckubelet.node.objects import OBJECTS_DIR, StoredObject, object_key, read_persisted
@@ -333,6 +345,52 @@ def _get_without_daemon(
         _print_kept(kind, found, where=where, output=output, headers=headers, labels=show_labels)
         return
     print_items([dict(o.body) for o in found], plural, output=output, single=name is not None)
+
+
+def _events_without_daemon(
+    name: str | None,
+    *,
+    where: str | None,
+    output: str | None,
+    node: NodeRef,
+    headers: bool,
+    selector: dict[str, Any] | None,
+    show_labels: bool,
+) -> None:
+    """The events the node recorded in its state dir (an hour's, as the daemon serves
+    them), oldest first, in the daemon's table or as v1 Events."""
+    from asynckubelet.manifests.workloads import selector_matches
+    from asynckubelet.node.access import StateDir
+    from asynckubelet.node.events import read_events
+    from asynckubelet.printers import EVENT_COLUMNS, event_row, event_seen, now_utc
+    from asynckubelet.tables import table
+
+    now = now_utc()
+    bodies = [
+        e.to_v1()
+        for e in read_events(StateDir(node.state).events, now=now)
+        if where is None or e.namespace == where
+    ]
+    bodies = [
+        b
+        for b in bodies
+        if (name is None or b["metadata"]["name"] == name)
+        and (selector is None or selector_matches(selector, b["metadata"].get("labels") or {}))
+    ]
+    bodies.sort(key=event_seen)
+    if name is not None and not bodies:
+        raise not_found("NotFound", f'events "{name}" not found')
+    if output in (None, "wide"):
+        rows = [(event_row(b, now=now), b["metadata"]) for b in bodies]
+        print_table(
+            table(EVENT_COLUMNS, rows),
+            where=where,
+            wide=output == "wide",
+            headers=headers,
+            show_labels=show_labels,
+        )
+        return
+    print_items(bodies, "events", output=output, single=name is not None)
 
 
 def _with_default_namespace(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
