@@ -186,6 +186,38 @@ def test_a_priority_the_daemon_may_not_take_is_reported_and_left_as_it_was() -> 
         assert not found["group"].endswith("nice -5")
 
 
+ROOT_GROUP_PROBE = """
+import json, os, sys
+from asynckubelet.node import daemon
+
+daemon.AUTOGROUP = sys.argv[2]
+problems = daemon.set_priority(int(sys.argv[1]))
+print(json.dumps({"problems": problems, "thread": os.getpriority(os.PRIO_PROCESS, 0)}))
+"""
+
+
+def test_a_session_in_the_root_group_keeps_the_threads_priority_and_reports_nothing(
+    tmp_path: Path,
+) -> None:
+    """A process whose session init started without ``setsid`` has an empty autogroup file
+    (it shares the root group, whose priority the kernel refuses with EINVAL): the threads
+    get the priority, the group is left alone and nothing is reported."""
+    import json
+    import subprocess
+    import sys
+
+    root_group = tmp_path / "autogroup"
+    root_group.write_text("")
+    done = subprocess.run(
+        [sys.executable, "-c", ROOT_GROUP_PROBE, "5", str(root_group)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout) == {"problems": [], "thread": 5}
+    assert root_group.read_text() == ""
+
+
 SESSION_PROBE = """
 import json, sys
 from asynckubelet.node import daemon

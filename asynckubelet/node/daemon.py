@@ -61,8 +61,11 @@ def set_priority(nice: int) -> list[str]:
     session of its own). Under a burst of 110 pods on two cores the event loop waited for
     a CPU 13.6 s of 44 and its lag reached 226 ms at p99; the node needs about 7 % of the
     CPU then, so a higher priority costs the containers little. Call it after any engine
-    the daemon starts is running: a child inherits the priority. Returns what could not be
-    done, one line each (a lower value needs ``CAP_SYS_NICE``)."""
+    the daemon starts is running: a child inherits the priority. A process whose session
+    has no group of its own (one started by init without ``setsid``: it shares the root
+    group, whose priority the kernel refuses to change) keeps the threads' priority only,
+    which is then what counts. Returns what could not be done, one line each (a lower value
+    needs ``CAP_SYS_NICE``)."""
     problems: list[str] = []
     try:
         threads = [int(t) for t in os.listdir("/proc/self/task")]
@@ -76,11 +79,11 @@ def set_priority(nice: int) -> list[str]:
         except OSError as e:
             problems.append(f"cannot set the CPU priority to nice {nice} ({e.strerror})")
             break
+    if session_priority() is None:
+        return problems
     try:
         with open(AUTOGROUP, "w") as f:
             f.write(str(nice))
-    except FileNotFoundError:
-        pass
     except OSError as e:
         problems.append(f"cannot set the session's CPU priority to nice {nice} ({e.strerror})")
     return problems
@@ -88,7 +91,7 @@ def set_priority(nice: int) -> list[str]:
 
 def session_priority() -> int | None:
     """The priority of this process's session under the kernel's autogroup scheduling
-    (None: no autogroup)."""
+    (None: no autogroup scheduling, or a session in the root group, whose file is empty)."""
     try:
         with open(AUTOGROUP) as f:
             return int(f.read().split()[-1])
