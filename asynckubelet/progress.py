@@ -14,14 +14,21 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from rich.console import Console
-from rich.markup import escape
-
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.live import Live
     from rich.progress import Progress, TaskID
 
     from asynckubelet.docker import PullProgress
+
+
+def escape(text: str) -> str:
+    """``text`` with what rich would read as markup escaped (rich is imported when a
+    display first prints: a daemon that logs its pulls instead never needs it)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
 
 LineWriter = Callable[[str, str], None]
 """``(image or pod, text)``: where plain lines go."""

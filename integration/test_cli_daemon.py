@@ -192,9 +192,11 @@ def manifest(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def _daemon(tmp_path: Path, engine: Engine, node_name: str, *args: str) -> Iterator[Daemon]:
+def _daemon(
+    tmp_path: Path, engine: Engine, node_name: str, *args: str, state: str = "state"
+) -> Iterator[Daemon]:
     d = Daemon(
-        state=tmp_path / "state",
+        state=tmp_path / state,
         node_name=node_name,
         port=free_port(),
         engine=engine,
@@ -295,6 +297,18 @@ def test_the_daemon_runs_above_its_containers_cpu_priority(node: Daemon, tmp_pat
     container_pids = anyio.run(pids)
     assert container_pids
     assert all(priorities(pid) == {0} for pid in container_pids)
+
+
+def test_the_daemons_first_line_names_its_paths_as_they_are(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    """A state dir whose name reads as rich markup is printed as it is, not styled away."""
+    for node in _daemon(tmp_path, docker_engine, node_name, state="st[bold]ate"):
+        state = tmp_path / "st[bold]ate"
+        assert (
+            f"node {node_name}: manifests {state / 'manifests'}, http://127.0.0.1:{node.port}, "
+            f"local API {state / 'api.sock'}"
+        ) in node.log().splitlines()
 
 
 def test_a_daemon_killed_leaves_a_stale_socket_that_the_next_one_replaces(

@@ -21,7 +21,7 @@ import anyio
 
 from asynckubelet import errors
 from asynckubelet.cli.options import ClusterOptions, NodeOptions, UsageError
-from asynckubelet.cli.output import err, fail, run_async
+from asynckubelet.cli.output import err, fail, run_async, say
 
 if TYPE_CHECKING:
     from asynckubelet.cluster.agent import ClusterConfig, ClusterNode
@@ -150,11 +150,10 @@ async def _listen_and_publish(
     published.append(dataclasses.replace(info, pod_cidr=joined.pod_cidr or ""))
     daemon.write_node_info(state, published[0])
     kubelet_api = f", kubelet API port {joined.kubelet_port}" if joined.kubelet_port else ""
-    err.print(
+    say(
         f"node {joined.node_name} joined {joined.api.server} "
         f"(pod CIDR {joined.pod_cidr}{kubelet_api}), manifests "
-        f"{config.manifest_dir}, http://{host}:{bound}, local API {socket_file}",
-        soft_wrap=True,
+        f"{config.manifest_dir}, http://{host}:{bound}, local API {socket_file}"
     )
     daemon.settle_heap()
 

@@ -20,42 +20,91 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from types import ModuleType
-from typing import Any, TypeVar, TypeVarTuple
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple, cast
 
 import anyio
 import typer
-from rich.console import Console
-from rich.markup import escape
 from typer._click import exceptions as click_errors
 
 from asynckubelet import errors
 from asynckubelet.cli.options import LOG_FORMATS, LOG_LEVELS, LogOptions, UsageError, expand
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-class _Stdout(Console):
-    """Standard output. When its reader goes away (``| head``) rich's way applies (quiet,
-    exit 1), unless the command set ``on_closed``: then later writes go to /dev/null and
-    the command is told, to end in its own way."""
-
-    on_closed: Callable[[], None] | None = None
-
-    def on_broken_pipe(self) -> None:
-        if self.on_closed is None:
-            super().on_broken_pipe()
-            return
-        import os
-
-        self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        finally:
-            os.close(devnull)
-        self.on_closed()
+    from asynckubelet.cli.console import Stdout
 
 
-out = _Stdout(highlight=False, soft_wrap=True, emoji=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+C = TypeVar("C")
+
+
+class _OnFirstUse(Generic[C]):
+    """An object made when it is first used: ``rich.console`` takes 26 ms and 1.5 MB to
+    import, which a command that prints nothing (``serve``, while all is well) need not pay."""
+
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, make: Callable[[], C]) -> None:
+        object.__setattr__(self, "_make", make)
+        object.__setattr__(self, "_made", None)
+
+    def _get(self) -> C:
+        made: C | None = object.__getattribute__(self, "_made")
+        if made is None:
+            made = object.__getattribute__(self, "_make")()
+            object.__setattr__(self, "_made", made)
+        return made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._get(), name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self._get(), name)
+
+
+def made(console: C) -> C:
+    """The console itself behind :data:`out` or :data:`err`, made now: for what needs the
+    rich object, not its attributes (a live display enters it as a context)."""
+    if isinstance(console, _OnFirstUse):
+        made_now: C = console._get()
+        return made_now
+    return console
+
+
+def _stdout() -> Stdout:
+    from asynckubelet.cli.console import Stdout
+
+    return Stdout(highlight=False, soft_wrap=True, emoji=False)
+
+
+def _stderr() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+out = cast("Stdout", _OnFirstUse(_stdout))
+"""Standard output (:class:`~asynckubelet.cli.console.Stdout`)."""
+err = cast("Console", _OnFirstUse(_stderr))
+"""Standard error, a rich console."""
+
+
+def say(text: str) -> None:
+    """``text`` as it is, a line on stderr: what ``serve`` prints once it is up, without
+    importing rich for it."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def escape(text: str) -> str:
+    """``text`` with what rich would read as markup escaped."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
 
 R = TypeVar("R")
 T = TypeVar("T")

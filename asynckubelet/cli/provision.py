@@ -16,9 +16,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.markup import escape
-
-from asynckubelet.cli.output import err
+from asynckubelet.cli.output import err, escape
 
 Announce = Callable[[str], None]
 

@@ -30,7 +30,6 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from asynckubelet.cli.client import as_pod, read_files, require_daemon
 from asynckubelet.cli.options import (
@@ -42,7 +41,7 @@ from asynckubelet.cli.options import (
     WaitOpt,
     WaitTimeoutOpt,
 )
-from asynckubelet.cli.output import command, err, fail, out, run_async, warn
+from asynckubelet.cli.output import command, err, escape, fail, made, out, run_async, warn
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
@@ -353,7 +352,7 @@ async def _wait(
 
     from asynckubelet.progress import WaitDisplay
 
-    display = WaitDisplay(console=err, live=err.is_terminal)
+    display = WaitDisplay(console=made(err), live=err.is_terminal)
     pending: dict[str, str] = {}
 
     def waiting(key: str, why: str | None) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
 from asynckubelet import resources
 from asynckubelet.cli.client import (
@@ -40,7 +39,7 @@ from asynckubelet.cli.options import (
     RecursiveOpt,
     UsageError,
 )
-from asynckubelet.cli.output import command, err, fail, out, run_async
+from asynckubelet.cli.output import command, err, escape, fail, out, run_async
 
 if TYPE_CHECKING:
     from asynckubelet.client import NodeClient

@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from asynckubelet.cli.options import (
     DEFAULT_FIREWALL,
@@ -21,7 +20,7 @@ from asynckubelet.cli.options import (
     StateDirOpt,
     check_network,
 )
-from asynckubelet.cli.output import command, out, run_async
+from asynckubelet.cli.output import command, escape, out, run_async
 
 CNI_DIRS = (Path("/usr/lib/cni"), Path("/opt/cni/bin"))
 CNI_PLUGINS = ("bridge", "host-local", "portmap", "loopback")

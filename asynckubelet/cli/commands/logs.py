@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 import typer
-from rich.markup import escape
 
 from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime, pod_name
 from asynckubelet.cli.options import (
@@ -31,6 +30,7 @@ from asynckubelet.cli.options import (
 from asynckubelet.cli.output import (
     command,
     err,
+    escape,
     exit_on_signals,
     fail,
     run_async,

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 import typer
-from rich.markup import escape
 
 from asynckubelet.cli.client import as_pod, check_paths, find_daemon
 from asynckubelet.cli.options import (
@@ -47,7 +46,7 @@ from asynckubelet.cli.options import (
     PullTimeoutOpt,
     StateDirOpt,
 )
-from asynckubelet.cli.output import command, err, fail, out, run_async, warn
+from asynckubelet.cli.output import command, err, escape, fail, made, out, run_async, warn
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
@@ -121,7 +120,7 @@ def run(
         node=node,
         config=config,
         options=options,
-        pulls=PullDisplay(console=err, live=err.is_terminal),
+        pulls=PullDisplay(console=made(err), live=err.is_terminal),
         pull_timeout=pull_timeout,
         config_timeout=config_timeout,
     )

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-from rich.markup import escape
 
-from asynckubelet.cli.output import err
+from asynckubelet.cli.output import err, escape
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod

@@ -38,7 +38,7 @@ from asynckubelet.cli.options import (
     StopPodsOpt,
     UsageError,
 )
-from asynckubelet.cli.output import command, err, fail, run_async
+from asynckubelet.cli.output import command, err, fail, run_async, say
 
 if TYPE_CHECKING:
     from asynckubelet.network import NetworkPlugin
@@ -238,7 +238,7 @@ async def _serve(
                         )
                         published.append(info)
                         daemon.write_node_info(state, info)
-                        err.print(
+                        say(
                             f"node {config.node_name}: manifests {config.manifest_dir}, "
                             f"http://{at.host}:{bound}, local API {socket_file}"
                         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
 from asynckubelet.cli.options import (
     AllowNamespacePolicyOpt,
@@ -18,7 +17,7 @@ from asynckubelet.cli.options import (
     ValidatePodSecurityOpt,
     check_pod_security,
 )
-from asynckubelet.cli.output import command, out
+from asynckubelet.cli.output import command, escape, out
 
 if TYPE_CHECKING:
     from asynckubelet import errors
