@@ -1,9 +1,9 @@
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from socket_helpers import unix_server
 
 from asynckubelet.docker import engine
 from asynckubelet.node import daemon
@@ -44,39 +44,18 @@ def answering(tmp_path: Path) -> Iterator[tuple[Path, list[bytes], list[bytes]]]
     """A unix socket, ``api.sock`` in the test's folder, that answers each request with
     the next canned answer and records what each request sent (a connection closed
     without one, as a check that a daemon listens makes, is let go)."""
-    path = tmp_path / "api.sock"
     answers: list[bytes] = []
     requests: list[bytes] = []
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen()
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    more = conn.recv(65536)
-                    if not more:
-                        break
-                    data += more
-                if b"\r\n\r\n" not in data:
-                    continue
-                head, _, rest = data.partition(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                while len(rest) < length:
-                    rest += conn.recv(65536)
-                requests.append(head + b"\r\n\r\n" + rest)
-                conn.sendall(answers.pop(0))
+    def answer(conn: socket.socket, head: bytes, rest: bytes) -> None:
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        while len(rest) < length:
+            rest += conn.recv(65536)
+        requests.append(head + b"\r\n\r\n" + rest)
+        conn.sendall(answers.pop(0))
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield path, answers, requests
-    server.close()
+    with unix_server(tmp_path / "api.sock", answer) as path:
+        yield path, answers, requests

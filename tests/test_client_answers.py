@@ -4,14 +4,13 @@ named as the daemon's failure, never a traceback."""
 
 from __future__ import annotations
 
-import contextlib
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from socket_helpers import unix_server
 
 from asynckubelet import errors
 from asynckubelet.client import NodeClient
@@ -125,28 +124,14 @@ def test_a_plain_name_is_used_as_it_is() -> None:
 def slow_stream(tmp_path: Path) -> Iterator[Path]:
     """A unix socket that answers each request with a stream's head at once, then stays
     silent for 0.6 s, then sends one line and ends."""
-    path = tmp_path / "api.sock"
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen()
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn, contextlib.suppress(OSError):
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
-                time.sleep(0.6)
-                conn.sendall(b'{"type":"MODIFIED","object":{"a":1}}\n')
+    def answer(conn: socket.socket, head: bytes, rest: bytes) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+        time.sleep(0.6)
+        conn.sendall(b'{"type":"MODIFIED","object":{"a":1}}\n')
 
-    threading.Thread(target=serve, daemon=True).start()
-    yield path
-    server.close()
+    with unix_server(tmp_path / "api.sock", answer) as path:
+        yield path
 
 
 def test_a_watch_stays_open_while_nothing_changes(slow_stream: Path) -> None:

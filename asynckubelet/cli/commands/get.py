@@ -292,21 +292,11 @@ def _get_without_daemon(
     show_labels: bool = False,
 ) -> None:
     wanted = _local_selector(plural, selector)
-    if plural == "pods":
-        _pods_without_daemon(
-            name,
-            where=where,
-            output=output,
-            node=node,
-            headers=headers,
-            selector=wanted,
-            show_labels=show_labels,
-        )
-        return
     if plural == "endpoints":
         raise fail("endpoints follow the pods of a running node daemon; start `asynckubelet serve`")
-    if plural == "events":
-        _events_without_daemon(
+    reader = {"pods": _pods_without_daemon, "events": _events_without_daemon}.get(plural)
+    if reader is not None:
+        reader(
             name,
             where=where,
             output=output,
