@@ -10,6 +10,7 @@ import aiohttp
 import anyio
 import anyio.abc
 import pytest
+from socket_helpers import unix_server
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerClient
@@ -193,3 +194,58 @@ async def test_a_daemon_that_never_answers_is_unavailable_not_a_hang(tmp_path: P
                 await client.version()
         tg.cancel_scope.cancel()
     assert len(accepted) == 2
+
+
+def _engine_answering(requests: list[str], *, api_version: str | None) -> Any:
+    """An engine that answers ``/_ping`` (with ``api_version`` in its ``Api-Version``
+    header, or none), ``/version`` and container listings, and records each request line."""
+
+    def answer(conn: Any, head: bytes, rest: bytes) -> None:
+        line = head.split(b"\r\n", 1)[0].decode()
+        requests.append(line)
+        path = line.split()[1]
+        headers = [f"Api-Version: {api_version}"] if api_version else []
+        if path == "/_ping":
+            body = b"OK"
+        elif path.endswith("/version"):
+            body = b'{"ApiVersion": "1.41", "Version": "20.10.24"}'
+        else:
+            body = b"[]"
+        kind = "text/plain" if body == b"OK" else "application/json"
+        head_out = [
+            "HTTP/1.1 200 OK",
+            f"Content-Type: {kind}",
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+            *headers,
+        ]
+        conn.sendall(("\r\n".join(head_out) + "\r\n\r\n").encode() + body)
+
+    return answer
+
+
+async def test_a_ping_settles_the_api_version_so_no_call_asks_for_the_engines_version(
+    tmp_path: Path,
+) -> None:
+
+    requests: list[str] = []
+    with unix_server(tmp_path / "d.sock", _engine_answering(requests, api_version="1.41")) as path:
+        async with DockerClient(url=f"unix://{path}") as client:
+            assert await client.ping() is True
+            assert await client.list_containers() == []
+    paths = [r.split()[1] for r in requests]
+    assert paths[0] == "/_ping"
+    assert paths[1].startswith("/v1.41/containers/json")
+    assert not [p for p in paths if p.endswith("/version")]
+
+
+async def test_an_engine_whose_ping_names_no_api_version_is_asked_for_it(tmp_path: Path) -> None:
+
+    requests: list[str] = []
+    with unix_server(tmp_path / "d.sock", _engine_answering(requests, api_version=None)) as path:
+        async with DockerClient(url=f"unix://{path}") as client:
+            assert await client.ping() is True
+            assert await client.list_containers() == []
+    paths = [r.split()[1] for r in requests]
+    assert paths[:2] == ["/_ping", "/version"]
+    assert paths[2].startswith("/v1.41/containers/json")

@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import re
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -51,6 +52,8 @@ from asynckubelet.docker.types import (
 
 T = TypeVar("T")
 
+_API_VERSION = re.compile(r"^\d+\.\d+$")
+
 _STREAM_NAMES = {0: "stdout", 1: "stdout", 2: "stderr"}
 FOLLOW_RECHECK_LINES = 10_000
 """A followed log that ended (its container stopped) with at most this many lines is read
@@ -62,6 +65,17 @@ before it exited (a short-lived ``cat``'s only output) can miss the stream."""
 def _log_retry(state: RetryCallState) -> None:
     exc = state.outcome.exception() if state.outcome else None
     logger.warning("docker call failed ({}), attempt {}; retrying", exc, state.attempt_number)
+
+
+async def _ping(docker: aiodocker.Docker) -> None:
+    """``GET /_ping``, as the docker CLI asks first: the engine's cheapest answer, whose
+    ``Api-Version`` header settles the API version for every later call (aiodocker would
+    otherwise ask ``GET /version``, which makes the engine ask containerd, before the
+    first versioned call)."""
+    async with docker._query("_ping", versioned_api=False) as response:
+        version = response.headers.get("Api-Version", "")
+    if docker.api_version == "auto" and _API_VERSION.match(version):
+        docker.api_version = f"v{version}"
 
 
 class DockerClient:
@@ -199,7 +213,7 @@ class DockerClient:
         HTTP to its TLS port) raises RuntimeUnavailable saying so: no wait can change that.
         """
         try:
-            await self._call("ping", lambda d: d.version(), retry=False)
+            await self._call("ping", _ping, retry=False)
         except errors.DockerError as e:
             if isinstance(e, errors.RuntimeUnavailable) and not is_transient(e):
                 raise
