@@ -5,9 +5,12 @@ the event loop or the Docker client."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -222,13 +225,127 @@ def test_a_deferred_package_runs_its_init_only_when_an_attribute_of_it_is_used(
     assert akl_deferred_log.RAN == [1]
 
 
-def _fresh(code: str) -> str:
+def test_a_module_imported_with_an_environment_sees_it_and_the_process_keeps_its_own(
+    modules: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = modules / "akl_envpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "seen.py").write_text(
+        "import os\nSEEN = (os.environ.get('AKL_SET'), os.environ.get('AKL_KEPT'))\n"
+    )
+    monkeypatch.delenv("AKL_SET", raising=False)
+    monkeypatch.setenv("AKL_KEPT", "mine")
+    _imports.with_environment("akl_envpkg.seen", {"AKL_SET": "during", "AKL_KEPT": "during"})
+    assert "AKL_SET" not in os.environ
+    from akl_envpkg import seen  # type: ignore[import-not-found]
+
+    assert seen.SEEN == ("during", "during")
+    assert "AKL_SET" not in os.environ
+    assert os.environ["AKL_KEPT"] == "mine"
+
+
+def test_a_module_whose_import_fails_still_leaves_the_environment_as_it_was(
+    modules: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (modules / "akl_envfail.py").write_text("raise RuntimeError('broken')\n")
+    monkeypatch.delenv("AKL_SET", raising=False)
+    _imports.with_environment("akl_envfail", {"AKL_SET": "during"})
+    with pytest.raises(RuntimeError, match="broken"):
+        import akl_envfail  # type: ignore[import-not-found]  # noqa: F401
+    assert "AKL_SET" not in os.environ
+
+
+_CONTEXTS = (
+    "import os, sys\n"
+    "from asynckubelet.cli import spare_the_ca_bundle\n"
+    "spare_the_ca_bundle()\n"
+    "import aiodocker\n"
+    "from aiohttp import connector\n"
+    "print(connector._SSL_CONTEXT_VERIFIED.cert_store_stats()['x509_ca'],"
+    " os.environ.get('SSL_CERT_FILE'))\n"
+)
+
+
+def test_the_commands_aiohttp_loads_no_ca_bundle_and_leaves_ssl_cert_file_unset() -> None:
+    loaded, variable = _fresh(_CONTEXTS).split()
+    assert (loaded, variable) == ("0", "None")
+
+
+def test_an_ssl_cert_file_the_user_set_is_loaded_as_asked(tmp_path: Path) -> None:
+    bundle = Path("/etc/ssl/certs/ca-certificates.crt")
+    if not bundle.is_file():
+        pytest.skip("no system CA bundle on this machine")
+    loaded, variable = _fresh(_CONTEXTS, env={"SSL_CERT_FILE": str(bundle)}).split()
+    assert int(loaded) > 0
+    assert variable == str(bundle)
+
+
+def _serving_tls_once(cert: Path, key: Path) -> int:
+    """A loopback port whose first connection gets a TLS handshake with ``cert``."""
+    import socket
+    import ssl
+    import threading
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        with server:
+            conn, _ = server.accept()
+            with contextlib.suppress(OSError), context.wrap_socket(conn, server_side=True):
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return int(server.getsockname()[1])
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_without_the_bundle_a_ca_in_the_hashed_directory_still_verifies_a_server(
+    tmp_path: Path, trusted: bool
+) -> None:
+    from asynckubelet.cluster import kubeletapi
+
+    cert, key = kubeletapi.self_signed_pair(
+        tmp_path / "pki", node_name="localhost", addresses=["127.0.0.1"]
+    )
+    hashed = tmp_path / "certs"
+    hashed.mkdir()
+    if trusted:
+        openssl = shutil.which("openssl")
+        assert openssl is not None, "openssl, which the README's set-up installs, is missing"
+        subject_hash = subprocess.run(
+            [openssl, "x509", "-hash", "-noout", "-in", str(cert)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        (hashed / f"{subject_hash}.0").write_bytes(cert.read_bytes())
+    port = _serving_tls_once(cert, key)
+    out = _fresh(
+        "import socket, ssl\n"
+        "from asynckubelet.cli import spare_the_ca_bundle\n"
+        "spare_the_ca_bundle()\n"
+        "from aiohttp import connector\n"
+        f"with socket.create_connection(('127.0.0.1', {port})) as s:\n"
+        "    try:\n"
+        "        connector._SSL_CONTEXT_VERIFIED.wrap_socket(s, server_hostname='localhost')\n"
+        "        print('verified')\n"
+        "    except ssl.SSLCertVerificationError as e:\n"
+        "        print(e.reason)\n",
+        env={"SSL_CERT_DIR": str(hashed)},
+    )
+    assert out.strip() == ("verified" if trusted else "CERTIFICATE_VERIFY_FAILED")
+
+
+def _fresh(code: str, env: dict[str, str] | None = None) -> str:
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={"PYTHONPATH": str(REPO)},
+        env={"PYTHONPATH": str(REPO), **(env or {})},
         check=True,
     )
     return result.stdout + result.stderr

@@ -5,7 +5,8 @@ plain ``get`` forms through a running daemon without loading the command-line fr
 everything else goes to the Typer app, loaded then. Once the command has ended and its
 output is flushed, the process leaves at once: the interpreter's teardown of the modules
 a command loaded (the Docker client, the HTTP stack) takes tens of milliseconds and does
-nothing a command needs.
+nothing a command needs. The commands the app serves import aiohttp's connector without
+parsing the system's CA bundle file (:func:`spare_the_ca_bundle`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def _command() -> int | None:
     code = fast.main(sys.argv[1:])
     if code is not None:
         return code
+    spare_the_ca_bundle()
     _load_app()
     from asynckubelet.cli.app import main as run_app
 
@@ -59,6 +61,19 @@ def _leave(code: object) -> None:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(status)
+
+
+def spare_the_ca_bundle() -> None:
+    """Have aiohttp's connector, once a command imports it, make its default TLS contexts
+    with ``SSL_CERT_FILE`` naming an empty file (see
+    :func:`asynckubelet._imports.with_environment`): they then load no CA at import, and
+    find a system CA in the hashed certificate directory when a handshake needs one. Not
+    when ``SSL_CERT_FILE`` is set: the file it names is then loaded as the user asked."""
+    if "SSL_CERT_FILE" in os.environ:
+        return
+    from asynckubelet import _imports
+
+    _imports.with_environment("aiohttp.connector", {"SSL_CERT_FILE": os.devnull})
 
 
 def _load_app() -> Any:
