@@ -196,6 +196,26 @@ async def test_without_the_initial_listing_pods_there_already_change_and_go_as_k
     ]
 
 
+async def test_a_deleted_pod_goes_as_the_node_last_showed_it_not_as_a_reader_changed_it(
+    tmp_path: Path, docker: FakeDocker
+) -> None:
+    node = make_node(tmp_path, docker)
+    web = pod()
+    async with node.watch() as changes:
+        node.status.set(web, status_of("Running"))
+        _, added = await anext(changes)
+        assert added.metadata is not None
+        added.metadata.labels = {"changed": "by-the-reader"}
+        node.status.remove((web.metadata.uid or "") if web.metadata else "")
+        kind, deleted = await anext(changes)
+    assert kind == "DELETED"
+    assert deleted is not added
+    assert deleted.metadata is not None
+    assert deleted.metadata.labels != {"changed": "by-the-reader"}
+    assert deleted.status is not None
+    assert deleted.status.phase == "Running"
+
+
 async def test_the_initial_listing_does_not_count_against_the_buffer(
     tmp_path: Path, docker: FakeDocker
 ) -> None:

@@ -198,9 +198,9 @@ class PodReads:
         """
         records = self.status.list() if initial else []
         send, receive = anyio.create_memory_object_stream[tuple[str, Pod]](buffer + len(records))
-        known: dict[str, Pod] = (
-            {} if initial else {r.uid: r.api_object() for r in self.status.list()}
-        )
+        # The records the reader was last told of (the node's own, frozen: no copy is
+        # kept); a deleted pod is sent as the last of them showed it.
+        known: dict[str, PodRecord] = {} if initial else {r.uid: r for r in self.status.list()}
         overflowed = False
 
         def offer(record: PodRecord | None, uid: str) -> None:
@@ -211,10 +211,10 @@ class PodReads:
                 old = known.pop(uid, None)
                 if old is None:
                     return
-                item = ("DELETED", old)
+                item = ("DELETED", old.api_object())
             else:
                 item = ("MODIFIED" if uid in known else "ADDED", record.api_object())
-                known[uid] = item[1]
+                known[uid] = record
             try:
                 send.send_nowait(item)
             except anyio.WouldBlock:
