@@ -264,6 +264,17 @@ def test_the_daemon_publishes_a_0600_socket_and_its_configuration(node: Daemon) 
     assert not info_file.exists()
 
 
+def test_reset_refuses_while_the_daemon_runs(node: Daemon) -> None:
+    proc = node.cli("reset")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        f"error: a node daemon runs for state dir {node.state}: stop it first "
+        "(its pods keep using the pod network)"
+    )
+    assert node.network is not None
+    assert Path("/sys/class/net", node.network.bridge).exists()
+
+
 def priorities(pid: int) -> set[int]:
     """The CPU priorities (nice values) of the process's threads."""
     found = set()

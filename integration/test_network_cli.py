@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -121,3 +122,93 @@ def test_run_with_a_cluster_dns_gives_cluster_first_pods_the_cluster_resolver(
         "dns/show | search default.svc.example.internal svc.example.internal example.internal"
     )
     assert lines[-1] == "dns/show | options ndots:5"
+
+
+LONG_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: holder}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: wait
+      image: BUSYBOX
+      command: ["sh", "-c", "trap 'exit 0' TERM; sleep 300 & wait"]
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the bridge backend needs root")
+def test_reset_refuses_while_a_pod_holds_an_address_then_removes_the_node_network(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    from integration.network_helpers import NodeNetwork
+
+    network = NodeNetwork.of(node_name)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("ASYNCKUBELET_")},
+        **network.env,
+        "PYTHONPATH": str(REPO),
+        "DOCKER_HOST": docker_engine.url,
+        "ASYNCKUBELET_STATE_DIR": str(tmp_path / "state"),
+        "ASYNCKUBELET_PAUSE_IMAGE": PAUSE_IMAGE,
+        "ASYNCKUBELET_NODE_NAME": node_name,
+    }
+
+    def reset() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "asynckubelet", "reset", "--network", "bridge"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+
+    def firewall_lines() -> list[str]:
+        save = shutil.which("iptables-save")
+        assert save is not None
+        saved = subprocess.run([save], capture_output=True, text=True, check=True)
+        return [line for line in saved.stdout.splitlines() if network.bridge in line]
+
+    manifest = tmp_path / "holder.yaml"
+    manifest.write_text(textwrap.dedent(LONG_POD).replace("BUSYBOX", BUSYBOX_IMAGE))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "asynckubelet", "run", str(manifest), "--network", "bridge"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert run.stderr is not None
+        for line in run.stderr:
+            if line.strip() == "pod/holder: Running":
+                break
+        else:
+            pytest.fail(f"the run ended before its pod ran (exit {run.wait()})")
+        refused = reset()
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == (
+            f"error: bridge {network.bridge} is in use by pods default/holder: delete them first"
+        )
+        assert Path("/sys/class/net", network.bridge).exists()
+        assert firewall_lines()
+
+        run.terminate()
+        run.communicate(timeout=60)
+        assert run.returncode == 128 + 15
+        done = reset()
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"removed bridge {network.bridge}, its firewall rules")
+        assert not Path("/sys/class/net", network.bridge).exists()
+        assert firewall_lines() == []
+        again = reset()
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.strip() == (
+            f"no pod network of bridge {network.bridge} on this host: nothing to remove"
+        )
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
+        network.remove()

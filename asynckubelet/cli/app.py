@@ -106,6 +106,12 @@ TREE: dict[str, Command | Group] = {
         "doctor",
         "Check what a node needs, with a fix for each problem (exit 1 when any).",
     ),
+    "reset": Command(
+        "reset",
+        "reset",
+        "Remove the pod network the node made on this host (bridge, firewall rules, address "
+        "records) once no pod uses it.",
+    ),
     "version": Command(
         "version",
         "version",

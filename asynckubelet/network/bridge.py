@@ -520,6 +520,14 @@ class BridgePlugin:
             await self.teardown_pod(sandbox_id=sid)
         return gone
 
+    async def attached(self) -> list[str]:
+        """The sandboxes that still hold an address or a record on this bridge, whichever
+        engine runs them (:meth:`sweep` first releases those of this engine that are gone)."""
+        found = set(await anyio.to_thread.run_sync(self._recorded))
+        for pool in self._pools():
+            found.update(await pool.owners())
+        return sorted(found)
+
     def _is_mine(self, engine: str) -> bool:
         """Whether an allocation or record made for ``engine`` is this agent's to judge
         (one made before engines were recorded, or with no engine known, is anyone's)."""

@@ -1,0 +1,101 @@
+"""``asynckubelet reset``: remove the pod network a node made on the host.
+
+``run`` and ``serve`` make the bridge backend's node network once and keep it for the next
+pod, as a kubelet's CNI bridge stays: the bridge, its firewall chains (or nftables
+tables) and its address records. ``reset`` takes them away, as ``kubeadm reset`` reverts
+what a node did to its host, once no pod uses them: it refuses while a node daemon runs
+for the state dir or while a sandbox (of any node, on any engine) still holds an address
+on the bridge, naming them. It touches nothing else: not the engine, its images, nor the
+state dir's manifests and objects.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import anyio
+
+from asynckubelet.cli.client import find_daemon
+from asynckubelet.cli.options import LogOptions, NodeOptions, NodeRef, StateDirOpt
+from asynckubelet.cli.output import command, fail, out, run_async
+
+if TYPE_CHECKING:
+    from asynckubelet.docker import DockerAPI
+
+NAMED_AT_MOST = 5
+"""Pods named when the bridge is still in use (then ``and N more``)."""
+
+
+@command()
+def reset(*, state_dir: StateDirOpt = None, node: NodeOptions, log: LogOptions) -> None:
+    """Remove the pod network the node made on this host (bridge, firewall rules, address
+    records) once no pod uses it.
+
+    Give the network options `serve` or `run` had (--bridge, --pod-cidr, their
+    variables). Refused while a node daemon runs for the state dir, or while a pod's
+    sandbox still holds an address on the bridge (they are named; delete those pods
+    first). The engine, its images and the state dir's objects are left as they are.
+    """
+    ref = NodeRef(state_dir=state_dir)
+    if find_daemon(ref) is not None:
+        raise fail(
+            f"a node daemon runs for state dir {ref.state}: stop it first "
+            "(its pods keep using the pod network)"
+        )
+    lines = run_async(_reset, node)
+    for line in lines:
+        out.print(line, markup=False, highlight=False)
+
+
+async def _reset(node: NodeOptions) -> list[str]:
+    from asynckubelet import errors
+    from asynckubelet.docker import DockerClient
+    from asynckubelet.network.bridge import BridgePlugin
+
+    async with DockerClient(url=node.docker_host, retry_attempts=1) as docker:
+        plugin = node.network_plugin(docker, node_name=node.runtime_config().node_name)
+        if not isinstance(plugin, BridgePlugin):
+            return [f"network {node.network}: the node made no pod network of its own on this host"]
+        bridge = plugin.config.bridge
+        if os.geteuid() != 0:
+            raise fail(f"removing bridge {bridge} and its firewall rules needs root")
+        present = (
+            await anyio.Path("/sys/class/net", bridge).exists()
+            or await anyio.Path(plugin.root).exists()
+        )
+        try:
+            await plugin.sweep()
+            attached = await plugin.attached()
+            if attached:
+                raise fail(await _in_use(docker, bridge, attached))
+            await plugin.remove_node_network()
+        except errors.RuntimeUnavailable as e:
+            raise fail(
+                f"cannot tell which pods still use bridge {bridge}: {e}; "
+                "start the engine their pods run on (`asynckubelet engine start`)"
+            ) from e
+        except errors.NetworkError as e:
+            raise fail(f"removing the pod network of bridge {bridge}: {e}") from e
+    if not present:
+        return [f"no pod network of bridge {bridge} on this host: nothing to remove"]
+    return [f"removed bridge {bridge}, its firewall rules and its address records ({plugin.root})"]
+
+
+async def _in_use(docker: DockerAPI, bridge: str, sandboxes: list[str]) -> str:
+    """``bridge akl0 is in use by pods default/web, default/db: delete them first``."""
+    from asynckubelet import errors
+    from asynckubelet.runtime import naming
+
+    names = []
+    for sid in sandboxes[:NAMED_AT_MOST]:
+        try:
+            labels = (await docker.inspect_container(sid)).get("Config", {}).get("Labels") or {}
+        except errors.DockerError:
+            labels = {}
+        name = labels.get(naming.LABEL_POD_NAME)
+        namespace = labels.get(naming.LABEL_POD_NAMESPACE)
+        names.append(f"{namespace}/{name}" if name and namespace else f"sandbox {sid[:12]}")
+    more = len(sandboxes) - len(names)
+    listed = ", ".join(names) + (f" and {more} more" if more > 0 else "")
+    return f"bridge {bridge} is in use by pods {listed}: delete them first"
