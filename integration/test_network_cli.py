@@ -212,3 +212,51 @@ def test_reset_refuses_while_a_pod_holds_an_address_then_removes_the_node_networ
             run.kill()
         run.communicate()
         network.remove()
+
+
+def test_reset_removes_the_docker_backends_network_a_run_left(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    from asynckubelet import errors
+    from asynckubelet.docker import DockerClient
+    from asynckubelet.network.dockernet import network_name
+
+    name = network_name(node_name)
+
+    async def network_exists() -> bool:
+        async with DockerClient(url=docker_engine.url) as docker:
+            try:
+                await docker.inspect_network(name)
+            except errors.NotFound:
+                return False
+            return True
+
+    def reset() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                *(sys.executable, "-m", "asynckubelet", "reset"),
+                *("--network", "docker", "--node-name", node_name),
+                *("--state-dir", str(tmp_path / "state")),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO), "DOCKER_HOST": docker_engine.url},
+        )
+
+    try:
+        proc = _run(tmp_path, node_name, "--network", "docker")
+        assert proc.returncode == 0, proc.stderr
+        assert anyio.run(network_exists)
+        done = reset()
+        assert (done.returncode, done.stdout.strip()) == (0, f"removed Docker network {name}")
+        assert not anyio.run(network_exists)
+        again = reset()
+        assert again.stdout.strip() == f"no Docker network {name} on the engine: nothing to remove"
+    finally:
+
+        async def remove() -> None:
+            async with DockerClient(url=docker_engine.url) as docker:
+                await docker.remove_network(name)
+
+        anyio.run(remove)

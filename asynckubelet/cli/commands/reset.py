@@ -1,12 +1,12 @@
 """``asynckubelet reset``: remove the pod network a node made on the host.
 
-``run`` and ``serve`` make the bridge backend's node network once and keep it for the next
-pod, as a kubelet's CNI bridge stays: the bridge, its firewall chains (or nftables
-tables) and its address records. ``reset`` takes them away, as ``kubeadm reset`` reverts
-what a node did to its host, once no pod uses them: it refuses while a node daemon runs
-for the state dir or while a sandbox (of any node, on any engine) still holds an address
-on the bridge, naming them. It touches nothing else: not the engine, its images, nor the
-state dir's manifests and objects.
+``run`` and ``serve`` make the node's pod network once and keep it for the next pod, as a
+kubelet's CNI bridge stays: the bridge backend's bridge, firewall chains (or nftables
+tables) and address records, or the docker backend's ``akl-<node>`` network. ``reset``
+takes them away, as ``kubeadm reset`` reverts what a node did to its host, once no pod
+uses them: it refuses while a node daemon runs for the state dir or while a sandbox (of
+any node, on any engine) is still on the network, naming the pods. It touches nothing
+else: not the engine, its images, nor the state dir's manifests and objects.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from asynckubelet.cli.output import command, fail, out, run_async
 
 if TYPE_CHECKING:
     from asynckubelet.docker import DockerAPI
+    from asynckubelet.network.dockernet import DockerNetworkPlugin
 
 NAMED_AT_MOST = 5
 """Pods named when the bridge is still in use (then ``and N more``)."""
@@ -32,10 +33,12 @@ def reset(*, state_dir: StateDirOpt = None, node: NodeOptions, log: LogOptions) 
     """Remove the pod network the node made on this host (bridge, firewall rules, address
     records) once no pod uses it.
 
-    Give the network options `serve` or `run` had (--bridge, --pod-cidr, their
-    variables). Refused while a node daemon runs for the state dir, or while a pod's
-    sandbox still holds an address on the bridge (they are named; delete those pods
-    first). The engine, its images and the state dir's objects are left as they are.
+    Give the network options `serve` or `run` had (--network, --bridge, --pod-cidr,
+    --node-name, their variables): the bridge backend's bridge, firewall rules and address
+    records go, or the docker backend's akl-<node> network. Refused while a node daemon
+    runs for the state dir, or while a pod's sandbox is still on the network (they are
+    named; delete those pods first). The engine, its images and the state dir's objects are
+    left as they are.
     """
     ref = NodeRef(state_dir=state_dir)
     if find_daemon(ref) is not None:
@@ -52,9 +55,12 @@ async def _reset(node: NodeOptions) -> list[str]:
     from asynckubelet import errors
     from asynckubelet.docker import DockerClient
     from asynckubelet.network.bridge import BridgePlugin
+    from asynckubelet.network.dockernet import DockerNetworkPlugin
 
     async with DockerClient(url=node.docker_host, retry_attempts=1) as docker:
         plugin = node.network_plugin(docker, node_name=node.runtime_config().node_name)
+        if isinstance(plugin, DockerNetworkPlugin):
+            return [await _remove_docker_network(docker, plugin)]
         if not isinstance(plugin, BridgePlugin):
             return [f"network {node.network}: the node made no pod network of its own on this host"]
         bridge = plugin.config.bridge
@@ -68,7 +74,7 @@ async def _reset(node: NodeOptions) -> list[str]:
             await plugin.sweep()
             attached = await plugin.attached()
             if attached:
-                raise fail(await _in_use(docker, bridge, attached))
+                raise fail(await _in_use(docker, f"bridge {bridge}", attached))
             await plugin.remove_node_network()
         except errors.RuntimeUnavailable as e:
             raise fail(
@@ -82,7 +88,33 @@ async def _reset(node: NodeOptions) -> list[str]:
     return [f"removed bridge {bridge}, its firewall rules and its address records ({plugin.root})"]
 
 
-async def _in_use(docker: DockerAPI, bridge: str, sandboxes: list[str]) -> str:
+async def _remove_docker_network(docker: DockerAPI, plugin: DockerNetworkPlugin) -> str:
+    """The ``docker`` backend's network of this node, removed once no sandbox is on it; a
+    network of that name that another node (or someone else) made is left alone."""
+    from asynckubelet import errors
+    from asynckubelet.docker.labels import LABEL_NODE
+
+    name = plugin.network
+    try:
+        info = await docker.inspect_network(name)
+    except errors.NotFound:
+        return f"no Docker network {name} on the engine: nothing to remove"
+    except errors.RuntimeUnavailable as e:
+        raise fail(f"cannot reach the Docker engine to remove network {name}: {e}") from e
+    owner = (info.get("Labels") or {}).get(LABEL_NODE)
+    if owner != plugin.node_name:
+        raise fail(
+            f"Docker network {name} is not node {plugin.node_name}'s "
+            f"(label {LABEL_NODE}={owner!r}): left as it is"
+        )
+    attached = sorted((info.get("Containers") or {}).keys())
+    if attached:
+        raise fail(await _in_use(docker, f"Docker network {name}", attached))
+    await plugin.remove_network()
+    return f"removed Docker network {name}"
+
+
+async def _in_use(docker: DockerAPI, what: str, sandboxes: list[str]) -> str:
     """``bridge akl0 is in use by pods default/web, default/db: delete them first``."""
     from asynckubelet import errors
     from asynckubelet.runtime import naming
@@ -98,4 +130,4 @@ async def _in_use(docker: DockerAPI, bridge: str, sandboxes: list[str]) -> str:
         names.append(f"{namespace}/{name}" if name and namespace else f"sandbox {sid[:12]}")
     more = len(sandboxes) - len(names)
     listed = ", ".join(names) + (f" and {more} more" if more > 0 else "")
-    return f"bridge {bridge} is in use by pods {listed}: delete them first"
+    return f"{what} is in use by pods {listed}: delete them first"
