@@ -213,13 +213,13 @@ def test_logs_of_a_container_waiting_on_its_image_says_why_as_the_pods_status_do
     source.write_text(MISSING)
     invoke("apply", "-f", str(source), state=tmp_path / "s")
     node.portal.call(
-        lambda: node.node.wait("default", "img-missing", waiting_in("ErrImagePull"), timeout=10)
+        lambda: node.node.wait("default", "img-missing", waiting_in("ImagePullBackOff"), timeout=10)
     )
     code, _, err = invoke("logs", "img-missing", state=tmp_path / "s")
     assert (code, err) == (
         1,
         'Error from server (BadRequest): container "a" in pod "img-missing" is waiting to '
-        "start: image can't be pulled\n",
+        "start: trying and failing to pull image\n",
     )
 
 

@@ -312,3 +312,18 @@ async def test_a_pod_worker_hosts_probers_and_log_followers_only_when_there_is_w
             stop.set()
     hosts = [n for n in ("prober default/web", "logs default/web") if n in names]
     assert hosts == tasks
+
+
+def test_an_image_pull_back_off_the_status_does_not_show_yet_is_shown_at_the_next_look() -> None:
+    pod = make_pod()
+    uid = pod.metadata.uid if pod.metadata and pod.metadata.uid else ""
+    images = backoff_mod.Backoff(clock=lambda: NOW - timedelta(seconds=4))
+    images.next(backoff_mod.image_pull_key(pod_uid=uid, image="busybox"), event_time=NOW)
+    due = wake(
+        pod,
+        status(waiting("ErrImagePull")),
+        runtime(pod),
+        waiting={"app": backoff_mod.IMAGE_PULL_BACK_OFF},
+        image_backoff=images,
+    )
+    assert due == runner.WAITING_RETRY

@@ -201,7 +201,9 @@ def next_wake(
     will wake it). ``waiting`` maps a container name to the reason the latest sync left it
     waiting for (``CrashLoopBackOff``...), newer than ``status``, which was made before it.
 
-    Due are: the end of a crash-loop or image-pull back-off; a look after ``WAITING_RETRY``
+    Due are: the end of a crash-loop or image-pull back-off (an image-pull back-off the
+    status does not show yet: a look after ``WAITING_RETRY``, which shows it); a look
+    after ``WAITING_RETRY``
     while another container waits (a failed start, a mount not there yet), unless it waits
     for an init container that runs; the pod's ``activeDeadlineSeconds``; the
     emptyDir size check every ``EVICTION_INTERVAL`` when ``eviction_check`` says the pod
@@ -218,23 +220,24 @@ def next_wake(
     for cs in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
         if cs.state is not None and cs.state.waiting is not None:
             reasons[cs.name] = cs.state.waiting.reason or ""
+    shown = dict(reasons)
     reasons.update(waiting or {})
     for name, reason in reasons.items():
         container = specs.get(name)
         if container is None:
             continue
-        until = _back_off_end(
+        seconds = _waiting_due(
             reason,
             container,
+            shown=shown.get(name),
             uid=uid,
             runtime=runtime,
             backoff=backoff,
             image_backoff=image_backoff,
+            now=now,
         )
-        if until is not None:
-            due.append((until - now).total_seconds())
-        elif not (reason == PODINITIALIZING and _init_runs(runtime)):
-            due.append(WAITING_RETRY)
+        if seconds is not None:
+            due.append(seconds)
     if spec.activeDeadlineSeconds is not None and status.startTime is not None:
         deadline = status.startTime + timedelta(seconds=spec.activeDeadlineSeconds)
         due.append((deadline - now).total_seconds())
@@ -253,6 +256,39 @@ def next_wake(
     if not due:
         return None
     return max(min(due), 0.0)
+
+
+def _waiting_due(
+    reason: str,
+    container: Container,
+    *,
+    shown: str | None,
+    uid: str,
+    runtime: PodRuntimeStatus,
+    backoff: backoff_mod.Backoff,
+    image_backoff: backoff_mod.Backoff,
+    now: datetime,
+) -> float | None:
+    """Seconds until a container waiting for ``reason`` (the status shows ``shown``) is
+    due to be looked at again; None: nothing is due for it."""
+    if reason == backoff_mod.IMAGE_PULL_BACK_OFF and shown != reason:
+        # The status still shows the pull that failed (ErrImagePull): the back-off is
+        # shown at the next look, as the kubelet's next sync shows it, and stays shown
+        # until it ends.
+        return WAITING_RETRY
+    until = _back_off_end(
+        reason,
+        container,
+        uid=uid,
+        runtime=runtime,
+        backoff=backoff,
+        image_backoff=image_backoff,
+    )
+    if until is not None:
+        return (until - now).total_seconds()
+    if reason == PODINITIALIZING and _init_runs(runtime):
+        return None
+    return WAITING_RETRY
 
 
 def _init_runs(runtime: PodRuntimeStatus) -> bool:

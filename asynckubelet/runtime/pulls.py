@@ -79,6 +79,7 @@ class ImagePull:
             self.error = (SyncError.IMAGE_PULL_BACK_OFF, message)
             if self.image_backoff.report_due(key):
                 self._event("Normal", "BackOff", message)
+                self._event("Warning", "Failed", "Error: ImagePullBackOff")
             return
         if policy != "Never":
             self._event("Normal", "Pulling", f'Pulling image "{image}"')
