@@ -22,6 +22,8 @@ from lightkube.models.core_v1 import (
     PodSpec,
     PodStatus,
     Probe,
+    ProjectedVolumeSource,
+    Volume,
 )
 
 from asynckubelet.node.container_status import COMPLETED, POD_INITIALIZING, container_state
@@ -724,6 +726,9 @@ def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: d
         lines += [f"  IP:  {ip}" for ip in ips]
     else:
         lines.append(field("IPs", "<none>"))
+    owner = next((r for r in (meta.ownerReferences if meta else None) or [] if r.controller), None)
+    if owner is not None:
+        lines.append(field("Controlled By", f"{owner.kind}/{owner.name}"))
     init_statuses = {c.name: c for c in (status.initContainerStatuses if status else None) or []}
     statuses = {c.name: c for c in (status.containerStatuses if status else None) or []}
     if spec.initContainers:
@@ -758,14 +763,102 @@ def _condition_lines(conditions: Sequence[PodCondition]) -> list[str]:
 
 
 def _volume_lines(spec: PodSpec) -> list[str]:
+    """kubectl's ``describeVolumes``: per volume its name, then its source's fields, each
+    volume's labels aligned among themselves (as its tab writer aligns them)."""
     lines = ["Volumes:"]
     for v in spec.volumes or []:
         lines.append(f"  {v.name}:")
-        kind = next(
-            (k for k, val in v.to_dict().items() if k != "name" and val is not None), "unknown"
-        )
-        lines.append(f"    Type:       {kind}")
+        fields = _volume_fields(v)
+        if fields is None:
+            lines.append("  <unknown>")
+            continue
+        width = max(len(label) for label, _ in fields) + 2
+        lines += [f"    {(label + ':').ljust(width + 1)}{value}" for label, value in fields]
+        if v.downwardAPI is not None:
+            lines.append("    Items:")
+            for item in v.downwardAPI.items or []:
+                if item.fieldRef is not None:
+                    lines.append(f"      {item.fieldRef.fieldPath} -> {item.path}")
+                if item.resourceFieldRef is not None:
+                    lines.append(f"      {item.resourceFieldRef.resource} -> {item.path}")
     return lines
+
+
+def _go_bool(value: bool | None) -> str:
+    return "true" if value else "false"
+
+
+def _volume_fields(v: Volume) -> list[tuple[str, object]] | None:
+    """The ``(label, value)`` lines kubectl prints for a volume's source (``Type`` first);
+    None for a source it does not know."""
+    if v.hostPath is not None:
+        return [
+            ("Type", "HostPath (bare host directory volume)"),
+            ("Path", v.hostPath.path),
+            ("HostPathType", v.hostPath.type if v.hostPath.type is not None else "<none>"),
+        ]
+    if v.emptyDir is not None:
+        limit = v.emptyDir.sizeLimit
+        return [
+            ("Type", "EmptyDir (a temporary directory that shares a pod's lifetime)"),
+            ("Medium", v.emptyDir.medium or ""),
+            ("SizeLimit", limit if limit and not _is_zero_quantity(limit) else "<unset>"),
+        ]
+    if v.secret is not None:
+        return [
+            ("Type", "Secret (a volume populated by a Secret)"),
+            ("SecretName", v.secret.secretName or ""),
+            ("Optional", _go_bool(v.secret.optional)),
+        ]
+    if v.configMap is not None:
+        return [
+            ("Type", "ConfigMap (a volume populated by a ConfigMap)"),
+            ("Name", v.configMap.name or ""),
+            ("Optional", _go_bool(v.configMap.optional)),
+        ]
+    if v.persistentVolumeClaim is not None:
+        return [
+            (
+                "Type",
+                "PersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same "
+                "namespace)",
+            ),
+            ("ClaimName", v.persistentVolumeClaim.claimName),
+            ("ReadOnly", _go_bool(v.persistentVolumeClaim.readOnly)),
+        ]
+    if v.downwardAPI is not None:
+        return [("Type", "DownwardAPI (a volume populated by information about the pod)")]
+    if v.projected is not None:
+        return [
+            ("Type", "Projected (a volume that contains injected data from multiple sources)"),
+            *_projected_fields(v.projected),
+        ]
+    return None
+
+
+def _projected_fields(projected: ProjectedVolumeSource) -> list[tuple[str, object]]:
+    fields: list[tuple[str, object]] = []
+    for source in projected.sources or []:
+        if source.secret is not None:
+            fields += [
+                ("SecretName", source.secret.name or ""),
+                ("Optional", _go_bool(source.secret.optional)),
+            ]
+        elif source.downwardAPI is not None:
+            fields.append(("DownwardAPI", "true"))
+        elif source.configMap is not None:
+            fields += [
+                ("ConfigMapName", source.configMap.name or ""),
+                ("Optional", _go_bool(source.configMap.optional)),
+            ]
+        elif source.serviceAccountToken is not None:
+            seconds = source.serviceAccountToken.expirationSeconds
+            fields.append(("TokenExpirationSeconds", seconds if seconds is not None else 3600))
+    return fields
+
+
+def _is_zero_quantity(quantity: str) -> bool:
+    return re.fullmatch(r"[+]?0*(\.0*)?([a-zA-Z]*)", str(quantity)) is not None
 
 
 def now_utc() -> datetime:

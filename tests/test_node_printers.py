@@ -381,3 +381,95 @@ def test_a_pod_document_has_kind_and_each_container_status_a_last_state() -> Non
     assert [cs["lastState"] for cs in document["status"]["containerStatuses"]] == [{}]
     restarted = pod_document(running_pod(restart_count=1, finished=NOW))
     assert restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1
+
+
+VOLUMES_POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: vols
+  ownerReferences:
+  - {apiVersion: apps/v1, kind: ReplicaSet, name: web-5d8f, uid: "u9", controller: true}
+spec:
+  containers: [{name: a, image: busybox}]
+  volumes:
+  - {name: cache, emptyDir: {}}
+  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 64Mi}}
+  - {name: cfg, configMap: {name: app-config}}
+  - {name: sec, secret: {secretName: db, optional: true}}
+  - {name: host, hostPath: {path: /data, type: Directory}}
+  - {name: claim, persistentVolumeClaim: {claimName: data}}
+  - name: info
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: cpu, resourceFieldRef: {containerName: a, resource: limits.cpu}}
+  - name: api
+    projected:
+      sources:
+      - serviceAccountToken: {path: token, expirationSeconds: 3607}
+      - configMap: {name: kube-root-ca.crt}
+      - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}
+"""
+
+
+def test_each_volume_is_described_with_its_sources_fields_as_kubectl_describes_it() -> None:
+    from asynckubelet.manifests import load_manifests_text
+
+    pod = load_manifests_text(VOLUMES_POD, node_name="n1", pod_security="privileged").pods[0]
+    text = describe_pod(pod, [], node_name="n1", now=NOW)
+    lines = text.splitlines()
+    start = lines.index("Volumes:")
+    assert lines[start : lines.index("QoS Class:        BestEffort")] == [
+        "Volumes:",
+        "  cache:",
+        "    Type:       EmptyDir (a temporary directory that shares a pod's lifetime)",
+        "    Medium:     ",
+        "    SizeLimit:  <unset>",
+        "  mem:",
+        "    Type:       EmptyDir (a temporary directory that shares a pod's lifetime)",
+        "    Medium:     Memory",
+        "    SizeLimit:  64Mi",
+        "  cfg:",
+        "    Type:      ConfigMap (a volume populated by a ConfigMap)",
+        "    Name:      app-config",
+        "    Optional:  false",
+        "  sec:",
+        "    Type:        Secret (a volume populated by a Secret)",
+        "    SecretName:  db",
+        "    Optional:    true",
+        "  host:",
+        "    Type:          HostPath (bare host directory volume)",
+        "    Path:          /data",
+        "    HostPathType:  Directory",
+        "  claim:",
+        "    Type:       PersistentVolumeClaim (a reference to a PersistentVolumeClaim in the "
+        "same namespace)",
+        "    ClaimName:  data",
+        "    ReadOnly:   false",
+        "  info:",
+        "    Type:  DownwardAPI (a volume populated by information about the pod)",
+        "    Items:",
+        "      metadata.labels -> labels",
+        "      limits.cpu -> cpu",
+        "  api:",
+        "    Type:                    Projected (a volume that contains injected data from "
+        "multiple sources)",
+        "    TokenExpirationSeconds:  3607",
+        "    ConfigMapName:           kube-root-ca.crt",
+        "    Optional:                false",
+        "    DownwardAPI:             true",
+    ]
+
+
+def test_a_pod_with_a_controller_names_it_after_its_ips() -> None:
+    from asynckubelet.manifests import load_manifests_text
+
+    pod = load_manifests_text(VOLUMES_POD, node_name="n1", pod_security="privileged").pods[0]
+    lines = describe_pod(pod, [], node_name="n1", now=NOW).splitlines()
+    at = lines.index("Controlled By:    ReplicaSet/web-5d8f")
+    assert lines[at - 1].startswith("IPs:")
+    assert (
+        describe_field(describe_pod(running_pod(), [], node_name="n1", now=NOW), "Controlled By")
+        is None
+    )
