@@ -44,6 +44,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -369,9 +370,22 @@ def print_probes(rest_probe: Probe | None, healthz: list[float], table: list[flo
         )
 
 
+def at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: a whole number not below ``least`` (the figures are the bursts'
+    own, so none means nothing to print)."""
+
+    def number(text: str) -> int:
+        value = int(text)
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, not {value}")
+        return value
+
+    return number
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pods", type=int, default=20)
+    parser.add_argument("--pods", type=at_least(1), default=20)
     parser.add_argument("--tree", type=Path, default=REPO, help="the asynckubelet code to time")
     parser.add_argument("--image", default="asynckubelet.local/busybox:1.35")
     parser.add_argument("--pause", default="asynckubelet.local/pause:3.10")
@@ -384,13 +398,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--rounds",
-        type=int,
+        type=at_least(1),
         default=3,
         help="bursts, one after another (the pods deleted between them), pooled",
     )
     parser.add_argument(
         "--paced-rounds",
-        type=int,
+        type=at_least(0),
         default=3,
         help="bursts after those, with get once a second: the loop's lag without the "
         "back-to-back get processes taking a core",

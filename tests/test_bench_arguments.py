@@ -1,0 +1,32 @@
+"""The benches refuse counts that would leave them nothing to measure, before starting
+anything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+@pytest.mark.parametrize(
+    ("argument", "said"),
+    [
+        (["--rounds", "0"], "argument --rounds: must be at least 1, not 0"),
+        (["--pods", "0"], "argument --pods: must be at least 1, not 0"),
+        (["--paced-rounds", "-1"], "argument --paced-rounds: must be at least 0, not -1"),
+    ],
+)
+def test_cli_latency_refuses_a_count_that_measures_nothing(argument: list[str], said: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "cli_latency.py"), *argument],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"cli_latency.py: error: {said}"
