@@ -444,13 +444,47 @@ def print_items(
     if output == "json":
         sys.stdout.write(json.dumps(document, indent=4) + "\n")
     else:
-        import yaml
+        sys.stdout.write(("---\n" if separator else "") + kubectl_yaml(document))
 
-        sys.stdout.write(("---\n" if separator else "") + yaml.safe_dump(document))
+
+_YAML_DUMPER: Any = None
+
+
+def kubectl_yaml(document: Any) -> str:
+    """``document`` as kubectl's ``-o yaml`` prints it (go-yaml, through sigs.k8s.io/yaml):
+    keys sorted, a string that would read as another type (``"8080"``, ``"true"``, ``""``)
+    in double quotes, one that needs quoting for its characters in single quotes, a string
+    of several lines as a literal block (``|``), non-ASCII text as it is."""
+    global _YAML_DUMPER
+    import yaml
+
+    if _YAML_DUMPER is None:
+
+        class Dumper(yaml.SafeDumper):
+            def choose_scalar_style(self) -> str:
+                style: str = super().choose_scalar_style()
+                event = self.event
+                if (
+                    style == "'"
+                    and isinstance(event, yaml.ScalarEvent)
+                    and event.tag == "tag:yaml.org,2002:str"
+                    and not event.implicit[0]
+                ):
+                    return '"'
+                return style
+
+        def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+            if "\n" in value:
+                return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+            return dumper.represent_str(value)
+
+        Dumper.add_representer(str, text)
+        _YAML_DUMPER = Dumper
+    return str(yaml.dump(document, Dumper=_YAML_DUMPER, allow_unicode=True, sort_keys=True))
 
 
 def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}
 
 
-__all__ = ["main", "parse", "print_items", "print_table", "show"]
+__all__ = ["kubectl_yaml", "main", "parse", "print_items", "print_table", "show"]
