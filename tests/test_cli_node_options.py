@@ -115,7 +115,7 @@ def test_serve_hands_the_bridge_options_from_flags_and_environment_to_the_factor
         ([], {"ASYNCKUBELET_NICE": "-20"}, -20),
     ],
 )
-def test_serve_sets_its_cpu_priority_once_the_engine_is_there(
+def test_serve_tunes_its_allocator_and_thread_switches_then_its_priority_once_the_engine_runs(
     handed_on: list[dict[str, Any]],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -124,6 +124,8 @@ def test_serve_sets_its_cpu_priority_once_the_engine_is_there(
     nice: int,
 ) -> None:
     order: list[object] = []
+    monkeypatch.setattr(daemon, "limit_malloc_arenas", lambda: order.append("arenas"))
+    monkeypatch.setattr(daemon, "quicken_thread_switches", lambda: order.append("switches"))
     monkeypatch.setattr(provision, "ensure_engine", lambda *a, **k: order.append("engine"))
 
     def set_priority(nice: int) -> list[str]:
@@ -137,7 +139,7 @@ def test_serve_sets_its_cpu_priority_once_the_engine_is_there(
         env={"ASYNCKUBELET_STATE_DIR": str(tmp_path), **env},
     )
     assert result.exit_code == 1
-    assert order == ["engine", nice]
+    assert order == ["arenas", "switches", "engine", nice]
     assert options.DEFAULT_NICE == -10
 
 

@@ -247,3 +247,92 @@ def test_the_session_gets_its_priority_back_when_the_daemon_ends() -> None:
     assert found["problems"] == []
     assert found["seen"][1] == 6
     assert found["seen"][0] == found["seen"][2] != 6
+
+
+ARENA_PROBE = """
+import ctypes, json, sys, tempfile, threading
+from asynckubelet.node import daemon
+
+took = daemon.limit_malloc_arenas() if sys.argv[1] == "limit" else None
+started = threading.Barrier(9)
+done = threading.Event()
+kept = []
+
+
+def work():
+    kept.append([bytes(4096 + i) for i in range(64)])
+    started.wait()
+    done.wait()
+
+
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+started.wait()
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
+libc.malloc_info.argtypes = (ctypes.c_int, ctypes.c_void_p)
+libc.fclose.argtypes = (ctypes.c_void_p,)
+with tempfile.NamedTemporaryFile() as f:
+    stream = libc.fopen(f.name.encode(), b"w")
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    arenas = f.read().decode().count("<heap nr=")
+done.set()
+for t in threads:
+    t.join()
+print(json.dumps({"took": took, "arenas": arenas}))
+"""
+
+
+def arena_probe(mode: str, **env: str) -> dict[str, Any]:
+    """Eight threads allocating at once, in a fresh process; the arenas glibc then has."""
+    import json
+    import subprocess
+    import sys
+
+    environment = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    done = subprocess.run(
+        [sys.executable, "-c", ARENA_PROBE, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**environment, **env},
+    )
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+glibc = pytest.mark.skipif(
+    __import__("platform").libc_ver()[0] != "glibc", reason="arenas are glibc's"
+)
+
+
+@glibc
+def test_the_daemons_threads_share_two_malloc_arenas() -> None:
+    from asynckubelet.node.daemon import MALLOC_ARENAS
+
+    unlimited = arena_probe("none")
+    limited = arena_probe("limit")
+    assert unlimited["arenas"] > MALLOC_ARENAS
+    assert limited == {"took": True, "arenas": MALLOC_ARENAS}
+
+
+@glibc
+def test_a_users_malloc_arena_max_is_left_as_it_is() -> None:
+    assert arena_probe("limit", MALLOC_ARENA_MAX="3") == {"took": False, "arenas": 3}
+
+
+def test_the_daemons_threads_hand_the_interpreter_over_after_a_millisecond() -> None:
+    import sys
+
+    from asynckubelet.node.daemon import SWITCH_INTERVAL, quicken_thread_switches
+
+    before = sys.getswitchinterval()
+    try:
+        quicken_thread_switches()
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL) == 0.001
+        assert before == pytest.approx(0.005)
+    finally:
+        sys.setswitchinterval(before)

@@ -123,6 +123,8 @@ def serve(
         node=node.node_info(),
         host_ips=(default_node_ip(),),
     )
+    daemon.limit_malloc_arenas()
+    daemon.quicken_thread_switches()
     ensure_engine(node.docker_host)
     # After the engine: an engine this process starts would inherit the priority.
     with daemon.cpu_priority(nice) as problems:
