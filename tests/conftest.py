@@ -1,4 +1,5 @@
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -37,6 +38,18 @@ def priorities_set(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(daemon, "set_priority", record)
     return asked
+
+
+@pytest.fixture(autouse=True)
+def _the_test_process_keeps_its_interpreter_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[None]:
+    """A ``serve`` a test runs in this process leaves its allocator as it is (the arenas'
+    limit is tested in processes of their own) and gives its thread switch interval back."""
+    monkeypatch.setattr(daemon, "limit_malloc_arenas", lambda: False)
+    interval = sys.getswitchinterval()
+    yield
+    sys.setswitchinterval(interval)
 
 
 @pytest.fixture
