@@ -50,11 +50,11 @@ def limit_malloc_arenas(count: int = MALLOC_ARENAS) -> bool:
     ``MALLOC_ARENA_MAX`` does; True when it took the setting. glibc gives every thread
     that allocates an arena of its own, up to eight per core, and the memory a burst of
     pods used in one (Docker's answers, files written, netlink messages: the daemon's
-    worker threads do that work) stays the process's while anything lives in it. With 110
-    pods the daemon held 2.3 MB less with two arenas; its threads run Python, one at a
-    time, so they seldom wait for one. Before the first worker thread starts: a thread
-    keeps the arena it was given. Left as it is when the environment sets
-    ``MALLOC_ARENA_MAX`` (the user's choice), and on a C library without ``mallopt``."""
+    worker threads do that work) stays the process's while anything lives in it. Two
+    arenas keep it in fewer places; the threads run Python one at a time, so they seldom
+    wait for an arena. Before the first worker thread starts: a thread keeps the arena it
+    was given. Left as it is when the environment sets ``MALLOC_ARENA_MAX`` (the user's
+    choice), and on a C library without ``mallopt``."""
     import ctypes
 
     if "MALLOC_ARENA_MAX" in os.environ:
