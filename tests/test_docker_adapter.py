@@ -249,3 +249,49 @@ async def test_an_engine_whose_ping_names_no_api_version_is_asked_for_it(tmp_pat
     paths = [r.split()[1] for r in requests]
     assert paths[:2] == ["/_ping", "/version"]
     assert paths[2].startswith("/v1.41/containers/json")
+
+
+def _garbage_types() -> set[str]:
+    """The types of the objects that only the cyclic collector could free, collected now."""
+    import gc
+
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        found = {f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    return found
+
+
+async def test_docker_calls_that_succeed_leave_no_garbage_for_the_cyclic_collector(
+    tmp_path: Path,
+) -> None:
+    import gc
+
+    requests: list[str] = []
+    with unix_server(tmp_path / "d.sock", _engine_answering(requests, api_version="1.41")) as path:
+        async with DockerClient(url=f"unix://{path}") as client:
+            await client.ping()
+            _garbage_types()
+            # What is alive now stays alive until the check: the garbage it finds was made
+            # by the calls, not left by earlier tests.
+            kept = gc.get_objects()
+            gc.disable()
+            try:
+                for _ in range(3):
+                    await client.start_container("c1")
+                    await client.inspect_container("c1")
+                    await client.list_containers()
+                left = _garbage_types()
+            finally:
+                gc.enable()
+                del kept
+    per_call = {t for t in left if t.startswith("tenacity.")} | (
+        left & {"aiodocker.containers.DockerContainer", "aiodocker.logs.DockerLog"}
+    )
+    assert per_call == set()
+    lines = [" ".join(r.split()[:2]) for r in requests]
+    assert "POST /v1.41/containers/c1/start" in lines
+    assert "GET /v1.41/containers/c1/json" in lines
