@@ -461,3 +461,60 @@ def test_the_bridge_backends_netlink_loads_only_pyroute2s_rtnetlink() -> None:
         "print(IPRoute.__name__, 'pyroute2.ndb' in sys.modules)\n"
     )
     assert out.splitlines() == ["[]", "IPRoute True"]
+
+
+def test_a_command_starts_with_the_collector_held_and_works_with_it_running() -> None:
+    """``main`` holds the cyclic collector while the command starts (its imports); the
+    command's event loop runs with the collector on and the start-up's objects frozen."""
+    out = _fresh(
+        "import gc, json\n"
+        "import asynckubelet.cli as cli\n"
+        "seen = {}\n"
+        "async def work():\n"
+        "    return gc.isenabled(), gc.get_freeze_count()\n"
+        "def command():\n"
+        "    seen['starting'] = gc.isenabled()\n"
+        "    from asynckubelet.cli.output import run_async\n"
+        "    seen['working'], seen['frozen'] = run_async(work)\n"
+        "    seen['after'] = gc.isenabled()\n"
+        "    print(json.dumps(seen), flush=True)\n"
+        "    return 0\n"
+        "cli._command = command\n"
+        "cli.main()\n"
+    )
+    seen = json.loads(out)
+    assert seen["starting"] is False
+    assert seen["working"] is True
+    assert seen["frozen"] > 1000
+    assert seen["after"] is True
+
+
+def test_an_embedding_programs_collector_is_left_as_it_set_it() -> None:
+    out = _fresh(
+        "import gc\n"
+        "from asynckubelet.cli.output import run_async\n"
+        "async def work():\n"
+        "    return gc.isenabled(), gc.get_freeze_count()\n"
+        "print(run_async(work))\n"
+        "gc.disable()\n"
+        "print(run_async(work))\n"
+    )
+    assert out.splitlines() == ["(True, 0)", "(False, 0)"]
+
+
+def test_a_watch_runs_with_the_collector_running() -> None:
+    out = _fresh(
+        "import gc\n"
+        "import asynckubelet.cli as cli\n"
+        "from asynckubelet.cli import fast\n"
+        "class Client:\n"
+        "    def watch(self, *args, **kwargs):\n"
+        "        print(gc.isenabled(), gc.get_freeze_count() > 0)\n"
+        "        return iter([{'type': 'ERROR', 'object': {'code': 500, 'message': 'gone'}}])\n"
+        "cli.hold_collector()\n"
+        "try:\n"
+        "    fast.watch(Client(), 'pods', None, where=None, output='name')\n"
+        "except Exception as e:\n"
+        "    print(e)\n"
+    )
+    assert out.splitlines() == ["True True", "gone"]

@@ -345,8 +345,10 @@ def watch(
     printed once; each later row alone, its columns as wide as the header's or its own
     cells; ``-o name`` one line per event, ``-o json``/``yaml`` one object each. A watch
     the daemon ends as expired (410) starts anew, its pods' rows printed again."""
+    from asynckubelet.cli import release_collector
     from asynckubelet.tables import render
 
+    release_collector()
     if plural != "pods":
         raise errors.DaemonError(f"watching {plural} is not supported: only pods are watched")
     table = output in (None, "wide")
