@@ -289,3 +289,17 @@ def test_the_network_request_carries_the_netns_ports_dns_and_asked_addresses() -
 def test_a_sandbox_without_a_known_process_has_no_netns_path() -> None:
     pod = make_pod()
     assert pod_network_request(pod, config_of(pod), sandbox_id="sb1", pid=0).netns_path == ""
+
+
+@pytest.mark.parametrize(("mode", "disabled"), [("none", True), ("host", False), ("akl-n1", False)])
+def test_docker_leaves_the_network_alone_only_for_a_namespace_the_backend_makes(
+    mode: str, disabled: bool
+) -> None:
+    pod = make_pod()
+    docker = sandbox_docker_config(
+        pod, config_of(pod), image="pause", network_mode=mode, network_disabled=True
+    )
+    assert docker.get("NetworkDisabled", False) is disabled
+    assert "NetworkDisabled" not in sandbox_docker_config(
+        pod, config_of(pod), image="pause", network_mode=mode
+    )

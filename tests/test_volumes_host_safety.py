@@ -306,3 +306,68 @@ def test_the_pod_worker_directories_are_not_made_through_a_planted_link(
     with pytest.raises(errors.UnsafePath):
         anyio.run(lambda: manager.termination_log(_pod("u1"), Container(name="c"), restart_count=0))
     assert _tree(outside) == HOST
+
+
+# -- the pod's resolv.conf and hosts file ----------------------------------------------------
+
+
+def _container(**fields: object) -> Container:
+    return cast(Container, Container.from_dict({"name": "c", "image": "x", **fields}))
+
+
+@pytest.mark.anyio
+async def test_the_pods_network_files_are_written_in_its_directory_and_mounted(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "pods"
+    manager = VolumeManager(root=root, node_name="n", use_tmpfs=False)
+    pod = _pod("u1")
+    assert await manager.network_file_mounts(pod, _container()) == []
+    await manager.write_network_files("u1", resolv_conf="nameserver 10.0.0.10\n", hosts="h\n")
+    files = {
+        p.name: (p.read_text(), stat.S_IMODE(p.stat().st_mode)) for p in (root / "u1").iterdir()
+    }
+    assert files == {"etc-hosts": ("h\n", 0o644), "resolv.conf": ("nameserver 10.0.0.10\n", 0o644)}
+    mounts = await manager.network_file_mounts(pod, _container())
+    assert {(m.target, m.source, m.read_only) for m in mounts} == {
+        ("/etc/hosts", str(root / "u1" / "etc-hosts"), False),
+        ("/etc/resolv.conf", str(root / "u1" / "resolv.conf"), False),
+    }
+    read_only = _container(securityContext={"readOnlyRootFilesystem": True})
+    assert {m.read_only for m in await manager.network_file_mounts(pod, read_only)} == {True}
+    own = _container(volumeMounts=[{"name": "v", "mountPath": "/etc/hosts"}])
+    assert [m.target for m in await manager.network_file_mounts(pod, own)] == ["/etc/resolv.conf"]
+    await manager.teardown_pod(uid="u1")
+    assert not root.exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("uid", ["../../host", "..", "x/y"])
+async def test_a_pod_uid_that_is_not_one_name_gets_no_network_files(
+    tmp_path: Path, outside: Path, uid: str
+) -> None:
+    manager = VolumeManager(root=tmp_path / "pods" / "root", node_name="n", use_tmpfs=False)
+    with pytest.raises(errors.UnsafePath):
+        await manager.write_network_files(uid, resolv_conf="x", hosts="y")
+    with pytest.raises(errors.UnsafePath):
+        await manager.network_file_mounts(_pod(uid), _container())
+    assert _tree(outside) == HOST
+
+
+@pytest.mark.anyio
+async def test_a_link_planted_as_a_network_file_is_replaced_never_followed_nor_mounted(
+    tmp_path: Path, outside: Path
+) -> None:
+    """A link at the pod's ``etc-hosts`` (say, made by a container through a volume) would
+    bind-mount the host file it names into the pod: it is neither mounted nor written
+    through."""
+    root = tmp_path / "pods"
+    manager = VolumeManager(root=root, node_name="n", use_tmpfs=False)
+    (root / "u1").mkdir(parents=True)
+    os.symlink(outside / "passwd", root / "u1" / "etc-hosts")
+    os.symlink(outside / "sub", root / "u1" / "resolv.conf")
+    assert await manager.network_file_mounts(_pod("u1"), _container()) == []
+    await manager.write_network_files("u1", resolv_conf="r\n", hosts="h\n")
+    assert _tree(outside) == HOST
+    assert (root / "u1" / "etc-hosts").read_text() == "h\n"
+    assert not (root / "u1" / "etc-hosts").is_symlink()

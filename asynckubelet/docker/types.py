@@ -69,6 +69,7 @@ class ContainerConfig(TypedDict, total=False):
     ExposedPorts: dict[str, dict[str, Any]]
     StopSignal: str
     StopTimeout: int
+    NetworkDisabled: bool
     HostConfig: HostConfig
 
 

@@ -10,11 +10,15 @@ nameservers are dropped, since 127.0.0.53 on the node is nobody inside a pod's n
 Docker made for the pause container (``ResolvConfPath``, ``HostsPath``). Every container
 that joins the sandbox's network namespace (``NetworkMode: container:<sandbox>``) gets
 these very files bind-mounted by Docker, so one write serves the whole pod. The files are
-rewritten in place, never replaced, because the bind mounts follow the inode.
+rewritten in place, never replaced, because the bind mounts follow the inode. A sandbox
+whose network namespace Docker leaves alone (``NetworkDisabled``) has no such files: the
+node writes the pod's own (:func:`read_pod_files`) and mounts them into each container,
+as the kubelet and the CRI runtimes do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from collections.abc import Callable, Sequence
@@ -421,6 +425,31 @@ async def pod_resolver(pod: Pod, *, settings: DNSSettings) -> ResolverConfig:
     return resolver
 
 
+async def read_pod_files(
+    pod: Pod, *, settings: DNSSettings, pod_ips: Sequence[str], whole: bool = False
+) -> PodFiles:
+    """:func:`pod_files` from the node's files. ``whole``: a hosts file even without a pod
+    IP (the kubelet's, with its localhost lines and hostAliases), for a pod whose sandbox
+    has no hosts file of Docker's to leave."""
+    host_resolv = (
+        await anyio.to_thread.run_sync(_read, settings.resolv_conf)
+        if (settings.resolv_conf)
+        else ""
+    )
+    node_hosts_text = await anyio.to_thread.run_sync(_read, "/etc/hosts")
+    files = pod_files(
+        pod,
+        settings=settings,
+        pod_ips=pod_ips,
+        host_resolv_text=host_resolv,
+        node_hosts_text=node_hosts_text,
+    )
+    if whole and files.hosts is None:
+        hosts = managed_hosts(pod, pod_ips=(), cluster_domain=settings.cluster_domain)
+        files = dataclasses.replace(files, hosts=hosts)
+    return files
+
+
 async def write_pod_files(
     *,
     docker: DockerAPI,
@@ -441,19 +470,7 @@ async def write_pod_files(
     if not resolv_path or not await anyio.Path(resolv_path).exists():
         logger.debug("dns: sandbox {} files are not local; Docker's stay", sandbox_id[:12])
         return None
-    host_resolv = (
-        await anyio.to_thread.run_sync(_read, settings.resolv_conf)
-        if (settings.resolv_conf)
-        else ""
-    )
-    node_hosts_text = await anyio.to_thread.run_sync(_read, "/etc/hosts")
-    files = pod_files(
-        pod,
-        settings=settings,
-        pod_ips=pod_ips,
-        host_resolv_text=host_resolv,
-        node_hosts_text=node_hosts_text,
-    )
+    files = await read_pod_files(pod, settings=settings, pod_ips=pod_ips)
     try:
         await anyio.to_thread.run_sync(_rewrite, resolv_path, files.resolv_conf)
         if files.hosts is not None and hosts_path:
@@ -478,6 +495,7 @@ __all__ = [
     "pod_files",
     "pod_hostname_and_domain",
     "pod_resolver",
+    "read_pod_files",
     "sandbox_hostname",
     "write_pod_files",
 ]

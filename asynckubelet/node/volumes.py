@@ -340,6 +340,11 @@ def _own_tree(dir_fd: int, gid: int, mask: int) -> None:
 POD_DIR_MODE = 0o750
 """The pods root, each pod's directory and the directories between it and the volumes:
 other local users reach nothing below (the kubelet's ``/var/lib/kubelet/pods``)."""
+HOSTS_FILE = "etc-hosts"
+RESOLV_FILE = "resolv.conf"
+NETWORK_FILES = {"/etc/hosts": HOSTS_FILE, "/etc/resolv.conf": RESOLV_FILE}
+"""Where a container sees the pod's network files, and their names in the pod's directory."""
+NETWORK_FILE_MODE = 0o644
 EMPTY_DIR_MODE = 0o777
 """An ``emptyDir``, writable by any user a container runs as (the kubelet's mode)."""
 FILES_DIR_MODE = 0o755
@@ -618,6 +623,51 @@ class VolumeManager:
 
         await anyio.to_thread.run_sync(make)
         return str(self.root / rel / name)
+
+    async def write_network_files(self, uid: str, *, resolv_conf: str, hosts: str) -> None:
+        """The pod's ``resolv.conf`` and ``etc-hosts`` (the kubelet's name) in its directory,
+        each replaced whole (mode 0644: every user of the pod's containers reads them)."""
+        rel = self._pod_rel(uid)
+
+        def write() -> None:
+            self._make_root()
+            with hostfs.open_dir(self.root, rel, create=True, mode=POD_DIR_MODE) as fd:
+                for name, text in ((HOSTS_FILE, hosts), (RESOLV_FILE, resolv_conf)):
+                    hostfs.write_at(fd, name, text.encode(), mode=NETWORK_FILE_MODE)
+
+        await anyio.to_thread.run_sync(write)
+
+    async def network_file_mounts(self, pod: Pod, container: Container) -> list[Mount]:
+        """The pod's files from :meth:`write_network_files` at ``/etc/hosts`` and
+        ``/etc/resolv.conf``, read-only with a read-only root filesystem (as the CRI
+        runtimes mount them); not where the container mounts a volume, nor when the pod
+        has none (its sandbox has Docker's)."""
+        assert pod.metadata is not None  # noqa: S101  (type narrowing: an admitted pod has metadata)
+        uid = pod.metadata.uid or ""
+        rel = self._pod_rel(uid)
+        taken = {m.mountPath.rstrip("/") for m in container.volumeMounts or []}
+        wanted = {t: n for t, n in NETWORK_FILES.items() if t not in taken}
+        read_only = bool(
+            container.securityContext and container.securityContext.readOnlyRootFilesystem
+        )
+
+        def present() -> list[str]:
+            try:
+                with hostfs.open_dir(self.root, rel) as fd:
+                    return [
+                        n
+                        for n in wanted.values()
+                        if stat.S_ISREG(os.stat(n, dir_fd=fd, follow_symlinks=False).st_mode)
+                    ]
+            except FileNotFoundError:
+                return []
+
+        found = await anyio.to_thread.run_sync(present) if wanted else []
+        return [
+            Mount(target=target, source=str(self.root / rel / name), read_only=read_only)
+            for target, name in wanted.items()
+            if name in found
+        ]
 
     async def teardown_pod(self, *, uid: str) -> None:
         self._prepared.pop(uid, None)

@@ -158,12 +158,21 @@ def sandbox_docker_config(
     network_mode: str,
     extra: SandboxExtra | None = None,
     engine_dns_keys: bool = False,
+    network_disabled: bool = False,
 ) -> ContainerConfig:
     """The pause container's Docker config: IPC shareable (or the host's), no new
     privileges, the pod's sysctls and what the network backend adds (``extra``: a
     Docker-managed network publishes hostPorts on the sandbox). With
     ``engine_dns_keys``, the pod's resolver settings and hostAliases go to Docker as
-    ``HostConfig`` keys, for an engine whose files this process cannot write."""
+    ``HostConfig`` keys, for an engine whose files this process cannot write.
+
+    ``network_disabled`` (with ``network_mode`` ``none``: the network backend sets the
+    namespace up) has Docker leave the sandbox's network namespace alone
+    (``NetworkDisabled``): the runtime makes it (with its loopback interface up) and Docker
+    neither builds a network sandbox of its own for it nor runs its ``libnetwork-setkey``
+    hook, half of a pause container's start; it writes no resolv.conf or hosts file either,
+    and the node provides the pod's (see
+    :meth:`~asynckubelet.runtime.volumes.VolumeProvider.write_network_files`)."""
     spec = pod.spec
     assert spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     host: HostConfig = {
@@ -186,6 +195,8 @@ def sandbox_docker_config(
         docker["ExposedPorts"] = {k: dict(v) for k, v in extra.exposed_ports.items()}
     if network_mode != "host" and config.hostname is not None:
         docker["Hostname"] = config.hostname
+    if network_disabled and network_mode == "none":
+        docker["NetworkDisabled"] = True
     return docker
 
 

@@ -23,7 +23,12 @@ from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, HostConfig
-from asynckubelet.network.dns import ResolverConfig, node_resolver, write_pod_files
+from asynckubelet.network.dns import (
+    ResolverConfig,
+    node_resolver,
+    read_pod_files,
+    write_pod_files,
+)
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, naming, security
@@ -263,6 +268,9 @@ class PodSync:
         step = self.result.add(SyncAction.CREATE_POD_SANDBOX, ctr.pod_identity(self.pod)[0])
         host_network = bool(self.spec.hostNetwork)
         mode = rm.network.sandbox_network_mode(host_network=host_network)
+        # The network backend makes the namespace and the node can write the pod's files:
+        # Docker need not build a network sandbox of its own.
+        own_files = mode == "none" and rm.volumes is not None and rm.engine_is_local()
         sandbox_id: str | None = None
         try:
             image = await rm.pause_image()
@@ -277,6 +285,7 @@ class PodSync:
                 network_mode=mode,
                 extra=extra,
                 engine_dns_keys=not rm.engine_is_local(),
+                network_disabled=own_files,
             )
             try:
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
@@ -284,14 +293,17 @@ class PodSync:
                 await rm.images.ensure(image, policy="IfNotPresent")
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
             ips = () if host_network else await self._setup_network(sandbox, sandbox_id)
-            await write_pod_files(
-                docker=rm.docker,
-                pod=self.pod,
-                sandbox_id=sandbox_id,
-                pod_ips=ips,
-                settings=rm.config.dns,
-                event=self.event,
-            )
+            if own_files:
+                await self._write_network_files(ips)
+            else:
+                await write_pod_files(
+                    docker=rm.docker,
+                    pod=self.pod,
+                    sandbox_id=sandbox_id,
+                    pod_ips=ips,
+                    settings=rm.config.dns,
+                    event=self.event,
+                )
             self.context = dataclasses.replace(self.context, pod_ips=ips)
             return sandbox_id
         except (errors.AsyncKubeletError, OSError) as e:
@@ -303,6 +315,22 @@ class PodSync:
         except BaseException:
             await self._remove_sandbox(sandbox_id)
             raise
+
+    async def _write_network_files(self, ips: tuple[str, ...]) -> None:
+        """The pod's resolv.conf and hosts file, in its directory on the node, for a sandbox
+        of which Docker made none; its containers mount them."""
+        assert self.rm.volumes is not None  # noqa: S101  (type narrowing: checked by the caller)
+        files = await read_pod_files(self.pod, settings=self.rm.config.dns, pod_ips=ips, whole=True)
+        try:
+            await self.rm.volumes.write_network_files(
+                ctr.pod_identity(self.pod)[2],
+                resolv_conf=files.resolv_conf,
+                hosts=files.hosts or "",
+            )
+        except OSError as e:
+            raise errors.SandboxError(f"writing the pod's resolv.conf and hosts: {e}") from e
+        for ev in files.events:
+            self.event(ev.type, ev.reason, ev.message)
 
     async def _setup_network(self, sandbox: PodSandboxConfig, sandbox_id: str) -> tuple[str, ...]:
         """The network backend's part; returns the pod's IPs."""
@@ -437,6 +465,8 @@ class PodSync:
             )
             host["Mounts"] = [m.to_docker() for m in mounts]
         if volumes is not None:
+            files = await volumes.network_file_mounts(self.pod, container)
+            host.setdefault("Mounts", []).extend(m.to_docker() for m in files)
             log = await volumes.termination_log(self.pod, container, restart_count=restart_count)
             target = container.terminationMessagePath or DEFAULT_TERMINATION_MESSAGE_PATH
             host.setdefault("Mounts", []).append(Mount(target=target, source=log).to_docker())

@@ -73,5 +73,13 @@ class VolumeProvider(Protocol):
     async def termination_log(self, pod: Pod, container: Container, *, restart_count: int) -> str:
         """A fresh, empty, world-writable file for the instance's termination message."""
 
+    async def write_network_files(self, uid: str, *, resolv_conf: str, hosts: str) -> None:
+        """Write the pod's resolv.conf and hosts file (for a sandbox of which Docker makes
+        none: see :func:`~asynckubelet.runtime.sandbox.sandbox_docker_config`)."""
+
+    async def network_file_mounts(self, pod: Pod, container: Container) -> list[Mount]:
+        """The mounts of the pod's resolv.conf and hosts file in ``container`` (none when
+        the node wrote none for the pod, or where a volume of the container is mounted)."""
+
     async def teardown_pod(self, *, uid: str) -> None:
         """Remove everything made for the pod (named persistent volumes are kept)."""
