@@ -310,7 +310,8 @@ async def test_the_socket_is_0600_and_a_stale_one_is_replaced(tmp_path: Path) ->
     stale.close()
     path = daemon.claim_socket(state)
     node = Kubelet(
-        KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker(images=IMAGES)
+        KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600),
+        docker=FakeDocker(images=IMAGES),
     )
     info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with node, anyio.create_task_group() as tg:

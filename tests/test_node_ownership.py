@@ -3,6 +3,8 @@ and a node agent's housekeeping neither lists nor removes them (nor the reverse)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from daemon_helpers import IMAGES
 
@@ -23,7 +25,7 @@ spec:
 """
 
 
-async def test_a_node_agents_housekeeping_leaves_a_runs_pods_alone() -> None:
+async def test_a_node_agents_housekeeping_leaves_a_runs_pods_alone(tmp_path: Path) -> None:
     docker = FakeDocker(images=IMAGES)
     theirs = load_manifests_text(POD.replace("NAME", "job"), node_name="n1").pods[0]
     async with RuntimeManager(RuntimeConfig(node_name="n1", owner="run-1a2b"), docker=docker) as rm:
@@ -34,7 +36,8 @@ async def test_a_node_agents_housekeeping_leaves_a_runs_pods_alone() -> None:
             "run-1a2b"
         }
         async with Kubelet(
-            KubeletConfig(node_name="n1", housekeeping_period=3600), docker=docker
+            KubeletConfig(node_name="n1", state_dir=tmp_path, housekeeping_period=3600),
+            docker=docker,
         ) as node:
             assert await node.housekeeping() == []
             assert await node.runtime.list_pod_uids() == {}
@@ -42,11 +45,12 @@ async def test_a_node_agents_housekeeping_leaves_a_runs_pods_alone() -> None:
         assert set(await rm.list_pod_uids()) == {theirs.metadata.uid if theirs.metadata else ""}
 
 
-async def test_a_run_does_not_list_the_node_agents_pods() -> None:
+async def test_a_run_does_not_list_the_node_agents_pods(tmp_path: Path) -> None:
     docker = FakeDocker(images=IMAGES)
-    async with Kubelet(
-        KubeletConfig(node_name="n1", housekeeping_period=3600, leave_running=True), docker=docker
-    ) as node:
+    config = KubeletConfig(
+        node_name="n1", state_dir=tmp_path, housekeeping_period=3600, leave_running=True
+    )
+    async with Kubelet(config, docker=docker) as node:
         await node.apply(load_manifests_text(POD.replace("NAME", "web"), node_name="n1"))
         await node.wait("default", "web", "Running", timeout=10)
         async with RuntimeManager(
