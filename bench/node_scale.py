@@ -7,7 +7,10 @@ private dockerd, so other work on the machine's engine does not disturb the figu
 - burst: the bare aiodocker critical path for the same containers (per pod: create and
   start the pause container, as the node makes it, ``NetworkDisabled`` since the node's
   backend makes the namespace, then create and start its two containers concurrently,
-  every pod at once), then the node given the same pods at once (manifests renamed into its
+  every pod at once; each container with the host configuration the node gives it: its
+  ``/etc/hosts``, ``/etc/resolv.conf`` and ``/dev/termination-log`` files bind-mounted,
+  no seccomp profile as the kubelet's default is ``Unconfined``, a BestEffort pod's CPU
+  shares), then the node given the same pods at once (manifests renamed into its
   manifest directory) until its status files show every pod Running; the ratio of the
   two, the event loop's lag p99 over the burst (from the daemon's
   ``asynckubelet_event_loop_lag_seconds`` histogram, as Prometheus'
@@ -357,13 +360,17 @@ def remove_pods(directory: Path) -> None:
 # -- the raw critical path --------------------------------------------------------------
 
 
-async def raw_burst(docker_url: str, n: int) -> float:
+async def raw_burst(docker_url: str, n: int, scratch: Path) -> float:
     docker = aiodocker.Docker(url=docker_url)
     run = secrets.token_hex(4)
     labels = {RAW_LABEL: run}
     try:
 
         async def pod(i: int) -> None:
+            files = scratch / str(i)
+            files.mkdir()
+            for name in ("etc-hosts", "resolv.conf", "a", "b"):
+                (files / name).write_text("")
             pause = await docker.containers.create(
                 {
                     "Image": PAUSE,
@@ -377,12 +384,25 @@ async def raw_burst(docker_url: str, n: int) -> float:
             joined = {"NetworkMode": f"container:{pause.id}", "IpcMode": f"container:{pause.id}"}
 
             async def app(name: str) -> None:
+                mounts = [
+                    {"Type": "bind", "Source": str(files / source), "Target": target}
+                    for source, target in (
+                        ("etc-hosts", "/etc/hosts"),
+                        ("resolv.conf", "/etc/resolv.conf"),
+                        (name, "/dev/termination-log"),
+                    )
+                ]
                 c = await docker.containers.create(
                     {
                         "Image": BUSYBOX,
                         "Cmd": ["sh", "-c", LOOP],
                         "Labels": labels,
-                        "HostConfig": joined,
+                        "HostConfig": {
+                            **joined,
+                            "Mounts": mounts,
+                            "SecurityOpt": ["seccomp=unconfined"],
+                            "CpuShares": 2,
+                        },
                     },
                     name=f"raw-{run}-{i}-{name}",
                 )
@@ -443,7 +463,9 @@ def measure(
         time.sleep(3)
         figures.rss0 = rss_mb(pid)
 
-        figures.raw = anyio.run(raw_burst, docker_url, n)
+        raw_files = Path(tmp) / "raw"
+        raw_files.mkdir()
+        figures.raw = anyio.run(raw_burst, docker_url, n, raw_files)
         time.sleep(2)
 
         before = lag_buckets(port)
