@@ -411,3 +411,105 @@ async def test_an_agent_killed_during_setup_leaks_nothing_after_restart(
         assert veth_name(sandbox) not in await _links(), f"trial {trial}"
         assert _files(plugin.root / "pods") == [], f"trial {trial}"
         assert [f for f in _files(plugin.root / "ipam") if f.endswith(".tmp")] == []
+
+
+async def _link(ipr: AsyncIPRoute, name: str) -> dict[str, object]:
+    found = await ipr.link("get", ifname=name)
+    link = found[0]
+    return {
+        "index": link["index"],
+        "master": link.get("IFLA_MASTER"),
+        "up": bool(link["flags"] & 1),
+        "peer": link.get("IFLA_LINK"),
+    }
+
+
+async def _inside(pid: int, *argv: str) -> str:
+    """``argv`` run by ``nsenter`` in the network namespace of process ``pid``."""
+    done = await anyio.run_process(["nsenter", "-t", str(pid), "-n", *argv])
+    return done.stdout.decode()
+
+
+async def test_a_pod_port_is_made_on_the_bridge_up_in_hairpin_mode(
+    plugin: BridgePlugin, docker: DockerClient, node_name: str
+) -> None:
+    """The host end is made already a port of the bridge and up; hairpin is on; inside,
+    ``lo`` and ``eth0`` are up, ``eth0`` has the pod's address and the default route."""
+    sandbox = await start_pause(docker, node_name)
+    pid = await _pid(docker, sandbox)
+    try:
+        network = await plugin.setup_pod(_request(sandbox, pid))
+        host = veth_name(sandbox)
+        async with AsyncIPRoute() as ipr:
+            port = await _link(ipr, host)
+            bridge = await _link(ipr, plugin.config.bridge)
+        assert port["master"] == bridge["index"]
+        assert port["up"]
+        hairpin = anyio.Path(f"/sys/class/net/{host}/brport/hairpin_mode")
+        assert (await hairpin.read_text()).strip() == "1"
+        links = await _inside(pid, "ip", "-o", "link", "show", "up")
+        assert ": lo:" in links
+        assert ": eth0@" in links
+        addresses = await _inside(pid, "ip", "-o", "-4", "addr", "show", "dev", "eth0")
+        assert f"inet {network.ips[0]}/" in addresses
+        routes = await _inside(pid, "ip", "-4", "route", "show", "default")
+        assert f"via {plugin.ipam.gateway} dev eth0" in routes
+    finally:
+        await plugin.teardown_pod(sandbox_id=sandbox)
+        await docker.remove_container(sandbox, force=True)
+
+
+async def test_a_veth_a_crash_left_under_the_pods_name_is_replaced(
+    plugin: BridgePlugin, docker: DockerClient, node_name: str
+) -> None:
+    """A host end of the pod's name already there (an agent killed between plugging and
+    unplugging the sandbox) is deleted with its peer, and the pod gets a fresh pair."""
+    sandbox = await start_pause(docker, node_name)
+    pid = await _pid(docker, sandbox)
+    host = veth_name(sandbox)
+    left = f"aklleft{random.randint(0, 10**6)}"
+    async with AsyncIPRoute() as ipr:
+        await ipr.link("add", ifname=host, kind="veth", peer=left)
+        stale = (await _link(ipr, host))["index"]
+    try:
+        network = await plugin.setup_pod(_request(sandbox, pid))
+        async with AsyncIPRoute() as ipr:
+            port = await _link(ipr, host)
+        assert port["index"] != stale
+        assert left not in await _links()
+        addresses = await _inside(pid, "ip", "-o", "-4", "addr", "show", "dev", "eth0")
+        assert f"inet {network.ips[0]}/" in addresses
+    finally:
+        await plugin.teardown_pod(sandbox_id=sandbox)
+        await docker.remove_container(sandbox, force=True)
+        if left in await _links():
+            async with AsyncIPRoute() as ipr:
+                await ipr.link("del", ifname=left)
+
+
+async def test_a_bridge_made_again_is_found_and_a_missing_one_is_named(
+    plugin: BridgePlugin, docker: DockerClient, node_name: str
+) -> None:
+    """The bridge's index is kept from pod to pod; when the bridge goes, the next pod's
+    setup fails naming it and leaves no link or address; once a bridge of that name is
+    there again, the next pod is plugged into it."""
+    bridge = plugin.config.bridge
+    sandboxes = [await start_pause(docker, node_name) for _ in range(3)]
+    try:
+        await plugin.setup_pod(_request(sandboxes[0], await _pid(docker, sandboxes[0])))
+        async with AsyncIPRoute() as ipr:
+            await ipr.link("del", ifname=bridge)
+        with pytest.raises(errors.NetworkError, match=f"bridge {bridge} does not exist"):
+            await plugin.setup_pod(_request(sandboxes[1], await _pid(docker, sandboxes[1])))
+        assert veth_name(sandboxes[1]) not in await _links()
+        assert sandboxes[1] not in (await plugin.ipam.allocations()).values()
+        async with AsyncIPRoute() as ipr:
+            await ipr.link("add", ifname=bridge, kind="bridge")
+            again = (await _link(ipr, bridge))["index"]
+        await plugin.setup_pod(_request(sandboxes[2], await _pid(docker, sandboxes[2])))
+        async with AsyncIPRoute() as ipr:
+            assert (await _link(ipr, veth_name(sandboxes[2])))["master"] == again
+    finally:
+        for sandbox in sandboxes:
+            await plugin.teardown_pod(sandbox_id=sandbox)
+            await docker.remove_container(sandbox, force=True)

@@ -93,6 +93,8 @@ _T = TypeVar("_T")
 _CLONE_NEWNET = 0x40000000
 _IFNAMSIZ = 15
 _IFA_F_NODAD = 0x02
+_LOOPBACK_INDEX = 1
+"""``lo``'s interface index in every network namespace (Linux 3.19 and later)."""
 
 
 def veth_name(sandbox_id: str) -> str:
@@ -166,6 +168,16 @@ def _enable_ipv6_in(path: str, ifname: str) -> None:
                 f.write(value)
 
     _in_namespace(path, write)
+
+
+def _set_hairpin(port: str) -> None:
+    """Hairpin mode on for bridge port ``port`` (``brport/hairpin_mode`` in sysfs: the
+    kernel's own switch, without a netlink request and its answer to decode)."""
+    try:
+        with open(f"/sys/class/net/{port}/brport/hairpin_mode", "w") as f:
+            f.write("1")
+    except OSError as e:
+        raise errors.NetworkError(f"cannot set hairpin mode on bridge port {port}: {e}") from e
 
 
 def _write_sysctl(path: str, value: str) -> None:
@@ -321,6 +333,9 @@ class BridgePlugin:
         self._nat6 = False
         self._ready = False
         self._lock = anyio.Lock()
+        self._bridge_index: int | None = None
+        """The bridge's interface index, looked up by the first pod plugged after the
+        node's network was made (see :meth:`_add_veth`)."""
 
     def sandbox_network_mode(self, *, host_network: bool) -> str:
         return "host" if host_network else "none"
@@ -343,6 +358,7 @@ class BridgePlugin:
                 return
             if self.config.engine_id is not None and not self.engine:
                 self.engine = await self.config.engine_id()
+            self._bridge_index = None
             await self._ensure_bridge()
             await self.firewall.setup_network(
                 bridge=self.config.bridge,
@@ -481,6 +497,7 @@ class BridgePlugin:
                     raise _netlink_error(f"deleting bridge {self.config.bridge}", e) from e
             await anyio.to_thread.run_sync(self._remove_state)
             self._ready = False
+            self._bridge_index = None
 
     def _remove_state(self) -> None:
         import shutil
@@ -628,32 +645,21 @@ class BridgePlugin:
     async def _plug(self, request: PodNetworkRequest, allocations: list[Allocation]) -> None:
         await off_loop(functools.partial(self._plug_netlink, request, allocations))
 
-    async def _plug_netlink(  # noqa: C901  (mirrors the CNI bridge plugin's setupVeth and ConfigureIface)
+    async def _plug_netlink(
         self, request: PodNetworkRequest, allocations: list[Allocation]
     ) -> None:
-        """The veth pair made and the pod's side configured; runs on the netlink thread."""
-        host = veth_name(request.sandbox_id)
+        """The veth pair made and the pod's side configured; runs on the netlink thread.
+
+        As few requests as the kernel allows, since each one waits for the RTNL lock that
+        dockerd takes for every container it starts: the veth is made already enslaved to
+        the bridge and up (``ip link add ... master BRIDGE up``), a veth of the same name
+        left by a crash is replaced only when the kernel says it exists, the bridge's index
+        is looked up once, and ``lo`` is index 1 in every namespace."""
         try:
             async with _iproute() as ipr:
-                stale = await _index(ipr, host)
-                if stale is not None:
-                    await ipr.link("del", index=stale)
-                bridge = await _index(ipr, self.config.bridge)
-                if bridge is None:
-                    raise errors.NetworkError(f"bridge {self.config.bridge} does not exist")
-                peer: dict[str, Any] = {"ifname": "eth0", "net_ns_fd": request.netns_path}
-                if self.config.mtu:
-                    peer["mtu"] = self.config.mtu
-                await ipr.link("add", ifname=host, kind="veth", peer=peer)
-                index = await _index(ipr, host)
-                if index is None:
-                    raise errors.NetworkError(f"veth {host} vanished after creation")
-                settings: dict[str, Any] = {"master": bridge, "state": "up"}
-                if self.config.mtu:
-                    settings["mtu"] = self.config.mtu
-                await ipr.link("set", index=index, **settings)
-                if self.config.hairpin:
-                    await ipr.brport("set", index=index, mode=1)
+                await self._add_veth(ipr, request)
+            if self.config.hairpin:
+                _set_hairpin(veth_name(request.sandbox_id))
             if len(allocations) > 1:
                 try:
                     _enable_ipv6_in(request.netns_path, "eth0")
@@ -662,9 +668,7 @@ class BridgePlugin:
                         f"cannot turn IPv6 on in the sandbox namespace {request.netns_path}: {e}"
                     ) from e
             async with _in_netns_here(request.netns_path) as ns:
-                lo = await _index(ns, "lo")
-                if lo is not None:
-                    await ns.link("set", index=lo, state="up")
+                await ns.link("set", index=_LOOPBACK_INDEX, state="up")
                 eth0 = await _index(ns, "eth0")
                 if eth0 is None:
                     raise errors.NetworkError("eth0 did not arrive in the sandbox namespace")
@@ -680,6 +684,39 @@ class BridgePlugin:
         except _netlink_error_type() as e:
             what = f"plugging sandbox {request.sandbox_id[:12]} into the bridge"
             raise _netlink_error(what, e) from e
+
+    async def _add_veth(self, ipr: AsyncIPRoute, request: PodNetworkRequest) -> None:
+        """The pod's veth pair, its host end a port of the bridge and up, ``eth0`` in the
+        sandbox's namespace. A host end of the same name (a crash between plugging and
+        unplugging this sandbox) is deleted first, with its peer; a cached bridge index
+        the kernel refuses (the bridge was made again) is looked up again, once."""
+        host = veth_name(request.sandbox_id)
+        peer: dict[str, Any] = {"ifname": "eth0", "net_ns_fd": request.netns_path}
+        if self.config.mtu:
+            peer["mtu"] = self.config.mtu
+        fresh = self._bridge_index is None
+        for attempt in range(3):
+            if self._bridge_index is None:
+                self._bridge_index = await _index(ipr, self.config.bridge)
+                if self._bridge_index is None:
+                    raise errors.NetworkError(f"bridge {self.config.bridge} does not exist")
+                fresh = True
+            settings: dict[str, Any] = {"master": self._bridge_index, "state": "up"}
+            if self.config.mtu:
+                settings["mtu"] = self.config.mtu
+            try:
+                await ipr.link("add", ifname=host, kind="veth", peer=peer, **settings)
+                return
+            except _netlink_error_type() as e:
+                if e.code == errno.EEXIST and attempt < 2:
+                    stale = await _index(ipr, host)
+                    if stale is not None:
+                        await ipr.link("del", index=stale)
+                        continue
+                if e.code in (errno.EINVAL, errno.ENODEV) and not fresh:
+                    self._bridge_index = None
+                    continue
+                raise
 
     async def teardown_pod(self, *, sandbox_id: str) -> None:
         with anyio.CancelScope(shield=True):
