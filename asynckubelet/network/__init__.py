@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
@@ -19,6 +20,14 @@ import anyio
 from asynckubelet import errors
 from asynckubelet.docker.types import HostConfig
 from asynckubelet.manifests.messages import is_ip_address, shown
+
+DEFAULT_BRIDGE = "akl0"
+DEFAULT_POD_CIDR = "10.137.0.0/16"
+DEFAULT_POD_CIDR_V6 = "fd00:ac1::/64"
+"""The IPv6 pod CIDR when dual stack is turned on without naming one (a ULA prefix)."""
+DEFAULT_STATE_DIR = Path("/var/lib/asynckubelet/network")
+FIREWALLS = ("iptables", "nftables")
+"""What masquerades and DNATs for the bridge backend: ``iptables``/``ip6tables`` or ``nft``."""
 
 IPS_ANNOTATION = "cni.projectcalico.org/ipAddrs"
 """The pod annotation asking for fixed addresses, a JSON list (``'["10.138.0.50"]'``), as
@@ -197,6 +206,11 @@ async def off_loop(work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
 
 
 __all__ = [
+    "DEFAULT_BRIDGE",
+    "DEFAULT_POD_CIDR",
+    "DEFAULT_POD_CIDR_V6",
+    "DEFAULT_STATE_DIR",
+    "FIREWALLS",
     "IPS_ANNOTATION",
     "LoopbackPlugin",
     "NetworkPlugin",

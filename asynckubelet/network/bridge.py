@@ -64,6 +64,11 @@ from loguru import logger
 
 from asynckubelet import errors
 from asynckubelet.network import (
+    DEFAULT_BRIDGE,
+    DEFAULT_POD_CIDR,
+    DEFAULT_POD_CIDR_V6,
+    DEFAULT_STATE_DIR,
+    FIREWALLS,
     PodNetwork,
     PodNetworkRequest,
     PortMapping,
@@ -79,13 +84,6 @@ if TYPE_CHECKING:
     from pyroute2.iproute.linux import AsyncIPRoute
     from pyroute2.netlink.exceptions import NetlinkError
 
-DEFAULT_BRIDGE = "akl0"
-DEFAULT_POD_CIDR = "10.137.0.0/16"
-DEFAULT_POD_CIDR_V6 = "fd00:ac1::/64"
-"""The IPv6 pod CIDR when dual stack is turned on without naming one (a ULA prefix)."""
-DEFAULT_STATE_DIR = Path("/var/lib/asynckubelet/network")
-FIREWALLS = ("iptables", "nftables")
-"""What masquerades and DNATs for the bridge backend: ``iptables``/``ip6tables`` or ``nft``."""
 LINK_PREFIX = "akl"
 """Host ends of pod veths are ``akl`` + the first 12 characters of the sandbox id."""
 

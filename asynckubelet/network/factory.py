@@ -1,4 +1,5 @@
-"""Choosing the network backend by name, as ``--network`` does.
+"""Choosing the network backend by name, as ``--network`` does; a backend's module is
+imported when it is chosen.
 
 ``auto`` follows where the daemon is: a local daemon (a unix socket) and a process that
 may manage links (root) get the ``bridge`` backend, whose pods the node reaches directly;
@@ -18,17 +19,14 @@ from typing import Any
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon
-from asynckubelet.network import LoopbackPlugin, NetworkPlugin
-from asynckubelet.network.bridge import (
+from asynckubelet.network import (
     DEFAULT_BRIDGE,
     DEFAULT_POD_CIDR,
     DEFAULT_STATE_DIR,
     FIREWALLS,
-    BridgeConfig,
-    BridgePlugin,
+    LoopbackPlugin,
+    NetworkPlugin,
 )
-from asynckubelet.network.cni import CNIConfig, CNIPlugin
-from asynckubelet.network.dockernet import DockerNetworkPlugin
 
 BACKENDS = ("auto", "bridge", "cni", "docker", "loopback")
 
@@ -81,6 +79,8 @@ def make_network_plugin(
     if name == "loopback":
         return LoopbackPlugin()
     if name == "bridge":
+        from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
+
         if firewall == "nftables" and shutil.which("nft") is None:
             raise errors.NetworkError(
                 "firewall nftables needs the nft binary (Debian package nftables), "
@@ -99,10 +99,14 @@ def make_network_plugin(
             )
         )
     if name == "docker":
+        from asynckubelet.network.dockernet import DockerNetworkPlugin
+
         if docker is None:
             raise errors.NetworkError("the docker network backend needs a Docker client")
         return DockerNetworkPlugin(docker=docker, node_name=node_name or socket.gethostname())
     if name == "cni":
+        from asynckubelet.network.cni import CNIConfig, CNIPlugin
+
         defaults = CNIConfig()
         return CNIPlugin(
             CNIConfig(
