@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import secrets
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
 
     from asynckubelet.client import NodeClient
-    from asynckubelet.docker import LogLine
+    from asynckubelet.docker import DockerAPI, LogLine
     from asynckubelet.manifests import Manifests
     from asynckubelet.node.admission import NodeInfo
     from asynckubelet.node.failures import Failure, FailureWatch
@@ -111,7 +111,8 @@ def run(
     owner = f"run-{secrets.token_hex(4)}"
     config = dataclasses.replace(node.runtime_config(), owner=owner)
     manifests = _owned(loaded, node_name=config.node_name, owner=owner)
-    _admit(manifests.pods, node.node_info(), daemon, docker_host=node.docker_host)
+    node_info, node_pods = node.node_info(), _node_pods(daemon)
+    _admit(manifests.pods, node_info, node_pods)
     ensure_engine(node.docker_host)
     options = options_from_manifests(
         manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
@@ -123,6 +124,7 @@ def run(
         pulls=PullDisplay(console=made(err), live=err.is_terminal),
         pull_timeout=pull_timeout,
         config_timeout=config_timeout,
+        admit=lambda holders: _admit(manifests.pods, node_info, [*node_pods, *holders]),
     )
     session.renderer = _Renderer(color=color and out.is_terminal)
     out.on_closed = session.stdout_closed
@@ -140,17 +142,16 @@ def run(
     raise typer.Exit(next((c for c in codes if c), 0))
 
 
-def _admit(
-    pods: Sequence[Pod], node: NodeInfo, daemon: NodeClient | None, *, docker_host: str | None
-) -> None:
-    """Admit the pods as a kubelet admits them, each over the node daemon's pods, the
-    host ports of the pods running on the engine (another ``run``'s) and the pods before
-    it; a pod the node cannot take ends the run before anything starts."""
+def _admit(pods: Sequence[Pod], node: NodeInfo, running: Sequence[Pod]) -> None:
+    """Admit the pods as a kubelet admits them, each over the ``running`` pods (the node
+    daemon's; the engine's port holders too once the engine is asked, see
+    :meth:`_Session.run`) and the pods before it; a pod the node cannot take ends the run
+    before anything starts."""
     from asynckubelet.node.admission import NodeAdmitter, host_port_in_use
     from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX
 
     admitter = NodeAdmitter(node=node, host_port_in_use=host_port_in_use)
-    admitted = _node_pods(daemon) + _engine_port_holders(docker_host)
+    admitted = list(running)
     rejected = False
     for pod in pods:
         rejection = admitter.admit(pod, admitted=admitted)
@@ -178,22 +179,15 @@ def _node_pods(daemon: NodeClient | None) -> list[Pod]:
     return [p for p in pods if p.status is None or p.status.phase not in TERMINAL_PHASES]
 
 
-def _engine_port_holders(docker_host: str | None) -> list[Pod]:
+async def _engine_port_holders(docker: DockerAPI) -> list[Pod]:
     """The pods whose containers run on the engine, as far as their host ports go: another
     ``run``'s pods (or another node's) forward their hostPorts with firewall rules, which
-    no probe of the host's sockets sees. None when no engine answers yet."""
+    no probe of the host's sockets sees. None when the engine cannot list them."""
     from asynckubelet import errors
-    from asynckubelet.docker import ContainerSummary, DockerClient
     from asynckubelet.node.engine_ports import list_port_holders, port_holders
 
-    async def running() -> list[ContainerSummary]:
-        async with DockerClient(url=docker_host) as client:
-            if not await client.ping():
-                return []
-            return await list_port_holders(client)
-
     try:
-        rows = run_async(running)
+        rows = await list_port_holders(docker)
     except errors.DockerError:
         return []
     return port_holders(rows)
@@ -331,6 +325,9 @@ class _Session:
     stop: anyio.Event | None = None
     output_closed: anyio.Event | None = None
     watches: dict[str, FailureWatch] = dataclasses.field(default_factory=dict)
+    admit: Callable[[Sequence[Pod]], None] | None = None
+    """Admits the pods again over the engine's port holders (the ones it lists), once the
+    engine answers, before anything of theirs is made; raises to end the run."""
 
     async def run(self, pods: Sequence[Pod]) -> list[PodOutcome]:
         from asynckubelet import errors
@@ -352,6 +349,8 @@ class _Session:
                     f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running? "
                     "(`asynckubelet engine start` starts one)"
                 )
+            if self.admit is not None:
+                self.admit(await _engine_port_holders(rm.docker))
             await rm.pause_image()
             rm.network = self.node.network_plugin(rm.docker, node_name=self.config.node_name)
             await rm.network.start()
