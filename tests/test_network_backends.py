@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
 import anyio
 import pytest
+from pyroute2.netlink.exceptions import NetlinkError
 
 from asynckubelet import errors
 from asynckubelet.network import (
@@ -235,3 +237,84 @@ async def test_off_loop_passes_the_work_s_error_on() -> None:
 
     with pytest.raises(errors.NetworkError, match="veth vanished"):
         await off_loop(failing)
+
+
+class _FakeRoute:
+    """The few rtnetlink calls :meth:`BridgePlugin._add_veth` makes, answering each
+    ``link("add")`` with the next of ``adds`` (an errno raised as the kernel's error, or
+    None: made)."""
+
+    def __init__(self, adds: list[int | None], links: dict[str, int]) -> None:
+        self.adds = adds
+        self.links = links
+        self.calls: list[tuple[str, dict[str, object]]] = []
+
+    async def link(self, verb: str, **kwargs: object) -> list[dict[str, object]]:
+        self.calls.append((verb, kwargs))
+        if verb == "get":
+            name = str(kwargs["ifname"])
+            if name not in self.links:
+                raise NetlinkError(errno.ENODEV)
+            return [{"index": self.links[name]}]
+        if verb == "add":
+            code = self.adds.pop(0)
+            if code is not None:
+                raise NetlinkError(code)
+        return []
+
+
+def _veth_request() -> PodNetworkRequest:
+    return PodNetworkRequest(
+        sandbox_id="a" * 64, pod_name="p", namespace="default", uid="u", netns_path="/proc/1/ns/net"
+    )
+
+
+@pytest.mark.anyio
+async def test_a_veth_is_made_on_the_bridge_and_up_with_the_bridge_looked_up_once(
+    tmp_path: Path,
+) -> None:
+    plugin = BridgePlugin(BridgeConfig(bridge="akltest0", state_dir=tmp_path))
+    route = _FakeRoute([None, None], {"akltest0": 7})
+    await plugin._add_veth(route, _veth_request())
+    await plugin._add_veth(route, _veth_request())
+    gets = [c for c in route.calls if c[0] == "get"]
+    adds = [kwargs for verb, kwargs in route.calls if verb == "add"]
+    assert gets == [("get", {"ifname": "akltest0"})]
+    assert all(a["master"] == 7 and a["state"] == "up" and a["kind"] == "veth" for a in adds)
+    assert adds[0]["ifname"] == veth_name("a" * 64)
+
+
+@pytest.mark.anyio
+async def test_a_veth_of_the_same_name_is_deleted_and_made_again(tmp_path: Path) -> None:
+    plugin = BridgePlugin(BridgeConfig(bridge="akltest0", state_dir=tmp_path))
+    host = veth_name("a" * 64)
+    route = _FakeRoute([errno.EEXIST, None], {"akltest0": 7, host: 42})
+    await plugin._add_veth(route, _veth_request())
+    assert [verb for verb, _ in route.calls] == ["get", "add", "get", "del", "add"]
+    assert route.calls[3] == ("del", {"index": 42})
+
+
+@pytest.mark.anyio
+async def test_a_bridge_index_the_kernel_refuses_is_looked_up_again_once(tmp_path: Path) -> None:
+    plugin = BridgePlugin(BridgeConfig(bridge="akltest0", state_dir=tmp_path))
+    route = _FakeRoute([None, errno.EINVAL, None], {"akltest0": 7})
+    await plugin._add_veth(route, _veth_request())
+    route.links["akltest0"] = 9
+    await plugin._add_veth(route, _veth_request())
+    adds = [kwargs["master"] for verb, kwargs in route.calls if verb == "add"]
+    assert adds == [7, 7, 9]
+    refused = _FakeRoute([errno.EINVAL], {"akltest0": 9})
+    plugin._bridge_index = None
+    with pytest.raises(NetlinkError) as caught:
+        await plugin._add_veth(refused, _veth_request())
+    assert caught.value.code == errno.EINVAL
+
+
+@pytest.mark.anyio
+async def test_a_veth_name_that_keeps_coming_back_ends_with_an_error(tmp_path: Path) -> None:
+    plugin = BridgePlugin(BridgeConfig(bridge="akltest0", state_dir=tmp_path))
+    host = veth_name("a" * 64)
+    plugin._bridge_index = 7
+    route = _FakeRoute([errno.EEXIST, errno.EEXIST, errno.EINVAL], {"akltest0": 7, host: 42})
+    with pytest.raises(errors.NetworkError, match=f"veth {host}: a link of that name kept"):
+        await plugin._add_veth(route, _veth_request())

@@ -715,6 +715,7 @@ class BridgePlugin:
                     self._bridge_index = None
                     continue
                 raise
+        raise errors.NetworkError(f"veth {host}: a link of that name kept coming back")
 
     async def teardown_pod(self, *, sandbox_id: str) -> None:
         with anyio.CancelScope(shield=True):
