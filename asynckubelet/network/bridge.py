@@ -168,14 +168,13 @@ def _enable_ipv6_in(path: str, ifname: str) -> None:
     _in_namespace(path, write)
 
 
-def _set_hairpin(port: str) -> None:
-    """Hairpin mode on for bridge port ``port`` (``brport/hairpin_mode`` in sysfs: the
-    kernel's own switch, without a netlink request and its answer to decode)."""
-    try:
-        with open(f"/sys/class/net/{port}/brport/hairpin_mode", "w") as f:
-            f.write("1")
-    except OSError as e:
-        raise errors.NetworkError(f"cannot set hairpin mode on bridge port {port}: {e}") from e
+async def _set_hairpin(ipr: AsyncIPRoute, port: str) -> None:
+    """Hairpin mode on for bridge port ``port``, by netlink: sysfs is read-only inside a
+    container that is not privileged (Docker-in-Docker)."""
+    index = await _index(ipr, port)
+    if index is None:
+        raise errors.NetworkError(f"veth {port} vanished after creation")
+    await ipr.brport("set", index=index, mode=1)
 
 
 def _write_sysctl(path: str, value: str) -> None:
@@ -656,8 +655,8 @@ class BridgePlugin:
         try:
             async with _iproute() as ipr:
                 await self._add_veth(ipr, request)
-            if self.config.hairpin:
-                _set_hairpin(veth_name(request.sandbox_id))
+                if self.config.hairpin:
+                    await _set_hairpin(ipr, veth_name(request.sandbox_id))
             if len(allocations) > 1:
                 try:
                     _enable_ipv6_in(request.netns_path, "eth0")
