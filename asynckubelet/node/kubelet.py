@@ -179,6 +179,11 @@ class Kubelet(PodReads):
         self._unready_sources = set(self.config.wait_for_sources)
         self._saved: dict[str, Pod] = {}
         self._on_docker: set[str] = set()
+        self._maybe_on_docker: set[str] = set()
+        """UIDs Docker may hold containers of (of any owner): those it held when the node
+        started, those of every pod given a worker since (until the worker removed them),
+        and those the PLEG woke without a worker. A pod whose UID is not here gets a worker
+        whose first look asks Docker nothing (:attr:`PodWorker.nothing_on_docker`)."""
         self._rejected: set[str] = set()
         self.engine_ports = EnginePorts(
             self.runtime.docker, node_name=self.config.node_name, owner=self.config.owner
@@ -210,6 +215,7 @@ class Kubelet(PodReads):
                 self._saved = read_status_files(self.config.state_dir)
                 await anyio.to_thread.run_sync(self.recorder.load)
             self._on_docker = set(await self.runtime.list_pod_uids())
+            self._maybe_on_docker = set(await self.runtime.list_pod_uids(any_owner=True))
             await self.engine_ports.refresh()
             self._tg = anyio.create_task_group()
             await self._tg.__aenter__()
@@ -592,6 +598,8 @@ class Kubelet(PodReads):
             resync_interval=self.config.resync_period,
             host_ips=self.config.host_ips,
         )
+        worker.nothing_on_docker = uid not in self._maybe_on_docker
+        self._maybe_on_docker.add(uid)
         # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
         worker.leave_running = self.config.leave_running
         worker.before_stop = self._before_pod_stop
@@ -613,6 +621,8 @@ class Kubelet(PodReads):
         finally:
             if self._entries.get(uid) is entry:
                 del self._entries[uid]
+            if entry.worker.removed:
+                self._maybe_on_docker.discard(uid)
             if entry.deleting:
                 self.status.remove(uid)
                 self._runtime_seen.pop(uid, None)
@@ -706,6 +716,7 @@ class Kubelet(PodReads):
         if entry is not None:
             entry.worker.poke()
         else:
+            self._maybe_on_docker.add(uid)
             self._housekeeping_wanted.set()
 
     def _running_pods(self) -> int:

@@ -369,6 +369,12 @@ class PodWorker:
         self.static = False
         """A static pod (from the manifest directory): its stopped status keeps a phase
         that is not terminal, as the kubelet's ``getPhase`` leaves static pods'."""
+        self.nothing_on_docker = False
+        """Docker holds no container of this pod, as its owner knows: its first look at the
+        pod then asks Docker nothing (a list of the pod's containers costs the engine a walk
+        over all of its containers). Cleared by that first look."""
+        self.removed = False
+        """The worker removed the pod's containers when it ended."""
         self.before_stop: StopHook | None = None
         """Awaited (at most :data:`STOP_HOOK_TIMEOUT`) before the pod's containers are
         stopped when the worker ends: a Service sends no new connection to a pod from the
@@ -534,9 +540,7 @@ class PodWorker:
         while not stop.is_set():
             self.wake = anyio.Event()
             try:
-                runtime = await self.rm.get_pod_status(
-                    uid=self.uid, name=self.name, namespace=self.namespace
-                )
+                runtime = await self._look()
                 if (
                     is_scheduling_gated(self.pod)
                     and not runtime.sandboxes
@@ -590,6 +594,14 @@ class PodWorker:
             await self._pause_after_failure(stop, failed=result.failed_in_runtime())
             await self._idle(self._next_wake(status, runtime, result))
         self.outcome.stopped = True
+
+    async def _look(self) -> PodRuntimeStatus:
+        """What Docker holds of the pod (nothing, on the first look at a pod its owner
+        knows Docker holds nothing of: :attr:`nothing_on_docker`)."""
+        if self.nothing_on_docker:
+            self.nothing_on_docker = False
+            return PodRuntimeStatus(uid=self.uid, name=self.name, namespace=self.namespace)
+        return await self.rm.get_pod_status(uid=self.uid, name=self.name, namespace=self.namespace)
 
     def _report(self, status: PodStatus) -> None:
         self.outcome.status = status
@@ -784,6 +796,7 @@ class PodWorker:
                 self._report_stopped(runtime)
             if not self.options.keep:
                 await self.rm.remove_pod(uid=self.uid)
+                self.removed = True
         except errors.AsyncKubeletError as e:
             self.outcome.error = str(e)
             logger.error("cleaning up pod {}/{} failed: {}", self.namespace, self.name, e)
