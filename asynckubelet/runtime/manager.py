@@ -165,6 +165,13 @@ class RuntimeManager:
         of this runtime's owner (:attr:`RuntimeConfig.owner`), or with ``any_owner`` all."""
         return await self._status.pod_uids(any_owner=any_owner)
 
+    async def list_pod_uids_by_owner(
+        self,
+    ) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+        """Both of :meth:`list_pod_uids`' answers, this owner's pods and every pod of the
+        node, from one container list."""
+        return await self._status.pods_on_node()
+
     # -- sync -----------------------------------------------------------------------------
 
     async def sync_pod(

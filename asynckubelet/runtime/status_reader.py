@@ -193,20 +193,31 @@ class StatusReader:
     async def pod_uids(self, *, any_owner: bool = False) -> dict[str, tuple[str, str]]:
         """uid -> (namespace, name) of every pod of this node (and of this runtime's owner,
         unless ``any_owner``) with objects on Docker."""
+        mine, every = await self.pods_on_node()
+        return every if any_owner else mine
+
+    async def pods_on_node(
+        self,
+    ) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+        """uid -> (namespace, name) of the pods with objects on Docker: this runtime's
+        owner's, and every one of this node (of any owner), from one list."""
         rows = await self.rm.docker.list_containers(labels={naming.LABEL_NODE: self.rm.node})
-        pods: dict[str, tuple[str, str]] = {}
+        mine: dict[str, tuple[str, str]] = {}
+        every: dict[str, tuple[str, str]] = {}
         owner = self.rm.config.owner
         for row in rows:
             labels = row.get("Labels") or {}
-            if not any_owner and labels.get(naming.LABEL_OWNER, "") != owner:
-                continue
             uid = labels.get(naming.LABEL_POD_UID)
-            if uid:
-                pods[uid] = (
-                    labels.get(naming.LABEL_POD_NAMESPACE, ""),
-                    labels.get(naming.LABEL_POD_NAME, ""),
-                )
-        return pods
+            if not uid:
+                continue
+            key = (
+                labels.get(naming.LABEL_POD_NAMESPACE, ""),
+                labels.get(naming.LABEL_POD_NAME, ""),
+            )
+            every[uid] = key
+            if labels.get(naming.LABEL_OWNER, "") == owner:
+                mine[uid] = key
+        return mine, every
 
 
 def _read_termination_file(path: str) -> str:
