@@ -111,6 +111,9 @@ class RuntimeManager:
         """(pod UID, container name) -> the restart count of the container's next instance,
         after a restart in place removed every instance that carried it."""
         self._isolated: bool | None = None
+        self._info_lock = anyio.Lock()
+        """One ``docker info`` at a time: the pods of a burst all want the engine's facts
+        at once, and one answer serves them all."""
 
     async def __aenter__(self) -> Self:
         if self._owned_docker is not None:
@@ -329,10 +332,12 @@ class RuntimeManager:
 
     async def _engine_isolated(self) -> bool:
         if self._isolated is None:
-            try:
-                self._isolated = probehelper.engine_is_isolated(await self.docker.info())
-            except errors.DockerError:
-                return False
+            async with self._info_lock:
+                if self._isolated is None:
+                    try:
+                        self._isolated = probehelper.engine_is_isolated(await self.docker.info())
+                    except errors.DockerError:
+                        return False
         return self._isolated
 
     async def may_have_probe_helpers(self) -> bool:
@@ -348,7 +353,10 @@ class RuntimeManager:
 
     async def engine_cgroup_driver(self) -> str:
         if self.cgroup_driver is None:
-            self.cgroup_driver = str((await self.docker.info()).get("CgroupDriver", "cgroupfs"))
+            async with self._info_lock:
+                if self.cgroup_driver is None:
+                    info = await self.docker.info()
+                    self.cgroup_driver = str(info.get("CgroupDriver", "cgroupfs"))
         return self.cgroup_driver
 
     async def cgroup_parent(self, pod: Pod) -> str | None:
