@@ -14,7 +14,9 @@ from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, ContainerSummary
 from asynckubelet.manifests.loading import pod_uid
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
+from asynckubelet.node.runner import run_pods
 from asynckubelet.runtime import naming
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
@@ -145,3 +147,42 @@ async def test_a_pod_whose_removal_failed_is_listed_when_made_again() -> None:
             await kubelet.apply(web())
             await kubelet.wait("default", "web", "Running")
             assert UID in before_first_create(docker, since)
+
+
+def job(uid: str) -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name="job", namespace="default", uid=uid),
+        spec=PodSpec(restartPolicy="Never", containers=[Container(name="c", image=BUSYBOX)]),
+    )
+
+
+async def run_one(docker: ListingDocker, pod: Pod, *, new_uids: bool) -> None:
+    with anyio.fail_after(10):
+        async with (
+            RuntimeManager(RuntimeConfig(node_name="n1", pause_image=PAUSE), docker=docker) as rm,
+            anyio.create_task_group() as tg,
+        ):
+
+            async def end_when_made() -> None:
+                while not any(c.status == "running" for c in docker.containers.values()):
+                    await anyio.sleep(0.01)
+                for c in list(docker.containers.values()):
+                    if c.labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER:
+                        docker.exit(c.id, exit_code=0)
+
+            tg.start_soon(end_when_made)
+            outcomes = await run_pods(rm, [pod], new_uids=new_uids)
+    assert outcomes[0].phase == "Succeeded"
+
+
+async def test_run_pods_with_new_uids_makes_each_pod_without_listing_its_containers_first() -> None:
+    docker = ListingDocker()
+    await run_one(docker, job("u-new"), new_uids=True)
+    assert "u-new" not in before_first_create(docker, 0)
+    assert not docker.containers
+
+
+async def test_run_pods_lists_a_pods_containers_first_unless_told_its_uid_is_new() -> None:
+    docker = ListingDocker()
+    await run_one(docker, job("u-old"), new_uids=False)
+    assert before_first_create(docker, 0)[:1] == ["u-old"]

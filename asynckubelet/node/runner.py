@@ -842,13 +842,16 @@ async def run_pods(
     on_status: StatusSink | None = None,
     options: RunOptions | None = None,
     output_closed: anyio.Event | None = None,
+    new_uids: bool = False,
 ) -> list[PodOutcome]:
     """Run ``pods`` concurrently until each ends (or ``stop`` is set); clean up after them.
 
     A pod ends when its phase is terminal: with ``restartPolicy: Always`` that is never,
     so such a run lasts until ``stop``. Setting ``output_closed`` says nobody reads the
     pods' output any more (a closed stdout): their logs stop being followed at once and
-    ``on_log`` is not called again; the pods themselves stop only on ``stop``.
+    ``on_log`` is not called again; the pods themselves stop only on ``stop``. With
+    ``new_uids`` the caller says the pods' UIDs were made for this run (no container on
+    Docker can carry them): each pod's first look at Docker then asks it nothing.
     """
     stop = stop or anyio.Event()
     workers = [
@@ -862,6 +865,8 @@ async def run_pods(
         )
         for pod in pods
     ]
+    for w in workers:
+        w.nothing_on_docker = new_uids
     async with anyio.create_task_group() as tg:
         for w in workers:
             tg.start_soon(w.run, stop, name=f"pod {w.namespace}/{w.name}")

@@ -364,6 +364,7 @@ class _Session:
                     on_status=self._status,
                     options=self.options,
                     output_closed=output_closed,
+                    new_uids=True,  # the UIDs are this run's own (_owned)
                 )
                 tg.cancel_scope.cancel()
         return outcomes
