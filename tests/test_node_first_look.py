@@ -156,33 +156,31 @@ def job(uid: str) -> Pod:
     )
 
 
-async def run_one(docker: ListingDocker, pod: Pod, *, new_uids: bool) -> None:
+class EndingDocker(ListingDocker):
+    """App containers end (exit code 0) as soon as they start."""
+
+    async def start_container(self, container_id: str) -> None:
+        await super().start_container(container_id)
+        if self.containers[container_id].labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER:
+            self.exit(container_id, exit_code=0)
+
+
+async def run_one(docker: EndingDocker, pod: Pod, *, new_uids: bool) -> None:
+    config = RuntimeConfig(node_name="n1", pause_image=PAUSE)
     with anyio.fail_after(10):
-        async with (
-            RuntimeManager(RuntimeConfig(node_name="n1", pause_image=PAUSE), docker=docker) as rm,
-            anyio.create_task_group() as tg,
-        ):
-
-            async def end_when_made() -> None:
-                while not any(c.status == "running" for c in docker.containers.values()):
-                    await anyio.sleep(0.01)
-                for c in list(docker.containers.values()):
-                    if c.labels.get(naming.LABEL_TYPE) == naming.TYPE_CONTAINER:
-                        docker.exit(c.id, exit_code=0)
-
-            tg.start_soon(end_when_made)
+        async with RuntimeManager(config, docker=docker) as rm:
             outcomes = await run_pods(rm, [pod], new_uids=new_uids)
     assert outcomes[0].phase == "Succeeded"
 
 
 async def test_run_pods_with_new_uids_makes_each_pod_without_listing_its_containers_first() -> None:
-    docker = ListingDocker()
+    docker = EndingDocker()
     await run_one(docker, job("u-new"), new_uids=True)
     assert "u-new" not in before_first_create(docker, 0)
     assert not docker.containers
 
 
 async def test_run_pods_lists_a_pods_containers_first_unless_told_its_uid_is_new() -> None:
-    docker = ListingDocker()
+    docker = EndingDocker()
     await run_one(docker, job("u-old"), new_uids=False)
     assert before_first_create(docker, 0)[:1] == ["u-old"]
