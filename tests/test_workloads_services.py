@@ -576,3 +576,32 @@ async def test_rules_the_packet_filter_refused_are_programmed_again_without_a_ne
     assert code == 200
     await firewall.until_endpoints(1)
     assert firewall.refused == 1
+
+
+@pytest.mark.anyio
+async def test_without_a_service_the_pods_changes_do_not_make_the_controller_read_the_pods(
+    node: tuple[Client, Kubelet, ServiceController, RecordingFirewall],
+) -> None:
+    client, kubelet, controller, firewall = node
+    reads = 0
+    views = kubelet.views
+
+    def counted() -> list[Pod]:
+        nonlocal reads
+        reads += 1
+        return views()
+
+    kubelet.views = counted  # type: ignore[method-assign]
+    synced = controller._finished
+    code, _ = await apply(client, POD.replace("NAME", "a"))
+    assert code == 200
+    await kubelet.wait("default", "a", "Running")
+    with anyio.fail_after(10):
+        while controller._finished < synced + 2:
+            await controller._synced.wait()
+    assert reads == 0
+    assert firewall.synced == [[]]
+    code, _ = await apply(client, WEB)
+    assert code == 200
+    await firewall.until_endpoints(1)
+    assert reads > 0

@@ -674,6 +674,13 @@ class ServiceController:
             synced.set()
 
     async def _sync(self) -> bool:
+        shown = [o.body for o in self.objects.list("Service")]
+        if not shown and not self._services_seen and self._rules == []:
+            # No Service now or at the last sync, whose empty rules are in: no change of a
+            # pod changes anything, and the pods are not looked at (a burst of pods changes
+            # status hundreds of times).
+            self._stopping.clear()
+            return True
         pods = self.node.views()
         present = {ctr.pod_identity(p)[2] for p in pods}
         self._stopping &= present
@@ -684,7 +691,6 @@ class ServiceController:
             found = endpoints_for(svc, candidates, node_name=self.node.node_name)
             if found is not None:
                 endpoints[_name(svc)] = found
-        shown = [o.body for o in self.objects.list("Service")]
         if endpoints != self._endpoints or shown != self._services_seen:
             self._endpoints = endpoints
             self._services_seen = shown
