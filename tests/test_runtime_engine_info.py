@@ -3,6 +3,8 @@ the same moment (FakeDocker)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import anyio
 import pytest
 
@@ -18,22 +20,27 @@ def manager(docker: FakeDocker) -> RuntimeManager:
     return RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker)
 
 
-async def test_a_burst_of_pods_asking_for_the_cgroup_driver_makes_one_info_request() -> None:
-    docker = FakeDocker(info={"CgroupDriver": "systemd"})
-    rm = manager(docker)
-    answers: list[str] = []
+async def burst(docker: FakeDocker, ask: Callable[[], Awaitable[object]]) -> list[object]:
+    """``PODS`` calls of ``ask`` at once, the first ``docker info`` held until all wait."""
+    answers: list[object] = []
     held = docker.hold("info")
 
-    async def ask() -> None:
-        answers.append(await rm.engine_cgroup_driver())
+    async def one() -> None:
+        answers.append(await ask())
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             for _ in range(PODS):
-                tg.start_soon(ask)
+                tg.start_soon(one)
             await anyio.wait_all_tasks_blocked()
             held.set()
-    assert answers == ["systemd"] * PODS
+    return answers
+
+
+async def test_a_burst_of_pods_asking_for_the_cgroup_driver_makes_one_info_request() -> None:
+    docker = FakeDocker(info={"CgroupDriver": "systemd"})
+    rm = manager(docker)
+    assert await burst(docker, rm.engine_cgroup_driver) == ["systemd"] * PODS
     assert docker.count("info") == 1
 
 
@@ -42,19 +49,7 @@ async def test_a_burst_of_pods_asking_whether_the_engine_is_isolated_makes_one_r
         url="unix:///var/run/docker.sock", info={"SecurityOptions": ["name=rootless"]}
     )
     rm = manager(docker)
-    answers: list[bool] = []
-    held = docker.hold("info")
-
-    async def ask() -> None:
-        answers.append(await rm._engine_isolated())
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            for _ in range(PODS):
-                tg.start_soon(ask)
-            await anyio.wait_all_tasks_blocked()
-            held.set()
-    assert answers == [True] * PODS
+    assert await burst(docker, rm._engine_isolated) == [True] * PODS
     assert docker.count("info") == 1
 
 
