@@ -1,15 +1,17 @@
 """The end of a run: a pod's containers are removed together (each sandbox after its
-network), a pod whose containers have all ended is removed without a graceful stop, and a
-container's output is followed from its start event."""
+network), a pod seen ended by itself is removed without another look, a pod whose
+containers have all ended is removed without a graceful stop, and a container's output is
+followed from its start event."""
 
 from __future__ import annotations
 
 import functools
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 import pytest
-from lightkube.models.core_v1 import Pod
+from lightkube.models.core_v1 import Pod, PodStatus
 from worker_helpers import FakeRuntime, pod_status, worker_pod
 
 from asynckubelet import errors
@@ -105,6 +107,46 @@ async def test_a_removal_that_fails_leaves_the_others_done_and_is_raised() -> No
 
 
 # -- the pod worker --------------------------------------------------------------------------
+
+
+class LookingRuntime(FakeRuntime):
+    """Records each look at the pod (``look``) too."""
+
+    async def get_pod_status(self, *, uid: str, name: str, namespace: str) -> PodRuntimeStatus:
+        self.asked.append("look")
+        return await super().get_pod_status(uid=uid, name=name, namespace=namespace)
+
+
+async def test_a_pod_seen_ended_by_itself_is_removed_without_another_look() -> None:
+    docker = FakeDocker()
+    labels = naming.pod_labels(node="n1", pod="web", namespace="default", uid="u")
+    docker.add_container(id="app", labels=labels, state="exited")
+    docker.log_lines["app"] = [LogLine(stream="stdout", text="done")]
+    rm = LookingRuntime(
+        pod_status(worker_pod(), app=ContainerState.EXITED, container_id="app"), docker
+    )
+    worker = PodWorker(rm, worker_pod(), on_log=lambda pod, container, line: None)  # type: ignore[arg-type]
+    with anyio.fail_after(5):
+        await worker.run(anyio.Event())
+    assert rm.asked == ["look", "remove_pod"]
+
+
+async def test_a_pod_killed_at_its_deadline_is_looked_at_again_before_its_removal() -> None:
+    docker = FakeDocker()
+    pod = worker_pod()
+    assert pod.spec is not None
+    pod.spec.activeDeadlineSeconds = 1
+    pod.status = PodStatus(startTime=datetime.now(UTC) - timedelta(seconds=60))
+    rm = LookingRuntime(pod_status(pod, app=ContainerState.RUNNING), docker)
+
+    async def killed() -> None:
+        rm.runtime = pod_status(pod, app=ContainerState.EXITED)
+
+    rm.while_killing = killed
+    worker = PodWorker(rm, pod)  # type: ignore[arg-type]
+    with anyio.fail_after(5):
+        await worker.run(anyio.Event())
+    assert rm.asked == ["look", "kill_pod", "look", "remove_pod"]
 
 
 @pytest.mark.parametrize(

@@ -400,6 +400,9 @@ class PodWorker:
         self._followers_deadline = math.inf
         self._no_new_followers = anyio.Event()
         self._silenced = False
+        self._ended: PodRuntimeStatus | None = None
+        """What Docker held of the pod when its worker saw it end by itself, nothing of it
+        running."""
 
     def poke(self) -> None:
         """Something about the pod changed: look again now."""
@@ -571,6 +574,8 @@ class PodWorker:
                 self._report(status)
                 if status.phase in TERMINAL_PHASES:
                     if await self._on_terminal(status, runtime):
+                        if not any(c.state is ContainerState.RUNNING for c in runtime.containers):
+                            self._ended = runtime
                         return
                     await self._idle(None)
                     continue
@@ -776,7 +781,8 @@ class PodWorker:
         if self.leave_running:
             return
         try:
-            runtime = await self.rm.get_pod_status(
+            # A pod seen ended by itself has nothing running and nothing starting again.
+            runtime = self._ended or await self.rm.get_pod_status(
                 uid=self.uid, name=self.name, namespace=self.namespace
             )
             running = any(c.state is ContainerState.RUNNING for c in runtime.containers)
