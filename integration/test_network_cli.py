@@ -67,6 +67,26 @@ def test_run_with_the_bridge_network_gives_the_pod_an_address_of_the_pod_cidr(
         anyio.run(plugin.remove_node_network)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the bridge backend needs root")
+def test_a_bridge_that_cannot_start_ends_the_run_with_its_error_and_leaves_nothing(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    """The node network starts while the pod's sandbox is made: its failure still ends the
+    run with the bridge's own message, and the sandbox made meanwhile is removed."""
+    from integration.run_helpers import node_containers
+
+    route = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, check=True)
+    host_net = next(line.split()[0] for line in route.stdout.splitlines() if "/" in line.split()[0])
+    bridge = f"akc{node_name[-10:]}"
+    proc = _run(
+        tmp_path, node_name, "--network", "bridge", "--bridge", bridge, "--pod-cidr", host_net
+    )
+    assert proc.returncode == 1
+    assert f"error: pod CIDR {host_net} overlaps the host route {host_net}" in proc.stderr
+    assert node_containers(docker_engine, node_name) == []
+    assert not Path("/sys/class/net", bridge).exists()
+
+
 def test_run_with_the_loopback_network_gives_the_pod_no_interface_but_lo(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:

@@ -165,6 +165,73 @@ class LoopbackPlugin:
         return True, ""
 
 
+class StartingPlugin:
+    """A plugin whose :meth:`start` runs while the first sandboxes are made.
+
+    A pause container's creation and start take Docker about 100 ms, the node network's
+    start (the bridge, the firewall's rules, the sweep) about as long again; they need
+    nothing of each other. Every call that needs the node's network (a pod's set-up, its
+    teardown, its status) waits for the start to end first, so the sweep is over before
+    any pod of this run holds an address. A start that failed fails each pod's set-up with
+    its message; whoever runs :meth:`start` sees the failure itself.
+    """
+
+    def __init__(self, plugin: NetworkPlugin) -> None:
+        self.plugin = plugin
+        self.name = plugin.name
+        self._done = anyio.Event()
+        self._error: BaseException | None = None
+        self._begun = False
+
+    async def start(self) -> None:
+        self._begun = True
+        try:
+            await self.plugin.start()
+        except BaseException as e:
+            self._error = e
+            raise
+        finally:
+            self._done.set()
+
+    async def started(self) -> None:
+        """Returns once the start has ended well; raises if it did not."""
+        await self._done.wait()
+        if self._error is not None:
+            raise errors.NetworkError(f"the node's network did not start: {self._error}")
+
+    def sandbox_network_mode(self, *, host_network: bool) -> str:
+        return self.plugin.sandbox_network_mode(host_network=host_network)
+
+    def sandbox_extra(
+        self, *, host_network: bool, port_mappings: tuple[PortMapping, ...]
+    ) -> SandboxExtra:
+        return self.plugin.sandbox_extra(host_network=host_network, port_mappings=port_mappings)
+
+    async def setup_pod(self, request: PodNetworkRequest) -> PodNetwork:
+        await self.started()
+        return await self.plugin.setup_pod(request)
+
+    async def _ended(self) -> None:
+        """Waits for a start under way; one never begun (cancelled first) is not waited
+        for."""
+        if self._begun:
+            await self._done.wait()
+
+    async def teardown_pod(self, *, sandbox_id: str) -> None:
+        await self._ended()
+        await self.plugin.teardown_pod(sandbox_id=sandbox_id)
+
+    async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork | None:
+        await self._ended()
+        return await self.plugin.get_pod_network_status(sandbox_id=sandbox_id)
+
+    async def status(self) -> tuple[bool, str]:
+        await self._ended()
+        if self._error is not None:
+            return False, f"the node's network did not start: {self._error}"
+        return await self.plugin.status()
+
+
 _T = TypeVar("_T")
 
 

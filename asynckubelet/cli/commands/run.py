@@ -332,6 +332,7 @@ class _Session:
     async def run(self, pods: Sequence[Pod]) -> list[PodOutcome]:
         from asynckubelet import errors
         from asynckubelet.cli.provision import announce
+        from asynckubelet.network import StartingPlugin
         from asynckubelet.node.runner import run_pods
         from asynckubelet.runtime.manager import RuntimeManager
 
@@ -352,10 +353,13 @@ class _Session:
             if self.admit is not None:
                 self.admit(await _engine_port_holders(rm.docker))
             await rm.pause_image()
-            rm.network = self.node.network_plugin(rm.docker, node_name=self.config.node_name)
-            await rm.network.start()
+            rm.network = network = StartingPlugin(
+                self.node.network_plugin(rm.docker, node_name=self.config.node_name)
+            )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._stop_on_signals, rm, pods, tg, name="signals")
+                # The node's network starts while the pods' sandboxes are made.
+                tg.start_soon(network.start, name="network")
                 outcomes = await run_pods(
                     rm,
                     pods,
@@ -366,6 +370,7 @@ class _Session:
                     output_closed=output_closed,
                     new_uids=True,  # the UIDs are this run's own (_owned)
                 )
+                await network.started()
                 tg.cancel_scope.cancel()
         return outcomes
 
