@@ -295,3 +295,57 @@ async def test_docker_calls_that_succeed_leave_no_garbage_for_the_cyclic_collect
     lines = [" ".join(r.split()[:2]) for r in requests]
     assert "POST /v1.41/containers/c1/start" in lines
     assert "GET /v1.41/containers/c1/json" in lines
+
+
+def _frame(data: bytes) -> bytes:
+    """One multiplexed stdout frame of a container without a terminal."""
+    return bytes([1, 0, 0, 0]) + len(data).to_bytes(4, "big") + data
+
+
+def _engine_with_a_stopped_container(requests: list[str]) -> Any:
+    """An engine holding one stopped container (no terminal) that wrote ``first`` and
+    ``last``, whose follow stream dropped ``last``, as Docker's may for a short-lived
+    container; it records each request line."""
+
+    def answer(conn: Any, head: bytes, rest: bytes) -> None:
+        line = head.split(b"\r\n", 1)[0].decode()
+        requests.append(line)
+        path = line.split()[1]
+        kind = "application/json"
+        if path == "/_ping":
+            body, kind = b"OK", "text/plain"
+        elif "/logs" in path:
+            body = _frame(b"first\n") + (b"" if "follow=1" in path else _frame(b"last"))
+            kind = "application/vnd.docker.raw-stream"
+        elif path.endswith("/json"):
+            body = b'{"Id": "c1", "Config": {"Tty": false}, "State": {"Running": false}}'
+        else:
+            body = b"[]"
+        head_out = [
+            "HTTP/1.1 200 OK",
+            f"Content-Type: {kind}",
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+            "Api-Version: 1.41",
+        ]
+        conn.sendall(("\r\n".join(head_out) + "\r\n\r\n").encode() + body)
+
+    return answer
+
+
+async def test_a_followed_log_that_ended_is_read_again_after_one_look_at_its_container(
+    tmp_path: Path,
+) -> None:
+    requests: list[str] = []
+    with unix_server(tmp_path / "d.sock", _engine_with_a_stopped_container(requests)) as path:
+        async with DockerClient(url=f"unix://{path}") as client:
+            await client.ping()
+            lines = [(line.text, line.newline) async for line in client.logs("c1", follow=True)]
+    assert lines == [("first", True), ("last", False)]
+    paths = [r.split()[1].split("?")[0] for r in requests[1:]]
+    assert paths == [
+        "/v1.41/containers/c1/json",
+        "/v1.41/containers/c1/logs",
+        "/v1.41/containers/c1/json",
+        "/v1.41/containers/c1/logs",
+    ]

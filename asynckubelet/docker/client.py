@@ -62,6 +62,11 @@ json-file reader of a follow stops with its container, and what the container wr
 before it exited (a short-lived ``cat``'s only output) can miss the stream."""
 
 
+def _tty(info: ContainerInspect) -> bool:
+    """Whether the inspected container has a terminal."""
+    return bool(info.get("Config", {}).get("Tty"))
+
+
 def _log_retry(state: RetryCallState) -> None:
     exc = state.outcome.exception() if state.outcome else None
     logger.warning("docker call failed ({}), attempt {}; retrying", exc, state.attempt_number)
@@ -383,20 +388,21 @@ class DockerClient:
             since=since,
             timestamps=timestamps,
         )
+        info = await self.inspect_container(container_id)
         received = 0
-        async for line in read(follow=follow, tail=tail):
+        async for line in read(follow=follow, tail=tail, tty=_tty(info)):
             received += 1
             yield line
         if not follow or tail is not None or received > FOLLOW_RECHECK_LINES:
             return
         try:
-            state = (await self.inspect_container(container_id)).get("State", {})
+            info = await self.inspect_container(container_id)
         except errors.NotFound:
             return
-        if state.get("Running"):
+        if info.get("State", {}).get("Running"):
             return
         seen = 0
-        async for line in read(follow=False, tail=None):
+        async for line in read(follow=False, tail=None, tty=_tty(info)):
             seen += 1
             if seen > received:
                 yield line
@@ -411,7 +417,10 @@ class DockerClient:
         tail: int | None,
         since: float | None,
         timestamps: bool,
+        tty: bool,
     ) -> AsyncIterator[LogLine]:
+        """One read of the container's log; ``tty``: the container has a terminal (its
+        output then comes as it is, not in multiplexed frames)."""
         params: dict[str, Any] = {
             "stdout": stdout,
             "stderr": stderr,
@@ -421,8 +430,6 @@ class DockerClient:
         }
         if since is not None:
             params["since"] = f"{since:.9f}"
-        info = await self.inspect_container(container_id)
-        tty = bool(info.get("Config", {}).get("Tty"))
         docker = self._connect()
         buffers = {"stdout": b"", "stderr": b""}
         try:
