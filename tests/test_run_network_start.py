@@ -16,13 +16,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from asynckubelet import errors
 from asynckubelet.cli.commands import run as run_command
 from asynckubelet.docker import ContainerConfig
-from asynckubelet.network import (
-    PodNetwork,
-    PodNetworkRequest,
-    PortMapping,
-    SandboxExtra,
-    StartingPlugin,
-)
+from asynckubelet.network import LoopbackPlugin, PodNetwork, PodNetworkRequest, StartingPlugin
 from asynckubelet.node.runner import RunOptions
 from asynckubelet.runtime import manager, naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
@@ -53,7 +47,7 @@ class SandboxDocker(FakeDocker):
             self.exit(container_id, exit_code=0)
 
 
-class LateNetwork:
+class LateNetwork(LoopbackPlugin):
     """A node network whose start ends only after the first sandbox was made (a run that
     waited for the start before making any would wait for ever), then fails if told to."""
 
@@ -70,26 +64,12 @@ class LateNetwork:
             raise errors.NetworkError("pod CIDR 192.0.2.0/24 overlaps the host route")
         self.calls.append("start")
 
-    def sandbox_network_mode(self, *, host_network: bool) -> str:
-        return "host" if host_network else "none"
-
-    def sandbox_extra(
-        self, *, host_network: bool, port_mappings: tuple[PortMapping, ...]
-    ) -> SandboxExtra:
-        return SandboxExtra()
-
     async def setup_pod(self, request: PodNetworkRequest) -> PodNetwork:
         self.calls.append("setup_pod")
         return PodNetwork()
 
     async def teardown_pod(self, *, sandbox_id: str) -> None:
         self.calls.append("teardown_pod")
-
-    async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork | None:
-        return None
-
-    async def status(self) -> tuple[bool, str]:
-        return True, ""
 
 
 @dataclasses.dataclass
