@@ -268,3 +268,68 @@ def test_each_help_loads_nothing_heavy_and_the_command_list_not_even_rich() -> N
         assert not set(modules) & set(HEAVY), (args, modules)
     assert loaded["--help"] == []
     assert loaded["images --help"] == []
+
+
+def _serve_config(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The node configuration ``serve`` starts its node with (nothing is started)."""
+    from asynckubelet.cli.commands import serve
+
+    handed: list[Any] = []
+    monkeypatch.setattr(provision, "ensure_engine", lambda *args, **kwargs: None)
+    monkeypatch.setattr(serve, "run_async", lambda fn, config, *args: handed.append(config))
+    return handed
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        ([], {}, None),
+        (["--max-parallel-starts", "3"], {}, 3),
+        ([], {"ASYNCKUBELET_MAX_PARALLEL_STARTS": "0"}, 0),
+    ],
+)
+def test_serve_hands_its_limit_of_parallel_starts_to_the_node(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    args: list[str],
+    env: dict[str, str],
+    expected: int | None,
+) -> None:
+    from asynckubelet.runtime.gate import default_parallel_starts
+
+    handed = _serve_config(monkeypatch)
+    result = CliRunner().invoke(
+        app,
+        ["serve", "--listen", "127.0.0.1:0", "--nice", "0", *args],
+        env={"ASYNCKUBELET_STATE_DIR": str(tmp_path), **env},
+    )
+    assert result.exit_code == 0, result.output
+    ((config,),) = [handed]
+    assert config.max_parallel_starts == (
+        default_parallel_starts() if expected is None else expected
+    )
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_a_negative_limit_of_parallel_starts_is_refused_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: str
+) -> None:
+    handed = _serve_config(monkeypatch)
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n")
+    args = {"serve": ["serve"], "run": ["run", str(pod)]}[command]
+    result = CliRunner().invoke(
+        app,
+        [*args, "--max-parallel-starts", "-1"],
+        env={"ASYNCKUBELET_STATE_DIR": str(tmp_path)},
+    )
+    assert result.exit_code == 2
+    assert "--max-parallel-starts must be 0 (no limit) or more, not -1" in result.output
+    assert handed == []
+
+
+def test_the_run_time_configuration_takes_the_limit_of_parallel_starts() -> None:
+    from asynckubelet.runtime.gate import default_parallel_starts
+
+    assert NodeOptions(max_parallel_starts=5).runtime_config().max_parallel_starts == 5
+    assert NodeOptions().runtime_config().max_parallel_starts == default_parallel_starts()

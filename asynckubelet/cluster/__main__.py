@@ -85,6 +85,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster-dns", action="append", default=[])
     p.add_argument("--cluster-domain", default="cluster.local")
     p.add_argument("--stop-pods-on-exit", action="store_true")
+    p.add_argument(
+        "--max-parallel-starts",
+        type=int,
+        default=None,
+        metavar="N",
+        help="containers the engine creates and starts at once (default: 4 per CPU, at"
+        " least 8; 0: no limit)",
+    )
     p.add_argument("--log-level", default="INFO")
     return p
 
@@ -121,7 +129,16 @@ def configs(args: argparse.Namespace) -> tuple[ClusterConfig, KubeletConfig]:
         )
     except ValueError as e:
         raise _bad(str(e)) from None
+    if args.max_parallel_starts is not None and args.max_parallel_starts < 0:
+        raise _bad(
+            f"--max-parallel-starts must be 0 (no limit) or more, not {args.max_parallel_starts}"
+        )
     node_name = (args.node_name or socket.gethostname()).lower()
+    starts = (
+        {}
+        if args.max_parallel_starts is None
+        else {"max_parallel_starts": args.max_parallel_starts}
+    )
     kubelet = KubeletConfig(
         node_name=node_name,
         state_dir=args.state_dir,
@@ -131,6 +148,7 @@ def configs(args: argparse.Namespace) -> tuple[ClusterConfig, KubeletConfig]:
         pod_security=args.pod_security,
         leave_running=not args.stop_pods_on_exit,
         dns=DNSSettings(cluster_dns=tuple(args.cluster_dns), cluster_domain=args.cluster_domain),
+        **starts,
     )
     return cluster, kubelet
 

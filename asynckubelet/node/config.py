@@ -13,6 +13,7 @@ from asynckubelet.node.admission import NodeInfo
 from asynckubelet.node.metrics import LOOP_LAG_PERIOD
 from asynckubelet.node.pleg import RELIST_PERIOD
 from asynckubelet.node.tokens import DEFAULT_ISSUER
+from asynckubelet.runtime.gate import default_parallel_starts
 
 SHUTDOWN_TIMEOUT = 60.0
 """Seconds the node gives its pods to stop gracefully on exit, by default."""
@@ -72,6 +73,10 @@ class KubeletConfig:
     """The owner mark of this node's pods (:attr:`~asynckubelet.runtime.manager.
     RuntimeConfig.owner`): a node with one (``run`` of a Job) sees and removes only its
     own pods, never those of the node agent of the same node name."""
+    max_parallel_starts: int = field(default_factory=default_parallel_starts)
+    """Containers (sandboxes included) the engine is asked to create and start at once;
+    the others wait their turn (:attr:`~asynckubelet.runtime.manager.RuntimeConfig.
+    max_parallel_starts`). 0: no limit."""
 
 
 __all__ = ["SHUTDOWN_TIMEOUT", "KubeletConfig"]

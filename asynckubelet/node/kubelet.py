@@ -154,6 +154,7 @@ class Kubelet(PodReads):
                 docker_url=self.config.docker_url,
                 dns=self.config.dns,
                 owner=self.config.owner,
+                max_parallel_starts=self.config.max_parallel_starts,
             ),
             docker=docker,
             network=network,

@@ -39,6 +39,7 @@ from asynckubelet.runtime import hooks, kill, nodefiles, probehelper
 from asynckubelet.runtime.actions import compute_pod_actions
 from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.events import EventSink, log_event
+from asynckubelet.runtime.gate import StartGate, default_parallel_starts
 from asynckubelet.runtime.images import ImageManager, auths_from_secrets
 from asynckubelet.runtime.metrics import RuntimeMetrics, count_failed_steps, measured
 from asynckubelet.runtime.probes import ProbeResult
@@ -74,6 +75,10 @@ class RuntimeConfig:
     """Link each container instance's log file here as
     ``<namespace>_<name>_<uid>/<container>/<restartCount>.log`` (the kubelet's
     /var/log/pods layout); None: no links. Local engines only."""
+    max_parallel_starts: int = field(default_factory=default_parallel_starts)
+    """At most this many containers (sandboxes included) are being created and started
+    on the engine at once; the others wait their turn, a pod's own containers before new
+    pods' sandboxes (:mod:`~asynckubelet.runtime.gate`). 0: no limit."""
 
 
 class RuntimeManager:
@@ -101,6 +106,8 @@ class RuntimeManager:
         self.network: NetworkPlugin = network or LoopbackPlugin()
         self.events: EventSink = events or log_event
         self.images = ImageManager(self.docker)
+        self.starts = StartGate(self.config.max_parallel_starts)
+        """Turns at creating and starting a container on the engine."""
         self.probe_helpers = probehelper.ProbeHelpers(docker=self.docker, node=self.node)
         """Per-sandbox helpers for HTTP/TCP probes of pods the node cannot reach."""
         self.cgroup_driver: str | None = None

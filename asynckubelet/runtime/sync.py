@@ -254,13 +254,14 @@ class PodSync:
     async def _make_sandbox(self, config: ContainerConfig, name: str) -> str:
         """Create and start the pause container as one step a cancelled caller cannot split;
         a sandbox that fails to start is removed."""
-        with anyio.CancelScope(shield=True):
-            sandbox_id = await self.rm.docker.create_container(config, name=name)
-            try:
-                await self.rm.docker.start_container(sandbox_id)
-            except BaseException:
-                await self.rm.docker.remove_container(sandbox_id, force=True)
-                raise
+        async with self.rm.starts.slot(sandbox=True):
+            with anyio.CancelScope(shield=True):
+                sandbox_id = await self.rm.docker.create_container(config, name=name)
+                try:
+                    await self.rm.docker.start_container(sandbox_id)
+                except BaseException:
+                    await self.rm.docker.remove_container(sandbox_id, force=True)
+                    raise
         return sandbox_id
 
     async def _create_sandbox(self, attempt: int) -> str | None:
@@ -428,8 +429,9 @@ class PodSync:
         )
         # Created and started as one step: a cancelled caller never leaves a container
         # that was made but not started.
-        with anyio.CancelScope(shield=True):
-            cid = await self._create_and_start(container, name, config, step)
+        async with self.rm.starts.slot():
+            with anyio.CancelScope(shield=True):
+                cid = await self._create_and_start(container, name, config, step)
         if cid is None:
             return False
         self.rm.reset_restart_counts.pop(reset_key, None)

@@ -67,6 +67,7 @@ async def run_with_controllers(
         owner=owner,
         housekeeping_period=3600.0,
         shutdown_timeout=grace_period,
+        max_parallel_starts=runtime.max_parallel_starts,
     )
     code = 0
     async with DockerClient(url=node.docker_host) as docker:

@@ -122,6 +122,7 @@ def serve(
         service_account_issuer=node.service_account_issuer,
         node=node.node_info(),
         host_ips=(default_node_ip(),),
+        max_parallel_starts=node.runtime_config().max_parallel_starts,
     )
     daemon.limit_malloc_arenas()
     daemon.quicken_thread_switches()

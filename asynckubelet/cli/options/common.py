@@ -272,6 +272,20 @@ MaxPodsOpt = Annotated[
         rich_help_panel=NODE_PANEL,
     ),
 ]
+MaxParallelStartsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-parallel-starts",
+        metavar="N",
+        envvar="ASYNCKUBELET_MAX_PARALLEL_STARTS",
+        help=(
+            "Containers the engine creates and starts at once; the others wait their turn,"
+            " a pod's own containers before new pods' sandboxes (default: 4 per CPU, at"
+            " least 8; 0: no limit)."
+        ),
+        rich_help_panel=NODE_PANEL,
+    ),
+]
 NodeLabelsOpt = Annotated[
     str | None,
     typer.Option(

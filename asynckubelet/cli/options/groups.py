@@ -61,6 +61,7 @@ from asynckubelet.cli.options.common import (
     LogFormatOpt,
     LogLevelOpt,
     MasqueradeOpt,
+    MaxParallelStartsOpt,
     MaxPodsOpt,
     NetworkOpt,
     NodeLabelsOpt,
@@ -201,6 +202,7 @@ class NodeOptions:
     capacity: CapacityOpt = None
     max_pods: MaxPodsOpt = None
     node_labels: NodeLabelsOpt = None
+    max_parallel_starts: MaxParallelStartsOpt = None
 
     def check(self, *, pod_security_code: int = 2) -> None:
         """Refuse values no node can run with, before anything is started."""
@@ -208,6 +210,9 @@ class NodeOptions:
         check_pod_security(self.pod_security, code=pod_security_code)
         check_network(self.network)
         check_firewall(self.firewall)
+        starts = self.max_parallel_starts
+        if starts is not None and starts < 0:
+            raise UsageError(f"--max-parallel-starts must be 0 (no limit) or more, not {starts}")
         self.node_info()
 
     def node_info(self) -> NodeInfo:
@@ -254,6 +259,8 @@ class NodeOptions:
         config = RuntimeConfig(
             pause_image=self.pause_image, docker_url=self.docker_host, dns=self.dns()
         )
+        if self.max_parallel_starts is not None:
+            config = dataclasses.replace(config, max_parallel_starts=self.max_parallel_starts)
         return dataclasses.replace(config, node_name=self.node_name) if self.node_name else config
 
     def network_plugin(self, docker: DockerAPI, *, node_name: str) -> NetworkPlugin:

@@ -1,0 +1,230 @@
+"""The runtime asks the engine to create and start at most so many containers at once,
+a pod's own containers before new pods' sandboxes (the gate alone, then the runtime on
+FakeDocker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from daemon_helpers import IMAGES
+from lightkube.models.core_v1 import Pod
+
+from asynckubelet.manifests import load_manifests_text
+from asynckubelet.runtime import gate
+from asynckubelet.runtime.gate import StartGate
+from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from asynckubelet.testing import FakeDocker
+
+pytestmark = pytest.mark.anyio
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  containers:
+  - {name: a, image: busybox:1.35}
+  - {name: b, image: busybox:1.35}
+"""
+
+
+async def _hold(
+    g: StartGate, order: list[str], name: str, release: anyio.Event, sandbox: bool
+) -> None:
+    async with g.slot(sandbox=sandbox):
+        order.append(name)
+        await release.wait()
+
+
+async def test_no_more_than_the_limit_hold_a_slot_at_once() -> None:
+    g = StartGate(3)
+    holding = 0
+    most = 0
+
+    async def start() -> None:
+        nonlocal holding, most
+        async with g.slot():
+            holding += 1
+            most = max(most, holding)
+            await anyio.sleep(0.01)
+            holding -= 1
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for _ in range(20):
+                tg.start_soon(start)
+    assert most == 3
+    assert (g.busy, g.waiting) == (0, 0)
+
+
+async def test_a_pods_containers_go_before_the_sandboxes_of_pods_not_begun() -> None:
+    g = StartGate(1)
+    order: list[str] = []
+    release = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_hold, g, order, "first", release, True)
+            await anyio.wait_all_tasks_blocked()
+            for name in ("sandbox 2", "sandbox 3"):
+                tg.start_soon(_hold, g, order, name, release, True)
+                await anyio.wait_all_tasks_blocked()
+            tg.start_soon(_hold, g, order, "container of 1", release, False)
+            await anyio.wait_all_tasks_blocked()
+            assert order == ["first"]
+            release.set()
+    assert order == ["first", "container of 1", "sandbox 2", "sandbox 3"]
+
+
+async def test_a_start_cancelled_while_it_waits_takes_no_slot() -> None:
+    g = StartGate(1)
+    order: list[str] = []
+    release = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_hold, g, order, "first", release, False)
+            await anyio.wait_all_tasks_blocked()
+            waiting = anyio.CancelScope()
+            tg.start_soon(_hold_in, waiting, g, order, release)
+            await anyio.wait_all_tasks_blocked()
+            assert g.waiting == 1
+            waiting.cancel()
+            await anyio.wait_all_tasks_blocked()
+            assert g.waiting == 0
+            tg.start_soon(_hold, g, order, "third", release, False)
+            await anyio.wait_all_tasks_blocked()
+            release.set()
+    assert order == ["first", "third"]
+    assert (g.busy, g.waiting) == (0, 0)
+
+
+async def _hold_in(
+    scope: anyio.CancelScope, g: StartGate, order: list[str], release: anyio.Event
+) -> None:
+    with scope:
+        await _hold(g, order, "cancelled", release, False)
+
+
+async def test_a_slot_handed_to_a_start_cancelled_at_that_moment_goes_to_the_next() -> None:
+    g = StartGate(1)
+    order: list[str] = []
+    release = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            first = anyio.Event()
+            tg.start_soon(_hold, g, order, "first", first, False)
+            await anyio.wait_all_tasks_blocked()
+            scope = anyio.CancelScope()
+            tg.start_soon(_hold_in, scope, g, order, release)
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(_hold, g, order, "third", release, False)
+            await anyio.wait_all_tasks_blocked()
+            # The first start ends and hands its slot to the waiter, which is cancelled
+            # before it runs again.
+            first.set()
+            scope.cancel()
+            await anyio.wait_all_tasks_blocked()
+            assert order == ["first", "third"]
+            release.set()
+    assert (g.busy, g.waiting) == (0, 0)
+
+
+async def test_a_limit_of_zero_lets_every_start_go_at_once() -> None:
+    g = StartGate(0)
+    order: list[str] = []
+    release = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(_hold, g, order, str(i), release, bool(i % 2))
+            await anyio.wait_all_tasks_blocked()
+            assert len(order) == 50
+            release.set()
+
+
+def test_a_negative_limit_is_refused() -> None:
+    with pytest.raises(ValueError, match="0 or more, not -1"):
+        StartGate(-1)
+
+
+def test_the_default_is_four_a_cpu_and_at_least_eight(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert gate.default_parallel_starts() == 8
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert gate.default_parallel_starts() == 64
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    assert gate.default_parallel_starts() == 8
+
+
+class SlowStarts(FakeDocker):
+    """Every start waits for :attr:`go`; :attr:`most` is the most starts under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__(images=IMAGES)
+        self.go = anyio.Event()
+        self.starting = 0
+        self.most = 0
+
+    async def start_container(self, container_id: str) -> None:
+        self.starting += 1
+        self.most = max(self.most, self.starting)
+        try:
+            await self.go.wait()
+            await super().start_container(container_id)
+        finally:
+            self.starting -= 1
+
+
+def pods(n: int) -> list[Pod]:
+    return [
+        load_manifests_text(POD.replace("NAME", f"p{i}"), node_name="n1").pods[0] for i in range(n)
+    ]
+
+
+async def test_the_runtime_creates_no_more_containers_at_once_than_its_limit() -> None:
+    docker = SlowStarts()
+    config = RuntimeConfig(node_name="n1", max_parallel_starts=2)
+    async with RuntimeManager(config, docker=docker) as rm:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                for pod in pods(3):
+                    tg.start_soon(rm.sync_pod, pod)
+                await anyio.wait_all_tasks_blocked()
+                # Two sandboxes are being started; the third pod's waits for a slot and
+                # is not even created.
+                assert docker.count("create_container") == 2
+                assert rm.starts.waiting == 1
+                docker.go.set()
+    assert docker.most == 2
+    # Every pod got its sandbox and two containers.
+    assert docker.count("start_container") == 9
+    assert len(docker.containers) == 9
+    assert (rm.starts.busy, rm.starts.waiting) == (0, 0)
+
+
+async def test_a_runtime_with_no_limit_creates_every_sandbox_at_once() -> None:
+    docker = SlowStarts()
+    config = RuntimeConfig(node_name="n1", max_parallel_starts=0)
+    async with RuntimeManager(config, docker=docker) as rm:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                for pod in pods(5):
+                    tg.start_soon(rm.sync_pod, pod)
+                await anyio.wait_all_tasks_blocked()
+                assert docker.count("create_container") == 5
+                docker.go.set()
+    assert len(docker.containers) == 15
+
+
+def test_the_cluster_runner_takes_the_limit_of_parallel_starts(tmp_path: Path) -> None:
+    from asynckubelet.cluster.__main__ import configs, parser
+
+    base = ["--kubeconfig", str(tmp_path / "node.kubeconfig")]
+    _, kubelet = configs(parser().parse_args([*base, "--max-parallel-starts", "4"]))
+    assert kubelet.max_parallel_starts == 4
+    _, kubelet = configs(parser().parse_args(base))
+    assert kubelet.max_parallel_starts == gate.default_parallel_starts()
+    with pytest.raises(SystemExit) as refused:
+        configs(parser().parse_args([*base, "--max-parallel-starts", "-2"]))
+    assert refused.value.code == 2
