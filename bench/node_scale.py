@@ -12,7 +12,9 @@ private dockerd, so other work on the machine's engine does not disturb the figu
   no seccomp profile as the kubelet's default is ``Unconfined``, a BestEffort pod's CPU
   shares), then the node given the same pods at once (manifests renamed into its
   manifest directory) until its status files show every pod Running; the ratio of the
-  two, the event loop's lag p99 over the burst (from the daemon's
+  two (beside it, the node against the raw path with at most ``--raw-limit`` creates and
+  starts under way at once, timed just before, as the node itself limits them: the node's
+  own cost with the engine worked alike), the event loop's lag p99 over the burst (from the daemon's
   ``asynckubelet_event_loop_lag_seconds`` histogram, as Prometheus'
   ``histogram_quantile`` computes it) and the p99 and slowest ``/healthz`` answers
   (polled every 50 ms throughout, from a process of its own), and the slowest less the
@@ -36,7 +38,7 @@ repeats the burst N times per size (the pods removed in between), each the raw p
 the node; raw and node seconds are then medians, the ratio the median of the bursts'
 ratios, the lag, ``/healthz`` figures the worst burst's, and each pair is printed. Run:
 ``python bench/node_scale.py [--sizes 10,50,110] [--idle-seconds 60] [--bursts 1]
-[--baseline PATH]``.
+[--raw-limit N] [--baseline PATH]``.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +69,7 @@ from nodenet import free_cidr, private_bridge, remove_node_network
 from asynckubelet.docker import DockerClient
 from asynckubelet.docker.engine import Dockerd
 from asynckubelet.images import build as image_build
+from asynckubelet.runtime.gate import default_parallel_starts
 
 BUSYBOX = image_build.DEFAULT_BUSYBOX_TAG
 PAUSE = image_build.DEFAULT_PAUSE_TAG
@@ -105,6 +108,9 @@ class Figures:
     """None: the pods did not all become Ready within ``--ready-timeout``."""
     bursts: list[tuple[float, float]] = field(default_factory=list)
     """(raw s, node s) of each burst, the raw path just before the node."""
+    limited: list[float] = field(default_factory=list)
+    """Seconds of the raw path with the node's limit of parallel starts, each burst (just
+    before the raw path; empty with ``--raw-limit 0``)."""
     lag_p99: float | None = None
     healthz_max: float = 0.0
     healthz_p99: float = 0.0
@@ -128,6 +134,15 @@ class Figures:
     def ratio(self) -> float:
         """The median of the bursts' ratios, each of a pair measured side by side."""
         return statistics.median(n / r for r, n in self.bursts)
+
+    @property
+    def ratio_limited(self) -> float | None:
+        """The median of the bursts' node / raw path with the node's limit."""
+        if not self.limited:
+            return None
+        return statistics.median(
+            n / lim for (_, n), lim in zip(self.bursts, self.limited, strict=True)
+        )
 
 
 # -- the daemon, seen from outside ------------------------------------------------------
@@ -374,10 +389,22 @@ def remove_pods(directory: Path) -> None:
 # -- the raw critical path --------------------------------------------------------------
 
 
-async def raw_burst(docker_url: str, n: int, scratch: Path) -> float:
+async def raw_burst(docker_url: str, n: int, scratch: Path, limit: int = 0) -> float:
+    """Seconds until every pod's containers run; ``limit``: at most so many creates and
+    starts under way at once, in the order asked (0: all at once)."""
     docker = aiodocker.Docker(url=docker_url)
     run = secrets.token_hex(4)
     labels = {RAW_LABEL: run}
+    turns = anyio.Semaphore(limit) if limit else None
+
+    @contextlib.asynccontextmanager
+    async def turn() -> AsyncIterator[None]:
+        if turns is None:
+            yield
+            return
+        async with turns:
+            yield
+
     try:
 
         async def pod(i: int) -> None:
@@ -385,16 +412,17 @@ async def raw_burst(docker_url: str, n: int, scratch: Path) -> float:
             files.mkdir()
             for name in ("etc-hosts", "resolv.conf", "a", "b"):
                 (files / name).write_text("")
-            pause = await docker.containers.create(
-                {
-                    "Image": PAUSE,
-                    "Labels": labels,
-                    "NetworkDisabled": True,
-                    "HostConfig": {"NetworkMode": "none", "IpcMode": "shareable"},
-                },
-                name=f"raw-{run}-{i}-pause",
-            )
-            await pause.start()
+            async with turn():
+                pause = await docker.containers.create(
+                    {
+                        "Image": PAUSE,
+                        "Labels": labels,
+                        "NetworkDisabled": True,
+                        "HostConfig": {"NetworkMode": "none", "IpcMode": "shareable"},
+                    },
+                    name=f"raw-{run}-{i}-pause",
+                )
+                await pause.start()
             joined = {"NetworkMode": f"container:{pause.id}", "IpcMode": f"container:{pause.id}"}
 
             async def app(name: str) -> None:
@@ -406,21 +434,22 @@ async def raw_burst(docker_url: str, n: int, scratch: Path) -> float:
                         (name, "/dev/termination-log"),
                     )
                 ]
-                c = await docker.containers.create(
-                    {
-                        "Image": BUSYBOX,
-                        "Cmd": ["sh", "-c", LOOP],
-                        "Labels": labels,
-                        "HostConfig": {
-                            **joined,
-                            "Mounts": mounts,
-                            "SecurityOpt": ["seccomp=unconfined"],
-                            "CpuShares": 2,
+                async with turn():
+                    c = await docker.containers.create(
+                        {
+                            "Image": BUSYBOX,
+                            "Cmd": ["sh", "-c", LOOP],
+                            "Labels": labels,
+                            "HostConfig": {
+                                **joined,
+                                "Mounts": mounts,
+                                "SecurityOpt": ["seccomp=unconfined"],
+                                "CpuShares": 2,
+                            },
                         },
-                    },
-                    name=f"raw-{run}-{i}-{name}",
-                )
-                await c.start()
+                        name=f"raw-{run}-{i}-{name}",
+                    )
+                    await c.start()
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(app, "a")
@@ -467,6 +496,7 @@ def measure(
     nice: int | None,
     ready_timeout: float,
     bursts: int = 1,
+    raw_limit: int = 0,
 ) -> Figures:
     figures = Figures(pods=n, tree=tree.name)
     with (
@@ -482,6 +512,13 @@ def measure(
             if burst:
                 remove_pods(manifests)
                 status.wait("Gone", 0)
+                time.sleep(2)
+            if raw_limit:
+                limited_files = Path(tmp) / f"limited-{burst}"
+                limited_files.mkdir()
+                figures.limited.append(
+                    anyio.run(raw_burst, docker_url, n, limited_files, raw_limit)
+                )
                 time.sleep(2)
             raw_files = Path(tmp) / f"raw-{burst}"
             raw_files.mkdir()
@@ -528,6 +565,7 @@ def header() -> None:
     print(
         f"{'tree':>12} {'pods':>5} {'idle CPU %':>10} {'RSS MB':>7} {'RSS0 MB':>7} {'MB/pod':>7} "
         f"{'probes CPU %':>12} {'raw s':>7} {'node s':>7} {'ratio':>6} "
+        f"{'raw lim s':>9} {'ratio lim':>9} "
         f"{'lag p99 ms':>10} {'healthz p99 ms':>14} {'healthz max ms':>14} "
         f"{'less own wait':>13} {'burst CPU s':>11} {'CPU wait s':>10}",
         flush=True,
@@ -537,10 +575,15 @@ def header() -> None:
 def line(f: Figures) -> None:
     lag = f"{f.lag_p99 * 1000:10.1f}" if f.lag_p99 is not None else f"{'n/a':>10}"
     probes = f"{f.probes_cpu:12.2f}" if f.probes_cpu is not None else f"{'n/a':>12}"
+    limited = (
+        f"{statistics.median(f.limited):9.2f} {f.ratio_limited:9.3f}"
+        if f.limited and f.ratio_limited is not None
+        else f"{'n/a':>9} {'n/a':>9}"
+    )
     print(
         f"{f.tree[-12:]:>12} {f.pods:5d} {f.idle_cpu:10.2f} {f.idle_rss:7.1f} "
         f"{f.rss0:7.1f} {f.per_pod:7.3f} "
-        f"{probes} {f.raw:7.2f} {f.node:7.2f} {f.ratio:6.3f} {lag} "
+        f"{probes} {f.raw:7.2f} {f.node:7.2f} {f.ratio:6.3f} {limited} {lag} "
         f"{f.healthz_p99 * 1000:14.1f} {f.healthz_max * 1000:14.1f} "
         f"{f.healthz_max_net * 1000:13.1f} {f.burst_cpu:11.2f} {f.burst_wait:10.2f}",
         flush=True,
@@ -579,6 +622,13 @@ def main() -> None:
         "--ready-timeout", type=float, default=600.0, help="seconds the probed pods get to be Ready"
     )
     parser.add_argument(
+        "--raw-limit",
+        type=int,
+        default=default_parallel_starts(),
+        help="also time the raw path with at most N creates and starts at once, the node's"
+        " own limit (default: the node's default, 4 per CPU, at least 8; 0: not timed)",
+    )
+    parser.add_argument(
         "--bursts",
         type=int,
         default=1,
@@ -610,12 +660,16 @@ def main() -> None:
                     nice=args.nice,
                     ready_timeout=args.ready_timeout,
                     bursts=args.bursts,
+                    raw_limit=args.raw_limit,
                 )
                 rows[tree].append(figures)
                 line(figures)
                 if len(figures.bursts) > 1:
                     pairs = ", ".join(f"{r:.2f}/{t:.2f} ({t / r:.3f})" for r, t in figures.bursts)
                     print(f"{tree.name}: {n} pods, each burst's raw/node s (ratio): {pairs}")
+                if figures.limited:
+                    each = ", ".join(f"{s:.2f}" for s in figures.limited)
+                    print(f"{tree.name}: {n} pods, raw path {args.raw_limit} at a time, s: {each}")
         for tree in trees:
             summary(rows[tree])
     finally:

@@ -156,6 +156,11 @@ async def _listen_and_publish(
         f"{config.manifest_dir}, http://{host}:{bound}, local API {socket_file}"
     )
     daemon.settle_heap()
+    tg.start_soon(
+        daemon.give_back_memory_when_quiet,
+        joined.kubelet.status,
+        name="memory given back after each busy spell",
+    )
 
 
 async def _serve(

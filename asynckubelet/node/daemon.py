@@ -20,10 +20,10 @@ import gc
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asynckubelet import errors, hostfs
 from asynckubelet.node.locate import (
@@ -33,6 +33,9 @@ from asynckubelet.node.locate import (
     socket_answers,
     socket_path,
 )
+
+if TYPE_CHECKING:
+    from asynckubelet.node.status_manager import StatusManager
 
 NODE_FILE = "node.json"
 NODE_FILE_MODE = 0o600
@@ -97,6 +100,56 @@ def settle_heap() -> None:
     collector alone."""
     gc.collect()
     gc.freeze()
+
+
+QUIET = 5.0
+"""Seconds without a pod status change after which a daemon that was busy gives back the
+memory it no longer uses (:func:`give_back_memory_when_quiet`)."""
+
+
+def give_back_memory() -> bool:
+    """Collect the cyclic garbage, then have the C allocator hand its free pages back to
+    the system (``malloc_trim(0)``); True when the allocator could be asked. A burst of
+    pods leaves the daemon's heap larger than what lives in it: what the burst's requests,
+    answers and tasks used is free again, but glibc keeps free memory in the middle of
+    its heap until asked (one daemon after three bursts of 110 pods: 79 MB resident, 75
+    MB once trimmed)."""
+    import ctypes
+
+    gc.collect()
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = (ctypes.c_size_t,)
+    trim.restype = ctypes.c_int
+    trim(0)
+    return True
+
+
+async def give_back_memory_when_quiet(
+    status: StatusManager,
+    *,
+    quiet: float = QUIET,
+    give_back: Callable[[], object] = give_back_memory,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+) -> None:
+    """Once per busy spell, :func:`give_back_memory` when it ends: after a change of a
+    pod's status, once ``quiet`` seconds have passed without another (looked at every
+    ``quiet`` seconds while they change). A node at rest costs nothing here: this waits
+    for the next change. Until cancelled."""
+    import anyio
+
+    sleep = sleep or anyio.sleep
+    while True:
+        await status.changed()
+        seen = status.version
+        while True:
+            await sleep(quiet)
+            if status.version == seen:
+                break
+            seen = status.version
+        give_back()
 
 
 AUTOGROUP = "/proc/self/autogroup"
@@ -258,6 +311,8 @@ __all__ = [
     "DaemonInfo",
     "claim_socket",
     "default_state_dir",
+    "give_back_memory",
+    "give_back_memory_when_quiet",
     "node_file",
     "read_node_info",
     "release_socket",

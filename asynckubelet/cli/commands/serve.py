@@ -246,6 +246,11 @@ async def _serve(
                             f"http://{at.host}:{bound}, local API {socket_file}"
                         )
                         daemon.settle_heap()
+                        tg.start_soon(
+                            daemon.give_back_memory_when_quiet,
+                            kubelet.status,
+                            name="memory given back after each busy spell",
+                        )
                         signum = await anext(aiter(received))
                         err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
                         if not config.leave_running:
