@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
+import watchfiles
 
 from asynckubelet.manifests import Manifests
 from asynckubelet.node import sources
@@ -168,3 +171,56 @@ def test_namespace_labels_only_tighten_unless_the_source_allows_them(tmp_path: P
     src.allow_namespace_policy = True
     src.load_all()
     assert got == {source_name(tmp_path / "a.yaml"): ["root"]}
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    """Until ``check()`` holds, looked at every 20 ms (the test's deadline bounds it)."""
+    for _ in range(1000):
+        if check():
+            return
+        await anyio.sleep(0.02)
+    raise AssertionError("never happened")
+
+
+@pytest.mark.anyio
+async def test_a_watched_directory_is_loaded_then_followed_until_cancelled(tmp_path: Path) -> None:
+    (tmp_path / "first.yaml").write_text(POD.replace("NAME", "first"))
+    src, got, _ = source(tmp_path)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(src.run)
+            assert got == {source_name(tmp_path / "first.yaml"): ["first"]}
+            (tmp_path / ".second.yaml").write_text(POD.replace("NAME", "second"))
+            (tmp_path / ".second.yaml").rename(tmp_path / "second.yaml")
+            await _until(lambda: source_name(tmp_path / "second.yaml") in got)
+            (tmp_path / "first.yaml").unlink()
+            await _until(lambda: got[source_name(tmp_path / "first.yaml")] == [])
+            assert got[source_name(tmp_path / "second.yaml")] == ["second"]
+            # Cancelled, the watch ends at once: its thread sees the stop within a step
+            # (it waits for no timeout; nothing else would end it).
+            tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_directory_that_cannot_be_watched_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "first.yaml").write_text(POD.replace("NAME", "first"))
+    src, got, _ = source(tmp_path)
+    tries: list[int] = []
+    real = watchfiles.awatch
+
+    def awatch(*args: object, **kwargs: object) -> object:
+        tries.append(1)
+        if len(tries) == 1:
+            raise OSError(28, "inotify watch limit reached")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(watchfiles, "awatch", awatch)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(src.run)
+            (tmp_path / "second.yaml").write_text(POD.replace("NAME", "second"))
+            await _until(lambda: source_name(tmp_path / "second.yaml") in got)
+            tg.cancel_scope.cancel()
+    assert len(tries) == 2
