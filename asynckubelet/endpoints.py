@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import anyio
 from aiohttp import web
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
 from asynckubelet.node.kubelet import Kubelet
 

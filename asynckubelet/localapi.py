@@ -35,9 +35,9 @@ import anyio.abc
 import anyio.to_thread
 from aiohttp import web
 from lightkube.models.core_v1 import Namespace, Pod
-from loguru import logger
 
 from asynckubelet import errors, hostfs, printers, resources, tables
+from asynckubelet._logging import logger
 from asynckubelet.endpoints import NODE_KEY, healthz, metrics, serve_site
 from asynckubelet.endpoints import flag_param as _flag
 from asynckubelet.endpoints import int_param as _int_param

@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable, Iterable
 import anyio
 import anyio.abc
 from aiohttp import web
-from loguru import logger
 
+from asynckubelet._logging import logger
 from asynckubelet.endpoints import (
     NODE_KEY,
     bound_port,

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from socket_helpers import unix_server
 
+from asynckubelet import _logging
 from asynckubelet.docker import engine
 from asynckubelet.node import daemon
 
@@ -45,11 +46,13 @@ def _the_test_process_keeps_its_interpreter_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[None]:
     """A ``serve`` a test runs in this process leaves its allocator as it is (the arenas'
-    limit is tested in processes of their own) and gives its thread switch interval back."""
+    limit is tested in processes of their own) and gives its thread switch interval back;
+    a command's log level does not outlive its test."""
     monkeypatch.setattr(daemon, "limit_malloc_arenas", lambda: False)
     interval = sys.getswitchinterval()
     yield
     sys.setswitchinterval(interval)
+    _logging.set_threshold(None)
 
 
 @pytest.fixture

@@ -185,7 +185,7 @@ def _report(failure: BaseException, *, not_found_as: str | None) -> int:
         err.print(f"[red]error:[/red] {escape(failure.format_message())}")
         return failure.exit_code
     if not isinstance(failure, REPORTED):
-        from loguru import logger
+        from asynckubelet._logging import logger
 
         logger.opt(exception=failure).debug("unexpected error")
         text = f"{type(failure).__name__}: {failure}".rstrip(": ")
@@ -324,6 +324,9 @@ def setup_logging(options: LogOptions, *, default: str = "WARNING") -> None:
         raise UsageError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}")
     if form not in LOG_FORMATS:
         raise UsageError(f"--log-format must be text or json, not {form!r}")
+    from asynckubelet import _logging
+
+    _logging.set_threshold(level)
     _imports.when_imported("loguru", functools.partial(_log_to_stderr, level=level, form=form))
 
 

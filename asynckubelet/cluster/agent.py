@@ -39,9 +39,9 @@ from typing import Any
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod
-from loguru import logger
 
 from asynckubelet import __version__, errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster import host, nodestatus
 from asynckubelet.cluster.client import KubeClient, check_access
 from asynckubelet.cluster.events import EventReporter, Involved

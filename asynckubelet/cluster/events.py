@@ -25,9 +25,9 @@ import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Event, EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI
 from asynckubelet.node.events import EventRecorder, PodEvent
 

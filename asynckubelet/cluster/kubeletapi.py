@@ -40,9 +40,9 @@ import aiohttp
 import anyio
 import anyio.abc
 from aiohttp import web
-from loguru import logger
 
 from asynckubelet import endpoints, errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster import spdy, streaming
 from asynckubelet.node import access
 from asynckubelet.node.kubelet import Kubelet

@@ -20,9 +20,9 @@ import anyio
 import anyio.abc
 from lightkube.models.coordination_v1 import Lease, LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI
 from asynckubelet.cluster.retry import Reconnect
 

@@ -25,9 +25,9 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI
 from asynckubelet.cluster.reporter import PodStatusReporter
 from asynckubelet.cluster.retry import call

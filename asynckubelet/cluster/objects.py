@@ -25,9 +25,9 @@ from typing import Any
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import ConfigMap, Pod, Secret
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI, ObjectKind, configmap_parts, secret_bytes
 from asynckubelet.cluster.retry import Reconnect
 

@@ -23,9 +23,9 @@ from typing import Any
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI, Listed, WatchEvent
 from asynckubelet.cluster.retry import Reconnect
 

@@ -21,9 +21,9 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Node
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster import nodestatus
 from asynckubelet.cluster.api import ClusterAPI
 from asynckubelet.cluster.events import EventReporter

@@ -16,9 +16,9 @@ from collections.abc import Callable
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI
 from asynckubelet.cluster.podstatus import PodStatusState, owned
 from asynckubelet.cluster.retry import call

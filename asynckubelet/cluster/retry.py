@@ -16,9 +16,9 @@ from typing import TypeVar
 
 import anyio
 import tenacity
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 
 _T = TypeVar("_T")
 

@@ -36,9 +36,9 @@ from typing import Any, Literal, cast
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI
 from asynckubelet.cluster.objects import ObjectCache, pod_object_refs
 from asynckubelet.cluster.reporter import PodStatusReporter

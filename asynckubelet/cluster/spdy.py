@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from loguru import logger
+
+from asynckubelet._logging import logger
 
 VERSION = 3
 FLAG_FIN = 0x01

@@ -38,9 +38,9 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.abc
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cluster import spdy
 
 STREAM_PROTOCOL_HEADER = "X-Stream-Protocol-Version"

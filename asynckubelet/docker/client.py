@@ -21,22 +21,14 @@ import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from types import TracebackType
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import aiodocker
 import aiohttp
 import anyio
-from loguru import logger
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    stop_after_delay,
-    wait_exponential_jitter,
-)
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker.engine import Endpoint, EngineTLS, engine_endpoint, tls_handshake_error
 from asynckubelet.docker.errors import is_transient, map_error, tls_problem
 from asynckubelet.docker.types import (
@@ -49,6 +41,9 @@ from asynckubelet.docker.types import (
     LogLine,
     PullProgress,
 )
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 T = TypeVar("T")
 
@@ -205,6 +200,14 @@ class DockerClient:
                 failure, first = first, None
                 raise failure
             return await once()
+
+        from tenacity import (
+            AsyncRetrying,
+            retry_if_exception,
+            stop_after_attempt,
+            stop_after_delay,
+            wait_exponential_jitter,
+        )
 
         retrying = AsyncRetrying(
             retry=retry_if_exception(is_transient),

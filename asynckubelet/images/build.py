@@ -35,8 +35,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 import anyio.to_thread
-from loguru import logger
 
+from asynckubelet._logging import logger
 from asynckubelet.errors import ImageBuildError
 
 __all__ = [

@@ -60,9 +60,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.network import (
     DEFAULT_BRIDGE,
     DEFAULT_POD_CIDR,

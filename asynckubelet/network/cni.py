@@ -45,9 +45,9 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.manifests.messages import go_quote, shown
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
 from asynckubelet.network.cniconf import (

@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from loguru import logger
-
+from asynckubelet._logging import logger
 from asynckubelet.network.firewall import ServiceRule
 
 CLEARED_PROTOCOLS = {"UDP": socket.IPPROTO_UDP, "SCTP": socket.IPPROTO_SCTP}

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import anyio.to_thread
 from lightkube.models.core_v1 import Pod
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.types import HostConfig
 from asynckubelet.manifests.messages import go_quote, is_ip_address, shown

@@ -40,9 +40,9 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 from lightkube.models.core_v1 import Pod
-from loguru import logger
 
 from asynckubelet import hostfs
+from asynckubelet._logging import logger
 from asynckubelet.manifests import kinds
 from asynckubelet.node.writer import BatchWriter
 from asynckubelet.runtime import containers as ctr

@@ -43,9 +43,9 @@ import anyio.abc
 import anyio.to_thread
 import yaml
 from lightkube.models.core_v1 import Pod, PodStatus
-from loguru import logger
 
 from asynckubelet import errors, hostfs
+from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Manifests, inspect_manifests_text, load_manifests_text

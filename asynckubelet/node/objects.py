@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from lightkube.models.core_v1 import Namespace, Pod
-from loguru import logger
 
 from asynckubelet import hostfs
+from asynckubelet._logging import logger
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests
 from asynckubelet.manifests import kinds as kind_table

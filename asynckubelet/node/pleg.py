@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import anyio
 import anyio.abc
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime import naming
 

@@ -32,9 +32,9 @@ from datetime import UTC, datetime
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Container, Pod, Probe
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.runtime.events import EventSink
 from asynckubelet.runtime.hooks import HookTarget, run_handler

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Generic, Self, TypeVar
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import ExecResult, LogLine
 from asynckubelet.node import access
 from asynckubelet.node.events import EventRecorder, PodEvent, since_creation

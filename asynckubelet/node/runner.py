@@ -31,9 +31,9 @@ from typing import Any
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Container, Pod, PodStatus
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
 from asynckubelet.manifests import Manifests
 from asynckubelet.node.pleg import OUTDATING_ACTIONS

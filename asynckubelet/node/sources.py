@@ -20,9 +20,9 @@ import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 import watchfiles
-from loguru import logger
 
 from asynckubelet import errors, hostfs
+from asynckubelet._logging import logger
 from asynckubelet.manifests import Level, Manifests, load_manifests
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

@@ -33,9 +33,9 @@ from typing import cast
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
-from loguru import logger
 
 from asynckubelet import hostfs
+from asynckubelet._logging import logger
 from asynckubelet.node.writer import BatchWriter
 from asynckubelet.runtime import containers as ctr
 

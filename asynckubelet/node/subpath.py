@@ -33,9 +33,8 @@ import os
 import stat
 from pathlib import Path
 
-from loguru import logger
-
 from asynckubelet import errors, hostfs
+from asynckubelet._logging import logger
 
 SUBPATHS_DIR = "volume-subpaths"
 MAX_LINKS = 40

@@ -30,9 +30,9 @@ from typing import Any
 
 import anyio
 from lightkube.models.core_v1 import Container, Pod, Volume
-from loguru import logger
 
 from asynckubelet import errors, hostfs
+from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.manifests.quantity import parse_quantity
 from asynckubelet.node import subpath

@@ -19,12 +19,15 @@ import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-import tenacity
 from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+
+if TYPE_CHECKING:
+    import tenacity
 
 INITIAL_DELAY = 10.0
 """Seconds: the kubelet's ``backOffPeriod``."""
@@ -70,7 +73,8 @@ class Backoff:
         self.initial = initial
         self.cap = cap
         self.clock = clock
-        self._wait = tenacity.wait_exponential(multiplier=initial, exp_base=2, min=initial, max=cap)
+        self._wait: tenacity.wait_exponential | None = None
+        """tenacity's schedule, made at the first failure (most pods never fail)."""
         self._entries: dict[Hashable, _Entry] = {}
         self._reported: dict[Hashable, datetime] = {}
 
@@ -81,6 +85,12 @@ class Backoff:
 
     def delay_for_step(self, step: int) -> float:
         """Seconds of back-off after the ``step``-th consecutive failure (1-based)."""
+        import tenacity
+
+        if self._wait is None:
+            self._wait = tenacity.wait_exponential(
+                multiplier=self.initial, exp_base=2, min=self.initial, max=self.cap
+            )
         state = tenacity.RetryCallState(tenacity.Retrying(), None, (), {})
         state.attempt_number = step
         return float(self._wait(state))

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from lightkube.models.core_v1 import Pod
-from loguru import logger
+
+from asynckubelet._logging import logger
 
 
 class EventSink(Protocol):

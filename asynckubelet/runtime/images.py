@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI, PullProgress
 from asynckubelet.images import build as image_build
 

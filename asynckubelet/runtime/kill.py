@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 from lightkube.models.core_v1 import Container, Pod
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, naming, nodefiles
 from asynckubelet.runtime.qos import BEST_EFFORT, BURSTABLE, GUARANTEED

@@ -25,9 +25,9 @@ import os
 from collections.abc import Mapping
 
 import anyio
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import ContainerConfig, DockerAPI
 from asynckubelet.docker.engine import EngineTLS, is_local_daemon
 from asynckubelet.images import build as image_build

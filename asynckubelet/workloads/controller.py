@@ -28,9 +28,9 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.manifests import kinds
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import StoredObject

@@ -54,9 +54,9 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 from lightkube.models.core_v1 import Service
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.manifests.service import HEADLESS
 from asynckubelet.workloads.services import ServiceEndpoints
 

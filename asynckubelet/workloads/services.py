@@ -36,9 +36,9 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, Service
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests
 from asynckubelet.manifests.messages import invalid

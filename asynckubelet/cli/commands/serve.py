@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
-from loguru import logger
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.cli.options import (
     DEFAULT_NICE,
     AllowRemoteOpt,
