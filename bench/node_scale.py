@@ -362,7 +362,11 @@ def serve(
                 break
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"serve did not answer; see {work / 'serve.log'}") from None
+                    log.flush()
+                    tail = (work / "serve.log").read_text(errors="replace").splitlines()[-20:]
+                    raise RuntimeError(
+                        "serve did not answer; its log ends:\n" + "\n".join(tail)
+                    ) from None
                 time.sleep(0.1)
         yield process.pid, port, state
     finally:
