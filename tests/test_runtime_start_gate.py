@@ -4,6 +4,7 @@ FakeDocker)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -182,20 +183,32 @@ def pods(n: int) -> list[Pod]:
     ]
 
 
-async def test_the_runtime_creates_no_more_containers_at_once_than_its_limit() -> None:
+async def sync_at_once(
+    n: int, *, limit: int, while_held: Callable[[SlowStarts, RuntimeManager], None]
+) -> tuple[SlowStarts, RuntimeManager]:
+    """``n`` pods synced at once on a runtime with ``limit``; ``while_held`` looks at the
+    engine while no start may end yet, then every start goes on."""
     docker = SlowStarts()
-    config = RuntimeConfig(node_name="n1", max_parallel_starts=2)
+    config = RuntimeConfig(node_name="n1", max_parallel_starts=limit)
     async with RuntimeManager(config, docker=docker) as rm:
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
-                for pod in pods(3):
+                for pod in pods(n):
                     tg.start_soon(rm.sync_pod, pod)
                 await anyio.wait_all_tasks_blocked()
-                # Two sandboxes are being started; the third pod's waits for a slot and
-                # is not even created.
-                assert docker.count("create_container") == 2
-                assert rm.starts.waiting == 1
+                while_held(docker, rm)
                 docker.go.set()
+    return docker, rm
+
+
+async def test_the_runtime_creates_no_more_containers_at_once_than_its_limit() -> None:
+    def held(docker: SlowStarts, rm: RuntimeManager) -> None:
+        # Two sandboxes are being started; the third pod's waits for a slot and is not
+        # even created.
+        assert docker.count("create_container") == 2
+        assert rm.starts.waiting == 1
+
+    docker, rm = await sync_at_once(3, limit=2, while_held=held)
     assert docker.most == 2
     # Every pod got its sandbox and two containers.
     assert docker.count("start_container") == 9
@@ -204,16 +217,10 @@ async def test_the_runtime_creates_no_more_containers_at_once_than_its_limit() -
 
 
 async def test_a_runtime_with_no_limit_creates_every_sandbox_at_once() -> None:
-    docker = SlowStarts()
-    config = RuntimeConfig(node_name="n1", max_parallel_starts=0)
-    async with RuntimeManager(config, docker=docker) as rm:
-        with anyio.fail_after(5):
-            async with anyio.create_task_group() as tg:
-                for pod in pods(5):
-                    tg.start_soon(rm.sync_pod, pod)
-                await anyio.wait_all_tasks_blocked()
-                assert docker.count("create_container") == 5
-                docker.go.set()
+    def held(docker: SlowStarts, rm: RuntimeManager) -> None:
+        assert docker.count("create_container") == 5
+
+    docker, _ = await sync_at_once(5, limit=0, while_held=held)
     assert len(docker.containers) == 15
 
 
