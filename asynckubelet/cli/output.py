@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple, cast
+from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar, TypeVarTuple, cast
 
 import anyio
 import typer
@@ -40,28 +41,47 @@ C = TypeVar("C")
 
 class _OnFirstUse(Generic[C]):
     """An object made when it is first used: ``rich.console`` takes 26 ms and 1.5 MB to
-    import, which a command that prints nothing (``serve``, while all is well) need not pay."""
+    import, which a command that prints nothing (``serve``, while all is well) need not pay.
+    An attribute set before the object is made is kept and set on it when it is made.
+    ``stream`` names the standard stream the console writes to (see :func:`line`)."""
 
-    __slots__ = ("_made", "_make")
+    __slots__ = ("_made", "_make", "_pending", "_stream")
 
-    def __init__(self, make: Callable[[], C]) -> None:
+    def __init__(self, make: Callable[[], C], stream: str) -> None:
         object.__setattr__(self, "_make", make)
         object.__setattr__(self, "_made", None)
+        object.__setattr__(self, "_pending", {})
+        object.__setattr__(self, "_stream", stream)
 
     def _get(self) -> C:
         made: C | None = object.__getattribute__(self, "_made")
         if made is None:
             made = object.__getattribute__(self, "_make")()
+            pending: dict[str, Any] = object.__getattribute__(self, "_pending")
+            for name, value in pending.items():
+                setattr(made, name, value)
+            pending.clear()
             object.__setattr__(self, "_made", made)
         return made
 
     def __getattr__(self, name: str) -> Any:
+        pending: dict[str, Any] = object.__getattribute__(self, "_pending")
+        if name in pending:
+            return pending[name]
         return getattr(self._get(), name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._get(), name, value)
+        made = object.__getattribute__(self, "_made")
+        if made is None:
+            object.__getattribute__(self, "_pending")[name] = value
+        else:
+            setattr(made, name, value)
 
     def __delattr__(self, name: str) -> None:
+        pending: dict[str, Any] = object.__getattribute__(self, "_pending")
+        if name in pending:
+            del pending[name]
+            return
         delattr(self._get(), name)
 
 
@@ -86,10 +106,63 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
-out = cast("Stdout", _OnFirstUse(_stdout))
+out = cast("Stdout", _OnFirstUse(_stdout, "stdout"))
 """Standard output (:class:`~asynckubelet.cli.console.Stdout`)."""
-err = cast("Console", _OnFirstUse(_stderr))
+err = cast("Console", _OnFirstUse(_stderr, "stderr"))
 """Standard error, a rich console."""
+
+
+_CONTROL_CODES = dict.fromkeys((0x07, 0x08, 0x0B, 0x0C, 0x0D))
+"""What rich leaves out of text it prints: bell, backspace, vertical tab, form feed and
+carriage return."""
+
+
+def _plain_stream(console: object) -> TextIO | None:
+    """The stream of :data:`out` or :data:`err` when rich, asked, would find it is not a
+    terminal: the stream is no TTY, and neither ``FORCE_COLOR`` nor ``TTY_COMPATIBLE``
+    (which rich obeys first) is set. None when rich must answer: the console is made
+    already, or is another, or the stream is (or may claim to be) a terminal."""
+    if not isinstance(console, _OnFirstUse):
+        return None
+    if object.__getattribute__(console, "_made") is not None:
+        return None
+    if os.environ.get("FORCE_COLOR") is not None or os.environ.get("TTY_COMPATIBLE"):
+        return None
+    name = object.__getattribute__(console, "_stream")
+    stream: TextIO = sys.stdout if name == "stdout" else sys.stderr
+    try:
+        return None if stream.isatty() else stream
+    except (AttributeError, ValueError):
+        return None
+
+
+def is_terminal(console: Console) -> bool:
+    """``console.is_terminal``, without making :data:`out` or :data:`err` for the answer
+    where the stream is plainly not a terminal."""
+    if _plain_stream(console) is not None:
+        return False
+    return bool(console.is_terminal)
+
+
+def line(console: Console, text: str, *, style: str | None = None) -> None:
+    """``text`` as one line on ``console``, as it is (no markup), in ``style`` where styles
+    show.
+
+    Where the console's stream is not a terminal, rich prints such a line as the text
+    without its control codes (:data:`_CONTROL_CODES`), tabs expanded to its tab stops;
+    a line without a tab is written here so, without importing rich (a fifth of what
+    ``run`` imports) for it. A reader that went away (``| head``) is the console's to
+    handle, as when rich writes."""
+    stream = _plain_stream(console)
+    if stream is None or "\t" in text:
+        styled = f"[{style}]{escape(text)}[/{style}]" if style else text
+        console.print(styled, markup=style is not None, highlight=False)
+        return
+    try:
+        stream.write(text.translate(_CONTROL_CODES) + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        made(console).on_broken_pipe()
 
 
 def say(text: str) -> None:

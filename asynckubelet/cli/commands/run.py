@@ -46,7 +46,18 @@ from asynckubelet.cli.options import (
     PullTimeoutOpt,
     StateDirOpt,
 )
-from asynckubelet.cli.output import command, err, escape, fail, made, out, run_async, warn
+from asynckubelet.cli.output import (
+    command,
+    err,
+    escape,
+    fail,
+    is_terminal,
+    line,
+    made,
+    out,
+    run_async,
+    warn,
+)
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
@@ -117,16 +128,17 @@ def run(
     options = options_from_manifests(
         manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
     )
+    live = is_terminal(err)
     session = _Session(
         node=node,
         config=config,
         options=options,
-        pulls=PullDisplay(console=made(err), live=err.is_terminal),
+        pulls=PullDisplay(console=made(err) if live else err, live=live),
         pull_timeout=pull_timeout,
         config_timeout=config_timeout,
         admit=lambda holders: _admit(manifests.pods, node_info, [*node_pods, *holders]),
     )
-    session.renderer = _Renderer(color=color and out.is_terminal)
+    session.renderer = _Renderer(color=color and is_terminal(out))
     out.on_closed = session.stdout_closed
     with session.pulls:
         outcomes = run_async(session.run, manifests.pods)
@@ -202,7 +214,7 @@ def _run_workloads(
     from asynckubelet.cli.provision import ensure_engine
 
     ensure_engine(node.docker_host)
-    renderer = _Renderer(color=color and out.is_terminal)
+    renderer = _Renderer(color=color and is_terminal(out))
     code = run_async(
         functools.partial(
             run_with_controllers, manifests, node=node, renderer=renderer, grace_period=grace_period
@@ -524,12 +536,15 @@ class _Renderer:
         color = self.colors.setdefault(name, COLORS[len(self.colors) % len(COLORS)])
         return f"[{color}]{escape(name)}[/{color}] | " if self.color else f"{name} | "
 
-    def log(self, pod: Pod, container: str, line: LogLine) -> None:
+    def log(self, pod: Pod, container: str, output: LogLine) -> None:
         if self.closed:
             return
-        console = out if line.stream == "stdout" else err
-        text = self._prefix(pod, container) + (escape(line.text) if self.color else line.text)
-        console.print(text, markup=self.color, highlight=False)
+        console = out if output.stream == "stdout" else err
+        if self.color:
+            text = self._prefix(pod, container) + escape(output.text)
+            console.print(text, markup=True, highlight=False)
+        else:
+            line(console, self._prefix(pod, container) + output.text)
 
     def status(self, pod: Pod, status: PodStatus) -> None:
         from asynckubelet.printers import kubectl_status
@@ -540,12 +555,12 @@ class _Renderer:
         shown = kubectl_status(pod, status)
         if self.last.get(key) != shown:
             self.last[key] = shown
-            err.print(f"[dim]pod/{escape(name)}: {escape(shown)}[/dim]")
+            line(err, f"pod/{name}: {shown}", style="dim")
         for c in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
             waiting = c.state.waiting if c.state is not None else None
             if waiting is None or not waiting.reason or not waiting.message:
                 continue
-            line = f"pod/{name}/{c.name}: {waiting.reason}: {waiting.message}"
-            if self.last.get(f"{key}/{c.name}") != line:
-                self.last[f"{key}/{c.name}"] = line
-                err.print(f"[dim]{escape(line)}[/dim]")
+            text = f"pod/{name}/{c.name}: {waiting.reason}: {waiting.message}"
+            if self.last.get(f"{key}/{c.name}") != text:
+                self.last[f"{key}/{c.name}"] = text
+                line(err, text, style="dim")
