@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from asynckubelet.cli import output
 
@@ -47,11 +47,11 @@ class Terminal(io.StringIO):
         return True
 
 
-def rich_prints(text: str, *, markup: bool = False, env: dict[str, str] | None = None) -> str:
+def rich_prints(text: str, *, style: str = "", env: dict[str, str] | None = None) -> str:
     """What the command line's console prints of ``text`` on a stream that is no TTY."""
     stream = Pipe()
     console = Console(file=stream, highlight=False, soft_wrap=True, emoji=False, _environ=env or {})
-    console.print(text, markup=markup, highlight=False)
+    console.print(Text(text, style=style), highlight=False)
     return stream.getvalue()
 
 
@@ -89,22 +89,32 @@ def test_a_line_on_a_pipe_is_byte_for_byte_what_rich_prints_there(
     assert not is_made(console), "rich made a console for plain lines"
 
 
-def test_a_styled_line_on_a_pipe_is_what_rich_prints_of_its_markup(
+def test_a_styled_line_on_a_pipe_is_what_rich_prints_of_it(
     pipes: pytest.CaptureFixture[str],
 ) -> None:
     console = fresh("stderr")
-    corpus = [t for t in texts(2000, seed=2) if "\\" not in t]
+    corpus = [*texts(2000, seed=2), "C:\\[x]", "\\[y", "ends in \\", "[dim]"]
     for text in corpus:
         output.line(console, text, style="dim")  # type: ignore[arg-type]
-    assert pipes.readouterr().err == "".join(
-        rich_prints(f"[dim]{escape(t)}[/dim]", markup=True) for t in corpus
-    )
+    assert pipes.readouterr().err == "".join(rich_prints(t, style="dim") for t in corpus)
     assert not is_made(console)
 
 
-def test_a_line_keeps_a_backslash_before_a_bracket(pipes: pytest.CaptureFixture[str]) -> None:
-    output.line(fresh("stderr"), r"pod/web/app: Failed: C:\[x]", style="dim")  # type: ignore[arg-type]
-    assert pipes.readouterr().err == "pod/web/app: Failed: C:\\[x]\n"
+def test_a_line_keeps_its_backslashes_and_brackets(pipes: pytest.CaptureFixture[str]) -> None:
+    output.line(fresh("stderr"), "Failed: \\[y [red]x[/red] C:\\", style="dim")  # type: ignore[arg-type]
+    assert pipes.readouterr().err == "Failed: \\[y [red]x[/red] C:\\\n"
+
+
+def test_a_styled_line_on_a_terminal_keeps_its_backslashes_and_brackets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Never read as markup, where rich's escaping loses a backslash before a bracket
+    that opens no tag and doubles a last one."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    output.line(fresh("stderr"), "Failed: \\[y [red]x[/red] C:\\", style="red")  # type: ignore[arg-type]
+    assert terminal.getvalue() == "\x1b[31mFailed: \\[y [red]x[/red] C:\\\x1b[0m\n"
 
 
 def test_a_line_with_a_tab_is_rich_s_with_its_tabs_expanded(
@@ -225,3 +235,27 @@ def test_runs_status_and_output_lines_on_pipes_load_no_rich() -> None:
         "web/app | oops",
         "False",
     ]
+
+
+def test_runs_coloured_output_keeps_the_pods_text_as_it_is() -> None:
+    """On a terminal (here: ``FORCE_COLOR``) the prefix is coloured and the pod's text is
+    printed as it is, brackets and backslashes included."""
+    code = (
+        "from lightkube.models.core_v1 import Pod\n"
+        "from lightkube.models.meta_v1 import ObjectMeta\n"
+        "from asynckubelet.cli import output\n"
+        "from asynckubelet.cli.commands import run\n"
+        "from asynckubelet.docker import LogLine\n"
+        "renderer = run._Renderer(color=output.is_terminal(output.out))\n"
+        "pod = Pod(metadata=ObjectMeta(name='web', namespace='default'))\n"
+        "renderer.log(pod, 'app', LogLine(stream='stdout', text='\\\\[y [b]x[/b] C:\\\\'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "FORCE_COLOR": "1"},
+        check=True,
+    )
+    assert result.stdout == "\x1b[36mweb/app\x1b[0m | \\[y [b]x[/b] C:\\\n"

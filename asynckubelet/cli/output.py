@@ -145,8 +145,8 @@ def is_terminal(console: Console) -> bool:
 
 
 def line(console: Console, text: str, *, style: str | None = None) -> None:
-    """``text`` as one line on ``console``, as it is (no markup), in ``style`` where styles
-    show.
+    """``text`` as one line on ``console``, as it is (never read as markup: a backslash
+    before a bracket stays), in ``style`` where styles show.
 
     Where the console's stream is not a terminal, rich prints such a line as the text
     without its control codes (:data:`_CONTROL_CODES`), tabs expanded to its tab stops;
@@ -155,8 +155,9 @@ def line(console: Console, text: str, *, style: str | None = None) -> None:
     handle, as when rich writes."""
     stream = _plain_stream(console)
     if stream is None or "\t" in text:
-        styled = f"[{style}]{escape(text)}[/{style}]" if style else text
-        console.print(styled, markup=style is not None, highlight=False)
+        from rich.text import Text
+
+        console.print(Text(text, style=style or ""), highlight=False)
         return
     try:
         stream.write(text.translate(_CONTROL_CODES) + "\n")

@@ -531,20 +531,19 @@ class _Renderer:
         self.colors: dict[str, str] = {}
         self.last: dict[str, str] = {}
 
-    def _prefix(self, pod: Pod, container: str) -> str:
-        name = f"{pod.metadata.name if pod.metadata else ''}/{container}"
-        color = self.colors.setdefault(name, COLORS[len(self.colors) % len(COLORS)])
-        return f"[{color}]{escape(name)}[/{color}] | " if self.color else f"{name} | "
-
     def log(self, pod: Pod, container: str, output: LogLine) -> None:
         if self.closed:
             return
         console = out if output.stream == "stdout" else err
-        if self.color:
-            text = self._prefix(pod, container) + escape(output.text)
-            console.print(text, markup=True, highlight=False)
-        else:
-            line(console, self._prefix(pod, container) + output.text)
+        name = f"{pod.metadata.name if pod.metadata else ''}/{container}"
+        color = self.colors.setdefault(name, COLORS[len(self.colors) % len(COLORS)])
+        if not self.color:
+            line(console, f"{name} | {output.text}")
+            return
+        from rich.text import Text
+
+        # The pod's text as it is: never read as markup.
+        console.print(Text.assemble((name, color), " | ", output.text), highlight=False)
 
     def status(self, pod: Pod, status: PodStatus) -> None:
         from asynckubelet.printers import kubectl_status
