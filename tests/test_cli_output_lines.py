@@ -67,6 +67,30 @@ def pipes(
     return capsys
 
 
+RENDERER = (
+    "from lightkube.models.core_v1 import Pod\n"
+    "from lightkube.models.meta_v1 import ObjectMeta\n"
+    "from asynckubelet.cli import output\n"
+    "from asynckubelet.cli.commands import run\n"
+    "from asynckubelet.docker import LogLine\n"
+    "renderer = run._Renderer(color=output.is_terminal(output.out))\n"
+    "pod = Pod(metadata=ObjectMeta(name='web', namespace='default'))\n"
+)
+"""A child's start: ``run``'s renderer as the command makes it, and a pod ``web``."""
+
+
+def child(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run in a fresh interpreter, its stdout and stderr pipes."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), **env},
+        check=True,
+    )
+
+
 def fresh(stream: str) -> output._OnFirstUse[Console]:
     def make() -> Console:
         return Console(stderr=stream == "stderr", highlight=False, soft_wrap=True, emoji=False)
@@ -188,29 +212,23 @@ def test_a_reader_that_goes_away_from_plain_lines_calls_the_commands_handler() -
         stderr=subprocess.PIPE,
         cwd=REPO,
         env={"PYTHONPATH": str(REPO)},
-    ) as child:
-        assert child.stdout is not None
-        assert child.stderr is not None
-        assert child.stdout.read(1) == b"x"
-        child.stdout.close()
-        said = child.stderr.read().decode()
-        assert child.wait(timeout=60) == 0, said
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        assert proc.stdout.read(1) == b"x"
+        proc.stdout.close()
+        said = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0, said
     assert said.split() == ["1", "True"]
 
 
 def test_runs_status_and_output_lines_on_pipes_load_no_rich() -> None:
     """``run`` with its output piped (CI): status lines and the pods' output, written
     without rich, which a run then never imports."""
-    code = (
+    code = RENDERER + (
         "import sys\n"
         "from lightkube.models.core_v1 import (\n"
-        "    ContainerState, ContainerStateWaiting, ContainerStatus, Pod, PodStatus)\n"
-        "from lightkube.models.meta_v1 import ObjectMeta\n"
-        "from asynckubelet.cli import output\n"
-        "from asynckubelet.cli.commands import run\n"
-        "from asynckubelet.docker import LogLine\n"
-        "renderer = run._Renderer(color=output.is_terminal(output.out))\n"
-        "pod = Pod(metadata=ObjectMeta(name='web', namespace='default'))\n"
+        "    ContainerState, ContainerStateWaiting, ContainerStatus, PodStatus)\n"
         "waiting = ContainerStateWaiting(reason='ErrImagePull', message='no such image\\r')\n"
         "status = PodStatus(phase='Pending', containerStatuses=[ContainerStatus(\n"
         "    name='app', image='busybox', imageID='', ready=False, restartCount=0,\n"
@@ -220,14 +238,7 @@ def test_runs_status_and_output_lines_on_pipes_load_no_rich() -> None:
         "renderer.log(pod, 'app', LogLine(stream='stderr', text='oops'))\n"
         "print('rich' in sys.modules, file=sys.stderr)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO)},
-        check=True,
-    )
+    result = child(code)
     assert result.stdout == "web/app | [b]hello[/b]\n"
     assert result.stderr.splitlines() == [
         "pod/web: ErrImagePull",
@@ -240,22 +251,8 @@ def test_runs_status_and_output_lines_on_pipes_load_no_rich() -> None:
 def test_runs_coloured_output_keeps_the_pods_text_as_it_is() -> None:
     """On a terminal (here: ``FORCE_COLOR``) the prefix is coloured and the pod's text is
     printed as it is, brackets and backslashes included."""
-    code = (
-        "from lightkube.models.core_v1 import Pod\n"
-        "from lightkube.models.meta_v1 import ObjectMeta\n"
-        "from asynckubelet.cli import output\n"
-        "from asynckubelet.cli.commands import run\n"
-        "from asynckubelet.docker import LogLine\n"
-        "renderer = run._Renderer(color=output.is_terminal(output.out))\n"
-        "pod = Pod(metadata=ObjectMeta(name='web', namespace='default'))\n"
+    code = RENDERER + (
         "renderer.log(pod, 'app', LogLine(stream='stdout', text='\\\\[y [b]x[/b] C:\\\\'))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO), "FORCE_COLOR": "1"},
-        check=True,
-    )
+    result = child(code, FORCE_COLOR="1")
     assert result.stdout == "\x1b[36mweb/app\x1b[0m | \\[y [b]x[/b] C:\\\n"

@@ -511,7 +511,7 @@ class _Countdown:
             err.file.flush()
             self._shown = True
         else:
-            err.print(f"[dim]{escape(text)}[/dim]")
+            line(err, text, style="dim")
 
     def done(self) -> None:
         if self.live and self._shown:

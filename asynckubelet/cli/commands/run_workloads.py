@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from asynckubelet.cli.output import err, escape
+from asynckubelet.cli.output import err, line
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
@@ -146,9 +146,9 @@ async def _until_finished(kubelet: Kubelet, manifests: Manifests) -> int:
     code = 0
     for (namespace, name), (kind, why) in results.items():
         if kind == "Complete":
-            err.print(f"[dim]job.batch/{escape(name)}: complete[/dim]")
+            line(err, f"job.batch/{name}: complete", style="dim")
             continue
-        err.print(f"[red]job.batch/{escape(name)} failed: {escape(why)}[/red]")
+        line(err, f"job.batch/{name} failed: {why}", style="red")
         failed = _failed_pods(kubelet, namespace, name)
         code = code or (_exit_code_of(failed[-1]) if failed else 0) or 1
     for namespace, name in ending:
@@ -219,8 +219,8 @@ async def _stream(kubelet: Kubelet, renderer: _Renderer, pod: Pod, container: st
             container=container,
             follow=True,
         ) as lines:
-            async for line in lines:
-                renderer.log(pod, container, line)
+            async for printed in lines:
+                renderer.log(pod, container, printed)
     except errors.AsyncKubeletError:
         return
 
@@ -229,6 +229,6 @@ async def _stop_on_signals(scope: anyio.CancelScope, signals: list[int]) -> None
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
         async for signum in received:
             signals.append(int(signum))
-            err.print(f"[dim]{signal.Signals(signum).name}: stopping the pods[/dim]")
+            line(err, f"{signal.Signals(signum).name}: stopping the pods", style="dim")
             scope.cancel()
             return
