@@ -109,6 +109,7 @@ async def backend_plugin(
 async def _remove_cni(plugin: CNIPlugin, *, bridge: str) -> None:
     for sandbox in plugin.cached_sandboxes():
         await plugin.teardown_pod(sandbox_id=sandbox)
+    await plugin.unguard_localnet()
     async with AsyncIPRoute() as ipr:
         found = await ipr.link_lookup(ifname=bridge)
         if found:

@@ -99,6 +99,7 @@ async def net(docker: DockerClient, node_name: str, tmp_path: Path) -> AsyncIter
             for sandbox in plugin.cached_sandboxes():
                 await plugin.teardown_pod(sandbox_id=sandbox)
             await remove_owned(docker, node_name)
+            await plugin.unguard_localnet()
             async with AsyncIPRoute() as ipr:
                 found = await ipr.link_lookup(ifname=made.bridge)
                 if found:

@@ -87,6 +87,25 @@ def test_the_network_script_masquerades_loopback_and_hairpin_and_dnats_local_add
     assert "add rule ip akl_akl0 output fib daddr type local jump hostports" in lines
 
 
+@pytest.mark.parametrize("nat", [True, False])
+def test_the_ipv4_network_script_guards_the_hosts_loopback_before_anything_else(
+    nat: bool,
+) -> None:
+    lines = (
+        NFTables(family="ip")
+        .network_script(bridge="akl0", subnet="10.137.0.0/16", masquerade=True, nat=nat)
+        .splitlines()
+    )
+    guard = (
+        'add rule ip akl_akl0 input iifname "akl0" ip daddr 127.0.0.0/8 '
+        "ip saddr != 127.0.0.0/8 ct state != { established, related } ct status & dnat == 0 "
+        'counter drop comment "block incoming localnet connections"'
+    )
+    assert "add chain ip akl_akl0 input { type filter hook input priority filter; }" in lines
+    assert lines.count(guard) == 1
+    assert lines.index("flush chain ip akl_akl0 input") < lines.index(guard)
+
+
 def test_without_nat_the_network_script_only_forwards() -> None:
     lines = (
         NFTables(family="ip6")

@@ -6,7 +6,11 @@ sandbox id, so the name is our ownership mark) is a bridge port in hairpin mode 
 other end is moved into the sandbox's network namespace as ``eth0`` with an address from
 the file-based IPAM and a default route via the bridge. The firewall, iptables (default)
 or nftables (``firewall="nftables"``, :mod:`asynckubelet.network.nftables`), masquerades pod
-egress and DNATs hostPorts, from 127.0.0.1 too (``route_localnet`` on the bridge).
+egress and DNATs hostPorts, from 127.0.0.1 too (``route_localnet`` on the bridge). What
+``route_localnet`` would also let in, a pod's packet addressed to the host's 127.0.0.0/8 (a
+raw frame to the bridge's MAC needs only NET_RAW, which Docker gives every container), is
+dropped by the kubelet's loopback guard (CVE-2020-8558), which the firewall installs before
+the sysctl is set.
 
 Dual stack is optional (``pod_cidr_v6``): the bridge also gets the IPv6 gateway, a second
 IPAM pool hands out the pod's IPv6 address, ``eth0`` gets it with a default IPv6 route, and

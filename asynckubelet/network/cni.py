@@ -226,11 +226,27 @@ class CNIPlugin:
         return IPTables(), name
 
     async def start(self) -> None:
-        """Load the configuration, DEL what sandboxes that no longer run left, then GC
-        where the plugins support it."""
+        """Load the configuration, guard the bridge's loopback, DEL what sandboxes that no
+        longer run left, then GC where the plugins support it."""
         await anyio.to_thread.run_sync(lambda: self.network)
+        await self.guard_localnet()
         await self._know_engine()
         await self.sweep()
+
+    async def guard_localnet(self) -> None:
+        """The kubelet's loopback guard (CVE-2020-8558) on the list's bridge: the
+        ``portmap`` plugin turns ``route_localnet`` on there for hostPorts on 127.0.0.1,
+        which would also let a pod's packets reach the host's loopback services."""
+        target = self.service_target()
+        if target is not None and os.geteuid() == 0 and target[0].available():
+            firewall, bridge = target
+            await firewall.guard_localnet(bridge=bridge)
+
+    async def unguard_localnet(self) -> None:
+        target = self.service_target()
+        if target is not None and target[0].available():
+            firewall, bridge = target
+            await firewall.unguard_localnet(bridge=bridge)
 
     async def _know_engine(self) -> None:
         if self.config.engine_id is not None and not self.engine:

@@ -153,9 +153,11 @@ class Firewall(Protocol):
     async def setup_network(
         self, *, bridge: str, subnet: str, masquerade: bool, nat: bool = True
     ) -> None:
-        """Forward the bridge's traffic; with ``nat``, masquerade egress of ``subnet``
-        (when ``masquerade``) and hairpin traffic, and hook up the hostPort rules.
-        Idempotent."""
+        """Forward the bridge's traffic and, for IPv4, drop what the bridge sends to
+        127.0.0.0/8 from elsewhere (the kubelet's loopback guard, CVE-2020-8558), unless it
+        belongs to a connection the node made or DNATed; with ``nat``, masquerade egress
+        of ``subnet`` (when ``masquerade``) and hairpin traffic, and hook up the hostPort
+        rules. Idempotent; :meth:`remove_network` takes all of it away."""
         ...
 
     async def remove_network(self, *, bridge: str) -> None:

@@ -1,4 +1,5 @@
-"""The iptables adapter: pod egress masquerade, forwarding and hostPort DNAT.
+"""The iptables adapter: pod egress masquerade, forwarding, hostPort DNAT and the loopback
+guard.
 
 Everything lives in chains of our own, named ``AKL-...`` after the node bridge or the
 sandbox, reached from the built-in chains by one jump each; removing a pod or the node
@@ -49,6 +50,35 @@ def hostport_chain(bridge: str) -> str:
 
 def pod_chain(sandbox_id: str) -> str:
     return f"AKLP-{sandbox_id[:16]}"
+
+
+def localnet_chain(bridge: str) -> str:
+    """The loopback guard of ``bridge`` (filter; from INPUT)."""
+    return f"AKL-LNET-{bridge}"
+
+
+LOCALNET_COMMENT = "block incoming localnet connections"
+LOCALNET_DROP = (
+    "-d",
+    "127.0.0.0/8",
+    "!",
+    "-s",
+    "127.0.0.0/8",
+    "-m",
+    "conntrack",
+    "!",
+    "--ctstate",
+    "RELATED,ESTABLISHED,DNAT",
+    "-m",
+    "comment",
+    "--comment",
+    LOCALNET_COMMENT,
+    "-j",
+    "DROP",
+)
+"""The kubelet's rule for CVE-2020-8558: with ``route_localnet`` on, a packet to
+127.0.0.0/8 that did not come from there is dropped, unless it belongs to a connection
+the node made or DNATed (a hostPort or nodePort reached on 127.0.0.1, and its replies)."""
 
 
 def services_chain(bridge: str) -> str:
@@ -270,11 +300,31 @@ class IPTables(Firewall):
 
     # -- the node network ---------------------------------------------------------------
 
+    async def guard_localnet(self, *, bridge: str) -> None:
+        """Drop what ``bridge`` sends to 127.0.0.0/8 from elsewhere (:data:`LOCALNET_DROP`),
+        before ``route_localnet`` lets such packets in: one ``iptables-restore`` that
+        makes and refills the chain, then the jump from the head of INPUT."""
+        chain = localnet_chain(bridge)
+        rule = ["-i", bridge, *LOCALNET_DROP]
+        line = " ".join(f'"{w}"' if " " in w else w for w in ["-A", chain, *rule])
+        text = "\n".join(["*filter", f":{chain} - [0:0]", line, "COMMIT", ""])
+        if not await self.restore(text):
+            await self.ensure_chain(chain, table="filter")
+            await self.ensure_rule(chain, rule, table="filter")
+        await self.ensure_jump("INPUT", chain, table="filter")
+
+    async def unguard_localnet(self, *, bridge: str) -> None:
+        await self.delete_jumps("INPUT", localnet_chain(bridge), table="filter")
+        await self.delete_chain(localnet_chain(bridge), table="filter")
+
     async def setup_network(
         self, *, bridge: str, subnet: str, masquerade: bool, nat: bool = True
     ) -> None:
-        """Forwarding for the bridge; with ``nat``, egress masquerade and the hostPort
-        chain (``nat=False``: a kernel without this family's NAT table)."""
+        """Forwarding for the bridge, and for IPv4 the loopback guard; with ``nat``, egress
+        masquerade and the hostPort chain (``nat=False``: a kernel without this family's
+        NAT table)."""
+        if ":" not in subnet:
+            await self.guard_localnet(bridge=bridge)
         fwd = forward_chain(bridge)
         await self.ensure_chain(fwd, table="filter")
         await self.ensure_rule(fwd, ["-i", bridge, "-j", "ACCEPT"], table="filter")
@@ -326,6 +376,7 @@ class IPTables(Firewall):
             ("nat", hostport_chain(bridge)),
         ):
             await self.delete_chain(chain, table=table)
+        await self.unguard_localnet(bridge=bridge)
 
     # -- one pod ---------------------------------------------------------------------------
 
@@ -435,6 +486,7 @@ __all__ = [
     "checked_sandbox_id",
     "forward_chain",
     "hostport_chain",
+    "localnet_chain",
     "pod_chain",
     "postrouting_chain",
     "reject_chain",

@@ -5,11 +5,13 @@ Everything lives in one table of our own per bridge and family (``table ip akl_<
 ``table ip6 akl_<bridge>``): NAT base chains for postrouting (egress masquerade, the
 masquerade of DNATed traffic from 127.0.0.1, which ``route_localnet`` lets reach the
 bridge, and hairpin masquerade), prerouting and output (to local addresses: the
-``hostports`` chain), a forward base chain accepting the bridge's traffic, and per pod a
-chain ``pod_<sandbox id>`` of its DNAT rules reached by one jump from ``hostports``.
-Removing a pod is deleting its jump and chain; removing the network is deleting the table.
-Every change is one ``nft -f -`` batch, applied atomically; handles are read with
-``nft -j list``.
+``hostports`` chain), a forward base chain accepting the bridge's traffic, an input base
+chain holding the kubelet's loopback guard (CVE-2020-8558: what the bridge sends to
+127.0.0.0/8 from elsewhere is dropped unless it belongs to a connection the node made or
+DNATed, since ``route_localnet`` would let it in), and per pod a chain
+``pod_<sandbox id>`` of its DNAT rules reached by one jump from ``hostports``. Removing a
+pod is deleting its jump and chain; removing the network is deleting the table. Every
+change is one ``nft -f -`` batch, applied atomically; handles are read with ``nft -j list``.
 
 One thing an own table cannot do: an ``accept`` in our forward chain ends the packet's
 walk through our chain only, and another base chain on the same hook still sees it. Docker
@@ -41,6 +43,7 @@ from asynckubelet import errors
 from asynckubelet.network.firewall import DNAT, Firewall, ServiceRule, checked_sandbox_id
 
 FAMILIES = ("ip", "ip6")
+LOCALNET_COMMENT = "block incoming localnet connections"
 
 
 def table_name(bridge: str) -> str:
@@ -170,6 +173,14 @@ class NFTables(Firewall):
             f"add rule {t} forward iifname {br} accept",
             f"add rule {t} forward oifname {br} accept",
         ]
+        if self.family == "ip":
+            lines += [
+                f"add chain {t} input {{ type filter hook input priority filter; }}",
+                f"flush chain {t} input",
+                f"add rule {t} input iifname {br} ip daddr 127.0.0.0/8 "
+                "ip saddr != 127.0.0.0/8 ct state != { established, related } "
+                f"ct status & dnat == 0 counter drop comment {_quote(LOCALNET_COMMENT)}",
+            ]
         if nat:
             lines += [
                 f"add chain {t} postrouting {{ type nat hook postrouting priority srcnat; }}",
@@ -396,6 +407,7 @@ class NFTables(Firewall):
 
 __all__ = [
     "FAMILIES",
+    "LOCALNET_COMMENT",
     "NFTables",
     "endpoint_chain",
     "owner_comment",

@@ -22,6 +22,7 @@ from asynckubelet.cli.output import command, fail, out, run_async
 
 if TYPE_CHECKING:
     from asynckubelet.docker import DockerAPI
+    from asynckubelet.network.cni import CNIPlugin
     from asynckubelet.network.dockernet import DockerNetworkPlugin
 
 NAMED_AT_MOST = 5
@@ -55,12 +56,15 @@ async def _reset(node: NodeOptions) -> list[str]:
     from asynckubelet import errors
     from asynckubelet.docker import DockerClient
     from asynckubelet.network.bridge import BridgePlugin
+    from asynckubelet.network.cni import CNIPlugin
     from asynckubelet.network.dockernet import DockerNetworkPlugin
 
     async with DockerClient(url=node.docker_host, retry_attempts=1) as docker:
         plugin = node.network_plugin(docker, node_name=node.runtime_config().node_name)
         if isinstance(plugin, DockerNetworkPlugin):
             return [await _remove_docker_network(docker, plugin)]
+        if isinstance(plugin, CNIPlugin):
+            return [await _remove_cni_guard(docker, plugin)]
         if not isinstance(plugin, BridgePlugin):
             return [f"network {node.network}: the node made no pod network of its own on this host"]
         bridge = plugin.config.bridge
@@ -112,6 +116,35 @@ async def _remove_docker_network(docker: DockerAPI, plugin: DockerNetworkPlugin)
         raise fail(await _in_use(docker, f"Docker network {name}", attached))
     await plugin.remove_network()
     return f"removed Docker network {name}"
+
+
+async def _remove_cni_guard(docker: DockerAPI, plugin: CNIPlugin) -> str:
+    """The ``cni`` backend's bridge and addresses are its plugins'; what the node adds on
+    the host is the loopback guard on the list's bridge, removed once no sandbox of the
+    list is attached."""
+    from asynckubelet import errors
+
+    target = plugin.service_target()
+    if target is None:
+        return "network cni: the node made nothing on this host"
+    bridge = target[1]
+    try:
+        await plugin.sweep()
+    except errors.RuntimeUnavailable as e:
+        raise fail(
+            f"cannot tell which pods still use bridge {bridge}: {e}; "
+            "start the engine their pods run on (`asynckubelet engine start`)"
+        ) from e
+    attached = sorted(plugin.cached_sandboxes())
+    if attached:
+        raise fail(await _in_use(docker, f"bridge {bridge}", attached))
+    if os.geteuid() != 0:
+        raise fail(f"removing the loopback guard of bridge {bridge} needs root")
+    try:
+        await plugin.unguard_localnet()
+    except errors.NetworkError as e:
+        raise fail(f"removing the loopback guard of bridge {bridge}: {e}") from e
+    return f"removed the loopback guard of bridge {bridge} (its CNI plugins keep the rest)"
 
 
 async def _in_use(docker: DockerAPI, what: str, sandboxes: list[str]) -> str:
