@@ -4,9 +4,10 @@ One node, one truth: ``get``, ``describe``, ``apply``, ``delete``, ``logs`` and 
 ask the daemon that runs the pods instead of rebuilding its view from Docker and files,
 so they see its node name, its Pod Security level and its objects, and answer in
 milliseconds under load. The API is served on a unix socket in the state dir, mode 0600
-(:mod:`asynckubelet.node.daemon`): only the daemon's own user can reach it, so it needs
-no token, and a web page cannot reach it at all (the TCP endpoints of
-:mod:`asynckubelet.server` stay read-only).
+(:mod:`asynckubelet.node.daemon`), and each connection is authenticated by the kernel's
+record of its peer (``SO_PEERCRED``, :mod:`asynckubelet.peercred`): only the daemon's own
+user and root are served, so it needs no token, and a web page cannot reach it at all
+(the TCP endpoint of :mod:`asynckubelet.server` serves only health and metrics).
 
 Paths are Kubernetes-shaped where Kubernetes has the verb: ``/api/v1/pods``,
 ``/api/v1/namespaces/{ns}/pods[/{name}[/log]]``, ``.../events``, ``.../configmaps``,
@@ -25,7 +26,7 @@ import copy
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -36,7 +37,7 @@ import anyio.to_thread
 from aiohttp import web
 from lightkube.models.core_v1 import Namespace, Pod
 
-from asynckubelet import errors, hostfs, printers, resources, tables
+from asynckubelet import errors, hostfs, peercred, printers, resources, tables
 from asynckubelet._logging import logger
 from asynckubelet.endpoints import NODE_KEY, healthz, metrics, serve_site
 from asynckubelet.endpoints import flag_param as _flag
@@ -99,6 +100,10 @@ def _status_body(code: int, reason: str, message: str, **details: Any) -> dict[s
     if details:
         body["details"] = details
     return body
+
+
+def _refusal(code: int, message: str) -> web.Response:
+    return status(code, "Unauthorized" if code == 401 else "Forbidden", message)
 
 
 def not_found(resource: str, name: str) -> web.Response:
@@ -999,12 +1004,21 @@ async def _delete_one(
 
 
 def create_local_app(
-    node: Kubelet, info: DaemonInfo | InfoSource, *, services: ServiceController | None = None
+    node: Kubelet,
+    info: DaemonInfo | InfoSource,
+    *,
+    services: ServiceController | None = None,
+    uids: Collection[int] | None = None,
 ) -> web.Application:
     """The local API of ``node``; ``info`` is its published configuration (or what gives
     it when asked: the daemon completes it once all its listeners are bound);
-    ``services`` admits Services and knows their endpoints."""
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    ``services`` admits Services and knows their endpoints. Only a client on the unix
+    socket whose user ID is in ``uids`` (default: the daemon's own user and root) is
+    served (:mod:`asynckubelet.peercred`); an empty ``uids`` serves anyone who can
+    connect, which only tests over TCP ask for."""
+    allowed = peercred.default_uids() if uids is None else frozenset(uids)
+    middlewares = [peercred.only_uids(allowed, refuse=_refusal)] if allowed else []
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=middlewares)
     app[NODE_KEY] = node
     app[SERVICES_KEY] = services
     app[INFO_KEY] = info if callable(info) else lambda: info

@@ -1,19 +1,17 @@
-"""The node's read-only HTTP endpoints, as the kubelet serves them.
+"""The node's unauthenticated HTTP endpoint: what the kubelet's read-only port serves.
 
-Tools that scrape or probe a kubelet (Prometheus, health checks, scripts that read
-``/pods``) work unchanged against this node: ``/healthz``, ``/pods`` (a v1 ``PodList``),
-``/metrics`` (Prometheus text) and ``/containerLogs/{namespace}/{pod}/{container}`` with
-``follow``, ``tailLines``, ``previous``, ``timestamps``, ``sinceSeconds`` and
-``limitBytes``. Nothing here changes a pod. The default address is loopback; listening on
-any other address must be asked for explicitly, as the endpoints have no authentication.
+Health checks and Prometheus scrape a kubelet without credentials: ``/healthz`` and
+``/metrics`` (Prometheus text) answer here, and nothing else. Pod specs (environment values
+among them), containers' output and every verb that changes something go through an API
+that authenticates its client: the local API on the state dir's unix socket
+(:mod:`asynckubelet.localapi`, the daemon's own user or root) or, in cluster mode, the
+kubelet API (:mod:`asynckubelet.cluster.kubeletapi`). The default address is loopback;
+listening on any other address must be asked for explicitly.
 
-Two guards stand in for the authentication a cluster's kubelet has. A web page in the
-user's browser can make it send requests to ``127.0.0.1:10255`` under a name of the
-page's choosing that resolves to loopback (DNS rebinding), and read the answers: so a
-request whose ``Host`` is not the address it came in on (or ``localhost``, on loopback,
-or a name the server was told to accept) is refused with 403. And numeric query
-parameters are checked as the API server checks ``PodLogOptions``: a bad value is a 400
-naming it, never a traceback.
+A web page in the user's browser can make it send requests to ``127.0.0.1:10255`` under a
+name of the page's choosing that resolves to loopback (DNS rebinding), and read the
+answers: so a request whose ``Host`` is not the address it came in on (or ``localhost``,
+on loopback, or a name the server was told to accept) is refused with 403.
 """
 
 from __future__ import annotations
@@ -27,21 +25,19 @@ import anyio.abc
 from aiohttp import web
 
 from asynckubelet._logging import logger
-from asynckubelet.endpoints import (
-    NODE_KEY,
-    bound_port,
-    container_logs,
-    healthz,
-    metrics,
-    pods,
-    serve_site,
-)
+from asynckubelet.endpoints import NODE_KEY, bound_port, healthz, metrics, serve_site
 from asynckubelet.node.kubelet import Kubelet
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10255
 HOSTS_KEY = web.AppKey("allowed_hosts", frozenset[str])
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+PUBLIC_ROUTES: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = {
+    "/healthz": healthz,
+    "/metrics": metrics,
+}
+"""Every path the endpoint serves, all without authentication, as the kubelet's
+read-only port would: health and Prometheus metrics, nothing a pod wrote or was given."""
 
 
 def is_loopback(host: str) -> bool:
@@ -57,7 +53,7 @@ def check_listen(host: str, *, allow_remote: bool) -> None:
     """Refuse a non-loopback address unless ``allow_remote`` says it is wanted."""
     if not is_loopback(host) and not allow_remote:
         raise ValueError(
-            f"refusing to listen on {host}: the endpoints have no authentication; "
+            f"refusing to listen on {host}: the endpoint has no authentication; "
             "pass --allow-remote to listen on a non-loopback address"
         )
 
@@ -155,15 +151,14 @@ def parse_listen(value: str) -> tuple[str, int]:
 def create_app(
     node: Kubelet, *, host: str = DEFAULT_HOST, allowed_hosts: Iterable[str] = ()
 ) -> web.Application:
-    """The endpoints for ``node``, served on ``host``; ``allowed_hosts`` are further names
-    clients may use in ``Host`` (addresses need no listing)."""
+    """The endpoint for ``node`` (``/healthz`` and ``/metrics``), served on ``host``;
+    ``allowed_hosts`` are further names clients may use in ``Host`` (addresses need no
+    listing)."""
     app = web.Application(middlewares=[check_host])
     app[NODE_KEY] = node
     app[HOSTS_KEY] = _allowed_names(host, allowed_hosts)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/pods", pods)
-    app.router.add_get("/metrics", metrics)
-    app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
+    for path, handler in PUBLIC_ROUTES.items():
+        app.router.add_get(path, handler)
     return app
 
 
@@ -197,6 +192,7 @@ async def serve_http(
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "PUBLIC_ROUTES",
     "check_listen",
     "create_app",
     "host_allowed",

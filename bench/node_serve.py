@@ -2,7 +2,7 @@
 
 Starts ``asynckubelet serve`` with a private state dir, node name, bridge and pod range,
 then measures: the
-time from ``apply -f`` (N pods in one directory) until ``/pods`` reports them all Ready;
+time from ``apply -f`` (N pods in one directory) until the local API reports them all Ready;
 the time until an edited env var has restarted the changed container; the daemon's
 resident memory and its CPU use while idle with those pods running; and the time for
 ``delete`` of one pod. Everything it creates is removed at the end. Needs the busybox and
@@ -12,7 +12,6 @@ pause images built by ``asynckubelet images build-*``. Run:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -21,10 +20,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
+from nodeapi import ready_pods
 from nodenet import free_cidr, private_bridge, remove_node_network
 
 POD = """
@@ -48,19 +47,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def ready_pods(port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/pods", timeout=10) as r:
-        items = json.loads(r.read())["items"]
-    return sum(
-        1
-        for p in items
-        if any(
-            c["type"] == "Ready" and c["status"] == "True"
-            for c in p.get("status", {}).get("conditions", [])
-        )
-    )
 
 
 def cpu_seconds(pid: int) -> float:
@@ -96,7 +82,7 @@ def main(pods: int, image: str, pause: str) -> None:
         deadline = time.monotonic() + 30
         while True:
             try:
-                ready_pods(port)
+                ready_pods(root / "state")
                 break
             except OSError:
                 if time.monotonic() > deadline:
@@ -112,7 +98,7 @@ def main(pods: int, image: str, pause: str) -> None:
         args = [a for p in paths for a in ("-f", p)]
         started = time.monotonic()
         subprocess.run([*cli, "apply", *args], env=env, check=True, capture_output=True)
-        while ready_pods(port) < pods:
+        while ready_pods(root / "state") < pods:
             time.sleep(0.02)
         print(f"apply -> {pods} pods Ready: {time.monotonic() - started:.2f} s")
 

@@ -7,6 +7,7 @@ loopback port; the other commands run as a user would run them, as separate proc
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import queue
@@ -93,6 +94,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=10)
+        self.path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(10)
+        sock.connect(self.path)
+        self.sock = sock
+
+
 @dataclass
 class Node:
     state: Path
@@ -151,6 +164,16 @@ class Node:
     def get(self, path: str) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as r:
             return str(r.read().decode())
+
+    def api(self, path: str) -> tuple[int, str]:
+        """Status and body of a GET on the local API (the state dir's unix socket)."""
+        connection = UnixHTTPConnection(str(self.state / "api.sock"))
+        try:
+            connection.request("GET", path)
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode()
+        finally:
+            connection.close()
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         """Signal serve and wait for its end; one that does not end in time is killed, so
@@ -599,13 +622,22 @@ def test_exec_i_with_input_from_dev_null(node: Node, tmp_path: Path) -> None:
         assert (proc.returncode, proc.stdout) == (0, "end\n"), (flags, proc.stderr)
 
 
-def test_the_http_endpoints_answer(node: Node, tmp_path: Path) -> None:
+def test_the_http_endpoint_answers_health_and_keeps_pods_and_logs_to_the_local_api(
+    node: Node, tmp_path: Path
+) -> None:
     apply_web(node, tmp_path)
     assert node.get("/healthz") == "ok"
-    pods = json.loads(node.get("/pods"))
-    assert pods["kind"] == "PodList"
+    for path in ("/pods", "/containerLogs/default/web/a?tailLines=1"):
+        with pytest.raises(urllib.error.HTTPError) as info:
+            node.get(path)
+        info.value.close()
+        assert info.value.code == 404
+    status, body = node.api("/api/v1/pods")
+    pods = json.loads(body)
+    assert (status, pods["kind"]) == (200, "PodList")
     assert [p["metadata"]["name"] for p in pods["items"]] == ["web"]
-    assert node.get("/containerLogs/default/web/a?tailLines=1") == "hello from a\n"
+    log = "/api/v1/namespaces/default/pods/web/log?container=a&tailLines=1"
+    assert node.api(log) == (200, "hello from a\n")
 
 
 def test_metrics_parse_as_prometheus_text(node: Node, tmp_path: Path) -> None:
@@ -733,26 +765,28 @@ def test_doctor_gives_a_fix_for_an_unwritable_state_dir(
     assert "fix: pass --state-dir DIR" in proc.stdout
 
 
-def test_container_logs_endpoint_serves_the_previous_instance(node: Node, tmp_path: Path) -> None:
+def test_the_log_api_serves_the_previous_instance(node: Node, tmp_path: Path) -> None:
     apply_restarted_once(node, tmp_path)
-    assert node.get("/containerLogs/default/twice/c?previous=true") == "first run\n"
-    assert node.get("/containerLogs/default/twice/c") == "second run\n"
+    log = "/api/v1/namespaces/default/pods/twice/log?container=c"
+    assert node.api(log + "&previous=true") == (200, "first run\n")
+    assert node.api(log) == (200, "second run\n")
 
 
-def test_container_logs_endpoint_serves_the_previous_instance_during_back_off(
+def test_the_log_api_serves_the_previous_instance_during_back_off(
     node: Node, tmp_path: Path
 ) -> None:
     proc = node.cli("apply", "-f", str(manifest(tmp_path, CRASHER, name="crasher.yaml")))
     assert proc.returncode == 0, proc.stderr
     wait_for_crash_loop_back_off(node, "crasher")
-    assert node.get("/containerLogs/default/crasher/c?previous=true").startswith("run at ")
+    status, body = node.api("/api/v1/namespaces/default/pods/crasher/log?previous=true")
+    assert status == 200
+    assert body.startswith("run at ")
 
 
-def test_container_logs_endpoint_answers_404_for_an_unknown_pod(node: Node) -> None:
-    with pytest.raises(urllib.error.HTTPError) as info:
-        node.get("/containerLogs/default/nope/c")
-    info.value.close()
-    assert info.value.code == 404
+def test_the_log_api_answers_404_for_an_unknown_pod(node: Node) -> None:
+    status, body = node.api("/api/v1/namespaces/default/pods/nope/log?container=c")
+    assert status == 404
+    assert json.loads(body)["reason"] == "NotFound"
 
 
 def test_get_shows_crash_loop_back_off_and_describe_the_back_off_event(
@@ -775,14 +809,12 @@ def test_logs_tail_and_timestamps_shape_the_output(node: Node, tmp_path: Path) -
     assert stamp.endswith("Z")
 
 
-def test_container_logs_endpoint_follows_until_the_client_leaves(
-    node: Node, tmp_path: Path
-) -> None:
-    import http.client
+def test_the_log_api_follows_until_the_client_leaves(node: Node, tmp_path: Path) -> None:
 
     apply_web(node, tmp_path)
-    connection = http.client.HTTPConnection("127.0.0.1", node.port, timeout=2)
-    connection.request("GET", "/containerLogs/default/web/a?follow=true")
+    connection = UnixHTTPConnection(str(node.state / "api.sock"))
+    connection.timeout = 2
+    connection.request("GET", "/api/v1/namespaces/default/pods/web/log?container=a&follow=true")
     response = connection.getresponse()
     assert response.readline() == b"hello from a\n"
     with pytest.raises(TimeoutError):

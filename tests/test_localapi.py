@@ -75,7 +75,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet]]:
     objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
     node = Kubelet(config, docker=FakeDocker(images=IMAGES), objects=objects)
     info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
-    async with node, TestClient(TestServer(create_local_app(node, info))) as client:
+    async with node, TestClient(TestServer(create_local_app(node, info, uids=()))) as client:
         yield client, node
 
 
@@ -410,7 +410,7 @@ async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path
 
     info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     first = node()
-    async with first, TestClient(TestServer(create_local_app(first, info))) as client:
+    async with first, TestClient(TestServer(create_local_app(first, info, uids=()))) as client:
         await apply(client, CONFIG.replace("VALUE", "fast"), POD)
         await first.wait("default", "web", "Running", timeout=10)
     running = {c.id for c in docker.containers.values()}

@@ -1,5 +1,6 @@
-"""The HTTP endpoint's guards: requests for another Host are refused (DNS rebinding), and
-bad numeric parameters are a 400 naming them, never a 500 with a traceback."""
+"""The HTTP endpoint's guards: requests for another Host are refused (DNS rebinding), it
+serves health and metrics only, and the log handler's bad numeric parameters are a 400
+naming them, never a 500 with a traceback."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from asynckubelet import endpoints
 from asynckubelet.docker import LogLine
 from asynckubelet.server import create_app, host_allowed, split_host
 
@@ -106,23 +109,52 @@ class FakeNode:
 
 
 @pytest.fixture
+async def endpoint() -> AsyncIterator[TestClient[Any, Any]]:
+    app = create_app(FakeNode())  # type: ignore[arg-type]
+    async with TestClient(TestServer(app, host="127.0.0.1")) as c:
+        yield c
+
+
+@pytest.fixture
 async def client() -> AsyncIterator[tuple[TestClient[Any, Any], FakeNode]]:
+    """The log handler the kubelet API serves, on an application of its own."""
     node = FakeNode()
-    app = create_app(node)  # type: ignore[arg-type]
+    app = web.Application()
+    app[endpoints.NODE_KEY] = node  # type: ignore[misc]
+    app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", endpoints.container_logs)
     async with TestClient(TestServer(app, host="127.0.0.1")) as c:
         yield c, node
 
 
 async def test_a_request_for_a_foreign_host_is_refused_with_403(
-    client: tuple[TestClient[Any, Any], FakeNode],
+    endpoint: TestClient[Any, Any],
 ) -> None:
-    c, _ = client
-    port = c.server.port
-    refused = await c.get("/pods", headers={"Host": f"rebound.example:{port}"})
+    port = endpoint.server.port
+    refused = await endpoint.get("/healthz", headers={"Host": f"rebound.example:{port}"})
     assert refused.status == 403
     assert "rebound.example" in await refused.text()
-    assert (await c.get("/pods", headers={"Host": f"localhost:{port}"})).status == 200
-    assert (await c.get("/healthz")).status == 200
+    assert (await endpoint.get("/healthz", headers={"Host": f"localhost:{port}"})).status == 200
+    assert (await endpoint.get("/healthz")).status == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/pods",
+        "/pods/",
+        "/containerLogs/default/web/app",
+        "/exec/default/web/app",
+        "/api/v1/pods",
+        "/api/v1/namespaces/default/pods/web/log",
+        "/apis/local.asynckubelet/v1/node",
+    ],
+)
+async def test_the_unauthenticated_endpoint_serves_no_pod_spec_or_output(
+    endpoint: TestClient[Any, Any], path: str
+) -> None:
+    answer = await endpoint.get(path)
+    assert answer.status == 404
+    assert "web" not in await answer.text()
 
 
 @pytest.mark.parametrize(

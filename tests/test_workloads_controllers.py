@@ -87,7 +87,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet, FakeDo
     info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with (
         node,
-        TestClient(TestServer(create_local_app(node, info))) as client,
+        TestClient(TestServer(create_local_app(node, info, uids=()))) as client,
         anyio.create_task_group() as tg,
     ):
         await tg.start(Controllers(node).run)

@@ -402,7 +402,7 @@ async def node(
             flows=RecordingFlows(),
         )
         info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
-        app = create_local_app(kubelet, info, services=controller)
+        app = create_local_app(kubelet, info, services=controller, uids=())
         # The client closes after the task group, outside its cancelled scope, so its
         # server's sockets are closed, not abandoned mid-shutdown.
         async with TestClient(TestServer(app)) as client, anyio.create_task_group() as tg:
