@@ -20,7 +20,7 @@ from asynckubelet import errors
 from asynckubelet.cli import options, provision
 from asynckubelet.cli.app import app
 from asynckubelet.cli.options import NodeOptions
-from asynckubelet.cluster import agent, kubeletapi
+from asynckubelet.cluster import agent, kubeletauth
 from asynckubelet.manifests import LEVELS
 from asynckubelet.network import bridge, factory
 from asynckubelet.node import daemon, tokens
@@ -72,7 +72,7 @@ def test_the_command_lines_defaults_are_the_librarys() -> None:
     assert options.DEFAULT_NETWORK_STATE_DIR == bridge.DEFAULT_STATE_DIR
     assert options.DEFAULT_KUBELET_PORT == agent.DEFAULT_KUBELET_PORT
     assert options.DEFAULT_POD_CIDR_WAIT == agent.POD_CIDR_WAIT
-    assert options.AUTHORIZATION_MODES == kubeletapi.AUTHORIZATION_MODES
+    assert options.AUTHORIZATION_MODES == kubeletauth.AUTHORIZATION_MODES
 
 
 @pytest.fixture

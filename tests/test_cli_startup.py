@@ -305,9 +305,9 @@ def _serving_tls_once(cert: Path, key: Path) -> int:
 def test_without_the_bundle_a_ca_in_the_hashed_directory_still_verifies_a_server(
     tmp_path: Path, trusted: bool
 ) -> None:
-    from asynckubelet.cluster import kubeletapi
+    from asynckubelet.cluster import kubeletauth
 
-    cert, key = kubeletapi.self_signed_pair(
+    cert, key = kubeletauth.self_signed_pair(
         tmp_path / "pki", node_name="localhost", addresses=["127.0.0.1"]
     )
     hashed = tmp_path / "certs"

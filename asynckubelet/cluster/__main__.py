@@ -61,9 +61,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-cert-file", type=Path, default=None, help="kubelet API certificate")
     p.add_argument("--tls-private-key-file", type=Path, default=None, help="its key")
     p.add_argument("--client-ca-file", type=Path, default=None, help="CA of API clients")
-    p.add_argument(
-        "--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "Webhook")
-    )
+    p.add_argument("--authorization-mode", default="Webhook", choices=("Webhook", "AlwaysAllow"))
     p.add_argument("--capacity", default="", help="cpu=4,memory=8Gi,pods=110,...")
     p.add_argument("--pod-cidr", default=None, help="pod range when the cluster assigns none")
     p.add_argument(

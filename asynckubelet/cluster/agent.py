@@ -45,13 +45,12 @@ from asynckubelet._logging import logger
 from asynckubelet.cluster import host, nodestatus
 from asynckubelet.cluster.client import KubeClient, check_access
 from asynckubelet.cluster.events import EventReporter, Involved
-from asynckubelet.cluster.kubeletapi import (
+from asynckubelet.cluster.kubeletapi import KubeletServing, serve_kubelet_api
+from asynckubelet.cluster.kubeletauth import (
     AUTHORIZATION_MODES,
     Attributes,
     AuthorizationMode,
-    KubeletServing,
     User,
-    serve_kubelet_api,
 )
 from asynckubelet.cluster.lease import LEASE_DURATION, LeaseKeeper
 from asynckubelet.cluster.mirror import MirrorPods
@@ -127,9 +126,9 @@ class ClusterConfig:
     client_ca_file: Path | None = None
     """``--client-ca-file``: the CA client certificates are verified against; None: the
     kubeconfig's certificate authority."""
-    authorization_mode: AuthorizationMode = "AlwaysAllow"
-    """``--authorization-mode``: AlwaysAllow (any client the CA signed) or Webhook
-    (``SubjectAccessReview`` for ``nodes/proxy``...)."""
+    authorization_mode: AuthorizationMode = "Webhook"
+    """``--authorization-mode``: Webhook (a ``SubjectAccessReview`` per client and request,
+    the kubelet's default) or AlwaysAllow (any client authenticated)."""
 
     def __post_init__(self) -> None:
         if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
@@ -238,6 +237,13 @@ def _kubelet_api(
             name=attrs.name,
         )
 
+    async def review_token(token: str) -> User | None:
+        found = await api.review_token(token)
+        if found is None:
+            return None
+        user, groups = found
+        return User(name=user, groups=groups)
+
     async def run(*, task_status: anyio.abc.TaskStatus[int]) -> None:
         await serve_kubelet_api(
             kubelet,
@@ -245,6 +251,7 @@ def _kubelet_api(
             node_name=name,
             cluster_ca=api.ca_pem,
             review=review,
+            review_token=review_token,
             task_status=task_status,
         )
 

@@ -33,12 +33,16 @@ import yaml
 from lightkube import AsyncClient, KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ApiError, ConfigError
-from lightkube.models.authentication_v1 import BoundObjectReference, TokenRequestSpec
+from lightkube.models.authentication_v1 import (
+    BoundObjectReference,
+    TokenRequestSpec,
+    TokenReviewSpec,
+)
 from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
 from lightkube.models.coordination_v1 import Lease
 from lightkube.models.core_v1 import Event, Node, Pod
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources import authorization_v1, coordination_v1, core_v1
+from lightkube.resources import authentication_v1, authorization_v1, coordination_v1, core_v1
 from lightkube.types import PatchType
 
 from asynckubelet import errors
@@ -419,7 +423,20 @@ class KubeClient:
         )
         return BoundToken(value=status.token, expires_at=expires)
 
-    # -- authorization -------------------------------------------------------------------
+    # -- authentication and authorization -----------------------------------------------
+
+    async def review_token(self, token: str) -> tuple[str, tuple[str, ...]] | None:
+        """A ``TokenReview``: the user name and groups the API server gives ``token``, or
+        None when it does not authenticate it."""
+        review = authentication_v1.TokenReview(spec=TokenReviewSpec(token=token))
+        answer = await self._call("review a bearer token", self._client.create(review))
+        status = answer.status
+        if status is None or not status.authenticated or status.user is None:
+            return None
+        name = status.user.username or ""
+        if not name:
+            return None
+        return name, tuple(status.user.groups or ())
 
     async def review_access(
         self,

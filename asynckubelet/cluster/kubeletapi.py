@@ -9,12 +9,18 @@ certificate. So the server speaks HTTPS:
 - its serving certificate is the one given (``--tls-cert-file``/``--tls-private-key-file``)
   or one it makes for itself at the first start, self-signed for the node's name and IP,
   under ``<state-dir>/pki`` (the key readable by root only), as the kubelet does;
-- a client must present a certificate the cluster's CA signed (``--client-ca-file``, else
-  the kubeconfig's certificate authority); a request without one is 401, as on a kubelet
-  with anonymous access off;
-- authorization is ``AlwaysAllow`` for any authenticated client, or ``Webhook``: each
+- a client is authenticated by a certificate the cluster's CA signed (``--client-ca-file``,
+  else the kubeconfig's certificate authority), or by a bearer token the API server vouches
+  for (a ``TokenReview``, answers cached as the kubelet caches them); a request with
+  neither is 401, as on a kubelet with anonymous access off, which is the only way here;
+- authorization is ``Webhook`` by default, the kubelet's configuration default: each
   request is a ``SubjectAccessReview`` for ``nodes/proxy`` (``nodes/log``, ``nodes/stats``,
   ``nodes/metrics``, ``nodes/spec`` for their paths), answers cached as the kubelet does.
+  ``/exec``, ``/attach``, ``/portForward`` and ``/run`` are always asked as ``create``,
+  whatever the method: a WebSocket upgrade is a GET, and ``get nodes/proxy`` (what a
+  monitoring agent is given) must not be enough to run a command in a pod.
+  ``AlwaysAllow`` (only when asked, with a warning) lets every authenticated client do
+  anything: any node's or user's certificate signed by the cluster CA.
 
 The read-only endpoints are those of :mod:`asynckubelet.endpoints` (``/healthz``, ``/pods``,
 ``/containerLogs`` with the kubelet's query parameters); exec and port forwarding are SPDY
@@ -25,16 +31,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime
-import ipaddress
 import math
-import os
-import ssl
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import aiohttp
 import anyio
@@ -44,200 +45,54 @@ from aiohttp import web
 from asynckubelet import endpoints, errors
 from asynckubelet._logging import logger
 from asynckubelet.cluster import spdy, streaming
+from asynckubelet.cluster.kubeletauth import (
+    AUTHORIZATION_MODES,
+    AuthorizationMode,
+    Reviewer,
+    TokenAuthenticator,
+    TokenReviewer,
+    User,
+    WebhookAuthorizer,
+    attributes,
+    bearer_token,
+    peer_user,
+    self_signed_pair,
+    server_context,
+)
 from asynckubelet.node import access
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.runtime.types import ContainerState
-
-AuthorizationMode = Literal["AlwaysAllow", "Webhook"]
-AUTHORIZATION_MODES: tuple[AuthorizationMode, ...] = ("AlwaysAllow", "Webhook")
-CERT_NAME = "kubelet.crt"
-KEY_NAME = "kubelet.key"
-CERT_DAYS = 365
-ALLOWED_TTL = 300.0
-DENIED_TTL = 30.0
-"""Seconds a SubjectAccessReview answer is reused (the kubelet's webhook cache TTLs)."""
-
-
-@dataclass(frozen=True)
-class User:
-    name: str
-    groups: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Attributes:
-    """What a request asks, in the API server's words."""
-
-    verb: str
-    resource: str
-    subresource: str
-    name: str
-
-
-Reviewer = Callable[[User, Attributes], Awaitable[tuple[bool, str]]]
-"""Asks the API server whether ``user`` may (``SubjectAccessReview``): (allowed, reason)."""
-
-
-# -- certificates ---------------------------------------------------------------------------
-
-
-def self_signed_pair(
-    directory: Path, *, node_name: str, addresses: Sequence[str]
-) -> tuple[Path, Path]:
-    """``kubelet.crt`` and ``kubelet.key`` in ``directory``: kept when both are there and
-    load, else made (ECDSA P-256, self-signed for the node's name and addresses)."""
-    cert, key = directory / CERT_NAME, directory / KEY_NAME
-    if cert.exists() and key.exists():
-        try:
-            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
-            return cert, key
-        except (ssl.SSLError, OSError) as e:
-            logger.warning("serving certificate {} cannot be used ({}); making a new one", cert, e)
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    private = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    subject = x509.Name(
-        [x509.NameAttribute(NameOID.COMMON_NAME, f"{node_name}@{int(now.timestamp())}")]
-    )
-    names: list[x509.GeneralName] = [x509.DNSName(node_name)]
-    for address in dict.fromkeys(addresses):
-        with contextlib.suppress(ValueError):
-            names.append(x509.IPAddress(ipaddress.ip_address(address)))
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(private.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(private, hashes.SHA256())
-    )
-    key_bytes = private.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(key_bytes)
-    os.chmod(key, 0o600)
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    logger.info("made a self-signed serving certificate {}", cert)
-    return cert, key
-
-
-def server_context(*, cert: Path, key: Path, client_ca: bytes) -> ssl.SSLContext:
-    """TLS for the kubelet API: our pair, client certificates verified against
-    ``client_ca`` (PEM) when given (a request without one is answered 401)."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        context.load_cert_chain(cert, key)
-    except (ssl.SSLError, OSError) as e:
-        raise errors.KubeletServingError(f"serving certificate {cert} / key {key}: {e}") from None
-    try:
-        context.load_verify_locations(cadata=client_ca.decode("ascii", errors="replace"))
-    except (ssl.SSLError, ValueError) as e:
-        raise errors.KubeletServingError(f"client CA: {e}") from None
-    context.verify_mode = ssl.CERT_OPTIONAL
-    return context
-
-
-def peer_user(peercert: dict[str, Any] | None) -> User | None:
-    """The user a verified client certificate names (CN, and O as groups)."""
-    if not peercert:
-        return None
-    name = ""
-    groups: list[str] = []
-    for rdn in peercert.get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName":
-                name = value
-            elif key == "organizationName":
-                groups.append(value)
-    if not name:
-        return None
-    return User(name=name, groups=(*groups, "system:authenticated"))
-
-
-def attributes(request: web.Request, node_name: str) -> Attributes:
-    """The kubelet's mapping of a request to ``nodes/<subresource>``."""
-    verb = {
-        "GET": "get",
-        "HEAD": "get",
-        "POST": "create",
-        "PUT": "update",
-        "PATCH": "patch",
-        "DELETE": "delete",
-    }.get(request.method, request.method.lower())
-    path = request.path
-    subresource = "proxy"
-    for prefix, sub in (
-        ("/stats", "stats"),
-        ("/metrics", "metrics"),
-        ("/logs", "log"),
-        ("/spec", "spec"),
-    ):
-        if path == prefix or path.startswith(prefix + "/"):
-            subresource = sub
-    return Attributes(verb=verb, resource="nodes", subresource=subresource, name=node_name)
-
-
-class WebhookAuthorizer:
-    """``SubjectAccessReview`` for each new (user, attributes), answers cached."""
-
-    def __init__(self, review: Reviewer) -> None:
-        self.review = review
-        self._cache: dict[tuple[User, Attributes], tuple[float, bool, str]] = {}
-
-    async def __call__(self, user: User, attrs: Attributes) -> tuple[bool, str]:
-        now = time.monotonic()
-        key = (user, attrs)
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] > now:
-            return cached[1], cached[2]
-        allowed, reason = await self.review(user, attrs)
-        if len(self._cache) > 4096:
-            self._cache.clear()
-        self._cache[key] = (now + (ALLOWED_TTL if allowed else DENIED_TTL), allowed, reason)
-        return allowed, reason
-
 
 # -- the application ------------------------------------------------------------------------
 
 NODE_NAME_KEY = web.AppKey("node_name", str)
 AUTHORIZER_KEY = web.AppKey("authorizer", object)
+TOKENS_KEY = web.AppKey("tokens", object)
+
+
+async def request_user(request: web.Request) -> User | None:
+    """Who sent ``request``: its verified client certificate's subject, else the user
+    the API server names for its bearer token; None when neither says."""
+    transport = request.transport
+    user = peer_user(transport.get_extra_info("peercert") if transport is not None else None)
+    if user is not None:
+        return user
+    token = bearer_token(request)
+    tokens = cast("TokenReviewer | None", request.app[TOKENS_KEY])
+    if token is None or tokens is None:
+        return None
+    try:
+        return await tokens(token)
+    except errors.ClusterError as e:
+        logger.warning("reviewing a bearer token failed: {}", e)
+        return None
 
 
 @web.middleware
 async def authenticate(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
-    transport = request.transport
-    user = peer_user(transport.get_extra_info("peercert") if transport is not None else None)
+    user = await request_user(request)
     if user is None:
         raise web.HTTPUnauthorized(text="Unauthorized\n")
     authorizer = cast("Reviewer | None", request.app[AUTHORIZER_KEY])
@@ -498,12 +353,20 @@ async def not_served(request: web.Request) -> web.Response:
 
 
 def create_app(
-    node: Kubelet, *, node_name: str, authorizer: Reviewer | None = None
+    node: Kubelet,
+    *,
+    node_name: str,
+    authorizer: Reviewer | None,
+    tokens: TokenReviewer | None = None,
 ) -> web.Application:
+    """The kubelet API of ``node``: every request authenticated (client certificate, or a
+    bearer token ``tokens`` vouches for) and authorized by ``authorizer`` (None:
+    ``AlwaysAllow``, which the caller must have been asked for)."""
     app = web.Application(middlewares=[authenticate])
     app[endpoints.NODE_KEY] = node
     app[NODE_NAME_KEY] = node_name
     app[AUTHORIZER_KEY] = authorizer
+    app[TOKENS_KEY] = tokens
     app.router.add_get("/healthz", endpoints.healthz)
     app.router.add_get("/pods", endpoints.pods)
     app.router.add_get("/pods/", endpoints.pods)
@@ -527,7 +390,7 @@ class KubeletServing:
     tls_cert_file: Path | None = None
     tls_private_key_file: Path | None = None
     client_ca_file: Path | None = None
-    authorization_mode: AuthorizationMode = "AlwaysAllow"
+    authorization_mode: AuthorizationMode = "Webhook"
     cert_dir: Path | None = None
     """Where a self-signed pair is kept (``<state-dir>/pki``)."""
 
@@ -550,9 +413,12 @@ async def serve_kubelet_api(
     node_name: str,
     cluster_ca: bytes | None,
     review: Reviewer | None = None,
+    review_token: TokenReviewer | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the kubelet API until cancelled; reports the bound port once listening."""
+    """Serve the kubelet API until cancelled; reports the bound port once listening.
+    ``review`` answers SubjectAccessReviews (Webhook authorization), ``review_token``
+    TokenReviews (bearer tokens; None: client certificates only)."""
     if serving.client_ca_file is not None:
         try:
             client_ca = serving.client_ca_file.read_bytes()
@@ -580,6 +446,13 @@ async def serve_kubelet_api(
         if review is None:
             raise errors.KubeletServingError("--authorization-mode Webhook needs the API server")
         authorizer = WebhookAuthorizer(review)
+    else:
+        logger.warning(
+            "kubelet API authorization is AlwaysAllow: any client the cluster's CA signed "
+            "(any node, any user) may read logs and exec into every pod on this node; "
+            "--authorization-mode Webhook asks the API server per request"
+        )
+    tokens = TokenAuthenticator(review_token) if review_token is not None else None
 
     def started(site: web.BaseSite) -> None:
         bound = endpoints.bound_port(site, serving.port)
@@ -592,23 +465,18 @@ async def serve_kubelet_api(
         task_status.started(bound)
 
     await endpoints.serve_site(
-        create_app(node, node_name=node_name, authorizer=authorizer),
+        create_app(node, node_name=node_name, authorizer=authorizer, tokens=tokens),
         lambda runner: web.TCPSite(runner, serving.address, serving.port, ssl_context=context),
         started,
     )
 
 
 __all__ = [
-    "AUTHORIZATION_MODES",
-    "Attributes",
-    "AuthorizationMode",
     "KubeletServing",
-    "User",
-    "WebhookAuthorizer",
-    "attributes",
+    "authenticate",
     "create_app",
-    "peer_user",
-    "self_signed_pair",
+    "exec_handler",
+    "port_forward_handler",
+    "request_user",
     "serve_kubelet_api",
-    "server_context",
 ]

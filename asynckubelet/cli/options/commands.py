@@ -157,7 +157,7 @@ CLUSTER_PANEL = "Cluster node mode"
 DEFAULT_KUBELET_PORT = 10250
 DEFAULT_POD_CIDR_WAIT = 60.0
 DEFAULT_NETWORK_STATE_DIR = Path("/var/lib/asynckubelet/network")
-AUTHORIZATION_MODES = ("AlwaysAllow", "Webhook")
+AUTHORIZATION_MODES = ("Webhook", "AlwaysAllow")
 KubeconfigOpt = Annotated[
     Path | None,
     typer.Option(
@@ -240,8 +240,10 @@ AuthorizationModeOpt = Annotated[
     typer.Option(
         "--authorization-mode",
         metavar="MODE",
-        help="Who may use the kubelet API: AlwaysAllow (any client the CA signed) or "
-        "Webhook (a SubjectAccessReview of nodes/proxy per client and request).",
+        help="Who may use the kubelet API: Webhook (default; a SubjectAccessReview of "
+        "nodes/proxy, nodes/log, ... per client and request, as the kubelet) or AlwaysAllow "
+        "(any client the cluster's CA signed or the API server vouches for: every node and "
+        "user could exec into every pod here).",
         rich_help_panel=CLUSTER_PANEL,
     ),
 ]

@@ -291,7 +291,7 @@ class ClusterOptions:
     tls_cert_file: TLSCertFileOpt = None
     tls_private_key_file: TLSKeyFileOpt = None
     client_ca_file: ClientCAFileOpt = None
-    authorization_mode: AuthorizationModeOpt = "AlwaysAllow"
+    authorization_mode: AuthorizationModeOpt = "Webhook"
     pod_cidr_wait: PodCIDRWaitOpt = DEFAULT_POD_CIDR_WAIT
     network_state_dir: NetworkStateDirOpt = DEFAULT_NETWORK_STATE_DIR
 

@@ -1,0 +1,111 @@
+"""Every route of every server the node runs has its authorization case (the kubelet's
+``TestAuthzCoverage``): a route added without one fails here.
+
+- the kubelet API (cluster mode): each route is in :data:`KUBELET_API` with the
+  ``nodes/<subresource>`` verb a request to it is authorized for, and an anonymous
+  request to it is 401;
+- the local API (the state dir's unix socket): every route answers 401 to a client that
+  is not a unix-socket peer of an allowed user, whatever its path;
+- the unauthenticated TCP endpoint: exactly ``/healthz`` and ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
+
+from asynckubelet import Kubelet, KubeletConfig, server
+from asynckubelet.cluster import kubeletapi, kubeletauth
+from asynckubelet.localapi import create_local_app
+from asynckubelet.node import daemon
+from asynckubelet.testing import FakeDocker
+
+pytestmark = pytest.mark.anyio
+
+KUBELET_API: dict[tuple[str, str], tuple[str, str]] = {
+    ("GET", "/healthz"): ("get", "proxy"),
+    ("GET", "/pods"): ("get", "proxy"),
+    ("GET", "/pods/"): ("get", "proxy"),
+    ("GET", "/containerLogs/{namespace}/{pod}/{container}"): ("get", "proxy"),
+    ("GET", "/exec/{namespace}/{pod}/{container}"): ("create", "proxy"),
+    ("POST", "/exec/{namespace}/{pod}/{container}"): ("create", "proxy"),
+    ("GET", "/exec/{namespace}/{pod}/{uid}/{container}"): ("create", "proxy"),
+    ("POST", "/exec/{namespace}/{pod}/{uid}/{container}"): ("create", "proxy"),
+    ("GET", "/portForward/{namespace}/{pod}"): ("create", "proxy"),
+    ("POST", "/portForward/{namespace}/{pod}"): ("create", "proxy"),
+    ("GET", "/portForward/{namespace}/{pod}/{uid}"): ("create", "proxy"),
+    ("POST", "/portForward/{namespace}/{pod}/{uid}"): ("create", "proxy"),
+    ("GET", "/attach/{tail}"): ("create", "proxy"),
+    ("POST", "/attach/{tail}"): ("create", "proxy"),
+    ("GET", "/run/{tail}"): ("create", "proxy"),
+    ("POST", "/run/{tail}"): ("create", "proxy"),
+}
+"""(method, route) -> (verb, subresource) of ``nodes`` a request is authorized for."""
+
+
+def _routes(app: web.Application) -> Iterator[tuple[str, str]]:
+    """(method, canonical path) of every route, the HEAD twins of GET routes left out;
+    a regex placeholder ``{tail:.*}`` is written ``{tail}``."""
+    for route in app.router.routes():
+        if route.method == "HEAD":
+            continue
+        canonical = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", route.resource.canonical)  # type: ignore[union-attr]
+        yield route.method, canonical
+
+
+def _concrete(path: str) -> str:
+    return re.sub(r"\{(\w+)\}", lambda m: "x" + m.group(1), path)
+
+
+class _NoNode:
+    def list_json(self) -> list[str]:
+        raise AssertionError("an unauthenticated request reached a handler")
+
+
+def test_every_kubelet_api_route_has_its_authorization_case() -> None:
+    app = kubeletapi.create_app(_NoNode(), node_name="n1", authorizer=None)  # type: ignore[arg-type]
+    assert sorted(set(_routes(app))) == sorted(KUBELET_API)
+
+
+@pytest.mark.parametrize(("method", "path"), sorted(KUBELET_API))
+def test_each_kubelet_api_route_is_authorized_as_the_kubelet_maps_it(
+    method: str, path: str
+) -> None:
+    request = make_mocked_request(method, _concrete(path))
+    attrs = kubeletauth.attributes(request, "n1")
+    assert (attrs.verb, attrs.subresource, attrs.resource, attrs.name) == (
+        *KUBELET_API[(method, path)],
+        "nodes",
+        "n1",
+    )
+
+
+async def test_no_kubelet_api_route_answers_an_anonymous_client() -> None:
+    app = kubeletapi.create_app(_NoNode(), node_name="n1", authorizer=None)  # type: ignore[arg-type]
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        for method, path in sorted(set(_routes(app))):
+            answer = await client.request(method, _concrete(path))
+            assert answer.status == 401, (method, path)
+
+
+async def test_no_local_api_route_answers_a_client_off_its_socket() -> None:
+    node = Kubelet(KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker())
+    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
+    app = create_local_app(node, info)
+    routes = sorted(set(_routes(app)))
+    assert len(routes) > 20
+    async with node, TestClient(TestServer(app, host="127.0.0.1")) as client:
+        for method, path in routes:
+            answer: Any = await client.request(method, _concrete(path))
+            assert answer.status == 401, (method, path)
+
+
+def test_the_unauthenticated_endpoint_serves_health_and_metrics_only() -> None:
+    app = server.create_app(_NoNode())  # type: ignore[arg-type]
+    assert sorted(set(_routes(app))) == [("GET", "/healthz"), ("GET", "/metrics")]
+    assert set(server.PUBLIC_ROUTES) == {"/healthz", "/metrics"}
