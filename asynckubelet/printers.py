@@ -427,9 +427,15 @@ def _field(label: str, value: object) -> str:
     return f"{(label + ':').ljust(_SERVICE_PAD)}{value}"
 
 
-def describe_service(body: Mapping[str, Any], endpoints: Mapping[str, Any] | None) -> str:
+def describe_service(
+    body: Mapping[str, Any],
+    endpoints: Mapping[str, Any] | None,
+    events: Sequence[PodEvent] = (),
+    *,
+    now: datetime | None = None,
+) -> str:
     """``kubectl describe service``; ``endpoints`` is its v1 Endpoints object (None:
-    none, as for a Service without a selector)."""
+    none, as for a Service without a selector), ``events`` those about the Service."""
     meta = body.get("metadata") or {}
     spec = body.get("spec") or {}
     kind = spec.get("type") or "ClusterIP"
@@ -450,7 +456,10 @@ def describe_service(body: Mapping[str, Any], endpoints: Mapping[str, Any] | Non
         lines.append(_field("External Traffic Policy", spec["externalTrafficPolicy"]))
     if spec.get("internalTrafficPolicy"):
         lines.append(_field("Internal Traffic Policy", spec["internalTrafficPolicy"]))
-    lines.append(_field("Events", "<none>"))
+    if events:
+        lines += _event_lines(events, now=now or now_utc())
+    else:
+        lines.append(_field("Events", "<none>"))
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from asynckubelet.manifests import Level, inspect_manifests_text, load_manifests_text
+from asynckubelet.manifests.security import ENFORCE_LABEL, enforced_level
 
 Doc = dict[str, Any]
 
@@ -246,3 +247,21 @@ def test_an_unknown_level_label_is_an_error() -> None:
 def test_an_unknown_node_level_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="pod security level"):
         load_manifests_text(json.dumps(pod()), pod_security="lax")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("node", "label", "allow", "expected"),
+    [
+        ("baseline", None, False, "baseline"),
+        ("baseline", "restricted", False, "restricted"),
+        ("baseline", "privileged", False, "baseline"),
+        ("baseline", "privileged", True, "privileged"),
+        ("privileged", "baseline", False, "baseline"),
+        ("restricted", "lax", True, "restricted"),
+    ],
+)
+def test_the_level_in_force_for_a_namespace(
+    node: Level, label: str | None, allow: bool, expected: Level
+) -> None:
+    labels = {ENFORCE_LABEL: label} if label is not None else {"team": "a"}
+    assert enforced_level(node, labels, allow_namespace_policy=allow) == expected

@@ -10,7 +10,7 @@ the same order, with the same wording as the PodSecurity admission plugin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,6 +34,7 @@ __all__ = [
     "CheckResult",
     "Level",
     "check_pod",
+    "enforced_level",
     "violation_message",
 ]
 
@@ -41,6 +42,20 @@ Level = Literal["privileged", "baseline", "restricted"]
 LEVELS: tuple[Level, ...] = ("privileged", "baseline", "restricted")
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 ENFORCE_VERSION_LABEL = "pod-security.kubernetes.io/enforce-version"
+
+
+def enforced_level(
+    node_level: Level, labels: Mapping[str, str] | None, *, allow_namespace_policy: bool
+) -> Level:
+    """The level in force for a namespace with these labels: the node's, unless the
+    namespace's ``pod-security.kubernetes.io/enforce`` names a stricter one (or any one,
+    with ``allow_namespace_policy``)."""
+    chosen = (labels or {}).get(ENFORCE_LABEL)
+    if chosen not in LEVELS:
+        return node_level
+    if allow_namespace_policy or LEVELS.index(chosen) >= LEVELS.index(node_level):
+        return chosen
+    return node_level
 
 
 @dataclass(frozen=True)

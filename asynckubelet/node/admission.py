@@ -65,6 +65,7 @@ __all__ = [
     "NodeAdmitter",
     "NodeInfo",
     "NodeResources",
+    "PublishedPorts",
     "Rejection",
     "Taint",
     "admit",
@@ -113,6 +114,8 @@ HostPort = tuple[str, str, int]
 """``(protocol, host IP, port)``."""
 HeldPorts = Callable[[], Iterable[HostPort]]
 """The host ports that pods the node does not run hold, as last known."""
+PublishedPorts = Callable[[], Mapping[tuple[str, int], str]]
+"""``(protocol, port)`` -> the Service that publishes it on the node (``Service ns/name``)."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,7 @@ def admit(
     node: NodeInfo,
     admitted: Iterable[Pod] = (),
     held_ports: Iterable[HostPort] = (),
+    published: Mapping[tuple[str, int], str] | None = None,
     host_port_in_use: HostPortProbe | None = None,
     static: bool = True,
     ignore_unadvertised_extended: bool = False,
@@ -194,8 +198,11 @@ def admit(
     """None when ``node`` takes ``pod``, else the first reason it does not.
 
     ``admitted`` are the active pods the node already runs; ``held_ports`` are host ports
-    that pods it does not run hold (taken as theirs are). ``host_port_in_use`` is asked
-    about each host port no admitted pod holds (None: ask nothing). ``static`` pods (from
+    that pods it does not run hold (taken as theirs are); ``published`` are the ports the
+    node's Services publish on every address, by ``(protocol, port)``, with the Service
+    (its firewall rules would take the hostPort's traffic, or the hostPort the Service's).
+    ``host_port_in_use`` is asked about each host port no admitted pod holds (None: ask
+    nothing). ``static`` pods (from
     files, the CLI or the library, not the API server) are not checked against taints, and
     their ``nodeName`` is this node's, as the kubelet's file source sets it.
     """
@@ -236,15 +243,32 @@ def admit(
         return _predicate(NODE_PORTS)
     if not static and untolerated_taint(node.taints, spec.tolerations or []) is not None:
         return _predicate(TAINT_TOLERATION)
+    return _host_port_conflict(wanted, published or {}, host_port_in_use)
+
+
+def _host_port_conflict(
+    wanted: Sequence[HostPort],
+    published: Mapping[tuple[str, int], str],
+    host_port_in_use: HostPortProbe | None,
+) -> Rejection | None:
+    """The first of ``wanted`` that a Service publishes, else that a process holds."""
+    for protocol, ip, port in wanted:
+        service = published.get((protocol, port))
+        if service is not None:
+            return _conflict(protocol, ip, port, service)
     if host_port_in_use is not None:
         for protocol, ip, port in wanted:
             if host_port_in_use(protocol, ip, port):
-                return Rejection(
-                    HOST_PORT_CONFLICT,
-                    f"cannot start the pod due to host port conflict: {ip}:{port}/{protocol}"
-                    " is already in use on the node by a process that is not one of its pods",
-                )
+                return _conflict(protocol, ip, port, "a process that is not one of its pods")
     return None
+
+
+def _conflict(protocol: str, ip: str, port: int, holder: str) -> Rejection:
+    return Rejection(
+        HOST_PORT_CONFLICT,
+        f"cannot start the pod due to host port conflict: {ip}:{port}/{protocol}"
+        f" is already in use on the node by {holder}",
+    )
 
 
 @dataclass
@@ -253,14 +277,17 @@ class NodeAdmitter:
 
     ``admit`` decides for a pod new to the node; a pod ``running`` already (adopted from
     Docker when the agent restarts) skips the host-port probe, since the ports it finds
-    bound may be that pod's own. ``held_ports`` tells the host ports that pods of other
-    agents on the engine hold (None: none are known).
+    bound may be that pod's own, and keeps its hostPorts over the Services'. ``held_ports``
+    tells the host ports that pods of other agents on the engine hold (None: none are
+    known); ``published_ports`` the ports the node's Services publish (set by the Service
+    controller while it runs).
     """
 
     node: NodeInfo
     host_port_in_use: HostPortProbe | None = None
     held_ports: HeldPorts | None = None
     ignore_unadvertised_extended: bool = False
+    published_ports: PublishedPorts | None = None
 
     def admit(
         self, pod: Pod, *, admitted: Iterable[Pod], static: bool = True, running: bool = False
@@ -270,6 +297,9 @@ class NodeAdmitter:
             node=self.node,
             admitted=admitted,
             held_ports=self.held_ports() if self.held_ports is not None else (),
+            published=None
+            if running or self.published_ports is None or not any(host_ports(pod))
+            else self.published_ports(),
             host_port_in_use=None if running else self.host_port_in_use,
             static=static,
             ignore_unadvertised_extended=self.ignore_unadvertised_extended,

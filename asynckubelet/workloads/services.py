@@ -1,320 +1,76 @@
-"""Services on one node: ClusterIPs and nodePorts allocated, endpoints kept, traffic sent.
+"""Services on one node: endpoints kept, traffic sent to them.
 
-A Service applied to the node is admitted as the API server admits it
-(:func:`allocate`): a ClusterIP from the node's own range (``--service-cluster-ip-range``,
-``10.96.0.0/16`` by default) unless it names one, a nodePort from
-``--service-node-port-range`` (``30000-32767``) for NodePort and LoadBalancer Services,
-with the API server's refusals (``provided port is already allocated``, an address out of
-range, ``spec.clusterIPs[0]`` changed). Allocations live in the stored Services
-themselves, so a restarted node finds them where the objects are kept.
+Services are admitted as the API server admits them, with the node's own ports kept out
+of their reach (:mod:`asynckubelet.workloads.allocation`). The endpoints of each Service
+with a selector are the pods of its namespace whose labels match, that have an IP, are not
+finished and are not being deleted; an endpoint is ready when its pod's Ready condition is
+true (or the Service publishes not-ready addresses), and a named ``targetPort`` is resolved
+per pod from its containers' ports, as the endpoints controller does
+(:func:`endpoints_for`). :class:`ServiceController` recomputes them whenever a pod's status
+or a stored object changes, and hands the ready ones to the firewall as one atomic set of
+rules (:func:`service_rules`): a pod that turns unready leaves the rotation at the next
+status change, a new ready pod joins it. A pod being stopped leaves the rules before its
+preStop hook or SIGTERM can end its serving: the controller is one of the node's stop hooks
+and returns once rules without the pod are in place; rules the packet filter refused are
+programmed again a second later, not at the next change. Tracked UDP and SCTP flows left
+pointing at a removed endpoint (or refused while there was none) are then cleared, as
+kube-proxy clears them (:mod:`asynckubelet.network.conntrack`).
 
-The endpoints of each Service with a selector are the pods of its namespace whose labels
-match, that have an IP, are not finished and are not being deleted; an endpoint is ready
-when its pod's Ready condition is true (or the Service publishes not-ready addresses), and
-a named ``targetPort`` is resolved per pod from its containers' ports, as the endpoints
-controller does (:func:`endpoints_for`). :class:`ServiceController` recomputes them
-whenever a pod's status or a stored object changes, and hands the ready ones to the
-firewall as one atomic set of rules (:func:`service_rules`): a pod that turns unready leaves
-the rotation at the next status change, a new ready pod joins it. A pod being stopped
-leaves the rules before its preStop hook or SIGTERM can end its serving: the controller is
-one of the node's stop hooks and returns once rules without the pod are in place; rules the
-packet filter refused are programmed again a second later, not at the next change. Tracked
-UDP and SCTP flows left pointing at a removed endpoint (or refused while there was none)
-are then cleared, as kube-proxy clears them (:mod:`asynckubelet.network.conntrack`).
+A nodePort or LoadBalancer port that someone else holds now (a process started on the host
+since the Service was applied, a node restarted with other servers or another level) is
+left out of the rules, with a Warning event on the Service and a log line; the ports are
+looked at again after every change of the Services and every :data:`PORT_RECHECK` seconds
+while any is published, and a port given back is published again.
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
-import ipaddress
-import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import anyio.abc
-from lightkube.models.core_v1 import Pod, Service
+import anyio.to_thread
+from lightkube.models.core_v1 import Namespace, Pod, Service
 
 from asynckubelet import errors
 from asynckubelet._logging import logger
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests
-from asynckubelet.manifests.messages import invalid
+from asynckubelet.manifests.security import Level, enforced_level
 from asynckubelet.manifests.service import HEADLESS
 from asynckubelet.network.conntrack import FlowCleaner, NetlinkFlowCleaner, stale_flows
 from asynckubelet.network.firewall import Firewall, ServiceRule
 from asynckubelet.node.kubelet import Kubelet
+from asynckubelet.node.listeners import Listener
 from asynckubelet.node.objects import Key, ObjectStore
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.workloads.allocation import (
+    DEFAULT_CLUSTER_IP_RANGE,
+    DEFAULT_NODE_PORT_RANGE,
+    PortHolder,
+    PortKey,
+    ReservedPort,
+    ServiceRanges,
+    Unpublished,
+    allocate,
+    claimed_ports,
+    key_of,
+    port_holders,
+    spec_of,
+    unpublished,
+)
 
-DEFAULT_CLUSTER_IP_RANGE = "10.96.0.0/16"
-DEFAULT_NODE_PORT_RANGE = "30000-32767"
 TERMINAL = ("Succeeded", "Failed")
 RETRY_AFTER = 1.0
 """Seconds before rules the packet filter refused are programmed again."""
-
-
-# -- configuration ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServiceRanges:
-    """The node's ClusterIP range and nodePort range, as the API server's flags give them."""
-
-    cluster_ip_range: ipaddress.IPv4Network = field(
-        default_factory=lambda: ipaddress.IPv4Network(DEFAULT_CLUSTER_IP_RANGE)
-    )
-    node_ports: tuple[int, int] = (30000, 32767)
-
-    @classmethod
-    def parse(
-        cls,
-        *,
-        cluster_ip_range: str = DEFAULT_CLUSTER_IP_RANGE,
-        node_port_range: str = DEFAULT_NODE_PORT_RANGE,
-    ) -> ServiceRanges:
-        """Both ranges from their flag text; ValueError names the flag and what is wrong."""
-        try:
-            network = ipaddress.ip_network(cluster_ip_range, strict=True)
-        except ValueError as e:
-            raise ValueError(f"--service-cluster-ip-range {cluster_ip_range!r}: {e}") from None
-        if not isinstance(network, ipaddress.IPv4Network):
-            raise ValueError(
-                f"--service-cluster-ip-range {cluster_ip_range!r}: must be an IPv4 network"
-            )
-        if network.num_addresses < 8:
-            raise ValueError(f"--service-cluster-ip-range {cluster_ip_range!r}: too small")
-        low, sep, high = node_port_range.partition("-")
-        try:
-            first, last = int(low), int(high if sep else low)
-        except ValueError:
-            raise ValueError(
-                f"--service-node-port-range {node_port_range!r}: must be FIRST-LAST, "
-                "e.g. 30000-32767"
-            ) from None
-        if not 1 <= first <= last <= 65535:
-            raise ValueError(
-                f"--service-node-port-range {node_port_range!r}: must be ports 1-65535, "
-                "first not above last"
-            )
-        return cls(cluster_ip_range=network, node_ports=(first, last))
-
-    @property
-    def node_port_text(self) -> str:
-        return f"{self.node_ports[0]}-{self.node_ports[1]}"
-
-    def usable_ips(self) -> tuple[int, int]:
-        """First and last allocatable address (the network and broadcast are not)."""
-        net = self.cluster_ip_range
-        return int(net.network_address) + 1, int(net.broadcast_address) - 1
-
-
-# -- allocation (the API server's registry) ---------------------------------------------------
-
-
-def _spec(service: Service) -> Any:
-    if service.spec is None:
-        raise ValueError("a Service reaches allocation only once validated: it has a spec")
-    return service.spec
-
-
-def _name(service: Service) -> tuple[str, str]:
-    meta = service.metadata
-    if meta is None or not meta.name:
-        raise ValueError("a Service reaches allocation only once validated: it has a name")
-    return meta.namespace or "default", meta.name
-
-
-@dataclass
-class _Taken:
-    ips: dict[str, tuple[str, str]]
-    node_ports: dict[int, tuple[str, str]]
-    published: dict[tuple[int, str], tuple[str, str]]
-
-
-def _taken(stored: Iterable[Service]) -> _Taken:
-    taken = _Taken({}, {}, {})
-    for svc in stored:
-        _claim(taken, svc)
-    return taken
-
-
-def _claim(taken: _Taken, svc: Service) -> None:
-    key = _name(svc)
-    spec = _spec(svc)
-    if spec.clusterIP and spec.clusterIP != HEADLESS:
-        taken.ips[spec.clusterIP] = key
-    for port in spec.ports or []:
-        if port.nodePort:
-            taken.node_ports[port.nodePort] = key
-        if spec.type == "LoadBalancer":
-            taken.published[(port.port, port.protocol or "TCP")] = key
-
-
-def _release(taken: _Taken, key: tuple[str, str]) -> None:
-    taken.ips = {k: v for k, v in taken.ips.items() if v != key}
-    taken.node_ports = {k: v for k, v in taken.node_ports.items() if v != key}
-    taken.published = {k: v for k, v in taken.published.items() if v != key}
-
-
-def allocate(
-    services: Sequence[Service],
-    *,
-    stored: Mapping[tuple[str, str], Service],
-    ranges: ServiceRanges,
-    rng: random.Random | None = None,
-) -> tuple[list[Service], list[tuple[tuple[str, str], FieldError]]]:
-    """The Services as they will be stored (ClusterIP and nodePorts filled in, those of
-    the stored Service kept when the manifest leaves them out, as ``kubectl apply`` keeps
-    them), and every refusal, keyed by the Service it is about."""
-    pick = rng or random.SystemRandom()
-    taken = _taken(stored.values())
-    done: list[Service] = []
-    problems: list[tuple[tuple[str, str], FieldError]] = []
-    for original in services:
-        svc = copy.deepcopy(original)
-        key = _name(svc)
-        old = stored.get(key)
-        _release(taken, key)
-        errs = _allocate_ip(svc, old, taken, ranges, pick)
-        errs += _allocate_node_ports(svc, old, taken, ranges, pick)
-        if errs:
-            problems += [(key, e) for e in errs]
-            if old is not None:
-                _claim(taken, old)
-            continue
-        _claim(taken, svc)
-        done.append(svc)
-    return done, problems
-
-
-def _allocate_ip(
-    svc: Service, old: Service | None, taken: _Taken, ranges: ServiceRanges, pick: random.Random
-) -> list[FieldError]:
-    spec = _spec(svc)
-    if spec.type == "ExternalName":
-        spec.clusterIP, spec.clusterIPs = None, None
-        return []
-    spec.ipFamilies = spec.ipFamilies or ["IPv4"]
-    spec.ipFamilyPolicy = spec.ipFamilyPolicy or "SingleStack"
-    old_ip = _spec(old).clusterIP if old is not None and _spec(old).type != "ExternalName" else None
-    wanted = spec.clusterIP
-    if not wanted and old_ip:
-        wanted = old_ip
-    elif wanted and old_ip and wanted != old_ip:
-        return [invalid("spec.clusterIPs[0]", [wanted], "may not change once set")]
-    if wanted == HEADLESS:
-        spec.clusterIP, spec.clusterIPs = HEADLESS, [HEADLESS]
-        return []
-    if wanted:
-        if wanted != old_ip:
-            address = ipaddress.ip_address(wanted)
-            if address not in ranges.cluster_ip_range or int(address) not in range(
-                ranges.usable_ips()[0], ranges.usable_ips()[1] + 1
-            ):
-                return [
-                    invalid(
-                        "spec.clusterIPs",
-                        [wanted],
-                        f"failed to allocate IP {wanted}: the provided IP ({wanted}) is not "
-                        f"in the valid range. The range of valid IPs is "
-                        f"{ranges.cluster_ip_range}",
-                    )
-                ]
-            if wanted in taken.ips:
-                return [
-                    invalid(
-                        "spec.clusterIPs",
-                        [wanted],
-                        f"failed to allocate IP {wanted}: provided IP is already allocated",
-                    )
-                ]
-        spec.clusterIP, spec.clusterIPs = wanted, [wanted]
-        return []
-    first, last = ranges.usable_ips()
-    if last - first + 1 <= len(taken.ips):
-        return [
-            invalid(
-                "spec.clusterIPs",
-                [],
-                "failed to allocate a serviceIP: range is full",
-            )
-        ]
-    while True:
-        candidate = str(ipaddress.IPv4Address(pick.randint(first, last)))
-        if candidate not in taken.ips:
-            break
-    spec.clusterIP, spec.clusterIPs = candidate, [candidate]
-    return []
-
-
-def _allocate_node_ports(
-    svc: Service, old: Service | None, taken: _Taken, ranges: ServiceRanges, pick: random.Random
-) -> list[FieldError]:
-    spec = _spec(svc)
-    if spec.type not in ("NodePort", "LoadBalancer"):
-        return []
-    ports = list(spec.ports or [])
-    previous: dict[tuple[int, str], int] = {}
-    if old is not None:
-        for port in _spec(old).ports or []:
-            if port.nodePort:
-                previous[(port.port, port.protocol or "TCP")] = port.nodePort
-    errs: list[FieldError] = []
-    mine: set[int] = set()
-    for i, port in enumerate(ports):
-        protocol = port.protocol or "TCP"
-        if spec.type == "LoadBalancer" and (port.port, protocol) in taken.published:
-            errs.append(
-                invalid(f"spec.ports[{i}].port", port.port, "provided port is already allocated")
-            )
-        if not port.nodePort:
-            port.nodePort = previous.get((port.port, protocol))
-        if port.nodePort:
-            errs.extend(_given_node_port(port.nodePort, f"spec.ports[{i}].nodePort", taken, ranges))
-            mine.add(port.nodePort)
-    errs.extend(_assign_node_ports(ports, taken, ranges, mine, pick))
-    return errs
-
-
-def _given_node_port(
-    value: int, path: str, taken: _Taken, ranges: ServiceRanges
-) -> list[FieldError]:
-    first, last = ranges.node_ports
-    if not first <= value <= last:
-        return [
-            invalid(
-                path,
-                value,
-                "provided port is not in the valid range. The range of valid ports "
-                f"is {ranges.node_port_text}",
-            )
-        ]
-    if value in taken.node_ports:
-        return [invalid(path, value, "provided port is already allocated")]
-    return []
-
-
-def _assign_node_ports(
-    ports: list[Any], taken: _Taken, ranges: ServiceRanges, mine: set[int], pick: random.Random
-) -> list[FieldError]:
-    """A random free nodePort for each port without one (``mine`` holds those taken by
-    this Service already, and grows)."""
-    first, last = ranges.node_ports
-    for port in ports:
-        if port.nodePort:
-            continue
-        if (last - first + 1) - len(taken.node_ports) - len(mine) <= 0:
-            return [invalid("spec.ports", [], "failed to allocate a nodePort: range is full")]
-        while True:
-            candidate = pick.randint(first, last)
-            if candidate not in taken.node_ports and candidate not in mine:
-                break
-        port.nodePort = candidate
-        mine.add(candidate)
-    return []
+PORT_RECHECK = 10.0
+"""Seconds between two looks at the host's listening sockets while a Service publishes a
+port on the node (a change of the Services looks at once)."""
+COMPONENT = "service-controller"
 
 
 # -- endpoints (the endpoints controller) -----------------------------------------------------
@@ -422,8 +178,8 @@ def endpoints_for(
 ) -> ServiceEndpoints | None:
     """The Service's endpoints among ``pods``; None when it has no selector (its endpoints
     are someone else's to say)."""
-    namespace, name = _name(service)
-    spec = _spec(service)
+    namespace, name = key_of(service)
+    spec = spec_of(service)
     if not spec.selector or spec.type == "ExternalName":
         return None
     publish = bool(spec.publishNotReadyAddresses)
@@ -468,16 +224,21 @@ def endpoints_for(
 
 
 def service_rules(
-    services: Iterable[Service], endpoints: Mapping[tuple[str, str], ServiceEndpoints]
+    services: Iterable[Service],
+    endpoints: Mapping[tuple[str, str], ServiceEndpoints],
+    *,
+    withheld: Collection[Unpublished] = (),
 ) -> list[ServiceRule]:
     """What the packet filter carries: per port of each Service with a ClusterIP, its
-    ready endpoints' IPv4 addresses and resolved ports."""
+    ready endpoints' IPv4 addresses and resolved ports; the ports ``withheld`` are not
+    published on the node (their ClusterIP still is)."""
+    out = {(u.service, u.field, u.protocol, u.port) for u in withheld}
     rules: list[ServiceRule] = []
     for svc in services:
-        spec = _spec(svc)
+        spec = spec_of(svc)
         if not spec.clusterIP or spec.clusterIP == HEADLESS or ":" in spec.clusterIP:
             continue
-        key = _name(svc)
+        key = key_of(svc)
         eps = endpoints.get(key)
         for port in spec.ports or []:
             protocol = port.protocol or "TCP"
@@ -492,8 +253,12 @@ def service_rules(
                     protocol=protocol,
                     cluster_ip=spec.clusterIP,
                     port=port.port,
-                    node_port=port.nodePort or 0,
-                    published_port=port.port if spec.type == "LoadBalancer" else 0,
+                    node_port=0
+                    if (key, "nodePort", protocol, port.nodePort) in out
+                    else port.nodePort or 0,
+                    published_port=port.port
+                    if spec.type == "LoadBalancer" and (key, "port", protocol, port.port) not in out
+                    else 0,
                     endpoints=tuple(targets),
                 )
             )
@@ -519,7 +284,11 @@ class ServiceController:
     redirected, as on the ``docker`` network backend). ``load_balancer_ips`` are what a
     LoadBalancer Service reports as its ingress (the node's addresses). ``flows`` clears
     the tracked UDP and SCTP flows that the endpoints' changes left stale (default: over
-    netlink, when there are targets)."""
+    netlink, when there are targets).
+
+    No nodePort or LoadBalancer port goes to a port held outside the Services: one of
+    ``reserved`` (the node's own servers), a hostPort of a pod the node runs, or a socket
+    that ``host_listeners`` lists (None: the host's sockets are not looked at)."""
 
     def __init__(
         self,
@@ -529,9 +298,18 @@ class ServiceController:
         targets: Sequence[ProxyTarget] = (),
         load_balancer_ips: Sequence[str] = ("127.0.0.1",),
         flows: FlowCleaner | None = None,
+        reserved: Sequence[ReservedPort] = (),
+        host_listeners: Callable[[], Iterable[Listener]] | None = None,
     ) -> None:
         self.node = node
         self.ranges = ranges or ServiceRanges()
+        self.reserved = tuple(reserved)
+        self.host_listeners = host_listeners
+        self.recheck_after = PORT_RECHECK
+        self._listening: tuple[Listener, ...] = ()
+        self._look_again = True
+        self._publishing = False
+        self._withheld: dict[tuple[tuple[str, str], str, str, int], Unpublished] = {}
         self.targets = tuple(targets)
         self.flows = flows if flows is not None or not targets else NetlinkFlowCleaner()
         self.load_balancer_ips = tuple(load_balancer_ips)
@@ -601,16 +379,59 @@ class ServiceController:
 
     def admit(self, manifests: Manifests) -> tuple[Manifests, builtins.list[FieldError]]:
         """``manifests`` with their Services allocated, and every refusal in the API
-        server's words (the field prefixed by nothing: the caller names the source)."""
+        server's words (the field prefixed by nothing: the caller names the source). The
+        pods of ``manifests`` hold their hostPorts already, and their Namespaces' levels
+        count."""
         if not manifests.services:
             return manifests, []
-        stored = {_name(s): s for s in self.services()}
-        done, problems = allocate(manifests.services, stored=stored, ranges=self.ranges)
+        stored = {key_of(s): s for s in self.services()}
+        listening: Iterable[Listener] = ()
+        if self.host_listeners is not None and any(_on_node(s) for s in manifests.services):
+            listening = self.host_listeners()
+        done, problems = allocate(
+            manifests.services,
+            stored=stored,
+            ranges=self.ranges,
+            holders=self._holders([*manifests.pods, *self._active_pods()], listening),
+            levels=self.levels(manifests.namespaces),
+        )
         errs = [
             FieldError(e.field, e.reason, e.detail, source=f'Service "{key[1]}"')
             for key, e in problems
         ]
         return _replace_services(manifests, tuple(done)), errs
+
+    def published_ports(self) -> dict[PortKey, str]:
+        """The ports the stored Services claim on the node, each with its Service: what
+        the node's admission refuses a pod's hostPort."""
+        return claimed_ports(self.services())
+
+    def levels(self, namespaces: Iterable[Namespace] = ()) -> Callable[[str], Level]:
+        """The Pod Security level in force for each namespace, those stored and
+        ``namespaces`` counted (as the node's loader counts them for pods)."""
+        config = self.node.config
+        labels: dict[str, Mapping[str, str]] = {}
+        for ns in [*self.objects.namespaces(), *namespaces]:
+            if ns.metadata is not None and ns.metadata.name:
+                labels[ns.metadata.name] = ns.metadata.labels or {}
+        return lambda name: enforced_level(
+            config.pod_security,
+            labels.get(name),
+            allow_namespace_policy=config.allow_namespace_policy,
+        )
+
+    def _active_pods(self) -> builtins.list[Pod]:
+        return [p for p in self.node.views() if p.status is None or p.status.phase not in TERMINAL]
+
+    def _holders(
+        self, pods: Iterable[Pod], listening: Iterable[Listener]
+    ) -> dict[PortKey, PortHolder]:
+        return port_holders(
+            reserved=self.reserved,
+            pods=pods,
+            engine_ports=self.node.engine_ports.ports,
+            listeners=listening,
+        )
 
     # -- running ----------------------------------------------------------------------------
 
@@ -629,19 +450,24 @@ class ServiceController:
         stop_status = self.node.status.subscribe(lambda record, uid: self._wake())
         stop_objects = self.objects.observe(self._object_changed)
         self.node.stop_hooks.append(self.pod_stopping)
+        admitter = self.node.admitter
+        before, admitter.published_ports = admitter.published_ports, self.published_ports
         try:
             programmed = await self.sync()
             self._running = True
             task_status.started()
             while True:
-                if programmed:
+                wait = RETRY_AFTER if not programmed else None
+                if self._publishing and self.host_listeners is not None:
+                    wait = min(wait or self.recheck_after, self.recheck_after)
+                with anyio.move_on_after(wait) as waited:
                     await self._dirty.wait()
-                else:
-                    with anyio.move_on_after(RETRY_AFTER):
-                        await self._dirty.wait()
+                if waited.cancelled_caught:
+                    self._look_again = True
                 self._dirty = anyio.Event()
                 programmed = await self.sync()
         finally:
+            admitter.published_ports = before
             self._running = False
             self._synced.set()
             self.node.stop_hooks.remove(self.pod_stopping)
@@ -690,7 +516,8 @@ class ServiceController:
         for svc in services:
             found = endpoints_for(svc, candidates, node_name=self.node.node_name)
             if found is not None:
-                endpoints[_name(svc)] = found
+                endpoints[key_of(svc)] = found
+        withheld = await self._withhold(services, pods, again=shown != self._services_seen)
         if endpoints != self._endpoints or shown != self._services_seen:
             self._endpoints = endpoints
             self._services_seen = shown
@@ -699,7 +526,7 @@ class ServiceController:
             changed.set()
             for listener in list(self._listeners):
                 listener()
-        rules = service_rules(services, endpoints)
+        rules = service_rules(services, endpoints, withheld=withheld)
         serving = {e.uid for found in endpoints.values() for e in found.ready}
         if rules == self._rules or not self.targets:
             self._rules = rules
@@ -721,6 +548,59 @@ class ServiceController:
         self._programmed = serving
         return True
 
+    async def _withhold(
+        self, services: Sequence[Service], pods: Iterable[Pod], *, again: bool
+    ) -> builtins.list[Unpublished]:
+        """The ports of ``services`` not to publish now, each newly withheld one reported
+        (a Warning event on its Service, a log line). The host's sockets are read again
+        when the Services changed (``again``) or the recheck is due."""
+        on_node = [s for s in services if _on_node(s)]
+        self._publishing = bool(on_node)
+        if not on_node:
+            self._listening, self._look_again = (), True
+            self._report([], services)
+            return []
+        if self.host_listeners is not None and (again or self._look_again):
+            self._listening = tuple(await anyio.to_thread.run_sync(self.host_listeners))
+            self._look_again = False
+        active = [p for p in pods if p.status is None or p.status.phase not in TERMINAL]
+        found = unpublished(
+            on_node,
+            holders=self._holders(active, self._listening),
+            ranges=self.ranges,
+            levels=self.levels(),
+        )
+        self._report(found, services)
+        return found
+
+    def _report(self, found: Sequence[Unpublished], services: Sequence[Service]) -> None:
+        uids = {
+            key_of(s): (s.metadata.uid if s.metadata is not None else None) or "" for s in services
+        }
+        now = {(u.service, u.field, u.protocol, u.port): u for u in found}
+        for key, u in now.items():
+            if self._withheld.get(key) == u:
+                continue
+            namespace, name = u.service
+            logger.bind(service=f"{namespace}/{name}").warning("{}", u.message())
+            self.node.recorder.record(
+                namespace=namespace,
+                name=name,
+                uid=uids.get(u.service, ""),
+                type="Warning",
+                reason=u.reason,
+                message=u.message(),
+                kind="Service",
+                component=COMPONENT,
+            )
+        for key, u in self._withheld.items():
+            if key not in now and u.service in uids:
+                namespace, name = u.service
+                logger.bind(service=f"{namespace}/{name}").info(
+                    "{} {}/{} is published", u.field, u.port, u.protocol
+                )
+        self._withheld = now
+
     async def remove_rules(self) -> None:
         """Every Service rule gone (the node is leaving for good)."""
         with anyio.CancelScope(shield=True):
@@ -730,6 +610,11 @@ class ServiceController:
                 except errors.NetworkError as e:
                     logger.warning("Service rules not removed: {}", e)
             self._rules = None
+
+
+def _on_node(svc: Service) -> bool:
+    """Whether the Service publishes ports on the node's addresses."""
+    return spec_of(svc).type in ("NodePort", "LoadBalancer")
 
 
 def _replace_services(manifests: Manifests, services: tuple[Service, ...]) -> Manifests:

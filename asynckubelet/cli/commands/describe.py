@@ -89,10 +89,13 @@ def _service_text(name: str, *, namespace: str, node: NodeRef) -> str:
     """A Service and its endpoints, from the daemon (which alone keeps endpoints)."""
     from asynckubelet import errors
     from asynckubelet.cli.client import require_daemon
+    from asynckubelet.node.events import PodEvent
     from asynckubelet.printers import describe_service
 
     client = require_daemon(node, verb="describe services")
     body = client.object("services", namespace, name)
+    uid = (body.get("metadata") or {}).get("uid")
+    events = [PodEvent.from_v1(e) for e in client.events(namespace, uid=uid)] if uid else []
     endpoints = None
     selector = (body.get("spec") or {}).get("selector")
     if selector:
@@ -100,4 +103,4 @@ def _service_text(name: str, *, namespace: str, node: NodeRef) -> str:
             endpoints = client.object("endpoints", namespace, name)
         except errors.NotFound:
             endpoints = None
-    return describe_service(body, endpoints)
+    return describe_service(body, endpoints, events)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from asynckubelet.network import NetworkPlugin
     from asynckubelet.node.daemon import DaemonInfo
     from asynckubelet.node.kubelet import Kubelet, KubeletConfig
+    from asynckubelet.workloads.allocation import ReservedPort
     from asynckubelet.workloads.services import ServiceController, ServiceRanges
 
 
@@ -230,7 +231,10 @@ async def _serve(
                 with signals as received:
                     async with anyio.create_task_group() as tg:
                         await tg.start(Controllers(kubelet).run, name="workload controllers")
-                        services = await _start_services(tg, kubelet, plugin, setup, dns_address)
+                        reserved = _reserved_ports(at, dns_address)
+                        services = await _start_services(
+                            tg, kubelet, plugin, setup, dns_address, reserved
+                        )
                         # The socket first: a client that sees HTTP answer finds it.
                         inode = await _listen_locally(
                             tg, kubelet, lambda: published[0], socket_file, services
@@ -289,16 +293,30 @@ def _dns_address(plugin: NetworkPlugin) -> str | None:
     return None
 
 
+def _reserved_ports(at: _Address, dns_address: str | None) -> list[ReservedPort]:
+    """The node's own ports, which no Service may publish: the TCP endpoint's and the
+    cluster DNS's."""
+    from asynckubelet.workloads.allocation import ReservedPort
+
+    reserved = [ReservedPort("TCP", at.port, "serve --listen")] if at.port else []
+    if dns_address is not None:
+        server = f"the cluster DNS on {dns_address}"
+        reserved += [ReservedPort("UDP", 53, server), ReservedPort("TCP", 53, server)]
+    return reserved
+
+
 async def _start_services(
     tg: anyio.abc.TaskGroup,
     kubelet: Kubelet,
     plugin: NetworkPlugin,
     setup: _ServiceSetup,
     dns_address: str | None,
+    reserved: Sequence[ReservedPort],
 ) -> ServiceController:
     """The Service controller and, with an address for it, the cluster DNS, started."""
     from asynckubelet.network.bridge import BridgePlugin
     from asynckubelet.network.cni import CNIPlugin
+    from asynckubelet.node.listeners import read_listeners
     from asynckubelet.workloads.dns import ClusterDNS, DNSConfig, zone_source
     from asynckubelet.workloads.services import ProxyTarget, ServiceController
 
@@ -310,7 +328,13 @@ async def _start_services(
         target = plugin.service_target()
         if target is not None:
             targets.append(ProxyTarget(*target))
-    controller = ServiceController(kubelet, ranges=setup.ranges, targets=targets)
+    controller = ServiceController(
+        kubelet,
+        ranges=setup.ranges,
+        targets=targets,
+        reserved=reserved,
+        host_listeners=read_listeners,
+    )
     await tg.start(controller.run, name="services")
     if dns_address is None:
         return controller
