@@ -216,15 +216,6 @@ async def test_below_privileged_a_load_balancer_outside_the_range_is_forbidden(
 
 
 @pytest.mark.anyio
-async def test_under_privileged_a_load_balancer_is_published_on_its_port(tmp_path: Path) -> None:
-    async with service_node(tmp_path) as node:
-        code, _ = await node.apply(lb(47001), POD.replace("NAME", "a"))
-        assert code == 200
-        rule = await node.until_rule(lambda r: r.endpoints)
-        assert (rule.published_port, rule.node_port) == (47001, 30001)
-
-
-@pytest.mark.anyio
 async def test_a_port_a_host_process_takes_later_is_withheld_with_one_event_and_comes_back(
     tmp_path: Path,
 ) -> None:
