@@ -220,7 +220,7 @@ def test_outside_the_range_a_load_balancer_is_published_under_privileged_not_bas
         f"spec.ports[0].port: Forbidden: port {port} is outside the node port range "
         '30000-32767: under the "baseline:latest" Pod Security level' in said
     ), said
-    assert "or run the node at --pod-security privileged" in said
+    assert "or make its namespace's pod-security.kubernetes.io/enforce label privileged" in said
     assert node.d.cli("get", "service", "wide", "-n", namespace).returncode != 0
     assert rules_for_port(node, port) == []
 

@@ -17,6 +17,7 @@ from asynckubelet.node.listeners import Listener
 from asynckubelet.workloads.allocation import (
     PORT_FORBIDDEN,
     PORT_IN_USE,
+    LevelInForce,
     PortHolder,
     ReservedPort,
     ServiceRanges,
@@ -71,6 +72,7 @@ class Case:
     service: Service
     refused: list[str] = field(default_factory=list)
     level: Level = "privileged"
+    labelled: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -183,6 +185,19 @@ CASES = [
         level="restricted",
     ),
     Case(
+        "a LoadBalancer outside the range, in a namespace labelled baseline",
+        lb(8080),
+        [
+            "spec.ports[0].port: Forbidden: port 8080 is outside the node port range "
+            '30000-30009: under the "baseline:latest" Pod Security level, which forbids a pod '
+            "any hostPort, a LoadBalancer is published on the node only on a port of "
+            "--service-node-port-range; use a port in 30000-30009 or a NodePort Service, or "
+            "make its namespace's pod-security.kubernetes.io/enforce label privileged"
+        ],
+        level="baseline",
+        labelled=True,
+    ),
+    Case(
         "a NodePort Service outside any LoadBalancer rule, restricted",
         np(30001),
         level="restricted",
@@ -197,13 +212,13 @@ def test_node_ports_and_load_balancer_ports(case: Case) -> None:
         stored={},
         ranges=RANGES,
         holders=HOLDERS,
-        levels=lambda namespace: case.level,
+        levels=lambda namespace: LevelInForce(case.level, case.labelled),
     )
     assert [str(e) for _, e in problems] == case.refused
 
 
 def test_the_level_is_the_one_in_force_for_the_services_namespace() -> None:
-    levels: dict[str, Level] = {"open": "privileged", "shut": "baseline"}
+    levels = {"open": LevelInForce("privileged"), "shut": LevelInForce("baseline")}
     services = [
         svc("a", "LoadBalancer", {"port": 8080}, namespace="open"),
         svc("b", "LoadBalancer", {"port": 8081}, namespace="shut"),
@@ -306,7 +321,9 @@ def test_a_reapplied_service_keeps_its_ports_though_a_host_process_took_them_sin
 def test_a_reapplied_load_balancer_is_held_to_the_level_in_force_now() -> None:
     first, _ = allocate([lb(8080)], stored={}, ranges=RANGES)
     stored = {("default", "web"): first[0]}
-    _, problems = allocate([lb(8080)], stored=stored, ranges=RANGES, levels=lambda ns: "baseline")
+    _, problems = allocate(
+        [lb(8080)], stored=stored, ranges=RANGES, levels=lambda ns: LevelInForce("baseline")
+    )
     assert [(e.field, e.reason) for _, e in problems] == [("spec.ports[0].port", "Forbidden")]
 
 
@@ -346,7 +363,7 @@ def test_stored_ports_taken_since_or_forbidden_now_are_left_unpublished() -> Non
         svc("late", "NodePort", {"port": 80, "nodePort": 30007}),
         svc("wide", "LoadBalancer", {"port": 8443, "nodePort": 30008}, namespace="shut"),
     ]
-    levels: dict[str, Level] = {"default": "privileged", "shut": "baseline"}
+    levels = {"default": LevelInForce("privileged"), "shut": LevelInForce("baseline", True)}
     found = unpublished(stored, holders=HOLDERS, ranges=RANGES, levels=levels.__getitem__)
     assert [(u.service, u.field, u.port, u.reason) for u in found] == [
         (("default", "web"), "port", 10255, PORT_IN_USE),

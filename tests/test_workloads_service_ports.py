@@ -257,6 +257,9 @@ async def test_a_namespace_made_stricter_later_withholds_its_load_balancer_port(
         assert event.message.startswith(
             "Service port 47001/TCP is not published: port 47001 is outside the node port range"
         )
+        assert event.message.endswith(
+            "or make its namespace's pod-security.kubernetes.io/enforce label privileged"
+        )
 
 
 @pytest.mark.anyio

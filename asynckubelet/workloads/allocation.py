@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_NODE_PORT_RANGE",
     "PORT_FORBIDDEN",
     "PORT_IN_USE",
+    "LevelInForce",
     "PortHolder",
     "ReservedPort",
     "ServiceRanges",
@@ -131,6 +132,18 @@ class ServiceRanges:
 
     def in_node_ports(self, port: int) -> bool:
         return self.node_ports[0] <= port <= self.node_ports[1]
+
+
+@dataclass(frozen=True)
+class LevelInForce:
+    """The Pod Security level in force for a namespace, and whether the namespace's own
+    ``pod-security.kubernetes.io/enforce`` label set it (else the node's level did)."""
+
+    level: Level
+    labelled: bool = False
+
+
+PRIVILEGED = LevelInForce("privileged")
 
 
 @dataclass(frozen=True)
@@ -249,7 +262,7 @@ def claimed_ports(stored: Iterable[Service]) -> dict[PortKey, str]:
 class _Checks:
     ranges: ServiceRanges
     holders: Mapping[PortKey, PortHolder]
-    level: Level
+    level: LevelInForce
 
 
 def allocate(
@@ -259,7 +272,7 @@ def allocate(
     ranges: ServiceRanges,
     rng: random.Random | None = None,
     holders: Mapping[PortKey, PortHolder] | None = None,
-    levels: Callable[[str], Level] | None = None,
+    levels: Callable[[str], LevelInForce] | None = None,
 ) -> tuple[list[Service], list[tuple[Key, FieldError]]]:
     """The Services as they will be stored (ClusterIP and nodePorts filled in, those of
     the stored Service kept when the manifest leaves them out, as ``kubectl apply`` keeps
@@ -276,7 +289,7 @@ def allocate(
         key = key_of(svc)
         old = stored.get(key)
         _release(taken, key)
-        checks = _Checks(ranges, holders or {}, levels(key[0]) if levels else "privileged")
+        checks = _Checks(ranges, holders or {}, levels(key[0]) if levels else PRIVILEGED)
         errs = _allocate_ip(svc, old, taken, ranges, pick)
         errs += _allocate_node_ports(svc, old, taken, checks, pick)
         if errs:
@@ -403,7 +416,7 @@ def _given_port(
 ) -> list[FieldError]:
     """A LoadBalancer's ``port``, published on the node's addresses."""
     path = f"spec.ports[{i}].port"
-    if checks.level != "privileged" and not checks.ranges.in_node_ports(value):
+    if checks.level.level != "privileged" and not checks.ranges.in_node_ports(value):
         return [forbidden(path, level_refusal(value, checks.level, checks.ranges))]
     if (protocol, value) in taken.published:
         return [invalid(path, value, "provided port is already allocated")]
@@ -413,15 +426,19 @@ def _given_port(
     return []
 
 
-def level_refusal(port: int, level: Level, ranges: ServiceRanges) -> str:
+def level_refusal(port: int, level: LevelInForce, ranges: ServiceRanges) -> str:
     """Why a LoadBalancer may not be published on ``port`` under ``level``, and what to
     do instead."""
+    lift = (
+        "make its namespace's pod-security.kubernetes.io/enforce label privileged"
+        if level.labelled
+        else "run the node at --pod-security privileged"
+    )
     return (
         f"port {port} is outside the node port range {ranges.node_port_text}: under the "
-        f'"{level}:latest" Pod Security level, which forbids a pod any hostPort, a '
+        f'"{level.level}:latest" Pod Security level, which forbids a pod any hostPort, a '
         "LoadBalancer is published on the node only on a port of --service-node-port-range; "
-        f"use a port in {ranges.node_port_text} or a NodePort Service, or run the node at "
-        "--pod-security privileged"
+        f"use a port in {ranges.node_port_text} or a NodePort Service, or {lift}"
     )
 
 
@@ -517,7 +534,7 @@ def unpublished(
     *,
     holders: Mapping[PortKey, PortHolder],
     ranges: ServiceRanges,
-    levels: Callable[[str], Level] | None = None,
+    levels: Callable[[str], LevelInForce] | None = None,
 ) -> list[Unpublished]:
     """The ports of stored Services that another holder took since they were admitted, or
     that the level in force for their namespace now forbids: those the node leaves out of
@@ -528,7 +545,7 @@ def unpublished(
         if spec.type not in ("NodePort", "LoadBalancer"):
             continue
         key = key_of(svc)
-        level = levels(key[0]) if levels else "privileged"
+        level = levels(key[0]) if levels else PRIVILEGED
         for port in spec.ports or []:
             protocol = port.protocol or "TCP"
             wanted = [("nodePort", port.nodePort)] if port.nodePort else []
@@ -536,7 +553,8 @@ def unpublished(
                 wanted.append(("port", port.port))
             for what, number in wanted:
                 holder = holders.get((protocol, number))
-                if what == "port" and level != "privileged" and not ranges.in_node_ports(number):
+                forbids = level.level != "privileged" and not ranges.in_node_ports(number)
+                if what == "port" and forbids:
                     why = level_refusal(number, level, ranges)
                     found.append(Unpublished(key, what, protocol, number, PORT_FORBIDDEN, why))
                 elif holder is not None:

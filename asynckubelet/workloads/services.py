@@ -40,7 +40,7 @@ from asynckubelet import errors
 from asynckubelet._logging import logger
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import Manifests
-from asynckubelet.manifests.security import Level, enforced_level
+from asynckubelet.manifests.security import ENFORCE_LABEL, enforced_level
 from asynckubelet.manifests.service import HEADLESS
 from asynckubelet.network.conntrack import FlowCleaner, NetlinkFlowCleaner, stale_flows
 from asynckubelet.network.firewall import Firewall, ServiceRule
@@ -51,6 +51,7 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.workloads.allocation import (
     DEFAULT_CLUSTER_IP_RANGE,
     DEFAULT_NODE_PORT_RANGE,
+    LevelInForce,
     PortHolder,
     PortKey,
     ReservedPort,
@@ -406,7 +407,7 @@ class ServiceController:
         the node's admission refuses a pod's hostPort."""
         return claimed_ports(self.services())
 
-    def levels(self, namespaces: Iterable[Namespace] = ()) -> Callable[[str], Level]:
+    def levels(self, namespaces: Iterable[Namespace] = ()) -> Callable[[str], LevelInForce]:
         """The Pod Security level in force for each namespace, those stored and
         ``namespaces`` counted (as the node's loader counts them for pods)."""
         config = self.node.config
@@ -414,11 +415,15 @@ class ServiceController:
         for ns in [*self.objects.namespaces(), *namespaces]:
             if ns.metadata is not None and ns.metadata.name:
                 labels[ns.metadata.name] = ns.metadata.labels or {}
-        return lambda name: enforced_level(
-            config.pod_security,
-            labels.get(name),
-            allow_namespace_policy=config.allow_namespace_policy,
-        )
+
+        def level(name: str) -> LevelInForce:
+            found = labels.get(name) or {}
+            chosen = enforced_level(
+                config.pod_security, found, allow_namespace_policy=config.allow_namespace_policy
+            )
+            return LevelInForce(chosen, labelled=found.get(ENFORCE_LABEL) == chosen)
+
+        return level
 
     def _active_pods(self) -> builtins.list[Pod]:
         return [p for p in self.node.views() if p.status is None or p.status.phase not in TERMINAL]
