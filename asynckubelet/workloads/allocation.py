@@ -399,12 +399,13 @@ def _allocate_node_ports(
         if port.nodePort:
             path = f"spec.ports[{i}].nodePort"
             value = port.nodePort
-            errs += _given_node_port(value, protocol, path, taken, checks.ranges)
-            if value != port.port and (protocol, value) in own:
-                errs.append(invalid(path, value, "provided port is already allocated"))
+            found = _given_node_port(value, protocol, path, taken, checks.ranges)
             holder = checks.holders.get((protocol, value))
-            if holder is not None and value not in kept_node_ports:
-                errs.append(invalid(path, value, holder.message()))
+            if not found and value != port.port and (protocol, value) in own:
+                found = [invalid(path, value, "provided port is already allocated")]
+            if not found and holder is not None and value not in kept_node_ports:
+                found = [invalid(path, value, holder.message())]
+            errs += found
             mine.add(value)
     avoid = {p for _, p in own} | {p for _, p in checks.holders}
     errs.extend(_assign_node_ports(ports, taken, checks.ranges, mine, avoid, pick))
