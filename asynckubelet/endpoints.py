@@ -7,7 +7,8 @@ parameters (``follow``, ``previous``, ``tailLines``, ``sinceSeconds``, ``timesta
 ``limitBytes``), numeric ones checked as the API server checks ``PodLogOptions``: a bad
 value is a 400 naming it. The application holds the node under :data:`NODE_KEY`; who may
 ask is the server's business. :func:`serve_site` runs any of the three applications on its
-socket until cancelled.
+socket until cancelled, with the bounds of :mod:`asynckubelet.httpbounds` on connections,
+headers and bodies.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from collections.abc import Callable
 import anyio
 from aiohttp import web
 
-from asynckubelet import errors
+from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
 from asynckubelet.node.kubelet import Kubelet
 
 NODE_KEY = web.AppKey("node", Kubelet)
 INT64_MAX = 2**63 - 1
+DEFAULT_LIMITS = httpbounds.Limits()
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -131,16 +133,20 @@ async def container_logs(request: web.Request) -> web.StreamResponse:
 
 async def serve_site(
     app: web.Application,
-    site: Callable[[web.AppRunner], web.BaseSite],
+    address: httpbounds.Address,
     started: Callable[[web.BaseSite], None],
+    *,
+    limits: httpbounds.Limits = DEFAULT_LIMITS,
+    refuse: httpbounds.Refusal = httpbounds.text_refusal,
 ) -> None:
-    """Serve ``app`` on the site ``site`` makes of its runner until cancelled, calling
-    ``started`` once it listens; requests are cancelled with their client, and at the end
-    those in flight get two seconds."""
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=2.0)
+    """Serve ``app`` at ``address`` until cancelled, calling ``started`` once it listens;
+    connections, headers and bodies are bounded by ``limits`` (:mod:`asynckubelet.httpbounds`),
+    and ``refuse`` words a refusal; requests are cancelled with their client, and at the
+    end those in flight get two seconds."""
+    runner = httpbounds.Runner(app, limits=limits, refuse=refuse, shutdown_timeout=2.0)
     await runner.setup()
     try:
-        listening = site(runner)
+        listening = httpbounds.Site(runner, address)
         await listening.start()
         started(listening)
         await anyio.sleep_forever()
@@ -156,6 +162,7 @@ def bound_port(site: web.BaseSite, asked: int) -> int:
 
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "INT64_MAX",
     "NODE_KEY",
     "bound_port",

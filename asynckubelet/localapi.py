@@ -37,9 +37,9 @@ import anyio.to_thread
 from aiohttp import web
 from lightkube.models.core_v1 import Namespace, Pod
 
-from asynckubelet import errors, hostfs, peercred, printers, resources, tables
+from asynckubelet import errors, hostfs, httpbounds, peercred, printers, resources, tables
 from asynckubelet._logging import logger
-from asynckubelet.endpoints import NODE_KEY, healthz, metrics, serve_site
+from asynckubelet.endpoints import DEFAULT_LIMITS, NODE_KEY, healthz, metrics, serve_site
 from asynckubelet.endpoints import flag_param as _flag
 from asynckubelet.endpoints import int_param as _int_param
 from asynckubelet.errors import FieldError
@@ -1062,11 +1062,13 @@ async def serve_local(
     *,
     path: str,
     services: ServiceController | None = None,
+    limits: httpbounds.Limits = DEFAULT_LIMITS,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the local API on the unix socket ``path`` (made 0600 before it is announced)
     until cancelled; reports the socket's inode when started. The caller removes a stale
-    socket first (:func:`~asynckubelet.node.daemon.claim_socket`)."""
+    socket first (:func:`~asynckubelet.node.daemon.claim_socket`). ``limits`` bound
+    connections and requests; a refused request is answered with a ``Status``."""
     socket_file = Path(path)
 
     def started(site: web.BaseSite) -> None:
@@ -1079,8 +1081,10 @@ async def serve_local(
 
     await serve_site(
         create_local_app(node, info, services=services),
-        lambda runner: web.UnixSite(runner, path),
+        httpbounds.Unix(path),
         started,
+        limits=limits,
+        refuse=status,
     )
 
 

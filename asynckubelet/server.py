@@ -24,8 +24,16 @@ import anyio
 import anyio.abc
 from aiohttp import web
 
+from asynckubelet import httpbounds
 from asynckubelet._logging import logger
-from asynckubelet.endpoints import NODE_KEY, bound_port, healthz, metrics, serve_site
+from asynckubelet.endpoints import (
+    DEFAULT_LIMITS,
+    NODE_KEY,
+    bound_port,
+    healthz,
+    metrics,
+    serve_site,
+)
 from asynckubelet.node.kubelet import Kubelet
 
 DEFAULT_HOST = "127.0.0.1"
@@ -169,12 +177,13 @@ async def serve_http(
     port: int = DEFAULT_PORT,
     allow_remote: bool = False,
     allowed_hosts: Iterable[str] = (),
+    limits: httpbounds.Limits = DEFAULT_LIMITS,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the endpoints until cancelled; reports the bound port when started.
 
     ``allowed_hosts`` are names besides the listen address that clients may send as
-    ``Host`` (a DNS name of the node, say)."""
+    ``Host`` (a DNS name of the node, say); ``limits`` bound connections and requests."""
     check_listen(host, allow_remote=allow_remote)
 
     def started(site: web.BaseSite) -> None:
@@ -184,8 +193,9 @@ async def serve_http(
 
     await serve_site(
         create_app(node, host=host, allowed_hosts=allowed_hosts),
-        lambda runner: web.TCPSite(runner, host, port),
+        httpbounds.TCP(host, port),
         started,
+        limits=limits,
     )
 
 

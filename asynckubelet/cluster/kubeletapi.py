@@ -42,7 +42,7 @@ import anyio
 import anyio.abc
 from aiohttp import web
 
-from asynckubelet import endpoints, errors
+from asynckubelet import endpoints, errors, httpbounds
 from asynckubelet._logging import logger
 from asynckubelet.cluster import spdy, streaming
 from asynckubelet.cluster.kubeletauth import (
@@ -414,11 +414,13 @@ async def serve_kubelet_api(
     cluster_ca: bytes | None,
     review: Reviewer | None = None,
     review_token: TokenReviewer | None = None,
+    limits: httpbounds.Limits = endpoints.DEFAULT_LIMITS,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the kubelet API until cancelled; reports the bound port once listening.
     ``review`` answers SubjectAccessReviews (Webhook authorization), ``review_token``
-    TokenReviews (bearer tokens; None: client certificates only)."""
+    TokenReviews (bearer tokens; None: client certificates only); ``limits`` bound
+    connections (TLS handshakes included) and requests."""
     if serving.client_ca_file is not None:
         try:
             client_ca = serving.client_ca_file.read_bytes()
@@ -466,8 +468,9 @@ async def serve_kubelet_api(
 
     await endpoints.serve_site(
         create_app(node, node_name=node_name, authorizer=authorizer, tokens=tokens),
-        lambda runner: web.TCPSite(runner, serving.address, serving.port, ssl_context=context),
+        httpbounds.TCP(serving.address, serving.port, ssl=context),
         started,
+        limits=limits,
     )
 
 
