@@ -29,7 +29,10 @@ unanswered while the forwards hang, and the pods' lookups of Services would time
 Forwarded queries beyond :data:`MAX_FORWARDS` get REFUSED at once (CoreDNS's
 ``forward`` plugin with ``max_concurrent``). UDP answers are written straight to the
 non-blocking socket and dropped when it cannot take them (the client asks again): a send
-waiting for room could stall every later answer behind it.
+waiting for room could stall every later answer behind it. A TCP client gets
+``tcp_idle`` (10 s) to send each whole query and to take each answer, and beyond 256 open
+connections a new one is closed at once: clients that hold theirs never pile up
+descriptors.
 """
 
 from __future__ import annotations
@@ -64,11 +67,14 @@ DEFAULT_TTL = 5
 """Seconds a cluster answer may be cached (CoreDNS's ``kubernetes`` plugin default)."""
 MAX_UDP = 512
 MAX_INFLIGHT = 256
-"""TCP connections served at once; more wait."""
+"""TCP connections open at once; more are closed at once."""
 MAX_FORWARDS = 64
 """Queries forwarded at once; more get REFUSED."""
 TCP_IDLE = 10.0
-"""Seconds a TCP connection may stay silent between queries."""
+"""Seconds a TCP connection may take to send a whole query (from accept, or from the
+previous answer) and the server to send an answer."""
+ACCEPT_RETRY_DELAY = 1.0
+"""Seconds accepting pauses when the process is out of descriptors."""
 ANY_PORT_ATTEMPTS = 20
 """Free UDP ports tried, with port 0, for one whose number is free for TCP too."""
 _SOA_TIMES = (7200, 1800, 86400)
@@ -81,6 +87,8 @@ class DNSConfig:
     """Where names outside the cluster go: ``(address, port)`` (the node's resolvers)."""
     ttl: int = DEFAULT_TTL
     forward_timeout: float = 2.0
+    tcp_idle: float = TCP_IDLE
+    max_tcp_connections: int = MAX_INFLIGHT
 
 
 def upstreams_from_resolv_conf(text: str) -> tuple[tuple[str, int], ...]:
@@ -269,7 +277,7 @@ class ClusterDNS:
     def __init__(self, *, config: DNSConfig, zone: Callable[[], ClusterZone]) -> None:
         self.config = config
         self.zone = zone
-        self._limit = anyio.CapacityLimiter(MAX_INFLIGHT)
+        self._limit = anyio.CapacityLimiter(config.max_tcp_connections)
         self._forwards = anyio.CapacityLimiter(MAX_FORWARDS)
         self.queries = 0
         self.forwarded = 0
@@ -391,14 +399,37 @@ class ClusterDNS:
         _send_udp(sock, reply, to)
 
     async def _serve_tcp(self, listener: anyio.abc.SocketListener) -> None:
-        await listener.serve(self._tcp_connection)
+        """Accept until cancelled; a connection beyond the cap is closed at once, so that
+        clients that hold theirs open never pile up descriptors."""
+        async with anyio.create_task_group() as tg:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as e:
+                    if e.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                        raise
+                    logger.warning("dns: cannot accept a TCP connection: {}", e)
+                    await anyio.sleep(ACCEPT_RETRY_DELAY)
+                    continue
+                try:
+                    self._limit.acquire_on_behalf_of_nowait(stream)
+                except anyio.WouldBlock:
+                    await stream.aclose()
+                    continue
+                tg.start_soon(self._admitted, stream)
+
+    async def _admitted(self, stream: anyio.abc.SocketStream) -> None:
+        try:
+            await self._tcp_connection(stream)
+        finally:
+            self._limit.release_on_behalf_of(stream)
 
     async def _tcp_connection(self, stream: anyio.abc.SocketStream) -> None:
-        async with stream, self._limit:
+        async with stream:
             buffer = bytearray()
             try:
                 while True:
-                    with anyio.fail_after(TCP_IDLE):
+                    with anyio.fail_after(self.config.tcp_idle):
                         while len(buffer) < 2 or len(buffer) < 2 + int.from_bytes(buffer[:2]):
                             buffer += await stream.receive()
                     size = int.from_bytes(buffer[:2])
@@ -406,7 +437,8 @@ class ClusterDNS:
                     reply = await self.answer(message, tcp=True)
                     if reply is None:
                         return
-                    await stream.send(len(reply).to_bytes(2) + reply)
+                    with anyio.fail_after(self.config.tcp_idle):
+                        await stream.send(len(reply).to_bytes(2) + reply)
             except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                 return
 
