@@ -30,3 +30,22 @@ def test_cli_latency_refuses_a_count_that_measures_nothing(argument: list[str], 
     )
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == f"cli_latency.py: error: {said}"
+
+
+@pytest.mark.parametrize(
+    ("argument", "said"),
+    [
+        (["--clients", "0"], "argument --clients: must be at least 1, not 0"),
+        (["--give-up", "0"], "argument --give-up: must be above 0, not 0"),
+    ],
+)
+def test_slow_clients_refuses_a_count_that_measures_nothing(argument: list[str], said: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "slow_clients.py"), *argument],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"slow_clients.py: error: {said}"
