@@ -52,7 +52,7 @@ BACKLOG = 128
 ACCEPT_RETRY_DELAY = 1.0
 """Seconds accepting pauses when the process is out of descriptors (asyncio's own)."""
 WARNING_INTERVAL = 60.0
-"""Seconds between two warnings that connections were refused at the cap."""
+"""Seconds between two warnings that a server is at its connection cap."""
 
 Refusal = Callable[[int, str, str], web.StreamResponse]
 """``(code, reason, message)`` to the response a server refuses a request with."""
@@ -215,6 +215,7 @@ class BoundedServer(web.Server):
         """Connections waiting for a request, oldest first, and their deadlines."""
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._handshakes: set[asyncio.Task[None]] = set()
+        self._let_go = 0
         self._refused = 0
         self._warned = -math.inf
         super().__init__(
@@ -225,27 +226,19 @@ class BoundedServer(web.Server):
             **kwargs,
         )
 
-    @property
-    def open_connections(self) -> int:
-        return len(self._open)
-
     def accept(self, sock: socket.socket, tls: ssl.SSLContext | None) -> None:
         """Take an accepted socket: admitted (in the place of the connection that has
         waited longest for a request, at the cap) or closed at once."""
-        if len(self._open) >= self.limits.max_connections and not self._evict():
-            sock.close()
-            self._refused += 1
-            now = time.monotonic()
-            if now - self._warned >= WARNING_INTERVAL:
-                self._warned = now
-                logger.warning(
-                    "{}: {} connections are being answered; {} more closed at once",
-                    self.name,
-                    len(self._open),
-                    self._refused,
-                )
-                self._refused = 0
-            return
+        if len(self._open) >= self.limits.max_connections:
+            admitted = self._evict()
+            if admitted:
+                self._let_go += 1
+            else:
+                self._refused += 1
+            self._warn_at_cap()
+            if not admitted:
+                sock.close()
+                return
         connection = _Connection(sock)
         self._open.add(connection)
         self.waiting(connection)
@@ -302,6 +295,21 @@ class BoundedServer(web.Server):
                 return
             self.release(connection)
             connection.close()
+
+    def _warn_at_cap(self) -> None:
+        now = time.monotonic()
+        if now - self._warned < WARNING_INTERVAL:
+            return
+        self._warned = now
+        logger.warning(
+            "{}: at its cap of {} connections; {} waiting for their request let go for newer "
+            "ones, {} closed at once as every one was being answered",
+            self.name,
+            self.limits.max_connections,
+            self._let_go,
+            self._refused,
+        )
+        self._let_go = self._refused = 0
 
     def _evict(self) -> bool:
         for connection in self._waiting:
@@ -451,16 +459,18 @@ class Site(web.BaseSite):
             return f"http://unix:{address.path}:"
         scheme = "https" if address.ssl is not None else "http"
         host = f"[{address.host}]" if ":" in address.host else address.host
-        return f"{scheme}://{host}:{address.port}"
+        sockets = getattr(self._server, "sockets", None)
+        port = sockets[0].getsockname()[1] if sockets else address.port
+        return f"{scheme}://{host}:{port}"
 
     async def start(self) -> None:
         await super().start()
         server = self._runner.server
         if not isinstance(server, BoundedServer):
             raise TypeError(f"a bounded site needs a bounded runner, not {self._runner!r}")
-        server.name = self.name
         sockets = await _listen(self._address)
         self._server = _Listener(server, sockets, self._ssl_context)
+        server.name = self.name
 
 
 async def _listen(address: Address) -> list[socket.socket]:
