@@ -237,7 +237,12 @@ async def kubelet_api(
         functools.partial(
             kubeletapi.serve_kubelet_api,
             FakeNode(),  # type: ignore[arg-type]
-            kubeletapi.KubeletServing(address="127.0.0.1", port=0, cert_dir=tmp_path / "pki"),
+            kubeletapi.KubeletServing(
+                address="127.0.0.1",
+                port=0,
+                cert_dir=tmp_path / "pki",
+                authorization_mode="AlwaysAllow",
+            ),
             node_name="n1",
             cluster_ca=ca,
             limits=limits,

@@ -152,7 +152,7 @@ async def service_node(
         )
         controller.recheck_after = recheck_after
         info = daemon.DaemonInfo(node_name="n1", pod_security=level)
-        app = create_local_app(kubelet, info, services=controller)
+        app = create_local_app(kubelet, info, services=controller, uids=())
         async with TestClient(TestServer(app)) as client, anyio.create_task_group() as tg:
             await tg.start(controller.run)
             yield Node(client, kubelet, controller, firewall, listening)
