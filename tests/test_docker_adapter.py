@@ -315,7 +315,10 @@ def _engine_with_a_stopped_container(requests: list[str]) -> Any:
         if path == "/_ping":
             body, kind = b"OK", "text/plain"
         elif "/logs" in path:
-            body = _frame(b"first\n") + (b"" if "follow=1" in path else _frame(b"last"))
+            stamps = "timestamps=1" in path
+            first = (b"2026-01-01T00:00:00.000000001Z " if stamps else b"") + b"first\n"
+            last = (b"2026-01-01T00:00:00.000000002Z " if stamps else b"") + b"last"
+            body = _frame(first) + (b"" if "follow=1" in path else _frame(last))
             kind = "application/vnd.docker.raw-stream"
         elif path.endswith("/json"):
             body = b'{"Id": "c1", "Config": {"Tty": false}, "State": {"Running": false}}'
@@ -349,3 +352,4 @@ async def test_a_followed_log_that_ended_is_read_again_after_one_look_at_its_con
         "/v1.41/containers/c1/json",
         "/v1.41/containers/c1/logs",
     ]
+    assert "since=1767225600.000000001" in requests[-1]

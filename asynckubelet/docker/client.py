@@ -9,17 +9,14 @@ finds the container it made by name instead of failing with a conflict.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import functools
 import io
 import json
 import math
 import os
 import re
-import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import aclosing, asynccontextmanager, suppress
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
@@ -29,6 +26,7 @@ import anyio
 
 from asynckubelet import errors
 from asynckubelet._logging import logger
+from asynckubelet.docker import logstream
 from asynckubelet.docker.engine import Endpoint, EngineTLS, engine_endpoint, tls_handshake_error
 from asynckubelet.docker.errors import is_transient, map_error, tls_problem
 from asynckubelet.docker.types import (
@@ -48,18 +46,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _API_VERSION = re.compile(r"^\d+\.\d+$")
-
-_STREAM_NAMES = {0: "stdout", 1: "stdout", 2: "stderr"}
-FOLLOW_RECHECK_LINES = 10_000
-"""A followed log that ended (its container stopped) with at most this many lines is read
-again without following, for the lines Docker's follow stream may have dropped: the
-json-file reader of a follow stops with its container, and what the container wrote just
-before it exited (a short-lived ``cat``'s only output) can miss the stream."""
-
-
-def _tty(info: ContainerInspect) -> bool:
-    """Whether the inspected container has a terminal."""
-    return bool(info.get("Config", {}).get("Tty"))
 
 
 def _log_retry(state: RetryCallState) -> None:
@@ -379,80 +365,40 @@ class DockerClient:
         since: float | None = None,
         timestamps: bool = False,
     ) -> AsyncIterator[LogLine]:
-        """The container's output, a line at a time, each tagged with its stream.
+        """The container's output, a line at a time, each tagged with its stream; a line
+        longer than :data:`~asynckubelet.docker.logstream.PIECE` bytes comes in pieces
+        (``newline=False`` but the last), and no more than a piece per stream is held.
 
-        Followed (``follow``) from the start (no ``tail``), the output is complete when the
-        container stops: see :data:`FOLLOW_RECHECK_LINES`."""
-        read = functools.partial(
-            self._log_stream,
+        Followed (``follow``), the output is complete when the container stops
+        (:mod:`~asynckubelet.docker.logstream`)."""
+        lines = logstream.container_logs(
+            self,
             container_id,
+            follow=follow,
             stdout=stdout,
             stderr=stderr,
+            tail=tail,
             since=since,
             timestamps=timestamps,
         )
-        info = await self.inspect_container(container_id)
-        received = 0
-        async for line in read(follow=follow, tail=tail, tty=_tty(info)):
-            received += 1
-            yield line
-        if not follow or tail is not None or received > FOLLOW_RECHECK_LINES:
-            return
-        try:
-            info = await self.inspect_container(container_id)
-        except errors.NotFound:
-            return
-        if info.get("State", {}).get("Running"):
-            return
-        seen = 0
-        async for line in read(follow=False, tail=None, tty=_tty(info)):
-            seen += 1
-            if seen > received:
+        async with aclosing(lines):
+            async for line in lines:
                 yield line
 
-    async def _log_stream(
-        self,
-        container_id: str,
-        *,
-        follow: bool,
-        stdout: bool,
-        stderr: bool,
-        tail: int | None,
-        since: float | None,
-        timestamps: bool,
-        tty: bool,
-    ) -> AsyncIterator[LogLine]:
-        """One read of the container's log; ``tty``: the container has a terminal (its
-        output then comes as it is, not in multiplexed frames)."""
-        params: dict[str, Any] = {
-            "stdout": stdout,
-            "stderr": stderr,
-            "follow": follow,
-            "timestamps": timestamps,
-            "tail": "all" if tail is None else str(tail),
-        }
-        if since is not None:
-            params["since"] = f"{since:.9f}"
+    @asynccontextmanager
+    async def log_response(
+        self, container_id: str, params: Mapping[str, Any]
+    ) -> AsyncIterator[aiohttp.StreamReader]:
+        """The body of ``GET /containers/{id}/logs`` with ``params``, released on exit."""
         docker = self._connect()
-        buffers = {"stdout": b"", "stderr": b""}
-        try:
-            async with _streaming(
-                docker,
-                f"containers/{container_id}/logs",
-                method="GET",
-                params=params,
-                timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
-            ) as response:
-                async for stream, data in _frames(response.content, tty=tty):
-                    buf = buffers[stream] + data
-                    *lines, buffers[stream] = buf.split(b"\n")
-                    for line in lines:
-                        yield LogLine(stream, line.decode(errors="replace"))
-        except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
-            raise map_error(e, what=f"logs of container {container_id[:12]}") from e
-        for stream, rest in buffers.items():
-            if rest:
-                yield LogLine(stream, rest.decode(errors="replace"), newline=False)
+        async with _streaming(
+            docker,
+            f"containers/{container_id}/logs",
+            method="GET",
+            params=dict(params),
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+        ) as response:
+            yield response.content
 
     async def exec_run(
         self,
@@ -754,22 +700,6 @@ async def _streaming(
             yield response
         finally:
             response.release()
-
-
-async def _frames(content: aiohttp.StreamReader, *, tty: bool) -> AsyncIterator[tuple[str, bytes]]:
-    """Split Docker's multiplexed stream (8-byte header frames) unless it is a TTY's raw one."""
-    if tty:
-        async for chunk in content.iter_any():
-            yield "stdout", chunk
-        return
-    while True:
-        try:
-            header = await content.readexactly(8)
-        except asyncio.IncompleteReadError:
-            return
-        kind, size = struct.unpack(">BxxxL", header)
-        data = await content.readexactly(size) if size else b""
-        yield _STREAM_NAMES.get(kind, "stdout"), data
 
 
 def _auth_header(auth: Mapping[str, str]) -> str:
