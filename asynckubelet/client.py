@@ -36,6 +36,8 @@ CONNECT_TIMEOUT = 5.0
 
 MAX_LINE = 65536
 """The longest status or header line read from the daemon."""
+LOG_PIECE = 16 * 1024
+"""The most bytes of a log line taken at once (the node's own piece size)."""
 
 
 class BadAnswer(ValueError):
@@ -49,7 +51,8 @@ class _Answer:
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         self._file = sock.makefile("rb")
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._start = 0
         parts = self._line().split(None, 2)
         if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
             raise BadAnswer("no HTTP/1.x status line")
@@ -111,22 +114,38 @@ class _Answer:
 
     def read(self) -> bytes:
         """The rest of the body."""
-        pieces = [self._buffer]
-        self._buffer = b""
+        pieces = [bytes(self._buffer[self._start :])]
+        self._buffer.clear()
+        self._start = 0
         while piece := self._piece():
             pieces.append(piece)
         return b"".join(pieces)
 
-    def readline(self) -> bytes:
-        """The body's next line with its newline (the last may have none); empty at the end."""
-        while b"\n" not in self._buffer:
+    def readline(self, limit: int | None = None) -> bytes:
+        """The body's next line with its newline (the last may have none); empty at the
+        end. With ``limit``, at most that many bytes: a longer line comes in pieces. Each
+        byte is searched once."""
+        buffer = self._buffer
+        searched = self._start
+        while True:
+            stop = len(buffer) if limit is None else min(len(buffer), self._start + limit)
+            newline = buffer.find(b"\n", searched, stop)
+            if newline >= 0:
+                return self._take(newline + 1)
+            if limit is not None and len(buffer) - self._start >= limit:
+                return self._take(self._start + limit)
             piece = self._piece()
             if not piece:
-                line, self._buffer = self._buffer, b""
-                return line
-            self._buffer += piece
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line + b"\n"
+                return self._take(len(buffer))
+            searched = len(buffer) - self._start
+            del buffer[: self._start]
+            self._start = 0
+            buffer += piece
+
+    def _take(self, end: int) -> bytes:
+        line = bytes(self._buffer[self._start : end])
+        self._start = end
+        return line
 
     def close(self) -> None:
         self._file.close()
@@ -382,8 +401,11 @@ class NodeClient:
         tail: int | None = None,
         timestamps: bool = False,
         since_seconds: int | None = None,
-    ) -> Iterator[str]:
-        """A container's output, line by line, as the daemon streams it."""
+        limit_bytes: int | None = None,
+    ) -> Iterator[bytes]:
+        """A container's output as the daemon streams it, as it was written: each line
+        with its newline, one longer than :data:`LOG_PIECE` bytes in pieces, the last
+        without a newline when the output ended without one."""
         params = {
             "container": container,
             "follow": follow,
@@ -391,14 +413,15 @@ class NodeClient:
             "tailLines": tail,
             "timestamps": timestamps,
             "sinceSeconds": since_seconds,
+            "limitBytes": limit_bytes,
         }
         path = self._item(namespace, "pods", name) + "/log" + _query(params)
         response = self._send("GET", path, accept="text/plain", stream=True)
         try:
             if response.status >= 300:
                 raise _failure(response.status, response.read())
-            while line := response.readline():
-                yield line.decode("utf-8", errors="replace").rstrip("\n")
+            while piece := response.readline(LOG_PIECE):
+                yield piece
         except (OSError, BadAnswer) as e:
             raise errors.DaemonError(f"the log stream from the node daemon broke: {_why(e)}") from e
         finally:

@@ -598,6 +598,29 @@ def test_logs_all_containers_prints_each_containers_output_in_order(
     assert (out, err) == ("from a\n", 'Defaulted container "a" out of: a, b\n')
 
 
+def test_logs_print_the_output_as_written_a_last_line_without_newline_included(
+    node: Daemon, state: Path
+) -> None:
+    from asynckubelet.docker import LogLine
+
+    long = "é" * 9000
+    for container in node.portal.call(node.docker.list_containers):
+        if (container.get("Labels") or {}).get("io.kubernetes.container.name") == "a":
+            node.docker.log_lines[container["Id"]] = [
+                LogLine(stream="stdout", text=long[:8000], newline=False),
+                LogLine(stream="stdout", text=long[8000:]),
+                LogLine(stream="stdout", text="done", newline=False),
+            ]
+    env = {"ASYNCKUBELET_STATE_DIR": str(state)}
+    whole = CliRunner().invoke(app, ["logs", "web", "-c", "a"], env=env)
+    cut = CliRunner().invoke(app, ["logs", "web", "-c", "a", "--limit-bytes", "5"], env=env)
+    refused = CliRunner().invoke(app, ["logs", "web", "--limit-bytes", "-1"], env=env)
+    assert (whole.exit_code, whole.stdout_bytes) == (0, (long + "\ndone").encode())
+    assert (cut.exit_code, cut.stdout_bytes) == (0, long.encode()[:5])
+    assert refused.exit_code == 2
+    assert "--limit-bytes must be greater than 0" in refused.stderr
+
+
 def test_version_prints_the_clients_and_with_a_daemon_the_servers_which_it_published(
     node: Daemon, state: Path
 ) -> None:

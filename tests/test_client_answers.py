@@ -47,7 +47,24 @@ def test_a_body_ended_by_the_connection_gives_its_last_line_without_newline(
 ) -> None:
     path, answers, _ = answering
     answers.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\none\ntwo")
-    assert list(NodeClient(path).logs("default", "web")) == ["one", "two"]
+    assert list(NodeClient(path).logs("default", "web")) == [b"one\n", b"two"]
+
+
+def test_a_log_line_longer_than_16_kib_comes_in_pieces_that_add_up_to_it(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, requests = answering
+    body = "é".encode() * 20000 + b"\nend"
+    chunks = [body[i : i + 7000] for i in range(0, len(body), 7000)]
+    answers.append(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
+        + b"0\r\n\r\n"
+    )
+    pieces = list(NodeClient(path).logs("default", "web", limit_bytes=99))
+    assert b"".join(pieces) == body
+    assert [len(p) for p in pieces] == [16384, 16384, 7233, 3]
+    assert b"limitBytes=99" in requests[0]
 
 
 def test_a_request_body_is_sent_with_its_length(
@@ -141,7 +158,7 @@ def test_a_watch_stays_open_while_nothing_changes(slow_stream: Path) -> None:
 
 def test_a_followed_log_stays_open_while_the_container_is_silent(slow_stream: Path) -> None:
     lines = list(NodeClient(slow_stream, timeout=0.2).logs("default", "web", follow=True))
-    assert lines == ['{"type":"MODIFIED","object":{"a":1}}']
+    assert lines == [b'{"type":"MODIFIED","object":{"a":1}}\n']
 
 
 def test_an_answer_that_does_not_come_is_given_up_after_the_timeout(tmp_path: Path) -> None:

@@ -144,23 +144,67 @@ def is_terminal(console: Console) -> bool:
     return bool(console.is_terminal)
 
 
-def line(console: Console, text: str, *, style: str | None = None) -> None:
+_open_line: tuple[object, Console] | None = None
+"""Who left a line open (printed a piece of a pod's line without its newline), and on
+which console."""
+
+
+def open_line() -> object | None:
+    """Who left the line open, or None when every line printed has ended."""
+    return _open_line[0] if _open_line is not None else None
+
+
+def end_open_line(*, keep: object | None = None) -> None:
+    """End the line left open with its newline, unless ``keep`` left it open."""
+    global _open_line
+    if _open_line is None or (keep is not None and _open_line[0] == keep):
+        return
+    _, console = _open_line
+    _open_line = None
+    _print(console, "", style=None, end="\n")
+
+
+def hold_open(owner: object, console: Console) -> None:
+    """``owner`` printed a line on ``console`` without its newline, by its own means."""
+    global _open_line
+    _open_line = (owner, console)
+
+
+def line(
+    console: Console,
+    text: str,
+    *,
+    style: str | None = None,
+    end: str = "\n",
+    owner: object | None = None,
+) -> None:
     """``text`` as one line on ``console``, as it is (never read as markup: a backslash
     before a bracket stays), in ``style`` where styles show.
+
+    A line left open by another owner is ended first. With ``end=""`` the line is left
+    open for ``owner``, who may go on with it (a pod's line printed a piece at a time);
+    any other line printed here ends it.
 
     Where the console's stream is not a terminal, rich prints such a line as the text
     without its control codes (:data:`_CONTROL_CODES`), tabs expanded to its tab stops;
     a line without a tab is written here so, without importing rich (a fifth of what
     ``run`` imports) for it. A reader that went away (``| head``) is the console's to
     handle, as when rich writes."""
+    global _open_line
+    end_open_line(keep=owner)
+    _open_line = None if end else (owner, console)
+    _print(console, text, style=style, end=end)
+
+
+def _print(console: Console, text: str, *, style: str | None, end: str) -> None:
     stream = _plain_stream(console)
     if stream is None or "\t" in text:
         from rich.text import Text
 
-        console.print(Text(text, style=style or ""), highlight=False)
+        console.print(Text(text, style=style or ""), highlight=False, end=end)
         return
     try:
-        stream.write(text.translate(_CONTROL_CODES) + "\n")
+        stream.write(text.translate(_CONTROL_CODES) + end)
         stream.flush()
     except BrokenPipeError:
         made(console).on_broken_pipe()

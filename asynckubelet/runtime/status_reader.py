@@ -179,13 +179,15 @@ class StatusReader:
             message = await anyio.to_thread.run_sync(_read_termination_file, source)
         policy = labels.get(naming.LABEL_TERMINATION_MESSAGE_POLICY, "File")
         if not message and policy == "FallbackToLogsOnError" and status.exit_code != 0:
-            lines: list[str] = []
+            # The kubelet's circular buffer: the last bytes of the last lines, never more.
+            tail = bytearray()
             try:
                 async for line in self.rm.docker.logs(status.id, tail=MAX_TERMINATION_LOG_LINES):
-                    lines.append(line.text + ("\n" if line.newline else ""))
+                    tail += (line.text + ("\n" if line.newline else "")).encode()
+                    del tail[:-MAX_TERMINATION_LOG_BYTES]
             except errors.DockerError:
-                lines = []
-            message = "".join(lines)[-MAX_TERMINATION_LOG_BYTES:]
+                tail.clear()
+            message = tail.decode(errors="replace")
         if not message:
             return status
         return dataclasses.replace(status, message=message)

@@ -7,6 +7,7 @@ import dataclasses
 import math
 import sys
 import time
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 import anyio
@@ -17,6 +18,7 @@ from asynckubelet.cli.options import (
     AllContainersOpt,
     ContainerOpt,
     FollowOpt,
+    LimitBytesOpt,
     LogOptions,
     NamespaceOpt,
     NodeRef,
@@ -54,6 +56,7 @@ def logs(
     tail: TailOpt = None,
     timestamps: TimestampsOpt = False,
     since: SinceOpt = None,
+    limit_bytes: LimitBytesOpt = 0,
     all_containers: AllContainersOpt = False,
     namespace: NamespaceOpt = "default",
     node: NodeRef,
@@ -65,6 +68,8 @@ def logs(
 
     if all_containers and container:
         raise fail(f"--all-containers=true should not be specified with container name {container}")
+    if limit_bytes < 0:
+        raise UsageError("--limit-bytes must be greater than 0")
     try:
         since_ts = time.time() - parse_duration(since) if since else None
     except ValueError as e:
@@ -79,6 +84,7 @@ def logs(
         timestamps=timestamps,
         since=since_ts,
         all_containers=all_containers,
+        limit_bytes=limit_bytes or None,
     )
     client = daemon_client(node)
     if client is not None:
@@ -101,6 +107,8 @@ class _Request:
     timestamps: bool
     since: float | None
     all_containers: bool = False
+    limit_bytes: int | None = None
+    """Bytes of each container's output at most, as the kubelet's ``limitBytes``."""
 
 
 def _containers(pod: Pod, request: _Request) -> list[str]:
@@ -131,10 +139,11 @@ def _print_through(request: _Request, client: NodeClient) -> None:
         since = max(1, math.ceil(time.time() - request.since))
     lock = threading.Lock()
     failures: list[BaseException] = []
+    out = sys.stdout.buffer
 
     def stream(container: str) -> None:
         try:
-            for line in client.logs(
+            for piece in client.logs(
                 request.namespace,
                 request.name,
                 container=container,
@@ -143,10 +152,11 @@ def _print_through(request: _Request, client: NodeClient) -> None:
                 tail=request.tail,
                 timestamps=request.timestamps,
                 since_seconds=since,
+                limit_bytes=request.limit_bytes,
             ):
                 with lock:
-                    sys.stdout.write(line + "\n")
-                    sys.stdout.flush()
+                    out.write(piece)
+                    out.flush()
         except Exception as e:
             failures.append(e)
 
@@ -195,12 +205,25 @@ async def _print_container(
     )
     cid, tail, since = target.container_id, request.tail, request.since
     seen = {cid}
+    left = request.limit_bytes
+    out = sys.stdout.buffer
     while True:
-        async for line in rm.docker.logs(
+        lines = rm.docker.logs(
             cid, follow=request.follow, tail=tail, timestamps=request.timestamps, since=since
-        ):
-            sys.stdout.write(line.text + "\n")
-            sys.stdout.flush()
+        )
+        try:
+            async for line in lines:
+                data = (line.text + ("\n" if line.newline else "")).encode()
+                if left is not None:
+                    data = data[:left]
+                    left -= len(data)
+                out.write(data)
+                out.flush()
+                if left is not None and left <= 0:
+                    return
+        finally:
+            if isinstance(lines, AsyncGenerator):
+                await lines.aclose()
         if not request.follow:
             return
         following = await next_instance(rm, pod=target.pod, container=target.container, seen=seen)

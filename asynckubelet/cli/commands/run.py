@@ -48,12 +48,15 @@ from asynckubelet.cli.options import (
 )
 from asynckubelet.cli.output import (
     command,
+    end_open_line,
     err,
     escape,
     fail,
+    hold_open,
     is_terminal,
     line,
     made,
+    open_line,
     out,
     run_async,
     warn,
@@ -532,18 +535,32 @@ class _Renderer:
         self.last: dict[str, str] = {}
 
     def log(self, pod: Pod, container: str, output: LogLine) -> None:
+        """One line of a container's output after its ``pod/container | `` prefix; a
+        piece of a longer line (``newline=False``) leaves the printed line open, and the
+        next piece of the same container's stream goes on with it, as ``kubectl logs
+        --prefix`` and ``docker compose`` print a long line once with one prefix. A line
+        printed by anyone else in between ends it first: the rest then starts a line of
+        its own, with the prefix."""
         if self.closed:
             return
         console = out if output.stream == "stdout" else err
         name = f"{pod.metadata.name if pod.metadata else ''}/{container}"
+        key = (name, output.stream)
+        end = "\n" if output.newline else ""
+        if open_line() == key:
+            line(console, output.text, end=end, owner=key)
+            return
         color = self.colors.setdefault(name, COLORS[len(self.colors) % len(COLORS)])
         if not self.color:
-            line(console, f"{name} | {output.text}")
+            line(console, f"{name} | {output.text}", end=end, owner=key)
             return
         from rich.text import Text
 
+        end_open_line()
         # The pod's text as it is: never read as markup.
-        console.print(Text.assemble((name, color), " | ", output.text), highlight=False)
+        console.print(Text.assemble((name, color), " | ", output.text), highlight=False, end=end)
+        if not output.newline:
+            hold_open(key, console)
 
     def status(self, pod: Pod, status: PodStatus) -> None:
         from asynckubelet.printers import kubectl_status

@@ -332,6 +332,14 @@ TailOpt = Annotated[
     int | None,
     typer.Option("--tail", metavar="LINES", help="Only the last LINES lines of the output."),
 ]
+LimitBytesOpt = Annotated[
+    int,
+    typer.Option(
+        "--limit-bytes",
+        metavar="BYTES",
+        help="At most BYTES bytes of the output, cut mid-line if need be (0: no limit).",
+    ),
+]
 TimestampsOpt = Annotated[
     bool,
     typer.Option(
