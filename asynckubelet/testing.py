@@ -167,6 +167,7 @@ class FakeDocker(DockerAPI):
                 "ID": "FAKE",
                 "DockerRootDir": "/var/lib/docker",
                 "CgroupDriver": "cgroupfs",
+                "LoggingDriver": "json-file",
                 "OperatingSystem": "Fake Engine",
                 "SecurityOptions": [],
             }

@@ -24,6 +24,7 @@ from asynckubelet.cluster import agent, kubeletauth
 from asynckubelet.manifests import LEVELS
 from asynckubelet.network import bridge, factory
 from asynckubelet.node import daemon, tokens
+from asynckubelet.runtime import logrotation
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -73,6 +74,8 @@ def test_the_command_lines_defaults_are_the_librarys() -> None:
     assert options.DEFAULT_KUBELET_PORT == agent.DEFAULT_KUBELET_PORT
     assert options.DEFAULT_POD_CIDR_WAIT == agent.POD_CIDR_WAIT
     assert options.AUTHORIZATION_MODES == kubeletauth.AUTHORIZATION_MODES
+    assert options.DEFAULT_CONTAINER_LOG_MAX_SIZE == logrotation.DEFAULT_MAX_SIZE
+    assert options.DEFAULT_CONTAINER_LOG_MAX_FILES == logrotation.DEFAULT_MAX_FILES
 
 
 @pytest.fixture

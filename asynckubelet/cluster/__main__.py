@@ -35,6 +35,12 @@ from asynckubelet.node.admission import (
     parse_taints,
 )
 from asynckubelet.node.kubelet import KubeletConfig
+from asynckubelet.runtime.logrotation import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_SIZE,
+    check_max_files,
+    parse_max_size,
+)
 
 KUBECONFIG_ENV = "ASYNCKUBELET_KUBECONFIG"
 
@@ -91,6 +97,19 @@ def parser() -> argparse.ArgumentParser:
         help="containers the engine creates and starts at once (default: 4 per CPU, at"
         " least 8; 0: no limit)",
     )
+    p.add_argument(
+        "--container-log-max-size",
+        default=DEFAULT_MAX_SIZE,
+        metavar="QUANTITY",
+        help="a container's log file is rotated past this size (negative: no rotation)",
+    )
+    p.add_argument(
+        "--container-log-max-files",
+        type=int,
+        default=DEFAULT_MAX_FILES,
+        metavar="N",
+        help="log files kept per container, the one written included (at least 2)",
+    )
     p.add_argument("--log-level", default="INFO")
     return p
 
@@ -127,6 +146,11 @@ def configs(args: argparse.Namespace) -> tuple[ClusterConfig, KubeletConfig]:
         )
     except ValueError as e:
         raise _bad(str(e)) from None
+    try:
+        parse_max_size(args.container_log_max_size)
+        check_max_files(args.container_log_max_files)
+    except ValueError as e:
+        raise _bad(str(e)) from None
     if args.max_parallel_starts is not None and args.max_parallel_starts < 0:
         raise _bad(
             f"--max-parallel-starts must be 0 (no limit) or more, not {args.max_parallel_starts}"
@@ -146,6 +170,8 @@ def configs(args: argparse.Namespace) -> tuple[ClusterConfig, KubeletConfig]:
         pod_security=args.pod_security,
         leave_running=not args.stop_pods_on_exit,
         dns=DNSSettings(cluster_dns=tuple(args.cluster_dns), cluster_domain=args.cluster_domain),
+        container_log_max_size=args.container_log_max_size,
+        container_log_max_files=args.container_log_max_files,
         **starts,
     )
     return cluster, kubelet

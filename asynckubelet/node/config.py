@@ -14,6 +14,7 @@ from asynckubelet.node.metrics import LOOP_LAG_PERIOD
 from asynckubelet.node.pleg import RELIST_PERIOD
 from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.runtime.gate import default_parallel_starts
+from asynckubelet.runtime.logrotation import DEFAULT_MAX_FILES, DEFAULT_MAX_SIZE
 
 SHUTDOWN_TIMEOUT = 60.0
 """Seconds the node gives its pods to stop gracefully on exit, by default."""
@@ -77,6 +78,12 @@ class KubeletConfig:
     """Containers (sandboxes included) the engine is asked to create and start at once;
     the others wait their turn (:attr:`~asynckubelet.runtime.manager.RuntimeConfig.
     max_parallel_starts`). 0: no limit."""
+    container_log_max_size: str = DEFAULT_MAX_SIZE
+    """A container's log file is rotated past this size, a Kubernetes quantity (the
+    kubelet's ``containerLogMaxSize``); negative: no rotation."""
+    container_log_max_files: int = DEFAULT_MAX_FILES
+    """Log files kept per container, the one written included; at least 2 (the kubelet's
+    ``containerLogMaxFiles``)."""
 
 
 __all__ = ["SHUTDOWN_TIMEOUT", "KubeletConfig"]

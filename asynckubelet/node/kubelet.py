@@ -155,6 +155,8 @@ class Kubelet(PodReads):
                 dns=self.config.dns,
                 owner=self.config.owner,
                 max_parallel_starts=self.config.max_parallel_starts,
+                container_log_max_size=self.config.container_log_max_size,
+                container_log_max_files=self.config.container_log_max_files,
             ),
             docker=docker,
             network=network,

@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import anyio
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
+from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI, DockerClient
 from asynckubelet.docker.engine import is_local_daemon
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG
@@ -41,6 +42,13 @@ from asynckubelet.runtime.env import PodContext
 from asynckubelet.runtime.events import EventSink, log_event
 from asynckubelet.runtime.gate import StartGate, default_parallel_starts
 from asynckubelet.runtime.images import ImageManager, auths_from_secrets
+from asynckubelet.runtime.logrotation import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_SIZE,
+    LogRotation,
+    check_max_files,
+    parse_max_size,
+)
 from asynckubelet.runtime.metrics import RuntimeMetrics, count_failed_steps, measured
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.qos import qos_class
@@ -79,6 +87,24 @@ class RuntimeConfig:
     """At most this many containers (sandboxes included) are being created and started
     on the engine at once; the others wait their turn, a pod's own containers before new
     pods' sandboxes (:mod:`~asynckubelet.runtime.gate`). 0: no limit."""
+    container_log_max_size: str = DEFAULT_MAX_SIZE
+    """A container's log file is rotated past this size, a Kubernetes quantity (the
+    kubelet's ``containerLogMaxSize``); negative: no rotation
+    (:mod:`~asynckubelet.runtime.logrotation`)."""
+    container_log_max_files: int = DEFAULT_MAX_FILES
+    """Log files kept per container, the one written included; at least 2 (the kubelet's
+    ``containerLogMaxFiles``)."""
+
+    def __post_init__(self) -> None:
+        _log_rotation(self)
+
+
+def _log_rotation(config: RuntimeConfig) -> LogRotation:
+    """The log limits; a :class:`ValueError` naming the field that is wrong."""
+    return LogRotation(
+        max_size=parse_max_size(config.container_log_max_size, name="container_log_max_size"),
+        max_files=check_max_files(config.container_log_max_files, name="container_log_max_files"),
+    )
 
 
 class RuntimeManager:
@@ -118,9 +144,12 @@ class RuntimeManager:
         """(pod UID, container name) -> the restart count of the container's next instance,
         after a restart in place removed every instance that carried it."""
         self._isolated: bool | None = None
+        self._info: Mapping[str, Any] | None = None
         self._info_lock = anyio.Lock()
         """One ``docker info`` at a time: the pods of a burst all want the engine's facts
         at once, and one answer serves them all."""
+        self._log_rotation = _log_rotation(self.config)
+        self._log_driver: str | None = None
 
     async def __aenter__(self) -> Self:
         if self._owned_docker is not None:
@@ -339,12 +368,10 @@ class RuntimeManager:
 
     async def _engine_isolated(self) -> bool:
         if self._isolated is None:
-            async with self._info_lock:
-                if self._isolated is None:
-                    try:
-                        self._isolated = probehelper.engine_is_isolated(await self.docker.info())
-                    except errors.DockerError:
-                        return False
+            try:
+                self._isolated = probehelper.engine_is_isolated(await self.engine_info())
+            except errors.DockerError:
+                return False
         return self._isolated
 
     async def may_have_probe_helpers(self) -> bool:
@@ -358,13 +385,40 @@ class RuntimeManager:
         """Whether the engine's files and namespaces are on this machine."""
         return is_local_daemon(self.docker.url)
 
+    async def engine_info(self) -> Mapping[str, Any]:
+        """``docker info``, asked once (a failure is asked again next time)."""
+        if self._info is None:
+            async with self._info_lock:
+                if self._info is None:
+                    self._info = await self.docker.info()
+        return self._info
+
     async def engine_cgroup_driver(self) -> str:
         if self.cgroup_driver is None:
-            async with self._info_lock:
-                if self.cgroup_driver is None:
-                    info = await self.docker.info()
-                    self.cgroup_driver = str(info.get("CgroupDriver", "cgroupfs"))
+            info = await self.engine_info()
+            self.cgroup_driver = str(info.get("CgroupDriver", "cgroupfs"))
         return self.cgroup_driver
+
+    async def container_log_config(self) -> dict[str, Any] | None:
+        """``HostConfig.LogConfig`` of the containers this node makes: the log limits, in
+        the engine's default log driver when it rotates files; None otherwise (said once).
+        An engine that cannot be asked gets none, and is asked again next time."""
+        rotation = self._log_rotation
+        if rotation.max_size < 0:
+            return None
+        if self._log_driver is None:
+            try:
+                driver = str((await self.engine_info()).get("LoggingDriver") or "")
+            except errors.DockerError:
+                return None
+            if self._log_driver is None and rotation.log_config(driver) is None:
+                logger.info(
+                    "the engine's log driver is {}: container logs are not rotated by this"
+                    " node (the driver keeps them)",
+                    driver or "unknown",
+                )
+            self._log_driver = driver
+        return rotation.log_config(self._log_driver)
 
     async def cgroup_parent(self, pod: Pod) -> str | None:
         """The pod's cgroup parent, or None when pod cgroups are off."""

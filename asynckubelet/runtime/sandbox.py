@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lightkube.models.core_v1 import Pod
 
@@ -159,6 +160,7 @@ def sandbox_docker_config(
     extra: SandboxExtra | None = None,
     engine_dns_keys: bool = False,
     network_disabled: bool = False,
+    log_config: dict[str, Any] | None = None,
 ) -> ContainerConfig:
     """The pause container's Docker config: IPC shareable (or the host's), no new
     privileges, the pod's sysctls and what the network backend adds (``extra``: a
@@ -172,7 +174,10 @@ def sandbox_docker_config(
     neither builds a network sandbox of its own for it nor runs its ``libnetwork-setkey``
     hook, half of a pause container's start; it writes no resolv.conf or hosts file either,
     and the node provides the pod's (see
-    :meth:`~asynckubelet.runtime.volumes.VolumeProvider.write_network_files`)."""
+    :meth:`~asynckubelet.runtime.volumes.VolumeProvider.write_network_files`).
+
+    ``log_config`` is the log rotation every container of the node gets: the pause
+    container prints nothing, but a ``pause_image`` of the user's might."""
     spec = pod.spec
     assert spec is not None  # noqa: S101  (type narrowing: an admitted pod has a spec)
     host: HostConfig = {
@@ -190,6 +195,8 @@ def sandbox_docker_config(
         host["CgroupParent"] = config.cgroup_parent
     if engine_dns_keys and config.dns is not None:
         host.update(engine_dns(pod, resolver=config.dns))
+    if log_config is not None:
+        host["LogConfig"] = log_config
     docker: ContainerConfig = {"Image": image, "Labels": dict(config.labels), "HostConfig": host}
     if extra is not None and extra.exposed_ports:
         docker["ExposedPorts"] = {k: dict(v) for k, v in extra.exposed_ports.items()}

@@ -287,6 +287,7 @@ class PodSync:
                 extra=extra,
                 engine_dns_keys=not rm.engine_is_local(),
                 network_disabled=own_files,
+                log_config=await rm.container_log_config(),
             )
             try:
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
@@ -417,6 +418,9 @@ class PodSync:
         cgroup_parent = await self.rm.cgroup_parent(self.pod)
         if cgroup_parent is not None:
             host["CgroupParent"] = cgroup_parent
+        log_config = await self.rm.container_log_config()
+        if log_config is not None:
+            host["LogConfig"] = log_config
         name, config = ctr.container_config(
             self.pod,
             container,

@@ -68,6 +68,8 @@ async def run_with_controllers(
         housekeeping_period=3600.0,
         shutdown_timeout=grace_period,
         max_parallel_starts=runtime.max_parallel_starts,
+        container_log_max_size=runtime.container_log_max_size,
+        container_log_max_files=runtime.container_log_max_files,
     )
     code = 0
     async with DockerClient(url=node.docker_host) as docker:

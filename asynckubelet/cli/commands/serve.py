@@ -124,6 +124,8 @@ def serve(
         node=node.node_info(),
         host_ips=(default_node_ip(),),
         max_parallel_starts=node.runtime_config().max_parallel_starts,
+        container_log_max_size=node.container_log_max_size,
+        container_log_max_files=node.container_log_max_files,
     )
     daemon.limit_malloc_arenas()
     daemon.quicken_thread_switches()

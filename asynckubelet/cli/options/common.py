@@ -23,6 +23,8 @@ DEFAULT_FIREWALL = "iptables"
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"
 DEFAULT_SERVICE_ACCOUNT_ISSUER = "https://asynckubelet.local"
 DEFAULT_POD_SECURITY = "baseline"
+DEFAULT_CONTAINER_LOG_MAX_SIZE = "10Mi"
+DEFAULT_CONTAINER_LOG_MAX_FILES = 5
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
@@ -283,6 +285,30 @@ MaxParallelStartsOpt = Annotated[
             " a pod's own containers before new pods' sandboxes (default: 4 per CPU, at"
             " least 8; 0: no limit)."
         ),
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+ContainerLogMaxSizeOpt = Annotated[
+    str,
+    typer.Option(
+        "--container-log-max-size",
+        metavar="QUANTITY",
+        envvar="ASYNCKUBELET_CONTAINER_LOG_MAX_SIZE",
+        help=(
+            "A container's log file is rotated past this size, a quantity such as 10Mi (as"
+            " the kubelet's; through the engine's json-file or local log driver; negative:"
+            " no rotation)."
+        ),
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+ContainerLogMaxFilesOpt = Annotated[
+    int,
+    typer.Option(
+        "--container-log-max-files",
+        metavar="N",
+        envvar="ASYNCKUBELET_CONTAINER_LOG_MAX_FILES",
+        help="Log files kept per container, the one written included (at least 2).",
         rich_help_panel=NODE_PANEL,
     ),
 ]

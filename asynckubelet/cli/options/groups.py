@@ -41,6 +41,8 @@ from asynckubelet.cli.options.commands import (
 from asynckubelet.cli.options.common import (
     DEFAULT_BRIDGE,
     DEFAULT_CLUSTER_DOMAIN,
+    DEFAULT_CONTAINER_LOG_MAX_FILES,
+    DEFAULT_CONTAINER_LOG_MAX_SIZE,
     DEFAULT_FIREWALL,
     DEFAULT_NETWORK,
     DEFAULT_POD_CIDR,
@@ -55,6 +57,8 @@ from asynckubelet.cli.options.common import (
     CapacityOpt,
     ClusterDNSOpt,
     ClusterDomainOpt,
+    ContainerLogMaxFilesOpt,
+    ContainerLogMaxSizeOpt,
     DockerHostOpt,
     DualStackOpt,
     FirewallOpt,
@@ -203,6 +207,8 @@ class NodeOptions:
     max_pods: MaxPodsOpt = None
     node_labels: NodeLabelsOpt = None
     max_parallel_starts: MaxParallelStartsOpt = None
+    container_log_max_size: ContainerLogMaxSizeOpt = DEFAULT_CONTAINER_LOG_MAX_SIZE
+    container_log_max_files: ContainerLogMaxFilesOpt = DEFAULT_CONTAINER_LOG_MAX_FILES
 
     def check(self, *, pod_security_code: int = 2) -> None:
         """Refuse values no node can run with, before anything is started."""
@@ -213,6 +219,13 @@ class NodeOptions:
         starts = self.max_parallel_starts
         if starts is not None and starts < 0:
             raise UsageError(f"--max-parallel-starts must be 0 (no limit) or more, not {starts}")
+        from asynckubelet.runtime.logrotation import check_max_files, parse_max_size
+
+        try:
+            parse_max_size(self.container_log_max_size)
+            check_max_files(self.container_log_max_files)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
         self.node_info()
 
     def node_info(self) -> NodeInfo:
@@ -257,7 +270,11 @@ class NodeOptions:
         from asynckubelet.runtime.manager import RuntimeConfig
 
         config = RuntimeConfig(
-            pause_image=self.pause_image, docker_url=self.docker_host, dns=self.dns()
+            pause_image=self.pause_image,
+            docker_url=self.docker_host,
+            dns=self.dns(),
+            container_log_max_size=self.container_log_max_size,
+            container_log_max_files=self.container_log_max_files,
         )
         if self.max_parallel_starts is not None:
             config = dataclasses.replace(config, max_parallel_starts=self.max_parallel_starts)
