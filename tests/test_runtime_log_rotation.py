@@ -2,8 +2,9 @@
 ``containerLogMaxFiles`` say, through the engine's log driver: the limits are read as the
 kubelet reads them (a quantity, at least two files), every container of a pod (the
 sandbox too) is created with them in the engine's default driver when it rotates files,
-other drivers are left alone with one line saying so, and containers made before the
-limits are not restarted for them (FakeDocker)."""
+other drivers are left alone with one line saying so, no container is made while the
+engine cannot say its driver, and containers made before the limits are not restarted for
+them (FakeDocker)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from daemon_helpers import IMAGES
 
+from asynckubelet import errors
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.runtime.logrotation import LogRotation, check_max_files, parse_max_size
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
@@ -163,3 +165,19 @@ async def test_containers_made_without_limits_are_not_restarted_by_a_node_with_t
     assert {cid: c.status for cid, c in docker.containers.items()} == dict.fromkeys(
         before, "running"
     )
+
+
+async def test_no_container_is_made_without_the_limits_while_the_driver_is_unknown() -> None:
+    docker = FakeDocker(images=IMAGES)
+    docker.fail("info", errors.RuntimeUnavailable("engine gone"))
+    pod = load_manifests_text(POD.replace("NAME", "p1"), node_name="n1").pods[0]
+    uid = str(pod.metadata.uid if pod.metadata else "")
+    async with RuntimeManager(RuntimeConfig(node_name="n1"), docker=docker) as rm:
+        failed = await rm.sync_pod(pod)
+        made = dict(docker.containers)
+        status = await rm.get_pod_status(uid=uid, name="p1", namespace="default")
+        await rm.sync_pod(pod, status)
+    default = {"Type": "json-file", "Config": {"max-size": "10485760", "max-file": "5"}}
+    assert [e.message for e in failed.errors] == ["Failed to create pod sandbox: engine gone"]
+    assert made == {}
+    assert _log_configs(docker) == [default, default]

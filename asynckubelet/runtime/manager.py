@@ -402,15 +402,13 @@ class RuntimeManager:
     async def container_log_config(self) -> dict[str, Any] | None:
         """``HostConfig.LogConfig`` of the containers this node makes: the log limits, in
         the engine's default log driver when it rotates files; None otherwise (said once).
-        An engine that cannot be asked gets none, and is asked again next time."""
+        An engine that cannot say its driver fails the step (no container is made without
+        the limits), as for its cgroup driver."""
         rotation = self._log_rotation
         if rotation.max_size < 0:
             return None
         if self._log_driver is None:
-            try:
-                driver = str((await self.engine_info()).get("LoggingDriver") or "")
-            except errors.DockerError:
-                return None
+            driver = str((await self.engine_info()).get("LoggingDriver") or "")
             if self._log_driver is None and rotation.log_config(driver) is None:
                 logger.info(
                     "the engine's log driver is {}: container logs are not rotated by this"
