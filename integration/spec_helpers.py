@@ -45,10 +45,15 @@ class Events:
 
 
 def make_manager(
-    docker: DockerClient, node: str, root: Path, events: Events | None = None
+    docker: DockerClient,
+    node: str,
+    root: Path,
+    events: Events | None = None,
+    *,
+    seccomp_default: bool = True,
 ) -> RuntimeManager:
     return RuntimeManager(
-        RuntimeConfig(node_name=node, pause_image=PAUSE_IMAGE),
+        RuntimeConfig(node_name=node, pause_image=PAUSE_IMAGE, seccomp_default=seccomp_default),
         docker=docker,
         events=events,
         volumes=VolumeManager(root=root, node_name=node, token_dir=root / "serviceaccount"),
@@ -66,6 +71,7 @@ async def run_manifest(
     pod_security: str = "baseline",
     until: Callable[[PodStatus], bool] | None = None,
     until_event: str | None = None,
+    seccomp_default: bool = True,
 ) -> Run:
     """Run the manifest's pod until it ends, ``until(status)`` holds, ``stop_after`` seconds
     passed, or an event whose message starts with ``until_event`` came; then it is removed.
@@ -91,7 +97,7 @@ async def run_manifest(
     def on_log(pod: Pod, container: str, line: LogLine) -> None:
         lines.append(f"{container}: {line.text}")
 
-    async with make_manager(docker, node, root, events) as rm:
+    async with make_manager(docker, node, root, events, seccomp_default=seccomp_default) as rm:
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
                 if stop_after is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
 
 from asynckubelet import errors
@@ -33,8 +34,17 @@ spec:
 """
 
 
-async def _lines(docker: DockerClient, node: str, root: Path, text: str) -> list[str]:
-    run = await run_manifest(docker, text, node=node, root=root, pod_security="privileged")
+async def _lines(
+    docker: DockerClient, node: str, root: Path, text: str, *, seccomp_default: bool = True
+) -> list[str]:
+    run = await run_manifest(
+        docker,
+        text,
+        node=node,
+        root=root,
+        pod_security="privileged",
+        seccomp_default=seccomp_default,
+    )
     return run.lines
 
 
@@ -134,15 +144,16 @@ async def test_no_privilege_escalation_sets_no_new_privs(
 
 
 @pytest.mark.parametrize(
-    ("context", "mode"),
+    ("context", "default", "mode"),
     [
-        ("{}", "0"),
-        ("{seccompProfile: {type: Unconfined}}", "0"),
-        ("{seccompProfile: {type: RuntimeDefault}}", "2"),
+        ("{}", True, "2"),
+        ("{}", False, "0"),
+        ("{seccompProfile: {type: Unconfined}}", True, "0"),
+        ("{seccompProfile: {type: RuntimeDefault}}", False, "2"),
     ],
 )
-async def test_seccomp_profiles_follow_the_kubelet_default_of_unconfined(
-    docker: DockerClient, node_name: str, tmp_path: Path, context: str, mode: str
+async def test_a_container_without_a_profile_is_filtered_unless_the_default_is_off(
+    docker: DockerClient, node_name: str, tmp_path: Path, context: str, default: bool, mode: str
 ) -> None:
     text = _pod(
         "seccomp",
@@ -151,7 +162,20 @@ async def test_seccomp_profiles_follow_the_kubelet_default_of_unconfined(
     securityContext: {context}
 """,
     )
-    assert await _lines(docker, node_name, tmp_path, text) == [f"app: Seccomp:\t{mode}"]
+    lines = await _lines(docker, node_name, tmp_path, text, seccomp_default=default)
+    assert lines == [f"app: Seccomp:\t{mode}"]
+
+
+@pytest.mark.parametrize(("default", "outcome"), [(True, "refused"), (False, "made")])
+async def test_a_pod_that_set_nothing_cannot_make_a_user_namespace_unless_the_default_is_off(
+    docker: DockerClient, node_name: str, tmp_path: Path, default: bool, outcome: str
+) -> None:
+    text = _pod(
+        "unshare",
+        '    command: [sh, -c, "unshare -Ur true 2>/dev/null && echo made || echo refused"]',
+    )
+    lines = await _lines(docker, node_name, tmp_path, text, seccomp_default=default)
+    assert lines == [f"app: {outcome}"]
 
 
 async def test_namespaced_sysctls_are_set_for_the_pod(
@@ -260,7 +284,6 @@ async def test_selinux_options_become_label_options_container_over_pod(
         await rm.kill_pod(pod, grace_period=0)
     assert app.state.value == "running"
     assert app_info["HostConfig"]["SecurityOpt"] == [
-        "seccomp=unconfined",
         "label=type:container_t",
         "label=level:s0:c7,c8",
     ]
@@ -270,3 +293,19 @@ async def test_selinux_options_become_label_options_container_over_pod(
         "label=role:system_r",
         "label=type:spc_t",
     ]
+
+
+@pytest.mark.parametrize("default", [True, False])
+async def test_the_sandbox_is_filtered_by_the_engines_profile_whatever_the_default(
+    docker: DockerClient, node_name: str, tmp_path: Path, default: bool
+) -> None:
+    text = _pod("sandbox", '    command: [sleep, "60"]')
+    pod = load_manifests_text(text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node_name).pods[0]
+    async with make_manager(docker, node_name, tmp_path, seccomp_default=default) as rm:
+        await rm.sync_pod(pod)
+        runtime = await rm.get_status_of(pod)
+        sandbox = await docker.inspect_container(runtime.sandboxes[0].id)
+        status = await anyio.Path(f"/proc/{sandbox['State']['Pid']}/status").read_text()
+        await rm.kill_pod(pod, grace_period=0)
+    assert sandbox["HostConfig"]["SecurityOpt"] == ["no-new-privileges"]
+    assert "Seccomp:\t2" in status.splitlines()

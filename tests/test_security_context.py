@@ -42,27 +42,26 @@ def _host(container_ctx: str = "{}", pod_ctx: str = "{}", **kw: Any) -> dict[str
 @pytest.mark.parametrize(
     ("container_ctx", "pod_ctx", "expected"),
     [
-        ("{}", "{}", {"SecurityOpt": ["seccomp=unconfined"]}),
+        ("{}", "{}", {}),
         (
             "{capabilities: {add: [NET_ADMIN], drop: [ALL]}}",
             "{}",
             {
                 "CapAdd": ["CAP_NET_ADMIN"],
                 "CapDrop": ["ALL"],
-                "SecurityOpt": ["seccomp=unconfined"],
             },
         ),
         (
             "{readOnlyRootFilesystem: true}",
             "{}",
-            {"ReadonlyRootfs": True, "SecurityOpt": ["seccomp=unconfined"]},
+            {"ReadonlyRootfs": True},
         ),
         (
             "{allowPrivilegeEscalation: false}",
             "{}",
-            {"SecurityOpt": ["no-new-privileges", "seccomp=unconfined"]},
+            {"SecurityOpt": ["no-new-privileges"]},
         ),
-        ("{allowPrivilegeEscalation: true}", "{}", {"SecurityOpt": ["seccomp=unconfined"]}),
+        ("{allowPrivilegeEscalation: true}", "{}", {}),
         ("{seccompProfile: {type: RuntimeDefault}}", "{}", {}),
         ("{}", "{seccompProfile: {type: RuntimeDefault}}", {}),
         (
@@ -74,35 +73,34 @@ def _host(container_ctx: str = "{}", pod_ctx: str = "{}", **kw: Any) -> dict[str
         (
             "{appArmorProfile: {type: Unconfined}}",
             "{}",
-            {"SecurityOpt": ["seccomp=unconfined", "apparmor=unconfined"]},
+            {"SecurityOpt": ["apparmor=unconfined"]},
         ),
         (
             "{}",
             "{appArmorProfile: {type: Localhost, localhostProfile: k8s-deny-write}}",
-            {"SecurityOpt": ["seccomp=unconfined", "apparmor=k8s-deny-write"]},
+            {"SecurityOpt": ["apparmor=k8s-deny-write"]},
         ),
         (
             "{appArmorProfile: {type: RuntimeDefault}}",
             "{}",
-            {"SecurityOpt": ["seccomp=unconfined"]},
+            {},
         ),
         (
             "{}",
             "{fsGroup: 2000, supplementalGroups: [4000, 2000]}",
-            {"GroupAdd": ["2000", "4000"], "SecurityOpt": ["seccomp=unconfined"]},
+            {"GroupAdd": ["2000", "4000"]},
         ),
         (
             "{procMount: Unmasked}",
             "{}",
-            {"MaskedPaths": [], "ReadonlyPaths": [], "SecurityOpt": ["seccomp=unconfined"]},
+            {"MaskedPaths": [], "ReadonlyPaths": []},
         ),
-        ("{procMount: Default}", "{}", {"SecurityOpt": ["seccomp=unconfined"]}),
+        ("{procMount: Default}", "{}", {}),
         (
             "{}",
             "{seLinuxOptions: {user: system_u, role: system_r, type: spc_t, level: 's0:c1,c2'}}",
             {
                 "SecurityOpt": [
-                    "seccomp=unconfined",
                     "label=user:system_u",
                     "label=role:system_r",
                     "label=type:spc_t",
@@ -113,7 +111,7 @@ def _host(container_ctx: str = "{}", pod_ctx: str = "{}", **kw: Any) -> dict[str
         (
             "{seLinuxOptions: {level: 's0:c9'}}",
             "{seLinuxOptions: {type: spc_t, level: 's0:c1'}}",
-            {"SecurityOpt": ["seccomp=unconfined", "label=level:s0:c9"]},
+            {"SecurityOpt": ["label=level:s0:c9"]},
         ),
     ],
 )
@@ -121,6 +119,59 @@ def test_security_contexts_become_docker_host_settings(
     container_ctx: str, pod_ctx: str, expected: dict[str, Any]
 ) -> None:
     assert _host(container_ctx, pod_ctx) == expected
+
+
+@pytest.mark.parametrize(
+    ("container_ctx", "pod_ctx", "default", "expected"),
+    [
+        ("{}", "{}", True, []),
+        ("{}", "{}", False, ["seccomp=unconfined"]),
+        ("{allowPrivilegeEscalation: false}", "{}", True, ["no-new-privileges"]),
+        (
+            "{allowPrivilegeEscalation: false}",
+            "{}",
+            False,
+            ["no-new-privileges", "seccomp=unconfined"],
+        ),
+        ("{}", "{seccompProfile: {type: Unconfined}}", True, ["seccomp=unconfined"]),
+        ("{seccompProfile: {type: Unconfined}}", "{}", True, ["seccomp=unconfined"]),
+        ("{}", "{seccompProfile: {type: RuntimeDefault}}", False, []),
+        ("{seccompProfile: {type: RuntimeDefault}}", "{}", False, []),
+        (
+            "{seccompProfile: {type: RuntimeDefault}}",
+            "{seccompProfile: {type: Unconfined}}",
+            False,
+            [],
+        ),
+        (
+            "{seccompProfile: {type: Unconfined}}",
+            "{seccompProfile: {type: RuntimeDefault}}",
+            True,
+            ["seccomp=unconfined"],
+        ),
+        ("{privileged: true}", "{}", True, []),
+        ("{privileged: true}", "{}", False, []),
+    ],
+)
+def test_the_seccomp_default_gives_runtime_default_where_pod_and_container_set_no_profile(
+    container_ctx: str, pod_ctx: str, default: bool, expected: list[str]
+) -> None:
+    host = _host(container_ctx, pod_ctx, seccomp_default=default)
+    assert host.get("SecurityOpt", []) == expected
+
+
+@pytest.mark.parametrize("default", [True, False])
+def test_a_localhost_seccomp_profile_is_the_same_whatever_the_default(
+    tmp_path: Path, default: bool
+) -> None:
+    (tmp_path / "audit.json").write_text('{"defaultAction": "SCMP_ACT_LOG"}')
+    host = _host(
+        "{}",
+        "{seccompProfile: {type: Localhost, localhostProfile: audit.json}}",
+        seccomp_root=tmp_path,
+        seccomp_default=default,
+    )
+    assert host["SecurityOpt"] == ['seccomp={"defaultAction": "SCMP_ACT_LOG"}']
 
 
 def test_a_localhost_seccomp_profile_is_read_from_the_profile_root(tmp_path: Path) -> None:

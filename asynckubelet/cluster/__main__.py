@@ -86,6 +86,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pause-image", default=None)
     p.add_argument("--docker-host", default=None)
     p.add_argument("--pod-security", default="baseline", choices=LEVELS)
+    p.add_argument(
+        "--seccomp-default",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="RuntimeDefault seccomp for containers that set no profile (default: on);"
+        " --no-seccomp-default: Unconfined",
+    )
     p.add_argument("--cluster-dns", action="append", default=[])
     p.add_argument("--cluster-domain", default="cluster.local")
     p.add_argument("--stop-pods-on-exit", action="store_true")
@@ -168,6 +175,7 @@ def configs(args: argparse.Namespace) -> tuple[ClusterConfig, KubeletConfig]:
         pause_image=args.pause_image,
         docker_url=args.docker_host,
         pod_security=args.pod_security,
+        seccomp_default=args.seccomp_default,
         leave_running=not args.stop_pods_on_exit,
         dns=DNSSettings(cluster_dns=tuple(args.cluster_dns), cluster_domain=args.cluster_domain),
         container_log_max_size=args.container_log_max_size,

@@ -84,6 +84,10 @@ class KubeletConfig:
     container_log_max_files: int = DEFAULT_MAX_FILES
     """Log files kept per container, the one written included; at least 2 (the kubelet's
     ``containerLogMaxFiles``)."""
+    seccomp_default: bool = True
+    """Give containers without a seccomp profile ``RuntimeDefault``, the engine's default
+    profile (the kubelet's ``--seccomp-default``, on here by default: a plain ``docker run``
+    is filtered too); False: ``Unconfined``, as a kubelet without the flag."""
 
 
 __all__ = ["SHUTDOWN_TIMEOUT", "KubeletConfig"]

@@ -157,6 +157,7 @@ class Kubelet(PodReads):
                 max_parallel_starts=self.config.max_parallel_starts,
                 container_log_max_size=self.config.container_log_max_size,
                 container_log_max_files=self.config.container_log_max_files,
+                seccomp_default=self.config.seccomp_default,
             ),
             docker=docker,
             network=network,

@@ -94,6 +94,9 @@ class RuntimeConfig:
     container_log_max_files: int = DEFAULT_MAX_FILES
     """Log files kept per container, the one written included; at least 2 (the kubelet's
     ``containerLogMaxFiles``)."""
+    seccomp_default: bool = True
+    """Containers whose pod and container set no seccomp profile get ``RuntimeDefault``, the
+    engine's default profile (the kubelet's ``--seccomp-default``); False: ``Unconfined``."""
 
     def __post_init__(self) -> None:
         _log_rotation(self)

@@ -3,14 +3,22 @@
 The container's fields override the pod's (the kubelet's
 ``DetermineEffectiveSecurityContext``). The result is cri-dockerd's translation:
 capabilities to ``CapAdd``/``CapDrop``, ``allowPrivilegeEscalation: false`` to
-``no-new-privileges``, seccomp profiles to ``seccomp=`` options (no profile means
-``Unconfined``, as on a kubelet without ``SeccompDefault``), AppArmor profiles to
+``no-new-privileges``, seccomp profiles to ``seccomp=`` options, AppArmor profiles to
 ``apparmor=`` options (``RuntimeDefault`` is the engine's own), supplemental groups and
 ``fsGroup`` to ``GroupAdd``, ``seLinuxOptions`` to ``label=user:``/``role:``/``type:``/
 ``level:`` options (the sandbox gets the pod's), and ``procMount: Unmasked`` to empty
 ``MaskedPaths`` and ``ReadonlyPaths`` (``Default`` leaves the engine's lists, as the kubelet
 sends none). The pod's Pod Security level was checked when the manifest was admitted;
 this module only carries out what was admitted.
+
+A container whose pod and container set no seccomp profile gets ``RuntimeDefault``, the
+engine's own profile (no ``seccomp=`` option at all, as cri-dockerd sends for it), as on a
+kubelet with ``--seccomp-default``; the node turns that on by default, since a plain
+``docker run`` is filtered too. With the default off (``seccomp_default=False``) such a
+container is ``Unconfined``, the kubelet's behaviour without the flag. The setting is not
+part of the container's spec hash (:func:`~asynckubelet.runtime.naming.hash_container`
+hashes the manifest's container only), so changing it restarts nothing: a container
+keeps the profile it was created with until it is created again.
 """
 
 from __future__ import annotations
@@ -124,8 +132,8 @@ def _cap(name: str) -> str:
     return name if name.upper() == "ALL" or name.upper().startswith("CAP_") else f"CAP_{name}"
 
 
-def _seccomp_option(eff: Effective, seccomp_root: Path) -> str:
-    kind = eff.seccomp_type or "Unconfined"
+def _seccomp_option(eff: Effective, seccomp_root: Path, *, default: bool) -> str:
+    kind = eff.seccomp_type or ("RuntimeDefault" if default else "Unconfined")
     if kind == "RuntimeDefault":
         return ""
     if kind == "Localhost":
@@ -204,9 +212,14 @@ def sandbox_security_options(pod: Pod) -> list[str]:
 
 
 def host_config_security(  # noqa: C901  (mirrors cri-dockerd's security context to HostConfig)
-    pod: Pod, container: Container, *, seccomp_root: Path = DEFAULT_SECCOMP_ROOT
+    pod: Pod,
+    container: Container,
+    *,
+    seccomp_root: Path = DEFAULT_SECCOMP_ROOT,
+    seccomp_default: bool = True,
 ) -> HostConfig:
-    """Docker ``HostConfig`` entries for the effective security context."""
+    """Docker ``HostConfig`` entries for the effective security context. ``seccomp_default``
+    gives a container without a seccomp profile ``RuntimeDefault`` (else ``Unconfined``)."""
     eff = effective(pod, container)
     host: HostConfig = {}
     if eff.privileged:
@@ -221,7 +234,7 @@ def host_config_security(  # noqa: C901  (mirrors cri-dockerd's security context
     if eff.allow_privilege_escalation is False:
         options.append("no-new-privileges")
     if not eff.privileged:
-        seccomp = _seccomp_option(eff, seccomp_root)
+        seccomp = _seccomp_option(eff, seccomp_root, default=seccomp_default)
         if seccomp:
             options.append(seccomp)
         apparmor = apparmor_option(eff)

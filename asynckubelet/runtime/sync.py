@@ -452,7 +452,11 @@ class PodSync:
         :class:`~errors.ContainerConfigError` when the spec cannot be carried out."""
         environment = make_environment(self.pod, container, self.context)
         host = host_config_resources(container)
-        host.update(security.host_config_security(self.pod, container))
+        host.update(
+            security.host_config_security(
+                self.pod, container, seccomp_default=self.rm.config.seccomp_default
+            )
+        )
         if security.effective(self.pod, container).run_as_non_root:
             image = await self.rm.docker.inspect_image(container.image or "")
             security.verify_run_as_non_root(
