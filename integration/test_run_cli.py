@@ -292,3 +292,32 @@ def test_run_refuses_a_pod_with_scheduling_gates_naming_them_and_starts_nothing(
         "stay SchedulingGated, and `run` has no API to remove them"
     ) in " ".join(proc.stderr.split())
     assert node_containers(docker_engine, node_name) == []
+
+
+@pytest.mark.parametrize(("extra", "mode"), [((), "2"), (("--no-seccomp-default",), "0")])
+def test_run_filters_a_pod_that_set_nothing_with_the_engines_seccomp_profile(
+    tmp_path: Path,
+    docker_engine: Engine,
+    test_images: dict[str, str],
+    node_name: str,
+    extra: tuple[str, ...],
+    mode: str,
+) -> None:
+    manifest = write_manifest(
+        tmp_path,
+        """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: plain}
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: app
+              image: BUSYBOX
+              command: ["grep", "^Seccomp:", "/proc/self/status"]
+        """,
+    )
+    proc = run_pod(manifest, *extra, node=node_name)
+    assert proc.returncode == 0, proc.stderr
+    # The terminal renderer expands the tab.
+    assert proc.stdout.split() == ["plain/app", "|", "Seccomp:", mode]

@@ -110,6 +110,26 @@ def test_serve_hands_the_bridge_options_from_flags_and_environment_to_the_factor
     )
 
 
+@pytest.mark.parametrize("command", ["serve", "reset"])
+@pytest.mark.parametrize("given", ["flag", "variable", "neither"])
+def test_the_network_state_dir_reaches_the_factory_from_serve_and_reset(
+    handed_on: list[dict[str, Any]], tmp_path: Path, command: str, given: str
+) -> None:
+    records = tmp_path / "records"
+    args = ["--network-state-dir", str(records)] if given == "flag" else []
+    env = {"ASYNCKUBELET_NETWORK_STATE_DIR": str(records)} if given == "variable" else {}
+    listen = ["--listen", "127.0.0.1:0"] if command == "serve" else []
+    result = CliRunner().invoke(
+        app,
+        [command, *listen, "--network", "bridge", *args],
+        env={"ASYNCKUBELET_STATE_DIR": str(tmp_path / "state"), **env},
+    )
+    assert result.exit_code == 1, result.output
+    ((asked,),) = [handed_on]
+    expected = options.DEFAULT_NETWORK_STATE_DIR if given == "neither" else records
+    assert asked["state_dir"] == expected
+
+
 @pytest.mark.parametrize(
     ("args", "env", "nice"),
     [
@@ -164,7 +184,11 @@ def test_the_node_options_object_asks_the_factory_for_what_it_holds(
     handed_on: list[dict[str, Any]],
 ) -> None:
     node = NodeOptions(
-        network="bridge", bridge="b1", pod_cidr="10.1.0.0/16", pod_cidr_v6="fd00:1::/64"
+        network="bridge",
+        bridge="b1",
+        pod_cidr="10.1.0.0/16",
+        pod_cidr_v6="fd00:1::/64",
+        network_state_dir=Path("/srv/akl-net"),
     )
     with pytest.raises(Stop):
         node.network_plugin(None, node_name="n1")  # type: ignore[arg-type]
@@ -172,6 +196,7 @@ def test_the_node_options_object_asks_the_factory_for_what_it_holds(
         {
             "name": "bridge",
             "docker": None,
+            "state_dir": Path("/srv/akl-net"),
             "bridge": "b1",
             "pod_cidr": "10.1.0.0/16",
             "pod_cidr_v6": "fd00:1::/64",

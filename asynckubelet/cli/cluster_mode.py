@@ -60,7 +60,7 @@ def cluster_config(node: NodeOptions, cluster: ClusterOptions) -> ClusterConfig:
 
 
 def network_factory(
-    node: NodeOptions, cluster: ClusterOptions, docker: DockerAPI, *, node_name: str
+    node: NodeOptions, docker: DockerAPI, *, node_name: str
 ) -> Callable[[str], NetworkPlugin]:
     """The pod network for the pod CIDR the cluster assigns (else ``--pod-cidr``)."""
     from asynckubelet.cli.options import ipv6_pod_cidr
@@ -70,7 +70,7 @@ def network_factory(
         return make_network_plugin(
             node.network,
             docker=docker,
-            state_dir=cluster.network_state_dir,
+            state_dir=node.network_state_dir,
             bridge=node.bridge,
             pod_cidr=pod_cidr or node.pod_cidr,
             pod_cidr_v6=ipv6_pod_cidr(dual_stack=node.dual_stack, pod_cidr_v6=node.pod_cidr_v6),
@@ -186,7 +186,7 @@ async def _serve(
     started: list[int] = []
     published: list[DaemonInfo] = []
     async with DockerClient(url=node.docker_host) as docker:
-        network = network_factory(node, cluster, docker, node_name=config.node_name)
+        network = network_factory(node, docker, node_name=config.node_name)
         write_pid_file(state)
         signals = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
         try:

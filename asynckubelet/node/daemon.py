@@ -227,8 +227,12 @@ class DaemonInfo:
     node_name: str
     pod_security: str
     allow_namespace_policy: bool = False
+    seccomp_default: bool = True
     network: str = ""
     """The network backend in use (``auto`` resolved)."""
+    network_state_dir: str = ""
+    """Where the pod network's address records are (a ``run`` beside the daemon must
+    allocate from the same ones)."""
     pod_cidr: str = ""
     pod_cidr_v6: str = ""
     bridge: str = ""

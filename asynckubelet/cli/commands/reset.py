@@ -35,11 +35,11 @@ def reset(*, state_dir: StateDirOpt = None, node: NodeOptions, log: LogOptions) 
     records) once no pod uses it.
 
     Give the network options `serve` or `run` had (--network, --bridge, --pod-cidr,
-    --node-name, their variables): the bridge backend's bridge, firewall rules and address
-    records go, or the docker backend's akl-<node> network. Refused while a node daemon
-    runs for the state dir, or while a pod's sandbox is still on the network (they are
-    named; delete those pods first). The engine, its images and the state dir's objects are
-    left as they are.
+    --network-state-dir, --node-name, their variables): the bridge backend's bridge,
+    firewall rules and address records go, or the docker backend's akl-<node> network.
+    Refused while a node daemon runs for the state dir, or while a pod's sandbox is still
+    on the network (they are named; delete those pods first). The engine, its images and
+    the state dir's objects are left as they are.
     """
     ref = NodeRef(state_dir=state_dir)
     if find_daemon(ref) is not None:

@@ -26,6 +26,7 @@ import functools
 import secrets
 import signal
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -277,15 +278,18 @@ def _given(ctx: typer.Context) -> set[str]:
 
 def _daemon_defaults(node: NodeOptions, info: dict[str, Any], *, given: set[str]) -> NodeOptions:
     """The node daemon's configuration in place of every node option not ``given``:
-    ``run`` then runs its pods on the same node, network and DNS, at the same level."""
+    ``run`` then runs its pods on the same node, network (with the same address records)
+    and DNS, at the same level and seccomp default."""
     theirs = {
         "node_name": info.get("node_name") or None,
         "pod_security": info.get("pod_security") or None,
         "allow_namespace_policy": bool(info.get("allow_namespace_policy")),
+        "seccomp_default": _flag(info.get("seccomp_default")),
         "network": info.get("network") or None,
         "bridge": info.get("bridge") or None,
         "pod_cidr": info.get("pod_cidr") or None,
         "pod_cidr_v6": info.get("pod_cidr_v6") or None,
+        "network_state_dir": Path(state) if (state := info.get("network_state_dir")) else None,
         "cluster_dns": list(info.get("cluster_dns") or []) or None,
         "cluster_domain": info.get("cluster_domain") or None,
     }
@@ -294,6 +298,11 @@ def _daemon_defaults(node: NodeOptions, info: dict[str, Any], *, given: set[str]
         if value is not None and name not in given:
             changes[name] = value
     return dataclasses.replace(node, **changes)
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean the daemon published; None when it published none (an older daemon)."""
+    return value if isinstance(value, bool) else None
 
 
 def _owned(manifests: Manifests, *, node_name: str, owner: str) -> Manifests:

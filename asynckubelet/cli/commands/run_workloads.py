@@ -61,6 +61,7 @@ async def run_with_controllers(
         docker_url=node.docker_host,
         pod_security=node.level,
         allow_namespace_policy=node.allow_namespace_policy,
+        seccomp_default=node.seccomp_default,
         dns=node.dns(),
         service_account_issuer=node.service_account_issuer,
         node=node.node_info(),

@@ -11,9 +11,6 @@ import typer
 
 if TYPE_CHECKING:
     pass
-from asynckubelet.cli.options.common import (
-    NETWORK_PANEL,
-)
 
 # -- run -------------------------------------------------------------------------------------
 
@@ -156,7 +153,6 @@ DNSUpstreamOpt = Annotated[
 CLUSTER_PANEL = "Cluster node mode"
 DEFAULT_KUBELET_PORT = 10250
 DEFAULT_POD_CIDR_WAIT = 60.0
-DEFAULT_NETWORK_STATE_DIR = Path("/var/lib/asynckubelet/network")
 AUTHORIZATION_MODES = ("Webhook", "AlwaysAllow")
 KubeconfigOpt = Annotated[
     Path | None,
@@ -254,16 +250,6 @@ PodCIDRWaitOpt = Annotated[
         metavar="SECONDS",
         help="Seconds to wait for the Node's spec.podCIDR before using --pod-cidr.",
         rich_help_panel=CLUSTER_PANEL,
-    ),
-]
-NetworkStateDirOpt = Annotated[
-    Path,
-    typer.Option(
-        "--network-state-dir",
-        metavar="DIR",
-        envvar="ASYNCKUBELET_NETWORK_STATE_DIR",
-        help="IPAM and pod network records of the bridge and cni networks.",
-        rich_help_panel=NETWORK_PANEL,
     ),
 ]
 

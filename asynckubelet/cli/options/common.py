@@ -20,6 +20,7 @@ DEFAULT_POD_CIDR = "10.137.0.0/16"
 DEFAULT_POD_CIDR_V6 = "fd00:ac1::/64"
 FIREWALLS = ("iptables", "nftables")
 DEFAULT_FIREWALL = "iptables"
+DEFAULT_NETWORK_STATE_DIR = Path("/var/lib/asynckubelet/network")
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"
 DEFAULT_SERVICE_ACCOUNT_ISSUER = "https://asynckubelet.local"
 DEFAULT_POD_SECURITY = "baseline"
@@ -156,6 +157,18 @@ AllowNamespacePolicyOpt = Annotated[
         rich_help_panel=NODE_PANEL,
     ),
 ]
+SeccompDefaultOpt = Annotated[
+    bool,
+    typer.Option(
+        "--seccomp-default/--no-seccomp-default",
+        metavar="",
+        envvar="ASYNCKUBELET_SECCOMP_DEFAULT",
+        help="Give containers that set no seccomp profile RuntimeDefault, the engine's "
+        "default profile, as a plain docker run (the kubelet's --seccomp-default); "
+        "--no-seccomp-default leaves them Unconfined.",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
 ServiceAccountIssuerOpt = Annotated[
     str,
     typer.Option(
@@ -238,6 +251,17 @@ MasqueradeOpt = Annotated[
         metavar="",
         envvar="ASYNCKUBELET_MASQUERADE",
         help="Masquerade pod egress leaving the node on the bridge network.",
+        rich_help_panel=NETWORK_PANEL,
+    ),
+]
+NetworkStateDirOpt = Annotated[
+    Path,
+    typer.Option(
+        "--network-state-dir",
+        metavar="DIR",
+        envvar="ASYNCKUBELET_NETWORK_STATE_DIR",
+        help="IPAM and pod network records of the bridge and cni networks (kept private: "
+        "0700 directories, 0600 files).",
         rich_help_panel=NETWORK_PANEL,
     ),
 ]

@@ -24,14 +24,12 @@ if TYPE_CHECKING:
 from asynckubelet.cli.options.commands import (
     AUTHORIZATION_MODES,
     DEFAULT_KUBELET_PORT,
-    DEFAULT_NETWORK_STATE_DIR,
     DEFAULT_POD_CIDR_WAIT,
     AuthorizationModeOpt,
     ClientCAFileOpt,
     ContextOpt,
     KubeconfigOpt,
     KubeletPortOpt,
-    NetworkStateDirOpt,
     NodeIPOpt,
     PodCIDRWaitOpt,
     RegisterWithTaintsOpt,
@@ -45,6 +43,7 @@ from asynckubelet.cli.options.common import (
     DEFAULT_CONTAINER_LOG_MAX_SIZE,
     DEFAULT_FIREWALL,
     DEFAULT_NETWORK,
+    DEFAULT_NETWORK_STATE_DIR,
     DEFAULT_POD_CIDR,
     DEFAULT_POD_CIDR_V6,
     DEFAULT_POD_SECURITY,
@@ -68,12 +67,14 @@ from asynckubelet.cli.options.common import (
     MaxParallelStartsOpt,
     MaxPodsOpt,
     NetworkOpt,
+    NetworkStateDirOpt,
     NodeLabelsOpt,
     NodeNameOpt,
     PauseImageOpt,
     PodCIDROpt,
     PodCIDRv6Opt,
     PodSecurityOpt,
+    SeccompDefaultOpt,
     ServiceAccountIssuerOpt,
     StateDirOpt,
     VerboseOpt,
@@ -184,15 +185,17 @@ class NodeRef:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class NodeOptions:
-    """What a node runs with: its name, engine, pause image, pod security, pod network and
-    cluster DNS. ``run`` and ``serve`` take the same options, so a pod runs alike under
-    both."""
+    """What a node runs with: its name, engine, pause image, pod security, seccomp default,
+    pod network (and where its records are kept) and cluster DNS. ``run`` and ``serve`` take
+    the same options, so a pod runs alike under both; ``reset`` takes them to find the
+    network it removes."""
 
     node_name: NodeNameOpt = None
     docker_host: DockerHostOpt = None
     pause_image: PauseImageOpt = None
     pod_security: PodSecurityOpt = DEFAULT_POD_SECURITY
     allow_namespace_policy: AllowNamespacePolicyOpt = False
+    seccomp_default: SeccompDefaultOpt = True
     service_account_issuer: ServiceAccountIssuerOpt = DEFAULT_SERVICE_ACCOUNT_ISSUER
     network: NetworkOpt = DEFAULT_NETWORK
     bridge: BridgeOpt = DEFAULT_BRIDGE
@@ -201,6 +204,7 @@ class NodeOptions:
     pod_cidr_v6: PodCIDRv6Opt = None
     firewall: FirewallOpt = DEFAULT_FIREWALL
     masquerade: MasqueradeOpt = True
+    network_state_dir: NetworkStateDirOpt = DEFAULT_NETWORK_STATE_DIR
     cluster_dns: ClusterDNSOpt = None
     cluster_domain: ClusterDomainOpt = DEFAULT_CLUSTER_DOMAIN
     capacity: CapacityOpt = None
@@ -275,6 +279,7 @@ class NodeOptions:
             dns=self.dns(),
             container_log_max_size=self.container_log_max_size,
             container_log_max_files=self.container_log_max_files,
+            seccomp_default=self.seccomp_default,
         )
         if self.max_parallel_starts is not None:
             config = dataclasses.replace(config, max_parallel_starts=self.max_parallel_starts)
@@ -287,6 +292,7 @@ class NodeOptions:
         return factory.make_network_plugin(
             self.network,
             docker=docker,
+            state_dir=self.network_state_dir,
             bridge=self.bridge,
             pod_cidr=self.pod_cidr,
             pod_cidr_v6=ipv6_pod_cidr(dual_stack=self.dual_stack, pod_cidr_v6=self.pod_cidr_v6),
@@ -310,7 +316,6 @@ class ClusterOptions:
     client_ca_file: ClientCAFileOpt = None
     authorization_mode: AuthorizationModeOpt = "Webhook"
     pod_cidr_wait: PodCIDRWaitOpt = DEFAULT_POD_CIDR_WAIT
-    network_state_dir: NetworkStateDirOpt = DEFAULT_NETWORK_STATE_DIR
 
     def check(self) -> None:
         """Refuse values that cannot work, before anything starts."""
