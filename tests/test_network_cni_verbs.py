@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -360,6 +361,27 @@ async def test_the_sweep_leaves_another_engines_attachments_alone(rec: Recorded)
 async def test_a_cache_entry_names_the_engine_that_made_it(rec: Recorded) -> None:
     await rec.plugin(engine="engine-7").setup_pod(_request(SID_A))
     assert rec.plugin().cached_owners() == {SID_A: "engine-7"}
+
+
+@pytest.mark.anyio
+async def test_the_cache_is_private_to_the_nodes_user_and_a_wider_one_is_tightened(
+    rec: Recorded,
+) -> None:
+    (rec.cache / "results").mkdir(parents=True)
+    rec.cache.chmod(0o755)
+    (rec.cache / "results").chmod(0o755)
+    plugin = rec.plugin()
+    await plugin.start()
+    await plugin.setup_pod(_request(SID_A))
+    found = {
+        str(p.relative_to(rec.cache)): stat.S_IMODE(p.stat().st_mode)
+        for p in [rec.cache, *rec.cache.rglob("*")]
+    }
+    assert found == {
+        ".": 0o700,
+        "results": 0o700,
+        f"results/recnet-{SID_A}-eth0": 0o600,
+    }
 
 
 # -- the default configuration list ships inside the package --------------------------

@@ -37,11 +37,13 @@ names the engine that owns the sandbox (``engine_id``, the factory's ``engine_ke
 the start-up sweep of one agent only releases what its own engine's gone sandboxes left,
 never another engine's pods (whose sandbox ids its engine cannot see).
 
-Crash safety: a per-pod record (``pods/<sandbox id>.json``) is written before anything is
-created and marked ready after everything is; teardown undoes everything in reverse and
-deletes the record last. The record is therefore the journal: whatever a killed agent left
-behind is found from the sandbox id alone, and the start-up sweep tears down the pods
-whose sandbox no longer runs.
+Crash safety: a per-pod record (``pods/<sandbox id>.json``,
+:class:`~asynckubelet.network.records.PodRecords`) is written before anything is created
+and marked ready after everything is; teardown undoes everything in reverse and deletes
+the record last. The record is therefore the journal: whatever a killed agent left behind
+is found from the sandbox id alone, and the start-up sweep tears down the pods whose
+sandbox no longer runs. Records and allocations are private to the node's user (0600
+files in 0700 directories under ``state_dir``, :mod:`asynckubelet.network.records`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ import errno
 import functools
 import hashlib
 import ipaddress
-import json
 import os
 import shutil
 import socket
@@ -83,6 +84,7 @@ from asynckubelet.network.firewall import DNAT, Firewall
 from asynckubelet.network.ipam import Allocation, FileIPAM
 from asynckubelet.network.iptables import IPTables
 from asynckubelet.network.nftables import NFTables
+from asynckubelet.network.records import PodRecords, private_dir
 
 if TYPE_CHECKING:
     from pyroute2.iproute.linux import AsyncIPRoute
@@ -310,12 +312,14 @@ class BridgePlugin:
                 )
             self.subnet6 = subnet6
         self.root = self.config.state_dir / bridge
-        self.ipam = FileIPAM(directory=self.root / "ipam", subnet=str(self.subnet))
+        state = self.config.state_dir
+        self.ipam = FileIPAM(directory=self.root / "ipam", subnet=str(self.subnet), root=state)
         self.ipam6 = (
-            FileIPAM(directory=self.root / "ipam6", subnet=str(self.subnet6))
+            FileIPAM(directory=self.root / "ipam6", subnet=str(self.subnet6), root=state)
             if self.subnet6 is not None
             else None
         )
+        self.records = PodRecords(root=state, directory=self.root / "pods")
         if self.config.firewall not in FIREWALLS:
             raise errors.NetworkError(
                 f"firewall must be one of {', '.join(FIREWALLS)}, not {self.config.firewall!r}"
@@ -349,8 +353,10 @@ class BridgePlugin:
     # -- node network ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Make the node network ready and sweep what dead sandboxes left behind."""
+        """Make the node network ready, its records private, and sweep what dead sandboxes
+        left behind."""
         await self.ensure_node_network()
+        await anyio.to_thread.run_sync(private_dir, self.config.state_dir, self.root)
         await self.sweep()
 
     async def ensure_node_network(self) -> None:
@@ -527,7 +533,7 @@ class BridgePlugin:
             return []
         if self.config.engine_id is not None and not self.engine:
             self.engine = await self.config.engine_id()
-        owners: dict[str, str] = await anyio.to_thread.run_sync(self._recorded_engines)
+        owners: dict[str, str] = await anyio.to_thread.run_sync(self.records.engines)
         for pool in self._pools():
             for sid, engine in (await pool.owners()).items():
                 owners[sid] = owners.get(sid) or engine
@@ -541,7 +547,7 @@ class BridgePlugin:
     async def attached(self) -> list[str]:
         """The sandboxes that still hold an address or a record on this bridge, whichever
         engine runs them (:meth:`sweep` first releases those of this engine that are gone)."""
-        found = set(await anyio.to_thread.run_sync(self._recorded))
+        found = set(await anyio.to_thread.run_sync(self.records.sandboxes))
         for pool in self._pools():
             found.update(await pool.owners())
         return sorted(found)
@@ -553,45 +559,6 @@ class BridgePlugin:
 
     def _pools(self) -> list[FileIPAM]:
         return [self.ipam] if self.ipam6 is None else [self.ipam, self.ipam6]
-
-    def _recorded_engines(self) -> dict[str, str]:
-        """sandbox id -> engine of every record (empty engine: half-written or older)."""
-        found = {}
-        for sid in self._recorded():
-            record = self._read_record(sid) or {}
-            found[sid] = str(record.get("engine") or "")
-        return found
-
-    # -- pod records ----------------------------------------------------------------------
-
-    def _record_path(self, sandbox_id: str) -> Path:
-        return self.root / "pods" / f"{sandbox_id}.json"
-
-    def _recorded(self) -> list[str]:
-        """Sandboxes with a record, or with a half-written one a killed process left."""
-        folder = self.root / "pods"
-        if not folder.is_dir():
-            return []
-        found = [p.stem for p in folder.glob("*.json")]
-        found += [p.name[1:].removesuffix(".json.tmp") for p in folder.glob(".*.json.tmp")]
-        return found
-
-    def _write_record(self, sandbox_id: str, record: dict[str, Any]) -> None:
-        path = self._record_path(sandbox_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "w") as f:
-            json.dump(record, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-
-    def _read_record(self, sandbox_id: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self._record_path(sandbox_id).read_text())
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -611,7 +578,7 @@ class BridgePlugin:
             "engine": self.engine,
             "ready": False,
         }
-        await anyio.to_thread.run_sync(self._write_record, sid, record)
+        await anyio.to_thread.run_sync(self.records.write, sid, record)
         try:
             allocations = [await self.ipam.allocate(sandbox_id=sid, engine=self.engine)]
             if self.ipam6 is not None:
@@ -634,7 +601,7 @@ class BridgePlugin:
             record.update(ip=allocations[0].address, ready=True)
             if len(allocations) > 1:
                 record["ip6"] = allocations[1].address
-            await anyio.to_thread.run_sync(self._write_record, sid, record)
+            await anyio.to_thread.run_sync(self.records.write, sid, record)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.teardown_pod(sandbox_id=sid)
@@ -722,7 +689,7 @@ class BridgePlugin:
 
     async def teardown_pod(self, *, sandbox_id: str) -> None:
         with anyio.CancelScope(shield=True):
-            record = await anyio.to_thread.run_sync(self._read_record, sandbox_id)
+            record = await anyio.to_thread.run_sync(self.records.read, sandbox_id)
             if record is None or record.get("ports", True):
                 families = [self.firewall]
                 if self.subnet6 is not None and await self.firewall6.nat_supported():
@@ -740,15 +707,10 @@ class BridgePlugin:
             await off_loop(functools.partial(_delete_veth, veth_name(sandbox_id)))
             for pool in self._pools():
                 await pool.release(sandbox_id=sandbox_id)
-            await anyio.to_thread.run_sync(self._drop_record, sandbox_id)
-
-    def _drop_record(self, sandbox_id: str) -> None:
-        path = self._record_path(sandbox_id)
-        path.with_name(f".{path.name}.tmp").unlink(missing_ok=True)
-        path.unlink(missing_ok=True)
+            await anyio.to_thread.run_sync(self.records.drop, sandbox_id)
 
     async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork | None:
-        record = await anyio.to_thread.run_sync(self._read_record, sandbox_id)
+        record = await anyio.to_thread.run_sync(self.records.read, sandbox_id)
         if record is None or not record.get("ready") or not record.get("ip"):
             return PodNetwork()
         ips = [str(record["ip"])]

@@ -24,9 +24,10 @@ The exact configuration and arguments of every attachment are cached on disk *be
 ``ADD`` runs and the result after each plugin (libcni's ``cniCacheV1`` layout), so ``DEL``
 after a restart, after a crash half-way through ``ADD`` or after the configuration changed
 runs with what ``ADD`` ran with, and later plugins (``firewall``) learn the addresses
-their rules name. A plugin's error JSON (``code``, ``msg``, ``details``) becomes a
-:class:`~asynckubelet.errors.NetworkError` quoting it. Configuration lists are read and
-checked in :mod:`asynckubelet.network.cniconf`.
+their rules name; the cache is private to the node's user (0600 files in 0700
+directories, :mod:`asynckubelet.network.records`). A plugin's error JSON (``code``,
+``msg``, ``details``) becomes a :class:`~asynckubelet.errors.NetworkError` quoting it.
+Configuration lists are read and checked in :mod:`asynckubelet.network.cniconf`.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from asynckubelet.network.cniconf import (
     version_tuple,
 )
 from asynckubelet.network.iptables import IPTables
+from asynckubelet.network.records import private_dir, write_private
 
 DEFAULT_PLUGIN_DIRS = (Path("/opt/cni/bin"), Path("/usr/lib/cni"))
 DEFAULT_CACHE_DIR = Path("/var/lib/asynckubelet/cni")
@@ -147,6 +149,7 @@ class CNIConfig:
     conf_dirs: tuple[Path | Traversable, ...] = (DEFAULT_CONF_DIR, PROJECT_CONF_DIR)
     plugin_dirs: tuple[Path, ...] = DEFAULT_PLUGIN_DIRS
     cache_dir: Path = DEFAULT_CACHE_DIR
+    """libcni's cache, kept private; its parent is the network state directory."""
     ifname: str = IFNAME
     timeout: float | None = 60.0
     sandbox_exists: Callable[[str], Awaitable[bool]] | None = field(default=None, compare=False)
@@ -226,9 +229,11 @@ class CNIPlugin:
         return IPTables(), name
 
     async def start(self) -> None:
-        """Load the configuration, guard the bridge's loopback, DEL what sandboxes that no
-        longer run left, then GC where the plugins support it."""
+        """Load the configuration, keep the cache private, guard the bridge's loopback, DEL
+        what sandboxes that no longer run left, then GC where the plugins support it."""
         await anyio.to_thread.run_sync(lambda: self.network)
+        cache = self.config.cache_dir
+        await anyio.to_thread.run_sync(private_dir, cache.parent, cache / "results")
         await self.guard_localnet()
         await self._know_engine()
         await self.sweep()
@@ -310,13 +315,8 @@ class CNIPlugin:
         return self.config.cache_dir / "results" / f"{network}-{sandbox_id}-{self.config.ifname}"
 
     def _write_cache(self, path: Path, entry: Mapping[str, Any]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "w") as f:
-            json.dump(entry, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        private_dir(self.config.cache_dir.parent, path.parent)
+        write_private(path, json.dumps(entry))
 
     def _entries(self) -> Iterator[tuple[Path, dict[str, Any]]]:
         """Every whole cache entry that names its container (hidden files are half-written

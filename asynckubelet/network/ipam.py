@@ -9,7 +9,8 @@ each sweeps only its own engine's sandboxes), guarded by an ``fcntl`` lock
 on a lock file. A file is created atomically (write, then rename), so a crash leaves
 either a whole allocation or none; the start-up sweep then releases allocations whose
 sandbox is gone. Addresses are handed out round-robin after the last one reserved, so a
-just-released address is not reused at once.
+just-released address is not reused at once. The files are 0600 in a 0700 directory
+(:mod:`asynckubelet.network.records`).
 
 Every blocking file operation runs in a worker thread: the event loop never waits on a
 lock held by another process.
@@ -28,6 +29,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from asynckubelet import errors
+from asynckubelet.network.records import private_dir, write_private
 
 _LAST_RESERVED = "last_reserved_ip"
 _LOCK = "lock"
@@ -45,9 +47,11 @@ class FileIPAM:
     """Addresses of ``subnet`` for sandboxes, stored under ``directory``.
 
     The first host address of the subnet is the gateway and is never allocated.
+    ``root`` is the network state directory ``directory`` is in (by default its parent):
+    the directories from there down are kept private.
     """
 
-    def __init__(self, *, directory: Path, subnet: str) -> None:
+    def __init__(self, *, directory: Path, subnet: str, root: Path | None = None) -> None:
         try:
             self.subnet = ipaddress.ip_network(subnet)
         except ValueError as e:
@@ -55,6 +59,7 @@ class FileIPAM:
         if self.subnet.num_addresses < 4:
             raise errors.NetworkError(f"pod CIDR {subnet} is too small for any pod")
         self.directory = directory
+        self.root = directory.parent if root is None else root
         self.gateway = str(next(self.subnet.hosts()))
 
     # -- public, async --------------------------------------------------------------------
@@ -83,10 +88,7 @@ class FileIPAM:
     # -- file work, in a worker thread ----------------------------------------------------
 
     def _ensure_dir(self) -> None:
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise errors.NetworkError(f"IPAM state directory {self.directory}: {e}") from e
+        private_dir(self.root, self.directory)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -170,12 +172,7 @@ class FileIPAM:
 
     @staticmethod
     def _write(path: Path, text: str) -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_private(path, text)
 
     def _release(self, sandbox_id: str) -> list[str]:
         if not self.directory.is_dir():
