@@ -1,10 +1,12 @@
 """The node's cluster DNS: the records a cluster's CoreDNS gives, over UDP and TCP on
-loopback, and forwarding of other names to the resolvers configured, here a resolver
-this test runs itself on loopback (nothing is ever sent elsewhere)."""
+loopback, forwarding of other names to the resolvers configured, here a resolver this
+test runs itself on loopback (nothing is ever sent elsewhere), and who is answered: the
+pod network and the node, anyone else REFUSED."""
 
 from __future__ import annotations
 
 import errno
+import ipaddress
 import math
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -30,6 +32,9 @@ from asynckubelet.workloads.dns import (
     ClusterDNS,
     ClusterZone,
     DNSConfig,
+    IPAddress,
+    client_allowed,
+    is_node_address,
     upstreams_from_resolv_conf,
 )
 from asynckubelet.workloads.services import Endpoint, EndpointPort, ServiceEndpoints
@@ -382,3 +387,72 @@ async def test_a_fixed_port_taken_for_tcp_is_an_error_naming_it(
     server = ClusterDNS(config=DNSConfig(), zone=lambda: ZONE)
     with pytest.raises(errors.NetworkError, match=f"127.0.0.1:{free}/tcp"):
         await server.serve(host="127.0.0.1", port=free)
+
+
+# -- who is answered ---------------------------------------------------------------------
+
+PODS = (ipaddress.ip_network("10.137.0.0/16"), ipaddress.ip_network("fd00:ac1::/64"))
+NODE_OWN = {ipaddress.ip_address("192.168.1.10"), ipaddress.ip_address("2001:db8::10")}
+
+
+@pytest.mark.parametrize(
+    ("client", "pod_networks", "expected"),
+    [
+        ("10.137.0.5", PODS, True),
+        ("10.137.0.1", PODS, True),
+        ("fd00:ac1::5", PODS, True),
+        ("::ffff:10.137.0.5", PODS, True),
+        ("192.168.1.10", PODS, True),
+        ("2001:db8::10", PODS, True),
+        ("::ffff:192.168.1.10", PODS, True),
+        ("192.168.1.10", (), True),
+        ("192.168.1.20", PODS, False),
+        ("10.138.0.5", PODS, False),
+        ("2001:db8::20", PODS, False),
+        ("fe80::1%eth0", PODS, False),
+        ("::ffff:192.168.1.20", PODS, False),
+        ("10.137.0.5", (), False),
+        ("", PODS, False),
+        ("not-an-address", PODS, False),
+    ],
+)
+def test_the_pod_network_and_the_node_are_answered_and_nobody_else(
+    client: str, pod_networks: tuple[Any, ...], expected: bool
+) -> None:
+    def node_own(address: IPAddress) -> bool:
+        return address in NODE_OWN
+
+    assert client_allowed(client, pod_networks=pod_networks, is_node_address=node_own) is expected
+
+
+@pytest.mark.parametrize(
+    ("address", "own"),
+    [("127.0.0.1", True), ("127.0.0.53", True), ("::1", True), ("192.0.2.200", False)],
+)
+def test_the_node_knows_its_own_addresses_from_its_routes_without_sending_anything(
+    address: str, own: bool
+) -> None:
+    assert is_node_address(ipaddress.ip_address(address)) is own
+
+
+async def test_a_client_neither_pod_nor_node_is_refused_every_name_over_udp_and_tcp(
+    upstream: tuple[int, list[str]],
+) -> None:
+    up_port, asked = upstream
+    config = DNSConfig(upstreams=(("127.0.0.1", up_port),), pod_networks=("127.0.0.2/32",))
+    stranger = ClusterDNS(config=config, zone=lambda: ZONE, is_node_address=lambda a: False)
+    cluster = dns.message.make_query("web.default.svc.cluster.local", "A")
+    other = dns.message.make_query("example.org", "A")
+    async with anyio.create_task_group() as tg:
+        port = await start(tg, stranger)
+        refused = [
+            await ask(query, "127.0.0.1", port=port, timeout=5)
+            for query in (cluster, other)
+            for ask in (dns.asyncquery.udp, dns.asyncquery.tcp)
+        ]
+        pod = await dns.asyncquery.udp(other, "127.0.0.1", port=port, timeout=5, source="127.0.0.2")
+        tg.cancel_scope.cancel()
+    assert [(r.rcode(), r.answer) for r in refused] == [(dns.rcode.REFUSED, [])] * 4
+    assert [r.id for r in refused] == [cluster.id, cluster.id, other.id, other.id]
+    assert (stranger.refused, asked) == (4, ["example.org."])
+    assert answers(pod) == ["192.0.2.1"]

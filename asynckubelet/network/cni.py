@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ipaddress
 import json
 import os
 import re
@@ -56,6 +55,8 @@ from asynckubelet.network.cniconf import (
     GC_VERSION,
     PROJECT_CONF_DIR,
     NetworkConfigList,
+    bridge_gateway,
+    bridge_subnets,
     load_config,
     parse_config,
     supports_gc,
@@ -197,27 +198,11 @@ class CNIPlugin:
         """The IPv4 gateway the list's ``bridge`` plugin gives its bridge (its
         ``host-local`` range's ``gateway``, else the range's first address); None when
         the list has no such bridge."""
-        bridge = self._bridge_plugin()
-        if bridge is None or not bridge.get("isGateway"):
-            return None
-        ipam = bridge.get("ipam") or {}
-        ranges = ipam.get("ranges") or (
-            [[{"subnet": ipam["subnet"]}]] if ipam.get("subnet") else []
-        )
-        for rng in ranges:
-            for entry in rng if isinstance(rng, list) else []:
-                if not isinstance(entry, dict):
-                    continue
-                try:
-                    subnet = ipaddress.ip_network(str(entry.get("subnet")), strict=False)
-                    if subnet.version != 4:
-                        continue
-                    if entry.get("gateway"):
-                        return str(ipaddress.IPv4Address(str(entry["gateway"])))
-                    return str(next(subnet.hosts()))
-                except (ValueError, StopIteration):
-                    continue
-        return None
+        return bridge_gateway(self._bridge_plugin())
+
+    def pod_subnets(self) -> tuple[str, ...]:
+        """The pod ranges behind the list's gateway bridge (none without one)."""
+        return bridge_subnets(self._bridge_plugin())
 
     def service_target(self) -> tuple[IPTables, str] | None:
         """The packet filter and bridge name that Service rules go to (iptables, as the

@@ -9,8 +9,9 @@ a list of one. The project ships its own default list inside the package.
 from __future__ import annotations
 
 import importlib.resources
+import ipaddress
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -95,12 +96,51 @@ def supports_gc(network_version: str, plugin_versions: Sequence[str]) -> bool:
     )
 
 
+def _gateway_ranges(bridge: Mapping[str, Any] | None) -> Iterator[tuple[Any, Mapping[str, Any]]]:
+    """(subnet, range entry) of each ``host-local`` range of a ``bridge`` plugin that
+    makes its bridge the pods' gateway (``isGateway``); none for any other."""
+    if bridge is None or not bridge.get("isGateway"):
+        return
+    ipam = bridge.get("ipam") or {}
+    ranges = ipam.get("ranges") or ([[{"subnet": ipam["subnet"]}]] if ipam.get("subnet") else [])
+    for rng in ranges:
+        for entry in rng if isinstance(rng, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            try:
+                yield ipaddress.ip_network(str(entry.get("subnet")), strict=False), entry
+            except ValueError:
+                continue
+
+
+def bridge_gateway(bridge: Mapping[str, Any] | None) -> str | None:
+    """The IPv4 gateway a ``bridge`` plugin gives its bridge (its ``host-local`` range's
+    ``gateway``, else the range's first address); None when it is no gateway."""
+    for subnet, entry in _gateway_ranges(bridge):
+        try:
+            if subnet.version != 4:
+                continue
+            if entry.get("gateway"):
+                return str(ipaddress.IPv4Address(str(entry["gateway"])))
+            return str(next(subnet.hosts()))
+        except (ValueError, StopIteration):
+            continue
+    return None
+
+
+def bridge_subnets(bridge: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The pod ranges (both families) behind a ``bridge`` plugin that is their gateway."""
+    return tuple(dict.fromkeys(str(subnet) for subnet, _ in _gateway_ranges(bridge)))
+
+
 __all__ = [
     "DEFAULT_CONF_DIR",
     "GC_VERSION",
     "PROJECT_CONF_DIR",
     "SUPPORTED_VERSIONS",
     "NetworkConfigList",
+    "bridge_gateway",
+    "bridge_subnets",
     "load_config",
     "parse_config",
     "supports_gc",

@@ -18,7 +18,21 @@ as on a cluster. The records follow the Kubernetes DNS specification as CoreDNS'
 
 Everything outside the cluster domain (and reverse names it does not know) is forwarded to
 the node's own resolvers and to nothing else; with none configured the answer is
-SERVFAIL. Messages are parsed and built with dnspython: no wire format is written here.
+SERVFAIL.
+
+It serves the pods and the node, and nobody else (:func:`client_allowed`): a query from
+the pod network (the pod CIDRs, both families) or from one of the node's own addresses
+(loopback, its interface addresses) is answered; any other source gets REFUSED whatever
+it asks, cluster names included. A node on a laptop or a shared network is then no open
+resolver, and does not tell its Services' names and addresses to its neighbours
+(CoreDNS's ``acl`` plugin; a cluster's DNS sits behind the pod network). The node's own
+queries get recursion as the pods' do: a ``hostNetwork`` pod with
+``ClusterFirstWithHostNet`` has this server as its only nameserver and asks from the
+node's addresses (the gateway address, which the bridge's masquerade rule rewrites to the
+node's own), so it cannot be told from the node; and a process of the node gains nothing
+from recursion here that it cannot get from the node's resolvers directly.
+
+Messages are parsed and built with dnspython: no wire format is written here.
 The server listens on UDP and TCP on one address (the pod network's gateway on the
 ``bridge`` backend), with bounded concurrency: a flood of queries waits or is refused,
 never grows memory without bound. Cluster names are answered as each UDP query is read,
@@ -89,6 +103,51 @@ class DNSConfig:
     forward_timeout: float = 2.0
     tcp_idle: float = TCP_IDLE
     max_tcp_connections: int = MAX_INFLIGHT
+    pod_networks: tuple[str, ...] = ()
+    """The pod CIDRs (IPv4 and IPv6): the clients the server answers besides the node."""
+
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def client_allowed(
+    client: str,
+    *,
+    pod_networks: Sequence[IPNetwork],
+    is_node_address: Callable[[IPAddress], bool],
+) -> bool:
+    """Whether the client at ``client`` (the address the socket tells) is answered: one
+    in the pod networks, or one of the node's own addresses (``is_node_address``)."""
+    try:
+        address = ipaddress.ip_address(client)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        elif address.scope_id is not None:
+            address = ipaddress.IPv6Address(str(address).split("%", 1)[0])
+    if any(address in network for network in pod_networks if network.version == address.version):
+        return True
+    return is_node_address(address)
+
+
+def is_node_address(address: IPAddress) -> bool:
+    """Whether ``address`` is one of this host's own: loopback, or an address the kernel
+    picks as the source of a route to itself, which it does only when the route is a local
+    one (a UDP socket's ``connect`` sends nothing). A secondary address whose local route
+    names its primary one reads as not the node's: never the other way round."""
+    if address.is_loopback:
+        return True
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect((str(address), 53))
+            chosen = ipaddress.ip_address(str(probe.getsockname()[0]).split("%", 1)[0])
+        except (OSError, ValueError):
+            return False
+    return chosen == address
 
 
 def upstreams_from_resolv_conf(text: str) -> tuple[tuple[str, int], ...]:
@@ -272,26 +331,49 @@ class ClusterDNS:
     """The server: answers from :class:`ClusterZone`, forwards the rest upstream.
 
     ``zone`` gives the current zone (rebuilt by the caller when Services or endpoints
-    change); the server never blocks on it."""
+    change); the server never blocks on it. ``is_node_address`` tells the node's own
+    addresses (:func:`client_allowed`)."""
 
-    def __init__(self, *, config: DNSConfig, zone: Callable[[], ClusterZone]) -> None:
+    def __init__(
+        self,
+        *,
+        config: DNSConfig,
+        zone: Callable[[], ClusterZone],
+        is_node_address: Callable[[IPAddress], bool] = is_node_address,
+    ) -> None:
         self.config = config
         self.zone = zone
+        self.pod_networks = tuple(
+            ipaddress.ip_network(cidr, strict=False) for cidr in config.pod_networks
+        )
+        self.is_node_address = is_node_address
         self._limit = anyio.CapacityLimiter(config.max_tcp_connections)
         self._forwards = anyio.CapacityLimiter(MAX_FORWARDS)
         self.queries = 0
         self.forwarded = 0
+        self.refused = 0
+        """Queries refused for who sent them."""
 
-    async def answer(self, wire: bytes, *, tcp: bool) -> bytes | None:
-        """The response to one message (None: not a query worth an answer)."""
-        local = self.answer_locally(wire, tcp=tcp)
+    def allowed(self, client: str) -> bool:
+        """Whether the client at address ``client`` is answered (:func:`client_allowed`)."""
+        return client_allowed(
+            client, pod_networks=self.pod_networks, is_node_address=self.is_node_address
+        )
+
+    async def answer(self, wire: bytes, *, tcp: bool, allowed: bool) -> bytes | None:
+        """The response to one message (None: not a query worth an answer); REFUSED when
+        its client is not ``allowed``."""
+        local = self.answer_locally(wire, tcp=tcp, allowed=allowed)
         if isinstance(local, dns.message.Message):
             return await self.forward(local, tcp=tcp)
         return local
 
-    def answer_locally(self, wire: bytes, *, tcp: bool) -> bytes | dns.message.Message | None:
-        """The response to one message when this server has it without waiting; the
-        parsed query when it must be forwarded (None: not a query worth an answer)."""
+    def answer_locally(
+        self, wire: bytes, *, tcp: bool, allowed: bool
+    ) -> bytes | dns.message.Message | None:
+        """The response to one message when this server has it without waiting, REFUSED
+        when its client is not ``allowed``; the parsed query when it must be forwarded
+        (None: not a query worth an answer)."""
         try:
             query = dns.message.from_wire(wire)
         except (dns.exception.DNSException, ValueError):
@@ -299,6 +381,9 @@ class ClusterDNS:
         if query.flags & dns.flags.QR:
             return None
         self.queries += 1
+        if not allowed:
+            self.refused += 1
+            return _status(query, dns.rcode.REFUSED, tcp=tcp)
         if query.opcode() != dns.opcode.QUERY:
             return _status(query, dns.rcode.NOTIMP, tcp=tcp)
         if len(query.question) != 1:
@@ -379,7 +464,7 @@ class ClusterDNS:
             task_status.started(bound)
             async for packet, (addr, cport) in udp:
                 try:
-                    reply = self.answer_locally(packet, tcp=False)
+                    reply = self.answer_locally(packet, tcp=False, allowed=self.allowed(addr))
                 except Exception:
                     logger.exception("dns: a query failed")
                     continue
@@ -426,6 +511,8 @@ class ClusterDNS:
 
     async def _tcp_connection(self, stream: anyio.abc.SocketStream) -> None:
         async with stream:
+            remote = stream.extra(anyio.abc.SocketAttribute.remote_address)  # noqa: S610  (anyio's typed attribute, not Django's)
+            allowed = self.allowed(str(remote[0]) if isinstance(remote, tuple) else "")
             buffer = bytearray()
             try:
                 while True:
@@ -434,7 +521,7 @@ class ClusterDNS:
                             buffer += await stream.receive()
                     size = int.from_bytes(buffer[:2])
                     message, buffer = bytes(buffer[2 : 2 + size]), buffer[2 + size :]
-                    reply = await self.answer(message, tcp=True)
+                    reply = await self.answer(message, tcp=True, allowed=allowed)
                     if reply is None:
                         return
                     with anyio.fail_after(self.config.tcp_idle):
@@ -529,6 +616,8 @@ __all__ = [
     "ClusterDNS",
     "ClusterZone",
     "DNSConfig",
+    "client_allowed",
+    "is_node_address",
     "upstreams_from_resolv_conf",
     "zone_source",
 ]

@@ -162,6 +162,8 @@ class _ServiceSetup:
     ranges: ServiceRanges
     dns_server: bool
     upstreams: tuple[tuple[str, int], ...]
+    pod_networks: tuple[str, ...] = ()
+    """The pod CIDRs, whose clients the cluster DNS recurses for."""
 
 
 def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:
@@ -216,6 +218,7 @@ async def _serve(
     async with DockerClient(url=node.docker_host) as docker:
         plugin = node.network_plugin(docker, node_name=config.node_name)
         dns_address = _dns_address(plugin) if setup.dns_server else None
+        setup = dataclasses.replace(setup, pod_networks=_pod_networks(plugin))
         if dns_address is not None and not config.dns.cluster_dns:
             config = dataclasses.replace(
                 config, dns=dataclasses.replace(config.dns, cluster_dns=(dns_address,))
@@ -308,6 +311,18 @@ def _reserved_ports(at: _Address, dns_address: str | None) -> list[ReservedPort]
     return reserved
 
 
+def _pod_networks(plugin: NetworkPlugin) -> tuple[str, ...]:
+    """The pod CIDRs of the network (both families), as far as this node knows them."""
+    from asynckubelet.network.bridge import BridgePlugin
+    from asynckubelet.network.cni import CNIPlugin
+
+    if isinstance(plugin, BridgePlugin):
+        return tuple(str(n) for n in (plugin.subnet, plugin.subnet6) if n is not None)
+    if isinstance(plugin, CNIPlugin):
+        return plugin.pod_subnets()
+    return ()
+
+
 async def _start_services(
     tg: anyio.abc.TaskGroup,
     kubelet: Kubelet,
@@ -342,7 +357,9 @@ async def _start_services(
     if dns_address is None:
         return controller
     domain = kubelet.config.dns.cluster_domain
-    config = DNSConfig(cluster_domain=domain, upstreams=setup.upstreams)
+    config = DNSConfig(
+        cluster_domain=domain, upstreams=setup.upstreams, pod_networks=setup.pod_networks
+    )
     zone = zone_source(
         domain=domain,
         ttl=config.ttl,
