@@ -9,8 +9,8 @@ private dockerd, so other work on the machine's engine does not disturb the figu
   backend makes the namespace, then create and start its two containers concurrently,
   every pod at once; each container with the host configuration the node gives it: its
   ``/etc/hosts``, ``/etc/resolv.conf`` and ``/dev/termination-log`` files bind-mounted,
-  no seccomp profile as the kubelet's default is ``Unconfined``, a BestEffort pod's CPU
-  shares), then the node given the same pods at once (manifests renamed into its
+  the engine's default seccomp profile as the node's ``--seccomp-default``, a BestEffort
+  pod's CPU shares), then the node given the same pods at once (manifests renamed into its
   manifest directory) until its status files show every pod Running; the ratio of the
   two (beside it, the node against the raw path with at most ``--raw-limit`` creates and
   starts under way at once, timed just before, as the node itself limits them: the node's
@@ -447,7 +447,6 @@ async def raw_burst(docker_url: str, n: int, scratch: Path, limit: int = 0) -> f
                             "HostConfig": {
                                 **joined,
                                 "Mounts": mounts,
-                                "SecurityOpt": ["seccomp=unconfined"],
                                 "CpuShares": 2,
                             },
                         },
