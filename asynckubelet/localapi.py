@@ -739,7 +739,7 @@ async def apply(request: web.Request) -> web.Response:
     )
     services = request.app[SERVICES_KEY]
     if not problems and services is not None:
-        manifests, refused = services.admit(manifests)
+        manifests, refused = await services.admit(manifests)
         problems = (*problems, *refused)
     if problems and len(policy) == len(problems):
         for rejection in policy:

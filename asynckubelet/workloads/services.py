@@ -378,7 +378,7 @@ class ServiceController:
 
     # -- admission --------------------------------------------------------------------------
 
-    def admit(self, manifests: Manifests) -> tuple[Manifests, builtins.list[FieldError]]:
+    async def admit(self, manifests: Manifests) -> tuple[Manifests, builtins.list[FieldError]]:
         """``manifests`` with their Services allocated, and every refusal in the API
         server's words (the field prefixed by nothing: the caller names the source). The
         pods of ``manifests`` hold their hostPorts already, and their Namespaces' levels
@@ -388,7 +388,7 @@ class ServiceController:
         stored = {key_of(s): s for s in self.services()}
         listening: Iterable[Listener] = ()
         if self.host_listeners is not None and any(_on_node(s) for s in manifests.services):
-            listening = self.host_listeners()
+            listening = await anyio.to_thread.run_sync(self.host_listeners)
         done, problems = allocate(
             manifests.services,
             stored=stored,

@@ -81,10 +81,7 @@ async def _reset(node: NodeOptions) -> list[str]:
                 raise fail(await _in_use(docker, f"bridge {bridge}", attached))
             await plugin.remove_node_network()
         except errors.RuntimeUnavailable as e:
-            raise fail(
-                f"cannot tell which pods still use bridge {bridge}: {e}; "
-                "start the engine their pods run on (`asynckubelet engine start`)"
-            ) from e
+            raise _engine_needed(bridge, e) from e
         except errors.NetworkError as e:
             raise fail(f"removing the pod network of bridge {bridge}: {e}") from e
     if not present:
@@ -118,6 +115,13 @@ async def _remove_docker_network(docker: DockerAPI, plugin: DockerNetworkPlugin)
     return f"removed Docker network {name}"
 
 
+def _engine_needed(bridge: str, error: Exception) -> Exception:
+    return fail(
+        f"cannot tell which pods still use bridge {bridge}: {error}; "
+        "start the engine their pods run on (`asynckubelet engine start`)"
+    )
+
+
 async def _remove_cni_guard(docker: DockerAPI, plugin: CNIPlugin) -> str:
     """The ``cni`` backend's bridge and addresses are its plugins'; what the node adds on
     the host is the loopback guard on the list's bridge, removed once no sandbox of the
@@ -131,10 +135,7 @@ async def _remove_cni_guard(docker: DockerAPI, plugin: CNIPlugin) -> str:
     try:
         await plugin.sweep()
     except errors.RuntimeUnavailable as e:
-        raise fail(
-            f"cannot tell which pods still use bridge {bridge}: {e}; "
-            "start the engine their pods run on (`asynckubelet engine start`)"
-        ) from e
+        raise _engine_needed(bridge, e) from e
     attached = sorted(plugin.cached_sandboxes())
     if attached:
         raise fail(await _in_use(docker, f"bridge {bridge}", attached))
