@@ -154,18 +154,18 @@ def test_run_beside_a_daemon_allocates_from_the_daemons_records(
 
 
 def test_serve_publishes_its_network_state_dir_and_seccomp_default(tmp_path: Path) -> None:
-    from asynckubelet.cli.commands.serve import _Address, _node_info
+    from asynckubelet.cli.nodeconfig import network_config
     from asynckubelet.node.kubelet import KubeletConfig
+    from asynckubelet.nodeapp.node import published_info
 
     node = NodeOptions(network_state_dir=tmp_path / "records", seccomp_default=False)
-    info = _node_info(
+    info = published_info(
         KubeletConfig(node_name="n1", seccomp_default=node.seccomp_default),
-        node,
-        _Address("127.0.0.1:0", "127.0.0.1", 0, False),
-        10255,
-        tmp_path / "api.sock",
-        "unix:///run/docker.sock",
-        network="bridge",
+        network_config(node),
+        network_name="bridge",
+        listen="http://127.0.0.1:10255",
+        docker_url="unix:///run/docker.sock",
+        socket=tmp_path / "api.sock",
     ).to_json()
     assert (info["network_state_dir"], info["seccomp_default"]) == (
         str(tmp_path / "records"),

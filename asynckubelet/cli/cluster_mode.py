@@ -10,11 +10,7 @@ loaded, is one ``error:`` line and exit status 2.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import signal
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -24,11 +20,9 @@ from asynckubelet.cli.options import ClusterOptions, NodeOptions, UsageError
 from asynckubelet.cli.output import err, fail, run_async, say
 
 if TYPE_CHECKING:
-    from asynckubelet.cluster.agent import ClusterConfig, ClusterNode
-    from asynckubelet.docker import DockerAPI
-    from asynckubelet.network import NetworkPlugin
-    from asynckubelet.node.daemon import DaemonInfo
+    from asynckubelet.cluster.agent import ClusterConfig
     from asynckubelet.node.kubelet import KubeletConfig
+    from asynckubelet.nodeapp.config import HTTPEndpoint, NodeConfig
 
 
 def cluster_config(node: NodeOptions, cluster: ClusterOptions) -> ClusterConfig:
@@ -59,43 +53,23 @@ def cluster_config(node: NodeOptions, cluster: ClusterOptions) -> ClusterConfig:
         raise UsageError(str(e)) from None
 
 
-def network_factory(
-    node: NodeOptions, docker: DockerAPI, *, node_name: str
-) -> Callable[[str], NetworkPlugin]:
-    """The pod network for the pod CIDR the cluster assigns (else ``--pod-cidr``)."""
-    from asynckubelet.cli.options import ipv6_pod_cidr
-    from asynckubelet.network.factory import make_network_plugin
-
-    def make(pod_cidr: str) -> NetworkPlugin:
-        return make_network_plugin(
-            node.network,
-            docker=docker,
-            state_dir=node.network_state_dir,
-            bridge=node.bridge,
-            pod_cidr=pod_cidr or node.pod_cidr,
-            pod_cidr_v6=ipv6_pod_cidr(dual_stack=node.dual_stack, pod_cidr_v6=node.pod_cidr_v6),
-            firewall=node.firewall,
-            masquerade=node.masquerade,
-            node_name=node_name,
-        )
-
-    return make
-
-
 def serve_cluster(
-    config: KubeletConfig,
-    node: NodeOptions,
-    cluster: ClusterOptions,
-    state: Path,
-    *,
-    host: str,
-    port: int,
-    allow_remote: bool,
+    kubelet: KubeletConfig, node: NodeOptions, cluster: ClusterOptions, http: HTTPEndpoint
 ) -> None:
     """Run the node in the cluster until SIGINT/SIGTERM."""
-    joining = cluster_config(node, cluster)
+    from asynckubelet.cli.nodeconfig import network_config
+    from asynckubelet.nodeapp.config import NodeConfig
+
+    config = NodeConfig(
+        kubelet=kubelet,
+        network=network_config(node),
+        controllers=False,
+        local_api=True,
+        http=http,
+        cluster=cluster_config(node, cluster),
+    )
     try:
-        run_async(_serve, config, node, cluster, joining, state, (host, port, allow_remote))
+        run_async(_serve, config)
     except BaseException as group:
         error = group
         while isinstance(error, BaseExceptionGroup) and error.exceptions:
@@ -107,121 +81,53 @@ def serve_cluster(
         raise
 
 
-async def _listen_and_publish(
-    tg: anyio.abc.TaskGroup,
-    joined: ClusterNode,
-    config: KubeletConfig,
-    node: NodeOptions,
-    state: Path,
-    socket_file: Path,
-    listen: tuple[str, int, bool],
-    docker_url: str,
-    published: list[DaemonInfo],
-    started: list[int],
-) -> None:
-    """Serve the local API and the HTTP endpoint of the joined node, then publish the
-    node's configuration in the state directory and say so in one line."""
-    from asynckubelet.cli.commands.serve import _Address, _node_info
+async def _serve(config: NodeConfig) -> None:
+    """The joined node until SIGINT/SIGTERM. Signals are taken from the start: one during
+    the join, or right after the announcement, still removes what was announced."""
     from asynckubelet.cli.provision import announce
-    from asynckubelet.localapi import serve_local
     from asynckubelet.node import daemon
-    from asynckubelet.server import serve_http
+    from asynckubelet.nodeapp import Node
 
-    host, port, allow_remote = listen
-    kubelet = joined.kubelet
-    kubelet.runtime.images.announce = announce
-    local = functools.partial(serve_local, kubelet, lambda: published[0], path=str(socket_file))
-    http = functools.partial(serve_http, kubelet, host=host, port=port, allow_remote=allow_remote)
-    try:
-        inode = int(await tg.start(local))
-        started.append(inode)
-        bound = await tg.start(http)
-    except OSError as e:
-        raise fail(f"cannot listen: {e}") from None
-    info = _node_info(
-        config,
-        node,
-        _Address(f"{host}:{port}", host, port, allow_remote),
-        bound,
-        socket_file,
-        docker_url,
-        network=kubelet.runtime.network.name,
-    )
-    published.append(dataclasses.replace(info, pod_cidr=joined.pod_cidr or ""))
-    daemon.write_node_info(state, published[0])
-    kubelet_api = f", kubelet API port {joined.kubelet_port}" if joined.kubelet_port else ""
-    say(
-        f"node {joined.node_name} joined {joined.api.server} "
-        f"(pod CIDR {joined.pod_cidr}{kubelet_api}), manifests "
-        f"{config.manifest_dir}, http://{host}:{bound}, local API {socket_file}"
-    )
-    daemon.settle_heap()
-    tg.start_soon(
-        daemon.give_back_memory_when_quiet,
-        joined.kubelet.status,
-        name="memory given back after each busy spell",
-    )
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async with anyio.create_task_group() as tg:
+            stop = anyio.Event()
 
+            async def stop_on_signal() -> None:
+                async for signum in received:
+                    err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
+                    stop.set()
+                    if not announced:
+                        tg.cancel_scope.cancel()
+                    return
 
-async def _serve(
-    config: KubeletConfig,
-    node: NodeOptions,
-    cluster: ClusterOptions,
-    joining: ClusterConfig,
-    state: Path,
-    listen: tuple[str, int, bool],
-) -> None:
-    from asynckubelet.cluster.agent import run_cluster_node
-    from asynckubelet.docker import DockerClient
-    from asynckubelet.node import daemon
-    from asynckubelet.node.access import remove_pid_file, write_pid_file
-    from asynckubelet.node.kubelet import API_SOURCE
-    from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
-
-    try:
-        socket_file = daemon.claim_socket(state)
-    except errors.DaemonError as e:
-        raise fail(str(e)) from None
-    objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
-    started: list[int] = []
-    published: list[DaemonInfo] = []
-    async with DockerClient(url=node.docker_host) as docker:
-        network = network_factory(node, docker, node_name=config.node_name)
-        write_pid_file(state)
-        signals = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
-        try:
-            # Signals are taken from the start: one during the join, or right after the
-            # announcement, still removes what was announced.
-            with signals as received:
-                async with anyio.create_task_group() as tg:
-
-                    async def stop_on_signal() -> None:
-                        async for signum in received:
-                            err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
-                            tg.cancel_scope.cancel()
-                            return
-
-                    tg.start_soon(stop_on_signal)
-                    joined: ClusterNode = await tg.start(
-                        functools.partial(
-                            run_cluster_node,
-                            joining,
-                            config,
-                            docker=docker,
-                            network=network,
-                            objects=objects,
-                        )
+            announced = False
+            tg.start_soon(stop_on_signal)
+            try:
+                async with Node(config, announce=announce) as node:
+                    joined = node.cluster
+                    assert joined is not None and config.http is not None  # noqa: S101  (type narrowing: cluster mode with an endpoint)
+                    kubelet_api = (
+                        f", kubelet API port {joined.kubelet_port}" if joined.kubelet_port else ""
                     )
-                    await _listen_and_publish(
-                        tg, joined, config, node, state, socket_file, listen, docker.url,
-                        published, started,
-                    )  # fmt: skip
-        finally:
-            inode = started[0] if started else None
-            daemon.release_socket(state, inode=inode)
-            if inode is not None:
-                daemon.remove_node_info(state)
-            remove_pid_file(state)
+                    say(
+                        f"node {joined.node_name} joined {joined.api.server} "
+                        f"(pod CIDR {joined.pod_cidr}{kubelet_api}), manifests "
+                        f"{config.kubelet.manifest_dir}, http://{config.http.host}:"
+                        f"{node.http_port}, local API {node.socket}"
+                    )
+                    announced = True
+                    daemon.settle_heap()
+                    async with anyio.create_task_group() as inner:
+                        inner.start_soon(
+                            daemon.give_back_memory_when_quiet,
+                            node.kubelet.status,
+                            name="memory given back after each busy spell",
+                        )
+                        await stop.wait()
+                        inner.cancel_scope.cancel()
+            except errors.DaemonError as e:
+                raise fail(str(e)) from None
+            tg.cancel_scope.cancel()
 
 
-__all__ = ["cluster_config", "network_factory", "serve_cluster"]
+__all__ = ["cluster_config", "serve_cluster"]

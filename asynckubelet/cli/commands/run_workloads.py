@@ -48,14 +48,14 @@ async def run_with_controllers(
     grace_period: float | None,
 ) -> int:
     """Run ``manifests`` on an in-process node with controllers; the exit code."""
+    from asynckubelet.cli.nodeconfig import network_config
     from asynckubelet.cli.provision import announce
-    from asynckubelet.docker import DockerClient
-    from asynckubelet.node.kubelet import Kubelet, KubeletConfig
-    from asynckubelet.workloads import Controllers
+    from asynckubelet.node.kubelet import KubeletConfig
+    from asynckubelet.nodeapp import Node, NodeConfig
 
     owner = f"run-{secrets.token_hex(4)}"
     runtime = node.runtime_config()
-    config = KubeletConfig(
+    kubelet_config = KubeletConfig(
         node_name=runtime.node_name,
         pause_image=node.pause_image,
         docker_url=node.docker_host,
@@ -72,22 +72,19 @@ async def run_with_controllers(
         container_log_max_size=runtime.container_log_max_size,
         container_log_max_files=runtime.container_log_max_files,
     )
+    config = NodeConfig(kubelet=kubelet_config, network=network_config(node))
     code = 0
-    async with DockerClient(url=node.docker_host) as docker:
-        plugin = node.network_plugin(docker, node_name=config.node_name)
-        async with Kubelet(config, docker=docker, network=plugin) as kubelet:
-            kubelet.runtime.images.announce = announce
-            await kubelet.runtime.pause_image()
-            signals: list[int] = []
-            async with anyio.create_task_group() as tg:
-                await tg.start(Controllers(kubelet).run, name="workload controllers")
-                done = anyio.Event()
-                tg.start_soon(_follow, kubelet, renderer, tg, done, name="follow pods")
-                tg.start_soon(_stop_on_signals, tg.cancel_scope, signals, name="signals")
-                await kubelet.apply(manifests)
-                code = await _until_finished(kubelet, manifests)
-                done.set()
-                tg.cancel_scope.cancel()
+    signals: list[int] = []
+    async with Node(config, announce=announce) as running:
+        kubelet = running.kubelet
+        async with anyio.create_task_group() as tg:
+            done = anyio.Event()
+            tg.start_soon(_follow, kubelet, renderer, tg, done, name="follow pods")
+            tg.start_soon(_stop_on_signals, tg.cancel_scope, signals, name="signals")
+            await kubelet.apply(manifests)
+            code = await _until_finished(kubelet, manifests)
+            done.set()
+            tg.cancel_scope.cancel()
     return 128 + signals[0] if signals else code
 
 

@@ -10,10 +10,7 @@ applied to it are kept in ``objects/`` and taken back at the next start.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import signal
-from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -41,11 +38,12 @@ from asynckubelet.cli.options import (
 from asynckubelet.cli.output import command, err, fail, run_async, say
 
 if TYPE_CHECKING:
-    from asynckubelet.network import NetworkPlugin
-    from asynckubelet.node.daemon import DaemonInfo
-    from asynckubelet.node.kubelet import Kubelet, KubeletConfig
-    from asynckubelet.workloads.allocation import ReservedPort
-    from asynckubelet.workloads.services import ServiceController, ServiceRanges
+    from asynckubelet.node.config import KubeletConfig
+    from asynckubelet.nodeapp.config import (
+        HTTPEndpoint,
+        NetworkConfig,
+        ServicesConfig,
+    )
 
 
 @command(log_default="INFO")
@@ -84,12 +82,14 @@ def serve(
     """
     import socket
 
+    from asynckubelet.cli.nodeconfig import network_config
     from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.cluster.host import default_node_ip
     from asynckubelet.node import daemon
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.daemon import default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
+    from asynckubelet.nodeapp.config import HTTPEndpoint, ServicesConfig
     from asynckubelet.server import check_listen, parse_listen
     from asynckubelet.workloads.services import ServiceRanges
 
@@ -110,7 +110,7 @@ def serve(
         check_listen(host, allow_remote=allow_remote)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    config = KubeletConfig(
+    kubelet = KubeletConfig(
         node_name=node.node_name or socket.gethostname(),
         state_dir=state,
         manifest_dir=manifests or StateDir(state).manifests,
@@ -128,6 +128,7 @@ def serve(
         container_log_max_size=node.container_log_max_size,
         container_log_max_files=node.container_log_max_files,
     )
+    http = HTTPEndpoint(host=host, port=port, allow_remote=allow_remote)
     daemon.limit_malloc_arenas()
     daemon.quicken_thread_switches()
     ensure_engine(node.docker_host)
@@ -138,32 +139,11 @@ def serve(
         if cluster.kubeconfig is not None:
             from asynckubelet.cli.cluster_mode import serve_cluster
 
-            config = dataclasses.replace(config, node_name=config.node_name.lower())
-            serve_cluster(
-                config, node, cluster, state, host=host, port=port, allow_remote=allow_remote
-            )
+            kubelet = dataclasses.replace(kubelet, node_name=kubelet.node_name.lower())
+            serve_cluster(kubelet, node, cluster, http)
             return
-        setup = _ServiceSetup(ranges=ranges, dns_server=dns_server, upstreams=upstreams)
-        run_async(_serve, config, node, state, _Address(listen, host, port, allow_remote), setup)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Address:
-    listen: str
-    host: str
-    port: int
-    allow_remote: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class _ServiceSetup:
-    """What the node does for Services and cluster DNS."""
-
-    ranges: ServiceRanges
-    dns_server: bool
-    upstreams: tuple[tuple[str, int], ...]
-    pod_networks: tuple[str, ...] = ()
-    """The pod CIDRs, whose clients the cluster DNS recurses for."""
+        services = ServicesConfig(ranges=ranges, dns_server=dns_server, dns_upstreams=upstreams)
+        run_async(_serve, kubelet, network_config(node), services, http)
 
 
 def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:
@@ -195,235 +175,40 @@ def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:
 
 
 async def _serve(
-    config: KubeletConfig, node: NodeOptions, state: Path, at: _Address, setup: _ServiceSetup
+    kubelet: KubeletConfig, network: NetworkConfig, services: ServicesConfig, http: HTTPEndpoint
 ) -> None:
+    """The node, with Services, its local API and its TCP endpoint, until SIGINT/SIGTERM;
+    signals are taken before it is announced, so one that comes right after still removes
+    what was announced."""
     from asynckubelet.cli.provision import announce
-    from asynckubelet.docker import DockerClient
     from asynckubelet.node import daemon
-    from asynckubelet.node.access import remove_pid_file, write_pid_file
-    from asynckubelet.node.kubelet import API_SOURCE, Kubelet
-    from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
+    from asynckubelet.nodeapp import Node, NodeConfig
     from asynckubelet.progress import PullDisplay
-    from asynckubelet.workloads import WORKLOADS_SOURCE, Controllers
 
-    try:
-        socket_file = daemon.claim_socket(state)
-    except errors.DaemonError as e:
-        raise fail(str(e)) from None
-    objects = ObjectStore(
-        directory=state / OBJECTS_DIR,
-        persistent_source=API_SOURCE,
-        also_persistent=(WORKLOADS_SOURCE,),
+    config = NodeConfig(
+        kubelet=kubelet, network=network, services=services, local_api=True, http=http
     )
-    async with DockerClient(url=node.docker_host) as docker:
-        plugin = node.network_plugin(docker, node_name=config.node_name)
-        dns_address = _dns_address(plugin) if setup.dns_server else None
-        setup = dataclasses.replace(setup, pod_networks=_pod_networks(plugin))
-        if dns_address is not None and not config.dns.cluster_dns:
-            config = dataclasses.replace(
-                config, dns=dataclasses.replace(config.dns, cluster_dns=(dns_address,))
-            )
-        async with Kubelet(config, docker=docker, network=plugin, objects=objects) as kubelet:
-            kubelet.runtime.images.listener = PullDisplay(console=err, live=False, write=_log_pull)
-            kubelet.runtime.images.announce = announce
-            await kubelet.runtime.pause_image()
-            write_pid_file(state)
-            inode: int | None = None
-            published: list[DaemonInfo] = []
-            signals = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
-            try:
-                # Signals are taken before the node is announced: one that comes right after
-                # still removes what was announced.
-                with signals as received:
-                    async with anyio.create_task_group() as tg:
-                        await tg.start(Controllers(kubelet).run, name="workload controllers")
-                        reserved = _reserved_ports(at, dns_address)
-                        services = await _start_services(
-                            tg, kubelet, plugin, setup, dns_address, reserved
-                        )
-                        # The socket first: a client that sees HTTP answer finds it.
-                        inode = await _listen_locally(
-                            tg, kubelet, lambda: published[0], socket_file, services
-                        )
-                        bound = await _listen(tg, kubelet, at)
-                        info = _node_info(
-                            config, node, at, bound, socket_file, docker.url, network=plugin.name
-                        )
-                        published.append(info)
-                        daemon.write_node_info(state, info)
-                        say(
-                            f"node {config.node_name}: manifests {config.manifest_dir}, "
-                            f"http://{at.host}:{bound}, local API {socket_file}"
-                        )
-                        daemon.settle_heap()
-                        tg.start_soon(
-                            daemon.give_back_memory_when_quiet,
-                            kubelet.status,
-                            name="memory given back after each busy spell",
-                        )
-                        signum = await anext(aiter(received))
-                        err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
-                        if not config.leave_running:
-                            await services.remove_rules()
-                        tg.cancel_scope.cancel()
-            finally:
-                daemon.release_socket(state, inode=inode)
-                if inode is not None:
-                    daemon.remove_node_info(state)
-                remove_pid_file(state)
-
-
-async def _listen(tg: anyio.abc.TaskGroup, kubelet: Kubelet, at: _Address) -> int:
-    """The read-only HTTP endpoints, started; their bound port."""
-    from asynckubelet.server import serve_http
-
-    http = functools.partial(
-        serve_http, kubelet, host=at.host, port=at.port, allow_remote=at.allow_remote
-    )
-    try:
-        return int(await tg.start(http))
-    except OSError as e:
-        raise fail(f"cannot listen on {at.listen}: {e}") from None
-
-
-def _dns_address(plugin: NetworkPlugin) -> str | None:
-    """Where the cluster DNS listens: the pod network's gateway (None: a network whose
-    pods this node cannot serve from its own address)."""
-    from asynckubelet.network.bridge import BridgePlugin
-    from asynckubelet.network.cni import CNIPlugin
-
-    if isinstance(plugin, BridgePlugin):
-        return plugin.ipam.gateway
-    if isinstance(plugin, CNIPlugin):
-        return plugin.gateway()
-    return None
-
-
-def _reserved_ports(at: _Address, dns_address: str | None) -> list[ReservedPort]:
-    """The node's own ports, which no Service may publish: the TCP endpoint's and the
-    cluster DNS's."""
-    from asynckubelet.workloads.allocation import ReservedPort
-
-    reserved = [ReservedPort("TCP", at.port, "serve --listen")] if at.port else []
-    if dns_address is not None:
-        server = f"the cluster DNS on {dns_address}"
-        reserved += [ReservedPort("UDP", 53, server), ReservedPort("TCP", 53, server)]
-    return reserved
-
-
-def _pod_networks(plugin: NetworkPlugin) -> tuple[str, ...]:
-    """The pod CIDRs of the network (both families), as far as this node knows them."""
-    from asynckubelet.network.bridge import BridgePlugin
-    from asynckubelet.network.cni import CNIPlugin
-
-    if isinstance(plugin, BridgePlugin):
-        return tuple(str(n) for n in (plugin.subnet, plugin.subnet6) if n is not None)
-    if isinstance(plugin, CNIPlugin):
-        return plugin.pod_subnets()
-    return ()
-
-
-async def _start_services(
-    tg: anyio.abc.TaskGroup,
-    kubelet: Kubelet,
-    plugin: NetworkPlugin,
-    setup: _ServiceSetup,
-    dns_address: str | None,
-    reserved: Sequence[ReservedPort],
-) -> ServiceController:
-    """The Service controller and, with an address for it, the cluster DNS, started."""
-    from asynckubelet.network.bridge import BridgePlugin
-    from asynckubelet.network.cni import CNIPlugin
-    from asynckubelet.node.listeners import read_listeners
-    from asynckubelet.workloads.dns import ClusterDNS, DNSConfig, zone_source
-    from asynckubelet.workloads.services import ProxyTarget, ServiceController
-
-    targets: list[ProxyTarget] = []
-    if isinstance(plugin, BridgePlugin):
-        await plugin.ensure_node_network()
-        targets.append(ProxyTarget(plugin.firewall, plugin.config.bridge))
-    elif isinstance(plugin, CNIPlugin):
-        target = plugin.service_target()
-        if target is not None:
-            targets.append(ProxyTarget(*target))
-    controller = ServiceController(
-        kubelet,
-        ranges=setup.ranges,
-        targets=targets,
-        reserved=reserved,
-        host_listeners=read_listeners,
-    )
-    await tg.start(controller.run, name="services")
-    if dns_address is None:
-        return controller
-    domain = kubelet.config.dns.cluster_domain
-    config = DNSConfig(
-        cluster_domain=domain, upstreams=setup.upstreams, pod_networks=setup.pod_networks
-    )
-    zone = zone_source(
-        domain=domain,
-        ttl=config.ttl,
-        version=lambda: controller.version,
-        services=controller.services,
-        endpoints=controller.all_endpoints,
-    )
-    server = ClusterDNS(config=config, zone=zone)
-    try:
-        await tg.start(functools.partial(server.serve, host=dns_address, port=53), name="dns")
-    except errors.NetworkError as e:
-        raise fail(str(e)) from None
-    return controller
-
-
-async def _listen_locally(
-    tg: anyio.abc.TaskGroup,
-    kubelet: Kubelet,
-    info: Callable[[], DaemonInfo],
-    socket_file: Path,
-    services: ServiceController,
-) -> int:
-    """The local API on the state dir's socket, started; the socket's inode."""
-    from asynckubelet.localapi import serve_local
-
-    local = functools.partial(serve_local, kubelet, info, path=str(socket_file), services=services)
-    try:
-        return int(await tg.start(local))
-    except OSError as e:
-        raise fail(f"cannot listen on {socket_file}: {e}") from None
-
-
-def _node_info(
-    config: KubeletConfig,
-    node: NodeOptions,
-    at: _Address,
-    port: int,
-    socket_file: Path,
-    docker_url: str,
-    *,
-    network: str,
-) -> DaemonInfo:
-    """What the daemon publishes: its effective configuration."""
-    from asynckubelet import __version__
-    from asynckubelet.cli.options import ipv6_pod_cidr
-    from asynckubelet.node.daemon import DaemonInfo
-
-    return DaemonInfo(
-        node_name=config.node_name,
-        pod_security=config.pod_security,
-        allow_namespace_policy=config.allow_namespace_policy,
-        seccomp_default=config.seccomp_default,
-        network=network,
-        network_state_dir=str(node.network_state_dir),
-        pod_cidr=node.pod_cidr,
-        pod_cidr_v6=ipv6_pod_cidr(dual_stack=node.dual_stack, pod_cidr_v6=node.pod_cidr_v6) or "",
-        bridge=node.bridge,
-        cluster_dns=config.dns.cluster_dns,
-        cluster_domain=config.dns.cluster_domain,
-        listen=f"http://{at.host}:{port}",
-        docker_host=docker_url,
-        socket=str(socket_file),
-        version=__version__,
-    )
+    pulls = PullDisplay(console=err, live=False, write=_log_pull)
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        try:
+            node = Node(config, pulls=pulls, announce=announce)
+            async with node:
+                say(
+                    f"node {config.kubelet.node_name}: manifests {config.kubelet.manifest_dir}, "
+                    f"http://{http.host}:{node.http_port}, local API {node.socket}"
+                )
+                daemon.settle_heap()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(
+                        daemon.give_back_memory_when_quiet,
+                        node.kubelet.status,
+                        name="memory given back after each busy spell",
+                    )
+                    signum = await anext(aiter(received))
+                    err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
+                    tg.cancel_scope.cancel()
+        except (errors.DaemonError, errors.NetworkError) as e:
+            raise fail(str(e)) from None
 
 
 def _log_pull(image: str, text: str) -> None:

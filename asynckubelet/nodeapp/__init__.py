@@ -1,0 +1,7 @@
+"""The node as one object: :class:`Node` over a :class:`NodeConfig`, the composition root
+that ``run``, ``serve``, cluster mode and embedders share."""
+
+from asynckubelet.nodeapp.config import HTTPEndpoint, NetworkConfig, NodeConfig, ServicesConfig
+from asynckubelet.nodeapp.node import Node
+
+__all__ = ["HTTPEndpoint", "NetworkConfig", "Node", "NodeConfig", "ServicesConfig"]
