@@ -12,6 +12,7 @@ from worker_helpers import StubRuntime, worker_pod
 
 from asynckubelet.node import runner
 from asynckubelet.node.runner import FAILED_SYNC, PodWorker
+from asynckubelet.node.worker_state import WorkerPolicy
 from asynckubelet.runtime.results import PodSyncResult
 
 pytestmark = pytest.mark.anyio
@@ -42,11 +43,10 @@ async def _run(rm: FakeRuntime, monkeypatch: pytest.MonkeyPatch) -> list[PodStat
     monkeypatch.setattr(runner, "SYNC_ERROR_PAUSE", (0.01, 0.02))
     statuses: list[PodStatus] = []
     worker = PodWorker(
-        rm,  # type: ignore[arg-type]
+        rm,
         worker_pod(restart_policy=None),
         on_status=lambda pod, status: statuses.append(status),
-        own_events=False,
-        resync_interval=0.01,
+        policy=WorkerPolicy(own_events=False, resync_interval=0.01),
     )
     stop = anyio.Event()
     with anyio.fail_after(10):
@@ -89,7 +89,11 @@ async def test_the_status_shows_the_failed_sync_until_a_sync_succeeds(
 
 
 async def test_the_pause_between_failed_syncs_grows_and_resets_after_a_success() -> None:
-    worker = PodWorker(FakeRuntime(failures=0), worker_pod(restart_policy=None), own_events=False)  # type: ignore[arg-type]
+    worker = PodWorker(
+        FakeRuntime(failures=0),
+        worker_pod(restart_policy=None),
+        policy=WorkerPolicy(own_events=False),
+    )
     stop = anyio.Event()
     stop.set()
     pauses = []

@@ -13,6 +13,7 @@ from lightkube.models.core_v1 import PodStatus
 from worker_helpers import StubRuntime, worker_pod
 
 from asynckubelet.node.runner import PodWorker
+from asynckubelet.node.worker_state import Termination, WorkerPolicy
 from asynckubelet.runtime.results import PodSyncResult
 from asynckubelet.runtime.types import (
     ContainerState,
@@ -90,14 +91,12 @@ async def test_a_finished_pod_stops_its_sandbox_once_and_keeps_its_ip_in_the_sta
     pod = worker_pod("job")
     pod.status = PodStatus(phase="Running", podIP="10.1.0.7")
     worker = PodWorker(
-        rm,  # type: ignore[arg-type]
+        rm,
         pod,
         on_status=lambda pod, status: statuses.append(status),
-        own_events=False,
-        exit_on_terminal=False,
-        resync_interval=0.01,
+        policy=WorkerPolicy(exit_when_terminal=False, own_events=False, resync_interval=0.01),
     )
-    worker.leave_running = True
+    worker.termination = Termination(leave_running=True)
     stop = anyio.Event()
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
@@ -116,8 +115,8 @@ async def test_a_pod_worker_that_exits_on_a_terminal_phase_leaves_the_sandbox_to
     None
 ):
     rm = FinishedPodRuntime()
-    worker = PodWorker(rm, worker_pod("job"), own_events=False)  # type: ignore[arg-type]
-    worker.leave_running = True
+    worker = PodWorker(rm, worker_pod("job"), policy=WorkerPolicy(own_events=False))
+    worker.termination = Termination(leave_running=True)
     with anyio.fail_after(10):
         outcome = await worker.run(anyio.Event())
     assert outcome.status is not None

@@ -28,6 +28,7 @@ from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node import runner
 from asynckubelet.node.runner import PodWorker, next_wake
 from asynckubelet.node.status_manager import StatusManager
+from asynckubelet.node.worker_state import WorkerPolicy
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import naming
 from asynckubelet.runtime import types as rt
@@ -244,11 +245,10 @@ async def test_a_running_pod_costs_nothing_until_it_is_poked(tmp_path: Path) -> 
         manager.set(pod, status)
 
     worker = PodWorker(
-        rm,  # type: ignore[arg-type]
+        rm,
         pod,
         on_status=on_status,
-        own_events=False,
-        exit_on_terminal=False,
+        policy=WorkerPolicy(exit_when_terminal=False, own_events=False),
     )
     stop = anyio.Event()
     with anyio.fail_after(10):
@@ -296,12 +296,11 @@ async def test_a_pod_worker_hosts_probers_and_log_followers_only_when_there_is_w
     rm = SteadyRuntime(made)
     rm.docker = FakeDocker()
     worker = PodWorker(
-        rm,  # type: ignore[arg-type]
+        rm,
         made,
         on_status=lambda pod, status: None,
         on_log=(lambda *args: None) if on_log else None,
-        own_events=False,
-        exit_on_terminal=False,
+        policy=WorkerPolicy(exit_when_terminal=False, own_events=False),
     )
     stop = anyio.Event()
     with anyio.fail_after(10):

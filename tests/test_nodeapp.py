@@ -63,6 +63,7 @@ async def test_a_node_runs_a_pod_to_completion_and_removes_it_on_exit() -> None:
             await node.kubelet.wait("default", "once", "Running")
             fake.exit(container(fake, "once").id, exit_code=0)
             ended = await node.kubelet.wait("default", "once", "Succeeded")
+            assert ended is not None
             assert ended.status is not None
             assert ended.status.phase == "Succeeded"
             assert (node.services, node.http_port, node.socket) == (None, None, None)

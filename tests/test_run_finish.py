@@ -125,7 +125,7 @@ async def test_a_pod_seen_ended_by_itself_is_removed_without_another_look() -> N
     rm = LookingRuntime(
         pod_status(worker_pod(), app=ContainerState.EXITED, container_id="app"), docker
     )
-    worker = PodWorker(rm, worker_pod(), on_log=lambda pod, container, line: None)  # type: ignore[arg-type]
+    worker = PodWorker(rm, worker_pod(), on_log=lambda pod, container, line: None)
     with anyio.fail_after(5):
         await worker.run(anyio.Event())
     assert rm.asked == ["look", "remove_pod"]
@@ -143,7 +143,7 @@ async def test_a_pod_killed_at_its_deadline_is_looked_at_again_before_its_remova
         rm.runtime = pod_status(pod, app=ContainerState.EXITED)
 
     rm.while_killing = killed
-    worker = PodWorker(rm, pod)  # type: ignore[arg-type]
+    worker = PodWorker(rm, pod)
     with anyio.fail_after(5):
         await worker.run(anyio.Event())
     assert rm.asked == ["look", "kill_pod", "look", "remove_pod"]
@@ -162,7 +162,7 @@ async def test_a_stopped_worker_stops_gracefully_only_what_runs_or_is_kept(
 ) -> None:
     pod = worker_pod()
     rm = FakeRuntime(pod_status(pod, app=app))
-    worker = PodWorker(rm, pod, options=RunOptions(keep=keep))  # type: ignore[arg-type]
+    worker = PodWorker(rm, pod, options=RunOptions(keep=keep))
     stop = anyio.Event()
     stop.set()
     await worker.run(stop)
@@ -190,7 +190,7 @@ async def test_a_containers_output_is_followed_from_its_start_event() -> None:
         seen.append((container, line.text))
         shown.set()
 
-    worker = PodWorker(rm, pod, on_log=on_log)  # type: ignore[arg-type]
+    worker = PodWorker(rm, pod, on_log=on_log)
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(worker.run, stop)

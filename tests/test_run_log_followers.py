@@ -84,7 +84,7 @@ async def _stop_after_the_first_line(
 async def test_a_stopped_pods_backlog_is_read_only_for_the_log_drain() -> None:
     docker, rm = _backlog()
     lines = Lines()
-    worker = PodWorker(rm, worker_pod("many"), on_log=lines)  # type: ignore[arg-type]
+    worker = PodWorker(rm, worker_pod("many"), on_log=lines)
     worker.log_drain = 0.2
     await _stop_after_the_first_line(worker, lines)
     assert rm.asked == ["kill_pod", "remove_pod"]
@@ -102,7 +102,7 @@ async def test_a_stopping_pods_output_is_shown_while_its_containers_stop() -> No
         shown_while_stopping.append(lines.count - before)
 
     rm.while_killing = stopping
-    worker = PodWorker(rm, worker_pod("many"), on_log=lines)  # type: ignore[arg-type]
+    worker = PodWorker(rm, worker_pod("many"), on_log=lines)
     worker.log_drain = 0.0
     await _stop_after_the_first_line(worker, lines)
     assert shown_while_stopping
@@ -128,7 +128,7 @@ async def test_closed_output_is_not_followed_and_no_line_more_is_shown() -> None
     rm.while_killing = stopping
     with anyio.fail_after(ENDS_WITHIN):
         outcomes = await run_pods(
-            rm,  # type: ignore[arg-type]
+            rm,
             [worker_pod("many")],
             stop=stop,
             on_log=on_log,
@@ -143,7 +143,7 @@ async def test_closed_output_is_not_followed_and_no_line_more_is_shown() -> None
 async def test_a_worker_told_to_stop_following_cancels_its_followers_at_once() -> None:
     docker, rm = _backlog()
     lines = Lines()
-    worker = PodWorker(rm, worker_pod("many"), on_log=lines)  # type: ignore[arg-type]
+    worker = PodWorker(rm, worker_pod("many"), on_log=lines)
     shown = await _stop_after_the_first_line(worker, lines, first=worker.stop_following)
     assert lines.count == shown
     assert docker.open_streams("logs") == 0
@@ -154,7 +154,7 @@ async def test_a_pod_that_ended_by_itself_has_all_of_its_output_shown() -> None:
     rm = _running_app(docker, state="exited")
     docker.log_lines["app"] = [LogLine(stream="stdout", text=f"line {i}") for i in range(5000)]
     lines = Lines()
-    worker = PodWorker(rm, worker_pod("many"), on_log=lines)  # type: ignore[arg-type]
+    worker = PodWorker(rm, worker_pod("many"), on_log=lines)
     worker.log_drain = 0.0
     with anyio.fail_after(ENDS_WITHIN):
         outcome = await worker.run(anyio.Event())
@@ -183,7 +183,7 @@ async def test_a_follower_that_opens_late_still_reads_a_finished_pods_output() -
     opened = docker.hold("logs", target="app")
     shown: list[str] = []
     worker = PodWorker(
-        rm,  # type: ignore[arg-type]
+        rm,
         worker_pod("many"),
         on_log=lambda pod, container, line: shown.append(line.text),
     )

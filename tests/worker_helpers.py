@@ -12,6 +12,7 @@ from typing import Any
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.manifests import load_manifests_text
+from asynckubelet.node.podsyncer import PodSyncer
 from asynckubelet.runtime.results import PodSyncResult
 from asynckubelet.runtime.types import (
     ContainerState,
@@ -50,13 +51,24 @@ def pod_status(pod: Pod, *, app: ContainerState, container_id: str = "c") -> Pod
     )
 
 
-class StubRuntime:
-    """The runtime surface a pod worker uses, doing nothing: a pod with nothing running,
-    syncs, kills and removals that succeed, no events kept."""
+class StubRuntime(PodSyncer):
+    """The pod worker's syncer (:class:`~asynckubelet.node.podsyncer.PodSyncer`) doing
+    nothing: a pod with nothing running, syncs, kills and removals that succeed, no events
+    kept, an engine (a FakeDocker) made when first asked for."""
 
     node = "n1"
     volumes = None
-    docker: FakeDocker | None = None
+    _docker: FakeDocker | None = None
+
+    @property
+    def docker(self) -> FakeDocker:
+        if self._docker is None:
+            self._docker = FakeDocker()
+        return self._docker
+
+    @docker.setter
+    def docker(self, docker: FakeDocker) -> None:
+        self._docker = docker
 
     def events(self, pod: Pod, *, type: str, reason: str, message: str, **kwargs: Any) -> None:
         pass

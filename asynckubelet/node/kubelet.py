@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ from asynckubelet.node.sources import ManifestDirSource, is_static_source, sourc
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
 from asynckubelet.node.volumes import VolumeManager, default_root
+from asynckubelet.node.worker_state import Termination, WorkerPolicy
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext, service_environment
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
@@ -115,6 +117,10 @@ class Kubelet(PodReads):
         objects: ObjectStore | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
+        self._worker_policy = WorkerPolicy(
+            exit_when_terminal=False, own_events=False, resync_interval=self.config.resync_period
+        )
+        """The node's pods stay listed once terminal and are woken by the PLEG."""
         self.objects = objects if objects is not None else ObjectStore(persistent_source=API_SOURCE)
         """Namespaces, ConfigMaps, Secrets and applied Pods: what every pod of a namespace
         may refer to, whichever source brought it (kept across restarts when the store
@@ -273,7 +279,10 @@ class Kubelet(PodReads):
         with anyio.CancelScope(shield=True):
             entries = list(self._entries.values())
             for entry in entries:
-                entry.worker.leave_running = self.config.leave_running and not entry.deleting
+                entry.worker.termination = dataclasses.replace(
+                    entry.worker.termination,
+                    leave_running=self.config.leave_running and not entry.deleting,
+                )
                 entry.stop.set()
             with anyio.move_on_after(self.config.shutdown_timeout):
                 for entry in entries:
@@ -595,17 +604,15 @@ class Kubelet(PodReads):
         worker = PodWorker(
             self.runtime,
             pod,
+            policy=self._worker_policy,
             on_status=self._on_status,
             options=options,
-            own_events=False,
-            exit_on_terminal=False,
-            resync_interval=self.config.resync_period,
             host_ips=self.config.host_ips,
+            nothing_on_docker=uid not in self._maybe_on_docker,
         )
-        worker.nothing_on_docker = uid not in self._maybe_on_docker
         self._maybe_on_docker.add(uid)
         # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
-        worker.leave_running = self.config.leave_running
+        worker.termination = Termination(leave_running=self.config.leave_running)
         worker.before_stop = self._before_pod_stop
         entry = _Entry(
             worker=worker,
@@ -655,9 +662,9 @@ class Kubelet(PodReads):
                 self.status.set(pod, record.status)
             entry.worker.options.grace_period = grace_period
             entry.worker.options.keep = False
-            entry.worker.leave_running = False
-            entry.worker.report_stopped = True
-            entry.worker.static = is_static_source(entry.source)
+            entry.worker.termination = Termination(
+                report_stopped=True, static=is_static_source(entry.source)
+            )
         elif grace_period is not None:
             entry.worker.options.grace_period = grace_period
         entry.replacement = None

@@ -20,24 +20,29 @@ before).
 
 from __future__ import annotations
 
-import base64
 import copy
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import anyio.abc
-from lightkube.models.core_v1 import Container, Pod, PodStatus
+from lightkube.models.core_v1 import Pod, PodStatus
 
 from asynckubelet import errors
 from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
-from asynckubelet.manifests import Manifests
 from asynckubelet.node.pleg import OUTDATING_ACTIONS
+from asynckubelet.node.podsyncer import PodSyncer
 from asynckubelet.node.prober import Prober, has_probes
+from asynckubelet.node.runoptions import (
+    PodOutcome,
+    RunOptions,
+    options_from_manifests,
+    pod_context,
+    pull_secrets,
+)
 from asynckubelet.node.status import (
     DEADLINE_EXCEEDED,
     DEADLINE_EXCEEDED_MESSAGE,
@@ -46,18 +51,28 @@ from asynckubelet.node.status import (
     is_scheduling_gated,
 )
 from asynckubelet.node.volumes import VolumeManager
+from asynckubelet.node.wake import (
+    EVICTION_INTERVAL,
+    TERMINAL_PHASES,
+    VOLUME_RESYNC,
+    WAITING_RETRY,
+    first_failure_exit_code,
+    keep_pod_ips,
+    next_wake,
+)
+from asynckubelet.node.worker_state import (
+    Termination,
+    WorkerEvent,
+    WorkerPolicy,
+    WorkerState,
+    transition,
+)
 from asynckubelet.runtime import actions, naming
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext
-from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.results import PodSyncResult
-from asynckubelet.runtime.types import (
-    ContainerState,
-    ContainerStatus,
-    PodRuntimeStatus,
-    SandboxState,
-)
+from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 
 LogSink = Callable[[Pod, str, LogLine], None]
 StatusSink = Callable[[Pod, PodStatus], None]
@@ -65,15 +80,6 @@ StopHook = Callable[[Pod], Awaitable[None]]
 """Awaited before a running pod is stopped for good (what sends traffic to it lets go)."""
 STOP_HOOK_TIMEOUT = 5.0
 """At most this long is spent in the stop hook before the pod is stopped anyway."""
-TERMINAL_PHASES = ("Succeeded", "Failed")
-WAITING_RETRY = 1.0
-"""Seconds after which a pod with a container still waiting (not in a back-off whose end
-is known) is looked at again: a start that failed, a mount that is not there yet."""
-VOLUME_RESYNC = 60.0
-"""Seconds between syncs of a pod with a service-account token volume, so the token is
-refreshed before it expires (the kubelet's sync frequency)."""
-PODINITIALIZING = "PodInitializing"
-MEMORY = "Memory"
 FAILURE_PAUSE = (0.1, 1.0)
 """Seconds a worker waits after a sync whose Docker operations failed: first, longest."""
 SYNC_ERROR_PAUSE = (1.0, 10.0)
@@ -81,295 +87,46 @@ SYNC_ERROR_PAUSE = (1.0, 10.0)
 (the kubelet's pod workers retry such a pod after 10 s)."""
 FAILED_SYNC = "FailedSync"
 MAX_ERROR_TEXT = 300
-EVICTION_INTERVAL = 10.0
-"""Seconds between emptyDir usage checks (the kubelet's eviction monitoring period)."""
 LOG_DRAIN = 2.0
 """Seconds a stopped pod's log followers may still read what its containers printed once
 they are stopped and removed (a container that printed fast may leave millions of lines
 unread); then they are cancelled."""
 
 
-@dataclass
-class PodOutcome:
-    """How a pod's run ended."""
-
-    pod: Pod
-    status: PodStatus | None = None
-    exit_code: int = 0
-    """The first non-zero exit code among the pod's containers (by finish time), else 0."""
-    stopped: bool = False
-    """True when the run was stopped (signal, cancel) before the pod reached a terminal phase."""
-    error: str = ""
-
-    @property
-    def phase(self) -> str:
-        return (self.status.phase if self.status else None) or "Unknown"
-
-
-@dataclass
-class RunOptions:
-    keep: bool = False
-    """Leave the pod's containers on Docker after the run."""
-    grace_period: float | None = None
-    contexts: dict[str, PodContext] = field(default_factory=dict)
-    """Per pod uid: ConfigMaps, Secrets and addresses the pod's env may refer to."""
-    pull_secrets: dict[str, list[tuple[str, dict[str, bytes]]]] = field(default_factory=dict)
-
-
-def pod_context(manifests: Manifests, pod: Pod, *, node_name: str) -> PodContext:
-    """The ConfigMaps and Secrets of the pod's namespace, for its environment and volumes."""
-    ns = (pod.metadata.namespace if pod.metadata else None) or "default"
-    configmaps: dict[str, dict[str, str]] = {}
-    binary: dict[str, dict[str, bytes]] = {}
-    for cm in manifests.configmaps:
-        if cm.metadata is not None and (cm.metadata.namespace or "default") == ns:
-            configmaps[cm.metadata.name or ""] = dict(cm.data or {})
-            binary[cm.metadata.name or ""] = {
-                k: base64.b64decode(v) for k, v in (cm.binaryData or {}).items()
-            }
-    secrets = {name: dict(data) for (sns, name), data in manifests.secret_data.items() if sns == ns}
-    return PodContext(
-        node_name=node_name, configmaps=configmaps, binary_configmaps=binary, secrets=secrets
-    )
-
-
-def pull_secrets(manifests: Manifests, pod: Pod) -> list[tuple[str, dict[str, bytes]]]:
-    """``(type, data)`` of the pod's ``imagePullSecrets`` found among the manifests."""
-    ns = (pod.metadata.namespace if pod.metadata else None) or "default"
-    types = {
-        ((s.metadata.namespace or "default"), s.metadata.name or ""): s.type or "Opaque"
-        for s in manifests.secrets
-        if s.metadata is not None
-    }
-    found = []
-    for ref in (pod.spec.imagePullSecrets if pod.spec else None) or []:
-        key = (ns, ref.name or "")
-        if key in manifests.secret_data:
-            found.append((types.get(key, "Opaque"), dict(manifests.secret_data[key])))
-    return found
-
-
-def options_from_manifests(
-    manifests: Manifests,
-    *,
-    node_name: str,
-    keep: bool = False,
-    grace_period: float | None = None,
-) -> RunOptions:
-    """Run options carrying each pod's ConfigMaps, Secrets and pull secrets."""
-    options = RunOptions(keep=keep, grace_period=grace_period)
-    for pod in manifests.pods:
-        uid = (pod.metadata.uid if pod.metadata else None) or ""
-        options.contexts[uid] = pod_context(manifests, pod, node_name=node_name)
-        options.pull_secrets[uid] = pull_secrets(manifests, pod)
-    return options
-
-
-def _keep_pod_ips(status: PodStatus, before: PodStatus | None) -> None:
-    """A finished pod keeps the IPs it had once its sandbox is stopped (they show in
-    ``kubectl get pods -o wide``, as a cluster's kubelet reports them)."""
-    if status.podIP or before is None or not before.podIP:
-        return
-    status.podIP = before.podIP
-    status.podIPs = list(before.podIPs or [])
-
-
-def first_failure_exit_code(runtime: PodRuntimeStatus) -> int:
-    failed = [
-        c
-        for c in runtime.containers
-        if c.state is ContainerState.EXITED and c.exit_code != 0 and c.finished_at is not None
-    ]
-    if not failed:
-        return 0
-    return min(failed, key=lambda c: c.finished_at or c.created_at).exit_code
-
-
-def next_wake(
-    pod: Pod,
-    status: PodStatus,
-    runtime: PodRuntimeStatus,
-    *,
-    waiting: Mapping[str, str] | None = None,
-    backoff: backoff_mod.Backoff,
-    image_backoff: backoff_mod.Backoff,
-    now: datetime,
-    eviction_check: bool = False,
-) -> float | None:
-    """Seconds until a pod worker must look at its pod again though nothing reported a
-    change; None when nothing is due (Docker's events, probe results and the pod's source
-    will wake it). ``waiting`` maps a container name to the reason the latest sync left it
-    waiting for (``CrashLoopBackOff``...), newer than ``status``, which was made before it.
-
-    Due are: the end of a crash-loop or image-pull back-off (an image-pull back-off the
-    status does not show yet: a look after ``WAITING_RETRY``, which shows it); a look
-    after ``WAITING_RETRY``
-    while another container waits (a failed start, a mount not there yet), unless it waits
-    for an init container that runs; the pod's ``activeDeadlineSeconds``; the
-    emptyDir size check every ``EVICTION_INTERVAL`` when ``eviction_check`` says the pod
-    has a limited disk emptyDir; a sync every ``VOLUME_RESYNC`` for a pod with a
-    service-account token volume. A pod in a terminal phase has nothing due.
-    """
-    if status.phase in TERMINAL_PHASES or pod.spec is None:
-        return None
-    spec = pod.spec
-    uid = ctr.pod_identity(pod)[2]
-    due: list[float] = []
-    specs = {c.name: c for c in [*(spec.initContainers or []), *spec.containers]}
-    reasons: dict[str, str] = {}
-    for cs in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
-        if cs.state is not None and cs.state.waiting is not None:
-            reasons[cs.name] = cs.state.waiting.reason or ""
-    shown = dict(reasons)
-    reasons.update(waiting or {})
-    for name, reason in reasons.items():
-        container = specs.get(name)
-        if container is None:
-            continue
-        seconds = _waiting_due(
-            reason,
-            container,
-            shown=shown.get(name),
-            uid=uid,
-            runtime=runtime,
-            backoff=backoff,
-            image_backoff=image_backoff,
-            now=now,
-        )
-        if seconds is not None:
-            due.append(seconds)
-    if spec.activeDeadlineSeconds is not None and status.startTime is not None:
-        deadline = status.startTime + timedelta(seconds=spec.activeDeadlineSeconds)
-        due.append((deadline - now).total_seconds())
-    if eviction_check and any(
-        v.emptyDir is not None and v.emptyDir.sizeLimit is not None and v.emptyDir.medium != MEMORY
-        for v in spec.volumes or []
-    ):
-        due.append(EVICTION_INTERVAL)
-    if any(
-        s.serviceAccountToken is not None
-        for v in spec.volumes or []
-        if v.projected is not None
-        for s in v.projected.sources or []
-    ):
-        due.append(VOLUME_RESYNC)
-    if not due:
-        return None
-    return max(min(due), 0.0)
-
-
-def _waiting_due(
-    reason: str,
-    container: Container,
-    *,
-    shown: str | None,
-    uid: str,
-    runtime: PodRuntimeStatus,
-    backoff: backoff_mod.Backoff,
-    image_backoff: backoff_mod.Backoff,
-    now: datetime,
-) -> float | None:
-    """Seconds until a container waiting for ``reason`` (the status shows ``shown``) is
-    due to be looked at again; None: nothing is due for it."""
-    if reason == backoff_mod.IMAGE_PULL_BACK_OFF and shown != reason:
-        # The status still shows the pull that failed (ErrImagePull): the back-off is
-        # shown at the next look, as the kubelet's next sync shows it, and stays shown
-        # until it ends.
-        return WAITING_RETRY
-    until = _back_off_end(
-        reason,
-        container,
-        uid=uid,
-        runtime=runtime,
-        backoff=backoff,
-        image_backoff=image_backoff,
-    )
-    if until is not None:
-        return (until - now).total_seconds()
-    if reason == PODINITIALIZING and _init_runs(runtime):
-        return None
-    return WAITING_RETRY
-
-
-def _init_runs(runtime: PodRuntimeStatus) -> bool:
-    """A container of the pod runs: an init container that others wait for, whose exit
-    Docker reports."""
-    return any(c.state is ContainerState.RUNNING for c in runtime.containers)
-
-
-def _back_off_end(
-    reason: str,
-    container: Container,
-    *,
-    uid: str,
-    runtime: PodRuntimeStatus,
-    backoff: backoff_mod.Backoff,
-    image_backoff: backoff_mod.Backoff,
-) -> datetime | None:
-    """When the back-off a container waits in ends, as the runtime will judge it."""
-    if reason == backoff_mod.CRASH_LOOP_BACK_OFF:
-        dead = _newest_exited(runtime, container.name)
-        delay = backoff.get(backoff_mod.crash_loop_key(pod_uid=uid, container=container))
-        if dead is None or not delay:
-            return None
-        began = dead.finished_at or dead.started_at or dead.created_at
-        return began + timedelta(seconds=delay)
-    if reason == backoff_mod.IMAGE_PULL_BACK_OFF and container.image:
-        return image_backoff.until(backoff_mod.image_pull_key(pod_uid=uid, image=container.image))
-    return None
-
-
-def _newest_exited(runtime: PodRuntimeStatus, name: str) -> ContainerStatus | None:
-    return next(
-        (c for c in runtime.containers if c.name == name and c.state is ContainerState.EXITED),
-        None,
-    )
-
-
 class PodWorker:
-    """Drives one pod until it ends or ``stop`` is set."""
+    """Drives one pod through ``Syncing``, ``Terminating`` and ``Terminated``
+    (:mod:`~asynckubelet.node.worker_state`) until it ends or ``stop`` is set; ``rm`` is
+    its syncer, ``policy`` the node's way of running its workers, :attr:`termination`
+    what stopping it does."""
 
     def __init__(
         self,
-        rm: RuntimeManager,
+        rm: PodSyncer,
         pod: Pod,
         *,
+        policy: WorkerPolicy | None = None,
         on_log: LogSink | None = None,
         on_status: StatusSink | None = None,
         options: RunOptions | None = None,
-        own_events: bool = True,
-        exit_on_terminal: bool = True,
-        resync_interval: float | None = None,
         host_ips: Sequence[str] = (),
         output_closed: anyio.Event | None = None,
+        nothing_on_docker: bool = False,
     ) -> None:
         self.rm = rm
+        self.policy = policy or WorkerPolicy()
+        self.state = WorkerState.SYNCING
+        self.termination = Termination()
+        """What stopping the worker does to its pod; its owner replaces it up to the stop."""
         self.output_closed = output_closed
         """Set when nobody reads the pod's output any more (a closed stdout): its logs stop
         being followed at once and ``on_log`` is not called again (:meth:`stop_following`)."""
         self.host_ips = tuple(host_ips)
         """The node's addresses, for ``status.hostIP(s)`` (a host-network pod's IPs too)."""
         self.pod = pod
-        self.own_events = own_events
-        """Watch Docker's events for this pod itself (False: a PLEG calls :meth:`poke`)."""
-        self.exit_on_terminal = exit_on_terminal
-        """Return once the phase is terminal (False: stay, idle, until stopped)."""
-        self.resync_interval = resync_interval
-        """Seconds after which the worker looks again in any case; None: only when due."""
         self.next_wake: float | None = None
         """Seconds the worker last set itself to wait before looking again (None: until
         woken)."""
-        self.leave_running = False
-        """When stopped, leave the pod's containers as they are (for a later adoption)."""
-        self.report_stopped = False
-        """When stopped, report the pod's status once its containers are stopped and before
-        they are removed, as the kubelet's ``SyncTerminatingPod`` does: their end states
-        and exit codes, and a terminal phase (a node's deleted pod shows its end before it
-        goes)."""
-        self.static = False
-        """A static pod (from the manifest directory): its stopped status keeps a phase
-        that is not terminal, as the kubelet's ``getPhase`` leaves static pods'."""
-        self.nothing_on_docker = False
+        self.nothing_on_docker = nothing_on_docker
         """Docker holds no container of this pod, as its owner knows: its first look at the
         pod then asks Docker nothing (a list of the pod's containers costs the engine a walk
         over all of its containers). Cleared by that first look."""
@@ -403,6 +160,10 @@ class PodWorker:
         self._ended: PodRuntimeStatus | None = None
         """What Docker held of the pod when its worker saw it end by itself, nothing of it
         running."""
+
+    def _to(self, event: WorkerEvent) -> WorkerState:
+        self.state = transition(self.state, event)
+        return self.state
 
     def poke(self) -> None:
         """Something about the pod changed: look again now."""
@@ -450,7 +211,7 @@ class PodWorker:
                     inner.start_soon(
                         self._wake_on_stop, stop, name=f"stop {self.namespace}/{self.name}"
                     )
-                    if self.own_events:
+                    if self.policy.own_events:
                         inner.start_soon(
                             self._watch_events, name=f"pleg {self.namespace}/{self.name}"
                         )
@@ -520,8 +281,11 @@ class PodWorker:
             done.set()
 
     async def _on_terminal(self, status: PodStatus, runtime: PodRuntimeStatus) -> bool:
-        """A pod past its deadline has its containers killed; then the worker ends (``run``)
-        or the pod releases its sandbox and waits. True: the worker ends."""
+        """The pod's phase is terminal: the worker is ``Terminating``. A pod past its
+        deadline has its containers killed; then the worker ends (``run``'s policy) or the
+        pod releases its sandbox and the worker, ``Terminated``, waits to be stopped.
+        True: the worker ends."""
+        self._to(WorkerEvent.TERMINAL)
         if status.reason == DEADLINE_EXCEEDED and any(
             c.state is ContainerState.RUNNING for c in runtime.containers
         ):
@@ -532,9 +296,10 @@ class PodWorker:
                 message=DEADLINE_EXCEEDED_MESSAGE,
             )
             await self.rm.kill_pod(self.pod, runtime)
-        if self.exit_on_terminal:
+        if self.policy.exit_when_terminal:
             return True
         await self._release_sandbox(runtime)
+        self._to(WorkerEvent.STOPPED)
         return False
 
     async def _loop(self, stop: anyio.Event, logs: anyio.abc.TaskGroup) -> None:
@@ -568,7 +333,7 @@ class PodWorker:
                 if status.phase not in TERMINAL_PHASES:
                     await self._evict_if_over_limit(status, runtime)
                 if status.phase in TERMINAL_PHASES:
-                    _keep_pod_ips(status, previous or self.pod.status)
+                    keep_pod_ips(status, previous or self.pod.status)
                 previous = status
                 self.outcome.exit_code = first_failure_exit_code(runtime)
                 self._report(status)
@@ -706,8 +471,9 @@ class PodWorker:
     async def _idle(self, due: float | None) -> None:
         """Wait for a change of the pod or a stop (both set :attr:`wake`), or until ``due``
         seconds (or the resync interval) have passed, whichever comes first."""
-        if self.resync_interval is not None:
-            due = self.resync_interval if due is None else min(due, self.resync_interval)
+        interval = self.policy.resync_interval
+        if interval is not None:
+            due = interval if due is None else min(due, interval)
         self.next_wake = due
         if self.wake.is_set():
             return
@@ -776,10 +542,13 @@ class PodWorker:
             self._follow_from(container_id, name, self._logs)
 
     async def _finish(self, stop: anyio.Event) -> None:
-        """Stop the pod if it is still running, then remove it unless asked to keep it
-        (with :attr:`report_stopped`, its stopped status reported in between)."""
-        if self.leave_running:
+        """``Terminating``: stop the pod if it is still running (with
+        :attr:`Termination.report_stopped`, its stopped status reported), ``Terminated``:
+        remove it unless asked to keep it. A pod left running
+        (:attr:`Termination.leave_running`) is handed over as it is, its state unchanged."""
+        if self.termination.leave_running:
             return
+        self._to(WorkerEvent.STOP)
         try:
             # A pod seen ended by itself has nothing running and nothing starting again.
             runtime = self._ended or await self.rm.get_pod_status(
@@ -794,11 +563,12 @@ class PodWorker:
                     await self.before_stop(self.pod)
             if running or (sandbox_up and self.options.keep):
                 await self.rm.kill_pod(self.pod, runtime, grace_period=self.options.grace_period)
-                if self.report_stopped:
+                if self.termination.report_stopped:
                     runtime = await self.rm.get_pod_status(
                         uid=self.uid, name=self.name, namespace=self.namespace
                     )
-            if self.report_stopped:
+            self._to(WorkerEvent.STOPPED)
+            if self.termination.report_stopped:
                 self._report_stopped(runtime)
             if not self.options.keep:
                 await self.rm.remove_pod(uid=self.uid)
@@ -821,9 +591,9 @@ class PodWorker:
             previous=previous,
             now=datetime.now(UTC),
             host_ips=self.host_ips,
-            pod_is_terminal=not self.static,
+            pod_is_terminal=not self.termination.static,
         )
-        _keep_pod_ips(status, previous or self.pod.status)
+        keep_pod_ips(status, previous or self.pod.status)
         self._report(status)
 
 
@@ -840,7 +610,7 @@ async def _first_set(*events: anyio.Event) -> None:
 
 
 async def run_pods(
-    rm: RuntimeManager,
+    rm: PodSyncer,
     pods: Sequence[Pod],
     *,
     stop: anyio.Event | None = None,
@@ -868,12 +638,36 @@ async def run_pods(
             on_status=on_status,
             options=options,
             output_closed=output_closed,
+            nothing_on_docker=new_uids,
         )
         for pod in pods
     ]
-    for w in workers:
-        w.nothing_on_docker = new_uids
     async with anyio.create_task_group() as tg:
         for w in workers:
             tg.start_soon(w.run, stop, name=f"pod {w.namespace}/{w.name}")
     return [w.outcome for w in workers]
+
+
+__all__ = [
+    "EVICTION_INTERVAL",
+    "FAILED_SYNC",
+    "LOG_DRAIN",
+    "TERMINAL_PHASES",
+    "VOLUME_RESYNC",
+    "WAITING_RETRY",
+    "LogSink",
+    "PodOutcome",
+    "PodWorker",
+    "RunOptions",
+    "StatusSink",
+    "StopHook",
+    "Termination",
+    "WorkerPolicy",
+    "WorkerState",
+    "first_failure_exit_code",
+    "next_wake",
+    "options_from_manifests",
+    "pod_context",
+    "pull_secrets",
+    "run_pods",
+]
