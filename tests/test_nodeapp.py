@@ -146,6 +146,42 @@ async def test_a_node_with_a_local_api_publishes_itself_and_takes_it_back(tmp_pa
     assert not (tmp_path / "serve.pid").exists()
 
 
+def published(state: Path) -> list[str]:
+    """What of a node's published state is in ``state``."""
+    return sorted(
+        p.name for p in state.iterdir() if p.name in ("api.sock", "node.json", "serve.pid")
+    )
+
+
+async def test_a_node_that_cannot_listen_fails_naming_the_address_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    from asynckubelet import errors
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = NodeConfig(
+            kubelet=kubelet(state_dir=tmp_path, manifest_dir=tmp_path / "manifests"),
+            local_api=True,
+            http=HTTPEndpoint(port=port),
+        )
+        with anyio.fail_after(20), pytest.raises(errors.DaemonError) as refused:
+            async with Node(config, docker=docker()):
+                pass
+    assert str(refused.value).startswith(f"cannot listen on 127.0.0.1:{port}: ")
+    assert published(tmp_path) == []
+
+
+async def test_an_error_in_the_block_reaches_the_caller_as_it_is() -> None:
+    with anyio.fail_after(20), pytest.raises(LookupError, match="mine"):
+        async with Node(NodeConfig(kubelet=kubelet()), docker=docker()):
+            raise LookupError("mine")
+
+
 async def test_the_kubelet_of_a_node_not_entered_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="enter it first"):
         Node(NodeConfig()).kubelet  # noqa: B018

@@ -97,10 +97,16 @@ class Node:
         stack = contextlib.AsyncExitStack()
         try:
             await self._start(stack)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await stack.aclose()
-            raise
+        except BaseException as error:
+            # Not in a shielded scope of its own: the stack holds task groups, whose cancel
+            # scopes are exited here, and the kubelet shields its own cleanup. A task group
+            # hands the error back in a group: the caller gets the error itself.
+            try:
+                await stack.__aexit__(type(error), error, error.__traceback__)
+            except BaseExceptionGroup as group:
+                if not all(leaf is error for leaf in _leaves(group)):
+                    raise
+            raise error from error.__cause__
         self._stack = stack
         return self
 
@@ -116,7 +122,12 @@ class Node:
         if exc_type is None and services is not None and not self.config.kubelet.leave_running:
             with anyio.CancelScope(shield=True):
                 await services.remove_rules()
-        return await stack.__aexit__(exc_type, exc, tb)
+        try:
+            return await stack.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            if exc is None or not all(leaf is exc for leaf in _leaves(group)):
+                raise
+        return False
 
     async def _start(self, stack: contextlib.AsyncExitStack) -> None:
         from asynckubelet.docker import DockerClient
@@ -314,7 +325,8 @@ class Node:
         try:
             return int(await tg.start(http, name="http endpoint"))
         except OSError as e:
-            raise errors.DaemonError(f"cannot listen on {at.host}:{at.port}: {e}") from None
+            host = f"[{at.host}]" if ":" in at.host else at.host
+            raise errors.DaemonError(f"cannot listen on {host}:{at.port}: {e}") from None
 
     async def _publish(self, kubelet: Kubelet, docker: DockerAPI) -> None:
         """The node's effective configuration, written to ``node.json`` for its clients."""
@@ -380,6 +392,12 @@ def published_info(
         socket=str(socket),
         version=__version__,
     )
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if not isinstance(error, BaseExceptionGroup):
+        return [error]
+    return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
 
 
 def _cluster_network(
