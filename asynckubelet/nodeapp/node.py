@@ -145,22 +145,22 @@ class Node:
         docker = self._docker
         if docker is None:
             docker = await stack.enter_async_context(DockerClient(url=config.kubelet.docker_url))
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(tg.cancel_scope.cancel)
         if config.cluster is not None:
-            kubelet = await self._join(tg, docker)
+            agent = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(agent.cancel_scope.cancel)
+            kubelet = await self._join(agent, docker)
         else:
             kubelet = await self._kubelet_with_parts(stack, docker)
-        # The controllers and Services run inside the node's task group, after the kubelet.
-        tg2 = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(tg2.cancel_scope.cancel)
+        # The parts around the kubelet stop before it: they read its pods to the end.
+        parts = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(parts.cancel_scope.cancel)
         if config.cluster is None:
-            await self._start_workloads(tg2, kubelet)
+            await self._start_workloads(parts, kubelet)
         if config.local_api:
             self.socket = socket_file
-            await self._listen_locally(tg2, kubelet, socket_file)
+            await self._listen_locally(parts, kubelet, socket_file)
         if config.http is not None:
-            self.http_port = await self._listen(tg2, kubelet, config.http)
+            self.http_port = await self._listen(parts, kubelet, config.http)
         if config.local_api:
             await self._publish(kubelet, docker)
 
