@@ -84,8 +84,8 @@ def serve_cluster(
 async def _serve(config: NodeConfig) -> None:
     """The joined node until SIGINT/SIGTERM. Signals are taken from the start: one during
     the join, or right after the announcement, still removes what was announced."""
+    from asynckubelet.cli.nodeconfig import serve_until
     from asynckubelet.cli.provision import announce
-    from asynckubelet.node import daemon
     from asynckubelet.nodeapp import Node
 
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
@@ -116,15 +116,7 @@ async def _serve(config: NodeConfig) -> None:
                         f"{node.http_port}, local API {node.socket}"
                     )
                     announced = True
-                    daemon.settle_heap()
-                    async with anyio.create_task_group() as inner:
-                        inner.start_soon(
-                            daemon.give_back_memory_when_quiet,
-                            node.kubelet.status,
-                            name="memory given back after each busy spell",
-                        )
-                        await stop.wait()
-                        inner.cancel_scope.cancel()
+                    await serve_until(node, stop.wait)
             except errors.DaemonError as e:
                 raise fail(str(e)) from None
             tg.cancel_scope.cancel()

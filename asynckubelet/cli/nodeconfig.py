@@ -1,13 +1,18 @@
 """The command line's node options as the parts of a
 :class:`~asynckubelet.nodeapp.config.NodeConfig`: ``run`` and ``serve`` (and cluster
-mode) build their node from these, and the node does the rest."""
+mode) build their node from these, and the node does the rest; the daemon's life once
+its node runs (:func:`serve_until`)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
+
+import anyio
 
 if TYPE_CHECKING:
     from asynckubelet.cli.options import NodeOptions
+    from asynckubelet.nodeapp import Node
     from asynckubelet.nodeapp.config import NetworkConfig
 
 
@@ -27,4 +32,20 @@ def network_config(node: NodeOptions) -> NetworkConfig:
     )
 
 
-__all__ = ["network_config"]
+async def serve_until(node: Node, stop: Callable[[], Awaitable[object]]) -> None:
+    """The daemon's node until ``stop`` returns, its memory given back to the system after
+    each busy spell."""
+    from asynckubelet.node import daemon
+
+    daemon.settle_heap()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            daemon.give_back_memory_when_quiet,
+            node.kubelet.status,
+            name="memory given back after each busy spell",
+        )
+        await stop()
+        tg.cancel_scope.cancel()
+
+
+__all__ = ["network_config", "serve_until"]

@@ -10,7 +10,9 @@ applied to it are kept in ``objects/`` and taken back at the next start.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import signal
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import anyio
@@ -180,8 +182,8 @@ async def _serve(
     """The node, with Services, its local API and its TCP endpoint, until SIGINT/SIGTERM;
     signals are taken before it is announced, so one that comes right after still removes
     what was announced."""
+    from asynckubelet.cli.nodeconfig import serve_until
     from asynckubelet.cli.provision import announce
-    from asynckubelet.node import daemon
     from asynckubelet.nodeapp import Node, NodeConfig
     from asynckubelet.progress import PullDisplay
 
@@ -197,18 +199,14 @@ async def _serve(
                     f"node {config.kubelet.node_name}: manifests {config.kubelet.manifest_dir}, "
                     f"http://{http.host}:{node.http_port}, local API {node.socket}"
                 )
-                daemon.settle_heap()
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(
-                        daemon.give_back_memory_when_quiet,
-                        node.kubelet.status,
-                        name="memory given back after each busy spell",
-                    )
-                    signum = await anext(aiter(received))
-                    err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
-                    tg.cancel_scope.cancel()
+                await serve_until(node, functools.partial(_first_signal, received))
         except (errors.DaemonError, errors.NetworkError) as e:
             raise fail(str(e)) from None
+
+
+async def _first_signal(received: AsyncIterator[signal.Signals]) -> None:
+    signum = await anext(aiter(received))
+    err.print(f"[dim]{signal.Signals(signum).name}: stopping[/dim]")
 
 
 def _log_pull(image: str, text: str) -> None:
