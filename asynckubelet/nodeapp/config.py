@@ -85,6 +85,7 @@ class HTTPEndpoint:
     """The read-only TCP endpoint (``/healthz``, ``/pods``, ``/metrics``...)."""
 
     host: str = "127.0.0.1"
+    """The address to listen on (a loopback address unless ``allow_remote``)."""
     port: int = DEFAULT_HTTP_PORT
     """0: any free port (:attr:`Node.http_port` tells which)."""
     allow_remote: bool = False
