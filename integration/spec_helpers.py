@@ -11,7 +11,8 @@ from lightkube.models.core_v1 import Pod, PodStatus
 
 from asynckubelet.docker import DockerClient, LogLine
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node.runner import PodOutcome, options_from_manifests, run_pods
+from asynckubelet.node.foreground import run_pods
+from asynckubelet.node.runner import PodOutcome, options_from_manifests
 from asynckubelet.node.volumes import VolumeManager
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE

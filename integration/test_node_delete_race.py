@@ -18,7 +18,8 @@ import yaml
 from asynckubelet import Kubelet, KubeletConfig, errors
 from asynckubelet.docker import ContainerConfig, DockerClient
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node.runner import RunOptions, run_pods
+from asynckubelet.node.foreground import run_pods
+from asynckubelet.node.runner import RunOptions
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine

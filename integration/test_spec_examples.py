@@ -44,7 +44,8 @@ from asynckubelet.images.build import (
     image_archive,
 )
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node.runner import options_from_manifests, run_pods
+from asynckubelet.node.foreground import run_pods
+from asynckubelet.node.runner import options_from_manifests
 from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import naming
 from integration.harness import PAUSE_IMAGE

@@ -79,7 +79,7 @@ PROBE = """
 import json, sys
 from asynckubelet import _logging
 from asynckubelet.runtime.manager import RuntimeManager
-from asynckubelet.node.runner import run_pods
+from asynckubelet.node.foreground import run_pods
 from asynckubelet._logging import logger
 
 _logging.set_threshold("WARNING")

@@ -13,8 +13,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, ContainerSummary
 from asynckubelet.manifests.loading import pod_uid
+from asynckubelet.node.foreground import run_pods
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
-from asynckubelet.node.runner import run_pods
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 from asynckubelet.testing import FakeDocker

@@ -16,7 +16,8 @@ from worker_helpers import FakeRuntime, pod_status, worker_pod
 from asynckubelet.cli import output
 from asynckubelet.cli.commands import run as run_command
 from asynckubelet.docker import LogLine
-from asynckubelet.node.runner import PodWorker, run_pods
+from asynckubelet.node.foreground import run_pods
+from asynckubelet.node.runner import PodWorker
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.types import ContainerState
 from asynckubelet.testing import FakeDocker

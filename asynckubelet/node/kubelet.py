@@ -79,7 +79,7 @@ from asynckubelet.node.worker_state import Termination, WorkerPolicy
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext, service_environment
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
+from asynckubelet.runtime.types import PodRuntimeStatus
 from asynckubelet.runtime.volumes import VolumeProvider
 
 API_SOURCE = "api"
@@ -296,7 +296,7 @@ class Kubelet(PodReads):
                 )
                 async with anyio.create_task_group() as tg:
                     for entry in late:
-                        tg.start_soon(self._kill_now, entry.worker)
+                        tg.start_soon(entry.worker.kill_now)
             for entry in list(self._entries.values()):
                 await entry.done.wait()
         self._tg.cancel_scope.cancel()
@@ -306,26 +306,6 @@ class Kubelet(PodReads):
             self._tg = None
             with anyio.CancelScope(shield=True):
                 await self.runtime.__aexit__(None, None, None)
-
-    async def _kill_now(self, worker: PodWorker) -> None:
-        """SIGKILL every running container of the pod, its sandbox included: the graceful
-        stop its worker is waiting for then ends, and the worker removes the pod."""
-        try:
-            runtime = await self.runtime.get_pod_status(
-                uid=worker.uid, name=worker.name, namespace=worker.namespace
-            )
-        except errors.DockerError as e:
-            logger.warning("cannot kill pod {}/{}: {}", worker.namespace, worker.name, e)
-            return
-        running = [c.id for c in runtime.containers if c.state is ContainerState.RUNNING]
-        running += [s.id for s in runtime.sandboxes if s.state is SandboxState.READY]
-        for container_id in running:
-            try:
-                await self.runtime.docker.kill_container(container_id)
-            except (errors.NotFound, errors.Conflict):
-                pass
-            except errors.DockerError as e:
-                logger.warning("cannot kill container {}: {}", container_id, e)
 
     def _guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """A background task that dies is logged, then its error ends the node."""

@@ -165,6 +165,26 @@ class PodWorker:
         self.state = transition(self.state, event)
         return self.state
 
+    async def kill_now(self) -> None:
+        """SIGKILL every running container of the pod, its sandbox included: a graceful
+        stop waiting for them ends at once, and the worker goes on to remove the pod."""
+        try:
+            runtime = await self.rm.get_pod_status(
+                uid=self.uid, name=self.name, namespace=self.namespace
+            )
+        except errors.DockerError as e:
+            logger.warning("cannot kill pod {}/{}: {}", self.namespace, self.name, e)
+            return
+        running = [c.id for c in runtime.containers if c.state is ContainerState.RUNNING]
+        running += [s.id for s in runtime.sandboxes if s.state is SandboxState.READY]
+        for container_id in running:
+            try:
+                await self.rm.docker.kill_container(container_id)
+            except (errors.NotFound, errors.Conflict):
+                pass
+            except errors.DockerError as e:
+                logger.warning("cannot kill container {}: {}", container_id, e)
+
     def poke(self) -> None:
         """Something about the pod changed: look again now."""
         self.wake.set()
@@ -609,45 +629,6 @@ async def _first_set(*events: anyio.Event) -> None:
             tg.start_soon(wait, event)
 
 
-async def run_pods(
-    rm: PodSyncer,
-    pods: Sequence[Pod],
-    *,
-    stop: anyio.Event | None = None,
-    on_log: LogSink | None = None,
-    on_status: StatusSink | None = None,
-    options: RunOptions | None = None,
-    output_closed: anyio.Event | None = None,
-    new_uids: bool = False,
-) -> list[PodOutcome]:
-    """Run ``pods`` concurrently until each ends (or ``stop`` is set); clean up after them.
-
-    A pod ends when its phase is terminal: with ``restartPolicy: Always`` that is never,
-    so such a run lasts until ``stop``. Setting ``output_closed`` says nobody reads the
-    pods' output any more (a closed stdout): their logs stop being followed at once and
-    ``on_log`` is not called again; the pods themselves stop only on ``stop``. With
-    ``new_uids`` the caller says the pods' UIDs were made for this run (no container on
-    Docker can carry them): each pod's first look at Docker then asks it nothing.
-    """
-    stop = stop or anyio.Event()
-    workers = [
-        PodWorker(
-            rm,
-            pod,
-            on_log=on_log,
-            on_status=on_status,
-            options=options,
-            output_closed=output_closed,
-            nothing_on_docker=new_uids,
-        )
-        for pod in pods
-    ]
-    async with anyio.create_task_group() as tg:
-        for w in workers:
-            tg.start_soon(w.run, stop, name=f"pod {w.namespace}/{w.name}")
-    return [w.outcome for w in workers]
-
-
 __all__ = [
     "EVICTION_INTERVAL",
     "FAILED_SYNC",
@@ -669,5 +650,4 @@ __all__ = [
     "options_from_manifests",
     "pod_context",
     "pull_secrets",
-    "run_pods",
 ]

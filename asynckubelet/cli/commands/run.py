@@ -19,7 +19,6 @@ signal N (130 for SIGINT, 143 for SIGTERM); 141 (128+SIGPIPE) when stdout was cl
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import functools
@@ -74,7 +73,7 @@ if TYPE_CHECKING:
     from asynckubelet.node.runner import PodOutcome, RunOptions
     from asynckubelet.node.volumes import VolumeManager
     from asynckubelet.progress import PullDisplay
-    from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+    from asynckubelet.runtime.manager import RuntimeConfig
 
 COLORS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
 DEFAULT_PULL_TIMEOUT = 300.0
@@ -82,9 +81,6 @@ DEFAULT_CONFIG_TIMEOUT = 5.0
 """Seconds, for ``run``: nothing can apply a missing ConfigMap during a run."""
 COUNTDOWN_LINE_EVERY = 5.0
 """Seconds between countdown lines when stderr is not a terminal."""
-KILL_AGAIN_EVERY = 0.5
-"""Seconds between rounds of SIGKILL after the second signal (a container a sync was
-still starting is caught by the next round)."""
 EXIT_STDOUT_CLOSED = 128 + signal.SIGPIPE
 
 
@@ -347,6 +343,8 @@ class _Session:
     failures: list[tuple[str, Failure]] = dataclasses.field(default_factory=list)
     closed_stdout: bool = False
     stop: anyio.Event | None = None
+    kill: anyio.Event | None = None
+    """Set by the second signal: the pods' workers SIGKILL their containers."""
     output_closed: anyio.Event | None = None
     watches: dict[str, FailureWatch] = dataclasses.field(default_factory=dict)
     admit: Callable[[Sequence[Pod]], None] | None = None
@@ -357,10 +355,11 @@ class _Session:
         from asynckubelet import errors
         from asynckubelet.cli.provision import announce
         from asynckubelet.network import StartingPlugin
-        from asynckubelet.node.runner import run_pods
+        from asynckubelet.node.foreground import run_pods
         from asynckubelet.runtime.manager import RuntimeManager
 
         self.stop = stop = anyio.Event()
+        self.kill = kill = anyio.Event()
         self.output_closed = output_closed = anyio.Event()
         if self.closed_stdout:
             stop.set()
@@ -381,13 +380,14 @@ class _Session:
                 self.node.network_plugin(rm.docker, node_name=self.config.node_name)
             )
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._stop_on_signals, rm, pods, tg, name="signals")
+                tg.start_soon(self._stop_on_signals, pods, tg, name="signals")
                 # The node's network starts while the pods' sandboxes are made.
                 tg.start_soon(network.start, name="network")
                 outcomes = await run_pods(
                     rm,
                     pods,
                     stop=stop,
+                    kill=kill,
                     on_log=self.renderer.log,
                     on_status=self._status,
                     options=self.options,
@@ -446,14 +446,10 @@ class _Session:
         longest = max((grace_period_of(p, self.options.grace_period) for p in pods), default=0)
         return max(longest, float(MINIMUM_GRACE_PERIOD))
 
-    async def _stop_on_signals(
-        self, rm: RuntimeManager, pods: Sequence[Pod], tg: anyio.abc.TaskGroup
-    ) -> None:
+    async def _stop_on_signals(self, pods: Sequence[Pod], tg: anyio.abc.TaskGroup) -> None:
         """The first SIGINT/SIGTERM stops the pods gracefully, with a countdown of the grace
-        period; the second kills them at once."""
-        from asynckubelet.runtime import containers as ctr
-
-        assert self.stop is not None  # noqa: S101  (type narrowing: set before the signals are watched)
+        period; the second kills them at once (their workers SIGKILL their containers)."""
+        assert self.stop is not None and self.kill is not None  # noqa: S101  (type narrowing: set before the signals are watched)
         countdown: _Countdown | None = None
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
             async for signum in received:
@@ -469,26 +465,9 @@ class _Session:
             err.print("[red]second signal: killing the pods now[/red]")
             self.stop.set()
             self.options.grace_period = 0
-            uids = {ctr.pod_identity(p)[2] for p in pods}
-            while True:
-                await _kill_now(rm, uids)
-                await anyio.sleep(KILL_AGAIN_EVERY)
-
-
-async def _kill_now(rm: RuntimeManager, uids: set[str]) -> None:
-    """SIGKILL every running container of these pods (sandboxes included)."""
-    from asynckubelet import errors
-    from asynckubelet.runtime import naming
-
-    try:
-        rows = await rm.docker.list_containers(labels={naming.LABEL_NODE: rm.node})
-    except errors.DockerError:
-        return
-    for row in rows:
-        labels = row.get("Labels") or {}
-        if labels.get(naming.LABEL_POD_UID) in uids and row.get("State") == "running":
-            with contextlib.suppress(errors.DockerError):
-                await rm.docker.kill_container(row["Id"])
+            self.kill.set()
+            # Signals stay taken until the run ends: a third is not Python's KeyboardInterrupt.
+            await anyio.sleep_forever()
 
 
 class _Countdown:
