@@ -1,21 +1,24 @@
-"""Running pods in the foreground: one pod worker per pod, woken by Docker's events.
+"""The pod worker: one serialized loop per pod, for the node agent and for ``run`` alike.
 
-``asynckubelet run`` and library users who want "run these pods, show their output, tell
-me how they ended" use :func:`run_pods`. Each pod gets the kubelet's loop in miniature:
-read the pod's state from Docker, turn it into a Kubernetes ``PodStatus``, stop when the
-phase is terminal, otherwise ``sync_pod`` and sleep until Docker reports a change for the
-pod. A worker sets itself a timer only when something is due without a change to report
-it (:func:`next_wake`: a back-off that expires, a container still waiting, the active
-deadline, an emptyDir size check, a token refresh); a pod that runs as it should costs
-nothing until Docker, a probe or its source says something changed. Each container instance
-gets a log follower as soon as it is seen, so no output is lost, not even a crashed
-attempt's. A pod that ends by itself has all of its output shown; a pod stopped from
-outside (a signal, a failure) has its output shown while its containers stop, and what
-they left unread for at most :data:`LOG_DRAIN` seconds after; output nobody reads any more
-(a closed stdout) is not followed at all. A pod with ``schedulingGates`` of which nothing
-runs yet is not started: it stays Pending with the API server's ``SchedulingGated``
-condition until an update of the pod removes the gates (no scheduler would bind it
-before).
+Each pod gets the kubelet's loop in miniature: read the pod's state from Docker, turn it
+into a Kubernetes ``PodStatus``, and while the worker is ``Syncing`` ``sync_pod`` toward
+the spec and sleep until Docker (its own event stream, or the node's PLEG) reports a
+change for the pod; once the phase is terminal, or its owner stops it, the worker is
+``Terminating`` then ``Terminated`` (:mod:`~asynckubelet.node.worker_state`). The syncer
+is injected (:class:`~asynckubelet.node.podsyncer.PodSyncer`), and what differs between
+``run`` (:func:`~asynckubelet.node.foreground.run_pods`) and the node is a
+:class:`~asynckubelet.node.worker_state.WorkerPolicy`. A worker sets itself a timer only
+when something is due without a change to report it (:func:`next_wake`: a back-off that
+expires, a container still waiting, the active deadline, an emptyDir size check, a token
+refresh); a pod that runs as it should costs nothing until Docker, a probe or its source
+says something changed. Each container instance gets a log follower as soon as it is
+seen, so no output is lost, not even a crashed attempt's. A pod that ends by itself has
+all of its output shown; a pod stopped from outside (a signal, a failure) has its output
+shown while its containers stop, and what they left unread for at most :data:`LOG_DRAIN`
+seconds after; output nobody reads any more (a closed stdout) is not followed at all. A
+pod with ``schedulingGates`` of which nothing runs yet is not started: it stays Pending
+with the API server's ``SchedulingGated`` condition until an update of the pod removes
+the gates (no scheduler would bind it before).
 """
 
 from __future__ import annotations
