@@ -287,9 +287,19 @@ class NodeOptions:
 
     def network_plugin(self, docker: DockerAPI, *, node_name: str) -> NetworkPlugin:
         """The pod network backend these options choose, on ``docker``'s engine."""
-        from asynckubelet.cli.nodeconfig import network_config
+        from asynckubelet.network import factory
 
-        return network_config(self).plugin(docker, node_name=node_name)
+        return factory.make_network_plugin(
+            self.network,
+            docker=docker,
+            state_dir=self.network_state_dir,
+            bridge=self.bridge,
+            pod_cidr=self.pod_cidr,
+            pod_cidr_v6=ipv6_pod_cidr(dual_stack=self.dual_stack, pod_cidr_v6=self.pod_cidr_v6),
+            firewall=self.firewall,
+            masquerade=self.masquerade,
+            node_name=node_name,
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
