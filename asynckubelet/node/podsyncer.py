@@ -12,19 +12,20 @@ the manager.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from lightkube.models.core_v1 import Pod
+if TYPE_CHECKING:
+    from lightkube.models.core_v1 import Pod
 
-from asynckubelet.docker import DockerAPI
-from asynckubelet.runtime import backoff as backoff_mod
-from asynckubelet.runtime import hooks
-from asynckubelet.runtime.env import PodContext
-from asynckubelet.runtime.events import EventSink
-from asynckubelet.runtime.probes import ProbeResult
-from asynckubelet.runtime.results import PodSyncResult
-from asynckubelet.runtime.types import PodRuntimeStatus
-from asynckubelet.runtime.volumes import VolumeProvider
+    from asynckubelet.docker import DockerAPI
+    from asynckubelet.runtime import backoff as backoff_mod
+    from asynckubelet.runtime import hooks
+    from asynckubelet.runtime.env import PodContext
+    from asynckubelet.runtime.events import EventSink
+    from asynckubelet.runtime.probes import ProbeResult
+    from asynckubelet.runtime.results import PodSyncResult
+    from asynckubelet.runtime.types import PodRuntimeStatus
+    from asynckubelet.runtime.volumes import VolumeProvider
 
 
 class PodSyncer(Protocol):
