@@ -3,16 +3,15 @@ with the controllers, for as long as the run lasts.
 
 A Job is more than a pod: it makes a pod, replaces it after a failure with the
 controller's back-off, and ends ``Complete`` or ``Failed``. So ``run`` starts an
-in-process node (the node agent's :class:`~asynckubelet.node.kubelet.Kubelet`, with this
-run's own owner mark, so it sees and removes only its own pods, never those of a
-``serve`` of the same node name) and its :class:`~asynckubelet.workloads.Controllers`,
-applies the files to it, streams the output of every pod the Job makes (``pod/container
-| line``, a retry's pods included) and ends once every Job has finished and every pod of
-the files with a restart policy other than ``Always`` has ended. The exit code is the
-Jobs' result: 0 when all completed, else the exit code of the last failed pod of a failed
-Job (1 when it had none), after its ``Failed`` condition's reason on stderr. Deployments
-and ``Always`` pods run until SIGINT/SIGTERM. Leaving stops and removes everything the
-run made.
+in-process :class:`~asynckubelet.nodeapp.Node` with the workload controllers and no
+listener (its kubelet with this run's own owner mark, so it sees and removes only its
+own pods, never those of a ``serve`` of the same node name), applies the files to it,
+streams the output of every pod the Job makes (``pod/container | line``, a retry's pods
+included) and ends once every Job has finished and every pod of the files with a restart
+policy other than ``Always`` has ended. The exit code is the Jobs' result: 0 when all
+completed, else the exit code of the last failed pod of a failed Job (1 when it had
+none), after its ``Failed`` condition's reason on stderr. Deployments and ``Always``
+pods run until SIGINT/SIGTERM. Leaving stops and removes everything the run made.
 """
 
 from __future__ import annotations
