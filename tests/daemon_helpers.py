@@ -52,7 +52,7 @@ def running_daemon(
 
         node, docker = portal.call(make)
         with portal.wrap_async_context_manager(node):
-            from asynckubelet.localapi import serve_local
+            from asynckubelet.api.localapi import serve_local
 
             path = daemon.claim_socket(state)
             info = daemon.DaemonInfo(

@@ -224,7 +224,7 @@ def test_delete_ignore_not_found_treats_a_missing_object_as_deleted(
 def test_delete_now_stops_pods_with_a_one_second_grace_period(
     tmp_path: Path, state: Path, node: Daemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
 
     asked: list[float | None] = []
     real = NodeClient.delete

@@ -559,7 +559,7 @@ def test_a_watch_with_o_name_prints_one_line_per_event(
 
 
 def test_get_w_through_the_daemon_sees_a_new_pod(node: Daemon, state: Path, tmp_path: Path) -> None:
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
 
     client = NodeClient(state / "api.sock")
     events = client.watch("default", table=True)

@@ -395,7 +395,7 @@ def test_get_through_the_daemon_loads_no_http_library_nor_dataclasses() -> None:
     out = _fresh(
         "import sys\n"
         "from asynckubelet.cli import fast\n"
-        "from asynckubelet.client import NodeClient\n"
+        "from asynckubelet.api.client import NodeClient\n"
         "from asynckubelet.node.locate import default_state_dir, socket_answers, socket_path\n"
         "from asynckubelet.tables import render\n"
         "heavy = ('http.client', 'email.parser', 'ssl', 'dataclasses', 'asyncio', 'typer',\n"

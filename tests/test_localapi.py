@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 
 from asynckubelet import errors
-from asynckubelet.localapi import create_local_app, serve_local
+from asynckubelet.api.localapi import create_local_app, serve_local
 from asynckubelet.node import daemon
 from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig

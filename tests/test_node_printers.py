@@ -21,9 +21,9 @@ from lightkube.models.core_v1 import (
 )
 from lightkube.models.meta_v1 import ObjectMeta
 
+from asynckubelet.api.server import check_listen, parse_listen
 from asynckubelet.node.events import PodEvent
 from asynckubelet.printers import describe_pod, parse_duration, pod_table, restarts
-from asynckubelet.server import check_listen, parse_listen
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -21,7 +21,7 @@ from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
 from test_workloads_services import AddressPlugin, RecordingFirewall, RecordingFlows
 
-from asynckubelet.localapi import create_local_app
+from asynckubelet.api.localapi import create_local_app
 from asynckubelet.manifests.security import Level
 from asynckubelet.network.firewall import ServiceRule
 from asynckubelet.node import daemon

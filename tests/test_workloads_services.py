@@ -16,7 +16,7 @@ from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod, Service
 
 from asynckubelet import errors
-from asynckubelet.localapi import create_local_app
+from asynckubelet.api.localapi import create_local_app
 from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
 from asynckubelet.network.conntrack import StaleFlows
 from asynckubelet.network.firewall import ServiceRule

@@ -2,7 +2,7 @@
 
 A running ``serve`` is the node's one truth: its socket in the state dir
 (:mod:`asynckubelet.node.daemon`) is found through ``--state-dir`` alone, and every
-command asks it (:class:`~asynckubelet.client.NodeClient`). Only when no daemon runs do
+command asks it (:class:`~asynckubelet.api.client.NodeClient`). Only when no daemon runs do
 ``get``, ``describe``, ``logs``, ``exec`` and ``delete`` fall back to the node's pods in
 Docker and its state dir (:func:`~asynckubelet.node.access.read_pods`), acting through
 :mod:`asynckubelet.node.operations`, and they say so in one line on stderr. ``apply``
@@ -25,7 +25,7 @@ from asynckubelet.cli.output import err, fail, warn
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
     from asynckubelet.manifests import Level, Manifests
     from asynckubelet.runtime.manager import RuntimeManager
 
@@ -45,7 +45,7 @@ def daemon_client(node: NodeRef, *, doing: str = "reading Docker directly") -> N
 def find_daemon(node: NodeRef) -> NodeClient | None:
     """The daemon of ``node``'s state dir, or None (nothing said) when none runs; a
     socket this user may not use is an error naming it."""
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
     from asynckubelet.node.daemon import socket_path
 
     path = socket_path(node.state)

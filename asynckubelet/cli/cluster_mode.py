@@ -121,11 +121,11 @@ async def _listen_and_publish(
 ) -> None:
     """Serve the local API and the HTTP endpoint of the joined node, then publish the
     node's configuration in the state directory and say so in one line."""
+    from asynckubelet.api.localapi import serve_local
+    from asynckubelet.api.server import serve_http
     from asynckubelet.cli.commands.serve import _Address, _node_info
     from asynckubelet.cli.provision import announce
-    from asynckubelet.localapi import serve_local
     from asynckubelet.node import daemon
-    from asynckubelet.server import serve_http
 
     host, port, allow_remote = listen
     kubelet = joined.kubelet

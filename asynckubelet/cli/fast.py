@@ -153,7 +153,7 @@ def main(argv: list[str]) -> int | None:
     options = parse(argv)
     if options is None:
         return None
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
     from asynckubelet.node.locate import SOCKET_NAME, default_state_dir_path, socket_answers
 
     state_dir = options.get("state_dir") or os.environ.get("ASYNCKUBELET_STATE_DIR")

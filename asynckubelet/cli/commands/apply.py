@@ -46,7 +46,7 @@ from asynckubelet.cli.output import command, err, escape, fail, made, out, run_a
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
 
 ApplyFilenamesOpt = Annotated[
     list[str] | None,

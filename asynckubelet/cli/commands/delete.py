@@ -42,7 +42,7 @@ from asynckubelet.cli.options import (
 from asynckubelet.cli.output import command, err, escape, fail, out, run_async
 
 if TYPE_CHECKING:
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
     from asynckubelet.manifests import ObjectRef
     from asynckubelet.node.operations import PodKey
 

@@ -30,7 +30,7 @@ from asynckubelet.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
     from asynckubelet.docker import DockerAPI
     from asynckubelet.docker.execs import ExecSession
 

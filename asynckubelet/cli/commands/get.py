@@ -34,7 +34,7 @@ from asynckubelet.cli.output import command, err, exit_on_signals, fail, not_fou
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
     from asynckubelet.node.objects import StoredObject
 
 

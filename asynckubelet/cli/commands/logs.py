@@ -42,7 +42,7 @@ from asynckubelet.cli.output import (
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
     from asynckubelet.runtime.manager import RuntimeManager
 
 

@@ -66,7 +66,7 @@ from asynckubelet.cli.output import (
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
 
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
     from asynckubelet.docker import DockerAPI, LogLine
     from asynckubelet.manifests import Manifests
     from asynckubelet.node.admission import NodeInfo

@@ -84,13 +84,13 @@ def serve(
     """
     import socket
 
+    from asynckubelet.api.server import check_listen, parse_listen
     from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.cluster.host import default_node_ip
     from asynckubelet.node import daemon
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.daemon import default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
-    from asynckubelet.server import check_listen, parse_listen
     from asynckubelet.workloads.services import ServiceRanges
 
     node.check()
@@ -275,7 +275,7 @@ async def _serve(
 
 async def _listen(tg: anyio.abc.TaskGroup, kubelet: Kubelet, at: _Address) -> int:
     """The read-only HTTP endpoints, started; their bound port."""
-    from asynckubelet.server import serve_http
+    from asynckubelet.api.server import serve_http
 
     http = functools.partial(
         serve_http, kubelet, host=at.host, port=at.port, allow_remote=at.allow_remote
@@ -383,7 +383,7 @@ async def _listen_locally(
     services: ServiceController,
 ) -> int:
     """The local API on the state dir's socket, started; the socket's inode."""
-    from asynckubelet.localapi import serve_local
+    from asynckubelet.api.localapi import serve_local
 
     local = functools.partial(serve_local, kubelet, info, path=str(socket_file), services=services)
     try:

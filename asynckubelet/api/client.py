@@ -1,6 +1,6 @@
 """A client of the node daemon's local API, over its unix socket.
 
-The command line asks the daemon (:mod:`asynckubelet.localapi`) instead of reading Docker
+The command line asks the daemon (:mod:`asynckubelet.api.localapi`) instead of reading Docker
 itself. A command is a short process, and most of its time would go into importing an
 HTTP stack, so this client speaks the little HTTP/1.1 the daemon's answers need (one
 request per connection; a body framed by its length, by chunks, or by the connection's
