@@ -14,7 +14,7 @@ from daemon_helpers import Daemon, running_daemon
 from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
-from asynckubelet.cli import client as cli_client
+from asynckubelet.api.inprocess import InProcessNode
 from asynckubelet.cli import fast, provision
 from asynckubelet.cli.app import app
 from asynckubelet.cli.commands import run as run_command
@@ -282,11 +282,11 @@ def test_without_a_daemon_get_says_so_in_one_line_and_reads_docker(
 ) -> None:
     read: list[object] = []
 
-    async def no_pods(node: object) -> list[Pod]:
+    def no_pods(node: object) -> list[Pod]:
         read.append(node)
         return []
 
-    monkeypatch.setattr(cli_client, "read_node_pods", no_pods)
+    monkeypatch.setattr(InProcessNode, "read_pods", no_pods)
     code, out, err = invoke(state, "get", "pods")
     assert (code, out) == (0, "")
     assert err.splitlines() == [

@@ -15,7 +15,7 @@ from lightkube.models.core_v1 import Container, Pod, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from typer.testing import CliRunner
 
-from asynckubelet.cli import client as cli_client
+from asynckubelet.api.inprocess import InProcessNode
 from asynckubelet.cli import fast
 from asynckubelet.cli.app import app
 from asynckubelet.manifests import load_manifests_text
@@ -324,10 +324,10 @@ def _labelled_pod(name: str, labels: dict[str, str] | None) -> Pod:
 def test_without_a_daemon_get_pods_l_and_show_labels_filter_what_docker_holds(
     state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def labelled(node: object) -> list[Pod]:
+    def labelled(node: object) -> list[Pod]:
         return [_labelled_pod("web", {"app": "web"}), _labelled_pod("db", None)]
 
-    monkeypatch.setattr(cli_client, "read_node_pods", labelled)
+    monkeypatch.setattr(InProcessNode, "read_pods", labelled)
     code, out, _ = invoke(state, "get", "pods", "-l", "app=web", "--show-labels")
     assert code == 0
     lines = out.splitlines()

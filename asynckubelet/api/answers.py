@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 from lightkube.models.core_v1 import Pod
 
-from asynckubelet import printers, tables
+from asynckubelet import printers
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
@@ -24,7 +24,6 @@ from asynckubelet.node.daemon import API_GROUP, DaemonInfo
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import (
     PLURALS,
-    StoredObject,
 )
 from asynckubelet.node.status import is_scheduling_gated
 from asynckubelet.runtime import containers as ctr
@@ -101,49 +100,9 @@ def selected(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | Non
     return selector is None or selector_matches(selector, labels or {})
 
 
-def pod_labels(pod: Pod) -> dict[str, str]:
-    return dict((pod.metadata.labels if pod.metadata is not None else None) or {})
-
-
 def wants_table(request: web.Request) -> bool:
     """Whether the client asks for server-side printing (``Accept: ...;as=Table``)."""
     return "as=Table" in request.headers.get("Accept", "")
-
-
-def pod_table(node: Kubelet, pods: Iterable[Pod]) -> web.Response:
-    return web.json_response(pod_rows(node, pods))
-
-
-def pod_rows(node: Kubelet, pods: Iterable[Pod]) -> dict[str, Any]:
-    now = printers.now_utc()
-    rows = [
-        (
-            printers.pod_row(p, node_name=node.node_name, now=now),
-            _meta(ctr.pod_identity(p)[0], ctr.pod_identity(p)[1], pod_labels(p)),
-        )
-        for p in pods
-    ]
-    return tables.table(printers.POD_COLUMNS, rows)
-
-
-def typed_table(kind: str, objects: Iterable[StoredObject]) -> web.Response:
-    now = printers.now_utc()
-    if kind in printers.WORKLOAD_COLUMNS:
-        rows = [(printers.workload_row(o, now=now), _row_meta(o)) for o in objects]
-        return web.json_response(tables.table(printers.WORKLOAD_COLUMNS[kind], rows))
-    columns = printers.SECRET_COLUMNS if kind == "Secret" else printers.CONFIGMAP_COLUMNS
-    rows = [(printers.object_row(o, now=now), _row_meta(o)) for o in objects]
-    return web.json_response(tables.table(columns, rows))
-
-
-def _row_meta(obj: StoredObject) -> dict[str, Any]:
-    return _meta(obj.name, obj.namespace, obj.labels)
-
-
-def _meta(name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    """A table row's object metadata: name, namespace and (for ``--show-labels``) any
-    labels."""
-    return {"name": name, "namespace": namespace, **({"labels": dict(labels)} if labels else {})}
 
 
 def bound_pod(pod: Pod, *, node_name: str) -> Pod:

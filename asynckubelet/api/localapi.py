@@ -37,6 +37,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors, hostfs, httpbounds, peercred, printers
 from asynckubelet._logging import logger
+from asynckubelet.api import rows
 from asynckubelet.api.answers import (
     INFO_KEY,
     LOCAL_PREFIX,
@@ -48,9 +49,6 @@ from asynckubelet.api.answers import (
     label_selector,
     listing,
     not_found,
-    pod_labels,
-    pod_rows,
-    pod_table,
     refusal,
     selected,
     served_pod,
@@ -96,9 +94,9 @@ async def list_pods(request: web.Request) -> web.StreamResponse:
         return await watch_pods(
             request, node, namespace=namespace, name=name or None, selector=selector
         )
-    pods = [p for p in served_pods(node, namespace) if selected(selector, pod_labels(p))]
+    pods = [p for p in served_pods(node, namespace) if selected(selector, rows.pod_labels(p))]
     if wants_table(request):
-        return pod_table(node, pods)
+        return web.json_response(rows.pod_table(node.node_name, pods))
     return listing("Pod", (printers.pod_document(p) for p in pods))
 
 
@@ -110,7 +108,7 @@ async def get_pod(request: web.Request) -> web.Response:
         return not_found("pods", name)
     pod = served_pod(node, pod)
     if wants_table(request):
-        return pod_table(node, [pod])
+        return web.json_response(rows.pod_table(node.node_name, [pod]))
     return web.json_response(printers.pod_document(pod))
 
 
@@ -138,7 +136,7 @@ async def watch_pods(
         return (
             (namespace is None or pod_namespace == namespace)
             and name in (None, pod_name)
-            and selected(selector, pod_labels(pod))
+            and selected(selector, rows.pod_labels(pod))
         )
 
     as_table = wants_table(request)
@@ -157,7 +155,11 @@ async def watch_pods(
                 if not wanted(pod):
                     continue
                 pod = served_pod(node, pod)
-                body = pod_rows(node, [pod]) if as_table else printers.pod_document(pod)
+                body = (
+                    rows.pod_table(node.node_name, [pod])
+                    if as_table
+                    else printers.pod_document(pod)
+                )
                 await send(kind, body)
                 if initial:
                     initial -= 1

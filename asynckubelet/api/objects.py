@@ -6,12 +6,13 @@ each by kind, namespace and name as the API server serves them.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
-from asynckubelet import printers, resources, tables
+from asynckubelet import printers, resources
+from asynckubelet.api import rows
 from asynckubelet.api.answers import (
     NAME_LABEL,
     SERVICES_KEY,
@@ -23,7 +24,6 @@ from asynckubelet.api.answers import (
     selected,
     served_pods,
     status,
-    typed_table,
     wants_table,
 )
 from asynckubelet.api.endpoints import NODE_KEY
@@ -60,7 +60,7 @@ async def list_events(request: web.Request) -> web.Response:
     bodies = [e.to_v1() for e in _own_events(node, events)]
     bodies = [b for b in bodies if selected(selector, b["metadata"].get("labels"))]
     if wants_table(request):
-        return _events_table(sorted(bodies, key=printers.event_seen))
+        return web.json_response(rows.event_table(sorted(bodies, key=printers.event_seen)))
     return listing("Event", bodies)
 
 
@@ -71,14 +71,12 @@ async def get_event(request: web.Request) -> web.Response:
     events = [e for e in node.recorder.list() if e.namespace == namespace]
     for body in (e.to_v1() for e in _own_events(node, events)):
         if body["metadata"]["name"] == name:
-            return _events_table([body]) if wants_table(request) else web.json_response(body)
+            return (
+                web.json_response(rows.event_table([body]))
+                if wants_table(request)
+                else web.json_response(body)
+            )
     return not_found("events", name)
-
-
-def _events_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
-    now = printers.now_utc()
-    rows = [(printers.event_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return web.json_response(tables.table(printers.EVENT_COLUMNS, rows))
 
 
 def _own_events(node: Kubelet, events: list[PodEvent]) -> list[PodEvent]:
@@ -98,12 +96,12 @@ def list_objects(kind: str) -> Any:
         if kind == "Namespace":
             spaces = [b for b in _namespaces(request.app) if selected(selector, _labels(b))]
             if wants_table(request):
-                return _namespace_table(request.app, spaces)
+                return web.json_response(rows.namespace_table(spaces))
             return listing(kind, spaces)
         namespace = request.match_info.get("namespace")
         found = [o for o in node.objects.list(kind, namespace) if selected(selector, o.labels)]
         if wants_table(request):
-            return typed_table(kind, found)
+            return web.json_response(rows.object_table(kind, found))
         return listing(kind, (_shown(o) for o in found))
 
     return handler
@@ -118,14 +116,14 @@ def get_object(kind: str) -> Any:
             if not spaces:
                 return not_found("namespaces", name)
             if wants_table(request):
-                return _namespace_table(request.app, spaces)
+                return web.json_response(rows.namespace_table(spaces))
             return web.json_response(spaces[0])
         found = node.objects.get(kind, request.match_info.get("namespace"), name)
         if found is None:
             known = resources.by_plural(PLURALS[kind])
             return not_found(known.qualified_plural if known else PLURALS[kind], name)
         if wants_table(request):
-            return typed_table(kind, [found])
+            return web.json_response(rows.object_table(kind, [found]))
         return web.json_response(_shown(found))
 
     return handler
@@ -157,37 +155,11 @@ def _namespaces(app: web.Application) -> list[dict[str, Any]]:
     return [bodies[name] for name in sorted(bodies)]
 
 
-def _namespace_table(app: web.Application, bodies: Iterable[Mapping[str, Any]]) -> web.Response:
-    now = printers.now_utc()
-    rows = [
-        (
-            printers.namespace_row(
-                b, terminating=(b.get("status") or {}).get("phase") == "Terminating", now=now
-            ),
-            b.get("metadata") or {},
-        )
-        for b in bodies
-    ]
-    return web.json_response(tables.table(printers.NAMESPACE_COLUMNS, rows))
-
-
 def _services(request: web.Request) -> ServiceController:
     services = request.app[SERVICES_KEY]
     if services is None:
         raise web.HTTPNotFound(text="this node runs no Service controller\n")
     return services
-
-
-def _service_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
-    now = printers.now_utc()
-    rows = [(printers.service_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return web.json_response(tables.table(printers.SERVICE_COLUMNS, rows))
-
-
-def _endpoints_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
-    now = printers.now_utc()
-    rows = [(printers.endpoints_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return web.json_response(tables.table(printers.ENDPOINTS_COLUMNS, rows))
 
 
 async def list_services(request: web.Request) -> web.Response:
@@ -198,7 +170,7 @@ async def list_services(request: web.Request) -> web.Response:
     ]
     bodies = [b for b in bodies if selected(selector, _labels(b))]
     if wants_table(request):
-        return _service_table(bodies)
+        return web.json_response(rows.service_table(bodies))
     return listing("Service", bodies)
 
 
@@ -210,7 +182,7 @@ async def get_service(request: web.Request) -> web.Response:
         return not_found("services", name)
     body = services.with_status(found)
     if wants_table(request):
-        return _service_table([body])
+        return web.json_response(rows.service_table([body]))
     return web.json_response(body)
 
 
@@ -239,7 +211,7 @@ async def list_endpoints(request: web.Request) -> web.Response:
     ]
     bodies = [b for b in bodies if selected(selector, _labels(b))]
     if wants_table(request):
-        return _endpoints_table(bodies)
+        return web.json_response(rows.endpoints_table(bodies))
     return listing("Endpoints", bodies)
 
 
@@ -251,7 +223,7 @@ async def get_endpoints(request: web.Request) -> web.Response:
         return not_found("endpoints", name)
     body = _endpoints_body(services, namespace, name)
     if wants_table(request):
-        return _endpoints_table([body])
+        return web.json_response(rows.endpoints_table([body]))
     return web.json_response(body)
 
 

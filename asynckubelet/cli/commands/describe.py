@@ -1,12 +1,12 @@
 """``asynckubelet describe pod``: kubectl's layout of one pod, its events at the bottom.
 
-The pod and its events come from the node daemon; without one, from Docker and the state
-dir.
+The pod and its events come from the node API (the daemon, or without one Docker and the
+state dir).
 """
 
 from __future__ import annotations
 
-from asynckubelet.cli.client import as_pod, daemon_client, read_node_pods
+from asynckubelet.cli.client import as_pod, node_api
 from asynckubelet.cli.options import (
     POD_KINDS,
     DescribeKindArg,
@@ -15,7 +15,7 @@ from asynckubelet.cli.options import (
     NodeRef,
     OptionalNameArg,
 )
-from asynckubelet.cli.output import command, err, fail, run_async
+from asynckubelet.cli.output import command, err, fail
 
 
 @command(not_found_as="NotFound")
@@ -48,30 +48,20 @@ def describe(
 
 def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
     """The description of pod ``name``, or of every pod of the namespace."""
-    from asynckubelet.node.access import StateDir, find_pod
-    from asynckubelet.node.events import PodEvent, read_pod_events
+    from asynckubelet.node.events import PodEvent
     from asynckubelet.printers import describe_pod, now_utc
     from asynckubelet.runtime import containers as ctr
 
-    client = daemon_client(node)
     texts = []
-    if client is not None:
-        found = [client.pod(namespace, name)] if name is not None else client.pods(namespace)
+    with node_api(node) as api:
+        found = (
+            [api.get("pods", namespace, name)] if name is not None else api.list("pods", namespace)
+        )
         for pod in map(as_pod, found):
             uid = ctr.pod_identity(pod)[2]
-            events = [PodEvent.from_v1(e) for e in client.events(namespace, uid=uid)]
+            events = [PodEvent.from_v1(e) for e in api.events(namespace, uid=uid)]
             node_name = (pod.spec.nodeName if pod.spec else None) or ""
             texts.append(describe_pod(pod, events, node_name=node_name, now=now_utc()))
-        return texts
-    pods = run_async(read_node_pods, node)
-    if name is not None:
-        pods = [find_pod(pods, namespace=namespace, name=name)]
-    else:
-        pods = [p for p in pods if ctr.pod_identity(p)[1] == namespace]
-        pods.sort(key=lambda p: ctr.pod_identity(p)[0])
-    for pod in pods:
-        events = read_pod_events(StateDir(node.state).events, pod, now=now_utc())
-        texts.append(describe_pod(pod, events, node_name=node.name, now=now_utc()))
     return texts
 
 
