@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
     from lightkube.models.core_v1 import Pod
 
+    from asynckubelet.docker import DockerAPI
     from asynckubelet.node.objects import StoredObject
     from asynckubelet.runtime.manager import RuntimeManager
 
@@ -49,12 +50,15 @@ NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @contextlib.asynccontextmanager
-async def node_runtime(*, node_name: str, docker_host: str | None) -> AsyncIterator[RuntimeManager]:
-    """The node's runtime on its engine; closed shielded from cancellation, within
-    :data:`CLOSE_TIMEOUT`."""
+async def node_runtime(
+    *, node_name: str, docker_host: str | None, docker: DockerAPI | None = None
+) -> AsyncIterator[RuntimeManager]:
+    """The node's runtime on its engine (``docker``: that client instead of one for
+    ``docker_host``); closed shielded from cancellation, within :data:`CLOSE_TIMEOUT`."""
     from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
-    rm = RuntimeManager(RuntimeConfig(node_name=node_name, docker_url=docker_host))
+    config = RuntimeConfig(node_name=node_name, docker_url=docker_host)
+    rm = RuntimeManager(config, docker=docker)
     await rm.__aenter__()
     try:
         yield rm
@@ -77,10 +81,19 @@ async def node_pods(rm: RuntimeManager, state: Path) -> list[Pod]:
 class InProcessNode:
     """:class:`~asynckubelet.api.protocol.NodeAPI` over Docker and the state dir."""
 
-    def __init__(self, *, state: Path, node_name: str, docker_host: str | None) -> None:
+    def __init__(
+        self,
+        *,
+        state: Path,
+        node_name: str,
+        docker_host: str | None,
+        docker: DockerAPI | None = None,
+    ) -> None:
         self.state = state
         self.node_name = node_name
         self.docker_host = docker_host
+        self.docker = docker
+        """The engine's client to use (tests: a fake); None: one for ``docker_host``."""
         self._stack = contextlib.ExitStack()
         self._portal: BlockingPortal | None = None
         self._rm: RuntimeManager | None = None
@@ -97,7 +110,9 @@ class InProcessNode:
             from anyio.from_thread import start_blocking_portal
 
             portal = self._stack.enter_context(start_blocking_portal())
-            runtime = node_runtime(node_name=self.node_name, docker_host=self.docker_host)
+            runtime = node_runtime(
+                node_name=self.node_name, docker_host=self.docker_host, docker=self.docker
+            )
             self._rm = self._stack.enter_context(portal.wrap_async_context_manager(runtime))
             self._portal = portal
         return self._portal, self._rm
