@@ -9,6 +9,7 @@ state dir, said in one line on stderr. ``apply`` needs the daemon: admission is 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -70,19 +71,29 @@ WORKLOAD_TYPES = ("deployments", "replicasets", "statefulsets", "jobs", "service
 """What ``logs`` and ``exec`` take as ``TYPE/NAME`` beside pods: their pods' selector."""
 
 
-def pod_name(ref: str, *, namespace: str, node: NodeRef, attach: bool = False) -> str:
-    """The pod ``ref`` names, as ``kubectl logs`` and ``exec`` read it: ``NAME`` or
-    ``pod/NAME`` is that pod; ``TYPE/NAME`` of a workload or a service is the most active
-    of the pods its selector matches (kubectl's choice), named on stderr when there are
-    several (``Found 2 pods, using pod/web-...``). A workload needs the daemon. ``attach``:
-    for ``exec`` (kubectl's wording of a type without pods differs from ``logs``')."""
+@dataclasses.dataclass(frozen=True)
+class PodRef:
+    """A pod, or a workload or service (``plural``) whose pods it stands for."""
+
+    plural: str | None
+    name: str
+    text: str
+    """As the user wrote it."""
+
+
+def pod_ref(ref: str, *, attach: bool = False) -> PodRef:
+    """What ``ref`` names, as ``kubectl logs`` and ``exec`` read it: ``NAME`` or
+    ``pod/NAME`` is that pod (None, name); ``TYPE/NAME`` of a workload or a service is
+    (its plural, its name), whose pods :func:`pod_name` chooses among. A type without
+    pods is refused here, before the node is asked (``attach``: for ``exec``, whose
+    wording differs from ``logs``')."""
     from asynckubelet.cli.options import KIND_OF, POD_KINDS, RESOURCES
 
     if "/" not in ref:
-        return ref
+        return PodRef(None, ref, ref)
     kind, _, name = ref.partition("/")
     if kind in POD_KINDS or RESOURCES.get(kind) == "pods":
-        return name
+        return PodRef(None, name, ref)
     plural = RESOURCES.get(kind)
     if plural is None:
         raise fail(f'the server doesn\'t have a resource type "{kind}"')
@@ -90,16 +101,25 @@ def pod_name(ref: str, *, namespace: str, node: NodeRef, attach: bool = False) -
         what = f"*v1.{KIND_OF.get(plural, plural)}"
         doing = "attach to" if attach else "get the logs from"
         raise fail(f"cannot {doing} {what}: selector for {what} not implemented")
-    client = require_daemon(node, verb=f"{plural}/NAME")
-    spec = client.object(plural, namespace, name).get("spec") or {}
+    return PodRef(plural, name, ref)
+
+
+def pod_name(ref: PodRef, *, namespace: str, api: NodeAPI) -> str:
+    """The pod a :func:`pod_ref` names: the pod itself, or the most active of the pods
+    the workload's or service's selector matches (kubectl's choice), named on stderr when
+    there are several (``Found 2 pods, using pod/web-...``)."""
+    plural, name = ref.plural, ref.name
+    if plural is None:
+        return name
+    spec = api.get(plural, namespace, name).get("spec") or {}
     selector = (
         {"matchLabels": spec.get("selector") or {}}
         if plural == "services"
         else spec.get("selector")
     )
-    pods = select_pods(client.pods(namespace), selector)
+    pods = select_pods(api.list("pods", namespace), selector)
     if not pods:
-        raise fail(f'no pods found for {ref} in namespace "{namespace}"')
+        raise fail(f'no pods found for {ref.text} in namespace "{namespace}"')
     if len(pods) > 1:
         err.print(
             f"Found {len(pods)} pods, using pod/{pods[0]['metadata']['name']}", highlight=False

@@ -17,7 +17,7 @@ import anyio
 import typer
 
 from asynckubelet.cli import output
-from asynckubelet.cli.client import node_api, pod_name
+from asynckubelet.cli.client import node_api, pod_name, pod_ref
 from asynckubelet.cli.options import (
     CommandArg,
     ContainerOpt,
@@ -48,15 +48,17 @@ def exec_(
     log: LogOptions,
 ) -> None:
     """Run a command in a pod's container; exits with the command's exit code."""
-    request = _Request(
-        name=pod_name(name, namespace=namespace, node=node, attach=True),
-        command=command,
-        container=container,
-        namespace=namespace,
-        stdin=stdin,
-        tty=_terminal(stdin=stdin, tty=tty),
-    )
+    ref = pod_ref(name, attach=True)
+    terminal = _terminal(stdin=stdin, tty=tty)
     with node_api(node) as api:
+        request = _Request(
+            name=pod_name(ref, namespace=namespace, api=api),
+            command=command,
+            container=container,
+            namespace=namespace,
+            stdin=stdin,
+            tty=terminal,
+        )
         target = api.exec_target(request.namespace, request.name, request.container)
     raise typer.Exit(output.run_async(_exec, request, target))
 

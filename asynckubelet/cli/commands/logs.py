@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from asynckubelet.cli.client import as_pod, node_api, pod_name
+from asynckubelet.cli.client import as_pod, node_api, pod_name, pod_ref
 from asynckubelet.cli.options import (
     AllContainersOpt,
     ContainerOpt,
@@ -67,19 +67,20 @@ def logs(
         since_ts = time.time() - parse_duration(since) if since else None
     except ValueError as e:
         raise UsageError(str(e)) from None
-    request = _Request(
-        namespace=namespace,
-        name=pod_name(name, namespace=namespace, node=node),
-        container=container,
-        follow=follow and not previous,
-        previous=previous,
-        tail=tail,
-        timestamps=timestamps,
-        since=since_ts,
-        all_containers=all_containers,
-        limit_bytes=limit_bytes or None,
-    )
+    ref = pod_ref(name)
     with exit_on_signals(), node_api(node) as api:
+        request = _Request(
+            namespace=namespace,
+            name=pod_name(ref, namespace=namespace, api=api),
+            container=container,
+            follow=follow and not previous,
+            previous=previous,
+            tail=tail,
+            timestamps=timestamps,
+            since=since_ts,
+            all_containers=all_containers,
+            limit_bytes=limit_bytes or None,
+        )
         _print_logs(request, api)
 
 
