@@ -409,7 +409,7 @@ async def _delete_pods(
 async def _log_pieces(
     rm: RuntimeManager, pods: list[Pod], namespace: str, name: str, options: PodLogOptions
 ) -> AsyncGenerator[bytes, None]:
-    from asynckubelet.node.operations import find_container, next_instance
+    from asynckubelet.node.operations import container_log, find_container
 
     target = await find_container(
         rm,
@@ -419,33 +419,21 @@ async def _log_pieces(
         container=options.container,
         previous=options.previous,
     )
-    cid, tail = target.container_id, options.tail_lines
     since = time.time() - options.since_seconds if options.since_seconds is not None else None
-    seen = {cid}
-    left = options.limit_bytes
-    while True:
-        lines = rm.docker.logs(
-            cid, follow=options.follow, tail=tail, timestamps=options.timestamps, since=since
-        )
-        try:
-            async for line in lines:
-                data = (line.text + ("\n" if line.newline else "")).encode()
-                if left is not None:
-                    data = data[:left]
-                    left -= len(data)
-                yield data
-                if left is not None and left <= 0:
-                    return
-        finally:
-            if isinstance(lines, AsyncGenerator):
-                await lines.aclose()
-        if not options.follow:
-            return
-        following = await next_instance(rm, pod=target.pod, container=target.container, seen=seen)
-        if following is None:
-            return
-        seen.add(following)
-        cid, tail, since = following, None, None
+    pieces = container_log(
+        rm,
+        target,
+        follow=options.follow and not options.previous,
+        tail=options.tail_lines,
+        timestamps=options.timestamps,
+        since=since,
+        limit_bytes=options.limit_bytes,
+    )
+    try:
+        async for piece in pieces:
+            yield piece
+    finally:
+        await pieces.aclose()
 
 
 def _uid(body: dict[str, Any]) -> str | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, Collection, Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -214,39 +214,24 @@ async def pod_log(request: web.Request) -> web.StreamResponse:
         return status(500, "InternalError", str(e))
     response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
     await response.prepare(request)
-    left = limit
-    cid, seen = instance.id, {instance.id}
-    follow = follow and not previous
+    target = operations.ContainerTarget(pod=pod, container=chosen, container_id=instance.id)
+    pieces = operations.container_log(
+        node.runtime,
+        target,
+        follow=follow and not previous,
+        tail=tail,
+        timestamps=timestamps,
+        since=since,
+        limit_bytes=limit,
+    )
     try:
-        while True:
-            lines = node.runtime.docker.logs(
-                cid, follow=follow, tail=tail, timestamps=timestamps, since=since
-            )
-            try:
-                async for line in lines:
-                    data = (line.text + ("\n" if line.newline else "")).encode()
-                    if left is not None:
-                        data = data[:left]
-                        left -= len(data)
-                    await response.write(data)
-                    if left is not None and left <= 0:
-                        break
-            finally:
-                # The engine's stream is closed as soon as it is left, not when collected.
-                if isinstance(lines, AsyncGenerator):
-                    with anyio.CancelScope(shield=True):
-                        await lines.aclose()
-            if not follow or (left is not None and left <= 0):
-                break
-            following = await operations.next_instance(
-                node.runtime, pod=pod, container=chosen, seen=seen
-            )
-            if following is None:
-                break
-            seen.add(following)
-            cid, tail, since = following, None, None
+        async for data in pieces:
+            await response.write(data)
     except errors.DockerError as e:
         logger.debug("log stream of {}/{}/{} ended: {}", namespace, name, chosen, e)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await pieces.aclose()
     await response.write_eof()
     return response
 

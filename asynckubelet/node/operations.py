@@ -12,9 +12,9 @@ and the project's exceptions.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 from lightkube.models.core_v1 import Pod
@@ -27,6 +27,9 @@ from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+
+if TYPE_CHECKING:
+    from asynckubelet.docker import DockerAPI
 
 PodKey = tuple[str, str]
 """``(namespace, name)`` of a pod."""
@@ -169,6 +172,57 @@ async def next_instance(
         ):
             return None
         await anyio.sleep(poll_interval)
+
+
+class LogRuntime(PodRuntime, Protocol):
+    """The runtime calls :func:`container_log` needs: a pod's status and its engine."""
+
+    @property
+    def docker(self) -> DockerAPI: ...
+
+
+async def container_log(
+    runtime: LogRuntime,
+    target: ContainerTarget,
+    *,
+    follow: bool = False,
+    tail: int | None = None,
+    timestamps: bool = False,
+    since: float | None = None,
+    limit_bytes: int | None = None,
+) -> AsyncGenerator[bytes, None]:
+    """The output of ``target``'s container instance as it was written, each line with
+    its newline (:attr:`~asynckubelet.docker.LogLine.newline`), at most ``limit_bytes``;
+    with ``follow``, on across the container's restarts until the pod will not start it
+    again (:func:`next_instance`). ``tail`` and ``since`` (a Unix time) bound the first
+    instance's output only. The engine's stream is closed as soon as it is left."""
+    cid, seen, left = target.container_id, {target.container_id}, limit_bytes
+    while True:
+        lines = runtime.docker.logs(
+            cid, follow=follow, tail=tail, timestamps=timestamps, since=since
+        )
+        try:
+            async for line in lines:
+                data = (line.text + ("\n" if line.newline else "")).encode()
+                if left is not None:
+                    data = data[:left]
+                    left -= len(data)
+                yield data
+                if left is not None and left <= 0:
+                    return
+        finally:
+            if isinstance(lines, AsyncGenerator):
+                with anyio.CancelScope(shield=True):
+                    await lines.aclose()
+        if not follow:
+            return
+        following = await next_instance(
+            runtime, pod=target.pod, container=target.container, seen=seen
+        )
+        if following is None:
+            return
+        seen.add(following)
+        cid, tail, since = following, None, None
 
 
 # -- apply --wait ----------------------------------------------------------------------------
