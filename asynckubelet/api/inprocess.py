@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -419,16 +418,7 @@ async def _log_pieces(
         container=options.container,
         previous=options.previous,
     )
-    since = time.time() - options.since_seconds if options.since_seconds is not None else None
-    pieces = container_log(
-        rm,
-        target,
-        follow=options.follow and not options.previous,
-        tail=options.tail_lines,
-        timestamps=options.timestamps,
-        since=since,
-        limit_bytes=options.limit_bytes,
-    )
+    pieces = container_log(rm, target, options)
     try:
         async for piece in pieces:
             yield piece

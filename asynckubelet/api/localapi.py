@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -59,7 +58,6 @@ from asynckubelet.api.answers import (
 from asynckubelet.api.apply import apply, delete
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, healthz, metrics, serve_site
 from asynckubelet.api.endpoints import flag_param as _flag
-from asynckubelet.api.endpoints import int_param as _int_param
 from asynckubelet.api.objects import (
     get_endpoints,
     get_event,
@@ -188,25 +186,22 @@ async def node_info(request: web.Request) -> web.Response:
 
 async def pod_log(request: web.Request) -> web.StreamResponse:
     """The kubelet's ``GetContainerLogs`` with the pod log endpoint's parameters
-    (``container``, ``follow``, ``previous``, ``tailLines``, ``timestamps``,
-    ``sinceSeconds``, ``limitBytes``); with ``follow`` it goes on across the container's
-    restarts until the pod will not start it again."""
+    (:class:`~asynckubelet.node.operations.PodLogOptions`); with ``follow`` it goes on
+    across the container's restarts until the pod will not start it again."""
     node = request.app[NODE_KEY]
     namespace, name = request.match_info["namespace"], request.match_info["name"]
-    tail = _int_param(request, "tailLines", minimum=0, message="must be greater than or equal to 0")
-    since_seconds = _int_param(request, "sinceSeconds", minimum=1, message="must be greater than 0")
-    limit = _int_param(request, "limitBytes", minimum=1, message="must be greater than 0")
-    since = max(0.0, time.time() - since_seconds) if since_seconds is not None else None
-    follow, previous = _flag(request, "follow"), _flag(request, "previous")
-    timestamps = _flag(request, "timestamps")
+    try:
+        options = operations.PodLogOptions.from_query(request.query)
+    except ValueError as e:
+        raise web.HTTPBadRequest(text=f"{e}\n") from None
     record = node.status.find(namespace, name)
     if record is None:
         return not_found("pods", name)
     pod = record.pod
     try:
-        chosen, _ = access.default_container(pod, request.query.get("container") or None)
+        chosen, _ = access.default_container(pod, options.container)
         instance = await access.container_instance(
-            node.runtime, pod, container=chosen, previous=previous, reported=record.status
+            node.runtime, pod, container=chosen, previous=options.previous, reported=record.status
         )
     except errors.NotFound as e:
         return status(400, "BadRequest", str(e))
@@ -215,15 +210,7 @@ async def pod_log(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
     await response.prepare(request)
     target = operations.ContainerTarget(pod=pod, container=chosen, container_id=instance.id)
-    pieces = operations.container_log(
-        node.runtime,
-        target,
-        follow=follow and not previous,
-        tail=tail,
-        timestamps=timestamps,
-        since=since,
-        limit_bytes=limit,
-    )
+    pieces = operations.container_log(node.runtime, target, options)
     try:
         async for data in pieces:
             await response.write(data)

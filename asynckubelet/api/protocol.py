@@ -24,19 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-
-@dataclass(frozen=True, kw_only=True)
-class PodLogOptions:
-    """The pod ``log`` subresource's parameters, as Kubernetes' ``PodLogOptions``."""
-
-    container: str
-    follow: bool = False
-    """Go on across the container's restarts until the pod will not start it again."""
-    previous: bool = False
-    tail_lines: int | None = None
-    timestamps: bool = False
-    since_seconds: int | None = None
-    limit_bytes: int | None = None
+from asynckubelet.node.operations import PodLogOptions
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,3 +106,6 @@ class NodeAPI(Protocol):
     def close(self) -> None:
         """Release the connection or the engine's client; the node keeps running."""
         ...
+
+
+__all__ = ["ExecTarget", "NodeAPI", "PodLogOptions"]

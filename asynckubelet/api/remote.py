@@ -71,17 +71,7 @@ class RemoteNode:
         return self.client.watch(namespace, name=name, table=table, selector=selector)
 
     def log(self, namespace: str, name: str, options: PodLogOptions) -> Iterator[bytes]:
-        return self.client.logs(
-            namespace,
-            name,
-            container=options.container,
-            follow=options.follow,
-            previous=options.previous,
-            tail=options.tail_lines,
-            timestamps=options.timestamps,
-            since_seconds=options.since_seconds,
-            limit_bytes=options.limit_bytes,
-        )
+        return self.client.log(namespace, name, options)
 
     def exec_target(self, namespace: str, name: str, container: str | None) -> ExecTarget:
         """The container as the daemon's pod status names it, on the engine the daemon

@@ -12,6 +12,7 @@ and the project's exceptions.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -174,6 +175,72 @@ async def next_instance(
         await anyio.sleep(poll_interval)
 
 
+INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodLogOptions:
+    """The pod ``log`` subresource's parameters, as Kubernetes' ``PodLogOptions``, and
+    their query parameters on the wire (:meth:`query`, :meth:`from_query`): one place
+    says what a log request may ask, for the client, the server and the in-process side.
+    """
+
+    container: str | None = None
+    """None: the pod's default container."""
+    follow: bool = False
+    """Go on across the container's restarts until the pod will not start it again."""
+    previous: bool = False
+    tail_lines: int | None = None
+    timestamps: bool = False
+    since_seconds: int | None = None
+    limit_bytes: int | None = None
+
+    def query(self) -> dict[str, str | int | bool | None]:
+        """The request's query parameters (None: left out)."""
+        return {
+            "container": self.container,
+            "follow": self.follow,
+            "previous": self.previous,
+            "tailLines": self.tail_lines,
+            "timestamps": self.timestamps,
+            "sinceSeconds": self.since_seconds,
+            "limitBytes": self.limit_bytes,
+        }
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> PodLogOptions:
+        """The options a request's query asks for, checked as ``ValidatePodLogOptions``
+        checks them; a :class:`ValueError` naming the parameter (the API server's words)."""
+        return cls(
+            container=query.get("container") or None,
+            follow=_flag(query, "follow"),
+            previous=_flag(query, "previous"),
+            tail_lines=_count(query, "tailLines", 0, "must be greater than or equal to 0"),
+            timestamps=_flag(query, "timestamps"),
+            since_seconds=_count(query, "sinceSeconds", 1, "must be greater than 0"),
+            limit_bytes=_count(query, "limitBytes", 1, "must be greater than 0"),
+        )
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "true", "yes")
+
+
+def _count(query: Mapping[str, str], name: str, minimum: int, message: str) -> int | None:
+    text = query.get(name)
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name}: Invalid value: {json.dumps(text)}: must be an integer") from None
+    if value > INT64_MAX:
+        raise ValueError(f"{name}: Invalid value: {json.dumps(text)}: value out of range")
+    if value < minimum:
+        raise ValueError(f"{name}: Invalid value: {value}: {message}")
+    return value
+
+
 class LogRuntime(PodRuntime, Protocol):
     """The runtime calls :func:`container_log` needs: a pod's status and its engine."""
 
@@ -182,21 +249,20 @@ class LogRuntime(PodRuntime, Protocol):
 
 
 async def container_log(
-    runtime: LogRuntime,
-    target: ContainerTarget,
-    *,
-    follow: bool = False,
-    tail: int | None = None,
-    timestamps: bool = False,
-    since: float | None = None,
-    limit_bytes: int | None = None,
+    runtime: LogRuntime, target: ContainerTarget, options: PodLogOptions
 ) -> AsyncGenerator[bytes, None]:
     """The output of ``target``'s container instance as it was written, each line with
-    its newline (:attr:`~asynckubelet.docker.LogLine.newline`), at most ``limit_bytes``;
-    with ``follow``, on across the container's restarts until the pod will not start it
-    again (:func:`next_instance`). ``tail`` and ``since`` (a Unix time) bound the first
-    instance's output only. The engine's stream is closed as soon as it is left."""
-    cid, seen, left = target.container_id, {target.container_id}, limit_bytes
+    its newline (:attr:`~asynckubelet.docker.LogLine.newline`), at most ``limitBytes``;
+    with ``follow`` (not with ``previous``), on across the container's restarts until
+    the pod will not start it again (:func:`next_instance`). ``tailLines`` and
+    ``sinceSeconds`` bound the first instance's output only. The engine's stream is
+    closed as soon as it is left."""
+    follow = options.follow and not options.previous
+    tail, timestamps = options.tail_lines, options.timestamps
+    since = None
+    if options.since_seconds is not None:
+        since = max(0.0, time.time() - options.since_seconds)
+    cid, seen, left = target.container_id, {target.container_id}, options.limit_bytes
     while True:
         lines = runtime.docker.logs(
             cid, follow=follow, tail=tail, timestamps=timestamps, since=since
