@@ -300,6 +300,18 @@ class InProcessNode:
 
     # -- acting ---------------------------------------------------------------------------
 
+    def node(self) -> dict[str, Any]:
+        return {"node_name": self.node_name, "docker_host": self.docker_host}
+
+    def apply(
+        self,
+        files: Sequence[tuple[str, str]],
+        *,
+        prune_selector: str | None = None,
+        prune_all: bool = False,
+    ) -> dict[str, Any]:
+        raise daemon_needed(self.state, "apply")
+
     def delete(
         self,
         objects: Sequence[Mapping[str, str]],

@@ -91,6 +91,22 @@ class NodeAPI(Protocol):
         """The running container ``exec`` enters (the pod's default one when None)."""
         ...
 
+    def node(self) -> dict[str, Any]:
+        """The node's effective configuration (``node_name``, ``docker_host``, ...)."""
+        ...
+
+    def apply(
+        self,
+        files: Sequence[tuple[str, str]],
+        *,
+        prune_selector: str | None = None,
+        prune_all: bool = False,
+    ) -> dict[str, Any]:
+        """Admit and store the objects of ``(source name, manifest text)`` files, as one
+        change: each object's verdict (``created``, ``configured``, ``unchanged``), or a
+        refusal naming every field error and nothing applied. Only a running node admits."""
+        ...
+
     def delete(
         self,
         objects: Sequence[Mapping[str, str]],

@@ -102,6 +102,18 @@ class RemoteNode:
             node_name=str(info["node_name"]),
         )
 
+    def node(self) -> dict[str, Any]:
+        return self.client.node()
+
+    def apply(
+        self,
+        files: Sequence[tuple[str, str]],
+        *,
+        prune_selector: str | None = None,
+        prune_all: bool = False,
+    ) -> dict[str, Any]:
+        return self.client.apply(files, prune_selector=prune_selector, prune_all=prune_all)
+
     def delete(
         self,
         objects: Sequence[Mapping[str, str]],
