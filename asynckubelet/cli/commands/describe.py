@@ -6,6 +6,8 @@ state dir).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from asynckubelet.cli.client import as_pod, node_api
 from asynckubelet.cli.options import (
     POD_KINDS,
@@ -16,6 +18,9 @@ from asynckubelet.cli.options import (
     OptionalNameArg,
 )
 from asynckubelet.cli.output import command, err, fail
+
+if TYPE_CHECKING:
+    from asynckubelet.api.protocol import NodeAPI
 
 
 @command(not_found_as="NotFound")
@@ -34,8 +39,9 @@ def describe(
             raise fail("arguments in resource/name form must have a single resource and name")
         kind, _, name = kind.partition("/")
     if kind in SERVICE_KINDS:
-        names = [name] if name is not None else _service_names(namespace, node=node)
-        texts = [_service_text(n, namespace=namespace, node=node) for n in names]
+        with node_api(node, needs="describe services") as api:
+            names = [name] if name is not None else _service_names(namespace, api=api)
+            texts = [_service_text(n, namespace=namespace, api=api) for n in names]
     elif kind in POD_KINDS:
         texts = _pod_texts(name, namespace=namespace, node=node)
     else:
@@ -68,29 +74,24 @@ def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
 SERVICE_KINDS = ("service", "services", "svc")
 
 
-def _service_names(namespace: str, *, node: NodeRef) -> list[str]:
-    from asynckubelet.cli.client import require_daemon
-
-    client = require_daemon(node, verb="describe services")
-    return sorted(str(s["metadata"]["name"]) for s in client.objects("services", namespace))
+def _service_names(namespace: str, *, api: NodeAPI) -> list[str]:
+    return sorted(str(s["metadata"]["name"]) for s in api.list("services", namespace))
 
 
-def _service_text(name: str, *, namespace: str, node: NodeRef) -> str:
+def _service_text(name: str, *, namespace: str, api: NodeAPI) -> str:
     """A Service and its endpoints, from the daemon (which alone keeps endpoints)."""
     from asynckubelet import errors
-    from asynckubelet.cli.client import require_daemon
     from asynckubelet.node.events import PodEvent
     from asynckubelet.printers import describe_service
 
-    client = require_daemon(node, verb="describe services")
-    body = client.object("services", namespace, name)
+    body = api.get("services", namespace, name)
     uid = (body.get("metadata") or {}).get("uid")
-    events = [PodEvent.from_v1(e) for e in client.events(namespace, uid=uid)] if uid else []
+    events = [PodEvent.from_v1(e) for e in api.events(namespace, uid=uid)] if uid else []
     endpoints = None
     selector = (body.get("spec") or {}).get("selector")
     if selector:
         try:
-            endpoints = client.object("endpoints", namespace, name)
+            endpoints = api.get("endpoints", namespace, name)
         except errors.NotFound:
             endpoints = None
     return describe_service(body, endpoints, events)
