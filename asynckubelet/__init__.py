@@ -6,13 +6,18 @@ exception tree of :mod:`asynckubelet.errors` (its ``__all__``, so no error is le
 A name is imported on first use, so that importing a part of the package (the errors,
 the manifest loader, the command line) loads neither the Docker client nor the netlink
 library nor the HTTP server that others need. ``docs/library.md`` is the reference.
+
+Importing the package changes nothing else in the process: no import hook, no change to
+the garbage collector or to signal handlers (the command line's entry point makes its
+own, :func:`asynckubelet.cli.main`). The package's log messages go to loguru, off until
+the program asks for them with ``logger.enable("asynckubelet")``
+(:mod:`asynckubelet._logging`).
 """
 
 from __future__ import annotations
 
 import importlib
 
-from asynckubelet import _imports
 from asynckubelet import errors as _errors
 
 # ``typing`` costs the shortest commands a tenth of their time; mypy reads this name.
@@ -57,15 +62,6 @@ if TYPE_CHECKING:
     from asynckubelet.runtime.volumes import VolumeProvider as VolumeProvider
 
 __version__ = "0.1.0"
-
-# A library logs only when its user asks: ``logger.enable("asynckubelet")`` (the CLI does).
-# The logger is disabled as loguru is imported, so that importing the package does not
-# import it (the command line's --help needs no logging).
-_imports.when_imported("loguru", lambda loguru: loguru.logger.disable("asynckubelet"))
-# The Kubernetes models without lightkube's client (cluster mode imports it when it runs).
-_imports.defer_package_init("lightkube")
-# pyroute2's rtnetlink without the other netlink families its package imports (about 6 MB).
-_imports.defer_package_init("pyroute2")
 
 _PUBLIC: dict[str, tuple[str, str]] = {
     "Backoff": ("asynckubelet.runtime.backoff", "Backoff"),
