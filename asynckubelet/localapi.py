@@ -37,17 +37,20 @@ import anyio.to_thread
 from aiohttp import web
 from lightkube.models.core_v1 import Namespace, Pod
 
-from asynckubelet import errors, hostfs, httpbounds, peercred, printers, resources, tables
+from asynckubelet import errors, hostfs, httpbounds, peercred
 from asynckubelet._logging import logger
 from asynckubelet.endpoints import DEFAULT_LIMITS, NODE_KEY, healthz, metrics, serve_site
 from asynckubelet.endpoints import flag_param as _flag
 from asynckubelet.endpoints import int_param as _int_param
 from asynckubelet.errors import FieldError
+from asynckubelet.kubectl import objects as object_printing
+from asynckubelet.kubectl import pods as pod_printing
+from asynckubelet.kubectl import resources, tables, times
 from asynckubelet.manifests import Manifests, inspect_manifests_text
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
-from asynckubelet.node import access, operations
+from asynckubelet.node import access, operations, printpod
 from asynckubelet.node.daemon import API_GROUP, SOCKET_MODE, DaemonInfo
 from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet
@@ -161,7 +164,7 @@ def served_pod(node: Kubelet, pod: Pod) -> Pod:
         stored = node.objects.get("Pod", namespace, name)
         created = stored.created() if stored is not None else None
         if created is None and pod.status is not None:
-            created = printers.created(pod)
+            created = printpod.created(pod)
         if created is not None:
             pod = copy.copy(pod)
             pod.metadata = copy.copy(meta)
@@ -193,24 +196,26 @@ def _pod_table(node: Kubelet, pods: Iterable[Pod]) -> web.Response:
 
 
 def _pod_rows(node: Kubelet, pods: Iterable[Pod]) -> dict[str, Any]:
-    now = printers.now_utc()
+    now = times.now_utc()
     rows = [
         (
-            printers.pod_row(p, node_name=node.node_name, now=now),
+            pod_printing.pod_row(p, node_name=node.node_name, now=now),
             _meta(ctr.pod_identity(p)[0], ctr.pod_identity(p)[1], _pod_labels(p)),
         )
         for p in pods
     ]
-    return tables.table(printers.POD_COLUMNS, rows)
+    return tables.table(pod_printing.POD_COLUMNS, rows)
 
 
 def _typed_table(kind: str, objects: Iterable[StoredObject]) -> web.Response:
-    now = printers.now_utc()
-    if kind in printers.WORKLOAD_COLUMNS:
-        rows = [(printers.workload_row(o, now=now), _row_meta(o)) for o in objects]
-        return web.json_response(tables.table(printers.WORKLOAD_COLUMNS[kind], rows))
-    columns = printers.SECRET_COLUMNS if kind == "Secret" else printers.CONFIGMAP_COLUMNS
-    rows = [(printers.object_row(o, now=now), _row_meta(o)) for o in objects]
+    now = times.now_utc()
+    if kind in object_printing.WORKLOAD_COLUMNS:
+        rows = [(object_printing.workload_row(o, now=now), _row_meta(o)) for o in objects]
+        return web.json_response(tables.table(object_printing.WORKLOAD_COLUMNS[kind], rows))
+    columns = (
+        object_printing.SECRET_COLUMNS if kind == "Secret" else object_printing.CONFIGMAP_COLUMNS
+    )
+    rows = [(object_printing.object_row(o, now=now), _row_meta(o)) for o in objects]
     return web.json_response(tables.table(columns, rows))
 
 
@@ -243,7 +248,7 @@ async def list_pods(request: web.Request) -> web.StreamResponse:
     pods = [p for p in _pods(node, namespace) if _selected(selector, _pod_labels(p))]
     if wants_table(request):
         return _pod_table(node, pods)
-    return _list("Pod", (printers.pod_document(p) for p in pods))
+    return _list("Pod", (pod_printing.pod_document(p) for p in pods))
 
 
 async def get_pod(request: web.Request) -> web.Response:
@@ -255,7 +260,7 @@ async def get_pod(request: web.Request) -> web.Response:
     pod = served_pod(node, pod)
     if wants_table(request):
         return _pod_table(node, [pod])
-    return web.json_response(printers.pod_document(pod))
+    return web.json_response(pod_printing.pod_document(pod))
 
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -301,7 +306,7 @@ async def watch_pods(
                 if not wanted(pod):
                     continue
                 pod = served_pod(node, pod)
-                body = _pod_rows(node, [pod]) if as_table else printers.pod_document(pod)
+                body = _pod_rows(node, [pod]) if as_table else pod_printing.pod_document(pod)
                 await send(kind, body)
                 if initial:
                     initial -= 1
@@ -347,7 +352,7 @@ async def list_events(request: web.Request) -> web.Response:
     bodies = [e.to_v1() for e in _own_events(node, events)]
     bodies = [b for b in bodies if _selected(selector, b["metadata"].get("labels"))]
     if wants_table(request):
-        return _events_table(sorted(bodies, key=printers.event_seen))
+        return _events_table(sorted(bodies, key=object_printing.event_seen))
     return _list("Event", bodies)
 
 
@@ -363,9 +368,9 @@ async def get_event(request: web.Request) -> web.Response:
 
 
 def _events_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
-    now = printers.now_utc()
-    rows = [(printers.event_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return web.json_response(tables.table(printers.EVENT_COLUMNS, rows))
+    now = times.now_utc()
+    rows = [(object_printing.event_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return web.json_response(tables.table(object_printing.EVENT_COLUMNS, rows))
 
 
 def _own_events(node: Kubelet, events: list[PodEvent]) -> list[PodEvent]:
@@ -445,17 +450,17 @@ def _namespaces(app: web.Application) -> list[dict[str, Any]]:
 
 
 def _namespace_table(app: web.Application, bodies: Iterable[Mapping[str, Any]]) -> web.Response:
-    now = printers.now_utc()
+    now = times.now_utc()
     rows = [
         (
-            printers.namespace_row(
+            object_printing.namespace_row(
                 b, terminating=(b.get("status") or {}).get("phase") == "Terminating", now=now
             ),
             b.get("metadata") or {},
         )
         for b in bodies
     ]
-    return web.json_response(tables.table(printers.NAMESPACE_COLUMNS, rows))
+    return web.json_response(tables.table(object_printing.NAMESPACE_COLUMNS, rows))
 
 
 def _services(request: web.Request) -> ServiceController:
@@ -466,15 +471,15 @@ def _services(request: web.Request) -> ServiceController:
 
 
 def _service_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
-    now = printers.now_utc()
-    rows = [(printers.service_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return web.json_response(tables.table(printers.SERVICE_COLUMNS, rows))
+    now = times.now_utc()
+    rows = [(object_printing.service_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return web.json_response(tables.table(object_printing.SERVICE_COLUMNS, rows))
 
 
 def _endpoints_table(bodies: Iterable[Mapping[str, Any]]) -> web.Response:
-    now = printers.now_utc()
-    rows = [(printers.endpoints_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return web.json_response(tables.table(printers.ENDPOINTS_COLUMNS, rows))
+    now = times.now_utc()
+    rows = [(object_printing.endpoints_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return web.json_response(tables.table(object_printing.ENDPOINTS_COLUMNS, rows))
 
 
 async def list_services(request: web.Request) -> web.Response:
@@ -899,7 +904,7 @@ def _verdict(node: Kubelet, applied: Applied) -> dict[str, Any]:
         return item
     if applied.kind == "Pod":
         pod = cast(Pod, Pod.from_dict(copy.deepcopy(dict(stored.body))))
-        item["object"] = printers.pod_document(served_pod(node, pod))
+        item["object"] = pod_printing.pod_document(served_pod(node, pod))
     elif applied.kind != "Secret":
         item["object"] = dict(stored.body)
     return item
@@ -1023,7 +1028,7 @@ def create_local_app(
     app[SERVICES_KEY] = services
     app[INFO_KEY] = info if callable(info) else lambda: info
     app[TERMINATING_KEY] = set()
-    app[STARTED_KEY] = printers.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ")
+    app[STARTED_KEY] = times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ")
     r = app.router
     r.add_get("/healthz", healthz)
     r.add_get("/metrics", metrics)

@@ -22,11 +22,12 @@ import pytest
 from lightkube.models.core_v1 import KeyToPath, PodStatus
 
 from asynckubelet import Kubelet, KubeletConfig, errors
+from asynckubelet.cli.logsetup import add_sink
 from asynckubelet.docker import DockerClient
-from asynckubelet.logsetup import add_sink
+from asynckubelet.kubectl.describe import describe_pod
+from asynckubelet.kubectl.times import now_utc
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import pod_context
-from asynckubelet.printers import describe_pod, now_utc
 from asynckubelet.runtime import env as env_mod
 from asynckubelet.runtime import sync as manager_mod
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE

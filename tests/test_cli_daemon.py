@@ -131,7 +131,7 @@ def _without_age(text: str) -> str:
 
 
 def test_a_table_without_headers_is_its_rows_sized_by_themselves() -> None:
-    from asynckubelet.tables import render
+    from asynckubelet.kubectl.tables import render
 
     document = {
         "columnDefinitions": [{"name": "name"}, {"name": "ready"}],

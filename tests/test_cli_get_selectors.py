@@ -230,7 +230,7 @@ def test_get_events_of_a_quiet_namespace_says_none_were_found(state: Path, node:
 def test_get_events_sorts_by_last_seen() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from asynckubelet.printers import EVENT_COLUMNS, event_row, event_seen
+    from asynckubelet.kubectl.objects import EVENT_COLUMNS, event_row, event_seen
 
     now = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -277,7 +277,7 @@ def test_get_namespaces_always_lists_default_with_kubectls_columns(
 def test_a_namespace_being_deleted_shows_terminating() -> None:
     from datetime import UTC, datetime
 
-    from asynckubelet.printers import namespace_row
+    from asynckubelet.kubectl.objects import namespace_row
 
     body = {"metadata": {"name": "going", "creationTimestamp": "2024-01-01T00:00:00Z"}}
     now = datetime(2024, 1, 1, 0, 3, tzinfo=UTC)

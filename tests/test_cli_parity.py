@@ -447,8 +447,8 @@ class ScriptedWatch:
 
 
 def row(name: str, status: str, namespace: str = "default") -> dict[str, Any]:
-    from asynckubelet.printers import POD_COLUMNS
-    from asynckubelet.tables import table
+    from asynckubelet.kubectl.pods import POD_COLUMNS
+    from asynckubelet.kubectl.tables import table
 
     cells = [name, "1/1", status, "0", "5s", "10.0.0.1", "n1", "<none>", "<none>"]
     return table(POD_COLUMNS, [(cells, {"name": name, "namespace": namespace})])

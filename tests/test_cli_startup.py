@@ -467,7 +467,7 @@ def test_get_through_the_daemon_loads_no_http_library_nor_dataclasses() -> None:
         "from asynckubelet.cli import fast\n"
         "from asynckubelet.client import NodeClient\n"
         "from asynckubelet.node.locate import default_state_dir, socket_answers, socket_path\n"
-        "from asynckubelet.tables import render\n"
+        "from asynckubelet.kubectl.tables import render\n"
         "heavy = ('http.client', 'email.parser', 'ssl', 'dataclasses', 'asyncio', 'typer',\n"
         "         'asynckubelet.hostfs', 'asynckubelet.node.daemon')\n"
         "print(sorted(h for h in heavy if h in sys.modules))\n"

@@ -18,7 +18,7 @@ from lightkube.models.core_v1 import (
 )
 from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
 
-from asynckubelet import printers
+from asynckubelet.node import printpod
 from asynckubelet.node import status as st
 from asynckubelet.runtime.qos import qos_class
 from asynckubelet.runtime.types import (
@@ -913,7 +913,7 @@ KUBECTL = [
 def test_kubectl_columns(scenario: Scenario) -> None:
     pod, status = generate(scenario)
     assert (
-        f"{printers.kubectl_status(pod, status)} {printers.ready_string(pod, status)}"
+        f"{printpod.kubectl_status(pod, status)} {printpod.ready_string(pod, status)}"
         == scenario.expected
     )
 
@@ -933,18 +933,18 @@ def test_an_init_container_killed_without_reason_shows_its_exit_code() -> None:
             )
         ],
     )
-    assert printers.kubectl_status(pod, status) == "Init:ExitCode:3"
+    assert printpod.kubectl_status(pod, status) == "Init:ExitCode:3"
 
 
 def test_a_deleted_pod_on_a_lost_node_shows_unknown() -> None:
     status = PodStatus(phase="Running", reason="NodeLost")
-    assert printers.kubectl_status(make_pod(deleted=True), status) == "Unknown"
+    assert printpod.kubectl_status(make_pod(deleted=True), status) == "Unknown"
 
 
 def test_a_deleted_pod_that_already_finished_keeps_its_status() -> None:
     pod = make_pod(deleted=True, policy="Never")
     status = st.generate(pod, runtime(rc("app", EXITED, 0)), now=NOW)
-    assert printers.kubectl_status(pod, status) == "Completed"
+    assert printpod.kubectl_status(pod, status) == "Completed"
 
 
 def test_a_gated_pod_has_the_api_servers_scheduling_gated_condition_and_nothing_else() -> None:
@@ -975,7 +975,7 @@ def test_a_gated_pod_keeps_its_condition_transition_time() -> None:
 def test_kubectl_shows_a_gated_pod_as_scheduling_gated_with_no_container_ready() -> None:
     pod = make_pod(containers=("a", "b"))
     status = st.gated_status(pod, now=NOW)
-    assert (printers.kubectl_status(pod, status), printers.ready_string(pod, status)) == (
+    assert (printpod.kubectl_status(pod, status), printpod.ready_string(pod, status)) == (
         "SchedulingGated",
         "0/2",
     )

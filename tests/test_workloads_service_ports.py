@@ -21,6 +21,7 @@ from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
 from test_workloads_services import AddressPlugin, RecordingFirewall, RecordingFlows
 
+from asynckubelet.kubectl.describe import describe_service
 from asynckubelet.localapi import create_local_app
 from asynckubelet.manifests.security import Level
 from asynckubelet.network.firewall import ServiceRule
@@ -36,7 +37,6 @@ from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.listeners import Listener
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
-from asynckubelet.printers import describe_service
 from asynckubelet.testing import FakeDocker
 from asynckubelet.workloads.allocation import ReservedPort, ServiceRanges
 from asynckubelet.workloads.services import ProxyTarget, ServiceController

@@ -449,7 +449,7 @@ def setup_logging(options: LogOptions, *, default: str = "WARNING") -> None:
 
 
 def _log_to_stderr(loguru: ModuleType, *, level: str, form: str) -> None:
-    from asynckubelet.logsetup import add_sink
+    from asynckubelet.cli.logsetup import add_sink
 
     logger = loguru.logger
     logger.remove()

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from asynckubelet import resources
 from asynckubelet.cli.client import (
     daemon_client,
     node_pods,
@@ -40,6 +39,7 @@ from asynckubelet.cli.options import (
     UsageError,
 )
 from asynckubelet.cli.output import command, err, escape, fail, out, run_async
+from asynckubelet.kubectl import resources
 
 if TYPE_CHECKING:
     from asynckubelet.client import NodeClient

@@ -48,9 +48,10 @@ def describe(
 
 def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
     """The description of pod ``name``, or of every pod of the namespace."""
+    from asynckubelet.kubectl.describe import describe_pod
+    from asynckubelet.kubectl.times import now_utc
     from asynckubelet.node.access import StateDir, find_pod
     from asynckubelet.node.events import PodEvent, read_pod_events
-    from asynckubelet.printers import describe_pod, now_utc
     from asynckubelet.runtime import containers as ctr
 
     client = daemon_client(node)
@@ -89,8 +90,8 @@ def _service_text(name: str, *, namespace: str, node: NodeRef) -> str:
     """A Service and its endpoints, from the daemon (which alone keeps endpoints)."""
     from asynckubelet import errors
     from asynckubelet.cli.client import require_daemon
+    from asynckubelet.kubectl.describe import describe_service
     from asynckubelet.node.events import PodEvent
-    from asynckubelet.printers import describe_service
 
     client = require_daemon(node, verb="describe services")
     body = client.object("services", namespace, name)

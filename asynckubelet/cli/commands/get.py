@@ -349,11 +349,12 @@ def _events_without_daemon(
 ) -> None:
     """The events the node recorded in its state dir (an hour's, as the daemon serves
     them), oldest first, in the daemon's table or as v1 Events."""
+    from asynckubelet.kubectl.objects import EVENT_COLUMNS, event_row, event_seen
+    from asynckubelet.kubectl.tables import table
+    from asynckubelet.kubectl.times import now_utc
     from asynckubelet.manifests.workloads import selector_matches
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.events import read_events
-    from asynckubelet.printers import EVENT_COLUMNS, event_row, event_seen, now_utc
-    from asynckubelet.tables import table
 
     now = now_utc()
     bodies = [
@@ -414,19 +415,19 @@ def _print_kept(
     labels: bool,
 ) -> None:
     """The kept objects' table, as the daemon prints it."""
-    from asynckubelet.printers import (
+    from asynckubelet.kubectl.objects import (
         CONFIGMAP_COLUMNS,
         NAMESPACE_COLUMNS,
         SECRET_COLUMNS,
         SERVICE_COLUMNS,
         WORKLOAD_COLUMNS,
         namespace_row,
-        now_utc,
         object_row,
         service_row,
         workload_row,
     )
-    from asynckubelet.tables import table
+    from asynckubelet.kubectl.tables import table
+    from asynckubelet.kubectl.times import now_utc
 
     now = now_utc()
     metas = [{"namespace": o.namespace, "labels": o.labels} for o in found]
@@ -476,8 +477,9 @@ def _pods_without_daemon(
     show_labels: bool = False,
 ) -> None:
     from asynckubelet.cli.client import read_node_pods
+    from asynckubelet.kubectl.pods import bound_node, pod_table
+    from asynckubelet.kubectl.times import now_utc
     from asynckubelet.manifests.workloads import selector_matches
-    from asynckubelet.printers import bound_node, now_utc, pod_table
     from asynckubelet.runtime import containers as ctr
 
     pods = sorted(
@@ -520,6 +522,6 @@ def _pods_without_daemon(
 
 
 def _pod_dict(pod: Pod) -> dict[str, Any]:
-    from asynckubelet.printers import pod_document
+    from asynckubelet.kubectl.pods import pod_document
 
     return pod_document(pod)
