@@ -1,13 +1,13 @@
 """The project's logger: loguru's, imported once a message is logged that a sink may take.
 
-Importing loguru takes about 19 ms, a thirtieth of ``asynckubelet run``'s whole job, and
-a command that logs nothing at its level (``run`` logs at WARNING) need not pay it. The
-modules log through :data:`logger` as they would through loguru's own (``trace`` ...
-``critical``, ``exception``, ``log``, ``bind``, ``opt``); a message below the level the
-command line set (:func:`set_threshold`) is dropped before loguru is imported. A program
-that embeds the package sets none: every message then goes to loguru, whose ``enable`` and
-``disable`` decide, as for any library. Each record names the module, function and line
-of the call, as loguru's own records do.
+Importing loguru is a noticeable part of ``asynckubelet run``'s whole job
+(docs/benchmarks.md), and a command that logs nothing at its level (``run`` logs at
+WARNING) need not pay it. The modules log through :data:`logger` as they would through
+loguru's own (``trace`` ... ``critical``, ``exception``, ``log``, ``bind``, ``opt``); a
+message below the level the command line set (:func:`set_threshold`) is dropped before
+loguru is imported. A program that embeds the package sets none: every message then goes
+to loguru, whose ``enable`` and ``disable`` decide, as for any library. Each record names
+the module, function and line of the call, as loguru's own records do.
 
 As loguru asks of a library, the package's messages are off until its user turns them on
 (``logger.enable("asynckubelet")``): at the first message the package hands to loguru, it

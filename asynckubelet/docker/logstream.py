@@ -1,15 +1,15 @@
 """A container's output read from the engine as the kubelet reads a CRI log: in lines of at
 most :data:`PIECE` bytes.
 
-What a container prints is hostile: a line of 32 MB without a newline, assembled whole
-before anything was passed on, cost a ``limitBytes=10`` read 32 s and 94 MB. So nothing
-here holds more than one piece of a line per stream (plus one piece of a multiplexed
-frame, whatever size the frame's header claims): a longer line is passed on as
-:class:`~asynckubelet.docker.types.LogLine` pieces with ``newline=False``, cut where no
-UTF-8 character is split, the way a CRI runtime writes it as partial (``P``) lines; its
-bytes are those the container wrote, in order. Each byte is looked at a bounded number of
-times, so a read costs what its output weighs, and a reader that stops (``limitBytes``
-reached) closes the engine's stream at once.
+What a container prints is hostile: a line of many megabytes without a newline, assembled
+whole before anything is passed on, makes a ``limitBytes=10`` read wait for all of it and
+hold it in memory (docs/benchmarks.md). So nothing here holds more than one piece of a line
+per stream (plus one piece of a multiplexed frame, whatever size the frame's header
+claims): a longer line is passed on as :class:`~asynckubelet.docker.types.LogLine` pieces
+with ``newline=False``, cut where no UTF-8 character is split, the way a CRI runtime writes
+it as partial (``P``) lines; its bytes are those the container wrote, in order. Each byte
+is looked at a bounded number of times, so a read costs what its output weighs, and a
+reader that stops (``limitBytes`` reached) closes the engine's stream at once.
 
 A followed log crosses rotations of the engine's log files, and Docker 20.10's follower
 sends entries again after one (the rotated file's last entry; a whole file when the
