@@ -19,7 +19,7 @@ import yaml
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
-from test_workloads_services import AddressPlugin, RecordingFirewall, RecordingFlows
+from service_helpers import AddressPlugin, RecordingFirewall, RecordingFlows
 
 from asynckubelet.kubectl.describe import describe_service
 from asynckubelet.localapi import create_local_app
