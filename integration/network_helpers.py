@@ -244,3 +244,8 @@ async def churn(
 
 async def remove_container(docker: DockerClient, cid: str) -> None:
     await docker.remove_container(cid, force=True)
+
+
+async def container_pid(docker: DockerClient, cid: str) -> int:
+    """The host PID of a running container's first process."""
+    return int((await docker.inspect_container(cid))["State"]["Pid"])

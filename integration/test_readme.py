@@ -43,7 +43,7 @@ from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
 from integration.harness import Engine, remove_owned
-from integration.test_cli_node import free_port
+from integration.serve_helpers import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
