@@ -9,10 +9,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import builders
 import pytest
 from daemon_helpers import Daemon, running_daemon
-from lightkube.models.core_v1 import Container, Pod, PodSpec
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
 from asynckubelet.cli import client as cli_client
@@ -315,10 +315,7 @@ def test_apply_n_refuses_an_object_of_another_namespace_and_applies_nothing(
 
 
 def _labelled_pod(name: str, labels: dict[str, str] | None) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", uid=name, labels=labels),
-        spec=PodSpec(containers=[Container(name="app", image="busybox")]),
-    )
+    return builders.pod(name, uid=name, labels=labels)
 
 
 def test_without_a_daemon_get_pods_l_and_show_labels_filter_what_docker_holds(
