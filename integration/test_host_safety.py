@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import builders
 import pytest
 from lightkube.models.core_v1 import KeyToPath, PodStatus
 
@@ -56,14 +57,7 @@ def _snapshot(path: Path) -> dict[str, tuple[str, int]]:
 
 
 def _pod(name: str, body: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  terminationGracePeriodSeconds: 2
-{body}
-"""
+    return builders.pod_yaml(name, body, terminationGracePeriodSeconds=2)
 
 
 def _waiting(status: PodStatus, container: str) -> str | None:

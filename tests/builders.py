@@ -17,6 +17,10 @@ from lightkube.models.core_v1 import Pod
 
 Doc = dict[str, Any]
 
+APP_YAML = "  containers:\n  - name: app\n    image: BUSYBOX\n"
+"""``pod_yaml``'s body for one container ``app`` of the test image; a test appends that
+container's other fields, indented four spaces."""
+
 
 def container(name: str = "app", image: str = "busybox", **fields: Any) -> Doc:
     """A container as a manifest holds it; ``fields`` are named as in YAML (camelCase)."""
