@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import builders
 import pytest
 from lightkube.models.core_v1 import (
     ContainerState,
@@ -64,24 +65,19 @@ def make_pod(
 
     init_containers = [container(n, restartPolicy="Always") for n in sidecars]
     init_containers += [container(n) for n in inits]
-    spec: dict[str, Any] = {
-        "containers": [container(n) for n in containers],
-        "restartPolicy": policy,
-        "hostNetwork": host_network,
-    }
+    spec: dict[str, Any] = {"restartPolicy": policy, "hostNetwork": host_network}
     if init_containers:
         spec["initContainers"] = init_containers
     if readiness_gates:
         spec["readinessGates"] = [{"conditionType": g} for g in readiness_gates]
-    meta: dict[str, Any] = {"name": "web", "namespace": "default", "uid": UID}
-    if deleted:
-        meta["deletionTimestamp"] = "2024-01-01T00:30:00Z"
-    body: dict[str, Any] = {"metadata": meta, "spec": spec}
-    if status:
-        body["status"] = status
-    pod = Pod.from_dict(body)
-    assert isinstance(pod, Pod)
-    return pod
+    return builders.pod(
+        "web",
+        uid=UID,
+        meta={"deletionTimestamp": "2024-01-01T00:30:00Z"} if deleted else None,
+        containers=[container(n) for n in containers],
+        status=status or None,
+        **spec,
+    )
 
 
 def rc(

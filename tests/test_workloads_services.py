@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
+import builders
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
@@ -52,26 +53,20 @@ def pod(
     port: int = 8080,
     **extra: Any,
 ) -> Pod:
-    body: dict[str, Any] = {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-{name}",
-            "labels": labels or {"app": "web"},
-        },
-        "spec": {
-            "containers": [
-                {"name": "c", "image": "x", "ports": [{"name": port_name, "containerPort": port}]}
-            ],
-            **extra,
-        },
-        "status": {
+    return builders.pod(
+        name,
+        uid=f"uid-{name}",
+        labels=labels or {"app": "web"},
+        containers=[
+            builders.container("c", "x", ports=[{"name": port_name, "containerPort": port}])
+        ],
+        status={
             "phase": "Running",
             "podIP": ip,
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
-    }
-    return cast(Pod, Pod.from_dict(body))
+        **extra,
+    )
 
 
 # -- allocation -------------------------------------------------------------------------------
