@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import builders
 import pytest
 from lightkube.models.core_v1 import Container, Pod
 
@@ -58,13 +59,7 @@ def test_expansion_follows_the_kubelet_rules(text: str, expected: str) -> None:
 
 
 def _pod(spec: dict[str, Any], **meta: Any) -> Pod:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web", "namespace": "team", "uid": "u-1", **meta},
-        "spec": spec,
-    }
-    return cast(Pod, Pod.from_dict(doc))
+    return builders.pod("web", namespace="team", uid="u-1", meta=meta, **spec)
 
 
 def _env(container: dict[str, Any], ctx: PodContext | None = None, **meta: Any) -> Environment:
