@@ -27,37 +27,6 @@ def container(name: str = "app", image: str = "busybox", **fields: Any) -> Doc:
     return {"name": name, "image": image, **fields}
 
 
-def _body(
-    name: str,
-    *,
-    namespace: str | None,
-    uid: str | None,
-    labels: Mapping[str, str] | None,
-    annotations: Mapping[str, str] | None,
-    meta: Mapping[str, Any] | None,
-    containers: Sequence[Doc] | None,
-    status: Mapping[str, Any] | None,
-    spec: Mapping[str, Any],
-) -> Doc:
-    metadata: Doc = {"name": name}
-    if namespace is not None:
-        metadata["namespace"] = namespace
-    if uid is not None:
-        metadata["uid"] = uid
-    if labels is not None:
-        metadata["labels"] = dict(labels)
-    if annotations is not None:
-        metadata["annotations"] = dict(annotations)
-    metadata.update(meta or {})
-    body: Doc = {
-        "metadata": metadata,
-        "spec": {"containers": [container()] if containers is None else list(containers), **spec},
-    }
-    if status is not None:
-        body["status"] = dict(status)
-    return body
-
-
 def pod_doc(
     name: str = "web",
     *,
@@ -73,46 +42,31 @@ def pod_doc(
     """A v1 Pod manifest as a dict: metadata ``name`` (and what else is given, ``meta``
     for any other field), ``containers`` (one ``app``, busybox, unless given) and ``spec``'s
     other fields as in YAML."""
-    body = _body(
-        name,
-        namespace=namespace,
-        uid=uid,
-        labels=labels,
-        annotations=annotations,
-        meta=meta,
-        containers=containers,
-        status=status,
-        spec=spec,
-    )
-    return {"apiVersion": "v1", "kind": "Pod", **body}
+    metadata: Doc = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    if uid is not None:
+        metadata["uid"] = uid
+    if labels is not None:
+        metadata["labels"] = dict(labels)
+    if annotations is not None:
+        metadata["annotations"] = dict(annotations)
+    metadata.update(meta or {})
+    doc: Doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {"containers": [container()] if containers is None else list(containers), **spec},
+    }
+    if status is not None:
+        doc["status"] = dict(status)
+    return doc
 
 
-def pod(
-    name: str = "web",
-    *,
-    namespace: str | None = "default",
-    uid: str | None = None,
-    labels: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None,
-    meta: Mapping[str, Any] | None = None,
-    containers: Sequence[Doc] | None = None,
-    status: Mapping[str, Any] | None = None,
-    **spec: Any,
-) -> Pod:
-    """A typed Pod as the node holds it, in namespace ``default`` unless told; the other
-    fields as for ``pod_doc``."""
-    body = _body(
-        name,
-        namespace=namespace,
-        uid=uid,
-        labels=labels,
-        annotations=annotations,
-        meta=meta,
-        containers=containers,
-        status=status,
-        spec=spec,
-    )
-    return cast(Pod, Pod.from_dict(body))
+def pod(name: str = "web", *, namespace: str | None = "default", **fields: Any) -> Pod:
+    """A typed Pod as the node holds it: ``pod_doc``'s, in namespace ``default`` unless
+    told."""
+    return cast(Pod, Pod.from_dict(pod_doc(name, namespace=namespace, **fields)))
 
 
 def pod_yaml(
