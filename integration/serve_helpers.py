@@ -23,7 +23,7 @@ import anyio
 from asynckubelet.docker import DockerClient
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, free_port, remove_owned
 from integration.network_helpers import NodeNetwork
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,12 +39,6 @@ spec:
     image: BUSYBOX
     command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):

@@ -17,8 +17,8 @@ import anyio
 from asynckubelet.docker import DockerClient
 from asynckubelet.network import iptables, nftables
 from asynckubelet.network.bridge import DEFAULT_STATE_DIR, BridgeConfig, BridgePlugin
-from integration.harness import BUSYBOX_IMAGE, Engine, remove_owned
-from integration.serve_helpers import Daemon, free_port, unmount_under
+from integration.harness import BUSYBOX_IMAGE, Engine, free_port, remove_owned
+from integration.serve_helpers import Daemon, unmount_under
 
 WEB = """
 apiVersion: v1

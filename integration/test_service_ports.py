@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from asynckubelet.network import iptables, nftables
-from integration.harness import Engine
+from integration.harness import Engine, free_port
 from integration.network_helpers import free_cidr
-from integration.serve_helpers import Daemon, free_port
+from integration.serve_helpers import Daemon
 from integration.service_helpers import (
     ServiceNode,
     fetch,
