@@ -11,13 +11,11 @@ from pathlib import Path
 
 import builders
 import pytest
-from daemon_helpers import Daemon, running_daemon
+from daemon_helpers import Daemon, invoke, running_daemon
 from lightkube.models.core_v1 import Pod
-from typer.testing import CliRunner
 
 from asynckubelet.cli import client as cli_client
 from asynckubelet.cli import fast
-from asynckubelet.cli.app import app
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.manifests.workloads import parse_label_selector
 from asynckubelet.node.objects import ObjectStore
@@ -68,11 +66,6 @@ BAD_KEY = (
     "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
     "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
-
-
-def invoke(state: Path, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, [*args], env={"ASYNCKUBELET_STATE_DIR": str(state)})
-    return result.exit_code, result.stdout, result.stderr
 
 
 def names(out: str) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import typer.main
-from daemon_helpers import Daemon, running_daemon
+from daemon_helpers import Daemon, invoke, running_daemon
 from typer.testing import CliRunner
 
 from asynckubelet import __version__, errors
@@ -45,13 +45,6 @@ spec:
 """
 NOT_FOUND = 'Error from server (NotFound): pods "nope" not found'
 NOT_VALID = "error: container zzz is not valid for pod web: choose one of: [a b]"
-
-
-def invoke(state: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(
-        app, [*args], env={"ASYNCKUBELET_STATE_DIR": str(state), **(env or {})}
-    )
-    return result.exit_code, result.stdout, result.stderr
 
 
 def apply_text(state: Path, tmp_path: Path, name: str, text: str) -> None:
