@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from asynckubelet.manifests.loading import load_manifests as load_manifests
     from asynckubelet.manifests.loading import load_manifests_text as load_manifests_text
     from asynckubelet.network import NetworkPlugin as NetworkPlugin
-    from asynckubelet.network.dns import DNSSettings as DNSSettings
     from asynckubelet.node.admission import NodeInfo as NodeInfo
     from asynckubelet.node.admission import NodeResources as NodeResources
     from asynckubelet.node.admission import Taint as Taint
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
     from asynckubelet.runtime.manager import RuntimeConfig as RuntimeConfig
     from asynckubelet.runtime.manager import RuntimeManager as RuntimeManager
     from asynckubelet.runtime.metrics import RuntimeMetrics as RuntimeMetrics
+    from asynckubelet.runtime.poddns import DNSSettings as DNSSettings
     from asynckubelet.runtime.probes import ProbeResult as ProbeResult
     from asynckubelet.runtime.results import PodSyncResult as PodSyncResult
     from asynckubelet.runtime.results import SyncAction as SyncAction
@@ -67,7 +67,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "Backoff": ("asynckubelet.runtime.backoff", "Backoff"),
     "ContainerState": ("asynckubelet.runtime.types", "ContainerState"),
     "ContainerStatus": ("asynckubelet.runtime.types", "ContainerStatus"),
-    "DNSSettings": ("asynckubelet.network.dns", "DNSSettings"),
+    "DNSSettings": ("asynckubelet.runtime.poddns", "DNSSettings"),
     "DockerAPI": ("asynckubelet.docker.api", "DockerAPI"),
     "DockerClient": ("asynckubelet.docker.client", "DockerClient"),
     "EventSink": ("asynckubelet.runtime.events", "EventSink"),

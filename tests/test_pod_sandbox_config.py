@@ -14,8 +14,8 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.network import PodDNS, PortMapping, SandboxExtra
-from asynckubelet.network.dns import DNSSettings, ResolverConfig
 from asynckubelet.runtime import naming
+from asynckubelet.runtime.poddns import DNSSettings, ResolverConfig
 from asynckubelet.runtime.sandbox import (
     PodSandboxConfig,
     generate_pod_sandbox_config,

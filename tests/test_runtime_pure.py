@@ -13,7 +13,6 @@ import pytest
 from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet import errors
-from asynckubelet.network.dns import DNSSettings, ResolverConfig
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import Environment, PodContext, make_environment, service_environment
@@ -25,6 +24,7 @@ from asynckubelet.runtime.images import (
     with_default_tag,
 )
 from asynckubelet.runtime.kill import dead_instances_to_remove
+from asynckubelet.runtime.poddns import DNSSettings, ResolverConfig
 from asynckubelet.runtime.resources import host_config_resources, resource_field_value
 from asynckubelet.runtime.sandbox import generate_pod_sandbox_config, sandbox_docker_config
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus

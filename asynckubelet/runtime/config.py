@@ -10,7 +10,6 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from asynckubelet.network.dns import DNSSettings
 from asynckubelet.runtime.gate import default_parallel_starts
 from asynckubelet.runtime.logrotation import (
     DEFAULT_MAX_FILES,
@@ -19,6 +18,7 @@ from asynckubelet.runtime.logrotation import (
     check_max_files,
     parse_max_size,
 )
+from asynckubelet.runtime.poddns import DNSSettings
 
 
 @dataclass(frozen=True)

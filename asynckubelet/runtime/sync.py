@@ -22,12 +22,6 @@ from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, HostConfig
-from asynckubelet.network.dns import (
-    ResolverConfig,
-    node_resolver,
-    read_pod_files,
-    write_pod_files,
-)
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, naming, security
@@ -39,10 +33,12 @@ from asynckubelet.runtime.actions import (
     PodActions,
 )
 from asynckubelet.runtime.deps import RuntimeDeps
+from asynckubelet.runtime.dnsfiles import node_resolver, read_pod_files, write_pod_files
 from asynckubelet.runtime.env import Environment, PodContext, make_environment
 from asynckubelet.runtime.images import RegistryAuth
 from asynckubelet.runtime.kill import container_spec, grace_period_of, kill_container, kill_pod
 from asynckubelet.runtime.metrics import count_failed_steps, measured
+from asynckubelet.runtime.poddns import ResolverConfig
 from asynckubelet.runtime.pulls import ImagePull
 from asynckubelet.runtime.resources import host_config_resources
 from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError, SyncResult
