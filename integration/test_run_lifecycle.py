@@ -8,8 +8,8 @@ import pytest
 from lightkube.models.core_v1 import Pod, PodStatus
 
 from asynckubelet.docker import DockerClient, LogLine
+from asynckubelet.node.printpod import kubectl_status
 from asynckubelet.node.runner import run_pods
-from asynckubelet.printers import kubectl_status
 from integration.runtime_helpers import container_status, manager, pod_from
 
 pytestmark = pytest.mark.anyio

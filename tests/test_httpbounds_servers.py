@@ -26,7 +26,8 @@ from cryptography.x509.oid import NameOID
 from daemon_helpers import IMAGES
 
 from asynckubelet import httpbounds
-from asynckubelet.api.localapi import MAX_REQUEST_BYTES, serve_local
+from asynckubelet.api.answers import MAX_REQUEST_BYTES
+from asynckubelet.api.localapi import serve_local
 from asynckubelet.api.server import serve_http
 from asynckubelet.cluster import kubeletapi
 from asynckubelet.node import daemon

@@ -16,10 +16,10 @@ from typing import Any
 from aiohttp import web
 from lightkube.models.core_v1 import Pod
 
-from asynckubelet import printers
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
+from asynckubelet.node import printpod
 from asynckubelet.node.daemon import API_GROUP, DaemonInfo
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import (
@@ -127,7 +127,7 @@ def served_pod(node: Kubelet, pod: Pod) -> Pod:
         stored = node.objects.get("Pod", namespace, name)
         created = stored.created() if stored is not None else None
         if created is None and pod.status is not None:
-            created = printers.created(pod)
+            created = printpod.created(pod)
         if created is not None:
             pod = copy.copy(pod)
             pod.metadata = copy.copy(meta)

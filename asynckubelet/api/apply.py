@@ -18,12 +18,14 @@ import anyio.to_thread
 from aiohttp import web
 from lightkube.models.core_v1 import Namespace, Pod
 
-from asynckubelet import errors, printers, resources
+from asynckubelet import errors
 from asynckubelet._logging import logger
 from asynckubelet.api.answers import SERVICES_KEY, TERMINATING_KEY, served_pod, served_pods, status
 from asynckubelet.api.endpoints import NODE_KEY
 from asynckubelet.api.objects import terminating
 from asynckubelet.errors import FieldError
+from asynckubelet.kubectl import pods as pod_printing
+from asynckubelet.kubectl import resources
 from asynckubelet.manifests import Manifests, inspect_manifests_text
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
@@ -320,7 +322,7 @@ def _verdict(node: Kubelet, applied: Applied) -> dict[str, Any]:
         return item
     if applied.kind == "Pod":
         pod = cast(Pod, Pod.from_dict(copy.deepcopy(dict(stored.body))))
-        item["object"] = printers.pod_document(served_pod(node, pod))
+        item["object"] = pod_printing.pod_document(served_pod(node, pod))
     elif applied.kind != "Secret":
         item["object"] = dict(stored.body)
     return item

@@ -22,9 +22,10 @@ import os
 import socket
 from collections.abc import Generator, Iterator, Mapping, Sequence
 
-from asynckubelet import errors, resources
+from asynckubelet import errors
+from asynckubelet.kubectl import resources
+from asynckubelet.kubectl.tables import TABLE_ACCEPT
 from asynckubelet.node.locate import API_GROUP
-from asynckubelet.tables import TABLE_ACCEPT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

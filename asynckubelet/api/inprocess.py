@@ -121,7 +121,7 @@ class InProcessNode:
         return portal.call(function, rm)
 
     def _pods(self) -> builtins.list[Pod]:
-        from asynckubelet.printers import bound_node
+        from asynckubelet.kubectl.pods import bound_node
         from asynckubelet.runtime import containers as ctr
 
         pods = self.read_pods()
@@ -146,8 +146,8 @@ class InProcessNode:
 
     def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
         if resource == "pods":
+            from asynckubelet.kubectl.pods import pod_document
             from asynckubelet.node.access import find_pod
-            from asynckubelet.printers import pod_document
 
             found = find_pod(self._pods(), namespace=namespace or "default", name=name)
             return pod_document(found)
@@ -159,7 +159,7 @@ class InProcessNode:
     def list(
         self, resource: str, namespace: str | None, *, selector: str | None = None
     ) -> builtins.list[dict[str, Any]]:
-        from asynckubelet.printers import pod_document
+        from asynckubelet.kubectl.pods import pod_document
 
         wanted = _selector(resource, selector)
         if resource == "pods":
@@ -198,9 +198,10 @@ class InProcessNode:
     def events(self, namespace: str, *, uid: str | None = None) -> builtins.list[dict[str, Any]]:
         """The events of ``namespace``; with ``uid``, a pod's own (those of an earlier pod
         of its name and uid left out), as the daemon lists them."""
+        from asynckubelet.kubectl.objects import event_seen
+        from asynckubelet.kubectl.times import now_utc
         from asynckubelet.node.access import StateDir
         from asynckubelet.node.events import read_pod_events
-        from asynckubelet.printers import event_seen, now_utc
         from asynckubelet.runtime import containers as ctr
 
         if uid is None:
@@ -263,9 +264,10 @@ class InProcessNode:
     def _events(self, namespace: str | None) -> builtins.list[dict[str, Any]]:
         """The events the node recorded in its state dir (an hour's, as the daemon serves
         them), oldest first, as v1 Events."""
+        from asynckubelet.kubectl.objects import event_seen
+        from asynckubelet.kubectl.times import now_utc
         from asynckubelet.node.access import StateDir
         from asynckubelet.node.events import read_events
-        from asynckubelet.printers import event_seen, now_utc
 
         bodies = [
             e.to_v1()
@@ -447,7 +449,7 @@ def _name(body: dict[str, Any]) -> str:
 
 
 def _kind(resource: str) -> str:
-    from asynckubelet import resources
+    from asynckubelet.kubectl import resources
 
     found = resources.by_plural(resource)
     if found is None:

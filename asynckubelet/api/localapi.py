@@ -34,7 +34,7 @@ import anyio.to_thread
 from aiohttp import web
 from lightkube.models.core_v1 import Pod
 
-from asynckubelet import errors, hostfs, httpbounds, peercred, printers
+from asynckubelet import errors, hostfs, httpbounds, peercred
 from asynckubelet._logging import logger
 from asynckubelet.api import rows
 from asynckubelet.api.answers import (
@@ -68,6 +68,8 @@ from asynckubelet.api.objects import (
     list_objects,
     list_services,
 )
+from asynckubelet.kubectl import pods as pod_printing
+from asynckubelet.kubectl import times
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.node import access, operations
 from asynckubelet.node.daemon import SOCKET_MODE, DaemonInfo
@@ -95,7 +97,7 @@ async def list_pods(request: web.Request) -> web.StreamResponse:
     pods = [p for p in served_pods(node, namespace) if selected(selector, rows.pod_labels(p))]
     if wants_table(request):
         return web.json_response(rows.pod_table(node.node_name, pods))
-    return listing("Pod", (printers.pod_document(p) for p in pods))
+    return listing("Pod", (pod_printing.pod_document(p) for p in pods))
 
 
 async def get_pod(request: web.Request) -> web.Response:
@@ -107,7 +109,7 @@ async def get_pod(request: web.Request) -> web.Response:
     pod = served_pod(node, pod)
     if wants_table(request):
         return web.json_response(rows.pod_table(node.node_name, [pod]))
-    return web.json_response(printers.pod_document(pod))
+    return web.json_response(pod_printing.pod_document(pod))
 
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -156,7 +158,7 @@ async def watch_pods(
                 body = (
                     rows.pod_table(node.node_name, [pod])
                     if as_table
-                    else printers.pod_document(pod)
+                    else pod_printing.pod_document(pod)
                 )
                 await send(kind, body)
                 if initial:
@@ -246,7 +248,7 @@ def create_local_app(
     app[SERVICES_KEY] = services
     app[INFO_KEY] = info if callable(info) else lambda: info
     app[TERMINATING_KEY] = set()
-    app[STARTED_KEY] = printers.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ")
+    app[STARTED_KEY] = times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ")
     r = app.router
     r.add_get("/healthz", healthz)
     r.add_get("/metrics", metrics)

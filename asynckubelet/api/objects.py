@@ -11,7 +11,6 @@ from typing import Any
 
 from aiohttp import web
 
-from asynckubelet import printers, resources
 from asynckubelet.api import rows
 from asynckubelet.api.answers import (
     NAME_LABEL,
@@ -27,6 +26,8 @@ from asynckubelet.api.answers import (
     wants_table,
 )
 from asynckubelet.api.endpoints import NODE_KEY
+from asynckubelet.kubectl import objects as object_printing
+from asynckubelet.kubectl import resources
 from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import (
@@ -60,7 +61,7 @@ async def list_events(request: web.Request) -> web.Response:
     bodies = [e.to_v1() for e in _own_events(node, events)]
     bodies = [b for b in bodies if selected(selector, b["metadata"].get("labels"))]
     if wants_table(request):
-        return web.json_response(rows.event_table(sorted(bodies, key=printers.event_seen)))
+        return web.json_response(rows.event_table(sorted(bodies, key=object_printing.event_seen)))
     return listing("Event", bodies)
 
 

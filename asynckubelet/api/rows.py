@@ -12,7 +12,9 @@ from typing import Any
 
 from lightkube.models.core_v1 import Pod
 
-from asynckubelet import printers, tables
+from asynckubelet.kubectl import objects as object_printing
+from asynckubelet.kubectl import pods as pod_printing
+from asynckubelet.kubectl import tables, times
 from asynckubelet.node.objects import StoredObject
 from asynckubelet.runtime import containers as ctr
 
@@ -28,28 +30,30 @@ def row_meta(name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, 
 
 
 def pod_table(node_name: str, pods: Iterable[Pod]) -> dict[str, Any]:
-    now = printers.now_utc()
+    now = times.now_utc()
     rows = [
         (
-            printers.pod_row(p, node_name=node_name, now=now),
+            pod_printing.pod_row(p, node_name=node_name, now=now),
             row_meta(ctr.pod_identity(p)[0], ctr.pod_identity(p)[1], pod_labels(p)),
         )
         for p in pods
     ]
-    return tables.table(printers.POD_COLUMNS, rows)
+    return tables.table(pod_printing.POD_COLUMNS, rows)
 
 
 def object_table(kind: str, objects: Iterable[StoredObject]) -> dict[str, Any]:
     """ConfigMaps, Secrets and the workload kinds as stored."""
-    now = printers.now_utc()
-    if kind in printers.WORKLOAD_COLUMNS:
-        found = [(printers.workload_row(o, now=now), _stored_meta(o)) for o in objects]
-        return tables.table(printers.WORKLOAD_COLUMNS[kind], found)
+    now = times.now_utc()
+    if kind in object_printing.WORKLOAD_COLUMNS:
+        found = [(object_printing.workload_row(o, now=now), _stored_meta(o)) for o in objects]
+        return tables.table(object_printing.WORKLOAD_COLUMNS[kind], found)
     if kind == "Service":
-        found = [(printers.service_row(o.body, now=now), _stored_meta(o)) for o in objects]
-        return tables.table(printers.SERVICE_COLUMNS, found)
-    columns = printers.SECRET_COLUMNS if kind == "Secret" else printers.CONFIGMAP_COLUMNS
-    found = [(printers.object_row(o, now=now), _stored_meta(o)) for o in objects]
+        found = [(object_printing.service_row(o.body, now=now), _stored_meta(o)) for o in objects]
+        return tables.table(object_printing.SERVICE_COLUMNS, found)
+    columns = (
+        object_printing.SECRET_COLUMNS if kind == "Secret" else object_printing.CONFIGMAP_COLUMNS
+    )
+    found = [(object_printing.object_row(o, now=now), _stored_meta(o)) for o in objects]
     return tables.table(columns, found)
 
 
@@ -58,32 +62,32 @@ def _stored_meta(obj: StoredObject) -> dict[str, Any]:
 
 
 def event_table(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    now = printers.now_utc()
-    rows = [(printers.event_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return tables.table(printers.EVENT_COLUMNS, rows)
+    now = times.now_utc()
+    rows = [(object_printing.event_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return tables.table(object_printing.EVENT_COLUMNS, rows)
 
 
 def namespace_table(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    now = printers.now_utc()
+    now = times.now_utc()
     rows = [
         (
-            printers.namespace_row(
+            object_printing.namespace_row(
                 b, terminating=(b.get("status") or {}).get("phase") == "Terminating", now=now
             ),
             b.get("metadata") or {},
         )
         for b in bodies
     ]
-    return tables.table(printers.NAMESPACE_COLUMNS, rows)
+    return tables.table(object_printing.NAMESPACE_COLUMNS, rows)
 
 
 def service_table(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    now = printers.now_utc()
-    rows = [(printers.service_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return tables.table(printers.SERVICE_COLUMNS, rows)
+    now = times.now_utc()
+    rows = [(object_printing.service_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return tables.table(object_printing.SERVICE_COLUMNS, rows)
 
 
 def endpoints_table(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    now = printers.now_utc()
-    rows = [(printers.endpoints_row(b, now=now), b.get("metadata") or {}) for b in bodies]
-    return tables.table(printers.ENDPOINTS_COLUMNS, rows)
+    now = times.now_utc()
+    rows = [(object_printing.endpoints_row(b, now=now), b.get("metadata") or {}) for b in bodies]
+    return tables.table(object_printing.ENDPOINTS_COLUMNS, rows)

@@ -55,6 +55,7 @@ def release_collector() -> None:
 
 
 def main() -> None:
+    prepare_imports()
     hold_collector()
     code: object
     try:
@@ -98,6 +99,18 @@ def _leave(code: object) -> None:
     os._exit(status)
 
 
+def prepare_imports() -> None:
+    """The command line's own import-time savings (:mod:`asynckubelet._imports`), made by its
+    entry point for its own process: the package itself leaves an embedding program's
+    imports alone. lightkube's package initialises only when cluster mode uses its client
+    (the commands use its Kubernetes models alone), pyroute2's only when something asks
+    for more than its rtnetlink (about 6 MB of other netlink families)."""
+    from asynckubelet import _imports
+
+    _imports.defer_package_init("lightkube")
+    _imports.defer_package_init("pyroute2")
+
+
 def spare_the_ca_bundle() -> None:
     """Have aiohttp's connector, once a command imports it, make its default TLS contexts
     with ``SSL_CERT_FILE`` naming an empty file (see
@@ -126,4 +139,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'asynckubelet.cli' has no attribute {name!r}")
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "prepare_imports"]

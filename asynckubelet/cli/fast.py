@@ -22,7 +22,8 @@ import json
 import os
 import sys
 
-from asynckubelet import errors, resources
+from asynckubelet import errors
+from asynckubelet.kubectl import resources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -274,7 +275,7 @@ def show_all(
 ) -> None:
     """``get all`` (or ``get TYPE,TYPE...``: ``plurals``): a table per kind that has
     objects, names as ``kind.group/name``."""
-    from asynckubelet.tables import render
+    from asynckubelet.kubectl.tables import render
 
     shown_plurals = plurals if plurals is not None else all_plurals()
     if output not in (None, "wide"):
@@ -337,7 +338,7 @@ def watch(
     cells; ``-o name`` one line per event, ``-o json``/``yaml`` one object each. A watch
     the daemon ends as expired (410) starts anew, its pods' rows printed again."""
     from asynckubelet.cli import release_collector
-    from asynckubelet.tables import render
+    from asynckubelet.kubectl.tables import render
 
     release_collector()
     if plural != "pods":
@@ -396,7 +397,7 @@ def print_table(
 ) -> None:
     """A ``Table`` laid out (``NAMESPACE`` first when ``where`` is None and the objects
     are ``namespaced``), or kubectl's ``No resources found`` on stderr."""
-    from asynckubelet.tables import render
+    from asynckubelet.kubectl.tables import render
 
     if not document.get("rows"):
         shown = "" if where is None else f" in {where} namespace"

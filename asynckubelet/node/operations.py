@@ -23,8 +23,8 @@ from lightkube.models.core_v1 import Pod
 from asynckubelet import errors
 from asynckubelet.node.access import choose_instance, default_container, find_pod
 from asynckubelet.node.failures import DEFAULT_CONFIG_TIMEOUT, FailureWatch
+from asynckubelet.node.printpod import kubectl_status
 from asynckubelet.node.status import SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE
-from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus

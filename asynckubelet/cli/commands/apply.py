@@ -322,7 +322,7 @@ async def _wait_services(
     import anyio.to_thread
 
     from asynckubelet import errors
-    from asynckubelet.printers import endpoint_addresses
+    from asynckubelet.kubectl.objects import endpoint_addresses
 
     left = {
         (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
@@ -375,7 +375,7 @@ async def _wait(
     replaced), the workloads' readiness and the Services' endpoints, together."""
     import anyio
 
-    from asynckubelet.progress import WaitDisplay
+    from asynckubelet.cli.progress import WaitDisplay
 
     display = WaitDisplay(console=made(err), live=err.is_terminal)
     pending: dict[str, str] = {}
@@ -409,7 +409,7 @@ async def _wait_pods(
 
     from asynckubelet.node.daemon import socket_answers, socket_path
     from asynckubelet.node.operations import PodKey, wait_until_ready
-    from asynckubelet.printers import kubectl_status
+    from asynckubelet.node.printpod import kubectl_status
     from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
     info = await anyio.to_thread.run_sync(api.node)
@@ -458,7 +458,8 @@ async def _read_workloads(
     """Each workload's object as the daemon has it now; a deleted one is an error."""
     import anyio.to_thread
 
-    from asynckubelet import errors, resources
+    from asynckubelet import errors
+    from asynckubelet.kubectl import resources
 
     bodies: dict[WorkloadKey, dict[str, Any]] = {}
     for key, shown in left.items():

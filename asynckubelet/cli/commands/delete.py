@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from asynckubelet import resources
 from asynckubelet.cli.client import node_api, read_files
 from asynckubelet.cli.options import (
     AllOpt,
@@ -34,6 +33,7 @@ from asynckubelet.cli.options import (
     UsageError,
 )
 from asynckubelet.cli.output import command, err, escape, fail, out
+from asynckubelet.kubectl import resources
 
 if TYPE_CHECKING:
     from asynckubelet.api.protocol import NodeAPI

@@ -54,8 +54,9 @@ def describe(
 
 def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
     """The description of pod ``name``, or of every pod of the namespace."""
+    from asynckubelet.kubectl.describe import describe_pod
+    from asynckubelet.kubectl.times import now_utc
     from asynckubelet.node.events import PodEvent
-    from asynckubelet.printers import describe_pod, now_utc
     from asynckubelet.runtime import containers as ctr
 
     texts = []
@@ -81,8 +82,8 @@ def _service_names(namespace: str, *, api: NodeAPI) -> list[str]:
 def _service_text(name: str, *, namespace: str, api: NodeAPI) -> str:
     """A Service and its endpoints, from the daemon (which alone keeps endpoints)."""
     from asynckubelet import errors
+    from asynckubelet.kubectl.describe import describe_service
     from asynckubelet.node.events import PodEvent
-    from asynckubelet.printers import describe_service
 
     body = api.get("services", namespace, name)
     uid = (body.get("metadata") or {}).get("uid")

@@ -57,7 +57,7 @@ def logs(
 ) -> None:
     """Print a container's output (--all-containers: every container's); with -f keep
     following, across restarts."""
-    from asynckubelet.printers import parse_duration
+    from asynckubelet.kubectl.times import parse_duration
 
     if all_containers and container:
         raise fail(f"--all-containers=true should not be specified with container name {container}")

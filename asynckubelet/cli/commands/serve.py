@@ -197,13 +197,13 @@ def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:
 async def _serve(
     config: KubeletConfig, node: NodeOptions, state: Path, at: _Address, setup: _ServiceSetup
 ) -> None:
+    from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.cli.provision import announce
     from asynckubelet.docker import DockerClient
     from asynckubelet.node import daemon
     from asynckubelet.node.access import remove_pid_file, write_pid_file
     from asynckubelet.node.kubelet import API_SOURCE, Kubelet
     from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
-    from asynckubelet.progress import PullDisplay
     from asynckubelet.workloads import WORKLOADS_SOURCE, Controllers
 
     try:
