@@ -24,14 +24,6 @@ if TYPE_CHECKING:
 PROBE_TIMEOUT = 5.0
 
 
-def daemon_needed(state: Path, what: str) -> errors.DaemonError:
-    """The refusal of what only a running daemon does (watch, admission, workloads)."""
-    return errors.DaemonError(
-        f"no node daemon for state dir {state}: {what} needs one, as kubectl needs an API "
-        "server; start it with `asynckubelet serve` (same --state-dir)"
-    )
-
-
 def find_daemon(state: Path) -> NodeClient | None:
     """The daemon of ``state``, or None when none answers on its socket; a socket this
     user may not use is a :class:`~asynckubelet.errors.DaemonError` naming it."""

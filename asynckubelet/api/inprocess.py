@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from asynckubelet import errors
-from asynckubelet.api.connect import daemon_needed
-from asynckubelet.api.protocol import ExecTarget, PodLogOptions
+from asynckubelet.api.protocol import ExecTarget, PodLogOptions, daemon_needed
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal

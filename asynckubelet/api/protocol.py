@@ -22,9 +22,14 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
+from asynckubelet import errors
 from asynckubelet.node.operations import PodLogOptions
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,4 +129,12 @@ class NodeAPI(Protocol):
         ...
 
 
-__all__ = ["ExecTarget", "NodeAPI", "PodLogOptions"]
+__all__ = ["ExecTarget", "NodeAPI", "PodLogOptions", "daemon_needed"]
+
+
+def daemon_needed(state: Path, what: str) -> errors.DaemonError:
+    """The refusal of what only a running daemon does (watch, admission, workloads)."""
+    return errors.DaemonError(
+        f"no node daemon for state dir {state}: {what} needs one, as kubectl needs an API "
+        "server; start it with `asynckubelet serve` (same --state-dir)"
+    )

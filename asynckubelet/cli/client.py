@@ -32,11 +32,13 @@ def node_api(
     its daemon when one answers, else the node read in this process, after the one-line
     notice ``no node daemon for state dir ...: <doing>`` on stderr; when what the command
     does ``needs`` a daemon, the error saying how to start one instead. Closed on leaving."""
-    from asynckubelet.api.connect import connect, daemon_needed
+    from asynckubelet.api.connect import connect
 
     api = connect(state=node.state, node_name=node.name, docker_host=node.docker_host)
     if not api.remote:
         if needs is not None:
+            from asynckubelet.api.protocol import daemon_needed
+
             api.close()
             raise daemon_needed(node.state, needs)
         from asynckubelet.cli import release_collector
@@ -61,7 +63,7 @@ def require_daemon(node: NodeRef, *, verb: str) -> NodeClient:
     """The daemon, or the error saying how to start one."""
     client = find_daemon(node)
     if client is None:
-        from asynckubelet.api.connect import daemon_needed
+        from asynckubelet.api.protocol import daemon_needed
 
         raise daemon_needed(node.state, verb)
     return client
