@@ -258,7 +258,7 @@ def test_a_module_whose_import_fails_still_leaves_the_environment_as_it_was(
 
 _CONTEXTS = (
     "import os, sys\n"
-    "from asynckubelet.cli import spare_the_ca_bundle\n"
+    "from asynckubelet.cli.process import spare_the_ca_bundle\n"
     "spare_the_ca_bundle()\n"
     "import aiodocker\n"
     "from aiohttp import connector\n"
@@ -325,7 +325,7 @@ def test_without_the_bundle_a_ca_in_the_hashed_directory_still_verifies_a_server
     port = _serving_tls_once(cert, key)
     out = _fresh(
         "import socket, ssl\n"
-        "from asynckubelet.cli import spare_the_ca_bundle\n"
+        "from asynckubelet.cli.process import spare_the_ca_bundle\n"
         "spare_the_ca_bundle()\n"
         "from aiohttp import connector\n"
         f"with socket.create_connection(('127.0.0.1', {port})) as s:\n"
@@ -389,8 +389,8 @@ def test_the_command_lines_entry_point_makes_its_own_import_savings() -> None:
     point makes for its own process: lightkube's models load without its client."""
     out = _fresh(
         "import sys\n"
-        "from asynckubelet import cli\n"
-        "cli.prepare_imports()\n"
+        "from asynckubelet.cli import process\n"
+        "process.prepare_imports()\n"
         "from lightkube.models.core_v1 import Pod\n"
         "print('lightkube.config.kubeconfig' in sys.modules)\n"
     )
@@ -446,8 +446,8 @@ def test_a_program_that_disabled_everything_keeps_the_package_quiet() -> None:
 def test_validate_loads_neither_the_event_loop_nor_logging_nor_the_docker_client() -> None:
     out = _fresh(
         "import sys\n"
-        "from asynckubelet import cli\n"
-        "cli.prepare_imports()\n"
+        "from asynckubelet.cli import process\n"
+        "process.prepare_imports()\n"
         "from asynckubelet.cli import app\n"
         "try:\n"
         "    app(['validate', 'examples/hello.yaml'])\n"
@@ -510,8 +510,8 @@ def test_the_nodes_own_facts_load_no_cluster_agent_nor_its_http_client() -> None
     that must not bring in the agent, lightkube's client and the kubelet API server."""
     out = _fresh(
         "import sys\n"
-        "from asynckubelet import cli\n"
-        "cli.prepare_imports()\n"
+        "from asynckubelet.cli import process\n"
+        "process.prepare_imports()\n"
         "from asynckubelet.cluster.host import default_node_ip\n"
         "heavy = ('asynckubelet.cluster.agent', 'asynckubelet.cluster.kubeletapi', 'httpx2')\n"
         "print(sorted(h for h in heavy if h in sys.modules))\n"
@@ -524,8 +524,8 @@ def test_the_nodes_own_facts_load_no_cluster_agent_nor_its_http_client() -> None
 def test_the_bridge_backends_netlink_loads_only_pyroute2s_rtnetlink() -> None:
     out = _fresh(
         "import sys\n"
-        "from asynckubelet import cli\n"
-        "cli.prepare_imports()\n"
+        "from asynckubelet.cli import process\n"
+        "process.prepare_imports()\n"
         "import asynckubelet.network.bridge as bridge\n"
         "bridge._netlink_error_type()\n"
         "from pyroute2.iproute.linux import AsyncIPRoute\n"
@@ -579,7 +579,7 @@ def test_an_embedding_programs_collector_is_left_as_it_set_it() -> None:
 def test_a_watch_runs_with_the_collector_running() -> None:
     out = _fresh(
         "import gc\n"
-        "import asynckubelet.cli as cli\n"
+        "import asynckubelet.cli.process as cli\n"
         "from asynckubelet.cli import fast\n"
         "class Client:\n"
         "    def watch(self, *args, **kwargs):\n"

@@ -41,7 +41,7 @@ def node_api(
 
             api.close()
             raise daemon_needed(node.state, needs)
-        from asynckubelet.cli import release_collector
+        from asynckubelet.cli.process import release_collector
 
         err.print(f"no node daemon for state dir {node.state}: {doing}", markup=False)
         release_collector()

@@ -337,7 +337,7 @@ def watch(
     printed once; each later row alone, its columns as wide as the header's or its own
     cells; ``-o name`` one line per event, ``-o json``/``yaml`` one object each. A watch
     the daemon ends as expired (410) starts anew, its pods' rows printed again."""
-    from asynckubelet.cli import release_collector
+    from asynckubelet.cli.process import release_collector
     from asynckubelet.kubectl.tables import render
 
     release_collector()

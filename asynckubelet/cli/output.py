@@ -368,8 +368,8 @@ def command(
 
 def run_async(function: Callable[[*Ts], Awaitable[T]], *args: *Ts) -> T:
     """Run a command's coroutine function to its end on asyncio (anyio), the cyclic garbage
-    collector running again (:func:`asynckubelet.cli.release_collector`)."""
-    from asynckubelet.cli import release_collector
+    collector running again (:func:`asynckubelet.cli.process.release_collector`)."""
+    from asynckubelet.cli.process import release_collector
 
     release_collector()
     return anyio.run(function, *args)
