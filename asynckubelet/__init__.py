@@ -6,13 +6,18 @@ exception tree of :mod:`asynckubelet.errors` (its ``__all__``, so no error is le
 A name is imported on first use, so that importing a part of the package (the errors,
 the manifest loader, the command line) loads neither the Docker client nor the netlink
 library nor the HTTP server that others need. ``docs/library.md`` is the reference.
+
+Importing the package changes nothing else in the process: no import hook, no change to
+the garbage collector or to signal handlers (the command line's entry point makes its
+own, :func:`asynckubelet.cli.main`). The package's log messages go to loguru, off until
+the program asks for them with ``logger.enable("asynckubelet")``
+(:mod:`asynckubelet._logging`).
 """
 
 from __future__ import annotations
 
 import importlib
 
-from asynckubelet import _imports
 from asynckubelet import errors as _errors
 
 # ``typing`` costs the shortest commands a tenth of their time; mypy reads this name.
@@ -29,7 +34,6 @@ if TYPE_CHECKING:
     from asynckubelet.manifests.loading import load_manifests as load_manifests
     from asynckubelet.manifests.loading import load_manifests_text as load_manifests_text
     from asynckubelet.network import NetworkPlugin as NetworkPlugin
-    from asynckubelet.network.dns import DNSSettings as DNSSettings
     from asynckubelet.node.admission import NodeInfo as NodeInfo
     from asynckubelet.node.admission import NodeResources as NodeResources
     from asynckubelet.node.admission import Taint as Taint
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from asynckubelet.runtime.manager import RuntimeConfig as RuntimeConfig
     from asynckubelet.runtime.manager import RuntimeManager as RuntimeManager
     from asynckubelet.runtime.metrics import RuntimeMetrics as RuntimeMetrics
+    from asynckubelet.runtime.poddns import DNSSettings as DNSSettings
     from asynckubelet.runtime.probes import ProbeResult as ProbeResult
     from asynckubelet.runtime.results import PodSyncResult as PodSyncResult
     from asynckubelet.runtime.results import SyncAction as SyncAction
@@ -58,20 +63,11 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# A library logs only when its user asks: ``logger.enable("asynckubelet")`` (the CLI does).
-# The logger is disabled as loguru is imported, so that importing the package does not
-# import it (the command line's --help needs no logging).
-_imports.when_imported("loguru", lambda loguru: loguru.logger.disable("asynckubelet"))
-# The Kubernetes models without lightkube's client (cluster mode imports it when it runs).
-_imports.defer_package_init("lightkube")
-# pyroute2's rtnetlink without the other netlink families its package imports (about 6 MB).
-_imports.defer_package_init("pyroute2")
-
 _PUBLIC: dict[str, tuple[str, str]] = {
     "Backoff": ("asynckubelet.runtime.backoff", "Backoff"),
     "ContainerState": ("asynckubelet.runtime.types", "ContainerState"),
     "ContainerStatus": ("asynckubelet.runtime.types", "ContainerStatus"),
-    "DNSSettings": ("asynckubelet.network.dns", "DNSSettings"),
+    "DNSSettings": ("asynckubelet.runtime.poddns", "DNSSettings"),
     "DockerAPI": ("asynckubelet.docker.api", "DockerAPI"),
     "DockerClient": ("asynckubelet.docker.client", "DockerClient"),
     "EventSink": ("asynckubelet.runtime.events", "EventSink"),

@@ -3,7 +3,7 @@
 A server that waits as long as a client likes for a request's headers, and takes every
 connection offered, is held by anyone who opens connections and sends half a request:
 each one keeps a descriptor and a task until the client goes. Every server of the node
-(the TCP endpoint, the local API, the kubelet API: :func:`asynckubelet.endpoints.serve_site`)
+(the TCP endpoint, the local API, the kubelet API: :func:`asynckubelet.api.endpoints.serve_site`)
 is served through this module, under :class:`Limits`:
 
 - **header timeout**: a connection that has not sent a whole request line and headers

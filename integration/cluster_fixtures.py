@@ -21,7 +21,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ import pytest
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
-from integration.harness import Engine, remove_owned
+from integration.harness import Engine, free_port, remove_owned
 
 _T = TypeVar("_T")
 
@@ -47,13 +46,6 @@ REQUIRE_ENV = "ASYNCKUBELET_REQUIRE_CLUSTER"
 GRACE = "20s"
 """The node monitor grace period of the test cluster (40 s by default, shortened so the
 NotReady test takes less time)."""
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on at 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _free_cluster_cidr() -> str:

@@ -21,6 +21,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import tempfile
 import uuid
@@ -184,6 +185,13 @@ def held_connections(client: DockerClient) -> int:
     connector = client._connect().session.connector
     assert connector is not None
     return len(connector._acquired)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 async def remove_owned(client: DockerClient, node: str, *, settle: float = 0.5) -> list[str]:

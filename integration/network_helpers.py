@@ -22,11 +22,11 @@ import pytest
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.docker import DockerClient
-from asynckubelet.manifests import load_manifests_text
 from asynckubelet.network import NetworkPlugin, PodNetworkRequest
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeManager
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
+from integration import runtime_helpers
+from integration.harness import PAUSE_IMAGE
 from integration.runtime_helpers import Driver
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,10 +54,7 @@ def free_cidr_v6() -> str:
 
 def pod_from(text: str, *, node: str) -> Pod:
     """A pod from YAML at the privileged level (hostPort, hostNetwork)."""
-    manifests = load_manifests_text(
-        text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node, pod_security="privileged"
-    )
-    return manifests.pods[0]
+    return runtime_helpers.pod_from(text, node=node, pod_security="privileged")
 
 
 def server_pod(name: str, port: int = 8080, host_port: int | None = None) -> str:
@@ -244,3 +241,8 @@ async def churn(
 
 async def remove_container(docker: DockerClient, cid: str) -> None:
     await docker.remove_container(cid, force=True)
+
+
+async def container_pid(docker: DockerClient, cid: str) -> int:
+    """The host PID of a running container's first process."""
+    return int((await docker.inspect_container(cid))["State"]["Pid"])

@@ -13,7 +13,7 @@ from lightkube.models.core_v1 import Pod, PodStatus
 from prometheus_client.parser import text_string_to_metric_families
 
 from asynckubelet.docker import DockerClient
-from asynckubelet.manifests import load_manifests_text
+from asynckubelet.manifests import Level, load_manifests_text
 from asynckubelet.node.status import generate
 from asynckubelet.runtime.backoff import Backoff
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
@@ -79,9 +79,11 @@ class Recorder:
         return [e[1] for e in self.events]
 
 
-def pod_from(text: str, *, node: str) -> Pod:
+def pod_from(text: str, *, node: str, pod_security: Level = "baseline") -> Pod:
     """A defaulted, validated pod from YAML; ``BUSYBOX`` stands for the test image."""
-    manifests = load_manifests_text(text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node)
+    manifests = load_manifests_text(
+        text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node, pod_security=pod_security
+    )
     assert len(manifests.pods) == 1
     return manifests.pods[0]
 

@@ -30,8 +30,8 @@ from asynckubelet.docker import DockerClient
 from asynckubelet.images import build as image_build
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, TEST_IMAGE_PREFIX, Engine
 from integration.network_helpers import free_cidr
-from integration.test_cli_daemon import Daemon
-from integration.test_services import (
+from integration.serve_helpers import Daemon
+from integration.service_helpers import (
     free_node_port,
     leftovers,
     remove_service_node,

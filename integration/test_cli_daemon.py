@@ -13,11 +13,9 @@ import signal
 import stat
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -25,13 +23,9 @@ import pytest
 
 from asynckubelet.cli.options import DEFAULT_NICE
 from asynckubelet.docker import ContainerConfig, DockerClient
-from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
-from integration.network_helpers import NodeNetwork
-from integration.test_cli_node import free_port
-
-REPO = Path(__file__).resolve().parent.parent
+from integration.harness import BUSYBOX_IMAGE, Engine
+from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
 
 SECRET = """
 apiVersion: v1
@@ -70,182 +64,13 @@ kind: ConfigMap
 metadata: {name: settings}
 data: {mode: fast}
 """
-LONG = """
-apiVersion: v1
-kind: Pod
-metadata: {name: NAME}
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - name: c
-    image: BUSYBOX
-    command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
-"""
-
-
-@dataclass
-class Daemon:
-    """``asynckubelet serve`` on a temporary state dir, and the client commands, run with
-    only that state dir (and the offline pause image) in their environment."""
-
-    state: Path
-    node_name: str
-    port: int
-    engine: Engine
-    serve_args: tuple[str, ...] = ()
-    network: NodeNetwork | None = None
-    process: subprocess.Popen[str] | None = None
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {
-            **{k: v for k, v in os.environ.items() if not k.startswith("ASYNCKUBELET_")},
-            "PYTHONPATH": str(REPO),
-            "ASYNCKUBELET_STATE_DIR": str(self.state),
-            "ASYNCKUBELET_PAUSE_IMAGE": PAUSE_IMAGE,
-        }
-
-    def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "asynckubelet", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=self.env,
-        )
-
-    def start(self) -> None:
-        log = (self.state.parent / "serve.log").open("a")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "asynckubelet",
-                "serve",
-                "--state-dir",
-                str(self.state),
-                "--listen",
-                f"127.0.0.1:{self.port}",
-                *self.serve_args,
-            ],
-            env={
-                **self.env,
-                "ASYNCKUBELET_NODE_NAME": self.node_name,
-                **(self.network.env if self.network is not None else {}),
-            },
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        log.close()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if (
-                daemon.socket_answers(self.state / "api.sock")
-                and (self.state / "node.json").exists()
-            ):
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise AssertionError("serve did not answer on its socket: " + self.log())
-
-    def log(self) -> str:
-        return (self.state.parent / "serve.log").read_text()
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
-        self.process = None
-
-    def containers(self) -> dict[str, tuple[str, str]]:
-        """id -> (pod/container, owner mark) of this node's running app containers."""
-
-        async def go() -> dict[str, tuple[str, str]]:
-            async with DockerClient(url=self.engine.url) as client:
-                rows = await client.list_containers(
-                    labels={
-                        naming.LABEL_NODE: self.node_name,
-                        naming.LABEL_TYPE: naming.TYPE_CONTAINER,
-                    }
-                )
-            found = {}
-            for row in rows:
-                labels = row.get("Labels") or {}
-                if row.get("State") != "running":
-                    continue
-                key = f"{labels[naming.LABEL_POD_NAME]}/{labels[naming.LABEL_CONTAINER_NAME]}"
-                found[row["Id"]] = (key, labels.get(naming.LABEL_OWNER, ""))
-            return found
-
-        return anyio.run(go)
-
-
-def manifest(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text).replace("BUSYBOX", BUSYBOX_IMAGE))
-    return str(path)
-
-
-def _daemon(
-    tmp_path: Path, engine: Engine, node_name: str, *args: str, state: str = "state"
-) -> Iterator[Daemon]:
-    d = Daemon(
-        state=tmp_path / state,
-        node_name=node_name,
-        port=free_port(),
-        engine=engine,
-        serve_args=args,
-        network=NodeNetwork.of(node_name),
-    )
-    d.start()
-    try:
-        yield d
-    finally:
-        d.stop()
-
-        async def clean() -> None:
-            async with DockerClient(url=engine.url) as client:
-                await remove_owned(client, node_name)
-
-        anyio.run(clean)
-        unmount_under(d.state)
-        assert d.network is not None
-        d.network.remove()
-
-
-def unmount_under(root: Path) -> None:
-    """Unmount what the node mounted under ``root`` (Secret volumes are tmpfs mounts the
-    daemon leaves with the pods it leaves running)."""
-    with open("/proc/mounts") as f:
-        mounts = [line.split()[1] for line in f]
-    for mount in sorted((m for m in mounts if m.startswith(f"{root}/")), reverse=True):
-        subprocess.run(["umount", mount], check=False, capture_output=True)
 
 
 @pytest.fixture
 def node(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> Iterator[Daemon]:
-    yield from _daemon(tmp_path, docker_engine, node_name)
-
-
-def wait_running(node: Daemon, name: str) -> list[str]:
-    """The pod's `get` row once it is Running."""
-    deadline = time.monotonic() + 60
-    row: list[str] = []
-    while time.monotonic() < deadline:
-        lines = node.cli("get", "pods", name).stdout.splitlines()
-        row = lines[1].split() if len(lines) > 1 else []
-        if row[2:3] == ["Running"]:
-            return row
-        time.sleep(0.3)
-    raise AssertionError(f"pod {name} not Running: {row} {node.log()}")
+    yield from serve_daemon(tmp_path, docker_engine, node_name)
 
 
 def test_the_daemon_publishes_a_0600_socket_and_its_configuration(node: Daemon) -> None:
@@ -314,7 +139,7 @@ def test_the_daemons_first_line_names_its_paths_as_they_are(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
     """A state dir whose name reads as rich markup is printed as it is, not styled away."""
-    for node in _daemon(tmp_path, docker_engine, node_name, state="st[bold]ate"):
+    for node in serve_daemon(tmp_path, docker_engine, node_name, state="st[bold]ate"):
         state = tmp_path / "st[bold]ate"
         assert (
             f"node {node_name}: manifests {state / 'manifests'}, http://127.0.0.1:{node.port}, "
@@ -447,7 +272,7 @@ def test_apply_without_a_daemon_refuses_and_says_how_to_start_one(
 def named_node(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> Iterator[Daemon]:
-    yield from _daemon(tmp_path, docker_engine, node_name, "--node-name", node_name)
+    yield from serve_daemon(tmp_path, docker_engine, node_name, "--node-name", node_name)
 
 
 def test_get_and_describe_of_a_node_named_otherwise_show_each_pod_once(

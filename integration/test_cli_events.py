@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from integration.harness import Engine
-from integration.test_cli_daemon import LONG, Daemon, _daemon, manifest, wait_running
+from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
 
 
 @pytest.fixture
 def node(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> Iterator[Daemon]:
-    yield from _daemon(tmp_path, docker_engine, node_name)
+    yield from serve_daemon(tmp_path, docker_engine, node_name)
 
 
 def described_events(node: Daemon, name: str) -> list[tuple[str, str, str]]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from integration.test_cli_daemon import Daemon, manifest, node, wait_running
+import pytest
 
-__all__ = ["node"]
+from integration.harness import Engine
+from integration.serve_helpers import Daemon, manifest, serve_daemon, wait_running
 
 PODS = """
 apiVersion: v1
@@ -48,6 +50,13 @@ data: {a: "1"}
 
 def columns(line: str) -> list[str]:
     return re.split(r"\s{2,}", line.strip())
+
+
+@pytest.fixture
+def node(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> Iterator[Daemon]:
+    yield from serve_daemon(tmp_path, docker_engine, node_name)
 
 
 def test_get_l_show_labels_and_events_of_running_pods(node: Daemon, tmp_path: Path) -> None:

@@ -6,13 +6,10 @@ loopback port; the other commands run as a user would run them, as separate proc
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -21,21 +18,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from asynckubelet.docker import DockerClient
-from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
-from integration.network_helpers import NodeNetwork
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
 from integration.runtime_helpers import finished_syncs
-
-REPO = Path(__file__).resolve().parent.parent
+from integration.serve_helpers import Node, UnixHTTPConnection, running_node
 
 WEB = """
 apiVersion: v1
@@ -86,158 +77,6 @@ spec:
       touch /mark/ran; echo first run; exit 3
     readinessProbe: {exec: {command: [test, -e, /tmp/said]}, periodSeconds: 1}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str) -> None:
-        super().__init__("localhost", timeout=10)
-        self.path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(10)
-        sock.connect(self.path)
-        self.sock = sock
-
-
-@dataclass
-class Node:
-    state: Path
-    node_name: str
-    port: int
-    engine: Engine
-    network: NodeNetwork | None = None
-    process: subprocess.Popen[str] | None = None
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "PYTHONPATH": str(REPO),
-            "ASYNCKUBELET_STATE_DIR": str(self.state),
-            "ASYNCKUBELET_NODE_NAME": self.node_name,
-            "ASYNCKUBELET_PAUSE_IMAGE": PAUSE_IMAGE,
-            **(self.network.env if self.network is not None else {}),
-        }
-
-    def cli(
-        self, *args: str, timeout: float = 120, input: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "asynckubelet", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=self.env,
-            input=input,
-        )
-
-    def start(self) -> None:
-        log = (self.state.parent / "serve.log").open("a")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "asynckubelet", "serve", "--listen", f"127.0.0.1:{self.port}"],
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        log.close()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if self.get("/healthz") == "ok":
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("serve did not answer /healthz: " + self.log())
-
-    def log(self) -> str:
-        return (self.state.parent / "serve.log").read_text()
-
-    def get(self, path: str) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as r:
-            return str(r.read().decode())
-
-    def api(self, path: str) -> tuple[int, str]:
-        """Status and body of a GET on the local API (the state dir's unix socket)."""
-        connection = UnixHTTPConnection(str(self.state / "api.sock"))
-        try:
-            connection.request("GET", path)
-            answer = connection.getresponse()
-            return answer.status, answer.read().decode()
-        finally:
-            connection.close()
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        """Signal serve and wait for its end; one that does not end in time is killed, so
-        the cleanup after it never races a live agent."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
-        self.process = None
-
-    def containers(self) -> dict[str, str]:
-        """name -> id of this node's running app containers."""
-
-        async def go() -> dict[str, str]:
-            async with DockerClient(url=self.engine.url) as client:
-                rows = await client.list_containers(
-                    labels={
-                        naming.LABEL_NODE: self.node_name,
-                        naming.LABEL_TYPE: naming.TYPE_CONTAINER,
-                    }
-                )
-            return {
-                (r.get("Labels") or {})[naming.LABEL_CONTAINER_NAME]: r["Id"]
-                for r in rows
-                if r.get("State") == "running"
-            }
-
-        return anyio.run(go)
-
-    def owned(self) -> int:
-        async def go() -> int:
-            async with DockerClient(url=self.engine.url) as client:
-                return len(await client.list_containers(labels={naming.LABEL_NODE: self.node_name}))
-
-        return anyio.run(go)
-
-
-@contextlib.contextmanager
-def running_node(tmp_path: Path, engine: Engine, node_name: str) -> Iterator[Node]:
-    """``serve`` on its own state dir, port, bridge and pod range; stopped afterwards, and
-    its containers and node network removed."""
-    n = Node(
-        state=tmp_path / "state",
-        node_name=node_name,
-        port=free_port(),
-        engine=engine,
-        network=NodeNetwork.of(node_name),
-    )
-    n.start()
-    try:
-        yield n
-    finally:
-        n.stop()
-
-        async def clean() -> None:
-            async with DockerClient(url=engine.url) as client:
-                await remove_owned(client, node_name)
-
-        anyio.run(clean)
-        assert n.network is not None
-        n.network.remove()
 
 
 @pytest.fixture

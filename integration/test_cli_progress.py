@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from asynckubelet.docker import DockerClient
-from integration import test_cli_node as node_cli
+from integration import serve_helpers
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, held_connections
 from integration.registry import Registry, registry
 
@@ -219,13 +219,13 @@ def test_log_format_json_gives_one_parseable_object_per_log_line(
 @pytest.fixture
 def node(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
-) -> Iterator[node_cli.Node]:
-    with node_cli.running_node(tmp_path, docker_engine, node_name) as n:
+) -> Iterator[serve_helpers.Node]:
+    with serve_helpers.running_node(tmp_path, docker_engine, node_name) as n:
         yield n
 
 
 def test_apply_wait_on_a_terminal_shows_which_pods_are_not_ready_and_why(
-    node: node_cli.Node, tmp_path: Path
+    node: serve_helpers.Node, tmp_path: Path
 ) -> None:
     path = tmp_path / "slow.yaml"
     path.write_text(
@@ -256,7 +256,7 @@ def test_apply_wait_on_a_terminal_shows_which_pods_are_not_ready_and_why(
 
 
 def test_apply_wait_in_a_pipe_prints_a_line_per_change_of_reason(
-    node: node_cli.Node, tmp_path: Path
+    node: serve_helpers.Node, tmp_path: Path
 ) -> None:
     path = tmp_path / "slow.yaml"
     path.write_text(

@@ -37,10 +37,9 @@ import pytest
 from asynckubelet.docker import DockerClient
 from asynckubelet.network import DEFAULT_STATE_DIR
 from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE, Engine, remove_owned
+from integration.harness import BUSYBOX_IMAGE, Engine, free_port, remove_owned
 from integration.network_helpers import free_cidr
-from integration.test_cli_daemon import Daemon, unmount_under
-from integration.test_cli_node import free_port
+from integration.serve_helpers import Daemon, unmount_under
 
 pytestmark = pytest.mark.integration
 

@@ -18,15 +18,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import builders
 import pytest
 from lightkube.models.core_v1 import KeyToPath, PodStatus
 
 from asynckubelet import Kubelet, KubeletConfig, errors
+from asynckubelet.cli.logsetup import add_sink
 from asynckubelet.docker import DockerClient
-from asynckubelet.logsetup import add_sink
+from asynckubelet.kubectl.describe import describe_pod
+from asynckubelet.kubectl.times import now_utc
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.runner import pod_context
-from asynckubelet.printers import describe_pod, now_utc
 from asynckubelet.runtime import env as env_mod
 from asynckubelet.runtime import sync as manager_mod
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
@@ -55,14 +57,7 @@ def _snapshot(path: Path) -> dict[str, tuple[str, int]]:
 
 
 def _pod(name: str, body: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  terminationGracePeriodSeconds: 2
-{body}
-"""
+    return builders.pod_yaml(name, body, terminationGracePeriodSeconds=2)
 
 
 def _waiting(status: PodStatus, container: str) -> str | None:

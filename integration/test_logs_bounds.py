@@ -19,7 +19,7 @@ import pytest
 from asynckubelet.docker import DockerClient
 from asynckubelet.runtime import naming
 from integration.harness import Engine
-from integration.test_cli_daemon import Daemon, _daemon, manifest
+from integration.serve_helpers import Daemon, manifest, serve_daemon
 
 PIECE = 16 * 1024
 
@@ -108,7 +108,7 @@ def rotating(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> Iterator[Daemon]:
     """``serve`` rotating container logs past 1 KiB, two files kept."""
-    yield from _daemon(
+    yield from serve_daemon(
         tmp_path,
         docker_engine,
         node_name,
@@ -123,7 +123,7 @@ def rotating(
 def node(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> Iterator[Daemon]:
-    yield from _daemon(tmp_path, docker_engine, node_name)
+    yield from serve_daemon(tmp_path, docker_engine, node_name)
 
 
 def test_a_32_mb_line_is_read_16_kib_at_a_time_with_tail_and_limit_bytes(

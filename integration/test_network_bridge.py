@@ -31,6 +31,7 @@ from integration.network_helpers import (
     bridge_name,
     churn,
     container_id,
+    container_pid,
     fetch,
     fetch_in,
     free_cidr,
@@ -50,8 +51,6 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(os.geteuid() != 0, reason="the bridge backend needs root"),
 ]
-
-REPO = Path(__file__).resolve().parent.parent
 
 each_firewall = pytest.mark.parametrize(
     "firewall",
@@ -309,7 +308,7 @@ async def test_teardown_is_idempotent_and_needs_only_the_sandbox_id(
     plugin: BridgePlugin, docker: DockerClient, node_name: str
 ) -> None:
     sandbox = await start_pause(docker, node_name)
-    await plugin.setup_pod(_request(sandbox, await _pid(docker, sandbox)))
+    await plugin.setup_pod(_request(sandbox, await container_pid(docker, sandbox)))
     await docker.remove_container(sandbox, force=True)
     await plugin.teardown_pod(sandbox_id=sandbox)
     await plugin.teardown_pod(sandbox_id=sandbox)
@@ -337,7 +336,7 @@ async def test_the_sweep_releases_what_a_removed_sandbox_left(
     docker: DockerClient, node_name: str, tmp_path: Path, plugin: BridgePlugin
 ) -> None:
     sandbox = await start_pause(docker, node_name)
-    await plugin.setup_pod(_request(sandbox, await _pid(docker, sandbox)))
+    await plugin.setup_pod(_request(sandbox, await container_pid(docker, sandbox)))
     await docker.remove_container(sandbox, force=True)
     again = make_network_plugin(
         "bridge",
@@ -349,10 +348,6 @@ async def test_the_sweep_releases_what_a_removed_sandbox_left(
     await again.start()
     assert await plugin.ipam.allocations() == {}
     assert sandbox[:16] not in _iptables_rules()
-
-
-async def _pid(docker: DockerClient, cid: str) -> int:
-    return int((await docker.inspect_container(cid))["State"]["Pid"])
 
 
 def _request(sandbox: str, pid: int, ports: tuple[PortMapping, ...] = ()) -> PodNetworkRequest:
@@ -371,7 +366,7 @@ async def test_200_create_delete_cycles_never_share_an_address_and_leak_nothing(
 ) -> None:
     async def request(cycle: int) -> PodNetworkRequest:
         sandbox = await start_pause(docker, node_name)
-        pid = await _pid(docker, sandbox)
+        pid = await container_pid(docker, sandbox)
         return _request(sandbox, pid, (PortMapping(80, 50000 + cycle),))
 
     done = await churn(plugin, request=request, remove=partial(remove_container, docker))
@@ -389,7 +384,7 @@ async def test_an_agent_killed_during_setup_leaks_nothing_after_restart(
     rng = random.Random()
     for trial in range(12):
         sandbox = await start_pause(docker, node_name)
-        pid = await _pid(docker, sandbox)
+        pid = await container_pid(docker, sandbox)
         spec = {
             "bridge": plugin.config.bridge,
             "cidr": plugin.config.pod_cidr,
@@ -436,7 +431,7 @@ async def test_a_pod_port_is_made_on_the_bridge_up_in_hairpin_mode(
     """The host end is made already a port of the bridge and up; hairpin is on; inside,
     ``lo`` and ``eth0`` are up, ``eth0`` has the pod's address and the default route."""
     sandbox = await start_pause(docker, node_name)
-    pid = await _pid(docker, sandbox)
+    pid = await container_pid(docker, sandbox)
     try:
         network = await plugin.setup_pod(_request(sandbox, pid))
         host = veth_name(sandbox)
@@ -465,7 +460,7 @@ async def test_a_veth_a_crash_left_under_the_pods_name_is_replaced(
     """A host end of the pod's name already there (an agent killed between plugging and
     unplugging the sandbox) is deleted with its peer, and the pod gets a fresh pair."""
     sandbox = await start_pause(docker, node_name)
-    pid = await _pid(docker, sandbox)
+    pid = await container_pid(docker, sandbox)
     host = veth_name(sandbox)
     left = f"aklleft{random.randint(0, 10**6)}"
     async with AsyncIPRoute() as ipr:
@@ -496,17 +491,19 @@ async def test_a_bridge_made_again_is_found_and_a_missing_one_is_named(
     bridge = plugin.config.bridge
     sandboxes = [await start_pause(docker, node_name) for _ in range(3)]
     try:
-        await plugin.setup_pod(_request(sandboxes[0], await _pid(docker, sandboxes[0])))
+        await plugin.setup_pod(_request(sandboxes[0], await container_pid(docker, sandboxes[0])))
         async with AsyncIPRoute() as ipr:
             await ipr.link("del", ifname=bridge)
         with pytest.raises(errors.NetworkError, match=f"bridge {bridge} does not exist"):
-            await plugin.setup_pod(_request(sandboxes[1], await _pid(docker, sandboxes[1])))
+            await plugin.setup_pod(
+                _request(sandboxes[1], await container_pid(docker, sandboxes[1]))
+            )
         assert veth_name(sandboxes[1]) not in await _links()
         assert sandboxes[1] not in (await plugin.ipam.allocations()).values()
         async with AsyncIPRoute() as ipr:
             await ipr.link("add", ifname=bridge, kind="bridge")
             again = (await _link(ipr, bridge))["index"]
-        await plugin.setup_pod(_request(sandboxes[2], await _pid(docker, sandboxes[2])))
+        await plugin.setup_pod(_request(sandboxes[2], await container_pid(docker, sandboxes[2])))
         async with AsyncIPRoute() as ipr:
             assert (await _link(ipr, veth_name(sandboxes[2])))["master"] == again
     finally:

@@ -12,10 +12,10 @@ import pytest
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.network import NetworkPlugin
-from asynckubelet.network.dns import DNSSettings, parse_resolv_conf
 from asynckubelet.node.volumes import VolumeManager
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from asynckubelet.runtime.poddns import DNSSettings, parse_resolv_conf
 from integration.harness import PAUSE_IMAGE
 from integration.network_helpers import pod_from
 from integration.runtime_helpers import Driver, Recorder

@@ -28,6 +28,7 @@ from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, remove_owned
 from integration.network_helpers import (
     bridge_name,
     container_id,
+    container_pid,
     fetch,
     fetch_in,
     free_cidr,
@@ -38,7 +39,8 @@ from integration.network_helpers import (
     start_pause,
 )
 from integration.runtime_helpers import Driver
-from integration.test_network_bridge import REPO, _pid
+
+REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = [
     pytest.mark.anyio,
@@ -228,7 +230,7 @@ async def test_a_dual_stack_agent_killed_during_setup_leaks_nothing_after_restar
             "cidr6": plugin.config.pod_cidr_v6,
             "state": str(plugin.config.state_dir),
             "sandbox": sandbox,
-            "netns": f"/proc/{await _pid(docker, sandbox)}/ns/net",
+            "netns": f"/proc/{await container_pid(docker, sandbox)}/ns/net",
         }
         await kill_setup_worker_after(spec, delay=rng.uniform(0, 0.1))
         await docker.remove_container(sandbox, force=True)

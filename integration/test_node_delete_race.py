@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import builders
 import pytest
 import yaml
 
@@ -33,19 +34,12 @@ DELAYS = [i * 0.05 for i in range(14)]
 def _pod_text(name: str) -> str:
     env = [{"name": f"VAR_{i}", "value": "x" * 200} for i in range(400)]
     loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
+    containers = [
+        builders.container(c, BUSYBOX_IMAGE, command=["sh", "-c", loop], env=env)
+        for c in ("a", "b")
+    ]
     return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "terminationGracePeriodSeconds": 1,
-                "containers": [
-                    {"name": c, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", loop], "env": env}
-                    for c in ("a", "b")
-                ],
-            },
-        }
+        builders.pod_doc(name, containers=containers, terminationGracePeriodSeconds=1)
     )
 
 

@@ -42,8 +42,7 @@ from asynckubelet.images import build as image_build
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
-from integration.harness import Engine, remove_owned
-from integration.test_cli_node import free_port
+from integration.harness import Engine, free_port, remove_owned
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"

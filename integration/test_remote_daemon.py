@@ -719,14 +719,14 @@ def test_doctor_names_the_daemon_and_the_certificate_problem(
 
 
 def _gitlab_job() -> dict[str, Any]:
-    """The GitLab CI job of the README's section on remote daemons."""
-    text = (REPO / "README.md").read_text()
+    """The GitLab CI job of the remote daemons' page, ``docs/ci.md``."""
+    text = (REPO / "docs" / "ci.md").read_text()
     start = text.index("```yaml\nremote-daemon:")
     block = text[start + len("```yaml\n") : text.index("```", start + 3)]
     return dict(yaml.safe_load(block)["remote-daemon"])
 
 
-def test_the_readmes_gitlab_job_uses_the_tests_variables_and_certificate_layout(
+def test_the_docs_gitlab_job_uses_the_tests_variables_and_certificate_layout(
     daemon: remote.RemoteDaemon,
 ) -> None:
     variables = _gitlab_job()["variables"]
@@ -739,11 +739,11 @@ def test_the_readmes_gitlab_job_uses_the_tests_variables_and_certificate_layout(
     assert sorted(p.name for p in daemon.cert_path.iterdir()) == ["ca.pem", "cert.pem", "key.pem"]
 
 
-def test_the_readmes_gitlab_job_script_runs_against_the_tls_only_daemon(
+def test_the_docs_gitlab_job_script_runs_against_the_tls_only_daemon(
     daemon: remote.RemoteDaemon, tmp_path: Path, node_name: str
 ) -> None:
     commands = [c for c in _gitlab_job()["script"] if c.startswith("asynckubelet ")]
-    assert commands, "the README's GitLab job runs no asynckubelet command"
+    assert commands, "the GitLab job of docs/ci.md runs no asynckubelet command"
     env = {
         **os.environ,
         **daemon.environment(),
@@ -754,7 +754,7 @@ def test_the_readmes_gitlab_job_script_runs_against_the_tls_only_daemon(
     }
     outputs = []
     for command in commands:
-        proc = subprocess.run(  # noqa: S602  (the README's CI job lines, run as its shell runs them)
+        proc = subprocess.run(  # noqa: S602  (the CI job lines of docs/ci.md, run as its shell runs them)
             command, shell=True, cwd=REPO, env=env, capture_output=True, text=True, timeout=300
         )
         assert proc.returncode == 0, f"{command}:\n{proc.stdout}{proc.stderr}"

@@ -9,7 +9,7 @@ from lightkube.models.core_v1 import Pod, PodStatus
 
 from asynckubelet.docker import DockerClient, LogLine
 from asynckubelet.node.foreground import run_pods
-from asynckubelet.printers import kubectl_status
+from asynckubelet.node.printpod import kubectl_status
 from integration.runtime_helpers import container_status, manager, pod_from
 
 pytestmark = pytest.mark.anyio

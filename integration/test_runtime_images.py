@@ -5,8 +5,11 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
+import builders
 import pytest
+import yaml
 
 from asynckubelet.docker import DockerClient
 from integration.harness import BUSYBOX_IMAGE
@@ -33,20 +36,11 @@ async def pushed(docker: DockerClient, registry: Registry) -> AsyncIterator[str]
 
 
 def _pod(image: str, *, policy: str, secret: str | None = None) -> str:
-    pull = f"imagePullSecrets: [{{name: {secret}}}]" if secret else ""
-    return f"""
-        apiVersion: v1
-        kind: Pod
-        metadata: {{name: puller}}
-        spec:
-          restartPolicy: Never
-          {pull}
-          containers:
-            - name: app
-              image: {image}
-              imagePullPolicy: {policy}
-              command: ["true"]
-        """
+    pull: dict[str, Any] = {"imagePullSecrets": [{"name": secret}]} if secret else {}
+    app = builders.container("app", image, imagePullPolicy=policy, command=["true"])
+    return yaml.safe_dump(
+        builders.pod_doc("puller", containers=[app], restartPolicy="Never", **pull)
+    )
 
 
 def _waiting(driver: Driver) -> list[tuple[str, str]]:

@@ -24,11 +24,10 @@ from pathlib import Path
 import pytest
 
 from asynckubelet.network import iptables, nftables
-from integration.harness import Engine
+from integration.harness import Engine, free_port
 from integration.network_helpers import free_cidr
-from integration.test_cli_daemon import Daemon
-from integration.test_cli_node import free_port
-from integration.test_services import (
+from integration.serve_helpers import Daemon
+from integration.service_helpers import (
     ServiceNode,
     fetch,
     leftovers,

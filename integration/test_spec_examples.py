@@ -45,8 +45,8 @@ from asynckubelet.images.build import (
 )
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.foreground import run_pods
+from asynckubelet.node.printpod import kubectl_status
 from asynckubelet.node.runner import options_from_manifests
-from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import naming
 from integration.harness import PAUSE_IMAGE
 from integration.spec_helpers import Events, make_manager

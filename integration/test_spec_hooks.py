@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import builders
 import pytest
 
 from asynckubelet.docker import DockerClient
@@ -13,15 +14,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _pod(name: str, body: str, policy: str = "Never") -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  restartPolicy: {policy}
-  terminationGracePeriodSeconds: 5
-{body}
-"""
+    return builders.pod_yaml(name, body, restartPolicy=policy, terminationGracePeriodSeconds=5)
 
 
 async def test_post_start_runs_in_the_container_right_after_it_starts(

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import builders
 import pytest
 from lightkube.models.core_v1 import PodStatus
 
@@ -24,15 +25,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _pod(name: str, container: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-{container}
-"""
+    return builders.pod_yaml(name, "  containers:\n" + container, terminationGracePeriodSeconds=2)
 
 
 def _cs(status: PodStatus) -> Any:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
+import builders
 import pytest
 
 from asynckubelet import errors
@@ -20,18 +21,8 @@ pytestmark = pytest.mark.anyio
 
 
 def _pod(name: str, container_extra: str, pod_extra: str = "") -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  restartPolicy: Never
-{pod_extra}
-  containers:
-  - name: app
-    image: BUSYBOX
-{container_extra}
-"""
+    body = f"{pod_extra}\n{builders.APP_YAML}{container_extra}"
+    return builders.pod_yaml(name, body, restartPolicy="Never")
 
 
 async def _lines(

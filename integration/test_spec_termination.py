@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import builders
 import pytest
 
 from asynckubelet.docker import DockerClient
@@ -13,17 +14,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _pod(container_extra: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: term}}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: app
-    image: BUSYBOX
-{container_extra}
-"""
+    return builders.pod_yaml("term", builders.APP_YAML + container_extra, restartPolicy="Never")
 
 
 async def _terminated(docker: DockerClient, node: str, root: Path, text: str) -> tuple[int, str]:

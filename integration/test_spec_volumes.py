@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
+import builders
 import pytest
 
 from asynckubelet.docker import DockerClient
@@ -26,16 +27,9 @@ pytestmark = pytest.mark.anyio
 
 
 def _pod(name: str, body: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  labels: {{app: demo, tier: web}}
-spec:
-  restartPolicy: Never
-{body}
-"""
+    return builders.pod_yaml(
+        name, body, labels={"app": "demo", "tier": "web"}, restartPolicy="Never"
+    )
 
 
 async def test_an_empty_dir_is_shared_by_init_and_app_containers_and_removed_with_the_pod(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
-from integration.test_cli_daemon import Daemon, _daemon
+from integration.serve_helpers import Daemon, serve_daemon
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -96,7 +96,7 @@ def _web_pods(node: Daemon) -> list[dict[str, Any]]:
 def node(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> Iterator[Daemon]:
-    yield from _daemon(tmp_path, docker_engine, node_name)
+    yield from serve_daemon(tmp_path, docker_engine, node_name)
 
 
 def test_a_deployment_of_three_reaches_three_running_pods_and_a_new_template_replaces_them(

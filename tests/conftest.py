@@ -4,11 +4,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from socket_helpers import unix_server
 
 from asynckubelet import _logging
 from asynckubelet.docker import engine
 from asynckubelet.node import daemon
+
+settings.register_profile("fuzz")
+"""``pytest tests --hypothesis-profile=fuzz``: the property tests that bound their example
+count for the unit suite run their whole count under this profile."""
 
 
 @pytest.fixture

@@ -13,7 +13,9 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskStatus
 from anyio.from_thread import BlockingPortal, start_blocking_portal
+from typer.testing import CliRunner
 
+from asynckubelet.cli.app import app
 from asynckubelet.manifests import Level
 from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
@@ -52,7 +54,7 @@ def running_daemon(
 
         node, docker = portal.call(make)
         with portal.wrap_async_context_manager(node):
-            from asynckubelet.localapi import serve_local
+            from asynckubelet.api.localapi import serve_local
 
             path = daemon.claim_socket(state)
             info = daemon.DaemonInfo(
@@ -74,3 +76,14 @@ def running_daemon(
                 # The local API closes every connection before the node stops.
                 portal.call(stop.set)
                 future.result(timeout=30)
+
+
+def invoke(
+    state: Path, *args: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> tuple[int, str, str]:
+    """The command line, run in the test's thread with the state dir ``state`` (and
+    ``env``, ``stdin``): its exit code, stdout and stderr."""
+    result = CliRunner().invoke(
+        app, [*args], input=stdin, env={"ASYNCKUBELET_STATE_DIR": str(state), **(env or {})}
+    )
+    return result.exit_code, result.stdout, result.stderr

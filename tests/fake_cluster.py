@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import anyio
+import builders
 from lightkube.models.coordination_v1 import Lease
 from lightkube.models.core_v1 import Event, Node, Pod, Service
 from lightkube.models.meta_v1 import ObjectMeta
@@ -24,13 +25,8 @@ from asynckubelet.cluster.api import BoundToken, Listed, ObjectKind, WatchEvent
 
 
 def pod(name: str, uid: str, *, rv: str = "1", node: str = "n1", **spec: Any) -> Pod:
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": uid, "resourceVersion": rv},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}], **spec},
-    }
-    return cast(Pod, Pod.from_dict(body))
+    spec = {"nodeName": node, "containers": [builders.container("c")], **spec}
+    return builders.pod(name, uid=uid, meta={"resourceVersion": rv}, **spec)
 
 
 @dataclass

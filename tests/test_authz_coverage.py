@@ -19,9 +19,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
-from asynckubelet import Kubelet, KubeletConfig, server
+from asynckubelet import Kubelet, KubeletConfig
+from asynckubelet.api import server
+from asynckubelet.api.localapi import create_local_app
 from asynckubelet.cluster import kubeletapi, kubeletauth
-from asynckubelet.localapi import create_local_app
 from asynckubelet.node import daemon
 from asynckubelet.testing import FakeDocker
 

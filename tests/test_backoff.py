@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import builders
 import pytest
 from lightkube.models.core_v1 import Container, Pod
 
@@ -46,14 +47,7 @@ def fail_times(backoff: Backoff, key: str, times: int, clock: FakeClock) -> None
 
 
 def web_pod() -> Pod:
-    pod = Pod.from_dict(
-        {
-            "metadata": {"name": "web", "namespace": "default", "uid": UID},
-            "spec": {"containers": [{"name": "app", "image": "busybox"}]},
-        }
-    )
-    assert isinstance(pod, Pod)
-    return pod
+    return builders.pod("web", uid=UID)
 
 
 def app(pod: Pod) -> Container:

@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import Daemon, running_daemon
+from daemon_helpers import Daemon, invoke, running_daemon
 from lightkube.models.core_v1 import Pod
-from typer.testing import CliRunner
 
-from asynckubelet.cli import client as cli_client
+from asynckubelet.api.inprocess import InProcessNode
 from asynckubelet.cli import fast, provision
-from asynckubelet.cli.app import app
 from asynckubelet.cli.commands import run as run_command
 from asynckubelet.manifests import load_manifests_text, pod_uid
 from asynckubelet.node.objects import ObjectStore
@@ -44,13 +42,6 @@ spec:
     image: busybox:1.35
     ports: [{containerPort: 80, hostPort: 8080}]
 """
-
-
-def invoke(state: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(
-        app, [*args], env={"ASYNCKUBELET_STATE_DIR": str(state), **(env or {})}
-    )
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
@@ -131,7 +122,7 @@ def _without_age(text: str) -> str:
 
 
 def test_a_table_without_headers_is_its_rows_sized_by_themselves() -> None:
-    from asynckubelet.tables import render
+    from asynckubelet.kubectl.tables import render
 
     document = {
         "columnDefinitions": [{"name": "name"}, {"name": "ready"}],
@@ -224,7 +215,7 @@ def test_delete_ignore_not_found_treats_a_missing_object_as_deleted(
 def test_delete_now_stops_pods_with_a_one_second_grace_period(
     tmp_path: Path, state: Path, node: Daemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
 
     asked: list[float | None] = []
     real = NodeClient.delete
@@ -282,11 +273,11 @@ def test_without_a_daemon_get_says_so_in_one_line_and_reads_docker(
 ) -> None:
     read: list[object] = []
 
-    async def no_pods(node: object) -> list[Pod]:
+    def no_pods(node: object) -> list[Pod]:
         read.append(node)
         return []
 
-    monkeypatch.setattr(cli_client, "read_node_pods", no_pods)
+    monkeypatch.setattr(InProcessNode, "read_pods", no_pods)
     code, out, err = invoke(state, "get", "pods")
     assert (code, out) == (0, "")
     assert err.splitlines() == [

@@ -8,10 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_helpers import Daemon, running_daemon
-from typer.testing import CliRunner
-
-from asynckubelet.cli.app import app
+from daemon_helpers import Daemon, invoke, running_daemon
 
 CONFIG = """\
 apiVersion: v1
@@ -27,13 +24,6 @@ spec:
   containers:
   - {name: app, image: busybox:1.35}
 """
-
-
-def invoke(state: Path, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(
-        app, [*args], input=stdin, env={"ASYNCKUBELET_STATE_DIR": str(state)}
-    )
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

@@ -9,15 +9,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import builders
 import pytest
-from daemon_helpers import Daemon, running_daemon
-from lightkube.models.core_v1 import Container, Pod, PodSpec
-from lightkube.models.meta_v1 import ObjectMeta
-from typer.testing import CliRunner
+from daemon_helpers import Daemon, invoke, running_daemon
+from lightkube.models.core_v1 import Pod
 
-from asynckubelet.cli import client as cli_client
+from asynckubelet.api.inprocess import InProcessNode
 from asynckubelet.cli import fast
-from asynckubelet.cli.app import app
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.manifests.workloads import parse_label_selector
 from asynckubelet.node.objects import ObjectStore
@@ -68,11 +66,6 @@ BAD_KEY = (
     "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
     "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
-
-
-def invoke(state: Path, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, [*args], env={"ASYNCKUBELET_STATE_DIR": str(state)})
-    return result.exit_code, result.stdout, result.stderr
 
 
 def names(out: str) -> list[str]:
@@ -230,7 +223,7 @@ def test_get_events_of_a_quiet_namespace_says_none_were_found(state: Path, node:
 def test_get_events_sorts_by_last_seen() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from asynckubelet.printers import EVENT_COLUMNS, event_row, event_seen
+    from asynckubelet.kubectl.objects import EVENT_COLUMNS, event_row, event_seen
 
     now = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -277,7 +270,7 @@ def test_get_namespaces_always_lists_default_with_kubectls_columns(
 def test_a_namespace_being_deleted_shows_terminating() -> None:
     from datetime import UTC, datetime
 
-    from asynckubelet.printers import namespace_row
+    from asynckubelet.kubectl.objects import namespace_row
 
     body = {"metadata": {"name": "going", "creationTimestamp": "2024-01-01T00:00:00Z"}}
     now = datetime(2024, 1, 1, 0, 3, tzinfo=UTC)
@@ -315,19 +308,16 @@ def test_apply_n_refuses_an_object_of_another_namespace_and_applies_nothing(
 
 
 def _labelled_pod(name: str, labels: dict[str, str] | None) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", uid=name, labels=labels),
-        spec=PodSpec(containers=[Container(name="app", image="busybox")]),
-    )
+    return builders.pod(name, uid=name, labels=labels)
 
 
 def test_without_a_daemon_get_pods_l_and_show_labels_filter_what_docker_holds(
     state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def labelled(node: object) -> list[Pod]:
+    def labelled(node: object) -> list[Pod]:
         return [_labelled_pod("web", {"app": "web"}), _labelled_pod("db", None)]
 
-    monkeypatch.setattr(cli_client, "read_node_pods", labelled)
+    monkeypatch.setattr(InProcessNode, "read_pods", labelled)
     code, out, _ = invoke(state, "get", "pods", "-l", "app=web", "--show-labels")
     assert code == 0
     lines = out.splitlines()

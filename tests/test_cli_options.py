@@ -12,8 +12,7 @@ import pytest
 from loguru import logger
 from typer.testing import CliRunner
 
-from asynckubelet import logsetup
-from asynckubelet.cli import output
+from asynckubelet.cli import logsetup, output
 from asynckubelet.cli.app import app
 from asynckubelet.cli.options import LogOptions
 

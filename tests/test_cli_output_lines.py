@@ -8,15 +8,13 @@ import io
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from output_helpers import RENDERER, REPO, child
 from rich.console import Console
 from rich.text import Text
 
 from asynckubelet.cli import output
-
-REPO = Path(__file__).resolve().parent.parent
 
 ALPHABET = [
     *(chr(i) for i in range(0x80) if chr(i) != "\t"),
@@ -65,30 +63,6 @@ def pipes(
     assert not sys.stdout.isatty()
     assert not sys.stderr.isatty()
     return capsys
-
-
-RENDERER = (
-    "from lightkube.models.core_v1 import Pod\n"
-    "from lightkube.models.meta_v1 import ObjectMeta\n"
-    "from asynckubelet.cli import output\n"
-    "from asynckubelet.cli.commands import run\n"
-    "from asynckubelet.docker import LogLine\n"
-    "renderer = run._Renderer(color=output.is_terminal(output.out))\n"
-    "pod = Pod(metadata=ObjectMeta(name='web', namespace='default'))\n"
-)
-"""A child's start: ``run``'s renderer as the command makes it, and a pod ``web``."""
-
-
-def child(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``code`` run in a fresh interpreter, its stdout and stderr pipes."""
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO), **env},
-        check=True,
-    )
 
 
 def fresh(stream: str) -> output._OnFirstUse[Console]:

@@ -9,16 +9,19 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 import typer.main
-from daemon_helpers import Daemon, running_daemon
+from daemon_helpers import Daemon, invoke, running_daemon
 from typer.testing import CliRunner
 
 from asynckubelet import __version__, errors
 from asynckubelet.cli import fast
 from asynckubelet.cli.app import app
+
+if TYPE_CHECKING:
+    from asynckubelet.api.protocol import NodeAPI
 
 POD = """\
 apiVersion: v1
@@ -45,13 +48,6 @@ spec:
 """
 NOT_FOUND = 'Error from server (NotFound): pods "nope" not found'
 NOT_VALID = "error: container zzz is not valid for pod web: choose one of: [a b]"
-
-
-def invoke(state: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(
-        app, [*args], env={"ASYNCKUBELET_STATE_DIR": str(state), **(env or {})}
-    )
-    return result.exit_code, result.stdout, result.stderr
 
 
 def apply_text(state: Path, tmp_path: Path, name: str, text: str) -> None:
@@ -447,8 +443,8 @@ class ScriptedWatch:
 
 
 def row(name: str, status: str, namespace: str = "default") -> dict[str, Any]:
-    from asynckubelet.printers import POD_COLUMNS
-    from asynckubelet.tables import table
+    from asynckubelet.kubectl.pods import POD_COLUMNS
+    from asynckubelet.kubectl.tables import table
 
     cells = [name, "1/1", status, "0", "5s", "10.0.0.1", "n1", "<none>", "<none>"]
     return table(POD_COLUMNS, [(cells, {"name": name, "namespace": namespace})])
@@ -464,7 +460,7 @@ BOOKMARK = event("BOOKMARK", {"metadata": {"annotations": {"k8s.io/initial-event
 def watched(
     capsys: pytest.CaptureFixture[str], *rounds: list[dict[str, Any]], **options: Any
 ) -> tuple[list[str], BaseException]:
-    client = ScriptedWatch(*rounds)
+    client = cast("NodeAPI", ScriptedWatch(*rounds))
     with pytest.raises(errors.DaemonError) as caught:
         fast.watch(
             client,
@@ -559,7 +555,7 @@ def test_a_watch_with_o_name_prints_one_line_per_event(
 
 
 def test_get_w_through_the_daemon_sees_a_new_pod(node: Daemon, state: Path, tmp_path: Path) -> None:
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
 
     client = NodeClient(state / "api.sock")
     events = client.watch("default", table=True)

@@ -258,7 +258,7 @@ def test_a_module_whose_import_fails_still_leaves_the_environment_as_it_was(
 
 _CONTEXTS = (
     "import os, sys\n"
-    "from asynckubelet.cli import spare_the_ca_bundle\n"
+    "from asynckubelet.cli.process import spare_the_ca_bundle\n"
     "spare_the_ca_bundle()\n"
     "import aiodocker\n"
     "from aiohttp import connector\n"
@@ -325,7 +325,7 @@ def test_without_the_bundle_a_ca_in_the_hashed_directory_still_verifies_a_server
     port = _serving_tls_once(cert, key)
     out = _fresh(
         "import socket, ssl\n"
-        "from asynckubelet.cli import spare_the_ca_bundle\n"
+        "from asynckubelet.cli.process import spare_the_ca_bundle\n"
         "spare_the_ca_bundle()\n"
         "from aiohttp import connector\n"
         f"with socket.create_connection(('127.0.0.1', {port})) as s:\n"
@@ -354,19 +354,62 @@ def _fresh(code: str, env: dict[str, str] | None = None) -> str:
 def test_importing_the_package_loads_neither_loguru_nor_lightkubes_client() -> None:
     out = _fresh(
         "import sys, asynckubelet\n"
-        "from lightkube.models.core_v1 import Pod\n"
         "print(sorted(m for m in ('loguru', 'lightkube.config.kubeconfig', 'httpx2')"
         " if m in sys.modules))\n"
     )
     assert out.strip() == "[]"
 
 
+def test_importing_the_package_changes_nothing_else_in_the_process() -> None:
+    """An embedding program's import system, collector and signal handlers stay as it set
+    them, through the package's import and the first use of its public names; its own
+    imports of the package's dependencies run their packages' code as usual."""
+    out = _fresh(
+        "import gc, signal, sys\n"
+        "gc.set_threshold(1234, 5, 6)\n"
+        "def state():\n"
+        "    handlers = {s.name: signal.getsignal(s) for s in signal.Signals\n"
+        "                if s not in (signal.SIGKILL, signal.SIGSTOP)}\n"
+        "    return (list(sys.meta_path), list(sys.path_hooks), gc.isenabled(),\n"
+        "            gc.get_threshold(), gc.get_freeze_count(), handlers)\n"
+        "before = state()\n"
+        "import asynckubelet\n"
+        "from asynckubelet import Kubelet, KubeletConfig, errors, load_manifests_text\n"
+        "import asynckubelet.cluster.host, asynckubelet.network.bridge\n"
+        "after = state()\n"
+        "print([i for i, (b, a) in enumerate(zip(before, after)) if b != a])\n"
+        "import lightkube.models.core_v1, pyroute2\n"
+        "print('lightkube.config.kubeconfig' in sys.modules, hasattr(pyroute2, 'IPRoute'))\n"
+    )
+    assert out.splitlines() == ["[]", "True True"]
+
+
+def test_the_command_lines_entry_point_makes_its_own_import_savings() -> None:
+    """The savings the package no longer makes for everyone, the command line's entry
+    point makes for its own process: lightkube's models load without its client."""
+    out = _fresh(
+        "import sys\n"
+        "from asynckubelet.cli import process\n"
+        "process.prepare_imports()\n"
+        "from lightkube.models.core_v1 import Pod\n"
+        "print('lightkube.config.kubeconfig' in sys.modules)\n"
+    )
+    assert out.strip() == "False"
+
+
+_AS_A_PACKAGE_MODULE = (
+    "from asynckubelet._logging import logger as ours\n"
+    "log = lambda text: exec('ours.warning(text)', "
+    "{'__name__': 'asynckubelet.x', 'ours': ours, 'text': text})\n"
+)
+"""``log(text)``: a warning from a module of the package, as loguru names its records."""
+
+
 def test_the_package_logs_nothing_until_its_user_enables_it() -> None:
     out = _fresh(
         "import asynckubelet\n"
+        f"{_AS_A_PACKAGE_MODULE}"
         "from loguru import logger\n"
-        "log = lambda text: exec('logger.warning(text)', "
-        "{'__name__': 'asynckubelet.x', 'logger': logger, 'text': text})\n"
         "log('before')\n"
         "logger.enable('asynckubelet')\n"
         "log('after')\n"
@@ -375,9 +418,36 @@ def test_the_package_logs_nothing_until_its_user_enables_it() -> None:
     assert "before" not in out
 
 
+def test_a_program_that_enables_the_package_before_its_first_message_sees_it() -> None:
+    out = _fresh(
+        "import asynckubelet\n"
+        f"{_AS_A_PACKAGE_MODULE}"
+        "from loguru import logger\n"
+        "logger.enable('asynckubelet')\n"
+        "log('first')\n"
+    )
+    assert "first" in out
+
+
+def test_a_program_that_disabled_everything_keeps_the_package_quiet() -> None:
+    out = _fresh(
+        "import asynckubelet\n"
+        f"{_AS_A_PACKAGE_MODULE}"
+        "from loguru import logger\n"
+        "logger.disable('')\n"
+        "log('hidden')\n"
+        "logger.enable('asynckubelet')\n"
+        "log('shown')\n"
+    )
+    assert "hidden" not in out
+    assert "shown" in out
+
+
 def test_validate_loads_neither_the_event_loop_nor_logging_nor_the_docker_client() -> None:
     out = _fresh(
         "import sys\n"
+        "from asynckubelet.cli import process\n"
+        "process.prepare_imports()\n"
         "from asynckubelet.cli import app\n"
         "try:\n"
         "    app(['validate', 'examples/hello.yaml'])\n"
@@ -395,9 +465,9 @@ def test_get_through_the_daemon_loads_no_http_library_nor_dataclasses() -> None:
     out = _fresh(
         "import sys\n"
         "from asynckubelet.cli import fast\n"
-        "from asynckubelet.client import NodeClient\n"
+        "from asynckubelet.api.client import NodeClient\n"
         "from asynckubelet.node.locate import default_state_dir, socket_answers, socket_path\n"
-        "from asynckubelet.tables import render\n"
+        "from asynckubelet.kubectl.tables import render\n"
         "heavy = ('http.client', 'email.parser', 'ssl', 'dataclasses', 'asyncio', 'typer',\n"
         "         'asynckubelet.hostfs', 'asynckubelet.node.daemon')\n"
         "print(sorted(h for h in heavy if h in sys.modules))\n"
@@ -440,6 +510,8 @@ def test_the_nodes_own_facts_load_no_cluster_agent_nor_its_http_client() -> None
     that must not bring in the agent, lightkube's client and the kubelet API server."""
     out = _fresh(
         "import sys\n"
+        "from asynckubelet.cli import process\n"
+        "process.prepare_imports()\n"
         "from asynckubelet.cluster.host import default_node_ip\n"
         "heavy = ('asynckubelet.cluster.agent', 'asynckubelet.cluster.kubeletapi', 'httpx2')\n"
         "print(sorted(h for h in heavy if h in sys.modules))\n"
@@ -452,6 +524,8 @@ def test_the_nodes_own_facts_load_no_cluster_agent_nor_its_http_client() -> None
 def test_the_bridge_backends_netlink_loads_only_pyroute2s_rtnetlink() -> None:
     out = _fresh(
         "import sys\n"
+        "from asynckubelet.cli import process\n"
+        "process.prepare_imports()\n"
         "import asynckubelet.network.bridge as bridge\n"
         "bridge._netlink_error_type()\n"
         "from pyroute2.iproute.linux import AsyncIPRoute\n"
@@ -505,7 +579,7 @@ def test_an_embedding_programs_collector_is_left_as_it_set_it() -> None:
 def test_a_watch_runs_with_the_collector_running() -> None:
     out = _fresh(
         "import gc\n"
-        "import asynckubelet.cli as cli\n"
+        "import asynckubelet.cli.process as cli\n"
         "from asynckubelet.cli import fast\n"
         "class Client:\n"
         "    def watch(self, *args, **kwargs):\n"

@@ -13,7 +13,7 @@ import pytest
 from socket_helpers import unix_server
 
 from asynckubelet import errors
-from asynckubelet.client import NodeClient
+from asynckubelet.api.client import NodeClient
 
 
 def test_a_body_framed_by_its_length_is_read_whole(
@@ -130,7 +130,7 @@ def test_a_name_is_one_path_segment_whatever_it_holds(
 
 
 def test_a_plain_name_is_used_as_it_is() -> None:
-    from asynckubelet.client import quote
+    from asynckubelet.api.client import quote
 
     assert quote("web-1.example_x~") == "web-1.example_x~"
     assert quote("é") == "%C3%A9"

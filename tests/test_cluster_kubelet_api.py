@@ -275,7 +275,7 @@ async def test_always_allow_is_served_only_with_a_warning_line(
 ) -> None:
     from loguru import logger
 
-    from asynckubelet.logsetup import add_sink
+    from asynckubelet.cli.logsetup import add_sink
 
     lines: list[str] = []
     sink = add_sink(lambda message: lines.append(str(message)), level="WARNING")

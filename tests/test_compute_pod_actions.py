@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import builders
 import pytest
 from lightkube.models.core_v1 import Pod
 
@@ -160,19 +161,17 @@ def make_pod(
     containers = copy.deepcopy(REGULAR)
     for index, changes in (patch or {}).items():
         containers[index].update(changes)
-    spec: dict[str, Any] = {
-        "containers": containers,
-        "restartPolicy": restart_policy,
-        "hostNetwork": host_network,
-    }
+    spec: dict[str, Any] = {"restartPolicy": restart_policy, "hostNetwork": host_network}
     if init_containers:
         spec["initContainers"] = init_containers
-    metadata: dict[str, Any] = {"uid": "12345678", "name": "foo", "namespace": "foo-ns"}
-    if deleted:
-        metadata["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    pod = Pod.from_dict({"metadata": metadata, "spec": spec})
-    assert isinstance(pod, Pod)
-    return pod
+    return builders.pod(
+        "foo",
+        namespace="foo-ns",
+        uid="12345678",
+        meta={"deletionTimestamp": "2024-01-01T00:00:00Z"} if deleted else None,
+        containers=containers,
+        **spec,
+    )
 
 
 def make_status(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from lightkube.models.core_v1 import Container, Pod, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 
-from asynckubelet.printers import describe_pod
+from asynckubelet.kubectl.describe import describe_pod
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

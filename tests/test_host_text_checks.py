@@ -26,7 +26,10 @@ from lightkube.models.meta_v1 import ObjectMeta
 from asynckubelet import errors
 from asynckubelet.network import PodNetworkRequest
 from asynckubelet.network.cni import cni_args
-from asynckubelet.network.dns import (
+from asynckubelet.network.firewall import DNAT
+from asynckubelet.network.iptables import IPTables
+from asynckubelet.network.nftables import NFTables
+from asynckubelet.runtime.poddns import (
     DNSSettings,
     ResolverConfig,
     engine_dns,
@@ -34,9 +37,6 @@ from asynckubelet.network.dns import (
     parse_resolv_conf,
     pod_files,
 )
-from asynckubelet.network.firewall import DNAT
-from asynckubelet.network.iptables import IPTables
-from asynckubelet.network.nftables import NFTables
 from asynckubelet.runtime.security import host_config_security
 
 SANDBOX = "0123456789abcdef" * 4

@@ -15,7 +15,8 @@ import anyio.abc
 import pytest
 from aiohttp import web
 
-from asynckubelet import endpoints, httpbounds
+from asynckubelet import httpbounds
+from asynckubelet.api import endpoints
 
 pytestmark = pytest.mark.anyio
 

@@ -26,11 +26,12 @@ from cryptography.x509.oid import NameOID
 from daemon_helpers import IMAGES
 
 from asynckubelet import httpbounds
+from asynckubelet.api.answers import MAX_REQUEST_BYTES
+from asynckubelet.api.localapi import serve_local
+from asynckubelet.api.server import serve_http
 from asynckubelet.cluster import kubeletapi
-from asynckubelet.localapi import MAX_REQUEST_BYTES, serve_local
 from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
-from asynckubelet.server import serve_http
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio

@@ -41,11 +41,6 @@ needs_static_busybox = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class RecordingLoader:
     def __init__(self) -> None:
         self.loaded: list[bytes] = []

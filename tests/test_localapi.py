@@ -19,13 +19,13 @@ from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 
 from asynckubelet import errors
-from asynckubelet.localapi import create_local_app, serve_local
+from asynckubelet.api.localapi import create_local_app, serve_local
+from asynckubelet.kubectl.tables import TABLE_ACCEPT
 from asynckubelet.node import daemon
 from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
 from asynckubelet.runtime import naming
-from asynckubelet.tables import TABLE_ACCEPT
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from asynckubelet import Kubelet, KubeletConfig, peercred
-from asynckubelet.localapi import create_local_app
+from asynckubelet.api.localapi import create_local_app
 from asynckubelet.node import daemon
 from asynckubelet.testing import FakeDocker
 

@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from socket_helpers import unix_server
 
+from asynckubelet.api.endpoints import NODE_KEY, container_logs
 from asynckubelet.docker import DockerClient, LogLine
 from asynckubelet.docker.logstream import PIECE, LineAssembler, frames, utf8_cut
-from asynckubelet.endpoints import NODE_KEY, container_logs
 
 
 def _chunked(data: bytes, cuts: list[int]) -> list[bytes]:

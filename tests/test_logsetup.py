@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from loguru import logger
 
-from asynckubelet.logsetup import add_sink
+from asynckubelet.cli.logsetup import add_sink
 
 SECRET = "s3cr3t-value-in-a-local"
 

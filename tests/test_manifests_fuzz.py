@@ -6,6 +6,9 @@ is damaged; random YAML text, random alias graphs and huge numbers are thrown at
 too. Whatever comes in, the loader must answer with field errors, never a crash, and its
 cost stays bounded: alias expansion within go-yaml's ratio, memory within a fixed budget
 (both counted, never timed).
+
+The mutation fuzz is costly: the unit suite runs a tenth of its examples and
+``pytest tests/test_manifests_fuzz.py --hypothesis-profile=fuzz`` all 10,000.
 """
 
 from __future__ import annotations
@@ -99,6 +102,8 @@ def _seeds() -> list[Any]:
 
 SEEDS = _seeds()
 
+MUTATED_EXAMPLES = 10_000 if settings.get_current_profile_name() == "fuzz" else 1_000
+
 scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -162,7 +167,7 @@ def _damage(text: str, data: st.DataObject) -> str:
 
 
 @settings(
-    max_examples=10_000,
+    max_examples=MUTATED_EXAMPLES,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import builders
 import pytest
 from lightkube.models.core_v1 import Container, Pod, PodSpec
 
@@ -85,13 +86,7 @@ def test_every_warned_spec_field_has_a_sample_here() -> None:
 
 
 def pod(spec: dict[str, Any]) -> Pod:
-    body = {
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "busybox:1"}], **spec},
-    }
-    result = Pod.from_dict(body)
-    assert isinstance(result, Pod)
-    return result
+    return builders.pod("web", **{"containers": [builders.container("app", "busybox:1")], **spec})
 
 
 @pytest.mark.parametrize("field", sorted(WARNED_SPEC_VALUES))

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import builders
 import pytest
 
 from asynckubelet.manifests import inspect_manifests_text
@@ -45,12 +46,9 @@ WORD = "must not contain whitespace or control characters"
 
 
 def pod(**spec: Any) -> Doc:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web"},
-        "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}], **spec},
-    }
+    return builders.pod_doc(
+        "web", **{"containers": [builders.container("app", "nginx:1.25")], **spec}
+    )
 
 
 def with_volume(volume: Doc, **mount: Any) -> Doc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import builders
 import pytest
 
 from asynckubelet.manifests import Level, inspect_manifests_text, load_manifests_text
@@ -21,15 +22,10 @@ RESTRICTED_SC = {
 
 
 def pod(spec: Doc | None = None, *, annotations: Doc | None = None, **ctr: Any) -> Doc:
-    meta: Doc = {"name": "p"}
-    if annotations:
-        meta["annotations"] = annotations
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [{"name": "x", "image": "busybox:1", **ctr}], **(spec or {})},
-    }
+    containers = [builders.container("x", "busybox:1", **ctr)]
+    return builders.pod_doc(
+        "p", annotations=annotations or None, containers=containers, **(spec or {})
+    )
 
 
 def rejection(doc: Doc, level: Level = "baseline") -> str | None:

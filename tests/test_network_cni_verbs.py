@@ -25,7 +25,6 @@ import pytest
 
 from asynckubelet import errors
 from asynckubelet.cli.options import ipv6_pod_cidr
-from asynckubelet.manifests import load_manifests_text
 from asynckubelet.network import IPS_ANNOTATION, PodDNS, PodNetworkRequest, requested_ips
 from asynckubelet.network.cni import (
     PROJECT_CONF_DIR,
@@ -40,7 +39,6 @@ from asynckubelet.network.cni import (
     plugin_environment,
     supports_gc,
 )
-from asynckubelet.network.dns import DNSSettings, pod_resolver
 from asynckubelet.network.factory import engine_key, make_network_plugin
 
 RECORDER = """#!{python}
@@ -441,42 +439,6 @@ def test_the_ipv6_pod_cidr_comes_from_dual_stack_and_pod_cidr_v6(
     dual_stack: bool, pod_cidr_v6: str | None, expected: str | None
 ) -> None:
     assert ipv6_pod_cidr(dual_stack=dual_stack, pod_cidr_v6=pod_cidr_v6) == expected
-
-
-# -- the resolver settings handed to plugins ------------------------------------------
-
-DNS_POD = """
-apiVersion: v1
-kind: Pod
-metadata: {name: d}
-spec:
-  dnsPolicy: POLICY
-  dnsConfig:
-    nameservers: [192.0.2.53]
-    searches: [a.example]
-    options: [{name: ndots, value: "2"}]
-  containers: [{name: c, image: busybox}]
-"""
-
-
-@pytest.mark.anyio
-async def test_the_resolver_settings_for_plugins_are_the_pods_resolv_conf(tmp_path: Path) -> None:
-    pod = load_manifests_text(DNS_POD.replace("POLICY", "None"), node_name="n").pods[0]
-    resolver = await pod_resolver(pod, settings=DNSSettings(resolv_conf=str(tmp_path / "none")))
-    assert (resolver.nameservers, resolver.searches, resolver.options) == (
-        ("192.0.2.53",),
-        ("a.example",),
-        ("ndots:2",),
-    )
-
-
-@pytest.mark.anyio
-async def test_an_unreadable_node_resolver_file_gives_plugins_only_the_pods_own_settings(
-    tmp_path: Path,
-) -> None:
-    pod = load_manifests_text(DNS_POD.replace("POLICY", "Default"), node_name="n").pods[0]
-    resolver = await pod_resolver(pod, settings=DNSSettings(resolv_conf=str(tmp_path / "none")))
-    assert resolver.nameservers == ("192.0.2.53",)
 
 
 @pytest.mark.parametrize(

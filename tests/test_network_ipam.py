@@ -13,11 +13,6 @@ from asynckubelet.network.ipam import FileIPAM
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _ipam(tmp_path: Path, subnet: str = "10.9.0.0/24") -> FileIPAM:
     return FileIPAM(directory=tmp_path / "ipam", subnet=subnet)
 

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import builders
 import pytest
-from lightkube.models.core_v1 import Container, Pod, PodSpec
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.node.access import (
@@ -20,12 +20,11 @@ from asynckubelet.node.access import (
 
 
 def pod(*names: str, annotations: dict[str, str] | None = None) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="web", namespace="default", annotations=annotations),
-        spec=PodSpec(
-            containers=[Container(name=n, image="busybox") for n in names],
-            initContainers=[Container(name="init", image="busybox")],
-        ),
+    return builders.pod(
+        "web",
+        annotations=annotations,
+        containers=[builders.container(n) for n in names],
+        initContainers=[builders.container("init")],
     )
 
 

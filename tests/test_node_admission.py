@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import builders
 import pytest
 from lightkube.models.core_v1 import Pod
 
@@ -46,7 +47,7 @@ LABELLED = NodeInfo(name="node-a", allocatable=RESOURCES, labels=LABELS)
 
 
 def container(name: str = "app", **extra: Any) -> dict[str, Any]:
-    return {"name": name, "image": "busybox:1", **extra}
+    return builders.container(name, "busybox:1", **extra)
 
 
 def requests(**values: str) -> dict[str, Any]:
@@ -60,15 +61,11 @@ def make_pod(
     labels: dict[str, str] | None = None,
     **spec: Any,
 ) -> Pod:
-    body: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-        "spec": {"containers": list(containers) or [container()], **spec},
-    }
     if inits:
-        body["spec"]["initContainers"] = list(inits)
-    pod = Pod.from_dict(body)
-    assert isinstance(pod, Pod)
-    return pod
+        spec["initContainers"] = list(inits)
+    return builders.pod(
+        name, labels=labels or {}, containers=list(containers) or [container()], **spec
+    )
 
 
 def port(host_port: int, *, protocol: str = "TCP", ip: str = "") -> dict[str, Any]:

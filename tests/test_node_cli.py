@@ -18,9 +18,8 @@ from lightkube.models.core_v1 import (
 from typer.testing import CliRunner
 
 from asynckubelet import errors
+from asynckubelet.api import inprocess
 from asynckubelet.cli.app import app
-from asynckubelet.cli.commands import delete as delete_command
-from asynckubelet.cli.commands import logs as logs_command
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.runtime.types import PodRuntimeStatus
 
@@ -154,14 +153,14 @@ def on_docker(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
         runtime = OnePodRuntime(stubborn=stubborn)
 
         @contextlib.asynccontextmanager
-        async def node_runtime(node: object) -> AsyncIterator[OnePodRuntime]:
+        async def node_runtime(**where: object) -> AsyncIterator[OnePodRuntime]:
             yield runtime
 
-        async def node_pods(rm: object, node: object) -> list[Pod]:
+        async def node_pods(rm: object, state: object) -> list[Pod]:
             return [load_manifests_text(POD, node_name="n1").pods[0]]
 
-        monkeypatch.setattr(delete_command, "node_runtime", node_runtime)
-        monkeypatch.setattr(delete_command, "node_pods", node_pods)
+        monkeypatch.setattr(inprocess, "node_runtime", node_runtime)
+        monkeypatch.setattr(inprocess, "node_pods", node_pods)
 
     return install
 
@@ -251,14 +250,14 @@ def test_logs_without_a_daemon_says_why_the_container_waits_as_the_pods_status_d
     runtime = OnePodRuntime(stubborn=False)
 
     @contextlib.asynccontextmanager
-    async def node_runtime(node: object) -> AsyncIterator[OnePodRuntime]:
+    async def node_runtime(**where: object) -> AsyncIterator[OnePodRuntime]:
         yield runtime
 
-    async def node_pods(rm: object, node: object) -> list[Pod]:
+    async def node_pods(rm: object, state: object) -> list[Pod]:
         return [pod]
 
-    monkeypatch.setattr(logs_command, "node_runtime", node_runtime)
-    monkeypatch.setattr(logs_command, "node_pods", node_pods)
+    monkeypatch.setattr(inprocess, "node_runtime", node_runtime)
+    monkeypatch.setattr(inprocess, "node_pods", node_pods)
     code, _, err = invoke("logs", "img-missing", state=tmp_path / "s")
     assert code == 1
     assert err.splitlines()[-1] == (

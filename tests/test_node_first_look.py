@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import anyio
+import builders
 import pytest
-from lightkube.models.core_v1 import Container, Pod, PodSpec
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, ContainerSummary
@@ -49,10 +49,7 @@ class ListingDocker(FakeDocker):
 
 
 def web() -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="web", namespace="default"),
-        spec=PodSpec(containers=[Container(name="c", image=BUSYBOX)]),
-    )
+    return builders.pod("web", containers=[builders.container("c", BUSYBOX)])
 
 
 def config(*, leave_running: bool = False) -> KubeletConfig:
@@ -150,9 +147,8 @@ async def test_a_pod_whose_removal_failed_is_listed_when_made_again() -> None:
 
 
 def job(uid: str) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="job", namespace="default", uid=uid),
-        spec=PodSpec(restartPolicy="Never", containers=[Container(name="c", image=BUSYBOX)]),
+    return builders.pod(
+        "job", uid=uid, containers=[builders.container("c", BUSYBOX)], restartPolicy="Never"
     )
 
 

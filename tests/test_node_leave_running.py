@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import anyio
+import builders
 import pytest
-from lightkube.models.core_v1 import Container, Pod, PodSpec
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.core_v1 import Pod
 
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
 from asynckubelet.testing import FakeDocker
@@ -16,10 +16,7 @@ PAUSE = "akltest.local/pause:3.10"
 
 
 def web() -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="web", namespace="default"),
-        spec=PodSpec(containers=[Container(name="c", image=BUSYBOX)]),
-    )
+    return builders.pod("web", containers=[builders.container("c", BUSYBOX)])
 
 
 async def run_then_cancel(docker: FakeDocker, *, leave_running: bool) -> None:

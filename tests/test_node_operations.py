@@ -10,9 +10,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import builders
 import pytest
-from lightkube.models.core_v1 import Container, Pod, PodSpec, PodStatus
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.core_v1 import Container, Pod, PodStatus
 
 from asynckubelet import errors
 from asynckubelet.node import operations
@@ -91,13 +91,8 @@ def pod(
     image: str = "busybox",
     policy: str = "Always",
 ) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", uid=uid),
-        spec=PodSpec(
-            containers=[Container(name=c, image=image) for c in containers],
-            restartPolicy=policy,
-        ),
-    )
+    ctrs = [builders.container(c, image) for c in containers]
+    return builders.pod(name, uid=uid, containers=ctrs, restartPolicy=policy)
 
 
 def instance(

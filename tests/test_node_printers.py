@@ -21,9 +21,11 @@ from lightkube.models.core_v1 import (
 )
 from lightkube.models.meta_v1 import ObjectMeta
 
+from asynckubelet.api.server import check_listen, parse_listen
+from asynckubelet.kubectl.describe import describe_pod
+from asynckubelet.kubectl.pods import pod_table, restarts
+from asynckubelet.kubectl.times import parse_duration
 from asynckubelet.node.events import PodEvent
-from asynckubelet.printers import describe_pod, parse_duration, pod_table, restarts
-from asynckubelet.server import check_listen, parse_listen
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -282,7 +284,7 @@ PROBES = [
 def test_a_probe_is_described_as_kubectl_describes_it(probe: dict[str, object], shown: str) -> None:
     from lightkube.models.core_v1 import Probe
 
-    from asynckubelet.printers import describe_probe
+    from asynckubelet.kubectl.describe import describe_probe
 
     assert describe_probe(cast(Probe, Probe.from_dict(probe))) == shown
 
@@ -337,7 +339,7 @@ def test_the_readiness_gates_column_counts_the_gates_whose_condition_is_true(
 ) -> None:
     from lightkube.models.core_v1 import PodReadinessGate
 
-    from asynckubelet.printers import readiness_gates
+    from asynckubelet.kubectl.pods import readiness_gates
 
     pod = running_pod()
     assert pod.spec is not None
@@ -374,7 +376,7 @@ def test_the_wide_table_has_kubectls_columns() -> None:
 
 
 def test_a_pod_document_has_kind_and_each_container_status_a_last_state() -> None:
-    from asynckubelet.printers import pod_document
+    from asynckubelet.kubectl.pods import pod_document
 
     document = pod_document(running_pod())
     assert (document["apiVersion"], document["kind"]) == ("v1", "Pod")

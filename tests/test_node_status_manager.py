@@ -7,18 +7,15 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import builders
 import pytest
-from lightkube.models.core_v1 import Container, Pod, PodSpec, PodStatus
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.core_v1 import Pod, PodStatus
 
 from asynckubelet.node.status_manager import PodRecord, StatusManager, read_status_files
 
 
 def pod(uid: str = "u1", name: str = "web") -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="default", uid=uid),
-        spec=PodSpec(containers=[Container(name="a", image="busybox")]),
-    )
+    return builders.pod(name, uid=uid, containers=[builders.container("a")])
 
 
 def test_a_changed_status_bumps_the_version() -> None:

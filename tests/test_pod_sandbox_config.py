@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+import builders
 import pytest
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.network import PodDNS, PortMapping, SandboxExtra
-from asynckubelet.network.dns import DNSSettings, ResolverConfig
 from asynckubelet.runtime import naming
+from asynckubelet.runtime.poddns import DNSSettings, ResolverConfig
 from asynckubelet.runtime.sandbox import (
     PodSandboxConfig,
     generate_pod_sandbox_config,
@@ -38,17 +39,15 @@ def make_pod(
     containers: list[dict[str, Any]] | None = None,
     **spec: Any,
 ) -> Pod:
-    doc = {
-        "metadata": {
-            "name": name,
-            "namespace": "team",
-            "uid": "u-1",
-            "labels": labels or {},
-            "annotations": annotations or {},
-        },
-        "spec": {"containers": containers or [{"name": "app", "image": "busybox"}], **spec},
-    }
-    return cast(Pod, Pod.from_dict(doc))
+    return builders.pod(
+        name,
+        namespace="team",
+        uid="u-1",
+        labels=labels or {},
+        annotations=annotations or {},
+        containers=containers or None,
+        **spec,
+    )
 
 
 @dataclass(frozen=True)

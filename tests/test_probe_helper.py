@@ -4,6 +4,7 @@ of :mod:`asynckubelet.runtime.hooks`."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 from datetime import UTC, datetime
 from pathlib import Path
@@ -294,7 +295,7 @@ def _manager(url: str, ip: str, helpers: Helpers) -> RuntimeManager:
         docker=FakeDocker(url=url, info={"OperatingSystem": "Debian GNU/Linux 12 (bookworm)"}),
         network=OneAddress(ip),  # type: ignore[arg-type]
     )
-    rm.probe_helpers = helpers  # type: ignore[assignment]
+    rm.deps = dataclasses.replace(rm.deps, probe_helpers=helpers)  # type: ignore[arg-type]
     return rm
 
 

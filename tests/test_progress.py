@@ -9,8 +9,8 @@ import pytest
 from rich.console import Console
 
 from asynckubelet import errors
+from asynckubelet.cli.progress import PullDisplay, WaitDisplay
 from asynckubelet.docker import PullProgress
-from asynckubelet.progress import PullDisplay, WaitDisplay
 from asynckubelet.runtime.images import ImageManager
 from asynckubelet.testing import FakeDocker
 

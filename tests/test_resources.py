@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from asynckubelet import resources
+from asynckubelet.kubectl import resources
 from asynckubelet.manifests import kinds
 
 

@@ -5,7 +5,7 @@ starts a prefixed line of its own."""
 
 from __future__ import annotations
 
-from test_cli_output_lines import RENDERER, child
+from output_helpers import RENDERER, child
 
 PIECES = (
     "renderer.log(pod, 'app', LogLine(stream='stdout', text='aa', newline=False))\n"

@@ -9,9 +9,9 @@ import functools
 from typing import Any
 
 import anyio
+import builders
 import pytest
-from lightkube.models.core_v1 import Container, Pod, PodSpec
-from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.cli.commands import run as run_command
@@ -85,9 +85,8 @@ class Node:
 
 
 def job() -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name="job", namespace="default", uid="u-job"),
-        spec=PodSpec(restartPolicy="Never", containers=[Container(name="c", image=BUSYBOX)]),
+    return builders.pod(
+        "job", uid="u-job", containers=[builders.container("c", BUSYBOX)], restartPolicy="Never"
     )
 
 

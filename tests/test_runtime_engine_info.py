@@ -49,7 +49,7 @@ async def test_a_burst_of_pods_asking_whether_the_engine_is_isolated_makes_one_r
         url="unix:///var/run/docker.sock", info={"SecurityOptions": ["name=rootless"]}
     )
     rm = manager(docker)
-    assert await burst(docker, rm._engine_isolated) == [True] * PODS
+    assert await burst(docker, rm.deps.engine.isolated) == [True] * PODS
     assert docker.count("info") == 1
 
 
@@ -57,6 +57,6 @@ async def test_an_info_request_that_fails_is_made_again_by_the_next_pod() -> Non
     docker = FakeDocker(info={"SecurityOptions": ["name=rootless"]})
     rm = manager(docker)
     docker.fail("info", errors.RuntimeUnavailable("engine gone"))
-    assert await rm._engine_isolated() is False
-    assert await rm._engine_isolated() is True
+    assert await rm.deps.engine.isolated() is False
+    assert await rm.deps.engine.isolated() is True
     assert docker.count("info") == 2

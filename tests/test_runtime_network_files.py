@@ -13,10 +13,10 @@ import pytest
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.network.dns import DNSSettings
 from asynckubelet.node.volumes import VolumeManager
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from asynckubelet.runtime.poddns import DNSSettings
 from asynckubelet.runtime.types import PodRuntimeStatus
 from asynckubelet.testing import FakeContainer, FakeDocker
 

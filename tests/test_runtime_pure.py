@@ -8,11 +8,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import builders
 import pytest
 from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet import errors
-from asynckubelet.network.dns import DNSSettings, ResolverConfig
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.env import Environment, PodContext, make_environment, service_environment
@@ -24,6 +24,7 @@ from asynckubelet.runtime.images import (
     with_default_tag,
 )
 from asynckubelet.runtime.kill import dead_instances_to_remove
+from asynckubelet.runtime.poddns import DNSSettings, ResolverConfig
 from asynckubelet.runtime.resources import host_config_resources, resource_field_value
 from asynckubelet.runtime.sandbox import generate_pod_sandbox_config, sandbox_docker_config
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
@@ -58,13 +59,7 @@ def test_expansion_follows_the_kubelet_rules(text: str, expected: str) -> None:
 
 
 def _pod(spec: dict[str, Any], **meta: Any) -> Pod:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web", "namespace": "team", "uid": "u-1", **meta},
-        "spec": spec,
-    }
-    return cast(Pod, Pod.from_dict(doc))
+    return builders.pod("web", namespace="team", uid="u-1", meta=meta, **spec)
 
 
 def _env(container: dict[str, Any], ctx: PodContext | None = None, **meta: Any) -> Environment:

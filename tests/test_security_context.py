@@ -10,7 +10,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.network.dns import DNSSettings, ResolverConfig
+from asynckubelet.runtime.poddns import DNSSettings, ResolverConfig
 from asynckubelet.runtime.sandbox import generate_pod_sandbox_config, sandbox_docker_config
 from asynckubelet.runtime.security import host_config_security, image_user, verify_run_as_non_root
 

@@ -14,9 +14,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from asynckubelet import endpoints
+from asynckubelet.api import endpoints
+from asynckubelet.api.server import create_app, host_allowed, split_host
 from asynckubelet.docker import LogLine
-from asynckubelet.server import create_app, host_allowed, split_host
 
 pytestmark = pytest.mark.anyio
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import builders
 import pytest
 from lightkube.models.core_v1 import (
     ContainerState,
@@ -18,7 +19,7 @@ from lightkube.models.core_v1 import (
 )
 from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
 
-from asynckubelet import printers
+from asynckubelet.node import printpod
 from asynckubelet.node import status as st
 from asynckubelet.runtime.qos import qos_class
 from asynckubelet.runtime.types import (
@@ -64,24 +65,19 @@ def make_pod(
 
     init_containers = [container(n, restartPolicy="Always") for n in sidecars]
     init_containers += [container(n) for n in inits]
-    spec: dict[str, Any] = {
-        "containers": [container(n) for n in containers],
-        "restartPolicy": policy,
-        "hostNetwork": host_network,
-    }
+    spec: dict[str, Any] = {"restartPolicy": policy, "hostNetwork": host_network}
     if init_containers:
         spec["initContainers"] = init_containers
     if readiness_gates:
         spec["readinessGates"] = [{"conditionType": g} for g in readiness_gates]
-    meta: dict[str, Any] = {"name": "web", "namespace": "default", "uid": UID}
-    if deleted:
-        meta["deletionTimestamp"] = "2024-01-01T00:30:00Z"
-    body: dict[str, Any] = {"metadata": meta, "spec": spec}
-    if status:
-        body["status"] = status
-    pod = Pod.from_dict(body)
-    assert isinstance(pod, Pod)
-    return pod
+    return builders.pod(
+        "web",
+        uid=UID,
+        meta={"deletionTimestamp": "2024-01-01T00:30:00Z"} if deleted else None,
+        containers=[container(n) for n in containers],
+        status=status or None,
+        **spec,
+    )
 
 
 def rc(
@@ -913,7 +909,7 @@ KUBECTL = [
 def test_kubectl_columns(scenario: Scenario) -> None:
     pod, status = generate(scenario)
     assert (
-        f"{printers.kubectl_status(pod, status)} {printers.ready_string(pod, status)}"
+        f"{printpod.kubectl_status(pod, status)} {printpod.ready_string(pod, status)}"
         == scenario.expected
     )
 
@@ -933,18 +929,18 @@ def test_an_init_container_killed_without_reason_shows_its_exit_code() -> None:
             )
         ],
     )
-    assert printers.kubectl_status(pod, status) == "Init:ExitCode:3"
+    assert printpod.kubectl_status(pod, status) == "Init:ExitCode:3"
 
 
 def test_a_deleted_pod_on_a_lost_node_shows_unknown() -> None:
     status = PodStatus(phase="Running", reason="NodeLost")
-    assert printers.kubectl_status(make_pod(deleted=True), status) == "Unknown"
+    assert printpod.kubectl_status(make_pod(deleted=True), status) == "Unknown"
 
 
 def test_a_deleted_pod_that_already_finished_keeps_its_status() -> None:
     pod = make_pod(deleted=True, policy="Never")
     status = st.generate(pod, runtime(rc("app", EXITED, 0)), now=NOW)
-    assert printers.kubectl_status(pod, status) == "Completed"
+    assert printpod.kubectl_status(pod, status) == "Completed"
 
 
 def test_a_gated_pod_has_the_api_servers_scheduling_gated_condition_and_nothing_else() -> None:
@@ -975,7 +971,7 @@ def test_a_gated_pod_keeps_its_condition_transition_time() -> None:
 def test_kubectl_shows_a_gated_pod_as_scheduling_gated_with_no_container_ready() -> None:
     pod = make_pod(containers=("a", "b"))
     status = st.gated_status(pod, now=NOW)
-    assert (printers.kubectl_status(pod, status), printers.ready_string(pod, status)) == (
+    assert (printpod.kubectl_status(pod, status), printpod.ready_string(pod, status)) == (
         "SchedulingGated",
         "0/2",
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import builders
 import pytest
 from lightkube.models.core_v1 import (
     ContainerState,
@@ -56,19 +57,14 @@ def make_pod(
     inits: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Pod:
     def container(name: str, extra: Mapping[str, Any]) -> dict[str, Any]:
-        return {"name": name, "image": f"{name}-image", **extra}
+        return builders.container(name, f"{name}-image", **extra)
 
-    spec: dict[str, Any] = {
-        "containers": [container(n, e) for n, e in containers.items()],
-        "restartPolicy": policy,
-    }
+    spec: dict[str, Any] = {"restartPolicy": policy}
     if inits:
         spec["initContainers"] = [container(n, e) for n, e in inits.items()]
-    pod = Pod.from_dict(
-        {"metadata": {"name": "web", "namespace": "default", "uid": "u"}, "spec": spec}
+    return builders.pod(
+        "web", uid="u", containers=[container(n, e) for n, e in containers.items()], **spec
     )
-    assert isinstance(pod, Pod)
-    return pod
 
 
 def rc(name: str, state: RState = RUNNING, exit_code: int = 0, *, at: int = 0) -> ContainerStatus:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import cast
 
 import anyio
+import builders
 import pytest
 from lightkube.models.core_v1 import Container, Pod
 
@@ -244,17 +245,9 @@ def test_mount_points_are_read_from_mountinfo_with_escapes_deepest_first(tmp_pat
 
 
 def _pod(uid: str) -> Pod:
-    return cast(
-        Pod,
-        Pod.from_dict(
-            {
-                "metadata": {"name": "p", "namespace": "default", "uid": uid},
-                "spec": {
-                    "containers": [{"name": "c", "image": "x"}],
-                    "volumes": [{"name": "v", "emptyDir": {}}],
-                },
-            }
-        ),
+    containers = [builders.container("c", "x")]
+    return builders.pod(
+        "p", uid=uid, containers=containers, volumes=[{"name": "v", "emptyDir": {}}]
     )
 
 

@@ -9,6 +9,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import builders
 import pytest
 from lightkube.models.core_v1 import Pod, Service
 
@@ -43,11 +44,9 @@ def hostport_pod(name: str, port: int, *, protocol: str = "TCP", ip: str = "") -
     spec_port: dict[str, Any] = {"containerPort": 80, "hostPort": port, "protocol": protocol}
     if ip:
         spec_port["hostIP"] = ip
-    body = {
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "c", "image": "x", "ports": [spec_port]}]},
-    }
-    return cast(Pod, Pod.from_dict(body))
+    return builders.pod(
+        name, uid=f"uid-{name}", containers=[builders.container("c", "x", ports=[spec_port])]
+    )
 
 
 HOLDERS = port_holders(

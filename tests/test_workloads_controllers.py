@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
 
-from asynckubelet.localapi import create_local_app
+from asynckubelet.api.localapi import create_local_app
 from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore

@@ -19,9 +19,10 @@ import yaml
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
-from test_workloads_services import AddressPlugin, RecordingFirewall, RecordingFlows
+from service_helpers import AddressPlugin, RecordingFirewall, RecordingFlows
 
-from asynckubelet.localapi import create_local_app
+from asynckubelet.api.localapi import create_local_app
+from asynckubelet.kubectl.describe import describe_service
 from asynckubelet.manifests.security import Level
 from asynckubelet.network.firewall import ServiceRule
 from asynckubelet.node import daemon
@@ -36,7 +37,6 @@ from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.listeners import Listener
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
-from asynckubelet.printers import describe_service
 from asynckubelet.testing import FakeDocker
 from asynckubelet.workloads.allocation import ReservedPort, ServiceRanges
 from asynckubelet.workloads.services import ProxyTarget, ServiceController

@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
+import builders
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod, Service
+from service_helpers import AddressPlugin, RecordingFirewall, RecordingFlows
 
 from asynckubelet import errors
-from asynckubelet.localapi import create_local_app
-from asynckubelet.network import PodNetwork, PodNetworkRequest, PortMapping, SandboxExtra
-from asynckubelet.network.conntrack import StaleFlows
+from asynckubelet.api.localapi import create_local_app
 from asynckubelet.network.firewall import ServiceRule
 from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
@@ -53,26 +53,20 @@ def pod(
     port: int = 8080,
     **extra: Any,
 ) -> Pod:
-    body: dict[str, Any] = {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-{name}",
-            "labels": labels or {"app": "web"},
-        },
-        "spec": {
-            "containers": [
-                {"name": "c", "image": "x", "ports": [{"name": port_name, "containerPort": port}]}
-            ],
-            **extra,
-        },
-        "status": {
+    return builders.pod(
+        name,
+        uid=f"uid-{name}",
+        labels=labels or {"app": "web"},
+        containers=[
+            builders.container("c", "x", ports=[{"name": port_name, "containerPort": port}])
+        ],
+        status={
             "phase": "Running",
             "podIP": ip,
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
-    }
-    return cast(Pod, Pod.from_dict(body))
+        **extra,
+    )
 
 
 # -- allocation -------------------------------------------------------------------------------
@@ -291,72 +285,6 @@ def test_a_headless_service_has_no_rules() -> None:
 
 
 # -- the controller on a node -----------------------------------------------------------------
-
-
-class AddressPlugin:
-    """A network that gives each sandbox the next address of 10.0.0.0/24."""
-
-    name = "addresses"
-
-    def __init__(self) -> None:
-        self.ips: dict[str, str] = {}
-
-    async def start(self) -> None:
-        return None
-
-    def sandbox_network_mode(self, *, host_network: bool) -> str:
-        return "none"
-
-    def sandbox_extra(
-        self, *, host_network: bool, port_mappings: tuple[PortMapping, ...]
-    ) -> SandboxExtra:
-        return SandboxExtra()
-
-    async def setup_pod(self, request: PodNetworkRequest) -> PodNetwork:
-        ip = self.ips.setdefault(request.sandbox_id, f"10.0.0.{len(self.ips) + 2}")
-        return PodNetwork(ips=(ip,))
-
-    async def teardown_pod(self, *, sandbox_id: str) -> None:
-        self.ips.pop(sandbox_id, None)
-
-    async def get_pod_network_status(self, *, sandbox_id: str) -> PodNetwork | None:
-        ip = self.ips.get(sandbox_id)
-        return PodNetwork(ips=(ip,) if ip else ())
-
-    async def status(self) -> tuple[bool, str]:
-        return True, ""
-
-
-class RecordingFirewall:
-    binary = "fake"
-
-    def __init__(self) -> None:
-        self.synced: list[list[ServiceRule]] = []
-        self._synced = anyio.Event()
-        self.delay = 0.0
-
-    async def sync_services(self, *, bridge: str, rules: Sequence[ServiceRule]) -> None:
-        await anyio.sleep(self.delay)
-        self.synced.append(list(rules))
-        self._synced.set()
-        self._synced = anyio.Event()
-
-    async def until_endpoints(self, count: int) -> None:
-        with anyio.fail_after(10):
-            while not self.synced or len(self.synced[-1][0].endpoints) != count:
-                await self._synced.wait()
-
-
-class RecordingFlows:
-    """A flow cleaner that keeps what it was asked to clear."""
-
-    def __init__(self) -> None:
-        self.cleared: list[StaleFlows] = []
-
-    async def clear(self, flows: Sequence[StaleFlows]) -> int:
-        self.cleared.extend(flows)
-        return len(flows)
-
 
 WEB = """\
 apiVersion: v1

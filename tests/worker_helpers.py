@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import builders
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.manifests import load_manifests_text
@@ -28,10 +29,8 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 def worker_pod(name: str = "web", *, restart_policy: str | None = "Never") -> Pod:
     """The pod ``name`` of one container ``app`` (busybox), as loaded for node ``n1``."""
-    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "busybox"}]}
-    if restart_policy is not None:
-        spec["restartPolicy"] = restart_policy
-    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+    spec: dict[str, Any] = {} if restart_policy is None else {"restartPolicy": restart_policy}
+    manifest = builders.pod_doc(name, **spec)
     return load_manifests_text(json.dumps(manifest), node_name="n1").pods[0]
 
 

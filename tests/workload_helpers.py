@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import builders
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.workloads.pods import PodView
@@ -67,18 +68,17 @@ def pod(
             }
         ],
     }
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "default",
-        "uid": f"uid-{name}",
-        "creationTimestamp": ago(created),
-        "labels": labels or {},
-    }
+    meta: dict[str, Any] = {"creationTimestamp": ago(created)}
     if deleting:
         meta["deletionTimestamp"] = ago(1)
     if finalizers:
         meta["finalizers"] = list(finalizers)
-    body = {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-    made = cast(Pod, Pod.from_dict(body))
+    made = builders.pod(
+        name,
+        uid=f"uid-{name}",
+        labels=labels or {},
+        meta=meta,
+        containers=[builders.container("c")],
+    )
     made.status = cast(Pod, Pod.from_dict({"metadata": {}, "status": status})).status
     return PodView(pod=made, stored=stored)

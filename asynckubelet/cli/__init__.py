@@ -6,56 +6,28 @@ everything else goes to the Typer app, loaded then. Once the command has ended a
 output is flushed, the process leaves at once: the interpreter's teardown of the modules
 a command loaded (the Docker client, the HTTP stack) takes tens of milliseconds and does
 nothing a command needs. The commands the app serves import aiohttp's connector without
-parsing the system's CA bundle file (:func:`spare_the_ca_bundle`).
+parsing the system's CA bundle file (:func:`~asynckubelet.cli.process.spare_the_ca_bundle`).
 
-The cyclic garbage collector waits while a command starts (:func:`hold_collector`): a
-start-up imports tens of thousands of long-lived objects and little garbage, and the
-collections those allocations set off (a full one among them) cost a command tens of
-milliseconds for almost nothing. It runs again, with what the start-up made set aside for
-good (``gc.freeze``), once the command's work begins: its event loop starts
-(:func:`~asynckubelet.cli.output.run_async`) or a ``get --watch`` watches
-(:func:`release_collector`).
+What the entry point does to its own process, and only to its own (the collector held
+while a command starts, the import-time savings), is :mod:`asynckubelet.cli.process`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import sys
+
+from asynckubelet.cli import process
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-_held = False
-
-
-def hold_collector() -> None:
-    """Stop the cyclic garbage collector for the command's start-up (see the module's
-    docstring); :func:`release_collector` ends the hold."""
-    global _held
-    if gc.isenabled():
-        gc.disable()
-        _held = True
-
-
-def release_collector() -> None:
-    """The command's work begins: the objects made so far (the modules, the command line,
-    the manifests) are set aside for good, where no collection looks at them again, and
-    the collector runs again. Nothing, unless :func:`hold_collector` holds it: a program
-    that embeds the package keeps its collector as it set it."""
-    global _held
-    if not _held:
-        return
-    _held = False
-    gc.freeze()
-    gc.enable()
-
-
 def main() -> None:
-    hold_collector()
+    process.prepare_imports()
+    process.hold_collector()
     code: object
     try:
         code = _command()
@@ -70,7 +42,7 @@ def _command() -> int | None:
     code = fast.main(sys.argv[1:])
     if code is not None:
         return code
-    spare_the_ca_bundle()
+    process.spare_the_ca_bundle()
     _load_app()
     from asynckubelet.cli.app import main as run_app
 
@@ -96,19 +68,6 @@ def _leave(code: object) -> None:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(status)
-
-
-def spare_the_ca_bundle() -> None:
-    """Have aiohttp's connector, once a command imports it, make its default TLS contexts
-    with ``SSL_CERT_FILE`` naming an empty file (see
-    :func:`asynckubelet._imports.with_environment`): they then load no CA at import, and
-    find a system CA in the hashed certificate directory when a handshake needs one. Not
-    when ``SSL_CERT_FILE`` is set: the file it names is then loaded as the user asked."""
-    if "SSL_CERT_FILE" in os.environ:
-        return
-    from asynckubelet import _imports
-
-    _imports.with_environment("aiohttp.connector", {"SSL_CERT_FILE": os.devnull})
 
 
 def _load_app() -> Any:

@@ -1,23 +1,17 @@
 """How the client commands (apply, delete, get, describe, logs, exec) reach a node.
 
-A running ``serve`` is the node's one truth: its socket in the state dir
-(:mod:`asynckubelet.node.daemon`) is found through ``--state-dir`` alone, and every
-command asks it (:class:`~asynckubelet.client.NodeClient`). Only when no daemon runs do
-``get``, ``describe``, ``logs``, ``exec`` and ``delete`` fall back to the node's pods in
-Docker and its state dir (:func:`~asynckubelet.node.access.read_pods`), acting through
-:mod:`asynckubelet.node.operations`, and they say so in one line on stderr. ``apply``
-has no fallback: admission is the daemon's.
+Each command asks the node API once (:func:`node_api`, the side picked by
+:func:`~asynckubelet.api.connect.connect`): a running ``serve``, found through
+``--state-dir`` alone, or without one the node read in this process from Docker and its
+state dir, said in one line on stderr. ``apply`` needs the daemon: admission is its.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import socket
-from collections.abc import AsyncIterator
+import dataclasses
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from asynckubelet.cli.options import NodeRef
 from asynckubelet.cli.output import err, fail, warn
@@ -25,56 +19,53 @@ from asynckubelet.cli.output import err, fail, warn
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
+    from asynckubelet.api.protocol import NodeAPI
     from asynckubelet.manifests import Level, Manifests
-    from asynckubelet.runtime.manager import RuntimeManager
-
-CLOSE_TIMEOUT = 10.0
-"""Seconds the runtime's connection may take to close, also after a signal."""
 
 
-def daemon_client(node: NodeRef, *, doing: str = "reading Docker directly") -> NodeClient | None:
-    """The node daemon of ``node``'s state dir when one answers on its socket; else None,
-    after the one-line notice ``no node daemon for state dir ...: <doing>`` on stderr."""
-    client = find_daemon(node)
-    if client is None:
+@contextlib.contextmanager
+def node_api(
+    node: NodeRef, *, doing: str = "reading Docker directly", needs: str | None = None
+) -> Iterator[NodeAPI]:
+    """The node of ``node``'s state dir, asked once (:func:`~asynckubelet.api.connect.connect`):
+    its daemon when one answers, else the node read in this process, after the one-line
+    notice ``no node daemon for state dir ...: <doing>`` on stderr; when what the command
+    does ``needs`` a daemon, the error saying how to start one instead. Closed on leaving."""
+    from asynckubelet.api.connect import connect
+
+    api = connect(state=node.state, node_name=node.name, docker_host=node.docker_host)
+    if not api.remote:
+        if needs is not None:
+            from asynckubelet.api.protocol import daemon_needed
+
+            api.close()
+            raise daemon_needed(node.state, needs)
+        from asynckubelet.cli.process import release_collector
+
         err.print(f"no node daemon for state dir {node.state}: {doing}", markup=False)
-    return client
+        release_collector()
+    try:
+        yield api
+    finally:
+        api.close()
 
 
 def find_daemon(node: NodeRef) -> NodeClient | None:
     """The daemon of ``node``'s state dir, or None (nothing said) when none runs; a
     socket this user may not use is an error naming it."""
-    from asynckubelet.client import NodeClient
-    from asynckubelet.node.daemon import socket_path
+    from asynckubelet.api.connect import find_daemon as find
 
-    path = socket_path(node.state)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5.0)
-        try:
-            s.connect(str(path))
-        except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
-            return None
-        except PermissionError:
-            raise fail(
-                f"cannot use the node daemon's socket {path}: permission denied (it is open "
-                "to the daemon's own user only)"
-            ) from None
-        except OSError as e:
-            if e.errno in (errno.ENOENT, errno.ECONNREFUSED):
-                return None
-            raise fail(f"cannot reach the node daemon at {path}: {e.strerror or e}") from None
-    return NodeClient(path)
+    return find(node.state)
 
 
 def require_daemon(node: NodeRef, *, verb: str) -> NodeClient:
     """The daemon, or the error saying how to start one."""
     client = find_daemon(node)
     if client is None:
-        raise fail(
-            f"no node daemon for state dir {node.state}: {verb} needs one, as kubectl needs "
-            "an API server; start it with `asynckubelet serve` (same --state-dir)"
-        )
+        from asynckubelet.api.protocol import daemon_needed
+
+        raise daemon_needed(node.state, verb)
     return client
 
 
@@ -82,19 +73,29 @@ WORKLOAD_TYPES = ("deployments", "replicasets", "statefulsets", "jobs", "service
 """What ``logs`` and ``exec`` take as ``TYPE/NAME`` beside pods: their pods' selector."""
 
 
-def pod_name(ref: str, *, namespace: str, node: NodeRef, attach: bool = False) -> str:
-    """The pod ``ref`` names, as ``kubectl logs`` and ``exec`` read it: ``NAME`` or
-    ``pod/NAME`` is that pod; ``TYPE/NAME`` of a workload or a service is the most active
-    of the pods its selector matches (kubectl's choice), named on stderr when there are
-    several (``Found 2 pods, using pod/web-...``). A workload needs the daemon. ``attach``:
-    for ``exec`` (kubectl's wording of a type without pods differs from ``logs``')."""
+@dataclasses.dataclass(frozen=True)
+class PodRef:
+    """A pod, or a workload or service (``plural``) whose pods it stands for."""
+
+    plural: str | None
+    name: str
+    text: str
+    """As the user wrote it."""
+
+
+def pod_ref(ref: str, *, attach: bool = False) -> PodRef:
+    """What ``ref`` names, as ``kubectl logs`` and ``exec`` read it: ``NAME`` or
+    ``pod/NAME`` is that pod (None, name); ``TYPE/NAME`` of a workload or a service is
+    (its plural, its name), whose pods :func:`pod_name` chooses among. A type without
+    pods is refused here, before the node is asked (``attach``: for ``exec``, whose
+    wording differs from ``logs``')."""
     from asynckubelet.cli.options import KIND_OF, POD_KINDS, RESOURCES
 
     if "/" not in ref:
-        return ref
+        return PodRef(None, ref, ref)
     kind, _, name = ref.partition("/")
     if kind in POD_KINDS or RESOURCES.get(kind) == "pods":
-        return name
+        return PodRef(None, name, ref)
     plural = RESOURCES.get(kind)
     if plural is None:
         raise fail(f'the server doesn\'t have a resource type "{kind}"')
@@ -102,16 +103,25 @@ def pod_name(ref: str, *, namespace: str, node: NodeRef, attach: bool = False) -
         what = f"*v1.{KIND_OF.get(plural, plural)}"
         doing = "attach to" if attach else "get the logs from"
         raise fail(f"cannot {doing} {what}: selector for {what} not implemented")
-    client = require_daemon(node, verb=f"{plural}/NAME")
-    spec = client.object(plural, namespace, name).get("spec") or {}
+    return PodRef(plural, name, ref)
+
+
+def pod_name(ref: PodRef, *, namespace: str, api: NodeAPI) -> str:
+    """The pod a :func:`pod_ref` names: the pod itself, or the most active of the pods
+    the workload's or service's selector matches (kubectl's choice), named on stderr when
+    there are several (``Found 2 pods, using pod/web-...``)."""
+    plural, name = ref.plural, ref.name
+    if plural is None:
+        return name
+    spec = api.get(plural, namespace, name).get("spec") or {}
     selector = (
         {"matchLabels": spec.get("selector") or {}}
         if plural == "services"
         else spec.get("selector")
     )
-    pods = select_pods(client.pods(namespace), selector)
+    pods = select_pods(api.list("pods", namespace), selector)
     if not pods:
-        raise fail(f'no pods found for {ref} in namespace "{namespace}"')
+        raise fail(f'no pods found for {ref.text} in namespace "{namespace}"')
     if len(pods) > 1:
         err.print(
             f"Found {len(pods)} pods, using pod/{pods[0]['metadata']['name']}", highlight=False
@@ -156,38 +166,6 @@ def _activity(pod: dict[str, Any]) -> tuple[int, int, int, str, int, str]:
         restarts,
         str((pod.get("metadata") or {}).get("creationTimestamp") or "~"),
     )
-
-
-@contextlib.asynccontextmanager
-async def node_runtime(node: NodeRef) -> AsyncIterator[RuntimeManager]:
-    """The node's runtime on its engine; closed shielded from cancellation, within
-    :data:`CLOSE_TIMEOUT`, so a command stopped by a signal still ends promptly."""
-    from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
-
-    rm = RuntimeManager(RuntimeConfig(node_name=node.name, docker_url=node.docker_host))
-    await rm.__aenter__()
-    try:
-        yield rm
-    finally:
-        with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
-            await rm.__aexit__(None, None, None)
-
-
-async def node_pods(rm: RuntimeManager, node: NodeRef) -> list[Pod]:
-    """Every pod of the node with its status; a clear error when the engine is down."""
-    from asynckubelet import errors
-    from asynckubelet.node.access import read_pods
-
-    if not await rm.docker.ping():
-        raise errors.RuntimeUnavailable(
-            f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running?"
-        )
-    return await read_pods(rm, state=node.state)
-
-
-async def read_node_pods(node: NodeRef) -> list[Pod]:
-    async with node_runtime(node) as rm:
-        return await node_pods(rm, node)
 
 
 def as_pod(data: dict[str, object]) -> Pod:

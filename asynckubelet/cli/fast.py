@@ -22,11 +22,14 @@ import json
 import os
 import sys
 
-from asynckubelet import errors, resources
+from asynckubelet import errors
+from asynckubelet.kubectl import resources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from asynckubelet.api.protocol import NodeAPI
 
 LISTED = (
     "pods",
@@ -153,7 +156,8 @@ def main(argv: list[str]) -> int | None:
     options = parse(argv)
     if options is None:
         return None
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
+    from asynckubelet.api.remote import RemoteNode
     from asynckubelet.node.locate import SOCKET_NAME, default_state_dir_path, socket_answers
 
     state_dir = options.get("state_dir") or os.environ.get("ASYNCKUBELET_STATE_DIR")
@@ -163,9 +167,9 @@ def main(argv: list[str]) -> int | None:
             return None
     except OSError:
         return None
-    client = NodeClient(path)
+    api = RemoteNode(NodeClient(path))
     try:
-        show(client, options)
+        show(api, options)
     except errors.DaemonError as e:
         if e.reason:
             sys.stderr.write(f"Error from server ({e.reason}): {e}\n")
@@ -179,13 +183,13 @@ def main(argv: list[str]) -> int | None:
     return 0
 
 
-def show(client: Any, options: dict[str, Any]) -> None:
+def show(api: NodeAPI, options: dict[str, Any]) -> None:
     """``get`` through the daemon: its table laid out, or the objects as asked; with
     ``watch``, then every change (:func:`watch`). A label selector the daemon cannot
     parse is reported as kubectl reports the API server's answer."""
     selector = options.get("selector") or None
     try:
-        _show(client, options, selector)
+        _show(api, options, selector)
     except errors.DaemonError as e:
         if not selector or e.reason != "BadRequest":
             raise
@@ -204,14 +208,14 @@ def selector_error(plural: str, selector: str, message: str) -> str:
     )
 
 
-def _show(client: Any, options: dict[str, Any], selector: str | None) -> None:
+def _show(api: NodeAPI, options: dict[str, Any], selector: str | None) -> None:
     plural, name, output = options["plural"], options["name"], options["output"]
     where = None if options["all_namespaces"] else options["namespace"]
     headers = not options.get("no_headers")
     labels = bool(options.get("show_labels"))
     if options.get("watch"):
         watch(
-            client,
+            api,
             plural,
             name,
             where=where,
@@ -223,7 +227,7 @@ def _show(client: Any, options: dict[str, Any], selector: str | None) -> None:
         return
     if plural == "all":
         show_all(
-            client,
+            api,
             where=where,
             output=output,
             headers=headers,
@@ -235,7 +239,7 @@ def _show(client: Any, options: dict[str, Any], selector: str | None) -> None:
     if plural in CLUSTER_SCOPED:
         where = None
     if output in (None, "wide"):
-        document = client.table(plural, where, name, selector=selector)
+        document = api.table(plural, where, name, selector=selector)
         print_table(
             document,
             where=where,
@@ -247,18 +251,10 @@ def _show(client: Any, options: dict[str, Any], selector: str | None) -> None:
         return
     if name is not None:
         namespace = options["namespace"]
-        one = (
-            client.pod(namespace, name)
-            if plural == "pods"
-            else client.object(plural, namespace, name)
-        )
+        one = api.get(plural, namespace, name)
         print_items([one], plural, output=output, single=True)
         return
-    items = (
-        client.pods(where, selector=selector)
-        if plural == "pods"
-        else client.objects(plural, where, selector=selector)
-    )
+    items = api.list(plural, where, selector=selector)
     print_items(items, plural, output=output, single=False)
 
 
@@ -268,7 +264,7 @@ def all_plurals() -> list[str]:
 
 
 def show_all(
-    client: Any,
+    api: NodeAPI,
     *,
     where: str | None,
     output: str | None,
@@ -279,17 +275,13 @@ def show_all(
 ) -> None:
     """``get all`` (or ``get TYPE,TYPE...``: ``plurals``): a table per kind that has
     objects, names as ``kind.group/name``."""
-    from asynckubelet.tables import render
+    from asynckubelet.kubectl.tables import render
 
     shown_plurals = plurals if plurals is not None else all_plurals()
     if output not in (None, "wide"):
         found: list[tuple[str, dict[str, Any]]] = []
         for plural in shown_plurals:
-            items = (
-                client.pods(where, selector=selector)
-                if plural == "pods"
-                else client.objects(plural, where, selector=selector)
-            )
+            items = api.list(plural, where, selector=selector)
             for item in items:
                 item.setdefault("apiVersion", _api_version(plural))
                 item.setdefault("kind", KINDS[plural])
@@ -303,7 +295,7 @@ def show_all(
         return
     blocks = []
     for plural in shown_plurals:
-        document = client.table(plural, where, selector=selector)
+        document = api.table(plural, where, selector=selector)
         if not document.get("rows"):
             continue
         for row in document["rows"]:
@@ -330,7 +322,7 @@ def _api_version(plural: str) -> str:
 
 
 def watch(
-    client: Any,
+    api: NodeAPI,
     plural: str,
     name: str | None,
     *,
@@ -345,8 +337,8 @@ def watch(
     printed once; each later row alone, its columns as wide as the header's or its own
     cells; ``-o name`` one line per event, ``-o json``/``yaml`` one object each. A watch
     the daemon ends as expired (410) starts anew, its pods' rows printed again."""
-    from asynckubelet.cli import release_collector
-    from asynckubelet.tables import render
+    from asynckubelet.cli.process import release_collector
+    from asynckubelet.kubectl.tables import render
 
     release_collector()
     if plural != "pods":
@@ -363,7 +355,7 @@ def watch(
         initial: list[dict[str, Any]] = []
         started = False
         chosen = {"selector": selector} if selector else {}
-        for event in client.watch(where, name=name, table=table, **chosen):
+        for event in api.watch(where, name=name, table=table, **chosen):
             kind, body = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
                 if body.get("code") == 410:
@@ -405,7 +397,7 @@ def print_table(
 ) -> None:
     """A ``Table`` laid out (``NAMESPACE`` first when ``where`` is None and the objects
     are ``namespaced``), or kubectl's ``No resources found`` on stderr."""
-    from asynckubelet.tables import render
+    from asynckubelet.kubectl.tables import render
 
     if not document.get("rows"):
         shown = "" if where is None else f" in {where} namespace"

@@ -40,10 +40,11 @@ C = TypeVar("C")
 
 
 class _OnFirstUse(Generic[C]):
-    """An object made when it is first used: ``rich.console`` takes 26 ms and 1.5 MB to
-    import, which a command that prints nothing (``serve``, while all is well) need not pay.
-    An attribute set before the object is made is kept and set on it when it is made.
-    ``stream`` names the standard stream the console writes to (see :func:`line`)."""
+    """An object made when it is first used: importing ``rich.console`` costs time and
+    memory (docs/benchmarks.md), which a command that prints nothing (``serve``, while all
+    is well) need not pay. An attribute set before the object is made is kept and set on it
+    when it is made. ``stream`` names the standard stream the console writes to (see
+    :func:`line`)."""
 
     __slots__ = ("_made", "_make", "_pending", "_stream")
 
@@ -367,8 +368,8 @@ def command(
 
 def run_async(function: Callable[[*Ts], Awaitable[T]], *args: *Ts) -> T:
     """Run a command's coroutine function to its end on asyncio (anyio), the cyclic garbage
-    collector running again (:func:`asynckubelet.cli.release_collector`)."""
-    from asynckubelet.cli import release_collector
+    collector running again (:func:`asynckubelet.cli.process.release_collector`)."""
+    from asynckubelet.cli.process import release_collector
 
     release_collector()
     return anyio.run(function, *args)
@@ -449,7 +450,7 @@ def setup_logging(options: LogOptions, *, default: str = "WARNING") -> None:
 
 
 def _log_to_stderr(loguru: ModuleType, *, level: str, form: str) -> None:
-    from asynckubelet.logsetup import add_sink
+    from asynckubelet.cli.logsetup import add_sink
 
     logger = loguru.logger
     logger.remove()

@@ -26,7 +26,6 @@ from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import LEVELS
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.network.bridge import DEFAULT_BRIDGE, DEFAULT_STATE_DIR
-from asynckubelet.network.dns import DNSSettings
 from asynckubelet.network.factory import BACKENDS, make_network_plugin
 from asynckubelet.node.admission import (
     host_resources,
@@ -41,6 +40,7 @@ from asynckubelet.runtime.logrotation import (
     check_max_files,
     parse_max_size,
 )
+from asynckubelet.runtime.poddns import DNSSettings
 
 KUBECONFIG_ENV = "ASYNCKUBELET_KUBECONFIG"
 

@@ -22,7 +22,7 @@ certificate. So the server speaks HTTPS:
   ``AlwaysAllow`` (only when asked, with a warning) lets every authenticated client do
   anything: any node's or user's certificate signed by the cluster CA.
 
-The read-only endpoints are those of :mod:`asynckubelet.endpoints` (``/healthz``, ``/pods``,
+The read-only endpoints are those of :mod:`asynckubelet.api.endpoints` (``/healthz``, ``/pods``,
 ``/containerLogs`` with the kubelet's query parameters); exec and port forwarding are SPDY
 sessions (:mod:`asynckubelet.cluster.streaming`). ``/attach`` and ``/run`` are not served.
 """
@@ -42,8 +42,9 @@ import anyio
 import anyio.abc
 from aiohttp import web
 
-from asynckubelet import endpoints, errors, httpbounds
+from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
+from asynckubelet.api import endpoints
 from asynckubelet.cluster import spdy, streaming
 from asynckubelet.cluster.kubeletauth import (
     AUTHORIZATION_MODES,

@@ -154,8 +154,8 @@ class DockerClient:
 
         The retrying (tenacity's) is set up only once the first attempt has failed: its
         objects refer to one another, so each one made was garbage that only the cyclic
-        collector frees (35 objects, about 4 kB, per call), and a node that has just
-        started 110 pods held 614 of them until a full collection."""
+        collector frees, and a node that has just started many pods held them all until a
+        full collection (docs/benchmarks.md)."""
 
         async def once() -> T:
             try:

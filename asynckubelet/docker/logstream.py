@@ -1,15 +1,15 @@
 """A container's output read from the engine as the kubelet reads a CRI log: in lines of at
 most :data:`PIECE` bytes.
 
-What a container prints is hostile: a line of 32 MB without a newline, assembled whole
-before anything was passed on, cost a ``limitBytes=10`` read 32 s and 94 MB. So nothing
-here holds more than one piece of a line per stream (plus one piece of a multiplexed
-frame, whatever size the frame's header claims): a longer line is passed on as
-:class:`~asynckubelet.docker.types.LogLine` pieces with ``newline=False``, cut where no
-UTF-8 character is split, the way a CRI runtime writes it as partial (``P``) lines; its
-bytes are those the container wrote, in order. Each byte is looked at a bounded number of
-times, so a read costs what its output weighs, and a reader that stops (``limitBytes``
-reached) closes the engine's stream at once.
+What a container prints is hostile: a line of many megabytes without a newline, assembled
+whole before anything is passed on, makes a ``limitBytes=10`` read wait for all of it and
+hold it in memory (docs/benchmarks.md). So nothing here holds more than one piece of a line
+per stream (plus one piece of a multiplexed frame, whatever size the frame's header
+claims): a longer line is passed on as :class:`~asynckubelet.docker.types.LogLine` pieces
+with ``newline=False``, cut where no UTF-8 character is split, the way a CRI runtime writes
+it as partial (``P``) lines; its bytes are those the container wrote, in order. Each byte
+is looked at a bounded number of times, so a read costs what its output weighs, and a
+reader that stops (``limitBytes`` reached) closes the engine's stream at once.
 
 A followed log crosses rotations of the engine's log files, and Docker 20.10's follower
 sends entries again after one (the rotated file's last entry; a whole file when the
@@ -32,9 +32,9 @@ import calendar
 import re
 import struct
 import time
-from collections.abc import AsyncGenerator, Iterator
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, aclosing
+from typing import Any, Protocol
 
 import aiodocker
 import aiohttp
@@ -43,10 +43,19 @@ import anyio
 from asynckubelet import errors
 from asynckubelet._logging import logger
 from asynckubelet.docker.errors import map_error
-from asynckubelet.docker.types import LogLine
+from asynckubelet.docker.types import ContainerInspect, LogLine
 
-if TYPE_CHECKING:
-    from asynckubelet.docker.client import DockerClient
+
+class LogSource(Protocol):
+    """What reading a log needs of the engine's client (``DockerClient``): the log
+    endpoint's body and the container's state."""
+
+    def log_response(
+        self, container_id: str, params: Mapping[str, Any]
+    ) -> AbstractAsyncContextManager[aiohttp.StreamReader]: ...
+
+    async def inspect_container(self, container_id: str) -> ContainerInspect: ...
+
 
 PIECE = 16 * 1024
 """The most bytes of one line held or passed on at once: the CRI's partial-line size, and
@@ -239,7 +248,7 @@ def _split_stamp(data: bytes) -> tuple[bytes, bytes]:
 
 
 async def _read(
-    client: DockerClient,
+    client: LogSource,
     container_id: str,
     params: dict[str, Any],
     *,
@@ -282,7 +291,7 @@ async def _read(
         raise map_error(e, what=f"logs of container {container_id[:12]}") from e
 
 
-async def _stopped(client: DockerClient, container_id: str) -> bool:
+async def _stopped(client: LogSource, container_id: str) -> bool:
     """Whether the container has stopped (and is still there to be read)."""
     try:
         info = await client.inspect_container(container_id)
@@ -297,7 +306,7 @@ class _Request:
 
     def __init__(
         self,
-        client: DockerClient,
+        client: LogSource,
         container_id: str,
         *,
         stdout: bool,
@@ -416,7 +425,7 @@ class _Request:
 
 
 async def container_logs(
-    client: DockerClient,
+    client: LogSource,
     container_id: str,
     *,
     follow: bool,

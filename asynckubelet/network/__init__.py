@@ -168,12 +168,12 @@ class LoopbackPlugin:
 class StartingPlugin:
     """A plugin whose :meth:`start` runs while the first sandboxes are made.
 
-    A pause container's creation and start take Docker about 100 ms, the node network's
-    start (the bridge, the firewall's rules, the sweep) about as long again; they need
-    nothing of each other. Every call that needs the node's network (a pod's set-up, its
-    teardown, its status) waits for the start to end first, so the sweep is over before
-    any pod of this run holds an address. A start that failed fails each pod's set-up with
-    its message; whoever runs :meth:`start` sees the failure itself.
+    A pause container's creation and start and the node network's start (the bridge, the
+    firewall's rules, the sweep) take a similar time and need nothing of each other. Every
+    call that needs the node's network (a pod's set-up, its teardown, its status) waits for
+    the start to end first, so the sweep is over before any pod of this run holds an
+    address. A start that failed fails each pod's set-up with its message; whoever runs
+    :meth:`start` sees the failure itself.
     """
 
     def __init__(self, plugin: NetworkPlugin) -> None:

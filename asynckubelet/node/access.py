@@ -1,6 +1,6 @@
 """Reading pods from Docker and the state dir: for the node itself and for other processes.
 
-With a daemon running, the client commands ask it (:mod:`asynckubelet.localapi`); without
+With a daemon running, the client commands ask it (:mod:`asynckubelet.api.localapi`); without
 one, ``asynckubelet get``, ``describe``, ``logs``, ``exec`` and ``delete`` still work. State
 lives in Docker (labels) and in the state dir (the manifest directory, the status files
 the daemon writes, the events file), so any process can rebuild a pod's view:

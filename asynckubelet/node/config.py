@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from asynckubelet.manifests import Level
-from asynckubelet.network.dns import DNSSettings
 from asynckubelet.node.admission import NodeInfo
 from asynckubelet.node.metrics import LOOP_LAG_PERIOD
 from asynckubelet.node.pleg import RELIST_PERIOD
 from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.runtime.gate import default_parallel_starts
 from asynckubelet.runtime.logrotation import DEFAULT_MAX_FILES, DEFAULT_MAX_SIZE
+from asynckubelet.runtime.poddns import DNSSettings
 
 SHUTDOWN_TIMEOUT = 60.0
 """Seconds the node gives its pods to stop gracefully on exit, by default."""

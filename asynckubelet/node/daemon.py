@@ -81,11 +81,11 @@ def quicken_thread_switches(interval: float = SWITCH_INTERVAL) -> None:
     another waits for it. The node's event loop shares the lock with the daemon's worker
     threads: the netlink thread decodes pyroute2's answers in Python for every pod it
     plugs in or out, and file work runs in anyio's workers. With Python's 5 ms, the loop
-    waited up to that long for the lock after each system call it made while one of them
-    ran, and in a burst of 110 pods a single step of a task took 45-75 ms of which 3 ms
-    ran (the rest waiting for the lock): the loop's lag p99 was 37-41 ms and ``/healthz``
-    answered in up to 190 ms; with 1 ms, 25 ms and 43-82 ms, the burst as fast. For the
-    daemon's process only: a library leaves its host's interpreter alone."""
+    waits up to that long for the lock after each system call it makes while one of them
+    runs, so in a burst of pods a task's step is mostly waiting for the lock; a shorter
+    interval shortens the loop's lag and ``/healthz``'s answers and leaves the burst as
+    fast (figures in docs/benchmarks.md). For the daemon's process only: a library leaves
+    its host's interpreter alone."""
     import sys
 
     sys.setswitchinterval(interval)
@@ -95,9 +95,9 @@ def settle_heap() -> None:
     """Collect what the daemon's start left behind and set every object alive now (the
     modules, classes and models imported, the node's own set-up: most of the heap) aside
     from the cyclic garbage collector, which then walks only what the node makes while it
-    runs. Without it a full collection during a burst of pods walked all of them and held
-    the event loop 40-130 ms. For the daemon's process only: a library leaves its host's
-    collector alone."""
+    runs. Without it a full collection during a burst of pods walks all of them and holds
+    the event loop (docs/benchmarks.md). For the daemon's process only: a library leaves
+    its host's collector alone."""
     gc.collect()
     gc.freeze()
 
@@ -112,8 +112,7 @@ def give_back_memory() -> bool:
     the system (``malloc_trim(0)``); True when the allocator could be asked. A burst of
     pods leaves the daemon's heap larger than what lives in it: what the burst's requests,
     answers and tasks used is free again, but glibc keeps free memory in the middle of
-    its heap until asked (one daemon after three bursts of 110 pods: 79 MB resident, 75
-    MB once trimmed)."""
+    its heap until asked (docs/benchmarks.md)."""
     import ctypes
 
     gc.collect()
@@ -157,17 +156,17 @@ AUTOGROUP = "/proc/self/autogroup"
 
 def set_priority(nice: int) -> list[str]:
     """Run the daemon at CPU priority ``nice`` (-20 to 19, as ``nice(1)`` counts): every
-    thread it has (Linux sets a priority per thread; the threads it starts later inherit
-    the caller's) and, with the kernel's autogroup scheduling, its session's group, which
-    otherwise gets no more CPU than each container's (every containerd shim starts a
-    session of its own). Under a burst of 110 pods on two cores the event loop waited for
-    a CPU 13.6 s of 44 and its lag reached 226 ms at p99; the node needs about 7 % of the
-    CPU then, so a higher priority costs the containers little. Call it after any engine
-    the daemon starts is running: a child inherits the priority. A process whose session
-    has no group of its own (one started by init without ``setsid``: it shares the root
-    group, whose priority the kernel refuses to change) keeps the threads' priority only,
-    which is then what counts. Returns what could not be done, one line each (a lower value
-    needs ``CAP_SYS_NICE``)."""
+    thread it has (Linux sets a priority per thread; the threads it starts later inherit the
+    caller's) and, with the kernel's autogroup scheduling, its session's group, which
+    otherwise gets no more CPU than each container's (every containerd shim starts a session
+    of its own). Under a burst of pods on a small machine the event loop waits for a CPU
+    much of the time, while the node needs a small share of the CPU then
+    (docs/benchmarks.md), so a higher priority costs the containers little. Call it after
+    any engine the daemon starts is running: a child inherits the priority. A process whose
+    session has no group of its own (one started by init without ``setsid``: it shares the
+    root group, whose priority the kernel refuses to change) keeps the threads' priority
+    only, which is then what counts. Returns what could not be done, one line each (a lower
+    value needs ``CAP_SYS_NICE``)."""
     problems: list[str] = []
     try:
         threads = [int(t) for t in os.listdir("/proc/self/task")]

@@ -44,7 +44,7 @@ PLEG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 LOOP_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 LOOP_LAG_PERIOD = 0.1
 """Seconds the loop-lag monitor sleeps between measurements: ten wake-ups a second, so a
-stall of 0.1 s or more is always seen (0.1 % of a core: about 10 µs each)."""
+stall of 0.1 s or more is always seen, at a cost an idle node does not notice."""
 STATELESS_VOLUMES = ("secret", "configMap", "downwardAPI", "emptyDir")
 """Volume sources of a stateless pod, as the pod startup SLO defines it."""
 _PULLED = re.compile(r'^Successfully pulled image "(?P<image>.*)" in (?P<seconds>[0-9.]+)s')

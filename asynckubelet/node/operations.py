@@ -12,9 +12,10 @@ and the project's exceptions.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 from lightkube.models.core_v1 import Pod
@@ -22,11 +23,14 @@ from lightkube.models.core_v1 import Pod
 from asynckubelet import errors
 from asynckubelet.node.access import choose_instance, default_container, find_pod
 from asynckubelet.node.failures import DEFAULT_CONFIG_TIMEOUT, FailureWatch
+from asynckubelet.node.printpod import kubectl_status
 from asynckubelet.node.status import SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE
-from asynckubelet.printers import kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import naming
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus
+
+if TYPE_CHECKING:
+    from asynckubelet.docker import DockerAPI
 
 PodKey = tuple[str, str]
 """``(namespace, name)`` of a pod."""
@@ -169,6 +173,122 @@ async def next_instance(
         ):
             return None
         await anyio.sleep(poll_interval)
+
+
+INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodLogOptions:
+    """The pod ``log`` subresource's parameters, as Kubernetes' ``PodLogOptions``, and
+    their query parameters on the wire (:meth:`query`, :meth:`from_query`): one place
+    says what a log request may ask, for the client, the server and the in-process side.
+    """
+
+    container: str | None = None
+    """None: the pod's default container."""
+    follow: bool = False
+    """Go on across the container's restarts until the pod will not start it again."""
+    previous: bool = False
+    tail_lines: int | None = None
+    timestamps: bool = False
+    since_seconds: int | None = None
+    limit_bytes: int | None = None
+
+    def query(self) -> dict[str, str | int | bool | None]:
+        """The request's query parameters (None: left out)."""
+        return {
+            "container": self.container,
+            "follow": self.follow,
+            "previous": self.previous,
+            "tailLines": self.tail_lines,
+            "timestamps": self.timestamps,
+            "sinceSeconds": self.since_seconds,
+            "limitBytes": self.limit_bytes,
+        }
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> PodLogOptions:
+        """The options a request's query asks for, checked as ``ValidatePodLogOptions``
+        checks them; a :class:`ValueError` naming the parameter (the API server's words)."""
+        return cls(
+            container=query.get("container") or None,
+            follow=_flag(query, "follow"),
+            previous=_flag(query, "previous"),
+            tail_lines=_count(query, "tailLines", 0, "must be greater than or equal to 0"),
+            timestamps=_flag(query, "timestamps"),
+            since_seconds=_count(query, "sinceSeconds", 1, "must be greater than 0"),
+            limit_bytes=_count(query, "limitBytes", 1, "must be greater than 0"),
+        )
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "true", "yes")
+
+
+def _count(query: Mapping[str, str], name: str, minimum: int, message: str) -> int | None:
+    text = query.get(name)
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name}: Invalid value: {json.dumps(text)}: must be an integer") from None
+    if value > INT64_MAX:
+        raise ValueError(f"{name}: Invalid value: {json.dumps(text)}: value out of range")
+    if value < minimum:
+        raise ValueError(f"{name}: Invalid value: {value}: {message}")
+    return value
+
+
+class LogRuntime(PodRuntime, Protocol):
+    """The runtime calls :func:`container_log` needs: a pod's status and its engine."""
+
+    @property
+    def docker(self) -> DockerAPI: ...
+
+
+async def container_log(
+    runtime: LogRuntime, target: ContainerTarget, options: PodLogOptions
+) -> AsyncGenerator[bytes, None]:
+    """The output of ``target``'s container instance as it was written, each line with
+    its newline (:attr:`~asynckubelet.docker.LogLine.newline`), at most ``limitBytes``;
+    with ``follow`` (not with ``previous``), on across the container's restarts until
+    the pod will not start it again (:func:`next_instance`). ``tailLines`` and
+    ``sinceSeconds`` bound the first instance's output only. The engine's stream is
+    closed as soon as it is left."""
+    follow = options.follow and not options.previous
+    tail, timestamps = options.tail_lines, options.timestamps
+    since = None
+    if options.since_seconds is not None:
+        since = max(0.0, time.time() - options.since_seconds)
+    cid, seen, left = target.container_id, {target.container_id}, options.limit_bytes
+    while True:
+        lines = runtime.docker.logs(
+            cid, follow=follow, tail=tail, timestamps=timestamps, since=since
+        )
+        try:
+            async for line in lines:
+                data = (line.text + ("\n" if line.newline else "")).encode()
+                if left is not None:
+                    data = data[:left]
+                    left -= len(data)
+                yield data
+                if left is not None and left <= 0:
+                    return
+        finally:
+            if isinstance(lines, AsyncGenerator):
+                with anyio.CancelScope(shield=True):
+                    await lines.aclose()
+        if not follow:
+            return
+        following = await next_instance(
+            runtime, pod=target.pod, container=target.container, seen=seen
+        )
+        if following is None:
+            return
+        seen.add(following)
+        cid, tail, since = following, None, None
 
 
 # -- apply --wait ----------------------------------------------------------------------------

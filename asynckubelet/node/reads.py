@@ -27,8 +27,8 @@ from asynckubelet._logging import logger
 from asynckubelet.docker import ExecResult, LogLine
 from asynckubelet.node import access
 from asynckubelet.node.events import EventRecorder, PodEvent, since_creation
+from asynckubelet.node.printpod import created, kubectl_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager
-from asynckubelet.printers import created, kubectl_status
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.types import ContainerState

@@ -29,8 +29,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 WATCH_STEP = 50
 """Milliseconds between the watcher thread's looks for changes (watchfiles' default): a
 change is loaded 50-100 ms after it is made. Each look takes the interpreter's lock, so
-a shorter step costs an idle node CPU (20 ms: 0.27 % of a core with the watch's
-timeouts, against 0.08 % at 50 ms with none)."""
+a shorter step costs an idle node CPU (docs/benchmarks.md)."""
 WATCH_BACKLOG = 64
 """Batches of changes the watcher may get ahead of their loading."""
 SourceSink = Callable[[str, Manifests], None]

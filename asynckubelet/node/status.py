@@ -12,7 +12,7 @@ The logic follows the kubelet's ``generateAPIPodStatus`` and ``getPhase``
 :mod:`asynckubelet.node.container_status`), the condition generators in
 ``pkg/kubelet/status/generate.go``, the status manager's start time and transition times,
 and ``GetPodQOS`` (``pkg/apis/core/v1/helper/qos``). kubectl's STATUS and READY columns
-of these statuses are :mod:`asynckubelet.printers`'.
+of these statuses are :mod:`asynckubelet.node.printpod`'s.
 
 Per-container restart rules count in the phase as the kubelet counts them: a stopped
 container that its rules or policies will start again keeps the pod Running. A pod that

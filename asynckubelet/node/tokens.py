@@ -22,7 +22,7 @@ cluster does not accept it. As the kubelet's token manager does, a token is reus
 the projected volume is rewritten through the atomic writer when its token changes.
 
 PyJWT and cryptography are imported with the first token: a node whose pods ask for none
-does not carry them (about 9 MB of a node's memory).
+does not carry them (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -301,7 +301,7 @@ class Node:
     ) -> None:
         """The local API on the state directory's socket, started (before the TCP endpoint:
         a client that sees HTTP answer finds the socket)."""
-        from asynckubelet.localapi import serve_local
+        from asynckubelet.api.localapi import serve_local
 
         local = functools.partial(
             serve_local, kubelet, self._published, path=str(socket_file), services=self.services
@@ -317,7 +317,7 @@ class Node:
 
     async def _listen(self, tg: anyio.abc.TaskGroup, kubelet: Kubelet, at: HTTPEndpoint) -> int:
         """The read-only TCP endpoint, started; its bound port."""
-        from asynckubelet.server import serve_http
+        from asynckubelet.api.server import serve_http
 
         http = functools.partial(
             serve_http, kubelet, host=at.host, port=at.port, allow_remote=at.allow_remote

@@ -1,12 +1,9 @@
 """How many containers the engine is asked to create and start at once.
 
 Docker makes containers fastest a few at a time. Asked for every container of a burst at
-once, dockerd, containerd and runc contend for the same locks and cores, and the whole
-burst takes longer than the same work queued: on a 2-core machine, the bare aiodocker
-sequence for 110 pods of a pause and two app containers took 21.2-22.6 s with all 330
-creates and starts at once and 17.1-17.3 s with 8 at a time (4, 16 or 32 at a time:
-17.1-18.8 s). docker-compose bounds its parallel operations the same way
-(``COMPOSE_PARALLEL_LIMIT``).
+once, dockerd, containerd and runc contend for the same locks and cores, and the whole burst
+takes longer than the same work queued (docs/benchmarks.md). docker-compose bounds its
+parallel operations the same way (``COMPOSE_PARALLEL_LIMIT``).
 
 A :class:`StartGate` holds at most ``limit`` creations (each a create and start of one
 container, a sandbox's pause container among them) under way; the others wait their turn

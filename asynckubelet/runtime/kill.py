@@ -21,6 +21,7 @@ from asynckubelet import errors
 from asynckubelet._logging import logger
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, naming, nodefiles
+from asynckubelet.runtime.deps import RuntimeDeps
 from asynckubelet.runtime.qos import BEST_EFFORT, BURSTABLE, GUARANTEED
 from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError
 from asynckubelet.runtime.types import (
@@ -32,7 +33,6 @@ from asynckubelet.runtime.types import (
 
 if TYPE_CHECKING:
     from asynckubelet.docker import ContainerSummary
-    from asynckubelet.runtime.manager import RuntimeManager
 
 MINIMUM_GRACE_PERIOD = 2
 """Seconds: the kubelet's ``minimumGracePeriodInSeconds``."""
@@ -61,7 +61,7 @@ def container_spec(pod: Pod | None, name: str) -> Container | None:
 
 
 async def kill_container(
-    rm: RuntimeManager,
+    deps: RuntimeDeps,
     pod: Pod | None,
     status: ContainerStatus,
     *,
@@ -76,7 +76,7 @@ async def kill_container(
     step = (result or PodSyncResult()).add(SyncAction.KILL_CONTAINER, status.name)
     if pod is not None:
         text = message or f"Stopping container {status.name}"
-        rm.events(pod, type="Normal", reason="Killing", message=text, container=status.name)
+        deps.events(pod, type="Normal", reason="Killing", message=text, container=status.name)
     grace = grace_period
     spec = container_spec(pod, status.name)
     if (
@@ -87,11 +87,11 @@ async def kill_container(
         and spec.lifecycle is not None
         and spec.lifecycle.preStop is not None
     ):
-        grace -= await _pre_stop(rm, pod, spec, status, grace)
+        grace -= await _pre_stop(deps, pod, spec, status, grace)
     grace = max(grace, MINIMUM_GRACE_PERIOD)
     try:
         with anyio.CancelScope(shield=True):
-            await rm.docker.stop_container(status.id, grace_period=grace)
+            await deps.docker.stop_container(status.id, grace_period=grace)
     except errors.NotFound:
         pass
     except errors.DockerError as e:
@@ -99,22 +99,22 @@ async def kill_container(
 
 
 async def _pre_stop(
-    rm: RuntimeManager, pod: Pod, spec: Container, status: ContainerStatus, grace: float
+    deps: RuntimeDeps, pod: Pod, spec: Container, status: ContainerStatus, grace: float
 ) -> float:
     """Run ``preStop`` for at most ``grace`` seconds; returns the seconds it took."""
     assert spec.lifecycle is not None  # noqa: S101  (type narrowing: called only for a container with preStop)
     started = anyio.current_time()
     with anyio.CancelScope(shield=True):
-        target = await rm.hook_target(pod, container_id=status.id, sandbox_id=status.sandbox_id)
+        target = await deps.hook_target(pod, container_id=status.id, sandbox_id=status.sandbox_id)
         message: str | None = None
         with anyio.move_on_after(grace):
             message = await hooks.run_hook(
-                spec.lifecycle.preStop, pod, spec, target, docker=rm.docker, timeout=grace
+                spec.lifecycle.preStop, pod, spec, target, docker=deps.docker, timeout=grace
             )
     if message is not None:
         name, ns, _ = ctr.pod_identity(pod)
         logger.bind(pod=f"{ns}/{name}", container=spec.name).warning("preStop: {}", message)
-        rm.events(
+        deps.events(
             pod,
             type="Warning",
             reason="FailedPreStopHook",
@@ -125,7 +125,7 @@ async def _pre_stop(
 
 
 async def kill_pod(
-    rm: RuntimeManager, pod: Pod | None, status: PodRuntimeStatus, *, grace_period: float | None
+    deps: RuntimeDeps, pod: Pod | None, status: PodRuntimeStatus, *, grace_period: float | None
 ) -> PodSyncResult:
     """Regular containers (and any not in the spec) stop together, then sidecars in reverse
     order within what is left of the grace period, then the sandboxes."""
@@ -148,11 +148,13 @@ async def kill_pod(
     with anyio.CancelScope(shield=True):
         async with anyio.create_task_group() as tg:
             for c in regular + others:
-                tg.start_soon(partial(rm.kill_container, pod, c, grace_period=grace, result=result))
+                tg.start_soon(
+                    partial(kill_container, deps, pod, c, grace_period=grace, result=result)
+                )
         for c in sidecars:
-            await rm.kill_container(pod, c, grace_period=left(), result=result)
+            await kill_container(deps, pod, c, grace_period=left(), result=result)
         for sandbox in status.sandboxes:
-            await _stop_sandbox(rm, sandbox.id, result)
+            await _stop_sandbox(deps, sandbox.id, result)
     return result
 
 
@@ -162,32 +164,34 @@ def _sidecar_order(pod: Pod | None) -> dict[str, int]:
     return {c.name: i for i, c in enumerate(pod.spec.initContainers or [])}
 
 
-async def _stop_sandbox(rm: RuntimeManager, sandbox_id: str, result: PodSyncResult) -> None:
+async def _stop_sandbox(deps: RuntimeDeps, sandbox_id: str, result: PodSyncResult) -> None:
     step = result.add(SyncAction.KILL_POD_SANDBOX, sandbox_id[:12])
     net = result.add(SyncAction.TEARDOWN_NETWORK, sandbox_id[:12])
     with anyio.CancelScope(shield=True):
         try:
-            await rm.network.teardown_pod(sandbox_id=sandbox_id)
+            await deps.network.teardown_pod(sandbox_id=sandbox_id)
         except errors.AsyncKubeletError as e:
             net.fail(SyncError.TEARDOWN_NETWORK, str(e))
         try:
-            if await rm.may_have_probe_helpers():
-                await rm.probe_helpers.remove_for(sandbox_id=sandbox_id)
-            await rm.docker.stop_container(sandbox_id, grace_period=MINIMUM_GRACE_PERIOD)
+            if await deps.engine.may_have_probe_helpers():
+                await deps.probe_helpers.remove_for(sandbox_id=sandbox_id)
+            await deps.docker.stop_container(sandbox_id, grace_period=MINIMUM_GRACE_PERIOD)
         except errors.NotFound:
             pass
         except errors.DockerError as e:
             step.fail(SyncError.KILL_POD_SANDBOX, str(e))
 
 
-async def remove_pod(rm: RuntimeManager, *, uid: str) -> list[str]:
+async def remove_pod(deps: RuntimeDeps, *, uid: str) -> list[str]:
     """Remove every Docker object of the pod (after it was killed), its volumes and its
     files on the node; returns the ids removed.
 
     The containers go at once, each sandbox after its network; every removal is tried, and
     the first that failed is raised after the others ran."""
-    rows = await rm.docker.list_containers(
-        labels={naming.LABEL_NODE: rm.node, naming.LABEL_POD_UID: uid}
+    for key in [k for k in deps.reset_restart_counts if k[0] == uid]:
+        del deps.reset_restart_counts[key]
+    rows = await deps.docker.list_containers(
+        labels={naming.LABEL_NODE: deps.node, naming.LABEL_POD_UID: uid}
     )
     labels = (rows[0].get("Labels") or {}) if rows else {}
     failures: list[errors.AsyncKubeletError] = []
@@ -195,8 +199,8 @@ async def remove_pod(rm: RuntimeManager, *, uid: str) -> list[str]:
     async def remove(row: ContainerSummary) -> None:
         try:
             if (row.get("Labels") or {}).get(naming.LABEL_TYPE) == naming.TYPE_SANDBOX:
-                await rm.network.teardown_pod(sandbox_id=row["Id"])
-            await rm.docker.remove_container(row["Id"], force=True)
+                await deps.network.teardown_pod(sandbox_id=row["Id"])
+            await deps.docker.remove_container(row["Id"], force=True)
         except errors.AsyncKubeletError as e:
             failures.append(e)
 
@@ -206,10 +210,10 @@ async def remove_pod(rm: RuntimeManager, *, uid: str) -> list[str]:
                 tg.start_soon(remove, row, name=f"remove {row['Id'][:12]}")
         if failures:
             raise failures[0]
-        if rm.volumes is not None:
-            await rm.volumes.teardown_pod(uid=uid)
+        if deps.volumes is not None:
+            await deps.volumes.teardown_pod(uid=uid)
         await _remove_node_files(
-            rm,
+            deps,
             uid,
             labels.get(naming.LABEL_POD_NAMESPACE, ""),
             labels.get(naming.LABEL_POD_NAME, ""),
@@ -217,19 +221,19 @@ async def remove_pod(rm: RuntimeManager, *, uid: str) -> list[str]:
     return [r["Id"] for r in rows]
 
 
-async def _remove_node_files(rm: RuntimeManager, uid: str, namespace: str, name: str) -> None:
-    if not rm.engine_is_local():
+async def _remove_node_files(deps: RuntimeDeps, uid: str, namespace: str, name: str) -> None:
+    if not deps.engine.is_local():
         return
-    root = rm.config.cgroup_root
-    if root is not None and rm.cgroup_driver != "systemd":
+    root = deps.config.cgroup_root
+    if root is not None and deps.engine.cgroup_driver != "systemd":
         for qos in (GUARANTEED, BURSTABLE, BEST_EFFORT):
             parent = nodefiles.pod_cgroup_parent(root=root, driver="cgroupfs", qos=qos, uid=uid)
             await anyio.to_thread.run_sync(nodefiles.remove_pod_cgroup, parent)
-    if rm.config.pod_log_dir is not None and name:
+    if deps.config.pod_log_dir is not None and name:
         await anyio.to_thread.run_sync(
             partial(
                 nodefiles.remove_pod_logs,
-                rm.config.pod_log_dir,
+                deps.config.pod_log_dir,
                 namespace=namespace,
                 name=name,
                 uid=uid,
@@ -237,7 +241,7 @@ async def _remove_node_files(rm: RuntimeManager, uid: str, namespace: str, name:
         )
 
 
-async def garbage_collect(rm: RuntimeManager, status: PodRuntimeStatus) -> list[str]:
+async def garbage_collect(deps: RuntimeDeps, status: PodRuntimeStatus) -> list[str]:
     """Remove dead containers but the newest dead instance of each container name, and
     dead sandboxes but the newest that no remaining container uses; returns the ids."""
     doomed = set(dead_instances_to_remove(status))
@@ -247,12 +251,12 @@ async def garbage_collect(rm: RuntimeManager, status: PodRuntimeStatus) -> list[
             doomed.add(s.id)
     with anyio.CancelScope(shield=True):
         for cid in doomed:
-            await rm.docker.remove_container(cid, force=True)
-        if rm.config.pod_log_dir is not None:
+            await deps.docker.remove_container(cid, force=True)
+        if deps.config.pod_log_dir is not None:
             for c in status.containers:
                 if c.id in doomed:
                     nodefiles.unlink_container_log(
-                        rm.config.pod_log_dir,
+                        deps.config.pod_log_dir,
                         namespace=status.namespace,
                         name=status.name,
                         uid=status.uid,

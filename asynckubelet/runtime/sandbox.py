@@ -26,7 +26,9 @@ from asynckubelet.network import (
     SandboxExtra,
     requested_ips,
 )
-from asynckubelet.network.dns import (
+from asynckubelet.runtime import naming, nodefiles, security
+from asynckubelet.runtime.containers import pod_identity
+from asynckubelet.runtime.poddns import (
     DNSSettings,
     ResolverConfig,
     engine_dns,
@@ -34,8 +36,6 @@ from asynckubelet.network.dns import (
     pod_hostname_and_domain,
     sandbox_hostname,
 )
-from asynckubelet.runtime import naming, nodefiles, security
-from asynckubelet.runtime.containers import pod_identity
 from asynckubelet.runtime.qos import qos_class
 
 
@@ -115,9 +115,10 @@ def generate_pod_sandbox_config(
     """The sandbox of ``attempt`` for ``pod``, on ``node`` (``owner``: see
     :data:`~asynckubelet.runtime.naming.LABEL_OWNER`).
 
-    ``node_resolver`` is the node's parsed resolver file (:func:`dns.node_resolver`);
-    ``cgroup_root`` (with the engine's ``cgroup_driver``) and ``log_root`` are None when
-    pod cgroups or log links are off, or the engine is not local.
+    ``node_resolver`` is the node's parsed resolver file
+    (:func:`~asynckubelet.runtime.dnsfiles.node_resolver`); ``cgroup_root`` (with the
+    engine's ``cgroup_driver``) and ``log_root`` are None when pod cgroups or log links are
+    off, or the engine is not local.
 
     Raises :class:`~asynckubelet.errors.SandboxError` for an FQDN hostname over 64
     characters.

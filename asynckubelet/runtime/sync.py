@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -23,12 +22,6 @@ from lightkube.models.core_v1 import Container, Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, HostConfig
-from asynckubelet.network.dns import (
-    ResolverConfig,
-    node_resolver,
-    read_pod_files,
-    write_pod_files,
-)
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime import hooks, naming, security
@@ -39,9 +32,13 @@ from asynckubelet.runtime.actions import (
     ContainerToKill,
     PodActions,
 )
+from asynckubelet.runtime.deps import RuntimeDeps
+from asynckubelet.runtime.dnsfiles import node_resolver, read_pod_files, write_pod_files
 from asynckubelet.runtime.env import Environment, PodContext, make_environment
 from asynckubelet.runtime.images import RegistryAuth
-from asynckubelet.runtime.kill import container_spec
+from asynckubelet.runtime.kill import container_spec, grace_period_of, kill_container, kill_pod
+from asynckubelet.runtime.metrics import count_failed_steps, measured
+from asynckubelet.runtime.poddns import ResolverConfig
 from asynckubelet.runtime.pulls import ImagePull
 from asynckubelet.runtime.resources import host_config_resources
 from asynckubelet.runtime.results import PodSyncResult, SyncAction, SyncError, SyncResult
@@ -55,16 +52,13 @@ from asynckubelet.runtime.status_reader import DEFAULT_TERMINATION_MESSAGE_PATH
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
 from asynckubelet.runtime.volumes import Mount
 
-if TYPE_CHECKING:
-    from asynckubelet.runtime.manager import RuntimeManager
-
 
 class PodSync:
     """One ``sync_pod`` call: carries out a :class:`PodActions` in the kubelet's order."""
 
     def __init__(
         self,
-        rm: RuntimeManager,
+        deps: RuntimeDeps,
         pod: Pod,
         status: PodRuntimeStatus,
         actions: PodActions,
@@ -75,7 +69,7 @@ class PodSync:
         backoff: backoff_mod.Backoff,
         image_backoff: backoff_mod.Backoff,
     ) -> None:
-        self.rm = rm
+        self.deps = deps
         self.pod = pod
         self.status = status
         self.actions = actions
@@ -90,7 +84,7 @@ class PodSync:
         self.spec = pod.spec
 
     def event(self, type: str, reason: str, message: str, container: str | None = None) -> None:
-        self.rm.events(self.pod, type=type, reason=reason, message=message, container=container)
+        self.deps.events(self.pod, type=type, reason=reason, message=message, container=container)
 
     async def execute(self) -> None:
         actions = self.actions
@@ -102,7 +96,9 @@ class PodSync:
                 "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created."
             )
         if actions.kill_pod:
-            killed = await self.rm.kill_pod(self.pod, self.status)
+            with measured(self.deps.metrics, "kill_pod"):
+                killed = await kill_pod(self.deps, self.pod, self.status, grace_period=None)
+            count_failed_steps(self.deps.metrics, killed)
             self.result.results.extend(killed.results)
             if not killed.ok:
                 return
@@ -140,11 +136,11 @@ class PodSync:
 
     async def _setup_volumes(self) -> bool:
         """The kubelet's ``WaitForAttachAndMount``: no container starts before its volumes."""
-        provider = self.rm.volumes
+        provider = self.deps.volumes
         if provider is None or not self.spec.volumes:
             return True
         try:
-            await provider.setup_pod(self.pod, context=self.context, docker=self.rm.docker)
+            await provider.setup_pod(self.pod, context=self.context, docker=self.deps.docker)
         except errors.VolumeError as e:
             self.event("Warning", "FailedMount", str(e))
             return False
@@ -159,7 +155,7 @@ class PodSync:
         the next one takes up what is left. Each container's next instance is one restart
         further than the one removed."""
         by_id = {c.id: c for c in self.status.containers}
-        grace = self.rm.grace_period_of(self.pod, None)
+        grace = grace_period_of(self.pod, None)
         uid = self.status.uid
         with anyio.CancelScope(shield=True):
             for item in self.actions.containers_to_reset:
@@ -167,7 +163,8 @@ class PodSync:
                 if not item.kill or status is None:
                     continue
                 before = len(self.result.errors)
-                await self.rm.kill_container(
+                await kill_container(
+                    self.deps,
                     self.pod,
                     status,
                     grace_period=grace,
@@ -181,10 +178,10 @@ class PodSync:
             for item in self.actions.containers_to_reset:
                 step = self.result.add(SyncAction.REMOVE_CONTAINER, item.name)
                 key = (uid, item.name)
-                counts = self.rm.reset_restart_counts
+                counts = self.deps.reset_restart_counts
                 counts[key] = max(counts.get(key, 0), item.restart_count + 1)
                 try:
-                    await self.rm.docker.remove_container(item.container_id, force=True)
+                    await self.deps.docker.remove_container(item.container_id, force=True)
                 except errors.NotFound:
                     pass
                 except errors.DockerError as e:
@@ -197,7 +194,7 @@ class PodSync:
         if not to_kill:
             return
         by_id = {c.id: c for c in self.status.containers}
-        grace = self.rm.grace_period_of(self.pod, None)
+        grace = grace_period_of(self.pod, None)
         async with anyio.create_task_group() as tg:
             for info in to_kill:
                 status = by_id.get(info.container_id)
@@ -219,8 +216,8 @@ class PodSync:
         return grace
 
     async def _kill_one(self, status: ContainerStatus, grace: float, message: str) -> None:
-        await self.rm.kill_container(
-            self.pod, status, grace_period=grace, message=message, result=self.result
+        await kill_container(
+            self.deps, self.pod, status, grace_period=grace, message=message, result=self.result
         )
 
     async def _purge_init_containers(self) -> None:
@@ -228,55 +225,55 @@ class PodSync:
         with anyio.CancelScope(shield=True):
             for c in self.status.containers:
                 if c.name in names and c.state is not ContainerState.RUNNING:
-                    await self.rm.docker.remove_container(c.id, force=True)
+                    await self.deps.docker.remove_container(c.id, force=True)
 
     # -- the sandbox ----------------------------------------------------------------------
 
     async def _sandbox_config(self, attempt: int) -> PodSandboxConfig:
         """The inputs that need I/O, then the pure configuration."""
-        rm = self.rm
-        local = rm.engine_is_local()
-        cgroup_root = rm.config.cgroup_root if local else None
+        deps = self.deps
+        local = deps.engine.is_local()
+        cgroup_root = deps.config.cgroup_root if local else None
         return generate_pod_sandbox_config(
             self.pod,
-            node=rm.node,
-            owner=rm.config.owner,
+            node=deps.node,
+            owner=deps.config.owner,
             attempt=attempt,
-            dns=rm.config.dns,
+            dns=deps.config.dns,
             node_resolver=(
-                ResolverConfig() if self.spec.hostNetwork else await node_resolver(rm.config.dns)
+                ResolverConfig() if self.spec.hostNetwork else await node_resolver(deps.config.dns)
             ),
             cgroup_root=cgroup_root,
-            cgroup_driver=await rm.engine_cgroup_driver() if cgroup_root is not None else "",
-            log_root=rm.config.pod_log_dir if local else None,
+            cgroup_driver=await deps.engine.find_cgroup_driver() if cgroup_root is not None else "",
+            log_root=deps.config.pod_log_dir if local else None,
         )
 
     async def _make_sandbox(self, config: ContainerConfig, name: str) -> str:
         """Create and start the pause container as one step a cancelled caller cannot split;
         a sandbox that fails to start is removed."""
-        async with self.rm.starts.slot(sandbox=True):
+        async with self.deps.starts.slot(sandbox=True):
             with anyio.CancelScope(shield=True):
-                sandbox_id = await self.rm.docker.create_container(config, name=name)
+                sandbox_id = await self.deps.docker.create_container(config, name=name)
                 try:
-                    await self.rm.docker.start_container(sandbox_id)
+                    await self.deps.docker.start_container(sandbox_id)
                 except BaseException:
-                    await self.rm.docker.remove_container(sandbox_id, force=True)
+                    await self.deps.docker.remove_container(sandbox_id, force=True)
                     raise
         return sandbox_id
 
     async def _create_sandbox(self, attempt: int) -> str | None:
-        rm = self.rm
+        deps = self.deps
         step = self.result.add(SyncAction.CREATE_POD_SANDBOX, ctr.pod_identity(self.pod)[0])
         host_network = bool(self.spec.hostNetwork)
-        mode = rm.network.sandbox_network_mode(host_network=host_network)
+        mode = deps.network.sandbox_network_mode(host_network=host_network)
         # The network backend makes the namespace and the node can write the pod's files:
         # Docker need not build a network sandbox of its own.
-        own_files = mode == "none" and rm.volumes is not None and rm.engine_is_local()
+        own_files = mode == "none" and deps.volumes is not None and deps.engine.is_local()
         sandbox_id: str | None = None
         try:
-            image = await rm.pause_image()
+            image = await deps.engine.pause_image()
             sandbox = await self._sandbox_config(attempt)
-            extra = rm.network.sandbox_extra(
+            extra = deps.network.sandbox_extra(
                 host_network=host_network, port_mappings=sandbox.port_mappings
             )
             config = sandbox_docker_config(
@@ -285,25 +282,25 @@ class PodSync:
                 image=image,
                 network_mode=mode,
                 extra=extra,
-                engine_dns_keys=not rm.engine_is_local(),
+                engine_dns_keys=not deps.engine.is_local(),
                 network_disabled=own_files,
-                log_config=await rm.container_log_config(),
+                log_config=await deps.engine.container_log_config(),
             )
             try:
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
             except errors.ImageNotFound:
-                await rm.images.ensure(image, policy="IfNotPresent")
+                await deps.images.ensure(image, policy="IfNotPresent")
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
             ips = () if host_network else await self._setup_network(sandbox, sandbox_id)
             if own_files:
                 await self._write_network_files(ips)
             else:
                 await write_pod_files(
-                    docker=rm.docker,
+                    docker=deps.docker,
                     pod=self.pod,
                     sandbox_id=sandbox_id,
                     pod_ips=ips,
-                    settings=rm.config.dns,
+                    settings=deps.config.dns,
                     event=self.event,
                 )
             self.context = dataclasses.replace(self.context, pod_ips=ips)
@@ -321,10 +318,12 @@ class PodSync:
     async def _write_network_files(self, ips: tuple[str, ...]) -> None:
         """The pod's resolv.conf and hosts file, in its directory on the node, for a sandbox
         of which Docker made none; its containers mount them."""
-        assert self.rm.volumes is not None  # noqa: S101  (type narrowing: checked by the caller)
-        files = await read_pod_files(self.pod, settings=self.rm.config.dns, pod_ips=ips, whole=True)
+        assert self.deps.volumes is not None  # noqa: S101  (type narrowing: checked by the caller)
+        files = await read_pod_files(
+            self.pod, settings=self.deps.config.dns, pod_ips=ips, whole=True
+        )
         try:
-            await self.rm.volumes.write_network_files(
+            await self.deps.volumes.write_network_files(
                 ctr.pod_identity(self.pod)[2],
                 resolv_conf=files.resolv_conf,
                 hosts=files.hosts or "",
@@ -337,10 +336,10 @@ class PodSync:
     async def _setup_network(self, sandbox: PodSandboxConfig, sandbox_id: str) -> tuple[str, ...]:
         """The network backend's part; returns the pod's IPs."""
         net_step = self.result.add(SyncAction.SETUP_NETWORK, sandbox.name)
-        pid = await self.rm.sandbox_pid(ctr.pod_identity(self.pod)[2], sandbox_id)
+        pid = await self.deps.sandbox_pid(ctr.pod_identity(self.pod)[2], sandbox_id)
         try:
             request = pod_network_request(self.pod, sandbox, sandbox_id=sandbox_id, pid=pid)
-            net = await self.rm.network.setup_pod(request)
+            net = await self.deps.network.setup_pod(request)
         except errors.AsyncKubeletError as e:
             net_step.fail(SyncError.SETUP_NETWORK, str(e))
             raise
@@ -351,16 +350,16 @@ class PodSync:
             return
         with anyio.CancelScope(shield=True):
             try:
-                await self.rm.network.teardown_pod(sandbox_id=sandbox_id)
+                await self.deps.network.teardown_pod(sandbox_id=sandbox_id)
             finally:
-                await self.rm.docker.remove_container(sandbox_id, force=True)
+                await self.deps.docker.remove_container(sandbox_id, force=True)
 
     # -- images ---------------------------------------------------------------------------
 
     def _pull(self, container: Container) -> ImagePull:
         return ImagePull(
             container,
-            images=self.rm.images,
+            images=self.deps.images,
             pod_uid=self.status.uid,
             auths=self.auths,
             image_backoff=self.image_backoff,
@@ -408,24 +407,24 @@ class PodSync:
         if previous is not None:
             restart_count = previous.restart_count + 1
         else:
-            restart_count = self.rm.reset_restart_counts.get(reset_key, 0)
+            restart_count = self.deps.reset_restart_counts.get(reset_key, 0)
         try:
             environment, host = await self._container_setup(container, restart_count)
         except errors.ContainerConfigError as e:
             step.fail(SyncError.CREATE_CONTAINER_CONFIG, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)
             return False
-        cgroup_parent = await self.rm.cgroup_parent(self.pod)
+        cgroup_parent = await self.deps.engine.cgroup_parent(self.pod)
         if cgroup_parent is not None:
             host["CgroupParent"] = cgroup_parent
-        log_config = await self.rm.container_log_config()
+        log_config = await self.deps.engine.container_log_config()
         if log_config is not None:
             host["LogConfig"] = log_config
         name, config = ctr.container_config(
             self.pod,
             container,
-            node=self.rm.node,
-            owner=self.rm.config.owner,
+            node=self.deps.node,
+            owner=self.deps.config.owner,
             sandbox_id=self.sandbox_id,
             restart_count=restart_count,
             environment=environment,
@@ -433,13 +432,13 @@ class PodSync:
         )
         # Created and started as one step: a cancelled caller never leaves a container
         # that was made but not started.
-        async with self.rm.starts.slot():
+        async with self.deps.starts.slot():
             with anyio.CancelScope(shield=True):
                 cid = await self._create_and_start(container, name, config, step)
         if cid is None:
             return False
-        self.rm.reset_restart_counts.pop(reset_key, None)
-        await self.rm.link_log(self.pod, container.name, restart_count, cid)
+        self.deps.reset_restart_counts.pop(reset_key, None)
+        await self.deps.engine.link_log(self.pod, container.name, restart_count, cid)
         lifecycle = container.lifecycle
         if lifecycle is not None and lifecycle.postStart is not None:
             return await self._post_start(container, cid, step)
@@ -454,15 +453,15 @@ class PodSync:
         host = host_config_resources(container)
         host.update(
             security.host_config_security(
-                self.pod, container, seccomp_default=self.rm.config.seccomp_default
+                self.pod, container, seccomp_default=self.deps.config.seccomp_default
             )
         )
         if security.effective(self.pod, container).run_as_non_root:
-            image = await self.rm.docker.inspect_image(container.image or "")
+            image = await self.deps.docker.inspect_image(container.image or "")
             security.verify_run_as_non_root(
                 self.pod, container, image_user_field=image.get("Config", {}).get("User") or ""
             )
-        volumes = self.rm.volumes
+        volumes = self.deps.volumes
         if volumes is None and container.volumeMounts:
             raise errors.ContainerConfigError(
                 f"container {container.name} mounts volumes, but this node cannot provide"
@@ -485,13 +484,13 @@ class PodSync:
     async def _post_start(self, container: Container, cid: str, step: SyncResult) -> bool:
         """Run ``postStart``; on failure kill the container, as ``kuberuntime`` does."""
         assert container.lifecycle is not None  # noqa: S101  (type narrowing: called only for a container with postStart)
-        target = await self.rm.hook_target(self.pod, container_id=cid, sandbox_id=self.sandbox_id)
+        target = await self.deps.hook_target(self.pod, container_id=cid, sandbox_id=self.sandbox_id)
         message = await hooks.run_hook(
             container.lifecycle.postStart,
             self.pod,
             container,
             target,
-            docker=self.rm.docker,
+            docker=self.deps.docker,
             timeout=None,
         )
         if message is None:
@@ -501,10 +500,11 @@ class PodSync:
         started = ContainerStatus(
             id=cid, name=container.name, state=ContainerState.RUNNING, created_at=datetime.now(UTC)
         )
-        await self.rm.kill_container(
+        await kill_container(
+            self.deps,
             self.pod,
             started,
-            grace_period=self.rm.grace_period_of(self.pod, None),
+            grace_period=grace_period_of(self.pod, None),
             message="FailedPostStartHook",
             result=self.result,
         )
@@ -513,7 +513,7 @@ class PodSync:
     async def _create_and_start(
         self, container: Container, name: str, config: ContainerConfig, step: SyncResult
     ) -> str | None:
-        docker = self.rm.docker
+        docker = self.deps.docker
         try:
             try:
                 cid = await docker.create_container(config, name=name)
@@ -540,12 +540,12 @@ class PodSync:
 
     async def _remove_stale(self, name: str) -> None:
         """A container of this name exists from a sync that died before starting it."""
-        rows = await self.rm.docker.list_containers(
-            labels={naming.LABEL_NODE: self.rm.node}, name=f"^/{name}$"
+        rows = await self.deps.docker.list_containers(
+            labels={naming.LABEL_NODE: self.deps.node}, name=f"^/{name}$"
         )
         for row in rows:
             if row.get("State") != "running":
-                await self.rm.docker.remove_container(row["Id"], force=True)
+                await self.deps.docker.remove_container(row["Id"], force=True)
 
 
 __all__ = ["PodSync"]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from asynckubelet.cli.client import as_pod, read_files, require_daemon
+from asynckubelet.cli.client import as_pod, node_api, read_files
 from asynckubelet.cli.options import (
     ConfigTimeoutOpt,
     LogOptions,
@@ -46,7 +46,7 @@ from asynckubelet.cli.output import command, err, escape, fail, made, out, run_a
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.protocol import NodeAPI
 
 ApplyFilenamesOpt = Annotated[
     list[str] | None,
@@ -139,8 +139,33 @@ def apply(
     texts = _texts(files, kustomize, recursive=recursive)
     if namespace is not None:
         texts = [(source, _in_namespace(text, namespace)) for source, text in texts]
-    client = require_daemon(node, verb="apply")
-    result = client.apply(
+    with node_api(node, needs="apply") as api:
+        _apply(
+            api,
+            texts,
+            node=node,
+            prune=prune,
+            selector=selector,
+            prune_all=prune_all,
+            wait=wait,
+            timeout=timeout,
+            config_timeout=config_timeout,
+        )
+
+
+def _apply(
+    api: NodeAPI,
+    texts: list[tuple[str, str]],
+    *,
+    node: NodeRef,
+    prune: bool,
+    selector: str | None,
+    prune_all: bool,
+    wait: bool,
+    timeout: float,
+    config_timeout: float,
+) -> None:
+    result = api.apply(
         texts, prune_selector=selector if prune else None, prune_all=prune and prune_all
     )
     for warning in result.get("warnings") or []:
@@ -156,7 +181,7 @@ def apply(
             [as_pod(p) for p in pods],
             workloads,
             services,
-            client,
+            api,
             node,
             timeout,
             config_timeout,
@@ -289,7 +314,7 @@ def _kustomize(directory: str) -> str:
 
 
 async def _wait_services(
-    services: list[dict[str, Any]], client: NodeClient, timeout: float, waiting: Any
+    services: list[dict[str, Any]], api: NodeAPI, timeout: float, waiting: Any
 ) -> None:
     """Wait until each Service that selects pods has a ready endpoint (a Service without
     a selector, or an ExternalName, has nothing to wait for)."""
@@ -297,7 +322,7 @@ async def _wait_services(
     import anyio.to_thread
 
     from asynckubelet import errors
-    from asynckubelet.printers import endpoint_addresses
+    from asynckubelet.kubectl.objects import endpoint_addresses
 
     left = {
         (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
@@ -311,7 +336,7 @@ async def _wait_services(
                 for namespace, name in sorted(left):
                     try:
                         found = await anyio.to_thread.run_sync(
-                            client.object, "endpoints", namespace, name
+                            api.get, "endpoints", namespace, name
                         )
                     except errors.NotFound:
                         continue
@@ -340,7 +365,7 @@ async def _wait(
     pods: list[Pod],
     workloads: list[dict[str, Any]],
     services: list[dict[str, Any]],
-    client: NodeClient,
+    api: NodeAPI,
     node: NodeRef,
     timeout: float,
     config_timeout: float,
@@ -350,7 +375,7 @@ async def _wait(
     replaced), the workloads' readiness and the Services' endpoints, together."""
     import anyio
 
-    from asynckubelet.progress import WaitDisplay
+    from asynckubelet.cli.progress import WaitDisplay
 
     display = WaitDisplay(console=made(err), live=err.is_terminal)
     pending: dict[str, str] = {}
@@ -365,16 +390,16 @@ async def _wait(
     with display:
         async with anyio.create_task_group() as tg:
             if pods:
-                tg.start_soon(_wait_pods, pods, client, node, timeout, config_timeout, waiting)
+                tg.start_soon(_wait_pods, pods, api, node, timeout, config_timeout, waiting)
             if workloads:
-                tg.start_soon(_wait_workloads, workloads, client, timeout, config_timeout, waiting)
+                tg.start_soon(_wait_workloads, workloads, api, timeout, config_timeout, waiting)
             if services:
-                tg.start_soon(_wait_services, services, client, timeout, waiting)
+                tg.start_soon(_wait_services, services, api, timeout, waiting)
 
 
 async def _wait_pods(
     pods: list[Pod],
-    client: NodeClient,
+    api: NodeAPI,
     node: NodeRef,
     timeout: float,
     config_timeout: float,
@@ -382,12 +407,12 @@ async def _wait_pods(
 ) -> None:
     import anyio.to_thread
 
-    from asynckubelet.node.daemon import socket_answers
+    from asynckubelet.node.daemon import socket_answers, socket_path
     from asynckubelet.node.operations import PodKey, wait_until_ready
-    from asynckubelet.printers import kubectl_status
+    from asynckubelet.node.printpod import kubectl_status
     from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
 
-    info = await anyio.to_thread.run_sync(client.node)
+    info = await anyio.to_thread.run_sync(api.node)
     seen: set[str] = set()
 
     def ready(pod: Pod) -> None:
@@ -403,7 +428,7 @@ async def _wait_pods(
             waiting(f"pod/{name}", reason)
 
     async def read_pods() -> list[Pod]:
-        found = await anyio.to_thread.run_sync(client.pods)
+        found = await anyio.to_thread.run_sync(api.list, "pods", None)
         return [as_pod(p) for p in found]
 
     config = RuntimeConfig(
@@ -415,7 +440,7 @@ async def _wait_pods(
             rm,
             pods=pods,
             read_pods=read_pods,
-            node_running=lambda: socket_answers(client.socket),
+            node_running=lambda: socket_answers(socket_path(node.state)),
             timeout=timeout,
             config_timeout=config_timeout,
             on_ready=ready,
@@ -428,12 +453,13 @@ WorkloadKey = tuple[str, str, str]
 
 
 async def _read_workloads(
-    client: NodeClient, left: Mapping[WorkloadKey, str]
+    api: NodeAPI, left: Mapping[WorkloadKey, str]
 ) -> dict[WorkloadKey, dict[str, Any]]:
     """Each workload's object as the daemon has it now; a deleted one is an error."""
     import anyio.to_thread
 
-    from asynckubelet import errors, resources
+    from asynckubelet import errors
+    from asynckubelet.kubectl import resources
 
     bodies: dict[WorkloadKey, dict[str, Any]] = {}
     for key, shown in left.items():
@@ -442,9 +468,7 @@ async def _read_workloads(
         if found is None:
             raise errors.PodError(f"{shown}: unknown kind {kind}")
         try:
-            bodies[key] = await anyio.to_thread.run_sync(
-                client.object, found.plural, namespace, name
-            )
+            bodies[key] = await anyio.to_thread.run_sync(api.get, found.plural, namespace, name)
         except errors.DaemonError as e:
             if e.reason != "NotFound":
                 raise
@@ -473,7 +497,7 @@ def _live_pods_of(
 
 async def _wait_workloads(
     items: list[dict[str, Any]],
-    client: NodeClient,
+    api: NodeAPI,
     timeout: float,
     config_timeout: float,
     waiting: Any,
@@ -492,9 +516,9 @@ async def _wait_workloads(
     last: dict[str, str] = {}
     with anyio.move_on_after(timeout) as scope:
         while left:
-            bodies = await _read_workloads(client, left)
-            pods = await anyio.to_thread.run_sync(client.pods)
-            owners = _owner_chain(bodies, await _replicasets(client, bodies))
+            bodies = await _read_workloads(api, left)
+            pods = await anyio.to_thread.run_sync(api.list, "pods", None)
+            owners = _owner_chain(bodies, await _replicasets(api, bodies))
             for key, body in bodies.items():
                 shown = left[key]
                 verdict = readiness(key[0], body)
@@ -524,14 +548,14 @@ async def _wait_workloads(
 
 
 async def _replicasets(
-    client: NodeClient, bodies: Mapping[tuple[str, str, str], Mapping[str, Any]]
+    api: NodeAPI, bodies: Mapping[tuple[str, str, str], Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     import anyio.to_thread
 
     spaces = {ns for kind, ns, _ in bodies if kind == "Deployment"}
     found: list[dict[str, Any]] = []
     for namespace in spaces:
-        found += await anyio.to_thread.run_sync(client.objects, "replicasets", namespace)
+        found += await anyio.to_thread.run_sync(api.list, "replicasets", namespace)
     return found
 
 

@@ -6,8 +6,8 @@ pods are gone; each is reported as kubectl reports it (``pod "web" deleted``,
 ``configmap "x" deleted``), a missing one as ``Error from server (NotFound)`` (exit 1),
 naming the file that held it as kubectl's ``AddSourceToErr`` does (``error when deleting
 "pod.yaml": pods "web" not found``).
-Without a daemon, pods are stopped and removed on Docker directly; ConfigMaps and
-Secrets are the daemon's to delete.
+Without a daemon, the node API's in-process side stops and removes pods on Docker
+directly and drops every object from those the daemon kept.
 """
 
 from __future__ import annotations
@@ -16,14 +16,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from asynckubelet import resources
-from asynckubelet.cli.client import (
-    daemon_client,
-    node_pods,
-    node_runtime,
-    read_files,
-    read_node_pods,
-)
+from asynckubelet.cli.client import node_api, read_files
 from asynckubelet.cli.options import (
     AllOpt,
     DeleteFilenamesOpt,
@@ -39,12 +32,12 @@ from asynckubelet.cli.options import (
     RecursiveOpt,
     UsageError,
 )
-from asynckubelet.cli.output import command, err, escape, fail, out, run_async
+from asynckubelet.cli.output import command, err, escape, fail, out
+from asynckubelet.kubectl import resources
 
 if TYPE_CHECKING:
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.protocol import NodeAPI
     from asynckubelet.manifests import ObjectRef
-    from asynckubelet.node.operations import PodKey
 
 PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces"}
 
@@ -73,23 +66,18 @@ def delete(
         if grace_period is not None:
             raise UsageError("--now and --grace-period cannot both be given")
         grace_period = 1
-    client = daemon_client(node, doing="deleting on Docker directly")
     sources: dict[tuple[str, str], str] = {}
-    if every:
-        targets = _every(kind, names, files, namespace=namespace, client=client, node=node)
-        if not targets:
-            err.print(f"No resources found in {namespace} namespace.", highlight=False)
-            return
-    else:
+    if not every:
         targets, sources = _targets(
             kind, names or [], files, namespace=namespace, recursive=recursive
         )
-    if client is not None:
-        missing = _delete_through(client, targets, grace_period=grace_period, timeout=timeout)
-    else:
-        missing = _delete_without_daemon(
-            targets, node=node, grace_period=grace_period, timeout=timeout
-        )
+    with node_api(node, doing="deleting on Docker directly") as api:
+        if every:
+            targets = _every(kind, names, files, namespace=namespace, api=api)
+            if not targets:
+                err.print(f"No resources found in {namespace} namespace.", highlight=False)
+                return
+        missing = _delete(api, targets, grace_period=grace_period, timeout=timeout)
     for kind_name, object_name in missing if not ignore_not_found else ():
         where = sources.get((kind_name, object_name))
         source = f'error when deleting "{escape(where)}": ' if where else ""
@@ -165,35 +153,25 @@ def _every(
     files: list[str] | None,
     *,
     namespace: str,
-    client: NodeClient | None,
-    node: NodeRef,
+    api: NodeAPI,
 ) -> list[ObjectRef]:
-    """Every object of ``kind`` in the namespace (``--all``): the daemon's, or without
-    one the pods on Docker."""
+    """Every object of ``kind`` in the namespace (``--all``)."""
     if kind is None or "/" in kind or names or files:
         raise UsageError("--all takes a resource type alone: `delete KIND --all`")
     found = resources.lookup(kind)
     if found is None:
         raise fail(f'the server doesn\'t have a resource type "{kind}"')
     where = namespace if found.namespaced else None
-    if client is not None:
-        listed = client.pods(where) if found.kind == "Pod" else client.objects(found.plural, where)
-        names = sorted(str((o.get("metadata") or {}).get("name")) for o in listed)
-    elif found.kind == "Pod":
-        from asynckubelet.runtime import containers as ctr
-
-        pods = [ctr.pod_identity(p) for p in run_async(read_node_pods, node)]
-        names = sorted(name for name, ns, _ in pods if ns == namespace)
-    else:
-        raise fail(f"deleting every {found.plural} needs the node daemon (`asynckubelet serve`)")
+    listed = api.list(found.plural, where)
+    names = sorted(str((o.get("metadata") or {}).get("name")) for o in listed)
     return [_ref(kind, n, namespace=namespace) for n in names]
 
 
-def _delete_through(
-    client: NodeClient, targets: list[ObjectRef], *, grace_period: float | None, timeout: float
+def _delete(
+    api: NodeAPI, targets: list[ObjectRef], *, grace_period: float | None, timeout: float
 ) -> list[tuple[str, str]]:
-    """Delete ``targets`` through the daemon; the (plural, name) of those not found."""
-    results = client.delete(
+    """Delete ``targets``; the (plural, name) of those not found."""
+    results = api.delete(
         [{"kind": t.kind, "namespace": t.namespace, "name": t.name} for t in targets],
         grace_period=grace_period,
         timeout=timeout,
@@ -220,58 +198,3 @@ def _qualified(kind: str, *, plural: bool = False) -> str:
     if found is None:
         return PLURALS.get(kind, kind.lower()) if plural else kind.lower()
     return found.qualified_plural if plural else found.qualified
-
-
-# -- no daemon -------------------------------------------------------------------------------
-
-
-def _delete_without_daemon(
-    targets: list[ObjectRef], *, node: NodeRef, grace_period: float | None, timeout: float
-) -> list[tuple[str, str]]:
-    """Pods are stopped and removed on Docker; every object is also dropped from those the
-    daemon kept in the state dir, so the next ``serve`` does not bring it back. Returns the
-    (plural, name) of the objects not found."""
-    from asynckubelet.node.objects import OBJECTS_DIR, forget_persisted
-
-    kept = node.state / OBJECTS_DIR
-    pods = {(t.namespace, t.name) for t in targets if t.kind == "Pod"}
-    forgotten = {
-        (t.kind, t.namespace, t.name)
-        for t in targets
-        if forget_persisted(kept, t.kind, t.namespace, t.name)
-    }
-    present, left = run_async(_delete_pods, pods, node, grace_period, timeout)
-    present |= {(ns, name) for kind, ns, name in forgotten if kind == "Pod"}
-    missing: list[tuple[str, str]] = []
-    for target in targets:
-        key = (target.namespace, target.name)
-        if target.kind == "Pod":
-            gone = key in present and key not in left
-        else:
-            gone = (target.kind, target.namespace, target.name) in forgotten
-        if gone:
-            out.print(f'{escape(_qualified(target.kind))} "{escape(target.name)}" deleted')
-        elif target.kind != "Pod" or key not in left:
-            missing.append((_qualified(target.kind, plural=True), target.name))
-    if left:
-        still = ", ".join(f"{ns}/{pod_name}" for ns, pod_name in sorted(left))
-        wait = f"timed out after {timeout:g}s waiting for the pods to be gone"
-        raise fail(f"{wait}; still present: {still}")
-    return missing
-
-
-async def _delete_pods(
-    targets: set[PodKey], node: NodeRef, grace_period: float | None, timeout: float
-) -> tuple[set[PodKey], set[PodKey]]:
-    """Stop and remove the targets Docker holds: those, and those still in Docker when
-    the timeout ran out."""
-    from asynckubelet.node.operations import delete_pods, pod_key
-
-    if not targets:
-        return set(), set()
-    async with node_runtime(node) as rm:
-        present = {pod_key(p) for p in await node_pods(rm, node)} & targets
-        left = await delete_pods(
-            rm, pods=present, daemon_running=False, grace_period=grace_period, timeout=timeout
-        )
-    return present, left

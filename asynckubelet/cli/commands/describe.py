@@ -1,12 +1,14 @@
 """``asynckubelet describe pod``: kubectl's layout of one pod, its events at the bottom.
 
-The pod and its events come from the node daemon; without one, from Docker and the state
-dir.
+The pod and its events come from the node API (the daemon, or without one Docker and the
+state dir).
 """
 
 from __future__ import annotations
 
-from asynckubelet.cli.client import as_pod, daemon_client, read_node_pods
+from typing import TYPE_CHECKING
+
+from asynckubelet.cli.client import as_pod, node_api
 from asynckubelet.cli.options import (
     POD_KINDS,
     DescribeKindArg,
@@ -15,7 +17,10 @@ from asynckubelet.cli.options import (
     NodeRef,
     OptionalNameArg,
 )
-from asynckubelet.cli.output import command, err, fail, run_async
+from asynckubelet.cli.output import command, err, fail
+
+if TYPE_CHECKING:
+    from asynckubelet.api.protocol import NodeAPI
 
 
 @command(not_found_as="NotFound")
@@ -34,8 +39,9 @@ def describe(
             raise fail("arguments in resource/name form must have a single resource and name")
         kind, _, name = kind.partition("/")
     if kind in SERVICE_KINDS:
-        names = [name] if name is not None else _service_names(namespace, node=node)
-        texts = [_service_text(n, namespace=namespace, node=node) for n in names]
+        with node_api(node, needs="describe services") as api:
+            names = [name] if name is not None else _service_names(namespace, api=api)
+            texts = [_service_text(n, namespace=namespace, api=api) for n in names]
     elif kind in POD_KINDS:
         texts = _pod_texts(name, namespace=namespace, node=node)
     else:
@@ -48,59 +54,45 @@ def describe(
 
 def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
     """The description of pod ``name``, or of every pod of the namespace."""
-    from asynckubelet.node.access import StateDir, find_pod
-    from asynckubelet.node.events import PodEvent, read_pod_events
-    from asynckubelet.printers import describe_pod, now_utc
+    from asynckubelet.kubectl.describe import describe_pod
+    from asynckubelet.kubectl.times import now_utc
+    from asynckubelet.node.events import PodEvent
     from asynckubelet.runtime import containers as ctr
 
-    client = daemon_client(node)
     texts = []
-    if client is not None:
-        found = [client.pod(namespace, name)] if name is not None else client.pods(namespace)
+    with node_api(node) as api:
+        found = (
+            [api.get("pods", namespace, name)] if name is not None else api.list("pods", namespace)
+        )
         for pod in map(as_pod, found):
             uid = ctr.pod_identity(pod)[2]
-            events = [PodEvent.from_v1(e) for e in client.events(namespace, uid=uid)]
+            events = [PodEvent.from_v1(e) for e in api.events(namespace, uid=uid)]
             node_name = (pod.spec.nodeName if pod.spec else None) or ""
             texts.append(describe_pod(pod, events, node_name=node_name, now=now_utc()))
-        return texts
-    pods = run_async(read_node_pods, node)
-    if name is not None:
-        pods = [find_pod(pods, namespace=namespace, name=name)]
-    else:
-        pods = [p for p in pods if ctr.pod_identity(p)[1] == namespace]
-        pods.sort(key=lambda p: ctr.pod_identity(p)[0])
-    for pod in pods:
-        events = read_pod_events(StateDir(node.state).events, pod, now=now_utc())
-        texts.append(describe_pod(pod, events, node_name=node.name, now=now_utc()))
     return texts
 
 
 SERVICE_KINDS = ("service", "services", "svc")
 
 
-def _service_names(namespace: str, *, node: NodeRef) -> list[str]:
-    from asynckubelet.cli.client import require_daemon
-
-    client = require_daemon(node, verb="describe services")
-    return sorted(str(s["metadata"]["name"]) for s in client.objects("services", namespace))
+def _service_names(namespace: str, *, api: NodeAPI) -> list[str]:
+    return sorted(str(s["metadata"]["name"]) for s in api.list("services", namespace))
 
 
-def _service_text(name: str, *, namespace: str, node: NodeRef) -> str:
+def _service_text(name: str, *, namespace: str, api: NodeAPI) -> str:
     """A Service and its endpoints, from the daemon (which alone keeps endpoints)."""
     from asynckubelet import errors
-    from asynckubelet.cli.client import require_daemon
+    from asynckubelet.kubectl.describe import describe_service
     from asynckubelet.node.events import PodEvent
-    from asynckubelet.printers import describe_service
 
-    client = require_daemon(node, verb="describe services")
-    body = client.object("services", namespace, name)
+    body = api.get("services", namespace, name)
     uid = (body.get("metadata") or {}).get("uid")
-    events = [PodEvent.from_v1(e) for e in client.events(namespace, uid=uid)] if uid else []
+    events = [PodEvent.from_v1(e) for e in api.events(namespace, uid=uid)] if uid else []
     endpoints = None
     selector = (body.get("spec") or {}).get("selector")
     if selector:
         try:
-            endpoints = client.object("endpoints", namespace, name)
+            endpoints = api.get("endpoints", namespace, name)
         except errors.NotFound:
             endpoints = None
     return describe_service(body, endpoints, events)

@@ -17,7 +17,7 @@ import anyio
 import typer
 
 from asynckubelet.cli import output
-from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime, pod_name
+from asynckubelet.cli.client import node_api, pod_name, pod_ref
 from asynckubelet.cli.options import (
     CommandArg,
     ContainerOpt,
@@ -30,7 +30,7 @@ from asynckubelet.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.protocol import ExecTarget
     from asynckubelet.docker import DockerAPI
     from asynckubelet.docker.execs import ExecSession
 
@@ -48,19 +48,19 @@ def exec_(
     log: LogOptions,
 ) -> None:
     """Run a command in a pod's container; exits with the command's exit code."""
-    request = _Request(
-        name=pod_name(name, namespace=namespace, node=node, attach=True),
-        command=command,
-        container=container,
-        namespace=namespace,
-        stdin=stdin,
-        tty=_terminal(stdin=stdin, tty=tty),
-    )
-    client = daemon_client(node)
-    if client is None:
-        raise typer.Exit(output.run_async(_exec, request, node))
-    container_id, engine = _through_daemon(request, client, node)
-    raise typer.Exit(output.run_async(_exec, request, engine, container_id))
+    ref = pod_ref(name, attach=True)
+    terminal = _terminal(stdin=stdin, tty=tty)
+    with node_api(node) as api:
+        request = _Request(
+            name=pod_name(ref, namespace=namespace, api=api),
+            command=command,
+            container=container,
+            namespace=namespace,
+            stdin=stdin,
+            tty=terminal,
+        )
+        target = api.exec_target(request.namespace, request.name, request.container)
+    raise typer.Exit(output.run_async(_exec, request, target))
 
 
 NO_TTY = "Unable to use a TTY - input is not a terminal or the right kind of file"
@@ -87,45 +87,12 @@ class _Request:
     tty: bool
 
 
-def _through_daemon(request: _Request, client: NodeClient, node: NodeRef) -> tuple[str, NodeRef]:
-    """The container to enter, as the daemon's pod status names it, and the engine the
-    daemon drives (the command then execs there itself)."""
+async def _exec(request: _Request, target: ExecTarget) -> int:
     from asynckubelet import errors
-    from asynckubelet.node.access import default_container
+    from asynckubelet.api.inprocess import node_runtime
 
-    pod = as_pod(client.pod(request.namespace, request.name))
-    chosen, _ = default_container(pod, request.container)
-    status = pod.status
-    statuses = (
-        [*(status.containerStatuses or []), *(status.initContainerStatuses or [])]
-        if status is not None
-        else []
-    )
-    found = next((c for c in statuses if c.name == chosen), None)
-    running = found is not None and found.state is not None and found.state.running is not None
-    if found is None or not found.containerID or not running:
-        raise errors.PodError("cannot exec into a container that is not running")
-    info = client.node()
-    engine = node.docker_host or str(info.get("docker_host") or "") or None
-    where = dataclasses.replace(node, docker_host=engine, node_name=str(info["node_name"]))
-    return found.containerID.split("://", 1)[-1], where
-
-
-async def _exec(request: _Request, node: NodeRef, container_id: str | None = None) -> int:
-    from asynckubelet import errors
-    from asynckubelet.node.operations import find_container
-
-    async with node_runtime(node) as rm:
-        if container_id is None:
-            target = await find_container(
-                rm,
-                await node_pods(rm, node),
-                namespace=request.namespace,
-                name=request.name,
-                container=request.container,
-            )
-            container_id = target.container_id
-        cid = container_id
+    async with node_runtime(node_name=target.node_name, docker_host=target.docker_host) as rm:
+        cid = target.container_id
         info = await rm.docker.inspect_container(cid)
         if not (info.get("State") or {}).get("Running"):
             raise errors.PodError("cannot exec into a container that is not running")

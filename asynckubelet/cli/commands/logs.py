@@ -7,13 +7,9 @@ import dataclasses
 import math
 import sys
 import time
-from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
-import anyio
-import typer
-
-from asynckubelet.cli.client import as_pod, daemon_client, node_pods, node_runtime, pod_name
+from asynckubelet.cli.client import as_pod, node_api, pod_name, pod_ref
 from asynckubelet.cli.options import (
     AllContainersOpt,
     ContainerOpt,
@@ -35,15 +31,12 @@ from asynckubelet.cli.output import (
     escape,
     exit_on_signals,
     fail,
-    run_async,
-    stopped_by_signal,
 )
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-    from asynckubelet.client import NodeClient
-    from asynckubelet.runtime.manager import RuntimeManager
+    from asynckubelet.api.protocol import NodeAPI
 
 
 @command(not_found_as="BadRequest")
@@ -64,7 +57,7 @@ def logs(
 ) -> None:
     """Print a container's output (--all-containers: every container's); with -f keep
     following, across restarts."""
-    from asynckubelet.printers import parse_duration
+    from asynckubelet.kubectl.times import parse_duration
 
     if all_containers and container:
         raise fail(f"--all-containers=true should not be specified with container name {container}")
@@ -74,26 +67,21 @@ def logs(
         since_ts = time.time() - parse_duration(since) if since else None
     except ValueError as e:
         raise UsageError(str(e)) from None
-    request = _Request(
-        namespace=namespace,
-        name=pod_name(name, namespace=namespace, node=node),
-        container=container,
-        follow=follow and not previous,
-        previous=previous,
-        tail=tail,
-        timestamps=timestamps,
-        since=since_ts,
-        all_containers=all_containers,
-        limit_bytes=limit_bytes or None,
-    )
-    client = daemon_client(node)
-    if client is not None:
-        with exit_on_signals():
-            _print_through(request, client)
-        return
-    signum = run_async(stopped_by_signal, _print_logs, request, node)
-    if signum is not None:
-        raise typer.Exit(128 + signum)
+    ref = pod_ref(name)
+    with exit_on_signals(), node_api(node) as api:
+        request = _Request(
+            namespace=namespace,
+            name=pod_name(ref, namespace=namespace, api=api),
+            container=container,
+            follow=follow and not previous,
+            previous=previous,
+            tail=tail,
+            timestamps=timestamps,
+            since=since_ts,
+            all_containers=all_containers,
+            limit_bytes=limit_bytes or None,
+        )
+        _print_logs(request, api)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,12 +115,14 @@ def _containers(pod: Pod, request: _Request) -> list[str]:
     return [chosen]
 
 
-def _print_through(request: _Request, client: NodeClient) -> None:
-    """The daemon's log streams of the chosen containers: one after the other, or, when
-    following several, side by side as lines come."""
+def _print_logs(request: _Request, api: NodeAPI) -> None:
+    """The log streams of the chosen containers: one after the other, or, when following
+    several, side by side as lines come."""
     import threading
 
-    pod = as_pod(client.pod(request.namespace, request.name))
+    from asynckubelet.api.protocol import PodLogOptions
+
+    pod = as_pod(api.get("pods", request.namespace, request.name))
     names = _containers(pod, request)
     since = None
     if request.since is not None:
@@ -142,18 +132,17 @@ def _print_through(request: _Request, client: NodeClient) -> None:
     out = sys.stdout.buffer
 
     def stream(container: str) -> None:
+        options = PodLogOptions(
+            container=container,
+            follow=request.follow,
+            previous=request.previous,
+            tail_lines=request.tail,
+            timestamps=request.timestamps,
+            since_seconds=since,
+            limit_bytes=request.limit_bytes,
+        )
         try:
-            for piece in client.logs(
-                request.namespace,
-                request.name,
-                container=container,
-                follow=request.follow,
-                previous=request.previous,
-                tail=request.tail,
-                timestamps=request.timestamps,
-                since_seconds=since,
-                limit_bytes=request.limit_bytes,
-            ):
+            for piece in api.log(request.namespace, request.name, options):
                 with lock:
                     out.write(piece)
                     out.flush()
@@ -173,61 +162,3 @@ def _print_through(request: _Request, client: NodeClient) -> None:
         thread.join()
     if failures:
         raise failures[0]
-
-
-async def _print_logs(request: _Request, node: NodeRef) -> None:
-    from asynckubelet.node.access import find_pod
-
-    async with node_runtime(node) as rm:
-        pods = await node_pods(rm, node)
-        names = _containers(find_pod(pods, namespace=request.namespace, name=request.name), request)
-        if not request.follow:
-            for container in names:
-                await _print_container(request, rm, pods, container)
-            return
-        async with anyio.create_task_group() as tg:
-            for container in names:
-                tg.start_soon(_print_container, request, rm, pods, container)
-
-
-async def _print_container(
-    request: _Request, rm: RuntimeManager, pods: list[Pod], container: str
-) -> None:
-    from asynckubelet.node.operations import find_container, next_instance
-
-    target = await find_container(
-        rm,
-        pods,
-        namespace=request.namespace,
-        name=request.name,
-        container=container,
-        previous=request.previous,
-    )
-    cid, tail, since = target.container_id, request.tail, request.since
-    seen = {cid}
-    left = request.limit_bytes
-    out = sys.stdout.buffer
-    while True:
-        lines = rm.docker.logs(
-            cid, follow=request.follow, tail=tail, timestamps=request.timestamps, since=since
-        )
-        try:
-            async for line in lines:
-                data = (line.text + ("\n" if line.newline else "")).encode()
-                if left is not None:
-                    data = data[:left]
-                    left -= len(data)
-                out.write(data)
-                out.flush()
-                if left is not None and left <= 0:
-                    return
-        finally:
-            if isinstance(lines, AsyncGenerator):
-                await lines.aclose()
-        if not request.follow:
-            return
-        following = await next_instance(rm, pod=target.pod, container=target.container, seen=seen)
-        if following is None:
-            return
-        seen.add(following)
-        cid, tail, since = following, None, None

@@ -65,14 +65,14 @@ from asynckubelet.cli.output import (
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
 
-    from asynckubelet.client import NodeClient
+    from asynckubelet.api.client import NodeClient
+    from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.docker import DockerAPI, LogLine
     from asynckubelet.manifests import Manifests
     from asynckubelet.node.admission import NodeInfo
     from asynckubelet.node.failures import Failure, FailureWatch
     from asynckubelet.node.runner import PodOutcome, RunOptions
     from asynckubelet.node.volumes import VolumeManager
-    from asynckubelet.progress import PullDisplay
     from asynckubelet.runtime.manager import RuntimeConfig
 
 COLORS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
@@ -108,9 +108,9 @@ def run(
     exit unless --keep is given. A Docker engine and the project's images are set up when
     missing, each announced in one line.
     """
+    from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.node.runner import options_from_manifests
-    from asynckubelet.progress import PullDisplay
 
     node.check(pod_security_code=1)
     daemon = find_daemon(NodeRef(state_dir=state_dir))
@@ -551,7 +551,7 @@ class _Renderer:
             hold_open(key, console)
 
     def status(self, pod: Pod, status: PodStatus) -> None:
-        from asynckubelet.printers import kubectl_status
+        from asynckubelet.node.printpod import kubectl_status
 
         assert pod.metadata is not None  # noqa: S101  (type narrowing: a running pod has metadata)
         name = pod.metadata.name or ""

@@ -84,6 +84,7 @@ def serve(
     """
     import socket
 
+    from asynckubelet.api.server import check_listen, parse_listen
     from asynckubelet.cli.nodeconfig import network_config
     from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.cluster.host import default_node_ip
@@ -92,7 +93,6 @@ def serve(
     from asynckubelet.node.daemon import default_state_dir
     from asynckubelet.node.kubelet import KubeletConfig
     from asynckubelet.nodeapp.config import HTTPEndpoint, ServicesConfig
-    from asynckubelet.server import check_listen, parse_listen
     from asynckubelet.workloads.services import ServiceRanges
 
     node.check()
@@ -183,9 +183,9 @@ async def _serve(
     signals are taken before it is announced, so one that comes right after still removes
     what was announced."""
     from asynckubelet.cli.nodeconfig import serve_until
+    from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.cli.provision import announce
     from asynckubelet.nodeapp import Node, NodeConfig
-    from asynckubelet.progress import PullDisplay
 
     config = NodeConfig(
         kubelet=kubelet, network=network, services=services, local_api=True, http=http

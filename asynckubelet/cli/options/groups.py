@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from asynckubelet.docker import DockerAPI
     from asynckubelet.manifests import Level
     from asynckubelet.network import NetworkPlugin
-    from asynckubelet.network.dns import DNSSettings
     from asynckubelet.node.admission import NodeInfo
     from asynckubelet.runtime.manager import RuntimeConfig
+    from asynckubelet.runtime.poddns import DNSSettings
 from asynckubelet.cli.options.commands import (
     AUTHORIZATION_MODES,
     DEFAULT_KUBELET_PORT,
@@ -263,7 +263,7 @@ class NodeOptions:
         return check_pod_security(self.pod_security)
 
     def dns(self) -> DNSSettings:
-        from asynckubelet.network.dns import DNSSettings
+        from asynckubelet.runtime.poddns import DNSSettings
 
         return DNSSettings(
             cluster_dns=tuple(self.cluster_dns or ()), cluster_domain=self.cluster_domain

@@ -4,7 +4,7 @@ Health checks and Prometheus scrape a kubelet without credentials: ``/healthz`` 
 ``/metrics`` (Prometheus text) answer here, and nothing else. Pod specs (environment values
 among them), containers' output and every verb that changes something go through an API
 that authenticates its client: the local API on the state dir's unix socket
-(:mod:`asynckubelet.localapi`, the daemon's own user or root) or, in cluster mode, the
+(:mod:`asynckubelet.api.localapi`, the daemon's own user or root) or, in cluster mode, the
 kubelet API (:mod:`asynckubelet.cluster.kubeletapi`). The default address is loopback;
 listening on any other address must be asked for explicitly.
 
@@ -26,7 +26,7 @@ from aiohttp import web
 
 from asynckubelet import httpbounds
 from asynckubelet._logging import logger
-from asynckubelet.endpoints import (
+from asynckubelet.api.endpoints import (
     DEFAULT_LIMITS,
     NODE_KEY,
     bound_port,

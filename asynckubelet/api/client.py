@@ -1,6 +1,6 @@
 """A client of the node daemon's local API, over its unix socket.
 
-The command line asks the daemon (:mod:`asynckubelet.localapi`) instead of reading Docker
+The command line asks the daemon (:mod:`asynckubelet.api.localapi`) instead of reading Docker
 itself. A command is a short process, and most of its time would go into importing an
 HTTP stack, so this client speaks the little HTTP/1.1 the daemon's answers need (one
 request per connection; a body framed by its length, by chunks, or by the connection's
@@ -22,13 +22,16 @@ import os
 import socket
 from collections.abc import Generator, Iterator, Mapping, Sequence
 
-from asynckubelet import errors, resources
+from asynckubelet import errors
+from asynckubelet.kubectl import resources
+from asynckubelet.kubectl.tables import TABLE_ACCEPT
 from asynckubelet.node.locate import API_GROUP
-from asynckubelet.tables import TABLE_ACCEPT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from asynckubelet.node.operations import PodLogOptions
 
 LOCAL = f"/apis/{API_GROUP}/v1"
 CONNECT_TIMEOUT = 5.0
@@ -403,19 +406,25 @@ class NodeClient:
         since_seconds: int | None = None,
         limit_bytes: int | None = None,
     ) -> Iterator[bytes]:
+        """:meth:`log` with the options as arguments."""
+        from asynckubelet.node.operations import PodLogOptions
+
+        options = PodLogOptions(
+            container=container,
+            follow=follow,
+            previous=previous,
+            tail_lines=tail,
+            timestamps=timestamps,
+            since_seconds=since_seconds,
+            limit_bytes=limit_bytes,
+        )
+        return self.log(namespace, name, options)
+
+    def log(self, namespace: str, name: str, options: PodLogOptions) -> Iterator[bytes]:
         """A container's output as the daemon streams it, as it was written: each line
         with its newline, one longer than :data:`LOG_PIECE` bytes in pieces, the last
         without a newline when the output ended without one."""
-        params = {
-            "container": container,
-            "follow": follow,
-            "previous": previous,
-            "tailLines": tail,
-            "timestamps": timestamps,
-            "sinceSeconds": since_seconds,
-            "limitBytes": limit_bytes,
-        }
-        path = self._item(namespace, "pods", name) + "/log" + _query(params)
+        path = self._item(namespace, "pods", name) + "/log" + _query(options.query())
         response = self._send("GET", path, accept="text/plain", stream=True)
         try:
             if response.status >= 300:

@@ -16,7 +16,7 @@ from lightkube.models.core_v1 import (
 from lightkube.models.meta_v1 import ObjectMeta
 
 from asynckubelet import errors
-from asynckubelet.network.dns import (
+from asynckubelet.runtime.poddns import (
     DNSSettings,
     ResolverConfig,
     engine_dns,

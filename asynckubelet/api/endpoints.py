@@ -1,5 +1,5 @@
 """The kubelet's read-only HTTP handlers, shared by the node's endpoints
-(:mod:`asynckubelet.server`), its local API and the kubelet API of cluster node mode.
+(:mod:`asynckubelet.api.server`), its local API and the kubelet API of cluster node mode.
 
 ``/healthz``, ``/pods`` (a v1 ``PodList`` of the node's pods), ``/metrics`` (Prometheus
 text) and ``/containerLogs/{namespace}/{pod}/{container}`` with the kubelet's query
