@@ -19,11 +19,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
-from asynckubelet import Kubelet, KubeletConfig
 from asynckubelet.api import server
 from asynckubelet.api.localapi import create_local_app
 from asynckubelet.cluster import kubeletapi, kubeletauth
-from asynckubelet.node import daemon
+from asynckubelet.node import Kubelet, KubeletConfig, daemon
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio

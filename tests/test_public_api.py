@@ -1,8 +1,9 @@
-"""The top package is the whole public API, and a light one: every name in ``__all__``
-resolves, every error of :mod:`asynckubelet.errors` is there, every type the public
-signatures of the node and the runtime use is exported, and importing the package, its
-errors or its manifest loader loads neither the Docker client, nor netlink, nor the HTTP
-library."""
+"""The public API in tiers, each a light package: the top (the node, its errors, the
+manifest loader), :mod:`asynckubelet.node` (the kubelet alone) and
+:mod:`asynckubelet.runtime` (one pod's sync). Every name in each ``__all__`` resolves,
+every error of :mod:`asynckubelet.errors` is at the top, every type the public signatures
+use is exported by a tier, and importing a tier, the errors or the manifest loader loads
+neither the Docker client, nor netlink, nor the HTTP library."""
 
 from __future__ import annotations
 
@@ -20,15 +21,30 @@ from typing import Any
 import pytest
 
 import asynckubelet
+import asynckubelet.node
+import asynckubelet.runtime
 from asynckubelet import errors
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("aiodocker", "pyroute2", "aiohttp")
+TIERS = [asynckubelet, asynckubelet.node, asynckubelet.runtime]
 
 
-def test_every_name_in_all_resolves() -> None:
-    missing = [name for name in asynckubelet.__all__ if not hasattr(asynckubelet, name)]
+@pytest.mark.parametrize("tier", TIERS, ids=lambda t: t.__name__)
+def test_every_name_in_all_resolves(tier: Any) -> None:
+    missing = [name for name in tier.__all__ if not hasattr(tier, name)]
     assert missing == []
+
+
+def test_the_tiers_do_not_repeat_each_others_names() -> None:
+    seen: dict[str, str] = {}
+    repeated = []
+    for tier in TIERS:
+        for name in tier.__all__:
+            if name in seen:
+                repeated.append(f"{name}: {seen[name]} and {tier.__name__}")
+            seen[name] = tier.__name__
+    assert repeated == []
 
 
 def test_every_error_is_exported_from_the_top_package() -> None:
@@ -48,11 +64,12 @@ def test_every_error_class_of_the_errors_module_is_in_its_all() -> None:
     assert defined == set(errors.__all__)
 
 
-def test_the_names_type_checkers_see_are_the_names_imported_at_run_time() -> None:
-    """``__init__`` lists each public name twice: imported under ``TYPE_CHECKING`` (for
-    type checkers, re-exported as ``X as X``) and in the table of lazy imports; the two
-    must agree."""
-    tree = ast.parse((ROOT / "asynckubelet" / "__init__.py").read_text())
+@pytest.mark.parametrize("tier", TIERS, ids=lambda t: t.__name__)
+def test_the_names_type_checkers_see_are_the_names_imported_at_run_time(tier: Any) -> None:
+    """A tier's ``__init__`` lists each public name twice: imported under ``TYPE_CHECKING``
+    (for type checkers, re-exported as ``X as X``) and in the table of lazy imports; the
+    two must agree."""
+    tree = ast.parse(Path(tier.__file__).read_text())
     checked: dict[str, tuple[str, str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
@@ -62,7 +79,7 @@ def test_the_names_type_checkers_see_are_the_names_imported_at_run_time() -> Non
                 for alias in statement.names:
                     if alias.name != "*" and alias.asname is not None:
                         checked[alias.asname] = (statement.module, alias.name)
-    assert checked == asynckubelet._PUBLIC
+    assert checked == tier._PUBLIC
 
 
 def _named_types(hint: Any, found: set[type]) -> None:
@@ -92,16 +109,24 @@ def _public_signature_types(cls: type) -> set[type]:
     return found
 
 
-@pytest.mark.parametrize("name", ["Kubelet", "KubeletConfig", "RuntimeManager", "RuntimeConfig"])
-def test_every_type_in_a_public_signature_is_exported(name: str) -> None:
-    exported = {id(getattr(asynckubelet, n)) for n in asynckubelet.__all__}
-    used = _public_signature_types(getattr(asynckubelet, name))
+@pytest.mark.parametrize(
+    ("tier", "name"),
+    [
+        (asynckubelet.node, "Kubelet"),
+        (asynckubelet.node, "KubeletConfig"),
+        (asynckubelet.runtime, "RuntimeManager"),
+        (asynckubelet.runtime, "RuntimeConfig"),
+    ],
+)
+def test_every_type_in_a_public_signature_is_exported(tier: Any, name: str) -> None:
+    exported = {id(getattr(t, n)) for t in TIERS for n in t.__all__}
+    used = _public_signature_types(getattr(tier, name))
     assert used, "the walk found no types at all"
     assert sorted(t.__qualname__ for t in used if id(t) not in exported) == []
 
 
 def test_the_walk_sees_the_types_of_the_nodes_streams() -> None:
-    used = _public_signature_types(asynckubelet.Kubelet)
+    used = _public_signature_types(asynckubelet.node.Kubelet)
     assert {asynckubelet.PodEvent, asynckubelet.LogLine, asynckubelet.ExecResult} <= used
 
 
@@ -121,7 +146,14 @@ def modules_loaded_by(statement: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "module", ["asynckubelet", "asynckubelet.errors", "asynckubelet.manifests"]
+    "module",
+    [
+        "asynckubelet",
+        "asynckubelet.errors",
+        "asynckubelet.manifests",
+        "asynckubelet.node",
+        "asynckubelet.runtime",
+    ],
 )
 def test_importing_a_light_part_loads_no_docker_netlink_or_http_library(module: str) -> None:
     loaded = modules_loaded_by(f"import {module}")
@@ -130,7 +162,7 @@ def test_importing_a_light_part_loads_no_docker_netlink_or_http_library(module: 
 
 
 def test_using_the_node_loads_the_docker_client_on_first_use() -> None:
-    loaded = modules_loaded_by("import asynckubelet\nasynckubelet.Kubelet")
+    loaded = modules_loaded_by("import asynckubelet.node\nasynckubelet.node.Kubelet")
     assert {"aiodocker", "asynckubelet.node.kubelet"} <= loaded
 
 
