@@ -20,20 +20,36 @@ from __future__ import annotations
 
 from asynckubelet import _lazy
 from asynckubelet import errors as _errors
+from asynckubelet._version import __version__ as __version__
 from asynckubelet.errors import *  # noqa: F403
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from asynckubelet.cluster.agent import ClusterConfig as ClusterConfig
     from asynckubelet.docker.types import ExecResult as ExecResult
     from asynckubelet.docker.types import LogLine as LogLine
     from asynckubelet.manifests.loading import Manifests as Manifests
     from asynckubelet.manifests.loading import load_manifests as load_manifests
     from asynckubelet.manifests.loading import load_manifests_text as load_manifests_text
     from asynckubelet.node.events import PodEvent as PodEvent
+    from asynckubelet.node.kubelet import KubeletConfig as KubeletConfig
+    from asynckubelet.nodeapp.config import HTTPEndpoint as HTTPEndpoint
+    from asynckubelet.nodeapp.config import NetworkConfig as NetworkConfig
+    from asynckubelet.nodeapp.config import NodeConfig as NodeConfig
+    from asynckubelet.nodeapp.config import ServicesConfig as ServicesConfig
+    from asynckubelet.nodeapp.node import Node as Node
+    from asynckubelet.workloads.allocation import ServiceRanges as ServiceRanges
 
-__version__ = "0.1.0"
 
 _PUBLIC: dict[str, tuple[str, str]] = {
+    "ClusterConfig": ("asynckubelet.cluster.agent", "ClusterConfig"),
+    "HTTPEndpoint": ("asynckubelet.nodeapp.config", "HTTPEndpoint"),
+    "KubeletConfig": ("asynckubelet.node.kubelet", "KubeletConfig"),
+    "NetworkConfig": ("asynckubelet.nodeapp.config", "NetworkConfig"),
+    "Node": ("asynckubelet.nodeapp.node", "Node"),
+    "NodeConfig": ("asynckubelet.nodeapp.config", "NodeConfig"),
+    "ServiceRanges": ("asynckubelet.workloads.allocation", "ServiceRanges"),
+    "ServicesConfig": ("asynckubelet.nodeapp.config", "ServicesConfig"),
     "ExecResult": ("asynckubelet.docker.types", "ExecResult"),
     "LogLine": ("asynckubelet.docker.types", "LogLine"),
     "Manifests": ("asynckubelet.manifests.loading", "Manifests"),

@@ -22,13 +22,13 @@ import builders
 import pytest
 from lightkube.models.core_v1 import KeyToPath, PodStatus
 
-from asynckubelet import errors
+from asynckubelet import KubeletConfig, errors
 from asynckubelet.cli.logsetup import add_sink
 from asynckubelet.docker import DockerClient
 from asynckubelet.kubectl.describe import describe_pod
 from asynckubelet.kubectl.times import now_utc
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node import Kubelet, KubeletConfig
+from asynckubelet.node import Kubelet
 from asynckubelet.node.runner import pod_context
 from asynckubelet.runtime import env as env_mod
 from asynckubelet.runtime import sync as manager_mod

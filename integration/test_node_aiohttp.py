@@ -13,9 +13,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from asynckubelet import KubeletConfig
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node import Kubelet, KubeletConfig
+from asynckubelet.node import Kubelet
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
 

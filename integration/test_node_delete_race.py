@@ -16,10 +16,10 @@ import builders
 import pytest
 import yaml
 
-from asynckubelet import errors
+from asynckubelet import KubeletConfig, errors
 from asynckubelet.docker import ContainerConfig, DockerClient
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node import Kubelet, KubeletConfig
+from asynckubelet.node import Kubelet
 from asynckubelet.node.foreground import run_pods
 from asynckubelet.node.runner import RunOptions
 from asynckubelet.runtime import naming

@@ -8,10 +8,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from asynckubelet import AsyncKubeletError
+from asynckubelet import AsyncKubeletError, KubeletConfig
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import Manifests, load_manifests_text
-from asynckubelet.node import Kubelet, KubeletConfig
+from asynckubelet.node import Kubelet
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
 from integration.runtime_helpers import finished_syncs

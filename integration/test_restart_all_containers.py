@@ -12,9 +12,10 @@ import anyio
 import pytest
 from lightkube.models.core_v1 import Pod
 
+from asynckubelet import KubeletConfig
 from asynckubelet.docker import DockerClient
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node import Kubelet, KubeletConfig
+from asynckubelet.node import Kubelet
 from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE
 

@@ -19,10 +19,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
+from asynckubelet import KubeletConfig
 from asynckubelet.api import server
 from asynckubelet.api.localapi import create_local_app
 from asynckubelet.cluster import kubeletapi, kubeletauth
-from asynckubelet.node import Kubelet, KubeletConfig, daemon
+from asynckubelet.node import Kubelet, daemon
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio

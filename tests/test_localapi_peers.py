@@ -17,9 +17,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from asynckubelet import peercred
+from asynckubelet import KubeletConfig, peercred
 from asynckubelet.api.localapi import create_local_app
-from asynckubelet.node import Kubelet, KubeletConfig, daemon
+from asynckubelet.node import Kubelet, daemon
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio

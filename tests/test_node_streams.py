@@ -16,11 +16,11 @@ import anyio
 import pytest
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import NotFound, ResyncNeeded
+from asynckubelet import KubeletConfig, NotFound, ResyncNeeded
 from asynckubelet.docker import LogLine
 from asynckubelet.images.build import DEFAULT_PAUSE_TAG
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.node import Kubelet, KubeletConfig
+from asynckubelet.node import Kubelet
 from asynckubelet.runtime import naming
 from asynckubelet.testing import FakeContainer, FakeDocker
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
 import inspect
 import json
 import os
@@ -92,10 +93,30 @@ def _named_types(hint: Any, found: set[type]) -> None:
         found.add(hint)
 
 
+def _type_checking_names(module_name: str) -> dict[str, Any]:
+    """The names a module imports for type checkers only (under ``if TYPE_CHECKING:``), which
+    its annotations use but its run time never binds."""
+    module = sys.modules[module_name]
+    tree = ast.parse(inspect.getsource(module))
+    names: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module:
+                    imported = importlib.import_module(statement.module)
+                    for alias in statement.names:
+                        names[alias.asname or alias.name] = getattr(imported, alias.name)
+    return names
+
+
+def _hints(owner: Any, module_name: str) -> dict[str, Any]:
+    return typing.get_type_hints(owner, localns=_type_checking_names(module_name))
+
+
 def _public_signature_types(cls: type) -> set[type]:
     found: set[type] = set()
     if dataclasses.is_dataclass(cls):
-        for hint in typing.get_type_hints(cls).values():
+        for hint in _hints(cls, cls.__module__).values():
             _named_types(hint, found)
     for name, member in inspect.getmembers(cls):
         if name.startswith("_") and name != "__init__":
@@ -104,7 +125,7 @@ def _public_signature_types(cls: type) -> set[type]:
             member = member.fget
         if not inspect.isfunction(member):
             continue
-        for hint in typing.get_type_hints(member).values():
+        for hint in _hints(member, member.__module__).values():
             _named_types(hint, found)
     return found
 
@@ -112,8 +133,10 @@ def _public_signature_types(cls: type) -> set[type]:
 @pytest.mark.parametrize(
     ("tier", "name"),
     [
+        (asynckubelet, "Node"),
+        (asynckubelet, "NodeConfig"),
         (asynckubelet.node, "Kubelet"),
-        (asynckubelet.node, "KubeletConfig"),
+        (asynckubelet, "KubeletConfig"),
         (asynckubelet.runtime, "RuntimeManager"),
         (asynckubelet.runtime, "RuntimeConfig"),
     ],

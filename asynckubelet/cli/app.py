@@ -329,7 +329,7 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
-        from asynckubelet import __version__
+        from asynckubelet._version import __version__
 
         print(f"asynckubelet {__version__}")
         raise typer.Exit(0)

@@ -40,8 +40,9 @@ import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod
 
-from asynckubelet import __version__, errors
+from asynckubelet import errors
 from asynckubelet._logging import logger
+from asynckubelet._version import __version__
 from asynckubelet.cluster import host, nodestatus
 from asynckubelet.cluster.client import KubeClient, check_access
 from asynckubelet.cluster.events import EventReporter, Involved

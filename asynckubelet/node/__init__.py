@@ -16,12 +16,10 @@ if TYPE_CHECKING:
     from asynckubelet.node.admission import NodeResources as NodeResources
     from asynckubelet.node.admission import Taint as Taint
     from asynckubelet.node.kubelet import Kubelet as Kubelet
-    from asynckubelet.node.kubelet import KubeletConfig as KubeletConfig
     from asynckubelet.node.objects import ObjectStore as ObjectStore
 
 _PUBLIC: dict[str, tuple[str, str]] = {
     "Kubelet": ("asynckubelet.node.kubelet", "Kubelet"),
-    "KubeletConfig": ("asynckubelet.node.kubelet", "KubeletConfig"),
     "NodeInfo": ("asynckubelet.node.admission", "NodeInfo"),
     "NodeResources": ("asynckubelet.node.admission", "NodeResources"),
     "ObjectStore": ("asynckubelet.node.objects", "ObjectStore"),

@@ -370,7 +370,7 @@ def published_info(
 ) -> DaemonInfo:
     """What a node publishes in ``node.json``: its effective configuration (``pod_cidr``:
     the one the cluster assigned, else the network's)."""
-    from asynckubelet import __version__
+    from asynckubelet._version import __version__
     from asynckubelet.node.daemon import DaemonInfo
 
     if pod_cidr is None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from asynckubelet.runtime.env import PodContext as PodContext
     from asynckubelet.runtime.events import EventSink as EventSink
     from asynckubelet.runtime.hooks import HookTarget as HookTarget
+    from asynckubelet.runtime.images import PullListener as PullListener
     from asynckubelet.runtime.manager import RuntimeManager as RuntimeManager
     from asynckubelet.runtime.metrics import RuntimeMetrics as RuntimeMetrics
     from asynckubelet.runtime.poddns import DNSSettings as DNSSettings
@@ -48,6 +49,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "HookTarget": ("asynckubelet.runtime.hooks", "HookTarget"),
     "NetworkPlugin": ("asynckubelet.network", "NetworkPlugin"),
     "PodContext": ("asynckubelet.runtime.env", "PodContext"),
+    "PullListener": ("asynckubelet.runtime.images", "PullListener"),
     "PodRuntimeStatus": ("asynckubelet.runtime.types", "PodRuntimeStatus"),
     "PodSyncResult": ("asynckubelet.runtime.results", "PodSyncResult"),
     "ProbeResult": ("asynckubelet.runtime.probes", "ProbeResult"),

@@ -11,7 +11,7 @@ from asynckubelet.cli.output import command, out
 @command()
 def version(*, node: NodeRef, log: LogOptions) -> None:
     """Print the client's version, and the node daemon's (`serve`) when one answers."""
-    from asynckubelet import __version__
+    from asynckubelet._version import __version__
     from asynckubelet.errors import DaemonError
 
     out.print(f"Client Version: v{__version__}", markup=False)
