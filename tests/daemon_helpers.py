@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import pytest
 from anyio.abc import TaskStatus
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from typer.testing import CliRunner
@@ -87,3 +88,25 @@ def invoke(
         app, [*args], input=stdin, env={"ASYNCKUBELET_STATE_DIR": str(state), **(env or {})}
     )
     return result.exit_code, result.stdout, result.stderr
+
+
+def cluster_serve(
+    monkeypatch: pytest.MonkeyPatch, state: Path, *args: str
+) -> tuple[int, str, KubeletConfig | None]:
+    """``serve --kubeconfig ... ARGS`` up to the point where the node would join: its exit
+    code, its output and the kubelet configuration it would join with (None when the
+    command stopped before)."""
+    from asynckubelet.cli import cluster_mode, provision
+
+    handed: list[KubeletConfig] = []
+    monkeypatch.setattr(provision, "ensure_engine", lambda *args, **kwargs: None)
+    monkeypatch.setattr(
+        cluster_mode, "serve_cluster", lambda kubelet, *rest: handed.append(kubelet)
+    )
+    kubeconfig = state / "node.kubeconfig"
+    result = CliRunner().invoke(
+        app,
+        ["serve", "--kubeconfig", str(kubeconfig), "--nice", "0", *args],
+        env={"ASYNCKUBELET_STATE_DIR": str(state)},
+    )
+    return result.exit_code, result.output, handed[0] if handed else None

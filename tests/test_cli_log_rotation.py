@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from daemon_helpers import cluster_serve
 from typer.testing import CliRunner
 
 from asynckubelet.cli import provision
@@ -96,15 +97,17 @@ def test_the_runtime_configuration_of_run_takes_the_log_limits() -> None:
     assert (default.container_log_max_size, default.container_log_max_files) == ("10Mi", 5)
 
 
-def test_the_cluster_runner_takes_the_log_limits(tmp_path: Path) -> None:
-    from asynckubelet.cluster.__main__ import configs, parser
-
-    base = ["--kubeconfig", str(tmp_path / "node.kubeconfig")]
+def test_serve_in_cluster_mode_takes_the_log_limits(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     limits = ["--container-log-max-size", "1Mi", "--container-log-max-files", "4"]
-    _, kubelet = configs(parser().parse_args([*base, *limits]))
+    code, output, kubelet = cluster_serve(monkeypatch, tmp_path, *limits)
+    assert code == 0, output
+    assert kubelet is not None
     assert (kubelet.container_log_max_size, kubelet.container_log_max_files) == ("1Mi", 4)
-    _, kubelet = configs(parser().parse_args(base))
+    code, output, kubelet = cluster_serve(monkeypatch, tmp_path)
+    assert kubelet is not None
     assert (kubelet.container_log_max_size, kubelet.container_log_max_files) == ("10Mi", 5)
-    with pytest.raises(SystemExit) as refused:
-        configs(parser().parse_args([*base, "--container-log-max-files", "1"]))
-    assert refused.value.code == 2
+    code, output, kubelet = cluster_serve(monkeypatch, tmp_path, "--container-log-max-files", "1")
+    assert code == 2
+    assert kubelet is None

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from daemon_helpers import invoke
 
 from asynckubelet import errors
-from asynckubelet.cluster.__main__ import main
 from asynckubelet.cluster.client import KubeClient, load_kubeconfig
 
 # A CA certificate is enough for the client to build its TLS context; it is never used.
@@ -109,33 +109,39 @@ def test_a_token_kubeconfig_loads(tmp_path: Path) -> None:
     assert single.cluster.server == "https://127.0.0.1:1"
 
 
-def test_the_runner_prints_one_error_line_and_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def no_engine_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` makes sure of its engine first; these tests end before the node needs it."""
+    from asynckubelet.cli import provision
+
+    monkeypatch.setattr(provision, "ensure_engine", lambda *args, **kwargs: None)
+
+
+@pytest.mark.usefixtures("no_engine_start")
+def test_serve_in_cluster_mode_prints_one_error_line_and_exits_2(tmp_path: Path) -> None:
     missing = tmp_path / "gone.kubeconfig"
-    assert main(["--kubeconfig", str(missing), "--node-name", "n1"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: kubeconfig {missing}: no such file"]
+    code, _, err = invoke(
+        tmp_path, "serve", "--kubeconfig", str(missing), "--node-name", "n1", "--nice", "0"
+    )
+    assert code == 2
+    assert err.strip().splitlines() == [f"error: kubeconfig {missing}: no such file"]
 
 
-def test_the_runner_refuses_labels_a_kubelet_may_not_set(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.mark.usefixtures("no_engine_start")
+def test_serve_in_cluster_mode_refuses_labels_a_kubelet_may_not_set(tmp_path: Path) -> None:
     path = write(tmp_path, kubeconfig())
-    with pytest.raises(SystemExit) as caught:
-        main(["--kubeconfig", str(path), "--node-labels", "node-role.kubernetes.io/x=y"])
-    assert caught.value.code == 2
-    assert capsys.readouterr().err.strip() == (
+    code, _, err = invoke(
+        tmp_path,
+        "serve",
+        "--kubeconfig",
+        str(path),
+        "--node-labels",
+        "node-role.kubernetes.io/x=y",
+        "--nice",
+        "0",
+    )
+    assert code == 2
+    assert err.strip() == (
         "error: unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: "
         "node-role.kubernetes.io/x"
     )
-
-
-def test_the_runner_needs_a_kubeconfig(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.delenv("ASYNCKUBELET_KUBECONFIG", raising=False)
-    with pytest.raises(SystemExit) as caught:
-        main(["--node-name", "n1"])
-    assert caught.value.code == 2
-    assert "--kubeconfig (or ASYNCKUBELET_KUBECONFIG) is required" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from daemon_helpers import IMAGES
+from daemon_helpers import IMAGES, cluster_serve
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.manifests import load_manifests_text
@@ -224,14 +224,16 @@ async def test_a_runtime_with_no_limit_creates_every_sandbox_at_once() -> None:
     assert len(docker.containers) == 15
 
 
-def test_the_cluster_runner_takes_the_limit_of_parallel_starts(tmp_path: Path) -> None:
-    from asynckubelet.cluster.__main__ import configs, parser
-
-    base = ["--kubeconfig", str(tmp_path / "node.kubeconfig")]
-    _, kubelet = configs(parser().parse_args([*base, "--max-parallel-starts", "4"]))
+def test_serve_in_cluster_mode_takes_the_limit_of_parallel_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    code, output, kubelet = cluster_serve(monkeypatch, tmp_path, "--max-parallel-starts", "4")
+    assert code == 0, output
+    assert kubelet is not None
     assert kubelet.max_parallel_starts == 4
-    _, kubelet = configs(parser().parse_args(base))
+    code, output, kubelet = cluster_serve(monkeypatch, tmp_path)
+    assert kubelet is not None
     assert kubelet.max_parallel_starts == gate.default_parallel_starts()
-    with pytest.raises(SystemExit) as refused:
-        configs(parser().parse_args([*base, "--max-parallel-starts", "-2"]))
-    assert refused.value.code == 2
+    code, output, kubelet = cluster_serve(monkeypatch, tmp_path, "--max-parallel-starts", "-2")
+    assert code == 2
+    assert kubelet is None

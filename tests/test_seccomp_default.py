@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import IMAGES
+from daemon_helpers import IMAGES, cluster_serve
 from lightkube.models.core_v1 import Pod
 from typer.testing import CliRunner
 
@@ -134,13 +134,12 @@ def test_serve_hands_its_seccomp_default_to_the_node(
 
 
 @pytest.mark.parametrize(("args", "expected"), [([], True), (["--no-seccomp-default"], False)])
-def test_the_cluster_runner_takes_the_seccomp_default(
-    tmp_path: Path, args: list[str], expected: bool
+def test_serve_in_cluster_mode_takes_the_seccomp_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str], expected: bool
 ) -> None:
-    from asynckubelet.cluster.__main__ import configs, parser
-
-    base = ["--kubeconfig", str(tmp_path / "node.kubeconfig")]
-    _, kubelet = configs(parser().parse_args([*base, *args]))
+    code, output, kubelet = cluster_serve(monkeypatch, tmp_path, *args)
+    assert code == 0, output
+    assert kubelet is not None
     assert kubelet.seccomp_default is expected
 
 

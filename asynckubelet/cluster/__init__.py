@@ -1,7 +1,8 @@
 """Cluster node mode: join a Kubernetes API server as a node and run the pods it binds here.
 
 :func:`run_cluster_node` is the entry point (see :mod:`asynckubelet.cluster.agent`);
-``python -m asynckubelet.cluster`` runs it from the command line. This package is the only
+:class:`asynckubelet.Node` runs it when its configuration names a cluster, as
+``asynckubelet serve --kubeconfig`` does. This package is the only
 code that talks to an API server, and :mod:`asynckubelet.cluster.client` the only module
 that imports lightkube's client. The names below are imported on first use: a local
 ``serve`` reads the node's own facts from :mod:`asynckubelet.cluster.host` without loading
