@@ -88,6 +88,11 @@ class KubeletConfig:
     """Give containers without a seccomp profile ``RuntimeDefault``, the engine's default
     profile (the kubelet's ``--seccomp-default``, on here by default: a plain ``docker run``
     is filtered too); False: ``Unconfined``, as a kubelet without the flag."""
+    exit_when_terminal: bool = False
+    """A pod's worker ends, its pod stopped and removed, once the pod's phase is terminal,
+    as a foreground ``run`` wants (the pod's last status stays readable); False: the node
+    agent's way, where a terminal pod stays listed, its containers kept for their logs,
+    until it is deleted (:class:`~asynckubelet.node.worker_state.WorkerPolicy`)."""
 
 
 __all__ = ["SHUTDOWN_TIMEOUT", "KubeletConfig"]

@@ -117,10 +117,13 @@ class Kubelet(PodReads):
         objects: ObjectStore | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
-        self._worker_policy = WorkerPolicy(
-            exit_when_terminal=False, own_events=False, resync_interval=self.config.resync_period
+        self.worker_policy = WorkerPolicy(
+            exit_when_terminal=self.config.exit_when_terminal,
+            own_events=False,
+            resync_interval=self.config.resync_period,
         )
-        """The node's pods stay listed once terminal and are woken by the PLEG."""
+        """How the node's pod workers run: woken by the PLEG, ended once their pod is
+        terminal only when :attr:`KubeletConfig.exit_when_terminal` asks it."""
         self.objects = objects if objects is not None else ObjectStore(persistent_source=API_SOURCE)
         """Namespaces, ConfigMaps, Secrets and applied Pods: what every pod of a namespace
         may refer to, whichever source brought it (kept across restarts when the store
@@ -584,7 +587,7 @@ class Kubelet(PodReads):
         worker = PodWorker(
             self.runtime,
             pod,
-            policy=self._worker_policy,
+            policy=self.worker_policy,
             on_status=self._on_status,
             options=options,
             host_ips=self.config.host_ips,

@@ -103,7 +103,8 @@ class NodeConfig:
 
     kubelet: KubeletConfig = field(default_factory=KubeletConfig)
     """The kubelet: node name, engine, pod security, DNS, state and manifest directories,
-    what happens to the pods on exit (``leave_running``, ``shutdown_timeout``)."""
+    what happens to the pods on exit (``leave_running``, ``shutdown_timeout``), whether a pod's
+    worker ends once its pod is terminal (``exit_when_terminal``, a foreground run's way)."""
     network: NetworkConfig | None = None
     """The pod network; None: the kubelet's default (the engine's own networking)."""
     controllers: bool = True
