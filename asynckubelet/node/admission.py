@@ -69,6 +69,7 @@ __all__ = [
     "Rejection",
     "Taint",
     "admit",
+    "admit_together",
     "host_port_in_use",
     "host_resources",
     "parse_labels",
@@ -304,6 +305,23 @@ class NodeAdmitter:
             static=static,
             ignore_unadvertised_extended=self.ignore_unadvertised_extended,
         )
+
+
+def admit_together(
+    admitter: NodeAdmitter, pods: Iterable[Pod], *, admitted: Iterable[Pod] = ()
+) -> list[tuple[Pod, Rejection]]:
+    """Admission of pods that start together or not at all (a foreground run's): each is
+    admitted over ``admitted`` and the pods before it that were taken. The pods refused,
+    each with why; empty when the node takes them all."""
+    taken = list(admitted)
+    refused = []
+    for pod in pods:
+        rejection = admitter.admit(pod, admitted=taken)
+        if rejection is None:
+            taken.append(pod)
+        else:
+            refused.append((pod, rejection))
+    return refused
 
 
 def _predicate(name: str) -> Rejection:

@@ -155,28 +155,22 @@ def run(
 
 
 def _admit(pods: Sequence[Pod], node: NodeInfo, running: Sequence[Pod]) -> None:
-    """Admit the pods as a kubelet admits them, each over the ``running`` pods (the node
+    """The node's admission of the pods, all or none, over the ``running`` pods (the node
     daemon's; the engine's port holders too once the engine is asked, see
-    :meth:`_Session.run`) and the pods before it; a pod the node cannot take ends the run
-    before anything starts."""
-    from asynckubelet.node.admission import NodeAdmitter, host_port_in_use
+    :meth:`_Session.run`): each pod refused is shown and the run ends before anything
+    starts."""
+    from asynckubelet.node.admission import NodeAdmitter, admit_together, host_port_in_use
     from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX
 
     admitter = NodeAdmitter(node=node, host_port_in_use=host_port_in_use)
-    admitted = list(running)
-    rejected = False
-    for pod in pods:
-        rejection = admitter.admit(pod, admitted=admitted)
-        if rejection is None:
-            admitted.append(pod)
-            continue
-        rejected = True
+    refused = admit_together(admitter, pods, admitted=running)
+    for pod, rejection in refused:
         name = pod.metadata.name if pod.metadata else ""
         err.print(
             f"[red]pod/{escape(name or '')}: {escape(rejection.reason)}: "
             f"{escape(REJECTED_MESSAGE_PREFIX + rejection.message)}[/red]"
         )
-    if rejected:
+    if refused:
         raise typer.Exit(1)
 
 
