@@ -67,9 +67,9 @@ if TYPE_CHECKING:
 
     from asynckubelet.api.client import NodeClient
     from asynckubelet.cli.progress import PullDisplay
-    from asynckubelet.docker import DockerAPI, LogLine
+    from asynckubelet.docker import LogLine
     from asynckubelet.manifests import Manifests
-    from asynckubelet.node.admission import NodeInfo
+    from asynckubelet.node.admission import HostPort, NodeInfo
     from asynckubelet.node.failures import Failure, FailureWatch
     from asynckubelet.node.runner import PodOutcome, RunOptions
     from asynckubelet.node.volumes import VolumeManager
@@ -136,7 +136,7 @@ def run(
         pulls=PullDisplay(console=made(err) if live else err, live=live),
         pull_timeout=pull_timeout,
         config_timeout=config_timeout,
-        admit=lambda holders: _admit(manifests.pods, node_info, [*node_pods, *holders]),
+        admit=lambda held: _admit(manifests.pods, node_info, node_pods, held_ports=held),
     )
     session.renderer = _Renderer(color=color and is_terminal(out))
     out.on_closed = session.stdout_closed
@@ -154,15 +154,22 @@ def run(
     raise typer.Exit(next((c for c in codes if c), 0))
 
 
-def _admit(pods: Sequence[Pod], node: NodeInfo, running: Sequence[Pod]) -> None:
+def _admit(
+    pods: Sequence[Pod],
+    node: NodeInfo,
+    running: Sequence[Pod],
+    held_ports: Sequence[HostPort] = (),
+) -> None:
     """The node's admission of the pods, all or none, over the ``running`` pods (the node
-    daemon's; the engine's port holders too once the engine is asked, see
-    :meth:`_Session.run`): each pod refused is shown and the run ends before anything
-    starts."""
+    daemon's) and the host ports ``held_ports`` that the engine's containers hold (known
+    once the engine is asked, see :meth:`_Session.run`): each pod refused is shown and the
+    run ends before anything starts."""
     from asynckubelet.node.admission import NodeAdmitter, admit_together, host_port_in_use
     from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX
 
-    admitter = NodeAdmitter(node=node, host_port_in_use=host_port_in_use)
+    admitter = NodeAdmitter(
+        node=node, host_port_in_use=host_port_in_use, held_ports=lambda: held_ports
+    )
     refused = admit_together(admitter, pods, admitted=running)
     for pod, rejection in refused:
         name = pod.metadata.name if pod.metadata else ""
@@ -183,20 +190,6 @@ def _node_pods(daemon: NodeClient | None) -> list[Pod]:
         return []
     pods = [as_pod(p) for p in daemon.pods()]
     return [p for p in pods if p.status is None or p.status.phase not in TERMINAL_PHASES]
-
-
-async def _engine_port_holders(docker: DockerAPI) -> list[Pod]:
-    """The pods whose containers run on the engine, as far as their host ports go: another
-    ``run``'s pods (or another node's) forward their hostPorts with firewall rules, which
-    no probe of the host's sockets sees. None when the engine cannot list them."""
-    from asynckubelet import errors
-    from asynckubelet.node.engine_ports import list_port_holders, port_holders
-
-    try:
-        rows = await list_port_holders(docker)
-    except errors.DockerError:
-        return []
-    return port_holders(rows)
 
 
 def _run_workloads(
@@ -341,14 +334,15 @@ class _Session:
     """Set by the second signal: the pods' workers SIGKILL their containers."""
     output_closed: anyio.Event | None = None
     watches: dict[str, FailureWatch] = dataclasses.field(default_factory=dict)
-    admit: Callable[[Sequence[Pod]], None] | None = None
-    """Admits the pods again over the engine's port holders (the ones it lists), once the
+    admit: Callable[[Sequence[HostPort]], None] | None = None
+    """Admits the pods again over the host ports the engine's containers hold, once the
     engine answers, before anything of theirs is made; raises to end the run."""
 
     async def run(self, pods: Sequence[Pod]) -> list[PodOutcome]:
         from asynckubelet import errors
         from asynckubelet.cli.provision import announce
         from asynckubelet.network import StartingPlugin
+        from asynckubelet.node.engine_ports import EnginePorts
         from asynckubelet.node.foreground import run_pods
         from asynckubelet.runtime.manager import RuntimeManager
 
@@ -368,7 +362,11 @@ class _Session:
                     "(`asynckubelet engine start` starts one)"
                 )
             if self.admit is not None:
-                self.admit(await _engine_port_holders(rm.docker))
+                held = EnginePorts(
+                    rm.docker, node_name=self.config.node_name, owner=self.config.owner
+                )
+                await held.refresh()
+                self.admit(held.ports)
             await rm.pause_image()
             rm.network = network = StartingPlugin(
                 self.node.network_plugin(rm.docker, node_name=self.config.node_name)
