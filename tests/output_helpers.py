@@ -13,9 +13,9 @@ RENDERER = (
     "from lightkube.models.core_v1 import Pod\n"
     "from lightkube.models.meta_v1 import ObjectMeta\n"
     "from asynckubelet.cli import output\n"
-    "from asynckubelet.cli.commands import run\n"
+    "from asynckubelet.cli import renderer as renderer_mod\n"
     "from asynckubelet.docker import LogLine\n"
-    "renderer = run._Renderer(color=output.is_terminal(output.out))\n"
+    "renderer = renderer_mod.PodRenderer(color=output.is_terminal(output.out))\n"
     "pod = Pod(metadata=ObjectMeta(name='web', namespace='default'))\n"
 )
 """A child's start: ``run``'s renderer as the command makes it, and a pod ``web``."""

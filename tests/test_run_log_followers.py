@@ -15,6 +15,7 @@ from worker_helpers import FakeRuntime, pod_status, worker_pod
 
 from asynckubelet.cli import output
 from asynckubelet.cli.commands import run as run_command
+from asynckubelet.cli.renderer import PodRenderer
 from asynckubelet.docker import LogLine
 from asynckubelet.node.foreground import run_pods
 from asynckubelet.node.runner import PodWorker
@@ -207,7 +208,7 @@ def test_the_renderer_drops_pod_output_unformatted_once_stdout_is_closed(
 ) -> None:
     printed: list[str] = []
     monkeypatch.setattr(output.out, "print", lambda text, **_: printed.append(text))
-    renderer = run_command._Renderer(color=True)
+    renderer = PodRenderer(color=True)
     line = LogLine(stream="stdout", text="[bold]hello[/bold]")
     renderer.log(worker_pod("many"), "app", line)
     renderer.closed = True

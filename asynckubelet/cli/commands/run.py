@@ -48,26 +48,23 @@ from asynckubelet.cli.options import (
 )
 from asynckubelet.cli.output import (
     command,
-    end_open_line,
     err,
     escape,
     fail,
-    hold_open,
     is_terminal,
     line,
     made,
-    open_line,
     out,
     run_async,
     warn,
 )
+from asynckubelet.cli.renderer import PodRenderer
 
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
 
     from asynckubelet.api.client import NodeClient
     from asynckubelet.cli.progress import PullDisplay
-    from asynckubelet.docker import LogLine
     from asynckubelet.manifests import Manifests
     from asynckubelet.node.admission import HostPort, NodeInfo
     from asynckubelet.node.failures import Failure, FailureWatch
@@ -75,7 +72,6 @@ if TYPE_CHECKING:
     from asynckubelet.node.volumes import VolumeManager
     from asynckubelet.runtime.manager import RuntimeConfig
 
-COLORS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
 DEFAULT_PULL_TIMEOUT = 300.0
 DEFAULT_CONFIG_TIMEOUT = 5.0
 """Seconds, for ``run``: nothing can apply a missing ConfigMap during a run."""
@@ -138,7 +134,7 @@ def run(
         config_timeout=config_timeout,
         admit=lambda held: _admit(manifests.pods, node_info, node_pods, held_ports=held),
     )
-    session.renderer = _Renderer(color=color and is_terminal(out))
+    session.renderer = PodRenderer(color=color and is_terminal(out))
     out.on_closed = session.stdout_closed
     with session.pulls:
         outcomes = run_async(session.run, manifests.pods)
@@ -201,7 +197,7 @@ def _run_workloads(
     from asynckubelet.cli.provision import ensure_engine
 
     ensure_engine(node.docker_host)
-    renderer = _Renderer(color=color and is_terminal(out))
+    renderer = PodRenderer(color=color and is_terminal(out))
     code = run_async(
         functools.partial(
             run_with_controllers, manifests, node=node, renderer=renderer, grace_period=grace_period
@@ -325,7 +321,7 @@ class _Session:
     pulls: PullDisplay
     pull_timeout: float = DEFAULT_PULL_TIMEOUT
     config_timeout: float = DEFAULT_CONFIG_TIMEOUT
-    renderer: _Renderer = dataclasses.field(default_factory=lambda: _Renderer(color=False))
+    renderer: PodRenderer = dataclasses.field(default_factory=lambda: PodRenderer(color=False))
     signals: list[int] = dataclasses.field(default_factory=list)
     failures: list[tuple[str, Failure]] = dataclasses.field(default_factory=list)
     closed_stdout: bool = False
@@ -501,62 +497,3 @@ class _Countdown:
             err.file.write("\n")
             err.file.flush()
             self._shown = False
-
-
-class _Renderer:
-    """Prefixes pod output and reports status changes, waiting reasons with their messages
-    among them. Once :attr:`closed`, pod output is dropped unformatted."""
-
-    def __init__(self, *, color: bool) -> None:
-        self.color = color
-        self.closed = False
-        """Stdout is closed: nobody reads the pods' output any more."""
-        self.colors: dict[str, str] = {}
-        self.last: dict[str, str] = {}
-
-    def log(self, pod: Pod, container: str, output: LogLine) -> None:
-        """One line of a container's output after its ``pod/container | `` prefix; a
-        piece of a longer line (``newline=False``) leaves the printed line open, and the
-        next piece of the same container's stream goes on with it, as ``kubectl logs
-        --prefix`` and ``docker compose`` print a long line once with one prefix. A line
-        printed by anyone else in between ends it first: the rest then starts a line of
-        its own, with the prefix."""
-        if self.closed:
-            return
-        console = out if output.stream == "stdout" else err
-        name = f"{pod.metadata.name if pod.metadata else ''}/{container}"
-        key = (name, output.stream)
-        end = "\n" if output.newline else ""
-        if open_line() == key:
-            line(console, output.text, end=end, owner=key)
-            return
-        color = self.colors.setdefault(name, COLORS[len(self.colors) % len(COLORS)])
-        if not self.color:
-            line(console, f"{name} | {output.text}", end=end, owner=key)
-            return
-        from rich.text import Text
-
-        end_open_line()
-        # The pod's text as it is: never read as markup.
-        console.print(Text.assemble((name, color), " | ", output.text), highlight=False, end=end)
-        if not output.newline:
-            hold_open(key, console)
-
-    def status(self, pod: Pod, status: PodStatus) -> None:
-        from asynckubelet.node.printpod import kubectl_status
-
-        assert pod.metadata is not None  # noqa: S101  (type narrowing: a running pod has metadata)
-        name = pod.metadata.name or ""
-        key = f"{pod.metadata.namespace}/{name}"
-        shown = kubectl_status(pod, status)
-        if self.last.get(key) != shown:
-            self.last[key] = shown
-            line(err, f"pod/{name}: {shown}", style="dim")
-        for c in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
-            waiting = c.state.waiting if c.state is not None else None
-            if waiting is None or not waiting.reason or not waiting.message:
-                continue
-            text = f"pod/{name}/{c.name}: {waiting.reason}: {waiting.message}"
-            if self.last.get(f"{key}/{c.name}") != text:
-                self.last[f"{key}/{c.name}"] = text
-                line(err, text, style="dim")

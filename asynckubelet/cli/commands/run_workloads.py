@@ -28,8 +28,8 @@ from asynckubelet.cli.output import err, line
 if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod
 
-    from asynckubelet.cli.commands.run import _Renderer
     from asynckubelet.cli.options import NodeOptions
+    from asynckubelet.cli.renderer import PodRenderer
     from asynckubelet.manifests import Manifests
     from asynckubelet.node.kubelet import Kubelet
 
@@ -43,7 +43,7 @@ async def run_with_controllers(
     manifests: Manifests,
     *,
     node: NodeOptions,
-    renderer: _Renderer,
+    renderer: PodRenderer,
     grace_period: float | None,
 ) -> int:
     """Run ``manifests`` on an in-process node with controllers; the exit code."""
@@ -175,7 +175,7 @@ def _failed_pods(kubelet: Kubelet, namespace: str, job: str) -> list[Pod]:
 
 
 async def _follow(
-    kubelet: Kubelet, renderer: _Renderer, tg: anyio.abc.TaskGroup, done: anyio.Event
+    kubelet: Kubelet, renderer: PodRenderer, tg: anyio.abc.TaskGroup, done: anyio.Event
 ) -> None:
     """Show every pod's status changes and stream each container's output once it has
     started (each pod a Job makes, retries included)."""
@@ -207,7 +207,7 @@ async def _follow(
                 return
 
 
-async def _stream(kubelet: Kubelet, renderer: _Renderer, pod: Pod, container: str) -> None:
+async def _stream(kubelet: Kubelet, renderer: PodRenderer, pod: Pod, container: str) -> None:
     from asynckubelet import errors
 
     assert pod.metadata is not None  # noqa: S101  (type narrowing: a pod the node runs has metadata)
