@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asynckubelet.manifests import Level
 from asynckubelet.node.admission import NodeInfo
@@ -15,6 +16,9 @@ from asynckubelet.node.tokens import DEFAULT_ISSUER
 from asynckubelet.runtime.gate import default_parallel_starts
 from asynckubelet.runtime.logrotation import DEFAULT_MAX_FILES, DEFAULT_MAX_SIZE
 from asynckubelet.runtime.poddns import DNSSettings
+
+if TYPE_CHECKING:
+    from asynckubelet.runtime.config import RuntimeConfig
 
 SHUTDOWN_TIMEOUT = 60.0
 """Seconds the node gives its pods to stop gracefully on exit, by default."""
@@ -93,6 +97,22 @@ class KubeletConfig:
     as a foreground ``run`` wants (the pod's last status stays readable); False: the node
     agent's way, where a terminal pod stays listed, its containers kept for their logs,
     until it is deleted (:class:`~asynckubelet.node.worker_state.WorkerPolicy`)."""
+
+    def runtime_config(self) -> RuntimeConfig:
+        """The runtime's share of the configuration."""
+        from asynckubelet.runtime.config import RuntimeConfig
+
+        return RuntimeConfig(
+            node_name=self.node_name,
+            pause_image=self.pause_image,
+            docker_url=self.docker_url,
+            dns=self.dns,
+            owner=self.owner,
+            max_parallel_starts=self.max_parallel_starts,
+            container_log_max_size=self.container_log_max_size,
+            container_log_max_files=self.container_log_max_files,
+            seccomp_default=self.seccomp_default,
+        )
 
 
 __all__ = ["SHUTDOWN_TIMEOUT", "KubeletConfig"]

@@ -27,7 +27,6 @@ abandoned generator.
 
 from __future__ import annotations
 
-import builtins
 import copy
 import dataclasses
 import time
@@ -49,7 +48,7 @@ from asynckubelet import errors, hostfs
 from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
-from asynckubelet.manifests import Manifests, inspect_manifests_text, load_manifests_text
+from asynckubelet.manifests import Manifests, load_manifests_text
 from asynckubelet.network import NetworkPlugin
 from asynckubelet.node import access
 from asynckubelet.node.admission import (
@@ -62,12 +61,13 @@ from asynckubelet.node.admission import (
 from asynckubelet.node.config import KubeletConfig
 from asynckubelet.node.engine_ports import EnginePorts
 from asynckubelet.node.events import EventRecorder
+from asynckubelet.node.housekeeping import Housekeeping
 from asynckubelet.node.metrics import (
     LoopLagMonitor,
     NodeMetrics,
     PodStartupTracker,
 )
-from asynckubelet.node.objects import ObjectStore, persisted_text, read_persisted
+from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
@@ -78,7 +78,7 @@ from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.node.worker_state import Termination, WorkerPolicy
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext, service_environment
-from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.types import PodRuntimeStatus
 from asynckubelet.runtime.volumes import VolumeProvider
 
@@ -104,7 +104,7 @@ def _service_links(pod: Pod) -> bool:
     return not (pod.spec is not None and pod.spec.enableServiceLinks is False)
 
 
-class Kubelet(PodReads):
+class Kubelet(PodReads, Housekeeping):
     """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``."""
 
     def __init__(
@@ -150,24 +150,14 @@ class Kubelet(PodReads):
         """Awaited, in order, before a running pod's containers are stopped for good (a
         Service controller takes the pod out of its endpoints' rules first)."""
         self.metrics = NodeMetrics(
-            running_pods=self._running_pods, running_containers=self._running_containers
+            running_pods=self.status.running_pods, running_containers=self.status.container_states
         )
         self.startup = PodStartupTracker(
             sli=self.metrics.pod_start_sli_duration.observe,
             total=self.metrics.pod_start_total_duration.observe,
         )
         self.runtime = RuntimeManager(
-            RuntimeConfig(
-                node_name=self.config.node_name,
-                pause_image=self.config.pause_image,
-                docker_url=self.config.docker_url,
-                dns=self.config.dns,
-                owner=self.config.owner,
-                max_parallel_starts=self.config.max_parallel_starts,
-                container_log_max_size=self.config.container_log_max_size,
-                container_log_max_files=self.config.container_log_max_files,
-                seccomp_default=self.config.seccomp_default,
-            ),
+            self.config.runtime_config(),
             docker=docker,
             network=network,
             events=self._runtime_event,
@@ -335,35 +325,6 @@ class Kubelet(PodReads):
             reason="FailedValidation",
             message=message,
         )
-
-    def _restore_objects(self) -> None:
-        """Take back the objects a previous run kept (those of the node's API, and those
-        its controllers made), loaded as any manifest is; their pods are wanted again, as
-        their source's, before housekeeping could take them for unwanted."""
-        for source in self.objects.persistent_sources:
-            directory = self.objects.source_directory(source)
-            if directory is None or not directory.is_dir():
-                continue
-            kept = read_persisted(directory)
-            report = inspect_manifests_text(
-                persisted_text(directory),
-                source_name=str(directory),
-                pod_security=self.config.pod_security,
-                allow_namespace_policy=self.config.allow_namespace_policy,
-                node_name=self.node_name,
-                node_labels=self.admitter.node.labels is not None,
-                namespaces=self.objects.namespaces(),
-            )
-            for error in report.errors:
-                logger.warning(
-                    "a kept object was not taken back: {}: {}", error.source, error.field
-                )
-            self.objects.restore(report.manifests, source=source, kept=kept)
-            for pod in report.manifests.pods:
-                self._want(pod, source)
-            self._sources.setdefault(source, set()).update(
-                ctr.pod_identity(p)[2] for p in report.manifests.pods
-            )
 
     # -- desired state --------------------------------------------------------------------
 
@@ -712,66 +673,6 @@ class Kubelet(PodReads):
         else:
             self._maybe_on_docker.add(uid)
             self._housekeeping_wanted.set()
-
-    def _running_pods(self) -> int:
-        count = 0
-        for record in self.status.list():
-            if record.status.phase == "Running" or any(
-                (c.state is not None and c.state.running is not None)
-                for c in record.status.containerStatuses or []
-            ):
-                count += 1
-        return count
-
-    def _running_containers(self) -> dict[str, int]:
-        counts = {"running": 0, "exited": 0, "created": 0, "unknown": 0}
-        for record in self.status.list():
-            for c in [
-                *(record.status.initContainerStatuses or []),
-                *(record.status.containerStatuses or []),
-            ]:
-                if c.state is None:
-                    continue
-                if c.state.running is not None:
-                    counts["running"] += 1
-                elif c.state.terminated is not None:
-                    counts["exited"] += 1
-                else:
-                    counts["created" if c.containerID else "unknown"] += 1
-        return counts
-
-    async def _housekeeping_loop(self) -> None:
-        while True:
-            await anyio.sleep(self.config.housekeeping_period)
-            self._housekeeping_wanted = anyio.Event()
-            await self.engine_ports.refresh()
-            try:
-                await self.housekeeping()
-            except errors.DockerError as e:
-                logger.warning("housekeeping failed: {}", e)
-                continue
-            with anyio.move_on_after(self.config.relist_period):
-                await self._housekeeping_wanted.wait()
-
-    async def housekeeping(self) -> builtins.list[str]:
-        """Kill and remove this node's pods that no source wants; returns their uids."""
-        if self._unready_sources:
-            return []
-        self._saved.clear()
-        self.status.prune()
-        removed = []
-        for uid, (ns, name) in (await self.runtime.list_pod_uids()).items():
-            if uid in self._entries:
-                continue
-            logger.bind(pod=f"{ns}/{name}").info("removing pod {} that is not wanted", uid)
-            runtime = await self.runtime.get_pod_status(uid=uid, name=name, namespace=ns)
-            if uid in self._entries:
-                continue
-            with anyio.CancelScope(shield=True):
-                await self.runtime.kill_pod(None, runtime)
-                await self.runtime.remove_pod(uid=uid)
-            removed.append(uid)
-        return removed
 
 
 __all__ = ["API_SOURCE", "STATE_DIR_MODE", "Kubelet", "KubeletConfig"]

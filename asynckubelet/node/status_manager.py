@@ -124,6 +124,36 @@ class StatusManager:
     def list(self) -> list[PodRecord]:
         return sorted(self._records.values(), key=lambda r: ctr.pod_identity(r.pod)[1::-1])
 
+    def running_pods(self) -> int:
+        """Pods with a running sandbox: Running, or any container running
+        (``kubelet_running_pods``)."""
+        count = 0
+        for record in self.list():
+            if record.status.phase == "Running" or any(
+                (c.state is not None and c.state.running is not None)
+                for c in record.status.containerStatuses or []
+            ):
+                count += 1
+        return count
+
+    def container_states(self) -> dict[str, int]:
+        """The pods' containers by state (``kubelet_running_containers``)."""
+        counts = {"running": 0, "exited": 0, "created": 0, "unknown": 0}
+        for record in self.list():
+            for c in [
+                *(record.status.initContainerStatuses or []),
+                *(record.status.containerStatuses or []),
+            ]:
+                if c.state is None:
+                    continue
+                if c.state.running is not None:
+                    counts["running"] += 1
+                elif c.state.terminated is not None:
+                    counts["exited"] += 1
+                else:
+                    counts["created" if c.containerID else "unknown"] += 1
+        return counts
+
     def set(self, pod: Pod, status: PodStatus) -> PodRecord:
         """Record ``status`` as the pod's latest; a change bumps the version and notifies."""
         uid = ctr.pod_identity(pod)[2]
