@@ -47,8 +47,9 @@ from pyroute2 import AsyncIPRoute
 from asynckubelet.docker import DockerClient
 from asynckubelet.images import build as image_build
 from asynckubelet.network import PodNetworkRequest, PortMapping, off_loop
-from asynckubelet.network.bridge import BridgeConfig, BridgePlugin, _in_netns_here
+from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from asynckubelet.network.cni import CNIConfig, CNIPlugin
+from asynckubelet.network.netlink import _in_netns_here
 from asynckubelet.runtime import naming
 
 PAUSE = image_build.DEFAULT_PAUSE_TAG

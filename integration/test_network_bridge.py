@@ -103,7 +103,7 @@ def _firewall_rules(firewall: str) -> str:
 async def test_a_link_is_found_by_name_and_a_missing_one_is_none() -> None:
     """The veth and bridge lookups ask the kernel for one link by name (a missing one is
     ENODEV, answered as None) rather than dumping every link of a full node."""
-    from asynckubelet.network.bridge import _index
+    from asynckubelet.network.netlink import _index
 
     async with AsyncIPRoute() as ipr:
         assert await _index(ipr, "lo") == 1
