@@ -15,12 +15,12 @@ from asynckubelet.network import PodDNS, PodNetworkRequest, PortMapping
 from asynckubelet.network.cni import (
     PROJECT_CONF_DIR,
     CNIPlugin,
-    capability_args,
     load_config,
     parse_config,
     supports_gc,
 )
 from asynckubelet.network.cniconf import NetworkConfigList
+from asynckubelet.network.cniexec import capability_args
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "cni"

@@ -25,7 +25,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 
 from asynckubelet import errors
 from asynckubelet.network import PodNetworkRequest
-from asynckubelet.network.cni import cni_args
+from asynckubelet.network.cniexec import cni_args
 from asynckubelet.network.firewall import DNAT
 from asynckubelet.network.iptables import IPTables
 from asynckubelet.network.nftables import NFTables

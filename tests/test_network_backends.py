@@ -24,11 +24,10 @@ from asynckubelet.network.cni import (
     PROJECT_CONF_DIR,
     CNIConfig,
     CNIPlugin,
-    _ips,
-    _plugin_error,
     load_config,
     parse_config,
 )
+from asynckubelet.network.cniexec import _ips, _plugin_error
 from asynckubelet.network.dockernet import DockerNetworkPlugin, network_name
 from asynckubelet.network.factory import choose_backend, make_network_plugin
 from asynckubelet.testing import FakeDocker

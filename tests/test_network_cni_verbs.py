@@ -31,14 +31,12 @@ from asynckubelet.network.cni import (
     VALID_ATTACHMENTS,
     CNIConfig,
     CNIPlugin,
-    _run_plugin,
-    capability_args,
     gc_config,
     load_config,
     parse_config,
-    plugin_environment,
     supports_gc,
 )
+from asynckubelet.network.cniexec import _run_plugin, capability_args, plugin_environment
 from asynckubelet.network.factory import engine_key, make_network_plugin
 
 RECORDER = """#!{python}
