@@ -13,12 +13,12 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.manifests import load_manifests_text
+from asynckubelet.node.payloads import volume_payload
 from asynckubelet.node.tokens import TokenRequest
 from asynckubelet.node.volumes import (
     VolumeManager,
     check_host_path,
     prepare_sub_path,
-    volume_payload,
     write_atomic,
 )
 from asynckubelet.runtime.env import PodContext
