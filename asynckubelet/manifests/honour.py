@@ -17,7 +17,7 @@ from lightkube.models.core_v1 import Pod, PodSpec
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import ignored
-from asynckubelet.manifests.validation import VOLUME_TYPES
+from asynckubelet.manifests.volumes import VOLUME_TYPES
 
 __all__ = [
     "HONOURED_CONTAINER_FIELDS",

@@ -30,7 +30,7 @@ from lightkube.models.core_v1 import (
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import workloads
-from asynckubelet.manifests.validation import validate_object_meta
+from asynckubelet.manifests.objectmeta import validate_object_meta
 
 __all__ = [
     "CORE_KINDS",

@@ -32,6 +32,7 @@ from asynckubelet.manifests import (
     defaults,
     honour,
     kinds,
+    objectmeta,
     security,
     service,
     strict,
@@ -556,7 +557,7 @@ class _Loader:
         cm = self._build(ConfigMap, doc, source, prefix)
         if cm is None:
             return
-        errors = validation.validate_object_meta(cm.metadata, namespaced=True)
+        errors = objectmeta.validate_object_meta(cm.metadata, namespaced=True)
         errors += validation.validate_configmap_data(cm.data, cm.binaryData)
         for key, value in (cm.binaryData or {}).items():
             try:
@@ -596,7 +597,7 @@ class _Loader:
         secret = self._build(Secret, doc, source, prefix)
         if secret is None:
             return
-        errors += validation.validate_object_meta(secret.metadata, namespaced=True)
+        errors += objectmeta.validate_object_meta(secret.metadata, namespaced=True)
         errors += validation.validate_secret_data(decoded)
         errors += validation.validate_secret_type(secret.type, decoded)
         for error in errors:
@@ -615,7 +616,7 @@ class _Loader:
         meta = svc.metadata
         errors = [
             e
-            for e in validation.validate_object_meta(meta, namespaced=True)
+            for e in objectmeta.validate_object_meta(meta, namespaced=True)
             if e.field != "metadata.name"
         ]
         errors = service.validate_service_name(meta.name if meta else None) + errors
@@ -632,7 +633,7 @@ class _Loader:
         ns = self._build(Namespace, doc, source, prefix)
         if ns is None:
             return
-        errors = validation.validate_object_meta(ns.metadata, namespaced=False, label_name=True)
+        errors = objectmeta.validate_object_meta(ns.metadata, namespaced=False, label_name=True)
         labels = (ns.metadata.labels if ns.metadata else None) or {}
         level = labels.get(ENFORCE_LABEL)
         path = f"metadata.labels[{ENFORCE_LABEL}]"

@@ -47,11 +47,8 @@ from asynckubelet.manifests.messages import (
     not_supported,
     required,
 )
-from asynckubelet.manifests.validation import (
-    validate_labels,
-    validate_object_meta,
-    validate_pod_template,
-)
+from asynckubelet.manifests.objectmeta import validate_labels, validate_object_meta
+from asynckubelet.manifests.validation import validate_pod_template
 
 __all__ = [
     "CONTROLLER_UID_LABEL",
