@@ -17,7 +17,7 @@ from lightkube.models.core_v1 import Pod
 from asynckubelet.api.inprocess import InProcessNode
 from asynckubelet.cli import fast
 from asynckubelet.manifests import load_manifests_text
-from asynckubelet.manifests.workloads import parse_label_selector
+from asynckubelet.manifests.selectors import parse_label_selector
 from asynckubelet.node.objects import ObjectStore
 
 PODS = """\

@@ -11,12 +11,11 @@ import pytest
 import yaml
 
 from asynckubelet.manifests import inspect_manifests_text
+from asynckubelet.manifests.jobs import prepare_job, validate_job_update
+from asynckubelet.manifests.selectors import selector_matches
 from asynckubelet.manifests.workloads import (
-    prepare_job,
     scaled_value,
-    selector_matches,
     validate_deployment_update,
-    validate_job_update,
     validate_statefulset_update,
 )
 

@@ -18,7 +18,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
-from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
+from asynckubelet.manifests.selectors import parse_label_selector, selector_matches
 from asynckubelet.node import printpod
 from asynckubelet.node.daemon import API_GROUP, DaemonInfo
 from asynckubelet.node.kubelet import Kubelet

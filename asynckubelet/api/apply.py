@@ -28,7 +28,7 @@ from asynckubelet.kubectl import pods as pod_printing
 from asynckubelet.kubectl import resources
 from asynckubelet.manifests import Manifests, inspect_manifests_text
 from asynckubelet.manifests import kinds as kind_table
-from asynckubelet.manifests.workloads import parse_label_selector, selector_matches
+from asynckubelet.manifests.selectors import parse_label_selector, selector_matches
 from asynckubelet.node.daemon import API_GROUP
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet
 from asynckubelet.node.objects import (

@@ -224,7 +224,7 @@ class InProcessNode:
     def _selected_pods(
         self, namespace: str | None, wanted: dict[str, Any] | None
     ) -> builtins.list[Pod]:
-        from asynckubelet.manifests.workloads import selector_matches
+        from asynckubelet.manifests.selectors import selector_matches
         from asynckubelet.runtime import containers as ctr
 
         pods = self._pods()
@@ -243,7 +243,7 @@ class InProcessNode:
     ) -> builtins.list[dict[str, Any]]:
         """Events or the objects the daemon kept, of ``namespace`` (None: of all), by
         namespace and name (events: by when they were last seen)."""
-        from asynckubelet.manifests.workloads import selector_matches
+        from asynckubelet.manifests.selectors import selector_matches
 
         if resource == "endpoints":
             raise errors.DaemonError(
@@ -464,7 +464,7 @@ def _selector(resource: str, selector: str | None) -> dict[str, Any] | None:
     """``selector`` parsed as the daemon parses it; refused as the daemon refuses it."""
     if not selector:
         return None
-    from asynckubelet.manifests.workloads import parse_label_selector
+    from asynckubelet.manifests.selectors import parse_label_selector
 
     try:
         return parse_label_selector(selector)

@@ -135,7 +135,7 @@ def select_pods(
     """The pods ``selector`` matches, the most active first, in kubectl's order
     (``ActivePods`` reversed): on a node, running, ready, ready longest, fewer restarts,
     older."""
-    from asynckubelet.manifests.workloads import selector_matches
+    from asynckubelet.manifests.selectors import selector_matches
 
     if not selector:
         return []

@@ -29,7 +29,7 @@ from lightkube.models.core_v1 import (
 )
 
 from asynckubelet.errors import FieldError
-from asynckubelet.manifests import workloads
+from asynckubelet.manifests import jobs, workloads
 from asynckubelet.manifests.objectmeta import validate_object_meta
 
 __all__ = [
@@ -156,10 +156,10 @@ _TABLE = (
         Job,
         "job",
         "jobs",
-        default=workloads.default_job,
-        validate=workloads.validate_job,
-        validate_update=workloads.validate_job_update,
-        prepare=workloads.prepare_job,
+        default=jobs.default_job,
+        validate=jobs.validate_job,
+        validate_update=jobs.validate_job_update,
+        prepare=jobs.prepare_job,
         controlled=True,
         template_path="spec.template",
     ),

@@ -1,27 +1,26 @@
-"""The API server's defaulting and validation of Deployments, ReplicaSets, StatefulSets
-and Jobs (``pkg/apis/apps``, ``pkg/apis/batch`` and their registry strategies).
+"""The API server's defaulting and validation of Deployments, ReplicaSets and StatefulSets
+(``pkg/apis/apps`` and their registry strategies), and the rules Jobs share with them.
 
 A workload is a promise of pods: a mistake in its pod template would otherwise surface
 later, pod by pod, as events nobody reads. So, as on a cluster, a workload is refused
 whole when its template would make invalid pods, its selector would not select them, or
 an update changes what may not change (``spec.selector: Invalid value: ...: field is
 immutable``), with the API server's field paths and words. Defaulting fills what ``kubectl
-get -o yaml`` shows (``replicas: 1``, ``maxSurge: 25%``, ``backoffLimit: 6``...), the pod
-template getting the defaults of the pods it makes.
+get -o yaml`` shows (``replicas: 1``, ``maxSurge: 25%``...), the pod template getting the
+defaults of the pods it makes; fields a single node does not carry out (persistent volume
+claim templates) are refused by name rather than ignored.
 
-A Job's selector and its pods' ``controller-uid`` labels are made from the Job's UID when
-it is stored (:func:`prepare_job`), as the Job strategy does before validating; fields a
-single node does not carry out (indexed completion, pod failure and success policies,
-persistent volume claim templates) are refused by name rather than ignored.
+Mirrors ``pkg/apis/apps/v1/defaults.go`` and ``pkg/apis/apps/validation/validation.go``;
+Jobs are :mod:`~asynckubelet.manifests.jobs`', label selectors
+:mod:`~asynckubelet.manifests.selectors`'.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any
 
 from lightkube.models.apps_v1 import (
     Deployment,
@@ -30,56 +29,36 @@ from lightkube.models.apps_v1 import (
     StatefulSetPersistentVolumeClaimRetentionPolicy,
     StatefulSetUpdateStrategy,
 )
-from lightkube.models.batch_v1 import Job
 from lightkube.models.core_v1 import PodTemplateSpec
 from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import defaults
-from asynckubelet.manifests.messages import (
-    GoValue,
-    forbidden,
-    go_map,
-    go_quote,
-    invalid,
-    is_qualified_name,
-    is_valid_label_value,
-    not_supported,
-    required,
+from asynckubelet.manifests.messages import forbidden, go_map, invalid, not_supported, required
+from asynckubelet.manifests.objectmeta import validate_object_meta
+from asynckubelet.manifests.selectors import (
+    _selector_dict,
+    _selector_valid,
+    go_label_selector,
+    selector_matches,
+    validate_label_selector,
 )
-from asynckubelet.manifests.objectmeta import validate_labels, validate_object_meta
 from asynckubelet.manifests.validation import validate_pod_template
 
 __all__ = [
-    "CONTROLLER_UID_LABEL",
-    "JOB_NAME_LABEL",
-    "LEGACY_CONTROLLER_UID_LABEL",
-    "LEGACY_JOB_NAME_LABEL",
     "default_deployment",
-    "default_job",
     "default_namespace",
     "default_replicaset",
     "default_statefulset",
-    "go_label_selector",
-    "parse_label_selector",
-    "prepare_job",
     "scaled_value",
-    "selector_matches",
     "validate_deployment",
     "validate_deployment_update",
-    "validate_job",
-    "validate_job_update",
-    "validate_label_selector",
     "validate_replicaset",
     "validate_replicaset_update",
     "validate_statefulset",
     "validate_statefulset_update",
 ]
 
-CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
-LEGACY_JOB_NAME_LABEL = "job-name"
 IMMUTABLE = "field is immutable"
 _NEGATIVE = "must be greater than or equal to 0"
 _PERCENT_FMT = "[0-9]+%"
@@ -88,9 +67,7 @@ _PERCENT_MSG = (
     "a valid percent string must be a numeric string followed by an ending '%' "
     "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
 )
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _UNSUPPORTED = "not supported on this node"
-_PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
 _STATEFULSET_MUTABLE = (
     "replicas",
     "ordinals",
@@ -122,103 +99,6 @@ def _template(spec: dict[str, Any]) -> None:
     template = spec.get("template")
     if isinstance(template, dict):
         defaults.default_pod_template(template)
-
-
-def go_label_selector(selector: Mapping[str, Any] | None) -> GoValue:
-    """A label selector as the API server prints it in an error (``%#v`` of a pointer)."""
-    if selector is None:
-        return GoValue("(*v1.LabelSelector)(nil)")
-    labels = selector.get("matchLabels")
-    expressions = selector.get("matchExpressions")
-    if expressions:
-        shown = ", ".join(
-            "v1.LabelSelectorRequirement{"
-            f"Key:{go_quote(str(e.get('key') or ''))}, "
-            f"Operator:{go_quote(str(e.get('operator') or ''))}, "
-            f"Values:{_go_strings(e.get('values'))}}}"
-            for e in expressions
-        )
-        exprs = f"[]v1.LabelSelectorRequirement{{{shown}}}"
-    else:
-        exprs = "[]v1.LabelSelectorRequirement(nil)"
-    return GoValue(f"&v1.LabelSelector{{MatchLabels:{go_map(labels)}, MatchExpressions:{exprs}}}")
-
-
-def _go_strings(values: Sequence[str] | None) -> str:
-    if values is None:
-        return "[]string(nil)"
-    return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
-
-
-def _selector_dict(selector: LabelSelector | None) -> dict[str, Any] | None:
-    return selector.to_dict() if selector is not None else None
-
-
-def validate_label_selector(selector: LabelSelector | None, path: str) -> list[FieldError]:
-    """``ValidateLabelSelector`` (label values in expressions checked strictly)."""
-    if selector is None:
-        return []
-    errs = validate_labels(selector.matchLabels, f"{path}.matchLabels")
-    for i, expr in enumerate(selector.matchExpressions or []):
-        at = f"{path}.matchExpressions[{i}]"
-        if expr.operator in ("In", "NotIn"):
-            if not expr.values:
-                errs.append(
-                    required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'")
-                )
-        elif expr.operator in ("Exists", "DoesNotExist"):
-            if expr.values:
-                errs.append(
-                    forbidden(
-                        f"{at}.values",
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    )
-                )
-        else:
-            errs.append(invalid(f"{at}.operator", expr.operator, "not a valid selector operator"))
-        errs.extend(invalid(f"{at}.key", expr.key, m) for m in is_qualified_name(expr.key))
-        for j, value in enumerate(expr.values or []):
-            errs.extend(invalid(f"{at}.values[{j}]", value, m) for m in is_valid_label_value(value))
-    return errs
-
-
-def _selector_valid(selector: LabelSelector | None) -> bool:
-    """Whether ``LabelSelectorAsSelector`` would accept it (operators known, values given)."""
-    if selector is None:
-        return True
-    for expr in selector.matchExpressions or []:
-        if expr.operator not in _OPERATORS:
-            return False
-        if expr.operator in ("In", "NotIn") and not expr.values:
-            return False
-    return True
-
-
-def selector_matches(
-    selector: LabelSelector | Mapping[str, Any] | None, labels: Mapping[str, str]
-) -> bool:
-    """Whether ``labels`` match ``selector`` (``matchLabels`` and ``matchExpressions``);
-    an empty selector matches everything, a missing one nothing."""
-    if selector is None:
-        return False
-    data = selector.to_dict() if isinstance(selector, LabelSelector) else dict(selector)
-    for key, value in (data.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in data.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        present = key in labels
-        if op == "In" and (not present or labels[key] not in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-        if op not in _OPERATORS:
-            return False
-    return True
 
 
 def _given(selector: LabelSelector | None, absent: frozenset[str]) -> LabelSelector | None:
@@ -606,280 +486,5 @@ def validate_statefulset_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
     ]
 
 
-# -- Job ---------------------------------------------------------------------------------------
-
-
-def default_job(doc: dict[str, Any]) -> None:
-    """``SetDefaults_Job`` (with ``JobPodReplacementPolicy``), and the pod template's."""
-    meta = _namespace(doc)
-    spec = doc.setdefault("spec", {})
-    if spec.get("completions") is None and spec.get("parallelism") is None:
-        spec["completions"] = 1
-        spec["parallelism"] = 1
-    if spec.get("parallelism") is None:
-        spec["parallelism"] = 1
-    if spec.get("backoffLimit") is None:
-        spec["backoffLimit"] = 2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6
-    template = spec.get("template")
-    labels = (
-        ((template or {}).get("metadata") or {}).get("labels")
-        if isinstance(template, dict)
-        else None
-    )
-    if labels and not meta.get("labels"):
-        meta["labels"] = dict(labels)
-    if not spec.get("completionMode"):
-        spec["completionMode"] = "NonIndexed"
-    if spec.get("suspend") is None:
-        spec["suspend"] = False
-    if not spec.get("podReplacementPolicy"):
-        failed = spec.get("podFailurePolicy") is not None
-        spec["podReplacementPolicy"] = "Failed" if failed else "TerminatingOrFailed"
-    if spec.get("manualSelector") is None:
-        spec["manualSelector"] = False
-    _template(spec)
-
-
-def prepare_job(doc: dict[str, Any], *, uid: str) -> None:
-    """The Job strategy's ``generateSelector``, in place: unless ``manualSelector``, the
-    pod template gets the ``job-name`` and ``controller-uid`` labels (both spellings) and
-    the selector selects ``batch.kubernetes.io/controller-uid``. Labels a user set are
-    kept (validation then names a conflict)."""
-    spec = doc.setdefault("spec", {})
-    if spec.get("manualSelector") is True:
-        return
-    name = str((doc.get("metadata") or {}).get("name") or "")
-    template = spec.setdefault("template", {})
-    labels = template.setdefault("metadata", {}).setdefault("labels", {})
-    for key in (LEGACY_JOB_NAME_LABEL, JOB_NAME_LABEL):
-        labels.setdefault(key, name)
-    for key in (LEGACY_CONTROLLER_UID_LABEL, CONTROLLER_UID_LABEL):
-        labels.setdefault(key, uid)
-    selector = spec.get("selector")
-    if not isinstance(selector, dict):
-        selector = spec["selector"] = {}
-    match = selector.get("matchLabels")
-    if not isinstance(match, dict):
-        match = selector["matchLabels"] = {}
-    match.setdefault(CONTROLLER_UID_LABEL, uid)
-
-
-def validate_job(obj: Job, *, absent: frozenset[str] = frozenset()) -> list[FieldError]:
-    """``ValidateJob`` on the Job as its strategy validates it: its selector generated
-    (:func:`prepare_job`) from its UID, or a stand-in before it has one."""
-    doc = obj.to_dict()
-    given = copy.deepcopy((doc.get("spec") or {}).get("selector"))
-    uid = str((doc.get("metadata") or {}).get("uid") or _PLACEHOLDER_UID)
-    prepare_job(doc, uid=uid)
-    job = cast(Job, Job.from_dict(doc))
-    errs = validate_object_meta(job.metadata, namespaced=True)
-    # Before it has a UID, the selector is shown as written, not with a stand-in UID.
-    shown = given if uid == _PLACEHOLDER_UID else (doc.get("spec") or {}).get("selector")
-    errs += _generated_selector(job, uid=uid, shown=shown)
-    spec = job.spec
-    if spec is None:
-        return [*errs, required("spec.template")]
-    for name in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit"):
-        _nonnegative(errs, f"spec.{name}", getattr(spec, name))
-    _nonnegative(errs, "spec.ttlSecondsAfterFinished", spec.ttlSecondsAfterFinished)
-    mode = spec.completionMode
-    if mode is not None and mode not in ("NonIndexed", "Indexed"):
-        errs.append(not_supported("spec.completionMode", mode, ("NonIndexed", "Indexed")))
-    elif mode == "Indexed":
-        errs.append(forbidden("spec.completionMode", f"Indexed completion is {_UNSUPPORTED}"))
-    _unsupported(
-        errs, "spec.backoffLimitPerIndex", spec.backoffLimitPerIndex, "backoffLimitPerIndex"
-    )
-    _unsupported(errs, "spec.maxFailedIndexes", spec.maxFailedIndexes, "maxFailedIndexes")
-    _unsupported(errs, "spec.podFailurePolicy", spec.podFailurePolicy, "a pod failure policy")
-    _unsupported(errs, "spec.successPolicy", spec.successPolicy, "a success policy")
-    _unsupported(errs, "spec.managedBy", spec.managedBy, "another controller")
-    replacement = spec.podReplacementPolicy
-    if replacement is not None and replacement not in ("TerminatingOrFailed", "Failed"):
-        errs.append(
-            not_supported(
-                "spec.podReplacementPolicy", replacement, ("Failed", "TerminatingOrFailed")
-            )
-        )
-    errs.extend(validate_pod_template(spec.template, "spec.template"))
-    policy = spec.template.spec.restartPolicy if spec.template and spec.template.spec else None
-    if policy in (None, "", "Always"):
-        errs.append(
-            required("spec.template.spec.restartPolicy", 'valid values: "OnFailure", "Never"')
-        )
-    elif policy not in ("OnFailure", "Never"):
-        errs.append(
-            not_supported("spec.template.spec.restartPolicy", policy, ("OnFailure", "Never"))
-        )
-    if spec.selector is None:
-        errs.append(required("spec.selector"))
-    else:
-        errs.extend(validate_label_selector(spec.selector, "spec.selector"))
-    generated = not any(e.detail.endswith("`selector` not auto-generated") for e in errs)
-    # Against a selector that was not generated, the template's generated labels (with a
-    # stand-in UID) would only confuse.
-    if (
-        _selector_valid(spec.selector)
-        and spec.selector is not None
-        and generated
-        and not selector_matches(spec.selector, _template_labels(spec.template))
-    ):
-        errs.append(
-            invalid(
-                "spec.template.metadata.labels",
-                go_map(_raw_labels(spec.template)),
-                "`selector` does not match template `labels`",
-            )
-        )
-    return errs
-
-
-def _generated_selector(job: Job, *, uid: str, shown: Any) -> list[FieldError]:
-    """``validateGeneratedSelector``: the labels and selector generation made are there."""
-    spec = job.spec
-    if spec is None or spec.manualSelector or spec.selector is None:
-        return []
-    errs: list[FieldError] = []
-    name = job.metadata.name if job.metadata is not None else ""
-    labels = _template_labels(spec.template)
-    expected = {
-        LEGACY_CONTROLLER_UID_LABEL: uid,
-        LEGACY_JOB_NAME_LABEL: name or "",
-        CONTROLLER_UID_LABEL: uid,
-        JOB_NAME_LABEL: name or "",
-    }
-    for key, value in expected.items():
-        if key not in labels:
-            errs.append(required(f"spec.template.metadata.labels[{key}]", f"must be '{value}'"))
-        elif labels[key] != value:
-            errs.append(
-                invalid(f"spec.template.metadata.labels[{key}]", labels[key], f"must be '{value}'")
-            )
-    if not selector_matches(spec.selector, expected):
-        errs.append(
-            invalid(
-                "spec.selector",
-                go_label_selector(shown),
-                "`selector` not auto-generated",
-            )
-        )
-    return errs
-
-
-def validate_job_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    """``ValidateJobSpecUpdate``: ``new`` (prepared with the stored Job's UID, see
-    :func:`prepare_job`) against the stored Job."""
-    errs: list[FieldError] = []
-    spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
-    _immutable(errs, "spec.completions", spec.get("completions"), old_spec.get("completions"))
-    selector = spec.get("selector")
-    _immutable(
-        errs, "spec.selector", selector, old_spec.get("selector"), go_label_selector(selector)
-    )
-    template = spec.get("template")
-    _immutable(
-        errs,
-        "spec.template",
-        template,
-        old_spec.get("template"),
-        GoValue("core.PodTemplateSpec{...}"),
-    )
-    for name in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy"):
-        _immutable(errs, f"spec.{name}", spec.get(name), old_spec.get(name))
-    return errs
-
-
-def prepared_copy(doc: Mapping[str, Any], *, uid: str) -> dict[str, Any]:
-    """A Job document prepared as :func:`prepare_job` would store it, ``doc`` untouched."""
-    prepared = copy.deepcopy(dict(doc))
-    prepare_job(prepared, uid=uid)
-    return prepared
-
-
 def template_meta(template: PodTemplateSpec | None) -> ObjectMeta:
     return (template.metadata if template is not None else None) or ObjectMeta()
-
-
-_SET_TERM = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*(?:(in|notin)\s*\(([^)]*)\))?\s*$")
-
-
-def parse_label_selector(text: str) -> dict[str, Any]:
-    """A label selector as kubectl's ``-l`` takes it (``app=web,tier!=db,env in (a,b),
-    !legacy``), as a ``LabelSelector`` dict; raise :class:`ValueError` with the API
-    server's words for a key or value it refuses (``unable to parse requirement: key:
-    Invalid value: ...``), or naming the term it cannot read."""
-    labels: dict[str, str] = {}
-    expressions: list[dict[str, Any]] = []
-    for term in _split_terms(text):
-        if not term.strip():
-            continue
-        for op, kind in (("!=", "NotIn"), ("==", "In"), ("=", "In")):
-            if op in term:
-                key, _, value = term.partition(op)
-                key, value = key.strip(), value.strip()
-                _check_requirement(key, [value])
-                if kind == "In" and labels.get(key, value) == value:
-                    labels[key] = value
-                else:
-                    expressions.append({"key": key, "operator": kind, "values": [value]})
-                break
-        else:
-            match = _SET_TERM.match(term)
-            if match is None:
-                raise ValueError(f"unable to parse requirement: invalid term {term.strip()!r}")
-            negated, key, op, values = match.groups()
-            if op is not None:
-                if negated:
-                    raise ValueError(f"unable to parse requirement: invalid term {term.strip()!r}")
-                items = [v.strip() for v in values.split(",") if v.strip()]
-                _check_requirement(key, items)
-                expressions.append(
-                    {"key": key, "operator": "In" if op == "in" else "NotIn", "values": items}
-                )
-            else:
-                _check_requirement(key, [])
-                expressions.append(
-                    {"key": key, "operator": "DoesNotExist" if negated else "Exists"}
-                )
-    selector: dict[str, Any] = {}
-    if labels:
-        selector["matchLabels"] = labels
-    if expressions:
-        selector["matchExpressions"] = expressions
-    return selector
-
-
-def _check_requirement(key: str, values: list[str]) -> None:
-    """Raise the API server's error for a selector term's key or values."""
-    problems = is_qualified_name(key)
-    if problems:
-        raise ValueError(
-            f"unable to parse requirement: key: Invalid value: {go_quote(key)}: "
-            + "; ".join(problems)
-        )
-    for i, value in enumerate(values):
-        problems = is_valid_label_value(value)
-        if problems:
-            raise ValueError(
-                f"unable to parse requirement: values[{i}][{key}]: Invalid value: "
-                f"{go_quote(value)}: " + "; ".join(problems)
-            )
-
-
-def _split_terms(text: str) -> list[str]:
-    """Terms separated by commas outside parentheses."""
-    terms: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            terms.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    terms.append("".join(current))
-    return terms
