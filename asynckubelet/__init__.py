@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from asynckubelet.cluster.agent import ClusterConfig as ClusterConfig
     from asynckubelet.docker.types import ExecResult as ExecResult
     from asynckubelet.docker.types import LogLine as LogLine
-    from asynckubelet.manifests.loading import Manifests as Manifests
     from asynckubelet.manifests.loading import load_manifests as load_manifests
     from asynckubelet.manifests.loading import load_manifests_text as load_manifests_text
+    from asynckubelet.manifests.results import Manifests as Manifests
     from asynckubelet.node.events import PodEvent as PodEvent
     from asynckubelet.node.kubelet import KubeletConfig as KubeletConfig
     from asynckubelet.nodeapp.config import HTTPEndpoint as HTTPEndpoint
@@ -52,7 +52,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "ServicesConfig": ("asynckubelet.nodeapp.config", "ServicesConfig"),
     "ExecResult": ("asynckubelet.docker.types", "ExecResult"),
     "LogLine": ("asynckubelet.docker.types", "LogLine"),
-    "Manifests": ("asynckubelet.manifests.loading", "Manifests"),
+    "Manifests": ("asynckubelet.manifests.results", "Manifests"),
     "PodEvent": ("asynckubelet.node.events", "PodEvent"),
     "load_manifests": ("asynckubelet.manifests.loading", "load_manifests"),
     "load_manifests_text": ("asynckubelet.manifests.loading", "load_manifests_text"),

@@ -12,7 +12,7 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.docker import ContainerConfig, ContainerSummary
-from asynckubelet.manifests.loading import pod_uid
+from asynckubelet.manifests.loader import pod_uid
 from asynckubelet.node.foreground import run_pods
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
 from asynckubelet.runtime import naming

@@ -4,7 +4,7 @@ API server's rules for it.
 The loader, the node's object store, its local API and the command line all speak of
 kinds through this table, so a kind added here (its defaulting, validation and names) is
 loaded, stored, listed, printed by name and deleted like the others. The first five are
-the core kinds with rules of their own in :mod:`asynckubelet.manifests.loading`; the
+the core kinds with rules of their own in :mod:`asynckubelet.manifests.loader`; the
 others are loaded generically: strict decode, :attr:`KindInfo.default`, the typed model,
 :attr:`KindInfo.validate`, and, for kinds with a pod template, the template checked as
 the pods it makes would be (unhonoured fields, Pod Security).
