@@ -14,6 +14,7 @@ from socket_helpers import unix_server
 
 from asynckubelet import errors
 from asynckubelet.api.client import NodeClient
+from asynckubelet.node.operations import PodLogOptions
 
 
 def test_a_body_framed_by_its_length_is_read_whole(
@@ -47,7 +48,7 @@ def test_a_body_ended_by_the_connection_gives_its_last_line_without_newline(
 ) -> None:
     path, answers, _ = answering
     answers.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\none\ntwo")
-    assert list(NodeClient(path).logs("default", "web")) == [b"one\n", b"two"]
+    assert list(NodeClient(path).log("default", "web", PodLogOptions())) == [b"one\n", b"two"]
 
 
 def test_a_log_line_longer_than_16_kib_comes_in_pieces_that_add_up_to_it(
@@ -61,7 +62,7 @@ def test_a_log_line_longer_than_16_kib_comes_in_pieces_that_add_up_to_it(
         + b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
         + b"0\r\n\r\n"
     )
-    pieces = list(NodeClient(path).logs("default", "web", limit_bytes=99))
+    pieces = list(NodeClient(path).log("default", "web", PodLogOptions(limit_bytes=99)))
     assert b"".join(pieces) == body
     assert [len(p) for p in pieces] == [16384, 16384, 7233, 3]
     assert b"limitBytes=99" in requests[0]
@@ -157,7 +158,9 @@ def test_a_watch_stays_open_while_nothing_changes(slow_stream: Path) -> None:
 
 
 def test_a_followed_log_stays_open_while_the_container_is_silent(slow_stream: Path) -> None:
-    lines = list(NodeClient(slow_stream, timeout=0.2).logs("default", "web", follow=True))
+    lines = list(
+        NodeClient(slow_stream, timeout=0.2).log("default", "web", PodLogOptions(follow=True))
+    )
     assert lines == [b'{"type":"MODIFIED","object":{"a":1}}\n']
 
 

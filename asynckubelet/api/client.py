@@ -393,33 +393,6 @@ class NodeClient:
         path = _namespaced(namespace, "events") + _query({"fieldSelector": selector})
         return list(self._json("GET", path)["items"])
 
-    def logs(
-        self,
-        namespace: str,
-        name: str,
-        *,
-        container: str | None = None,
-        follow: bool = False,
-        previous: bool = False,
-        tail: int | None = None,
-        timestamps: bool = False,
-        since_seconds: int | None = None,
-        limit_bytes: int | None = None,
-    ) -> Iterator[bytes]:
-        """:meth:`log` with the options as arguments."""
-        from asynckubelet.node.operations import PodLogOptions
-
-        options = PodLogOptions(
-            container=container,
-            follow=follow,
-            previous=previous,
-            tail_lines=tail,
-            timestamps=timestamps,
-            since_seconds=since_seconds,
-            limit_bytes=limit_bytes,
-        )
-        return self.log(namespace, name, options)
-
     def log(self, namespace: str, name: str, options: PodLogOptions) -> Iterator[bytes]:
         """A container's output as the daemon streams it, as it was written: each line
         with its newline, one longer than :data:`LOG_PIECE` bytes in pieces, the last
