@@ -177,14 +177,7 @@ def running_node(tmp_path: Path, engine: Engine, node_name: str) -> Iterator[Nod
         yield n
     finally:
         n.stop()
-
-        async def clean() -> None:
-            async with DockerClient(url=engine.url) as client:
-                await remove_owned(client, node_name)
-
-        anyio.run(clean)
-        assert n.network is not None
-        n.network.remove()
+        _remove_node(engine, node_name, n.network)
 
 
 @dataclass
@@ -312,15 +305,27 @@ def serve_daemon(
         yield d
     finally:
         d.stop()
+        _remove_node(engine, node_name, d.network, mounts_under=d.state)
 
-        async def clean() -> None:
-            async with DockerClient(url=engine.url) as client:
-                await remove_owned(client, node_name)
 
-        anyio.run(clean)
-        unmount_under(d.state)
-        assert d.network is not None
-        d.network.remove()
+def _remove_node(
+    engine: Engine,
+    node_name: str,
+    network: NodeNetwork | None,
+    *,
+    mounts_under: Path | None = None,
+) -> None:
+    """After a stopped ``serve``: its containers, what it mounted and its node network."""
+
+    async def clean() -> None:
+        async with DockerClient(url=engine.url) as client:
+            await remove_owned(client, node_name)
+
+    anyio.run(clean)
+    if mounts_under is not None:
+        unmount_under(mounts_under)
+    assert network is not None
+    network.remove()
 
 
 def unmount_under(root: Path) -> None:
