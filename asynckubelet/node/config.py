@@ -98,6 +98,10 @@ class KubeletConfig:
     agent's way, where a terminal pod stays listed, its containers kept for their logs,
     until it is deleted (:class:`~asynckubelet.node.worker_state.WorkerPolicy`)."""
 
+    metrics: bool = True
+    """Keep the node's Prometheus metrics (``/metrics``); False: none are kept, the
+    exposition is empty (a foreground run, which nothing scrapes)."""
+
     def runtime_config(self) -> RuntimeConfig:
         """The runtime's share of the configuration."""
         from asynckubelet.runtime.config import RuntimeConfig

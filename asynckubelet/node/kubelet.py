@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.abc
@@ -50,7 +50,6 @@ from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Manifests, load_manifests_text
 from asynckubelet.network import NetworkPlugin
-from asynckubelet.node import access
 from asynckubelet.node.admission import (
     NodeAdmitter,
     NodeInfo,
@@ -65,13 +64,13 @@ from asynckubelet.node.housekeeping import Housekeeping
 from asynckubelet.node.metrics import (
     LoopLagMonitor,
     NodeMetrics,
+    NoMetrics,
     PodStartupTracker,
 )
 from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
-from asynckubelet.node.sources import ManifestDirSource, is_static_source, source_name
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
 from asynckubelet.node.volumes import VolumeManager, default_root
@@ -81,6 +80,9 @@ from asynckubelet.runtime.env import PodContext, service_environment
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.types import PodRuntimeStatus
 from asynckubelet.runtime.volumes import VolumeProvider
+
+if TYPE_CHECKING:
+    from asynckubelet.node.sources import ManifestDirSource
 
 API_SOURCE = "api"
 STATE_DIR_MODE = 0o750
@@ -97,6 +99,12 @@ class _Entry:
     seen: float
     deleting: bool = False
     replacement: tuple[Pod, str, RunOptions] | None = None
+
+
+def _events_file(state: Path) -> Path:
+    from asynckubelet.node import access
+
+    return access.StateDir(state).events
 
 
 def _service_links(pod: Pod) -> bool:
@@ -142,15 +150,20 @@ class Kubelet(PodReads, Housekeeping):
                 service_account_issuer=self.config.service_account_issuer,
             )
         self.recorder = EventRecorder(
-            path=access.StateDir(state).events if state is not None else None,
+            path=_events_file(state) if state is not None else None,
             node_name=self.config.node_name,
         )
         self.status = StatusManager(state_dir=state)
         self.stop_hooks: list[StopHook] = []
         """Awaited, in order, before a running pod's containers are stopped for good (a
         Service controller takes the pod out of its endpoints' rules first)."""
-        self.metrics = NodeMetrics(
-            running_pods=self.status.running_pods, running_containers=self.status.container_states
+        self.metrics: NodeMetrics | NoMetrics = (
+            NodeMetrics(
+                running_pods=self.status.running_pods,
+                running_containers=self.status.container_states,
+            )
+            if self.config.metrics
+            else NoMetrics()
         )
         self.startup = PodStartupTracker(
             sli=self.metrics.pod_start_sli_duration.observe,
@@ -232,6 +245,8 @@ class Kubelet(PodReads, Housekeeping):
             await self._tg.start(self._guard(self.pleg.run), name="pleg")
             self._restore_objects()
             if self.config.manifest_dir is not None:
+                from asynckubelet.node.sources import ManifestDirSource
+
                 self.manifest_source = ManifestDirSource(
                     self.config.manifest_dir,
                     sink=self.set_source,
@@ -317,6 +332,8 @@ class Kubelet(PodReads, Housekeeping):
     def _manifest_failed(self, path: Path, message: str) -> None:
         """A manifest file that was not loaded: a Warning event about the file (it made no
         pod to carry one), the reason the kubelet gives a pod it refuses from a source."""
+        from asynckubelet.node.sources import source_name
+
         self.recorder.record(
             namespace="",
             name=path.name,
@@ -590,6 +607,8 @@ class Kubelet(PodReads, Housekeeping):
                 self._start_worker(pod, source, options)
 
     def _begin_delete(self, uid: str, *, grace_period: float | None) -> _Entry | None:
+        from asynckubelet.node.sources import is_static_source
+
         entry = self._entries.get(uid)
         if entry is None:
             return None

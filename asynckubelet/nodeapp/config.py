@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from asynckubelet.network import DEFAULT_BRIDGE, DEFAULT_POD_CIDR, DEFAULT_STATE_DIR
 from asynckubelet.node.config import KubeletConfig
-from asynckubelet.workloads.allocation import ServiceRanges
 
 if TYPE_CHECKING:
     from asynckubelet.cluster.agent import ClusterConfig
     from asynckubelet.docker import DockerAPI
     from asynckubelet.network import NetworkPlugin
+    from asynckubelet.workloads.allocation import ServiceRanges
 
 DEFAULT_HTTP_PORT = 10255
 """The kubelet's read-only port."""
@@ -66,11 +66,18 @@ class NetworkConfig:
         )
 
 
+def _service_ranges() -> ServiceRanges:
+    """The default ranges (imported here: a node without Services loads no controllers)."""
+    from asynckubelet.workloads.allocation import ServiceRanges
+
+    return ServiceRanges()
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServicesConfig:
     """Services on the node: ClusterIPs, nodePorts and endpoints, and the cluster DNS."""
 
-    ranges: ServiceRanges = field(default_factory=ServiceRanges)
+    ranges: ServiceRanges = field(default_factory=_service_ranges)
     """The ClusterIP range and the nodePort range (``--service-cluster-ip-range``,
     ``--service-node-port-range``)."""
     dns_server: bool = True
