@@ -98,6 +98,11 @@ class KubeletConfig:
     agent's way, where a terminal pod stays listed, its containers kept for their logs,
     until it is deleted (:class:`~asynckubelet.node.worker_state.WorkerPolicy`)."""
 
+    start_network_with_pods: bool = False
+    """Start the pod network while the first pod's sandbox is made (the two take a
+    similar time and need nothing of each other; a pod's network set-up waits for the
+    start), as a foreground run wants; a network that fails to start ends the node.
+    False: the network has started before the node is entered."""
     metrics: bool = True
     """Keep the node's Prometheus metrics (``/metrics``); False: none are kept, the
     exposition is empty (a foreground run, which nothing scrapes)."""

@@ -27,13 +27,12 @@ abandoned generator.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -49,7 +48,7 @@ from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Manifests, load_manifests_text
-from asynckubelet.network import NetworkPlugin
+from asynckubelet.network import NetworkPlugin, StartingPlugin
 from asynckubelet.node.admission import (
     NodeAdmitter,
     NodeInfo,
@@ -60,6 +59,7 @@ from asynckubelet.node.admission import (
 from asynckubelet.node.config import KubeletConfig
 from asynckubelet.node.engine_ports import EnginePorts
 from asynckubelet.node.events import EventRecorder
+from asynckubelet.node.foreground import Foreground, PodOutput, WorkerEntry
 from asynckubelet.node.housekeeping import Housekeeping
 from asynckubelet.node.metrics import (
     LoopLagMonitor,
@@ -69,14 +69,15 @@ from asynckubelet.node.metrics import (
 )
 from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.pleg import PLEG
+from asynckubelet.node.podoptions import PodOptions
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
+from asynckubelet.node.runoptions import PodOutcome
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.node.worker_state import Termination, WorkerPolicy
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime.env import PodContext, service_environment
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.types import PodRuntimeStatus
 from asynckubelet.runtime.volumes import VolumeProvider
@@ -90,30 +91,15 @@ STATE_DIR_MODE = 0o750
 volumes with Secrets and the token signing key)."""
 
 
-@dataclass(eq=False)
-class _Entry:
-    worker: PodWorker
-    source: str
-    stop: anyio.Event
-    done: anyio.Event
-    seen: float
-    deleting: bool = False
-    replacement: tuple[Pod, str, RunOptions] | None = None
-
-
 def _events_file(state: Path) -> Path:
     from asynckubelet.node import access
 
     return access.StateDir(state).events
 
 
-def _service_links(pod: Pod) -> bool:
-    """``spec.enableServiceLinks``: true unless set false (the API server's default)."""
-    return not (pod.spec is not None and pod.spec.enableServiceLinks is False)
-
-
-class Kubelet(PodReads, Housekeeping):
-    """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``."""
+class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
+    """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``; ``output``
+    is where its pods' output and statuses are shown (a foreground run's terminal)."""
 
     def __init__(
         self,
@@ -123,8 +109,14 @@ class Kubelet(PodReads, Housekeeping):
         network: NetworkPlugin | None = None,
         volumes: VolumeProvider | None = None,
         objects: ObjectStore | None = None,
+        output: PodOutput | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
+        self.output = output or PodOutput()
+        self._network_start: StartingPlugin | None = None
+        if network is not None and self.config.start_network_with_pods:
+            # The runtime gets it once entered, so that its start waits for the first pod.
+            self._network_start, network = StartingPlugin(network), None
         self.worker_policy = WorkerPolicy(
             exit_when_terminal=self.config.exit_when_terminal,
             own_events=False,
@@ -185,7 +177,10 @@ class Kubelet(PodReads, Housekeeping):
             on_relist=lambda s: self.metrics.pleg_relist_duration.observe(s),
             forget=self.runtime.forget,
         )
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, WorkerEntry] = {}
+        self._outcomes: dict[str, PodOutcome] = {}
+        self._killing = False
+        self._network_begun = False
         self._sources: dict[str, set[str]] = {}
         self._runtime_seen: dict[str, PodRuntimeStatus] = {}
         self._started: set[str] = set()
@@ -220,6 +215,8 @@ class Kubelet(PodReads, Housekeeping):
 
     async def __aenter__(self) -> Self:
         await self.runtime.__aenter__()
+        if self._network_start is not None:
+            self.runtime.network = self._network_start
         try:
             if not await self.runtime.docker.ping():
                 raise errors.RuntimeUnavailable(
@@ -307,6 +304,9 @@ class Kubelet(PodReads, Housekeeping):
                         tg.start_soon(entry.worker.kill_now)
             for entry in list(self._entries.values()):
                 await entry.done.wait()
+            if self._network_start is not None and self._network_begun:
+                with contextlib.suppress(errors.NetworkError):
+                    await self._network_start.started()
         self._tg.cancel_scope.cancel()
         try:
             await self._tg.__aexit__(exc_type, exc, tb)
@@ -374,12 +374,7 @@ class Kubelet(PodReads, Housekeeping):
         restarts only the containers whose spec changed.
         """
         prepared, manifests = self._prepare(pods)
-        problems = self.objects.update_errors(manifests)
-        if problems:
-            n = len(problems)
-            raise errors.ManifestError(
-                f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", problems
-            )
+        self._check_objects(manifests)
         self.objects.put(manifests, source=API_SOURCE)
         if any(True for pod in prepared for _ in host_ports(pod)):
             await self.engine_ports.refresh()
@@ -387,6 +382,14 @@ class Kubelet(PodReads, Housekeeping):
             self._want(pod, API_SOURCE)
         self._sources.setdefault(API_SOURCE, set()).update(ctr.pod_identity(p)[2] for p in prepared)
         return prepared
+
+    def _check_objects(self, manifests: Manifests) -> None:
+        problems = self.objects.update_errors(manifests)
+        if problems:
+            n = len(problems)
+            raise errors.ManifestError(
+                f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", problems
+            )
 
     def want(self, pods: Iterable[Pod], *, source: str) -> None:
         """Make these pods wanted as ``source``'s (a controller's): stored as its objects
@@ -440,45 +443,6 @@ class Kubelet(PodReads, Housekeeping):
         """Whether a pod worker drives the pod ``uid`` (running, or being stopped)."""
         return uid in self._entries
 
-    def _options(self, pod: Pod) -> RunOptions:
-        """The pod's ConfigMaps, Secrets and pull secrets: those of its namespace, from
-        whichever source they came."""
-        _, ns, uid = ctr.pod_identity(pod)
-        view = self.objects.view(ns)
-        options = RunOptions()
-        options.contexts[uid] = PodContext(
-            node_name=self.node_name,
-            host_ip=self.config.host_ips[0] if self.config.host_ips else "",
-            configmaps=view.configmaps,
-            binary_configmaps=view.binary_configmaps,
-            secrets=view.secrets,
-            service_env=partial(self._service_env, ns, _service_links(pod)),
-        )
-        refs = (pod.spec.imagePullSecrets if pod.spec else None) or []
-        options.pull_secrets[uid] = [
-            (view.secret_types[ref.name], dict(view.secrets[ref.name]))
-            for ref in refs
-            if ref.name is not None and ref.name in view.secrets
-        ]
-        return options
-
-    def _stored_services(self) -> list[Mapping[str, Any]]:
-        return [o.body for o in self.objects.list("Service")]
-
-    def _service_env(self, namespace: str, enable_links: bool) -> dict[str, str]:
-        return service_environment(self.services(), namespace=namespace, enable_links=enable_links)
-
-    def _objects_changed(self, namespaces: frozenset[str]) -> None:
-        """ConfigMaps or Secrets of these namespaces changed: their pods see the new ones
-        and look again now (a pod waiting for one starts; mounted volumes are rewritten)."""
-        for uid, entry in list(self._entries.items()):
-            if entry.deleting or ctr.pod_identity(entry.worker.pod)[1] not in namespaces:
-                continue
-            options = self._options(entry.worker.pod)
-            entry.worker.options.contexts[uid] = options.contexts[uid]
-            entry.worker.options.pull_secrets[uid] = options.pull_secrets[uid]
-            entry.worker.poke()
-
     def _want(self, pod: Pod, source: str) -> None:
         name, ns, uid = ctr.pod_identity(pod)
         options = self._options(pod)
@@ -507,13 +471,9 @@ class Kubelet(PodReads, Housekeeping):
         """The kubelet's admission of a pod new to the node, over the pods it runs; a pod
         refused gets a ``Failed`` status, the reason as a Warning event, and no worker."""
         name, ns, uid = ctr.pod_identity(pod)
-        admitted = []
-        for other_uid, entry in self._entries.items():
-            record = self.status.get(other_uid)
-            if entry.deleting or (record is not None and record.status.phase in TERMINAL_PHASES):
-                continue
-            admitted.append(entry.worker.pod)
-        rejection = self.admitter.admit(pod, admitted=admitted, running=uid in self._on_docker)
+        rejection = self.admitter.admit(
+            pod, admitted=self._admitted(), running=uid in self._on_docker
+        )
         if rejection is None:
             self._forget_rejected(uid)
             return True
@@ -536,6 +496,16 @@ class Kubelet(PodReads, Housekeeping):
             "pod rejected: {}: {}", rejection.reason, rejection.message
         )
         return False
+
+    def _admitted(self) -> list[Pod]:
+        """The pods the node runs, as admission counts them (not stopping, not ended)."""
+        admitted = []
+        for uid, entry in self._entries.items():
+            record = self.status.get(uid)
+            if entry.deleting or (record is not None and record.status.phase in TERMINAL_PHASES):
+                continue
+            admitted.append(entry.worker.pod)
+        return admitted
 
     async def _before_pod_stop(self, pod: Pod) -> None:
         for hook in list(self.stop_hooks):
@@ -567,6 +537,8 @@ class Kubelet(PodReads, Housekeeping):
             pod,
             policy=self.worker_policy,
             on_status=self._on_status,
+            on_log=self.output.logs,
+            output_closed=self.output.closed,
             options=options,
             host_ips=self.config.host_ips,
             nothing_on_docker=uid not in self._maybe_on_docker,
@@ -575,7 +547,7 @@ class Kubelet(PodReads, Housekeeping):
         # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
         worker.termination = Termination(leave_running=self.config.leave_running)
         worker.before_stop = self._before_pod_stop
-        entry = _Entry(
+        entry = WorkerEntry(
             worker=worker,
             source=source,
             stop=anyio.Event(),
@@ -584,8 +556,14 @@ class Kubelet(PodReads, Housekeeping):
         )
         self._entries[uid] = entry
         self._tg.start_soon(self._run_worker, uid, entry, name=f"pod {ns}/{name}")
+        if self._killing:
+            self._kill(entry)
+        if self._network_start is not None and not self._network_begun:
+            self._network_begun = True
+            # The node's network starts while the first pod's sandbox is made.
+            self._tg.start_soon(self._network_start.start, name="network")
 
-    async def _run_worker(self, uid: str, entry: _Entry) -> None:
+    async def _run_worker(self, uid: str, entry: WorkerEntry) -> None:
         try:
             await entry.worker.run(entry.stop)
         except Exception:
@@ -595,18 +573,20 @@ class Kubelet(PodReads, Housekeeping):
                 del self._entries[uid]
             if entry.worker.removed:
                 self._maybe_on_docker.discard(uid)
+            self._outcomes[uid] = entry.worker.outcome
             if entry.deleting:
                 self.status.remove(uid)
                 self._runtime_seen.pop(uid, None)
                 self._started.discard(uid)
                 self.startup.forget(uid)
                 self._on_docker.discard(uid)
+                self._outcomes.pop(uid, None)
             entry.done.set()
             if entry.replacement is not None and not self._closing:
                 pod, source, options = entry.replacement
                 self._start_worker(pod, source, options)
 
-    def _begin_delete(self, uid: str, *, grace_period: float | None) -> _Entry | None:
+    def _begin_delete(self, uid: str, *, grace_period: float | None) -> WorkerEntry | None:
         from asynckubelet.node.sources import is_static_source
 
         entry = self._entries.get(uid)
@@ -677,6 +657,8 @@ class Kubelet(PodReads, Housekeeping):
             self.metrics.pod_start_duration.observe(time.monotonic() - entry.seen)
         self.status.set(pod, status)
         self.startup.status(uid, pod, status)
+        if self.output.statuses is not None:
+            self.output.statuses(pod, status)
 
     def _runtime_event(
         self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None

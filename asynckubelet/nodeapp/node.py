@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from asynckubelet.network import NetworkPlugin
     from asynckubelet.node.config import KubeletConfig
     from asynckubelet.node.daemon import DaemonInfo
+    from asynckubelet.node.foreground import PodOutput
     from asynckubelet.node.kubelet import Kubelet
     from asynckubelet.node.objects import ObjectStore
     from asynckubelet.runtime.images import Announce, PullListener
@@ -51,7 +52,8 @@ class Node:
 
     ``docker`` is the engine's client (None: one for ``kubelet.docker_url``, closed on
     exit); ``pulls`` is told of image pulls and ``announce`` of the project's own images
-    being made (None: both logged).
+    being made (None: both logged); ``output`` is where the pods' output and statuses are
+    shown (a foreground run's terminal; None: nowhere).
     """
 
     def __init__(
@@ -61,8 +63,10 @@ class Node:
         docker: DockerAPI | None = None,
         pulls: PullListener | None = None,
         announce: Announce | None = None,
+        output: PodOutput | None = None,
     ) -> None:
         self.config = config or NodeConfig()
+        self._output = output
         self._docker = docker
         self._pulls = pulls
         self._announce = announce
@@ -183,7 +187,13 @@ class Node:
         if self._dns_address is not None and not kubelet_config.dns.cluster_dns:
             dns = dataclasses.replace(kubelet_config.dns, cluster_dns=(self._dns_address,))
             kubelet_config = dataclasses.replace(kubelet_config, dns=dns)
-        kubelet = Kubelet(kubelet_config, docker=docker, network=plugin, objects=self._objects())
+        kubelet = Kubelet(
+            kubelet_config,
+            docker=docker,
+            network=plugin,
+            objects=self._objects(),
+            output=self._output,
+        )
         await stack.enter_async_context(kubelet)
         self._kubelet = kubelet
         self._hook_images(kubelet)
