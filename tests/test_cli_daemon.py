@@ -349,8 +349,8 @@ def sessions(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The run sessions ``run`` would start (nothing runs)."""
     seen: list[Any] = []
 
-    async def record(self: Any, pods: Any) -> list[Any]:
-        seen.append((self, list(pods)))
+    async def record(self: Any, manifests: Any) -> list[Any]:
+        seen.append((self, list(manifests.pods)))
         return []
 
     monkeypatch.setattr(run_command._Session, "run", record)

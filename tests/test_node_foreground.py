@@ -171,6 +171,17 @@ async def test_the_pods_output_and_statuses_go_where_the_node_was_told() -> None
     assert "Pending" in phases
 
 
+@pytest.mark.parametrize("record", [True, False])
+async def test_a_node_keeps_its_pods_events_only_when_asked(record: bool) -> None:
+    docker = EndingDocker()
+    with anyio.fail_after(20):
+        async with Kubelet(_config(record_events=record), docker=docker) as node:
+            await node.admit_all(_loaded(_pod("talker")), source=API_SOURCE)
+            await node.wait_ended(["u-talker"])
+            reasons = {e.reason for e in node.recorder.list(uid="u-talker")}
+    assert ("Started" in reasons) is record
+
+
 async def test_a_closed_output_is_not_followed() -> None:
     docker = EndingDocker()
     lines: list[str] = []

@@ -103,6 +103,10 @@ class KubeletConfig:
     similar time and need nothing of each other; a pod's network set-up waits for the
     start), as a foreground run wants; a network that fails to start ends the node.
     False: the network has started before the node is entered."""
+    record_events: bool = True
+    """Keep the pods' events (listed as ``kubectl get events`` lists them, each logged at
+    INFO); False: the runtime's events are only logged at DEBUG, as a bare runtime logs
+    them (a foreground run, whose events nothing lists)."""
     metrics: bool = True
     """Keep the node's Prometheus metrics (``/metrics``); False: none are kept, the
     exposition is empty (a foreground run, which nothing scrapes)."""

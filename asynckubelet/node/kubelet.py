@@ -165,7 +165,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
             self.config.runtime_config(),
             docker=docker,
             network=network,
-            events=self._runtime_event,
+            events=self._runtime_event if self.config.record_events else None,
             volumes=volumes,
             metrics=self.metrics,
         )
