@@ -6,8 +6,9 @@ the spec and sleep until Docker (its own event stream, or the node's PLEG) repor
 change for the pod; once the phase is terminal, or its owner stops it, the worker is
 ``Terminating`` then ``Terminated`` (:mod:`~asynckubelet.node.worker_state`). The syncer
 is injected (:class:`~asynckubelet.node.podsyncer.PodSyncer`), and what differs between
-``run`` (:func:`~asynckubelet.node.foreground.run_pods`) and the node is a
-:class:`~asynckubelet.node.worker_state.WorkerPolicy`. A worker sets itself a timer only
+a foreground run's workers (``run``'s node, or :func:`~asynckubelet.node.foreground.
+run_pods` on a bare runtime) and the node agent's is a :class:`~asynckubelet.node.
+worker_state.WorkerPolicy`. A worker sets itself a timer only
 when something is due without a change to report it (:func:`next_wake`: a back-off that
 expires, a container still waiting, the active deadline, an emptyDir size check, a token
 refresh); a pod that runs as it should costs nothing until Docker, a probe or its source
