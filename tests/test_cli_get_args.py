@@ -138,3 +138,49 @@ def test_a_flag_is_read_only() -> None:
     with pytest.raises(AttributeError, match="read-only"):
         get_args.NAMESPACE.default = "kube-system"
     assert get_args.NAMESPACE.default == "default"
+
+
+def test_names_in_type_slash_name_form_share_their_type() -> None:
+    assert get_args.same_type("pod/a", ["po/b"], selector=None) == ("pod", ["a", "b"])
+    assert get_args.same_type("pods", ["a", "b"], selector=None) == ("pods", ["a", "b"])
+
+
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        (
+            lambda: get_args.same_type("pod/a", ["b"], selector=None),
+            "there is no need to specify a resource type as a separate argument when "
+            "passing arguments in resource/name form",
+        ),
+        (
+            lambda: get_args.same_type("pod/a", ["svc/b"], selector=None),
+            "a resource cannot be retrieved by name across several types",
+        ),
+        (
+            lambda: get_args.same_type("pods", ["a"], selector="app=web"),
+            "name cannot be provided when a selector is specified",
+        ),
+        (
+            lambda: get_args.single("pods", "a", {"all_namespaces": True}),
+            "a resource cannot be retrieved by name across all namespaces",
+        ),
+        (
+            lambda: get_args.single("all", "a", {}),
+            'a resource cannot be retrieved by name across all types ("all")',
+        ),
+        (
+            lambda: get_args.single("pods", None, {"output": "table"}),
+            'unable to match a printer suitable for the output format "table", '
+            "allowed formats are: json,name,wide,yaml",
+        ),
+        (
+            lambda: get_args.single("nodes/x", None, {}),
+            'the server doesn\'t have a resource type "nodes/x"',
+        ),
+    ],
+)
+def test_arguments_get_refuses_are_refused_in_kubectls_words(check: Any, message: str) -> None:
+    with pytest.raises(get_args.Refused) as refused:
+        check()
+    assert str(refused.value) == message

@@ -18,7 +18,6 @@ from asynckubelet.cli.client import node_api, require_daemon
 from asynckubelet.cli.commands import get_args
 from asynckubelet.cli.commands.get_output import print_items, print_table, show
 from asynckubelet.cli.options import (
-    RESOURCES,
     AllNamespacesOpt,
     KindArg,
     LabelSelectorOpt,
@@ -113,9 +112,7 @@ def _get_named(kind: str, names: list[str], options: dict[str, Any], *, node: No
 
 def _named_plural(kind: str, options: dict[str, Any]) -> str:
     """The plural ``get TYPE NAME NAME...`` names, or kubectl's error for the form."""
-    plural = RESOURCES.get(kind)
-    if plural is None:
-        raise get_args.Refused(f'the server doesn\'t have a resource type "{kind}"')
+    plural = get_args.plural_of(kind)
     if options["all_namespaces"]:
         raise get_args.Refused("a resource cannot be retrieved by name across all namespaces")
     if plural == "all":
@@ -155,9 +152,7 @@ def _get_several(kinds: str, name: str | None, options: dict[str, Any], *, node:
     """``get svc,ep``: a table per type as ``get all`` shows them (names as ``kind/name``)."""
     plurals: list[str] = []
     for part in kinds.split(","):
-        plural = RESOURCES.get(part)
-        if plural is None:
-            raise get_args.Refused(f'the server doesn\'t have a resource type "{part}"')
+        plural = get_args.plural_of(part)
         for each in get_args.all_plurals() if plural == "all" else [plural]:
             if each not in plurals:
                 plurals.append(each)

@@ -275,9 +275,7 @@ def single(kind: str, name: str | None, options: dict[str, Any]) -> dict[str, An
     """The request ``get TYPE [NAME]`` (or ``get TYPE/NAME``) with ``options`` makes:
     ``options`` with the resource's ``plural`` and the object's ``name`` (None: every
     one), as :func:`asynckubelet.cli.commands.get_output.show` takes it."""
-    plural = RESOURCES.get(kind.split("/", 1)[0])
-    if plural is None:
-        raise Refused(f'the server doesn\'t have a resource type "{kind}"')
+    plural = plural_of(kind.split("/", 1)[0], shown=kind)
     if "/" in kind and name is None:
         name = kind.split("/", 1)[1]
     check_output(options.get("output"))
@@ -286,6 +284,15 @@ def single(kind: str, name: str | None, options: dict[str, Any]) -> dict[str, An
     if plural == "all" and name is not None:
         raise Refused('a resource cannot be retrieved by name across all types ("all")')
     return {**options, "plural": plural, "name": name}
+
+
+def plural_of(kind: str, *, shown: str | None = None) -> str:
+    """The plural of a type ``get`` lists (kubectl's names), or kubectl's error naming
+    ``shown`` (the argument as given)."""
+    plural = RESOURCES.get(kind)
+    if plural is None:
+        raise Refused(f'the server doesn\'t have a resource type "{shown or kind}"')
+    return plural
 
 
 def check_output(output: str | None) -> None:
@@ -313,6 +320,7 @@ __all__ = [
     "check_output",
     "parse",
     "plain",
+    "plural_of",
     "same_type",
     "single",
 ]
