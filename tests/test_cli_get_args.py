@@ -130,7 +130,7 @@ def test_the_command_makes_the_request_the_plain_reading_makes(
     assert result.exit_code == 0, result.output
     plain = get_args.plain(argv)
     assert plain is not None
-    node = {"state_dir", "node_name", "docker_host"}
+    node = {"state_dir", "node_name", "docker_host", "instance"}
     assert requests == [{k: v for k, v in plain.items() if k not in node}]
 
 

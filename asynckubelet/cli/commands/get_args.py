@@ -175,6 +175,18 @@ STATE_DIR = Flag(
     help="Node state (manifests, statuses, events); default /var/lib/asynckubelet as "
     "root, else ~/.local/state/asynckubelet.",
 )
+INSTANCE = Flag(
+    "--instance",
+    dest="instance",
+    metavar="NAME",
+    default="",
+    envvar="ASYNCKUBELET_INSTANCE",
+    help="Keep this node apart from every other on the host: its state dir, node name, "
+    "bridge, pod and Service ranges (free ones), listen port and network records derive "
+    "from NAME (a DNS label, at most 32 characters); options given still win. Client "
+    "commands reach that instance's daemon.",
+)
+"""Every command's, not only ``get``'s (see :mod:`asynckubelet.cli.instance`)."""
 FLAGS = (
     NAMESPACE,
     ALL_NAMESPACES,
@@ -186,6 +198,7 @@ FLAGS = (
     STATE_DIR,
     NODE_NAME,
     DOCKER_HOST,
+    INSTANCE,
 )
 """``get``'s options, its node's included (the logging options are not read here)."""
 _BY_NAME = {name: flag for flag in FLAGS for name in flag.names}

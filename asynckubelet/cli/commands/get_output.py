@@ -19,6 +19,7 @@ import sys
 from asynckubelet import errors
 from asynckubelet.cli.commands.get_args import (
     CLUSTER_SCOPED,
+    INSTANCE,
     KINDS,
     SINGULAR,
     STATE_DIR,
@@ -45,6 +46,11 @@ def through_daemon(argv: list[str]) -> int | None:
     from asynckubelet.node.locate import SOCKET_NAME, default_state_dir_path, socket_answers
 
     state_dir = options["state_dir"] or os.environ.get(str(STATE_DIR.envvar))
+    if not state_dir:
+        try:
+            state_dir = _instance_state_dir(options["instance"])
+        except ValueError:
+            return None
     path = os.path.join(state_dir or default_state_dir_path(), SOCKET_NAME)
     try:
         if not os.path.exists(path) or not socket_answers(path):
@@ -65,6 +71,17 @@ def through_daemon(argv: list[str]) -> int | None:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _instance_state_dir(given: str) -> str | None:
+    """The state dir of ``--instance`` (or ``ASYNCKUBELET_INSTANCE``); None for the
+    default instance. ValueError for a name the command line refuses."""
+    name = given or os.environ.get(str(INSTANCE.envvar), "")
+    if not name:
+        return None
+    from asynckubelet.cli import instance
+
+    return str(instance.state_dir(instance.check_name(name)))
 
 
 def show(api: NodeAPI, options: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@ the manifests and pods a command names (see :mod:`asynckubelet.cli.options`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -98,6 +99,65 @@ GlobalLogFormatOpt = Annotated[
 DockerHostOpt = Annotated[str | None, _option(get_args.DOCKER_HOST, panel=NODE_PANEL)]
 NodeNameOpt = Annotated[str | None, _option(get_args.NODE_NAME, panel=NODE_PANEL)]
 StateDirOpt = Annotated[Path | None, _option(get_args.STATE_DIR, panel=NODE_PANEL)]
+
+
+def use_instance(ctx: typer.Context, value: str | None) -> str:
+    """``--instance``'s callback, run before the command's other options are read (it is
+    eager): the instance's derived values become their defaults (Click's ``default_map``,
+    below the command line and the environment)."""
+    from asynckubelet.cli import instance
+
+    try:
+        name = instance.check_name(value or "")
+    except instance.InstanceError as e:
+        raise _usage_error(e, ctx) from None
+    if name and not ctx.resilient_parsing:
+        derived = instance.Instance(
+            name=name,
+            root=instance.instances_root(),
+            claim=ctx.info_name in instance.CLAIMING_COMMANDS,
+        )
+        defaults = {
+            key: _usage_errors(value, ctx) if callable(value) else value
+            for key, value in derived.defaults().items()
+        }
+        ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    return name
+
+
+def _usage_error(error: Exception, ctx: typer.Context) -> Exception:
+    from typer._click import exceptions as click_errors
+
+    return click_errors.UsageError(str(error), ctx=ctx)
+
+
+def _usage_errors(derive: Callable[[], object], ctx: typer.Context) -> Callable[[], object]:
+    """``derive``, its :class:`~asynckubelet.cli.instance.InstanceError` a usage error."""
+
+    def derived() -> object:
+        from asynckubelet.cli.instance import InstanceError
+
+        try:
+            return derive()
+        except InstanceError as e:
+            raise _usage_error(e, ctx) from None
+
+    return derived
+
+
+INSTANCE = get_args.INSTANCE
+InstanceOpt = Annotated[
+    str,
+    typer.Option(
+        *INSTANCE.names,
+        metavar=INSTANCE.metavar,
+        envvar=INSTANCE.envvar,
+        help=INSTANCE.help,
+        rich_help_panel=NODE_PANEL,
+        is_eager=True,
+        callback=use_instance,
+    ),
+]
 PauseImageOpt = Annotated[
     str | None,
     typer.Option(
