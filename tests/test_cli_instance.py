@@ -17,7 +17,13 @@ from typer.testing import CliRunner
 
 from asynckubelet.cli import instance as inst
 from asynckubelet.cli.commands import get_output
-from asynckubelet.cli.options import ListenOpt, NodeOptions, ServiceClusterIPRangeOpt, StateDirOpt
+from asynckubelet.cli.options import (
+    ClusterOptions,
+    ListenOpt,
+    NodeOptions,
+    ServiceClusterIPRangeOpt,
+    StateDirOpt,
+)
 from asynckubelet.cli.options.groups import expand
 from asynckubelet.network.iptables import (
     forward_chain,
@@ -182,6 +188,13 @@ def test_a_port_in_use_moves_the_instance_to_the_next_slot() -> None:
     assert moved.slot == (first.slot + 1) % inst.SLOTS
 
 
+def test_a_kubelet_port_in_use_moves_the_instance_to_the_next_slot_too() -> None:
+    first = inst.allocate("web", routes=[], taken=[], port_free=ALWAYS_FREE)
+    moved = inst.allocate("web", routes=[], taken=[], port_free=lambda p: p != first.kubelet_port)
+    assert moved.slot == (first.slot + 1) % inst.SLOTS
+    assert first.kubelet_port not in (10250, first.port)
+
+
 def test_no_free_slot_is_an_error_naming_the_flags_that_choose_instead() -> None:
     routes = [ipaddress.ip_network("10.0.0.0/8")]
     with pytest.raises(inst.InstanceError) as refused:
@@ -302,6 +315,7 @@ def _seen(command_name: str, args: list[str], env: dict[str, str] | None = None)
         listen: ListenOpt = "127.0.0.1:10255",
         service_cluster_ip_range: ServiceClusterIPRangeOpt = "10.96.0.0/16",
         node: NodeOptions,
+        cluster: ClusterOptions,
         extra: Annotated[int, typer.Option("--extra")] = 0,
     ) -> None:
         seen.update(
@@ -309,6 +323,7 @@ def _seen(command_name: str, args: list[str], env: dict[str, str] | None = None)
             listen=listen,
             services=service_cluster_ip_range,
             node=node,
+            kubelet_port=cluster.kubelet_port,
         )
 
     app = typer.Typer()
@@ -327,10 +342,11 @@ def _flat(output: str) -> str:
 def test_without_an_instance_every_default_is_as_it_was(instances: Path) -> None:
     seen = _seen("serve", [])
     node = seen["node"]
-    assert (seen["state_dir"], seen["listen"], seen["services"]) == (
+    assert (seen["state_dir"], seen["listen"], seen["services"], seen["kubelet_port"]) == (
         None,
         "127.0.0.1:10255",
         "10.96.0.0/16",
+        10250,
     )
     assert (node.instance, node.bridge, node.pod_cidr, node.node_name) == (
         "",
@@ -352,6 +368,7 @@ def test_an_instance_derives_every_default_and_serve_records_it(instances: Path,
     assert made is not None
     assert seen["state_dir"] == instances / "web"
     assert (seen["listen"], seen["services"]) == (made.listen, made.service_cluster_ip_range)
+    assert seen["kubelet_port"] == made.kubelet_port
     assert (node.instance, node.bridge, node.pod_cidr) == ("web", "akl-web", made.pod_cidr)
     assert node.network_state_dir == instances / "web" / "network"
     assert node.node_name == inst.node_name("web")
@@ -423,3 +440,22 @@ def test_doctor_lists_the_default_instance_then_each_named_one(tmp_path: Path) -
         f"instance web: not running, state dir {root / 'web'}, bridge akl-web, pod CIDR "
         f"{made.pod_cidr}, Services {made.service_cluster_ip_range}, listen {made.listen}",
     ]
+
+
+def test_run_counts_what_an_instance_derives_as_defaults_the_daemons_values_replace(
+    instances: Path,
+) -> None:
+    from asynckubelet.cli.commands.run import _given
+
+    seen: dict[str, set[str]] = {}
+
+    def command(*, ctx: typer.Context, node: NodeOptions) -> None:
+        seen["given"] = _given(ctx)
+
+    app = typer.Typer()
+    app.command("run")(expand(command))
+    app.command("other")(lambda: None)
+    result = CliRunner().invoke(app, ["run", "--instance", "web", "--pod-cidr", "10.99.0.0/24"])
+    assert result.exit_code == 0, result.output
+    assert "pod_cidr" in seen["given"]
+    assert not {"bridge", "node_name", "network_state_dir"} & seen["given"]

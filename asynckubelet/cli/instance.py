@@ -13,10 +13,11 @@ still override:
   and given a hash, so it fits the kernel's 15 characters), IPv6 pod CIDR
   ``fd00:ac1:<hash>::/64`` (``--dual-stack``): these follow from the name alone;
 - the pod CIDR (a /24 of 10.138.0.0/16), the Service ClusterIP range (a /24 of
-  10.97.0.0/16) and the listen port (10400 and up) share one slot, the first free one
-  counting from a hash of the name: free means that no host route overlaps either range,
-  that no other instance's record holds them, and that the port can be bound now. The
-  default instance's 10.137.0.0/16, 10.96.0.0/16 and 10255 are outside these pools.
+  10.97.0.0/16), the listen port (10400 and up) and cluster mode's kubelet port (10700
+  and up) share one slot, the first free one counting from a hash of the name: free
+  means that no host route overlaps either range, that no other instance's record holds
+  them, and that the ports can be bound now. The default instance's 10.137.0.0/16,
+  10.96.0.0/16, 10255 and 10250 are outside these pools.
 
 The slot is kept in ``instance.json`` in the instance's state dir, written under a lock
 by the commands that make a node network (``serve``, ``run``), so an instance keeps its
@@ -57,6 +58,7 @@ SERVICE_POOL = ipaddress.IPv4Network("10.97.0.0/16")
 SLOT_PREFIX = 24
 SLOTS = 2 ** (SLOT_PREFIX - POD_POOL.prefixlen)
 PORT_BASE = 10400
+KUBELET_PORT_BASE = 10700
 RECORD = "instance.json"
 RECORD_MAX_BYTES = 64 * 1024
 CLAIMING_COMMANDS = frozenset({"serve", "run"})
@@ -127,12 +129,13 @@ def network_state_dir(name: str, *, root: Path | None = None) -> Path:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Allocation:
-    """An instance's slot: its pod CIDR, Service range and listen port."""
+    """An instance's slot: its pod CIDR, Service range, listen port and kubelet port."""
 
     slot: int
     pod_cidr: str
     service_cluster_ip_range: str
     port: int
+    kubelet_port: int
 
     @property
     def listen(self) -> str:
@@ -147,6 +150,7 @@ class Allocation:
             pod_cidr=str(pods[slot]),
             service_cluster_ip_range=str(services[slot]),
             port=PORT_BASE + slot,
+            kubelet_port=KUBELET_PORT_BASE + slot,
         )
 
     @classmethod
@@ -232,11 +236,11 @@ def allocate(
     port_free: Callable[[int], bool] | None = None,
 ) -> Allocation:
     """The first free slot counting from the name's hash: neither range overlaps a host
-    route or another instance's, and the port is no other instance's and free now."""
+    route or another instance's, and the ports are no other instance's and free now."""
     free = port_free if port_free is not None else port_bindable
     held = list(taken)
     held_networks = [net for a in held for net in a.networks()]
-    held_ports = {a.port for a in held}
+    held_ports = {port for a in held for port in (a.port, a.kubelet_port)}
     start = _digest(name) % SLOTS
     for step in range(SLOTS):
         candidate = Allocation.of_slot((start + step) % SLOTS)
@@ -249,7 +253,8 @@ def allocate(
             for route in routes
         ):
             continue
-        if candidate.port in held_ports or not free(candidate.port):
+        ports = (candidate.port, candidate.kubelet_port)
+        if any(port in held_ports or not free(port) for port in ports):
             continue
         return candidate
     raise InstanceError(
@@ -382,6 +387,7 @@ class Instance:
             "pod_cidr": lambda: self.allocation.pod_cidr,
             "service_cluster_ip_range": lambda: self.allocation.service_cluster_ip_range,
             "listen": lambda: self.allocation.listen,
+            "kubelet_port": lambda: self.allocation.kubelet_port,
         }
 
 
