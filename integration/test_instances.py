@@ -188,3 +188,25 @@ def test_two_instances_run_side_by_side_and_reset_of_one_leaves_the_other(
     assert bridges[b.name].exists()
     assert fetch(f"http://{ip_b}:8080/").strip() == "hi-from-web"
     assert b.pod_ip("web") == ip_b
+
+
+@pytest.mark.parametrize(
+    "name", ["../x", "..", "a/../../etc", "x" * 33, "a\nb", "akl0;id", "Web", "-rf"]
+)
+def test_a_hostile_instance_name_is_refused_before_anything_is_made(
+    name: str, tmp_path: Path
+) -> None:
+    root = instance.instances_root()
+    before = sorted(os.listdir(root)) if root.exists() else []
+    for command in (["serve"], ["run", str(tmp_path / "none.yaml")], ["reset"], ["get", "pods"]):
+        refused = subprocess.run(
+            [sys.executable, "-m", "asynckubelet", *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**_env(), "ASYNCKUBELET_INSTANCE": name},
+        )
+        assert refused.returncode == 2, refused.stderr
+        assert "error: --instance " in refused.stderr
+        assert "must be" in refused.stderr
+    assert (sorted(os.listdir(root)) if root.exists() else []) == before
