@@ -191,7 +191,7 @@ def test_two_instances_run_side_by_side_and_reset_of_one_leaves_the_other(
 
 
 @pytest.mark.parametrize(
-    "name", ["../x", "..", "a/../../etc", "x" * 33, "a\nb", "akl0;id", "Web", "-rf"]
+    "name", ["../x", "..", "a/../../etc", "x" * 33, "a\nb", "web\n", "akl0;id", "Web", "-rf"]
 )
 def test_a_hostile_instance_name_is_refused_before_anything_is_made(
     name: str, tmp_path: Path

@@ -62,6 +62,8 @@ def test_the_empty_name_is_the_default_instance() -> None:
         "a_b",
         "a b",
         "a\nb",
+        "web\n",
+        "\nweb",
         "a\x00b",
         "-a",
         "a-",

@@ -50,7 +50,7 @@ from typing import Any, Protocol
 
 ENV = "ASYNCKUBELET_INSTANCE"
 NAME_MAX = 32
-_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 BRIDGE_PREFIX = "akl-"
 IFNAMSIZ = 15
 POD_POOL = ipaddress.IPv4Network("10.138.0.0/16")
@@ -80,7 +80,7 @@ def check_name(name: str) -> str:
             f"--instance {name[:NAME_MAX]!r}...: must be at most {NAME_MAX} characters, "
             f"not {len(name)}"
         )
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise InstanceError(
             f"--instance {name!r}: must be lowercase letters, digits and '-', starting and "
             "ending with a letter or digit (a DNS label)"
