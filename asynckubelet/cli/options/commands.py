@@ -282,6 +282,15 @@ DeleteNowOpt = Annotated[
     bool,
     typer.Option("--now", metavar="", help="Signal the pods to stop at once (--grace-period 1)."),
 ]
+DeleteWaitOpt = Annotated[
+    str,
+    typer.Option(
+        "--wait",
+        metavar="BOOL",
+        help="--wait=false: return once the objects are deleted, not waiting until their "
+        "pods are gone (the default, --wait=true, waits).",
+    ),
+]
 DeleteTimeoutOpt = Annotated[
     float,
     typer.Option(
