@@ -64,9 +64,11 @@ def delete(
 ) -> None:
     """Delete objects: `delete KIND NAME...` (pod, configmap, secret, deployment, job...),
     `delete KIND --all` (every one of the namespace) or `delete -f FILE...` (every object
-    the files or folders hold; -R: their sub-folders too); pods gracefully (a workload's
-    with it), waiting until they are gone (exit 1 naming those still there after
-    --timeout; --wait=false: not waiting)."""
+    the files or folders hold; -R: their sub-folders too); pods gracefully, waiting until
+    they are gone (exit 1 naming those still there after --timeout).
+
+    A Deployment, ReplicaSet, StatefulSet or Job takes the ReplicaSets and pods it
+    controls with it; --wait=false returns without waiting for the pods."""
     waiting = _flag_bool(wait, "--wait")
     if now:
         if grace_period is not None:
