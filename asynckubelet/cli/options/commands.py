@@ -383,6 +383,15 @@ BusyboxOpt = Annotated[
         "--busybox", metavar="FILE", help="A static busybox binary (Debian: busybox-static)."
     ),
 ]
+ImageArchiveArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE",
+        help="A `docker save` archive (a tar, or gzip, bzip2, xz or zstd compressed); - for "
+        "stdin.",
+        show_default=False,
+    ),
+]
 PurgeOpt = Annotated[
     bool, typer.Option("--purge", metavar="", help="Also delete its images and data.")
 ]
