@@ -387,8 +387,7 @@ ImageArchiveArg = Annotated[
     str,
     typer.Argument(
         metavar="FILE",
-        help="A `docker save` archive (a tar, or gzip, bzip2, xz or zstd compressed); - for "
-        "stdin.",
+        help="A `docker save` archive (a tar, or gzip, bzip2, xz or zstd compressed); - for stdin.",
         show_default=False,
     ),
 ]
