@@ -1,13 +1,21 @@
-"""The library's configuration: every field of every record a caller fills in says what it
-does in its docstring, and a node built with the defaults gets the command line's pod
-network (the host's default backend), loopback only when asked for."""
+"""The library as a newcomer meets it: every field of every record a caller fills in says
+what it does in its docstring; a node built with the defaults gets the command line's
+pod network (the host's default backend), loopback only when asked for; what the
+README's library section names comes from the top package; the guide ships with it."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib.resources
 import inspect
+import re
+import shutil
+import subprocess
+import sys
 import textwrap
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +27,7 @@ from asynckubelet.network import LoopbackPlugin, factory
 from asynckubelet.network.dockernet import DockerNetworkPlugin
 from asynckubelet.testing import FakeDocker
 
+ROOT = Path(__file__).resolve().parent.parent
 RECORDS = [
     asynckubelet.NodeConfig,
     asynckubelet.KubeletConfig,
@@ -75,3 +84,39 @@ def test_the_default_network_is_the_hosts_default_backend_and_loopback_is_asked_
     loopback = asynckubelet.NetworkConfig(backend="loopback").plugin(remote, node_name="n1")
     assert isinstance(loopback, LoopbackPlugin)
     assert asynckubelet.NodeConfig(network=None).network is None
+
+
+def readme_library_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split("\n## The library\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_everything_the_readmes_library_section_names_comes_from_the_top_package() -> None:
+    section = readme_library_section()
+    imported = re.findall(r"^from asynckubelet import (.+)$", section, flags=re.M)
+    names = {n.strip() for line in imported for n in line.split(",")}
+    names |= set(re.findall(r"`(?:asynckubelet\.)?([A-Z]\w+)[(`]", section))
+    assert {"Node", "NodeConfig", "KubeletConfig", "NetworkConfig"} <= names
+    assert sorted(n for n in names if n not in asynckubelet.__all__) == []
+
+
+def test_the_library_guide_ships_in_the_package_as_the_docs_page() -> None:
+    guide = importlib.resources.files("asynckubelet").joinpath("library.md")
+    assert guide.read_text(encoding="utf-8") == (ROOT / "docs" / "library.md").read_text()
+
+
+def test_the_built_wheel_carries_the_library_guide(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "asynckubelet", source / "asynckubelet", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    out = tmp_path / "wheel"
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*build, "--no-index", "-q", "-w", str(out), str(source)], check=True)
+    (wheel,) = out.glob("asynckubelet-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        shipped = z.read("asynckubelet/library.md").decode()
+    assert shipped == (ROOT / "docs" / "library.md").read_text()
