@@ -427,7 +427,27 @@ async def _delete_one(
         if obj.kind == "Pod":
             await node.delete(obj.namespace, obj.name, grace_period=grace, wait=False)
             pods.append({"kind": "Pod", "namespace": obj.namespace, "name": obj.name})
+    if stored is not None and stored.kind in OWNER_KINDS:
+        pods += _stopping(node, {o.uid for o in (stored, *dependents)}, pods)
     return pods
+
+
+def _stopping(
+    node: Kubelet, owners: set[str], counted: list[dict[str, str]]
+) -> list[dict[str, str]]:
+    """The pods of ``owners`` deleted earlier (a rollout's old ones) that the node is
+    still stopping: gone from the store, waited for all the same."""
+    known = {(p["namespace"], p["name"]) for p in counted}
+    found = []
+    for pod in node.views():
+        meta = pod.metadata
+        if meta is None or not meta.ownerReferences:
+            continue
+        refs = [r for r in meta.ownerReferences if r.controller and r.uid in owners]
+        key = (meta.namespace or "default", meta.name or "")
+        if refs and key not in known:
+            found.append({"kind": "Pod", "namespace": key[0], "name": key[1]})
+    return found
 
 
 def _dependents(node: Kubelet, owner: StoredObject) -> list[StoredObject]:
