@@ -238,6 +238,34 @@ def test_delete_now_stops_pods_with_a_one_second_grace_period(
     assert "--now and --grace-period cannot both be given" in err
 
 
+def test_delete_wait_false_asks_the_node_not_to_wait_and_a_bad_value_is_refused(
+    tmp_path: Path, state: Path, node: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asynckubelet.api.client import NodeClient
+
+    asked: list[bool | None] = []
+    real = NodeClient.delete
+
+    def delete(self: NodeClient, objects: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("wait"))
+        return real(self, objects, **kwargs)
+
+    monkeypatch.setattr(NodeClient, "delete", delete)
+    path = write(tmp_path, "cm.yaml", CONFIG)
+    invoke(state, "apply", "-f", path)
+    code, out, err = invoke(state, "delete", "-f", path, "--wait=false")
+    assert (code, out, err) == (0, 'configmap "settings" deleted\n', "")
+    invoke(state, "apply", "-f", path)
+    code, out, err = invoke(state, "delete", "configmap", "settings")
+    assert (code, out, err) == (0, 'configmap "settings" deleted\n', "")
+    assert asked == [False, True]
+    invoke(state, "apply", "-f", path)
+    code, _, err = invoke(state, "delete", "configmap", "settings", "--wait=nope")
+    assert code == 2
+    assert 'invalid argument "nope" for "--wait" flag: want true or false' in err
+    assert node.node.objects.get("ConfigMap", "default", "settings") is not None
+
+
 def test_describe_shows_the_daemons_node_and_the_pods_events(
     tmp_path: Path, state: Path, node: Daemon
 ) -> None:
