@@ -5,7 +5,8 @@ The public API comes in tiers. This package is the node: :class:`Node` and its
 tree of :mod:`asynckubelet.errors` (its ``__all__``, so no error is left out). Below it,
 :mod:`asynckubelet.node` is the kubelet alone and :mod:`asynckubelet.runtime` one pod's
 sync against the engine; :mod:`asynckubelet.testing` holds fakes of the project's own
-protocols for a program's tests. ``docs/library.md`` is the reference.
+protocols for a program's tests. The guide, ``docs/library.md`` in the repository, ships
+with the package: ``importlib.resources.files("asynckubelet") / "library.md"``.
 
 A name is imported on first use, so that importing a part of the package (the errors,
 the manifest loader, the command line) loads neither the Docker client nor the netlink

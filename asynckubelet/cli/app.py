@@ -118,7 +118,7 @@ TREE: dict[str, Command | Group] = {
         "Print the client's version, and the node daemon's (`serve`) when one answers.",
     ),
     "images": Group(
-        "Build the images a node needs, from local material only.",
+        "Build the images a node needs from local material only; load your own.",
         {
             "build-pause": Command(
                 "images",
@@ -135,6 +135,13 @@ TREE: dict[str, Command | Group] = {
                 "build_probe",
                 "Compile the probe helper statically and load it (the node does so itself when "
                 "it first needs it; for engines the node cannot reach the pods of).",
+            ),
+            "load": Command(
+                "images",
+                "load",
+                "Load your own images from a `docker save` archive into the engine the node "
+                "uses, as `docker load` does: `images load FILE.tar`, or `docker save IMAGE | "
+                "asynckubelet images load -` (an engine on another machine: --docker-host).",
             ),
         },
     ),

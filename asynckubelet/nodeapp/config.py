@@ -3,9 +3,10 @@
 A node is the kubelet plus the parts around it that a configuration turns on: the
 workload controllers, Services with the cluster DNS, the local API and the node's
 published state in its state directory, the read-only TCP endpoint, and cluster mode.
-Each part is a field; the defaults give the smallest useful node (a kubelet with the
-controllers, nothing listening), so ``NodeConfig()`` runs pods in a library and the
-command line turns its flags into the same record.
+Each part is a field; the defaults are the command line's (``run``'s node: a kubelet
+with the controllers and the host's default pod network, nothing listening), so
+``NodeConfig()`` runs pods with an IP in a library as ``run`` does, and the command line
+turns its flags into the same record.
 """
 
 from __future__ import annotations
@@ -29,17 +30,25 @@ DEFAULT_HTTP_PORT = 10255
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkConfig:
-    """The pod network backend and its settings (the ``--network`` flags)."""
+    """The pod network backend and its settings (the ``--network`` flags); the defaults
+    are the command line's, so ``NetworkConfig()`` is the network ``run`` and ``serve``
+    give pods without flags."""
 
     backend: str = "auto"
-    """One of :data:`asynckubelet.network.factory.BACKENDS` (``auto``, ``bridge``, ``cni``,
-    ``docker``, ``none``)."""
+    """One of :data:`asynckubelet.network.factory.BACKENDS`: ``auto`` (``bridge`` as root
+    with a local engine, else ``docker``), ``bridge`` (a Linux bridge and veth pairs made
+    over netlink, needs root), ``cni`` (the CNI plugin binaries and the configuration list),
+    ``docker`` (a Docker network of the engine's), ``loopback`` (no pod network: pods get
+    no IP and reach nothing but themselves)."""
     state_dir: Path = DEFAULT_STATE_DIR
-    """Where the network keeps its address records (IPAM files)."""
+    """Where the network keeps its address records (IPAM files); two nodes on one host
+    share it only when they share the bridge."""
     bridge: str = DEFAULT_BRIDGE
-    """The Linux bridge of the ``bridge`` backend."""
+    """The Linux bridge of the ``bridge`` backend (made when missing, kept at exit as
+    Docker keeps ``docker0``; ``asynckubelet reset`` removes it)."""
     pod_cidr: str = DEFAULT_POD_CIDR
-    """The pods' IPv4 range (in cluster mode, used when the Node has no ``spec.podCIDR``)."""
+    """The pods' IPv4 range; the bridge takes its first address (the pods' gateway). In
+    cluster mode, used when the Node has no ``spec.podCIDR``."""
     pod_cidr_v6: str | None = None
     """The pods' IPv6 range: dual stack for the ``bridge`` backend; None: IPv4 only."""
     firewall: str = "iptables"
@@ -79,7 +88,8 @@ class ServicesConfig:
 
     ranges: ServiceRanges = field(default_factory=_service_ranges)
     """The ClusterIP range and the nodePort range (``--service-cluster-ip-range``,
-    ``--service-node-port-range``)."""
+    ``--service-node-port-range``); Services need a pod network (:attr:`NodeConfig.
+    network`) to reach their pods."""
     dns_server: bool = True
     """Answer the cluster's DNS names on the pod network's gateway (port 53), and give
     ``ClusterFirst`` pods that address when the kubelet has no ``cluster_dns``."""
@@ -112,8 +122,12 @@ class NodeConfig:
     """The kubelet: node name, engine, pod security, DNS, state and manifest directories,
     what happens to the pods on exit (``leave_running``, ``shutdown_timeout``), whether a pod's
     worker ends once its pod is terminal (``exit_when_terminal``, a foreground run's way)."""
-    network: NetworkConfig | None = None
-    """The pod network; None: the kubelet's default (the engine's own networking)."""
+    network: NetworkConfig | None = field(default_factory=NetworkConfig)
+    """The pod network: by default the host's default backend, as ``run`` and ``serve``
+    choose it (``auto``: a bridge as root with a local engine, else a Docker network),
+    so pods get an IP other pods and the host reach. None, or ``NetworkConfig(backend=
+    "loopback")``: no pod network, pods get no IP (their own loopback only), and nothing
+    is made on the host."""
     controllers: bool = True
     """Run the workload controllers (Deployment, ReplicaSet, StatefulSet, Job)."""
     services: ServicesConfig | None = None

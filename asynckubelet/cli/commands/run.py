@@ -280,11 +280,13 @@ def _load(
 
 
 def _given(ctx: typer.Context) -> set[str]:
-    """The options given on the command line or in the environment, not defaulted."""
+    """The options given on the command line or in the environment, not defaulted (nor
+    derived from ``--instance``)."""
     return {
         name
         for name in ctx.params
-        if (source := ctx.get_parameter_source(name)) is not None and source.name != "DEFAULT"
+        if (source := ctx.get_parameter_source(name)) is not None
+        and source.name not in ("DEFAULT", "DEFAULT_MAP")
     }
 
 

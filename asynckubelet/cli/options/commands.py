@@ -282,6 +282,15 @@ DeleteNowOpt = Annotated[
     bool,
     typer.Option("--now", metavar="", help="Signal the pods to stop at once (--grace-period 1)."),
 ]
+DeleteWaitOpt = Annotated[
+    str,
+    typer.Option(
+        "--wait",
+        metavar="BOOL",
+        help="--wait=false: return once the objects are deleted, not waiting until their "
+        "pods are gone (the default, --wait=true, waits).",
+    ),
+]
 DeleteTimeoutOpt = Annotated[
     float,
     typer.Option(
@@ -372,6 +381,14 @@ BusyboxOpt = Annotated[
     Path,
     typer.Option(
         "--busybox", metavar="FILE", help="A static busybox binary (Debian: busybox-static)."
+    ),
+]
+ImageArchiveArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE",
+        help="A `docker save` archive (a tar, or gzip, bzip2, xz or zstd compressed); - for stdin.",
+        show_default=False,
     ),
 ]
 PurgeOpt = Annotated[
