@@ -40,6 +40,17 @@ PullTimeoutOpt = Annotated[
         "says does not exist ends it at once.",
     ),
 ]
+MaxRestartsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-restarts",
+        metavar="N",
+        min=0,
+        envvar="ASYNCKUBELET_MAX_RESTARTS",
+        help="Restarts of a crash-looping container (CrashLoopBackOff) after which the wait "
+        "ends with its last exit code and log line.",
+    ),
+]
 ConfigTimeoutOpt = Annotated[
     float,
     typer.Option(
