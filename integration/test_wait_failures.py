@@ -1,5 +1,6 @@
 """Waits name what holds a workload back and give up on what waiting will not fix, on the
-real engine: ``apply --wait`` of Deployments to a real ``serve``, and ``run``, each with an
+real engine: ``apply --wait`` of Deployments to a real ``serve``, ``run``, and the
+library's ``Kubelet.wait``, each with an
 image whose registry name does not resolve, a command that exits 1, and an image that is
 absent under ``imagePullPolicy: Never``. No registry is reached: the name that does not
 resolve is under ``.invalid``, which no resolver answers."""
@@ -7,14 +8,19 @@ resolve is under ``.invalid``, which no resolver answers."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from integration.harness import Engine
+from asynckubelet import KubeletConfig, PodError
+from asynckubelet.manifests import Manifests, load_manifests_text
+from asynckubelet.node import Kubelet
+from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
 from integration.run_helpers import node_containers, run_pod, write_manifest
 from integration.serve_helpers import Node, running_node
+from integration.test_cli_progress import _in_terminal as in_terminal
 
 UNRESOLVABLE = "registry.invalid/akltest-busybx:1.35"
 
@@ -179,3 +185,75 @@ def test_run_of_a_crashing_command_gives_up_after_max_restarts(
         "last log line: cannot open /data/shop.db"
     )
     assert node_containers(docker_engine, node_name) == []
+
+
+LIBRARY_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    CONTAINER
+"""
+
+
+def library_pod(name: str, container: str, *, node: str) -> Manifests:
+    text = LIBRARY_POD.replace("NAME", name).replace("CONTAINER", container)
+    return load_manifests_text(text.replace("BUSYBOX", BUSYBOX_IMAGE), node_name=node)
+
+
+def library_config(node: str, tmp_path: Path) -> KubeletConfig:
+    return KubeletConfig(node_name=node, pause_image=PAUSE_IMAGE, state_dir=tmp_path / "state")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("container", "expected"),
+    [
+        (
+            f'image: "{UNRESOLVABLE}"',
+            r"pod/lib/web: ErrImagePull: .*no such host",
+        ),
+        (
+            "image: akltest.local/absent-never:1\n    imagePullPolicy: Never",
+            r'pod/lib/web: ErrImageNeverPull: Container image "akltest\.local/absent-never:1" '
+            r"is not present with pull policy of Never$",
+        ),
+        (
+            CRASHING.replace("\n        ", "\n    "),
+            r"pod/lib/web: CrashLoopBackOff: last exit code 1 \(Error\); gave up after 1 "
+            r"restart; last log line: cannot open /data/shop\.db$",
+        ),
+    ],
+    ids=["pull-cannot-resolve", "never-pull-absent", "crash-loop"],
+)
+async def test_the_librarys_wait_ends_early_on_what_waiting_will_not_fix(
+    tmp_path: Path,
+    test_images: dict[str, str],
+    node_name: str,
+    container: str,
+    expected: str,
+) -> None:
+    async with Kubelet(library_config(node_name, tmp_path)) as node:
+        await node.apply(library_pod("lib", container, node=node_name))
+        with pytest.raises(PodError) as raised:
+            await node.wait("default", "lib", "Ready", timeout=240, max_restarts=1)
+        assert re.search(expected, str(raised.value)), str(raised.value)
+
+
+def test_apply_wait_on_a_terminal_names_the_failure_once_and_leaves_no_table(
+    node: Node, tmp_path: Path
+) -> None:
+    path = deployment(
+        tmp_path, "termy", "image: akltest.local/absent-never:1\n        imagePullPolicy: Never"
+    )
+    code, output = in_terminal(
+        [sys.executable, "-m", "asynckubelet", "apply", "-f", str(path), "--wait"], node.env
+    )
+    assert code == 1, output
+    assert output.count("ErrImageNeverPull") == 1, output
+    assert re.search(
+        r"deployment\.apps/termy: pod/termy-[a-z0-9]+-[a-z0-9]+/web: ErrImageNeverPull", output
+    )

@@ -37,7 +37,7 @@ PullTimeoutOpt = Annotated[
         envvar="ASYNCKUBELET_PULL_TIMEOUT",
         help="Seconds a failing image pull (network, registry down) is retried, with the "
         "kubelet's back-off, before the run ends with its error. An image the registry "
-        "says does not exist ends it at once.",
+        "says does not exist, or whose registry name does not resolve, ends it at once.",
     ),
 ]
 MaxRestartsOpt = Annotated[
