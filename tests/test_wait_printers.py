@@ -1,9 +1,14 @@
 """What the waits print: ``run``'s renderer shows each waiting reason once, where it
 names the container, and leaves a final failure to the run's last line; ``apply
---wait``'s pod line says what holds the pod back without repeating its STATUS."""
+--wait``'s pod line says what holds the pod back without repeating its STATUS; and
+both refuse a ``--max-restarts`` below 0."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from daemon_helpers import invoke
 from lightkube.models.core_v1 import (
     ContainerState,
     ContainerStateTerminated,
@@ -94,3 +99,14 @@ def test_a_pods_line_keeps_its_status_and_each_failed_exit() -> None:
     done = ContainerState(terminated=ContainerStateTerminated(exitCode=2, reason="Error"))
     status = PodStatus(phase="Running", containerStatuses=[container("app", done)])
     assert pod_state(pod(status)) == "Error; app: exited 2 (Error)"
+
+
+@pytest.mark.parametrize("command", [["run"], ["apply", "--wait"]])
+def test_a_negative_max_restarts_is_refused_naming_the_option(
+    command: list[str], tmp_path: Path
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n")
+    files = [str(manifest)] if command == ["run"] else ["-f", str(manifest)]
+    code, _, err = invoke(tmp_path / "state", *command, *files, "--max-restarts", "-1")
+    assert (code, err) == (2, "error: --max-restarts must be 0 or more, not -1\n")

@@ -44,6 +44,7 @@ from asynckubelet.cli.options import (
     UsageError,
     WaitOpt,
     WaitTimeoutOpt,
+    check_max_restarts,
 )
 from asynckubelet.cli.output import command, err, escape, fail, made, out, run_async, warn
 
@@ -144,6 +145,7 @@ def apply(
     --max-restarts; while it waits it names the pod and container that hold each object
     back, and why.
     """
+    check_max_restarts(max_restarts)
     _check_choices(
         files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
     )

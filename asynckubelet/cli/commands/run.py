@@ -48,6 +48,7 @@ from asynckubelet.cli.options import (
     NodeRef,
     PullTimeoutOpt,
     StateDirOpt,
+    check_max_restarts,
 )
 from asynckubelet.cli.output import (
     command,
@@ -115,6 +116,7 @@ def run(
     from asynckubelet.node.runner import options_from_manifests
 
     node.check(pod_security_code=1)
+    check_max_restarts(max_restarts)
     daemon = find_daemon(NodeRef(state_dir=state_dir))
     if daemon is not None:
         node = _daemon_defaults(node, daemon.node(), given=_given(ctx))

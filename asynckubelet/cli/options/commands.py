@@ -45,10 +45,9 @@ MaxRestartsOpt = Annotated[
     typer.Option(
         "--max-restarts",
         metavar="N",
-        min=0,
         envvar="ASYNCKUBELET_MAX_RESTARTS",
         help="Restarts of a crash-looping container (CrashLoopBackOff) after which the wait "
-        "ends with its last exit code and log line.",
+        "ends with its last exit code and log line (0: at its first crash).",
     ),
 ]
 ConfigTimeoutOpt = Annotated[
