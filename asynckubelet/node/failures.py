@@ -103,6 +103,8 @@ class Failure:
     final: bool = True
     restarts: int | None = None
     """A crash-looping container's restart count."""
+    log_read: bool = False
+    """The container's last log line was asked for (:meth:`with_log_line`)."""
 
     def line(self, pod_name: str) -> str:
         """``pod/NAME/CONTAINER: REASON: MESSAGE`` (``pod/NAME: ...`` for the pod)."""
@@ -114,18 +116,13 @@ class Failure:
     @property
     def wants_log_line(self) -> bool:
         """A crash loop that has ended the wait, and whose last log line is not shown yet."""
-        return (
-            self.reason == SyncError.CRASH_LOOP_BACK_OFF
-            and self.final
-            and "log line" not in self.message
-        )
+        return self.reason == SyncError.CRASH_LOOP_BACK_OFF and self.final and not self.log_read
 
     def with_log_line(self, text: str | None) -> Failure:
         """This failure with the container's last log line (none: unchanged)."""
         shown = shown_log_line(text or "")
-        if not shown:
-            return self
-        return dataclasses.replace(self, message=f"{self.message}; last log line: {shown}")
+        message = f"{self.message}; last log line: {shown}" if shown else self.message
+        return dataclasses.replace(self, message=message, log_read=True)
 
 
 def _crash_loop(c: ContainerStatus, message: str, max_restarts: int | None) -> Failure:
