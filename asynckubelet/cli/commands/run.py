@@ -5,9 +5,11 @@ status changes, waiting reasons with their messages and pull progress go to stde
 
 A run always ends. Pods are admitted first, as a kubelet admits them (resources, host
 ports, node labels); a pod the node cannot take ends the run before anything starts. A
-pod that waits for what waiting will not bring (an image that does not exist, a pull
-policy of Never, a ConfigMap that is not there after ``--config-timeout``, a pull that
-keeps failing past ``--pull-timeout``) ends it with ``pod/NAME: REASON: MESSAGE``. The
+pod that waits for what waiting will not bring (an image that does not exist or whose
+registry name does not resolve, a pull policy of Never, a ConfigMap that is not there
+after ``--config-timeout``, a pull that keeps failing past ``--pull-timeout``, a container
+crash-looping past ``--max-restarts``) ends it with ``pod/NAME/CONTAINER: REASON:
+MESSAGE`` (see :mod:`asynckubelet.node.failures`). The
 first SIGINT/SIGTERM stops the pods gracefully, counting down their grace period; a
 second kills them at once. A closed stdout (``| head``) stops the pods and ends the run
 without a word, as other tools end on SIGPIPE.
@@ -42,10 +44,12 @@ from asynckubelet.cli.options import (
     KeepOpt,
     LenientOpt,
     LogOptions,
+    MaxRestartsOpt,
     NodeOptions,
     NodeRef,
     PullTimeoutOpt,
     StateDirOpt,
+    check_max_restarts,
 )
 from asynckubelet.cli.output import (
     command,
@@ -77,6 +81,7 @@ if TYPE_CHECKING:
 DEFAULT_PULL_TIMEOUT = 300.0
 DEFAULT_CONFIG_TIMEOUT = 5.0
 """Seconds, for ``run``: nothing can apply a missing ConfigMap during a run."""
+DEFAULT_MAX_RESTARTS = 3
 COUNTDOWN_LINE_EVERY = 5.0
 """Seconds between countdown lines when stderr is not a terminal."""
 EXIT_STDOUT_CLOSED = 128 + signal.SIGPIPE
@@ -94,6 +99,7 @@ def run(
     color: ColorOpt = True,
     pull_timeout: PullTimeoutOpt = DEFAULT_PULL_TIMEOUT,
     config_timeout: ConfigTimeoutOpt = DEFAULT_CONFIG_TIMEOUT,
+    max_restarts: MaxRestartsOpt = DEFAULT_MAX_RESTARTS,
     state_dir: StateDirOpt = None,
     ctx: typer.Context,
     node: NodeOptions,
@@ -104,7 +110,8 @@ def run(
     Pods with restartPolicy Never or OnFailure end by themselves; Always pods run until
     SIGINT/SIGTERM, which stops every pod gracefully (a second signal kills them at once).
     A pod that cannot run (rejected by the node, an image that does not exist, a missing
-    ConfigMap) ends the run with its reason, exit 1. The pods' containers are removed at
+    ConfigMap, a container crash-looping past --max-restarts) ends the run with its
+    reason, exit 1. The pods' containers are removed at
     exit unless --keep is given. A Docker engine and the project's images are set up when
     missing, each announced in one line.
     """
@@ -112,6 +119,7 @@ def run(
     from asynckubelet.cli.provision import ensure_engine
 
     node.check(pod_security_code=1)
+    check_max_restarts(max_restarts)
     daemon = find_daemon(NodeRef(state_dir=state_dir))
     if daemon is not None:
         node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
@@ -133,8 +141,9 @@ def run(
         pull_timeout=pull_timeout,
         config_timeout=config_timeout,
         running=node_pods,
+        max_restarts=max_restarts,
     )
-    session.renderer = PodRenderer(color=color and is_terminal(out))
+    session.renderer = PodRenderer(color=color and is_terminal(out), final_at_end=True)
     out.on_closed = session.stdout_closed
     with session.pulls:
         outcomes = run_async(session.run, manifests)
@@ -362,6 +371,7 @@ class _Session:
     """The node daemon's active pods, which the run's pods share the host with."""
     docker: DockerAPI | None = None
     """The engine's client (None: one for ``config.docker_url``)."""
+    max_restarts: int | None = DEFAULT_MAX_RESTARTS
     renderer: PodRenderer = dataclasses.field(default_factory=lambda: PodRenderer(color=False))
     signals: list[int] = dataclasses.field(default_factory=list)
     failures: list[tuple[str, Failure]] = dataclasses.field(default_factory=list)
@@ -431,7 +441,12 @@ class _Session:
         name = pod.metadata.name or ""
         watch = self.watches.setdefault(
             name,
-            FailureWatch(pull_timeout=self.pull_timeout, config_timeout=self.config_timeout),
+            FailureWatch(
+                pull_timeout=self.pull_timeout,
+                config_timeout=self.config_timeout,
+                max_restarts=self.max_restarts,
+                last_line=functools.partial(self.renderer.last_line, name),
+            ),
         )
         failure = watch.observe(status, now=anyio.current_time())
         if failure is None or self.stop is None or self.stop.is_set():

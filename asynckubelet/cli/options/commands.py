@@ -37,7 +37,17 @@ PullTimeoutOpt = Annotated[
         envvar="ASYNCKUBELET_PULL_TIMEOUT",
         help="Seconds a failing image pull (network, registry down) is retried, with the "
         "kubelet's back-off, before the run ends with its error. An image the registry "
-        "says does not exist ends it at once.",
+        "says does not exist, or whose registry name does not resolve, ends it at once.",
+    ),
+]
+MaxRestartsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-restarts",
+        metavar="N",
+        envvar="ASYNCKUBELET_MAX_RESTARTS",
+        help="Restarts of a crash-looping container (CrashLoopBackOff) after which the wait "
+        "ends with its last exit code and log line (0: at its first crash).",
     ),
 ]
 ConfigTimeoutOpt = Annotated[

@@ -100,6 +100,13 @@ def check_pod_security(value: str, *, code: int = 2) -> Level:
     return cast("Level", value)
 
 
+def check_max_restarts(value: int) -> int:
+    """``--max-restarts``, refused below 0."""
+    if value < 0:
+        raise UsageError(f"--max-restarts must be 0 or more, not {value}")
+    return value
+
+
 def check_network(value: str) -> str:
     """Refuse an unknown ``--network``, naming the backends (exit 1, as it always was)."""
     if value not in NETWORK_BACKENDS:
