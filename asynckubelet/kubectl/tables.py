@@ -42,10 +42,14 @@ def table(
             {"name": name, "type": "string", "format": "", "description": "", "priority": priority}
             for name, priority in columns
         ],
-        "rows": [
-            {"cells": list(cells), "object": {"metadata": dict(meta)}} for cells, meta in rows
-        ],
+        "rows": [{"cells": list(cells), "object": _partial(meta)} for cells, meta in rows],
     }
+
+
+def _partial(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's object as the API server sends it by default (``includeObject=Metadata``):
+    a ``PartialObjectMetadata``, whose kind kubectl needs to decode the row."""
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": dict(meta)}
 
 
 def render(
