@@ -23,7 +23,7 @@ from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Container, Pod, PodSpec, PodStatus
 from lightkube.models.meta_v1 import ObjectMeta
 
-from asynckubelet.api.kube import discovery, history, pki
+from asynckubelet.api.kube import discovery, history, kubeconfigs, pki
 from asynckubelet.api.kube.server import KubeAPI, serve_kube_api
 from asynckubelet.kubectl.tables import TABLE_ACCEPT
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
@@ -164,7 +164,7 @@ async def test_another_certificate_the_nodes_ca_signed_is_unauthorized(
 
 
 async def test_the_kubeconfig_points_at_the_bound_port(served: Served) -> None:
-    config = pki.read_kubeconfig(served.state, "kubeconfig")
+    config = kubeconfigs.read_kubeconfig(served.state, "kubeconfig")
     assert config is not None
     assert config["clusters"][0]["cluster"]["server"] == f"https://127.0.0.1:{served.api.port}"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import yaml
 from cryptography import x509
 
 from asynckubelet import errors
-from asynckubelet.api.kube import pki
+from asynckubelet.api.kube import kubeconfigs, pki
 
 SERVER = "https://127.0.0.1:6443"
 
@@ -26,7 +27,7 @@ def mode(path: Path) -> int:
 
 def node_kubeconfig(state: Path) -> Path:
     credentials = pki.ensure_credentials(state, hosts=["127.0.0.1"])
-    return pki.write_kubeconfig(state, pki.kubeconfig(credentials, server=SERVER))
+    return kubeconfigs.write_kubeconfig(state, kubeconfigs.kubeconfig(credentials, server=SERVER))
 
 
 def test_private_keys_are_0600_in_a_0700_directory(tmp_path: Path) -> None:
@@ -40,9 +41,51 @@ def test_private_keys_are_0600_in_a_0700_directory(tmp_path: Path) -> None:
 def test_the_ca_and_client_certificate_are_kept_across_starts(tmp_path: Path) -> None:
     first = pki.ensure_credentials(tmp_path, hosts=["127.0.0.1"])
     second = pki.ensure_credentials(tmp_path, hosts=["127.0.0.1"])
-    assert second.ca_cert == first.ca_cert
-    assert second.client_fingerprint == first.client_fingerprint
+    assert second == first
+
+
+def test_another_listen_host_gets_a_new_serving_certificate_only(tmp_path: Path) -> None:
+    first = pki.ensure_credentials(tmp_path, hosts=["127.0.0.1"])
+    second = pki.ensure_credentials(tmp_path, hosts=["127.0.0.2"])
+    assert (second.ca_cert, second.client_cert) == (first.ca_cert, first.client_cert)
     assert second.server_cert != first.server_cert
+
+
+def test_kept_credentials_are_checked_without_making_anything(tmp_path: Path) -> None:
+    made = pki.ensure_credentials(tmp_path, hosts=["127.0.0.1"])
+    assert pki.load_current(tmp_path, hosts=["127.0.0.1"]) == made
+    assert pki.load_current(tmp_path, hosts=["10.0.0.1"]) is None
+    year = 365 * 24 * 3600
+    assert pki.load_current(tmp_path, hosts=["127.0.0.1"], now=time.time() + year) is None
+
+
+def test_a_serving_certificate_of_another_ca_is_not_taken_as_current(tmp_path: Path) -> None:
+    pki.ensure_credentials(tmp_path, hosts=["127.0.0.1"])
+    stranger = tmp_path / "stranger"
+    pki.ensure_credentials(stranger, hosts=["127.0.0.1"])
+    for name in ("apiserver.crt", "apiserver.key"):
+        (tmp_path / pki.PKI_DIR / name).write_bytes((stranger / pki.PKI_DIR / name).read_bytes())
+    assert pki.load_current(tmp_path, hosts=["127.0.0.1"]) is None
+    remade = pki.ensure_credentials(tmp_path, hosts=["127.0.0.1"])
+    assert pki.load_current(tmp_path, hosts=["127.0.0.1"]) == remade
+
+
+@pytest.mark.anyio
+async def test_the_daemon_has_its_credentials_made_by_a_process_of_their_own(
+    tmp_path: Path,
+) -> None:
+    made = await pki.credentials(tmp_path, hosts=["127.0.0.1"])
+    assert pki.load_current(tmp_path, hosts=["127.0.0.1"]) == made
+    files = {p.name: p.stat().st_mtime_ns for p in (tmp_path / pki.PKI_DIR).iterdir()}
+    assert await pki.credentials(tmp_path, hosts=["127.0.0.1"]) == made
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / pki.PKI_DIR).iterdir()} == files
+
+
+@pytest.mark.anyio
+async def test_credentials_that_cannot_be_made_name_the_directory(tmp_path: Path) -> None:
+    (tmp_path / "pki").write_text("a file where a directory goes")
+    with pytest.raises(errors.DaemonError, match="pki/apiserver"):
+        await pki.credentials(tmp_path, hosts=[])
 
 
 def test_a_ca_that_cannot_be_read_is_made_anew_with_a_new_client_certificate(
@@ -78,7 +121,9 @@ def test_the_client_certificate_is_an_admin_for_client_auth_only(tmp_path: Path)
 
 def test_the_kubeconfig_is_0600_and_reaches_the_api_with_the_client_pair(tmp_path: Path) -> None:
     credentials = pki.ensure_credentials(tmp_path, hosts=["127.0.0.1"])
-    path = pki.write_kubeconfig(tmp_path, pki.kubeconfig(credentials, server=SERVER))
+    path = kubeconfigs.write_kubeconfig(
+        tmp_path, kubeconfigs.kubeconfig(credentials, server=SERVER)
+    )
     assert path == tmp_path / "kubeconfig"
     assert mode(path) == 0o600
     config = yaml.safe_load(path.read_text())
@@ -134,7 +179,7 @@ def test_merge_adds_the_nodes_context_and_keeps_every_other_entry(tmp_path: Path
     node_kubeconfig(state)
     (home / ".kube").mkdir(parents=True)
     (home / ".kube" / "config").write_text(yaml.safe_dump(USERS_CONFIG))
-    path = pki.merge_kubeconfig(state, home=home)
+    path = kubeconfigs.merge_kubeconfig(state, home=home)
     assert path == home / ".kube" / "config"
     assert mode(path) == 0o600
     merged = yaml.safe_load(path.read_text())
@@ -150,7 +195,7 @@ def test_merge_adds_the_nodes_context_and_keeps_every_other_entry(tmp_path: Path
 def test_merge_into_no_kubeconfig_makes_one_with_the_context_current(tmp_path: Path) -> None:
     state, home = tmp_path / "state", tmp_path / "home"
     node_kubeconfig(state)
-    path = pki.merge_kubeconfig(state, home=home)
+    path = kubeconfigs.merge_kubeconfig(state, home=home)
     merged = yaml.safe_load(path.read_text())
     assert merged["current-context"] == "asynckubelet"
     assert mode(path) == 0o600
@@ -165,7 +210,7 @@ def test_merge_refuses_a_linked_kube_config_and_leaves_its_target_alone(tmp_path
     (home / ".kube").mkdir(parents=True)
     (home / ".kube" / "config").symlink_to(target)
     with pytest.raises(errors.KubeconfigError, match="symbolic link"):
-        pki.merge_kubeconfig(state, home=home)
+        kubeconfigs.merge_kubeconfig(state, home=home)
     assert target.read_text() == before
     assert (home / ".kube" / "config").is_symlink()
 
@@ -180,21 +225,21 @@ def test_merge_refuses_a_kubeconfig_it_cannot_read_and_changes_nothing(
     config = home / ".kube" / "config"
     config.write_bytes(text.encode("latin-1"))
     with pytest.raises(errors.KubeconfigError, match=str(config)):
-        pki.merge_kubeconfig(state, home=home)
+        kubeconfigs.merge_kubeconfig(state, home=home)
     assert config.read_bytes() == text.encode("latin-1")
 
 
 def test_merge_without_a_running_node_says_how_to_start_one(tmp_path: Path) -> None:
     with pytest.raises(errors.KubeconfigError, match="asynckubelet serve"):
-        pki.merge_kubeconfig(tmp_path / "state", home=tmp_path / "home")
+        kubeconfigs.merge_kubeconfig(tmp_path / "state", home=tmp_path / "home")
     assert not (tmp_path / "home").exists()
 
 
 def test_a_kubeconfig_too_large_is_refused_not_cut(tmp_path: Path) -> None:
-    (tmp_path / "config").write_bytes(b"#" * (pki.MAX_KUBECONFIG_BYTES + 1))
+    (tmp_path / "config").write_bytes(b"#" * (kubeconfigs.MAX_KUBECONFIG_BYTES + 1))
     with pytest.raises(errors.KubeconfigError, match="larger than"):
-        pki.read_kubeconfig(tmp_path, "config")
-    assert os.path.getsize(tmp_path / "config") == pki.MAX_KUBECONFIG_BYTES + 1
+        kubeconfigs.read_kubeconfig(tmp_path, "config")
+    assert os.path.getsize(tmp_path / "config") == kubeconfigs.MAX_KUBECONFIG_BYTES + 1
 
 
 def test_the_kubeconfig_command_prints_the_path_and_merges_when_asked(tmp_path: Path) -> None:

@@ -1,56 +1,62 @@
 """The Kubernetes API's credentials: a CA of the node's own, the serving certificate it
-signs, the one client certificate let in, and the kubeconfig that holds them.
+signs, and the one client certificate let in (``CN=asynckubelet-admin``,
+``O=system:masters``, the kubeconfig's: :mod:`~asynckubelet.api.kube.kubeconfigs`).
 
-A kubeconfig is what every Kubernetes client reads, so the node writes one, as kind and
-kubeadm do: ``<state dir>/kubeconfig``, pointing at the API's address, trusting the
-node's CA and presenting a client certificate (``CN=asynckubelet-admin``,
-``O=system:masters``). The CA and the client certificate are kept across starts, so a
-kubeconfig merged into ``~/.kube/config`` keeps working; the serving certificate is made
-anew at each start for the address the API listens on.
+The CA and the client certificate are kept across starts, so a kubeconfig merged into
+``~/.kube/config`` keeps working; the serving certificate is kept while it names the
+addresses the API listens on. Everything is kept under ``<state dir>/pki/apiserver``
+(0700) through :mod:`asynckubelet.hostfs`, each file written whole under a new name and
+renamed over the old, links never followed; private keys are 0600.
 
-Everything lands under the state dir through :mod:`asynckubelet.hostfs` (each file
-written whole under a new name and renamed over the old, links never followed): private
-keys and the kubeconfig, which embeds the client key, are 0600, the ``pki`` directory
-0700. :func:`merge_kubeconfig` adds the node's cluster, user and context to a user's
-kubeconfig the same way, keeping every other entry, and refuses one that is a symbolic
-link rather than write through it.
+Making certificates needs the ``cryptography`` package, which costs a daemon about 10 MB
+of memory for as long as it runs, for work done once a year. So the daemon only checks
+what is kept (:func:`load_current`, with the standard library's ``ssl``: a TLS handshake
+in memory between the serving and the client pair proves both signed by the CA, valid
+now and matching their keys) and, when something must be made, has a short-lived
+process of its own do it (:func:`credentials`, ``python -m asynckubelet.api.kube.pki``).
 """
 
 from __future__ import annotations
 
-import base64
 import datetime
 import hashlib
 import ipaddress
-from collections.abc import Iterable, Mapping
+import json
+import os
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+import anyio
+import anyio.to_thread
 
 from asynckubelet import errors, hostfs
 from asynckubelet._logging import logger
 
 PKI_DIR = "pki/apiserver"
 """Under the state dir (cluster mode's serving pair lives in ``pki`` itself)."""
-KUBECONFIG = "kubeconfig"
-"""The node's kubeconfig, in the state dir."""
 CA_CERT, CA_KEY = "ca.crt", "ca.key"
 SERVER_CERT, SERVER_KEY = "apiserver.crt", "apiserver.key"
 CLIENT_CERT, CLIENT_KEY = "admin.crt", "admin.key"
-CONTEXT = "asynckubelet"
-"""The name of the cluster, user and context the kubeconfig holds."""
+META = "meta.json"
+"""What the certificates were made for: the serving certificate's hosts, and when the
+first of them is due for renewal."""
 CLIENT_USER = "asynckubelet-admin"
 CLIENT_GROUP = "system:masters"
 CA_DAYS = 3650
 CERT_DAYS = 365
 RENEW_BEFORE = datetime.timedelta(days=30)
 """A kept certificate closer than this to its end is made anew."""
-MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
-"""A user's kubeconfig is read up to this size (larger is refused, not cut)."""
 PKI_DIR_MODE = 0o700
 KEY_MODE = 0o600
+MAX_PEM_BYTES = 1 << 16
+MAKE_TIMEOUT = 60.0
+"""Seconds the process that makes certificates may take."""
 
 
 @dataclass(frozen=True)
@@ -76,25 +82,26 @@ class Credentials:
 
 
 def fingerprint(pem: bytes) -> bytes:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-
-    der = x509.load_pem_x509_certificate(pem).public_bytes(serialization.Encoding.DER)
+    """SHA-256 of a PEM certificate's DER form."""
+    der = ssl.PEM_cert_to_DER_cert(pem.decode("ascii"))
     return hashlib.sha256(der).digest()
 
 
 def ensure_credentials(state: Path, *, hosts: Iterable[str]) -> Credentials:
-    """The node's credentials under ``state``: the CA and the client pair kept when they
-    load, are signed as they should be and have time left, else made anew (a new CA
-    brings a new client pair); a new serving pair for ``hosts`` (names and addresses,
-    loopback's among them) each time. Raises :class:`~asynckubelet.errors.DaemonError`
-    naming a file that cannot be written."""
+    """The node's credentials under ``state``, made where need be (this needs the
+    ``cryptography`` package): the CA and the client pair kept when they load, are signed
+    as they should be and have time left, else made anew (a new CA brings new pairs); the
+    serving pair likewise, and made anew for other ``hosts`` (names and addresses; those
+    of loopback are always in). Raises :class:`~asynckubelet.errors.DaemonError` naming a
+    file that cannot be written."""
     now = datetime.datetime.now(datetime.UTC)
+    wanted = serving_hosts(hosts)
     try:
         ca = _load_pair(state, CA_CERT, CA_KEY, now=now)
-        client = _load_pair(state, CLIENT_CERT, CLIENT_KEY, now=now) if ca is not None else None
-        if client is not None and ca is not None and not _signed_by(client[0], ca[0]):
-            client = None
+        client = _kept_leaf(state, CLIENT_CERT, CLIENT_KEY, ca, now=now)
+        server = _kept_leaf(state, SERVER_CERT, SERVER_KEY, ca, now=now)
+        if server is not None and _read_meta(state).get("hosts") != wanted:
+            server = None
         if ca is None:
             ca = _make_ca(now)
             _store(state, CA_CERT, CA_KEY, ca)
@@ -102,8 +109,12 @@ def ensure_credentials(state: Path, *, hosts: Iterable[str]) -> Credentials:
         if client is None:
             client = _make_leaf(ca, now, common_name=CLIENT_USER, client=True)
             _store(state, CLIENT_CERT, CLIENT_KEY, client)
-        server = _make_leaf(ca, now, common_name="asynckubelet-apiserver", hosts=hosts)
-        _store(state, SERVER_CERT, SERVER_KEY, server)
+        if server is None:
+            server = _make_leaf(ca, now, common_name="asynckubelet-apiserver", hosts=wanted)
+            _store(state, SERVER_CERT, SERVER_KEY, server)
+        renew = min(c.not_valid_after_utc for c in (ca[0], client[0], server[0])) - RENEW_BEFORE
+        meta = {"hosts": wanted, "renew_after": int(renew.timestamp())}
+        hostfs.write_file(state / PKI_DIR, META, json.dumps(meta).encode(), mode=KEY_MODE)
     except OSError as e:
         raise errors.DaemonError(
             f"cannot keep the API's credentials in {state / PKI_DIR}: {e}"
@@ -118,133 +129,127 @@ def ensure_credentials(state: Path, *, hosts: Iterable[str]) -> Credentials:
     )
 
 
-# -- kubeconfig -----------------------------------------------------------------------------
+def serving_hosts(hosts: Iterable[str]) -> list[str]:
+    """The names and addresses the serving certificate is for: loopback's, then ``hosts``."""
+    found = ["localhost", "127.0.0.1", "::1", *(h.strip("[]") for h in hosts)]
+    return [h for h in dict.fromkeys(found) if h and not _unspecified(h)]
 
 
-def kubeconfig(credentials: Credentials, *, server: str) -> dict[str, Any]:
-    """A kubeconfig for ``server`` (``https://HOST:PORT``) holding the node's cluster,
-    user and context, all named :data:`CONTEXT`, the context current."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [_cluster_entry(credentials, server)],
-        "users": [_user_entry(credentials)],
-        "contexts": [_context_entry()],
-        "current-context": CONTEXT,
-        "preferences": {},
-    }
-
-
-def write_kubeconfig(state: Path, config: Mapping[str, Any]) -> Path:
-    """``<state>/kubeconfig``, replaced whole (0600: it holds the client key)."""
+def _unspecified(host: str) -> bool:
     try:
-        hostfs.write_file(state, KUBECONFIG, _dump(config), mode=KEY_MODE)
-    except OSError as e:
-        raise errors.DaemonError(f"cannot write {state / KUBECONFIG}: {e}") from None
-    return state / KUBECONFIG
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
 
 
-def read_kubeconfig(directory: Path, name: str) -> dict[str, Any] | None:
-    """The kubeconfig ``name`` in ``directory`` (None: there is none), read without
-    following a link, bounded. :class:`~asynckubelet.errors.KubeconfigError` for a link, a
-    file too large or one that is not a kubeconfig."""
-    path = directory / name
-    try:
-        data = hostfs.read_file(directory, name, limit=MAX_KUBECONFIG_BYTES + 1)
-    except FileNotFoundError:
+def load_current(
+    state: Path, *, hosts: Iterable[str], now: float | None = None
+) -> Credentials | None:
+    """The credentials kept under ``state`` when they serve ``hosts`` as they are (None:
+    something must be made), checked with the standard library only: the serving
+    certificate was made for ``hosts``, no certificate is due for renewal, and a TLS
+    handshake in memory between the two pairs succeeds, each verified against the CA."""
+    meta = _read_meta(state)
+    due = meta.get("renew_after")
+    if meta.get("hosts") != serving_hosts(hosts) or not isinstance(due, int):
         return None
-    except OSError as e:
-        link = path.is_symlink()
-        why = "a symbolic link, which is not followed" if link else str(e)
-        raise errors.KubeconfigError(f"kubeconfig {path}: {why}", path=str(path)) from None
-    if len(data) > MAX_KUBECONFIG_BYTES:
-        raise errors.KubeconfigError(
-            f"kubeconfig {path}: larger than {MAX_KUBECONFIG_BYTES} bytes", path=str(path)
-        )
+    if (time.time() if now is None else now) >= due:
+        return None
+    directory = state / PKI_DIR
     try:
-        loaded = yaml.safe_load(data.decode("utf-8")) if data.strip() else {}
-    except (UnicodeDecodeError, yaml.YAMLError) as e:
-        raise errors.KubeconfigError(f"kubeconfig {path}: not YAML: {e}", path=str(path)) from None
-    if loaded is None:
-        loaded = {}
-    if not isinstance(loaded, dict):
-        raise errors.KubeconfigError(f"kubeconfig {path}: not a mapping", path=str(path))
-    for key in ("clusters", "users", "contexts"):
-        if not isinstance(loaded.get(key) or [], list):
-            raise errors.KubeconfigError(f"kubeconfig {path}: {key} is not a list", path=str(path))
-    return loaded
+        texts = [
+            hostfs.read_file(directory, name, limit=MAX_PEM_BYTES)
+            for name in (CA_CERT, SERVER_CERT, SERVER_KEY, CLIENT_CERT, CLIENT_KEY)
+        ]
+    except OSError:
+        return None
+    ca, server_cert, server_key, client_cert, client_key = texts
+    found = Credentials(
+        ca_cert=ca,
+        server_cert=server_cert,
+        server_key=server_key,
+        client_cert=client_cert,
+        client_key=client_key,
+        directory=directory,
+    )
+    return found if _pairs_agree(found) else None
 
 
-def merged(into: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
-    """``into`` with the cluster, user and context of ``node`` (a kubeconfig of
-    :func:`kubeconfig`) in place of any of the same name; every other entry and setting
-    kept. The current context is set only when there was none."""
-    out = dict(into)
-    out.setdefault("apiVersion", "v1")
-    out.setdefault("kind", "Config")
-    out.setdefault("preferences", {})
-    for key in ("clusters", "users", "contexts"):
-        theirs = [e for e in (out.get(key) or []) if not _named(e, CONTEXT)]
-        ours = [e for e in node.get(key) or [] if _named(e, CONTEXT)]
-        out[key] = [*theirs, *ours]
-    if not out.get("current-context"):
-        out["current-context"] = CONTEXT
-    return out
-
-
-def merge_kubeconfig(state: Path, *, home: Path) -> Path:
-    """Add the node's cluster, user and context to ``~/.kube/config`` (made when missing,
-    0600, written whole); returns its path."""
-    node = read_kubeconfig(state, KUBECONFIG)
-    if node is None:
-        raise errors.KubeconfigError(
-            f"no kubeconfig at {state / KUBECONFIG}: start the node with `asynckubelet serve`",
-            path=str(state / KUBECONFIG),
-        )
-    directory = home / ".kube"
-    path = directory / "config"
-    mine = read_kubeconfig(directory, "config") or {}
+def _pairs_agree(found: Credentials) -> bool:
+    """Whether the serving and the client pair complete a handshake with each other,
+    each side requiring the other's certificate to verify against the CA."""
+    ca = found.ca_cert.decode("ascii", errors="replace")
     try:
-        hostfs.write_file(directory, "config", _dump(merged(mine, node)), mode=KEY_MODE)
+        server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server.load_cert_chain(*found.server_files)
+        server.load_verify_locations(cadata=ca)
+        server.verify_mode = ssl.CERT_REQUIRED
+        client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        client.load_verify_locations(cadata=ca)
+        client.load_cert_chain(found.directory / CLIENT_CERT, found.directory / CLIENT_KEY)
+        client.check_hostname = False
+    except (ssl.SSLError, OSError, ValueError):
+        return False
+    pipes = [ssl.MemoryBIO() for _ in range(4)]
+    ends = [
+        server.wrap_bio(pipes[0], pipes[1], server_side=True),
+        client.wrap_bio(pipes[2], pipes[3], server_side=False),
+    ]
+    done = [False, False]
+    for _ in range(20):
+        for i, end in enumerate(ends):
+            if done[i]:
+                continue
+            try:
+                end.do_handshake()
+                done[i] = True
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                pass
+            except (ssl.SSLError, OSError):
+                return False
+        pipes[2].write(pipes[1].read())
+        pipes[0].write(pipes[3].read())
+        if all(done):
+            try:
+                ends[0].read(1)
+            except ssl.SSLWantReadError:
+                return True
+            except (ssl.SSLError, OSError):
+                return False
+    return False
+
+
+async def credentials(state: Path, *, hosts: Sequence[str]) -> Credentials:
+    """The credentials the API serves with: those kept when they serve (no
+    ``cryptography`` in this process), else made by a process of their own."""
+    found = await anyio.to_thread.run_sync(lambda: load_current(state, hosts=hosts))
+    if found is not None:
+        return found
+    command = [sys.executable, "-m", __name__, str(state), *hosts]
+    try:
+        done = await anyio.run_process(
+            command,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
     except OSError as e:
-        raise errors.KubeconfigError(f"kubeconfig {path}: {e}", path=str(path)) from None
-    return path
+        raise errors.DaemonError(f"cannot make the API's credentials: {e}") from None
+    if done.returncode != 0:
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        raise errors.DaemonError(lines[-1] if lines else "cannot make the API's credentials")
+    found = await anyio.to_thread.run_sync(lambda: load_current(state, hosts=hosts))
+    if found is None:
+        raise errors.DaemonError(f"the API's credentials in {state / PKI_DIR} cannot be used")
+    return found
 
 
-def _named(entry: Any, name: str) -> bool:
-    return isinstance(entry, dict) and entry.get("name") == name
-
-
-def _cluster_entry(credentials: Credentials, server: str) -> dict[str, Any]:
-    return {
-        "name": CONTEXT,
-        "cluster": {
-            "server": server,
-            "certificate-authority-data": _b64(credentials.ca_cert),
-        },
-    }
-
-
-def _user_entry(credentials: Credentials) -> dict[str, Any]:
-    return {
-        "name": CONTEXT,
-        "user": {
-            "client-certificate-data": _b64(credentials.client_cert),
-            "client-key-data": _b64(credentials.client_key),
-        },
-    }
-
-
-def _context_entry() -> dict[str, Any]:
-    return {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT}}
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _dump(config: Mapping[str, Any]) -> bytes:
-    return yaml.safe_dump(dict(config), sort_keys=False, default_flow_style=False).encode()
+def _read_meta(state: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(hostfs.read_file(state / PKI_DIR, META, limit=MAX_PEM_BYTES))
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
 # -- certificates ---------------------------------------------------------------------------
@@ -261,8 +266,8 @@ def _load_pair(
 
     directory = state / PKI_DIR
     try:
-        cert_pem = hostfs.read_file(directory, cert_name, limit=1 << 16)
-        key_pem = hostfs.read_file(directory, key_name, limit=1 << 16)
+        cert_pem = hostfs.read_file(directory, cert_name, limit=MAX_PEM_BYTES)
+        key_pem = hostfs.read_file(directory, key_name, limit=MAX_PEM_BYTES)
     except FileNotFoundError:
         return None
     except OSError as e:
@@ -281,6 +286,16 @@ def _load_pair(
         logger.info("{} is about to expire; making a new one", directory / cert_name)
         return None
     return cert, key
+
+
+def _kept_leaf(
+    state: Path, cert_name: str, key_name: str, ca: _Pair | None, *, now: datetime.datetime
+) -> _Pair | None:
+    """A kept pair the CA ``ca`` signed (None: none such, or no CA kept)."""
+    if ca is None:
+        return None
+    pair = _load_pair(state, cert_name, key_name, now=now)
+    return pair if pair is not None and _signed_by(pair[0], ca[0]) else None
 
 
 def _signed_by(cert: Any, ca: Any) -> bool:
@@ -410,9 +425,7 @@ def _alt_names(hosts: Iterable[str]) -> list[Any]:
     from cryptography import x509
 
     names: list[Any] = []
-    for host in dict.fromkeys(["localhost", "127.0.0.1", "::1", *hosts]):
-        if not host:
-            continue
+    for host in hosts:
         try:
             names.append(x509.IPAddress(ipaddress.ip_address(host.strip("[]"))))
         except ValueError:
@@ -420,16 +433,30 @@ def _alt_names(hosts: Iterable[str]) -> list[Any]:
     return names
 
 
+def main(argv: Sequence[str]) -> int:
+    """``python -m asynckubelet.api.kube.pki STATE_DIR [HOST...]``: make what the API's
+    credentials lack (the daemon's helper; see the module's docstring)."""
+    if not argv:
+        sys.stderr.write("usage: python -m asynckubelet.api.kube.pki STATE_DIR [HOST...]\n")
+        return 2
+    try:
+        ensure_credentials(Path(argv[0]), hosts=argv[1:])
+    except errors.DaemonError as e:
+        sys.stderr.write(f"{e}\n")
+        return 1
+    return 0
+
+
 __all__ = [
-    "CONTEXT",
-    "KUBECONFIG",
     "PKI_DIR",
     "Credentials",
+    "credentials",
     "ensure_credentials",
     "fingerprint",
-    "kubeconfig",
-    "merge_kubeconfig",
-    "merged",
-    "read_kubeconfig",
-    "write_kubeconfig",
+    "load_current",
+    "serving_hosts",
 ]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

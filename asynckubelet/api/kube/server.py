@@ -31,7 +31,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import anyio.to_thread
 from aiohttp import web
 
 from asynckubelet import errors, httpbounds
@@ -45,7 +44,7 @@ from asynckubelet.api.answers import (
     status,
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
-from asynckubelet.api.kube import discovery, pki
+from asynckubelet.api.kube import discovery, kubeconfigs, pki
 from asynckubelet.api.kube.history import PodHistory
 from asynckubelet.api.kube.nodes import ThisNode, this_node
 from asynckubelet.api.kube.pods import (
@@ -301,9 +300,7 @@ async def serve_kube_api(
     """Serve the Kubernetes API on ``host:port`` until cancelled (``next_free``: the next
     free port when that one is taken); reports the URL, port and kubeconfig once
     listening and the kubeconfig is written."""
-    credentials = await anyio.to_thread.run_sync(
-        lambda: pki.ensure_credentials(state_dir, hosts=[host])
-    )
+    credentials = await pki.credentials(state_dir, hosts=[host])
     try:
         context = tls_context(credentials)
     except (ssl.SSLError, OSError) as e:
@@ -323,7 +320,9 @@ async def serve_kube_api(
             listening = True
             bound = bound_port(site, candidate)
             url = server_url(host, bound)
-            path = pki.write_kubeconfig(state_dir, pki.kubeconfig(credentials, server=url))
+            path = kubeconfigs.write_kubeconfig(
+                state_dir, kubeconfigs.kubeconfig(credentials, server=url)
+            )
             logger.info("Kubernetes API on {} (kubeconfig {})", url, path)
             task_status.started(KubeAPI(url=url, port=bound, kubeconfig=path))
 

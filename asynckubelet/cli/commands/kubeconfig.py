@@ -16,23 +16,24 @@ def kubeconfig(
     context to ~/.kube/config."""
     from pathlib import Path
 
-    from asynckubelet.api.kube import pki
+    from asynckubelet.api.kube import kubeconfigs
     from asynckubelet.errors import KubeconfigError
     from asynckubelet.node.locate import default_state_dir
 
     state = state_dir if state_dir is not None else default_state_dir()
-    path = state / pki.KUBECONFIG
+    path = state / kubeconfigs.KUBECONFIG
     if not merge:
         if not path.is_file():
             raise fail(f"no kubeconfig at {path}: start the node with `asynckubelet serve`")
         out.print(str(path), markup=False)
         return
     try:
-        merged = pki.merge_kubeconfig(state, home=Path.home())
+        merged = kubeconfigs.merge_kubeconfig(state, home=Path.home())
     except KubeconfigError as e:
         raise fail(str(e)) from None
+    name = kubeconfigs.CONTEXT
     out.print(
-        f"added context {pki.CONTEXT} to {merged}; use it with "
-        f"`kubectl config use-context {pki.CONTEXT}` or `kubectl --context {pki.CONTEXT}`",
+        f"added context {name} to {merged}; use it with `kubectl config use-context {name}` "
+        f"or `kubectl --context {name}`",
         markup=False,
     )
