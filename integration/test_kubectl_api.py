@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -237,3 +238,11 @@ def test_kubectl_get_pods_watch_sees_a_new_pod(kubectl: Kubectl, tmp_path: Path)
         watch.kill()
         watch.communicate(timeout=10)
         kubectl.node.cli("delete", "pod", name)
+
+
+def test_kubectl_describe_pod_shows_its_events(kubectl: Kubectl) -> None:
+    out = kubectl.ok("describe", "pod", "web")
+    assert re.search(rf"^Node:\s+{kubectl.node.node_name}/", out, re.M), out
+    events = out.split("\nEvents:", 1)[1]
+    assert "Started" in events
+    assert "Created container c" in events

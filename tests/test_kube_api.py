@@ -348,3 +348,33 @@ async def test_a_watch_from_a_version_older_than_the_window_ends_expired(
 async def test_watching_other_kinds_is_not_allowed_yet(served: Served) -> None:
     code, _, body = await served.request("/apis/apps/v1/deployments?watch=1")
     assert (code, body["reason"]) == (405, "MethodNotAllowed")
+
+
+async def test_events_are_selected_by_involved_object_as_kubectl_describe_asks(
+    served: Served,
+) -> None:
+    await served.node.apply([pod("web"), pod("db")])
+    with anyio.fail_after(20):
+        while not any(e.pod == "db" for e in served.node.recorder.list()):
+            await served.node.status.changed()
+    query = "involvedObject.kind%3DPod,involvedObject.namespace%3Ddefault,involvedObject.name%3Dweb"
+    _, _, listed = await served.request(f"/api/v1/namespaces/default/events?fieldSelector={query}")
+    assert listed["items"]
+    assert {e["involvedObject"]["name"] for e in listed["items"]} == {"web"}
+    _, _, table = await served.request(
+        f"/api/v1/namespaces/default/events?fieldSelector={query}", accept=TABLE_ACCEPT
+    )
+    assert len(table["rows"]) == len(listed["items"])
+
+
+async def test_other_kinds_are_selected_by_name_and_another_field_is_refused(
+    served: Served,
+) -> None:
+    _, _, listed = await served.request("/api/v1/namespaces?fieldSelector=metadata.name%3Ddefault")
+    assert [n["metadata"]["name"] for n in listed["items"]] == ["default"]
+    _, _, none = await served.request(
+        "/api/v1/namespaces?fieldSelector=metadata.name%3Dother", accept=TABLE_ACCEPT
+    )
+    assert none["rows"] == []
+    code, _, refused = await served.request("/api/v1/configmaps?fieldSelector=data.x%3D1")
+    assert (code, refused["message"]) == (400, "field label not supported: data.x")

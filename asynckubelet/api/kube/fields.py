@@ -24,11 +24,24 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
         "status.nominatedNodeName",
     ),
     "nodes": ("spec.unschedulable",),
-    "secrets": ("type",),
-    "namespaces": ("status.phase",),
+    "events": (
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ),
 }
 """Fields beyond ``metadata.name``/``metadata.namespace``, by resource."""
 _DEFAULTS = {"spec.hostNetwork": "false", "spec.unschedulable": "false"}
+_PATHS = {"source": "source.component"}
+"""Fields a selector names otherwise than their place in the object."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +74,7 @@ def parse(text: str, *, resource: str, namespaced: bool, extra: tuple[str, ...] 
 def value_of(body: Mapping[str, Any], key: str) -> str:
     """The field ``key`` (dotted) of a JSON object, as a selector compares it."""
     node: Any = body
-    for part in key.split("."):
+    for part in _PATHS.get(key, key).split("."):
         node = node.get(part) if isinstance(node, Mapping) else None
     if node is None:
         return _DEFAULTS.get(key, "")

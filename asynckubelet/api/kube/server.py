@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import anyio.abc
 from aiohttp import web
+from multidict import CIMultiDict
 
 from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
@@ -42,6 +43,7 @@ from asynckubelet.api.answers import (
     STARTED_KEY,
     TERMINATING_KEY,
     status,
+    wants_table,
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
 from asynckubelet.api.kube import discovery, kubeconfigs, pki
@@ -57,7 +59,9 @@ from asynckubelet.api.kube.pods import (
     list_pods,
     not_allowed,
 )
+from asynckubelet.api.rows import event_table
 from asynckubelet.kubectl import times
+from asynckubelet.kubectl.objects import event_seen
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.workloads.services import ServiceController
 
@@ -155,24 +159,51 @@ async def group_version(request: web.Request) -> web.Response:
 # -- the kinds the local API reads ----------------------------------------------------------
 
 
-def _delegated(served: discovery.Served, handler: Handler) -> Handler:
-    """The local API's ``handler`` for ``served``, with the API machinery it leaves out:
-    ``watch`` refused (not served for this kind yet), ``metadata.name`` and
-    ``metadata.namespace`` field selectors applied to what it answers (Events take the
-    handler's own ``involvedObject`` ones)."""
+def _delegated(served: discovery.Served, handler: Handler, *, many: bool) -> Handler:
+    """The local API's ``handler`` for ``served`` (of a list when ``many``, else of one
+    object), with the API machinery it leaves out: ``watch`` refused (not served for this
+    kind yet), the API server's field selectors applied to a list it answers."""
 
     async def answer(request: web.Request) -> web.StreamResponse:
         if flag_param(request, "watch"):
             return not_allowed()
+        if not many:
+            return await handler(_without_fields(request))
         if served.name == "events":
-            return await handler(request)
+            return await _events(request, handler)
         terms = field_terms(request, "", namespaced=served.namespaced)
-        response = await handler(request)
+        response = await handler(_without_fields(request))
         if not terms or response.status != 200 or not isinstance(response, web.Response):
             return response
         return _json(_filtered(json.loads(response.text or "{}"), terms))
 
     return answer
+
+
+def _without_fields(request: web.Request, **headers: str) -> web.Request:
+    """``request`` without its field selector (applied here, not by the handler)."""
+    if "fieldSelector" not in request.query and not headers:
+        return request
+    query = {k: v for k, v in request.query.items() if k != "fieldSelector"}
+    sent = CIMultiDict(request.headers)
+    sent.update(headers)
+    return request.clone(rel_url=request.rel_url.with_query(query), headers=sent)
+
+
+async def _events(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The local API's Events with the API server's field selectors (``kubectl describe``
+    asks by ``involvedObject`` kind, namespace, name and uid): the handler lists them,
+    then they are selected and, for a table, printed."""
+    terms = field_terms(request, "events", namespaced=True)
+    if not terms:
+        return await handler(request)
+    response = await handler(_without_fields(request, Accept="application/json"))
+    if response.status != 200 or not isinstance(response, web.Response):
+        return response
+    body = _filtered(json.loads(response.text or "{}"), terms)
+    if wants_table(request):
+        return _json(event_table(sorted(body["items"], key=event_seen)))
+    return _json(body)
 
 
 def _filtered(body: dict[str, Any], terms: list[Any]) -> dict[str, Any]:
@@ -184,9 +215,6 @@ def _filtered(body: dict[str, Any], terms: list[Any]) -> dict[str, Any]:
         body["items"] = [i for i in body["items"] if match(i)]
     elif "rows" in body:
         body["rows"] = [r for r in body["rows"] if match(r.get("object") or {})]
-    elif not match(body):
-        meta = body.get("metadata") or {}
-        return {"kind": f"{body.get('kind', '')}List", "metadata": {"name": meta.get("name")}}
     return body
 
 
@@ -206,7 +234,7 @@ def _handlers(served: discovery.Served) -> tuple[Handler, Handler]:
         objects.list_objects(served.kind),
         objects.get_object(served.kind),
     )
-    return _delegated(served, pair[0]), _delegated(served, pair[1])
+    return _delegated(served, pair[0], many=True), _delegated(served, pair[1], many=False)
 
 
 def create_app(
