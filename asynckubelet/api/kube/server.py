@@ -32,7 +32,6 @@ from typing import Any
 import anyio
 import anyio.abc
 from aiohttp import web
-from multidict import CIMultiDict
 
 from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
@@ -185,8 +184,9 @@ def _without_fields(request: web.Request, **headers: str) -> web.Request:
     if "fieldSelector" not in request.query and not headers:
         return request
     query = {k: v for k, v in request.query.items() if k != "fieldSelector"}
-    sent = CIMultiDict(request.headers)
-    sent.update(headers)
+    replaced = {name.lower() for name in headers}
+    kept = [(k, v) for k, v in request.headers.items() if k.lower() not in replaced]
+    sent = [*kept, *headers.items()]
     return request.clone(rel_url=request.rel_url.with_query(query), headers=sent)
 
 
