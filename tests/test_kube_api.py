@@ -378,3 +378,10 @@ async def test_other_kinds_are_selected_by_name_and_another_field_is_refused(
     assert none["rows"] == []
     code, _, refused = await served.request("/api/v1/configmaps?fieldSelector=data.x%3D1")
     assert (code, refused["message"]) == (400, "field label not supported: data.x")
+
+
+def test_a_node_serves_the_kubernetes_api_only_with_its_local_api() -> None:
+    from asynckubelet import KubeAPIEndpoint, NodeConfig
+
+    with pytest.raises(ValueError, match=r"NodeConfig\.kube_api needs local_api"):
+        NodeConfig(kube_api=KubeAPIEndpoint())
