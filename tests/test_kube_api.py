@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -385,3 +386,47 @@ def test_a_node_serves_the_kubernetes_api_only_with_its_local_api() -> None:
 
     with pytest.raises(ValueError, match=r"NodeConfig\.kube_api needs local_api"):
         NodeConfig(kube_api=KubeAPIEndpoint())
+
+
+async def test_this_nodes_steady_conditions_date_from_its_start(served: Served) -> None:
+    _, _, node = await served.request("/api/v1/nodes/n1")
+    created = node["metadata"]["creationTimestamp"]
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["lastTransitionTime"] == created
+    assert ready["lastHeartbeatTime"] >= created
+
+
+async def test_a_taken_port_makes_way_for_the_next_free_one(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    node = Kubelet(
+        KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600),
+        docker=FakeDocker(images=IMAGES),
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        async with node, anyio.create_task_group() as tg:
+            api: KubeAPI = await tg.start(
+                lambda task_status: serve_kube_api(
+                    node, state_dir=state, port=port, next_free=True, task_status=task_status
+                )
+            )
+            tg.cancel_scope.cancel()
+    assert api.port > port
+    assert api.url == f"https://127.0.0.1:{api.port}"
+
+
+async def test_a_taken_port_asked_for_is_an_error(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    node = Kubelet(
+        KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600),
+        docker=FakeDocker(images=IMAGES),
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        async with node:
+            with pytest.raises(OSError, match="address already in use"):
+                await serve_kube_api(node, state_dir=state, port=port)

@@ -18,6 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from lightkube.models.core_v1 import NodeCondition
+
 from asynckubelet.cluster import host
 from asynckubelet.cluster.nodestatus import (
     NodeFacts,
@@ -45,6 +47,14 @@ NODE_COLUMNS = (
 )
 """kubectl's ``get nodes`` columns (the last five with ``-o wide``)."""
 ROLE_PREFIX = "node-role.kubernetes.io/"
+STEADY = (
+    ("MemoryPressure", "False"),
+    ("DiskPressure", "False"),
+    ("PIDPressure", "False"),
+    ("Ready", "True"),
+)
+"""The conditions as they stand since the node started (their transition time then): a
+condition sampled otherwise now changed now."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +95,15 @@ def this_node(kubelet: Kubelet, *, runtime_version: str, kubelet_version: str) -
 
 
 def node_object(node: ThisNode, *, now: datetime) -> dict[str, Any]:
-    """The v1 ``Node``, its conditions from a sample of the host taken now."""
+    """The v1 ``Node``, its conditions from a sample of the host taken now (to the
+    second, as the API's times are)."""
+    now = now.replace(microsecond=0)
     sample = host.sample_host(nodefs=node.state_dir or Path("/"))
-    conditions = node_conditions(sample=sample, readiness=Readiness(), previous=(), now=now)
+    since = parse_time(node.created)
+    steady = [
+        NodeCondition(type=kind, status=status, lastTransitionTime=since) for kind, status in STEADY
+    ]
+    conditions = node_conditions(sample=sample, readiness=Readiness(), previous=steady, now=now)
     name = node.facts.name
     spec: dict[str, Any] = {"taints": [dict(t) for t in node.taints]} if node.taints else {}
     return {
