@@ -430,3 +430,28 @@ async def test_a_taken_port_asked_for_is_an_error(tmp_path: Path) -> None:
         async with node:
             with pytest.raises(OSError, match="address already in use"):
                 await serve_kube_api(node, state_dir=state, port=port)
+
+
+async def test_when_the_next_ports_are_taken_too_any_free_port_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asynckubelet.api.kube import server
+
+    monkeypatch.setattr(server, "PORT_TRIES", 1)
+    state = tmp_path / "state"
+    node = Kubelet(
+        KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600),
+        docker=FakeDocker(images=IMAGES),
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        async with node, anyio.create_task_group() as tg:
+            api: KubeAPI = await tg.start(
+                lambda task_status: serve_kube_api(
+                    node, state_dir=state, port=port, next_free=True, task_status=task_status
+                )
+            )
+            tg.cancel_scope.cancel()
+    assert api.port not in (0, port)

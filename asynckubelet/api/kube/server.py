@@ -67,7 +67,7 @@ from asynckubelet.workloads.services import ServiceController
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6443
 PORT_TRIES = 20
-"""Ports tried from the default one up when it is taken."""
+"""Ports tried from the default one up when it is taken; then any free port."""
 CLIENT_KEY = web.AppKey("client_fingerprint", bytes)
 ADDRESS_KEY = web.AppKey("server_address", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -326,8 +326,8 @@ async def serve_kube_api(
     task_status: anyio.abc.TaskStatus[KubeAPI] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the Kubernetes API on ``host:port`` until cancelled (``next_free``: the next
-    free port when that one is taken); reports the URL, port and kubeconfig once
-    listening and the kubeconfig is written."""
+    free port when that one is taken, any free port when the next ones are); reports the
+    URL, port and kubeconfig once listening and the kubeconfig is written."""
     credentials = await pki.credentials(state_dir, hosts=[host])
     try:
         context = tls_context(credentials)
@@ -339,7 +339,9 @@ async def serve_kube_api(
         runtime_version=f"docker://{engine.get('Version', 'unknown')}",
         kubelet_version=discovery.version_info()["gitVersion"],
     )
-    candidates = range(port, min(port + PORT_TRIES, 65536)) if next_free and port else [port]
+    candidates = [port]
+    if next_free and port:
+        candidates = [*range(port, min(port + PORT_TRIES, 65536)), 0]
     for candidate in candidates:
         listening = False
 
