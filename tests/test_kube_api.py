@@ -28,6 +28,7 @@ from asynckubelet.api.kube import discovery, history, kubeconfigs, pki
 from asynckubelet.api.kube.server import KubeAPI, serve_kube_api
 from asynckubelet.kubectl.tables import TABLE_ACCEPT
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
+from asynckubelet.runtime import containers as ctr
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
@@ -455,3 +456,25 @@ async def test_when_the_next_ports_are_taken_too_any_free_port_is_taken(
             )
             tg.cancel_scope.cancel()
     assert api.port not in (0, port)
+
+
+async def test_lightkube_lists_and_watches_pods_with_the_nodes_kubeconfig(
+    served: Served,
+) -> None:
+    from lightkube import AsyncClient, KubeConfig
+    from lightkube.resources.core_v1 import Pod as PodResource
+
+    await served.node.apply(pod("web"))
+    config = KubeConfig.from_file(served.api.kubeconfig)
+    client = AsyncClient(config)
+    try:
+        names = [
+            ctr.pod_identity(p)[0] async for p in client.list(PodResource, namespace="default")
+        ]
+        assert names == ["web"]
+        with anyio.fail_after(20):
+            async for kind, found in client.watch(PodResource, namespace="default"):
+                assert (kind, ctr.pod_identity(found)[0]) == ("ADDED", "web")
+                break
+    finally:
+        await client.close()
