@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import hmac
 import ipaddress
 import json
 import ssl
@@ -94,7 +95,7 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     """Serve only the client certificate of the node's kubeconfig."""
     tls = request.transport.get_extra_info("ssl_object") if request.transport else None
     der = tls.getpeercert(binary_form=True) if isinstance(tls, ssl.SSLObject) else None
-    if not der or hashlib.sha256(der).digest() != request.app[CLIENT_KEY]:
+    if not der or not hmac.compare_digest(hashlib.sha256(der).digest(), request.app[CLIENT_KEY]):
         return unauthorized()
     return await handler(request)
 
