@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from asynckubelet.node.events import PodEvent as PodEvent
     from asynckubelet.node.kubelet import KubeletConfig as KubeletConfig
     from asynckubelet.nodeapp.config import HTTPEndpoint as HTTPEndpoint
+    from asynckubelet.nodeapp.config import KubeAPIEndpoint as KubeAPIEndpoint
     from asynckubelet.nodeapp.config import NetworkConfig as NetworkConfig
     from asynckubelet.nodeapp.config import NodeConfig as NodeConfig
     from asynckubelet.nodeapp.config import ServicesConfig as ServicesConfig
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 _PUBLIC: dict[str, tuple[str, str]] = {
     "ClusterConfig": ("asynckubelet.cluster.agent", "ClusterConfig"),
     "HTTPEndpoint": ("asynckubelet.nodeapp.config", "HTTPEndpoint"),
+    "KubeAPIEndpoint": ("asynckubelet.nodeapp.config", "KubeAPIEndpoint"),
     "KubeletConfig": ("asynckubelet.node.kubelet", "KubeletConfig"),
     "NetworkConfig": ("asynckubelet.nodeapp.config", "NetworkConfig"),
     "Node": ("asynckubelet.nodeapp.node", "Node"),

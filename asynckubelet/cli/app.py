@@ -112,6 +112,12 @@ TREE: dict[str, Command | Group] = {
         "Remove the pod network the node made on this host (bridge, firewall rules, address "
         "records) once no pod uses it.",
     ),
+    "kubeconfig": Command(
+        "kubeconfig",
+        "kubeconfig",
+        "Print the path of the node's kubeconfig (written by `serve`); --merge adds its "
+        "context to ~/.kube/config.",
+    ),
     "version": Command(
         "version",
         "version",

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 DEFAULT_HTTP_PORT = 10255
 """The kubelet's read-only port."""
+DEFAULT_KUBE_API_PORT = 6443
+"""The API server's secure port."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +112,18 @@ class HTTPEndpoint:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KubeAPIEndpoint:
+    """The Kubernetes API over TLS, with the node's kubeconfig in its state directory
+    (:mod:`asynckubelet.api.kube`)."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_KUBE_API_PORT
+    """0: any free port (:attr:`Node.kube_api` tells which)."""
+    next_free: bool = False
+    """Take the next free port when ``port`` is taken."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class NodeConfig:
     """A node: the kubelet and the parts a configuration turns on.
 
@@ -139,6 +153,9 @@ class NodeConfig:
     ``<state_dir>/objects`` and taken back at the next start."""
     http: HTTPEndpoint | None = None
     """The read-only TCP endpoint; None: none."""
+    kube_api: KubeAPIEndpoint | None = None
+    """The Kubernetes API and ``<state_dir>/kubeconfig``; None: none. Needs ``local_api``;
+    not in cluster mode, whose API server is the cluster's."""
     cluster: ClusterConfig | None = None
     """Join the cluster of this kubeconfig (cluster mode): register the Node, run the pods
     bound to it, serve the kubelet API. The cluster's controllers run its workloads, so
@@ -147,6 +164,10 @@ class NodeConfig:
     def __post_init__(self) -> None:
         if self.local_api and self.kubelet.state_dir is None:
             raise ValueError("NodeConfig.local_api needs kubelet.state_dir")
+        if self.kube_api is not None and (not self.local_api or self.cluster is not None):
+            raise ValueError(
+                "NodeConfig.kube_api needs local_api and is not served in cluster mode"
+            )
         if self.cluster is not None and (self.controllers or self.services is not None):
             raise ValueError(
                 "NodeConfig.cluster: a cluster node runs no local controllers or Services "
@@ -154,4 +175,4 @@ class NodeConfig:
             )
 
 
-__all__ = ["HTTPEndpoint", "NetworkConfig", "NodeConfig", "ServicesConfig"]
+__all__ = ["HTTPEndpoint", "KubeAPIEndpoint", "NetworkConfig", "NodeConfig", "ServicesConfig"]

@@ -81,6 +81,25 @@ ListenOpt = Annotated[
         help="HOST:PORT of the HTTP endpoints.",
     ),
 ]
+APIListenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-listen",
+        metavar="HOST:PORT",
+        envvar="ASYNCKUBELET_API_LISTEN",
+        help="HOST:PORT of the Kubernetes API (TLS; kubectl reaches it through "
+        "<state-dir>/kubeconfig); default 127.0.0.1:6443, or the next free port; off: none.",
+    ),
+]
+KubeconfigMergeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--merge",
+        metavar="",
+        help="Add the node's cluster, user and context (named asynckubelet) to "
+        "~/.kube/config, keeping its other entries.",
+    ),
+]
 AllowRemoteOpt = Annotated[
     bool,
     typer.Option(
