@@ -44,7 +44,7 @@ import anyio.to_thread
 import yaml
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import errors, hostfs
+from asynckubelet import _trace, errors, hostfs
 from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
@@ -464,6 +464,7 @@ class Kubelet(PodReads, Housekeeping):
 
     def _want(self, pod: Pod, source: str) -> None:
         name, ns, uid = ctr.pod_identity(pod)
+        _trace.mark("seen", uid)
         options = self._options(pod)
         for other_uid, other in list(self._entries.items()):
             oname, ons, _ = ctr.pod_identity(other.worker.pod)
@@ -566,6 +567,7 @@ class Kubelet(PodReads, Housekeeping):
             seen=time.monotonic(),
         )
         self._entries[uid] = entry
+        _trace.mark("admitted", uid)
         self._tg.start_soon(self._run_worker, uid, entry, name=f"pod {ns}/{name}")
 
     async def _run_worker(self, uid: str, entry: _Entry) -> None:
@@ -655,6 +657,7 @@ class Kubelet(PodReads, Housekeeping):
                 pod = record.pod
         if uid not in self._started and status.phase in ("Running", "Succeeded"):
             self._started.add(uid)
+            _trace.mark("running", uid)
             self.metrics.pod_start_duration.observe(time.monotonic() - entry.seen)
         self.status.set(pod, status)
         self.startup.status(uid, pod, status)
