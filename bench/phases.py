@@ -158,7 +158,8 @@ class Split:
     calls: int
     engine_sum: float
     engine_busy: float
-    kinds: Mapping[str, int]
+    kinds: Mapping[str, tuple[int, float]]
+    """Kind of call -> how many, their summed seconds."""
 
 
 def busy(intervals: Iterable[tuple[int, int]]) -> int:
@@ -174,6 +175,15 @@ def busy(intervals: Iterable[tuple[int, int]]) -> int:
     return total
 
 
+def _by_kind(calls: Iterable[Call]) -> dict[str, tuple[int, float]]:
+    counts: Counter[str] = Counter()
+    seconds: dict[str, float] = {}
+    for c in calls:
+        counts[c.kind] += 1
+        seconds[c.kind] = seconds.get(c.kind, 0.0) + (c.end - c.began) / 1e9
+    return {k: (counts[k], seconds[k]) for k in counts}
+
+
 def split(calls: Sequence[Call], *, wall: float, loop_cpu: float, thread_cpu: float) -> Split:
     return Split(
         wall=wall,
@@ -182,7 +192,7 @@ def split(calls: Sequence[Call], *, wall: float, loop_cpu: float, thread_cpu: fl
         calls=len(calls),
         engine_sum=sum(c.end - c.began for c in calls) / 1e9,
         engine_busy=busy((c.began, c.end) for c in calls) / 1e9,
-        kinds=Counter(c.kind for c in calls),
+        kinds=_by_kind(calls),
     )
 
 
@@ -213,7 +223,10 @@ def format_table(rows: Sequence[Row], splits: Sequence[Split], *, title: str) ->
             f"{row.phase:<18} {row.pods:4d} {_pair(row.step)} {_pair(row.at)} {_pair(row.raw_at)}"
         )
     for i, s in enumerate(splits):
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(s.kinds.items(), key=lambda kv: -kv[1]))
+        kinds = ", ".join(
+            f"{k} {n} ({t:.2f} s)"
+            for k, (n, t) in sorted(s.kinds.items(), key=lambda kv: -kv[1][1])
+        )
         lines.append(
             f"burst {i + 1}: wall {s.wall:.2f} s; loop CPU {s.loop_cpu:.2f} s "
             f"({s.loop_cpu / s.wall:.0%} of wall), other threads {s.thread_cpu:.2f} s; "

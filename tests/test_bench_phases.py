@@ -120,4 +120,4 @@ def test_the_table_has_a_row_per_phase_and_a_split_per_burst(phases: ModuleType)
         "burst 1: wall 2.00 s; loop CPU 0.50 s (25% of wall), other threads 0.25 s; "
         "engine: 3 calls, 0.90 s summed, under way 0.50 s (25% of wall)"
     )
-    assert lines[-1] == "  calls: create container 2, list containers 1"
+    assert lines[-1] == "  calls: create container 2 (0.80 s), list containers 1 (0.10 s)"
