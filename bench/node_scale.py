@@ -497,12 +497,14 @@ def measure(
                 node = time.perf_counter() - began
                 until, (loop_end, all_end) = time.monotonic_ns(), thread_cpu(pid)
             figures.bursts.append((raw, node))
-            traced = read_trace(Path(tmp) / "trace.jsonl", since=since, until=until)
+            # The last status file may be read before its writer's mark is made.
+            traced = read_trace(Path(tmp) / "trace.jsonl", since=since, until=until + 10**9)
+            calls = [c for c in traced.calls if c.began <= until]
             for pod, marks in traced.times.items():
                 figures.node_trace.times[f"{burst}-{pod}"] = {**marks, START: since}
             loop = loop_end - loop_cpu
             figures.splits.append(
-                split(traced.calls, wall=node, loop_cpu=loop, thread_cpu=all_end - all_cpu - loop)
+                split(calls, wall=node, loop_cpu=loop, thread_cpu=all_end - all_cpu - loop)
             )
             figures.burst_cpu += (cpu_seconds(pid) - cpu) / bursts
             figures.burst_wait += (run_queue_wait(pid) - wait) / bursts
