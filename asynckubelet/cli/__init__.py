@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 def main() -> None:
     process.prepare_imports()
     process.hold_collector()
+    process.trace_if_asked()
     code: object
     try:
         code = _command()

@@ -43,7 +43,7 @@ import anyio.to_thread
 import yaml
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import errors, hostfs
+from asynckubelet import _trace, errors, hostfs
 from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
@@ -445,6 +445,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
 
     def _want(self, pod: Pod, source: str) -> None:
         name, ns, uid = ctr.pod_identity(pod)
+        _trace.mark("seen", uid)
         options = self._options(pod)
         for other_uid, other in list(self._entries.items()):
             oname, ons, _ = ctr.pod_identity(other.worker.pod)
@@ -555,6 +556,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
             seen=time.monotonic(),
         )
         self._entries[uid] = entry
+        _trace.mark("admitted", uid)
         self._tg.start_soon(self._run_worker, uid, entry, name=f"pod {ns}/{name}")
         if self._killing:
             self._kill(entry)
@@ -654,6 +656,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
                 pod = record.pod
         if uid not in self._started and status.phase in ("Running", "Succeeded"):
             self._started.add(uid)
+            _trace.mark("running", uid)
             self.metrics.pod_start_duration.observe(time.monotonic() - entry.seen)
         self.status.set(pod, status)
         self.startup.status(uid, pod, status)

@@ -34,7 +34,7 @@ import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import errors
+from asynckubelet import _trace, errors
 from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
 from asynckubelet.node.pleg import OUTDATING_ACTIONS
@@ -209,6 +209,7 @@ class PodWorker:
         :attr:`log_drain` seconds more).
         :meth:`stop_following` ends the following sooner.
         """
+        _trace.bind(self.uid)
         async with anyio.create_task_group() as tg:
             followers_done = anyio.Event()
             logs: anyio.abc.TaskGroup = tg
