@@ -110,3 +110,33 @@ def test_a_negative_max_restarts_is_refused_naming_the_option(
     files = [str(manifest)] if command == ["run"] else ["-f", str(manifest)]
     code, _, err = invoke(tmp_path / "state", *command, *files, "--max-restarts", "-1")
     assert (code, err) == (2, "error: --max-restarts must be 0 or more, not -1\n")
+
+
+def _owned(uid: str, *, owner: str, revision: str | None) -> dict[str, object]:
+    annotations = {} if revision is None else {"deployment.kubernetes.io/revision": revision}
+    return {
+        "metadata": {
+            "uid": uid,
+            "annotations": annotations,
+            "ownerReferences": [{"uid": owner, "controller": True, "kind": "Deployment"}],
+        }
+    }
+
+
+def test_a_rollouts_wait_counts_the_current_replicasets_pods_only() -> None:
+    from asynckubelet.cli.commands.apply import _owner_chain
+
+    key = ("Deployment", "default", "shop")
+    deployment = {
+        "metadata": {"uid": "d1", "annotations": {"deployment.kubernetes.io/revision": "2"}}
+    }
+    old = _owned("rs-old", owner="d1", revision="1")
+    new = _owned("rs-new", owner="d1", revision="2")
+    owners = _owner_chain({key: deployment}, [old, new])
+    assert owners == {"d1": key, "rs-new": key}
+    unrevised = {"metadata": {"uid": "d1"}}
+    assert _owner_chain({key: unrevised}, [old, new]) == {
+        "d1": key,
+        "rs-old": key,
+        "rs-new": key,
+    }

@@ -638,16 +638,24 @@ def _owner_chain(
     replicasets: list[dict[str, Any]],
 ) -> dict[str, tuple[str, str, str]]:
     """Owner UID -> the workload waited for whose pods it owns (a Deployment's through
-    its ReplicaSets)."""
+    its current ReplicaSet: an old one's pods, on their way out, hold no rollout back)."""
+    from asynckubelet.workloads.deployment import REVISION
     from asynckubelet.workloads.pods import controller_of
 
     owners: dict[str, tuple[str, str, str]] = {}
+    revisions: dict[str, object] = {}
     for key, body in bodies.items():
-        uid = str((body.get("metadata") or {}).get("uid") or "")
+        meta = body.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
         owners[uid] = key
+        revisions[uid] = (meta.get("annotations") or {}).get(REVISION)
     for rs in replicasets:
         meta = rs.get("metadata") or {}
         owner = controller_of(meta)
-        if owner is not None and owner.uid in owners:
-            owners[str(meta.get("uid"))] = owners[owner.uid]
+        if owner is None or owner.uid not in owners:
+            continue
+        wanted = revisions.get(owner.uid)
+        if wanted is not None and (meta.get("annotations") or {}).get(REVISION) != wanted:
+            continue
+        owners[str(meta.get("uid"))] = owners[owner.uid]
     return owners
