@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from asynckubelet.cli.options.common import BOOL
+
 if TYPE_CHECKING:
     pass
 
@@ -317,9 +319,9 @@ DeleteWaitOpt = Annotated[
     str,
     typer.Option(
         "--wait",
-        metavar="BOOL",
+        metavar=BOOL,
         help="--wait=false: return once the objects are deleted, not waiting until their "
-        "pods are gone (the default, --wait=true, waits).",
+        "pods are gone (the default, --wait or --wait=true, waits).",
     ),
 ]
 DeleteTimeoutOpt = Annotated[
