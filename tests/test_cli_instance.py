@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import pytest
 import typer
+import yaml
 from typer.testing import CliRunner
 
 from asynckubelet.cli import instance as inst
@@ -498,6 +499,33 @@ def test_kubeconfig_of_an_instance_prints_that_instances_path(instances: Path) -
     missing = CliRunner().invoke(app, ["kubeconfig", "--instance", "db"])
     assert missing.exit_code == 1
     assert str(instances / "db" / "kubeconfig") in missing.output
+
+
+def test_kubeconfig_merge_of_two_instances_names_and_keeps_each_context(
+    instances: Path, tmp_path: Path
+) -> None:
+    from asynckubelet.api.kube import kubeconfigs, pki
+    from asynckubelet.cli.commands.kubeconfig import kubeconfig
+
+    app = typer.Typer()
+    app.command("kubeconfig")(kubeconfig)
+    app.command("other")(lambda: None)
+    home = tmp_path / "home"
+    for name, port in (("web", 16443), ("db", 16444)):
+        state = instances / name
+        credentials = pki.ensure_credentials(state, hosts=["127.0.0.1"])
+        config = kubeconfigs.kubeconfig(
+            credentials, server=f"https://127.0.0.1:{port}", name=kubeconfigs.context_name(name)
+        )
+        kubeconfigs.write_kubeconfig(state, config)
+        result = CliRunner().invoke(
+            app, ["kubeconfig", "--instance", name, "--merge"], env={"HOME": str(home)}
+        )
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith(f"added context asynckubelet-{name} to ")
+    merged = yaml.safe_load((home / ".kube" / "config").read_text())
+    assert [c["name"] for c in merged["contexts"]] == ["asynckubelet-web", "asynckubelet-db"]
+    assert merged["current-context"] == "asynckubelet-web"
 
 
 def test_a_command_that_makes_no_network_records_nothing(instances: Path) -> None:
