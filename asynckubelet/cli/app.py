@@ -221,15 +221,6 @@ class _Command(typer.core.TyperCommand):
     flags, as kubectl's usage lines do, and whose kubectl booleans (metavar ``BOOL``) may
     be given alone (:func:`~asynckubelet.cli.options.bare_booleans`)."""
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        flags = {
-            name
-            for param in self.params
-            if isinstance(param, typer.core.TyperOption) and param.metavar == BOOL
-            for name in param.opts
-        }
-        return super().parse_args(ctx, bare_booleans(args, flags) if flags else args)
-
     def __init__(self, *args: Any, **attrs: Any) -> None:
         super().__init__(*args, **attrs)
         self.help = unwrapped(self.help)
@@ -244,6 +235,15 @@ class _Command(typer.core.TyperCommand):
         if option is not None:
             option.metavar = ""
         return option
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        flags = {
+            name
+            for param in self.params
+            if isinstance(param, typer.core.TyperOption) and param.metavar == BOOL
+            for name in param.opts
+        }
+        return super().parse_args(ctx, bare_booleans(args, flags) if flags else args)
 
 
 class _Commands(MutableMapping[str, Any]):
