@@ -1,7 +1,9 @@
 """Two node instances side by side on one host and one engine (``--instance``): each
 ``serve`` derives its own state dir, node name, bridge, pod and Service ranges and port;
 a pod on each gets an address of its own instance's range and answers from the host;
-``doctor`` lists both; ``reset`` of one leaves the other's pod running."""
+each instance's kubeconfig (its own API port, its context ``asynckubelet-NAME``) shows
+kubectl that instance's pod only; ``doctor`` lists both; ``reset`` of one leaves the
+other's pod running."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+import yaml
 
 from asynckubelet.cli import instance
 from asynckubelet.docker import DockerClient
@@ -32,6 +35,7 @@ from integration.harness import (
 from integration.network_helpers import fetch, server_pod
 
 REPO = Path(__file__).resolve().parent.parent
+KUBECTL = "/usr/bin/kubectl"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the bridge network needs root")
 
@@ -103,6 +107,30 @@ class Instance:
         assert shown.returncode == 0, shown.stderr
         return str(json.loads(shown.stdout)["status"]["podIP"])
 
+    def kubectl_pods(self) -> list[tuple[str, str]]:
+        """The pods the machine's kubectl lists through this instance's kubeconfig: name
+        and pod IP of each."""
+        printed = self.cli("kubeconfig")
+        assert printed.returncode == 0, printed.stderr
+        path = printed.stdout.strip()
+        assert path == str(instance.state_dir(self.name) / "kubeconfig")
+        config = yaml.safe_load(Path(path).read_text())
+        context = f"asynckubelet-{self.name}"
+        assert config["current-context"] == context
+        assert [c["name"] for c in config["clusters"]] == [context]
+        server = config["clusters"][0]["cluster"]["server"]
+        assert server == f"https://127.0.0.1:{self.allocation.api_port}"
+        listed = subprocess.run(
+            [KUBECTL, "--kubeconfig", path, "get", "pods", "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={k: v for k, v in _env().items() if k != "KUBECONFIG"},
+        )
+        assert listed.returncode == 0, listed.stderr
+        items = json.loads(listed.stdout)["items"]
+        return [(p["metadata"]["name"], p["status"].get("podIP", "")) for p in items]
+
 
 def _env() -> dict[str, str]:
     return {
@@ -162,6 +190,9 @@ def test_two_instances_run_side_by_side_and_reset_of_one_leaves_the_other(
     assert all(path.exists() for path in bridges.values())
     assert fetch(f"http://{ip_a}:8080/").strip() == "hi-from-web"
     assert fetch(f"http://{ip_b}:8080/").strip() == "hi-from-web"
+    assert a.allocation.api_port != b.allocation.api_port
+    assert a.kubectl_pods() == [("web", ip_a)]
+    assert b.kubectl_pods() == [("web", ip_b)]
 
     doctor = subprocess.run(
         [sys.executable, "-m", "asynckubelet", "doctor"],
@@ -175,6 +206,7 @@ def test_two_instances_run_side_by_side_and_reset_of_one_leaves_the_other(
             f"instance {one.name}: running, state dir {instance.state_dir(one.name)}, "
             f"bridge {instance.bridge_name(one.name)}, pod CIDR {one.allocation.pod_cidr}"
         ) in doctor.stdout
+        assert f"API {one.allocation.api_listen}" in doctor.stdout
 
     deleted = a.cli("delete", "pod", "web")
     assert deleted.returncode == 0, deleted.stderr

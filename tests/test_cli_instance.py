@@ -1,9 +1,10 @@
 """``--instance NAME``: the name checked, what it derives (state dir, node name, bridge, pod
-and Service ranges, listen port, network records) and how: free ranges against the host's
+and Service ranges, listen and API ports, network records) and how: free ranges against the host's
 routes and other instances' records, kept in the instance's record; explicit options win."""
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -13,11 +14,13 @@ from typing import Annotated, Any
 
 import pytest
 import typer
+import yaml
 from typer.testing import CliRunner
 
 from asynckubelet.cli import instance as inst
 from asynckubelet.cli.commands import get_output
 from asynckubelet.cli.options import (
+    APIListenOpt,
     ClusterOptions,
     ListenOpt,
     NodeOptions,
@@ -157,6 +160,18 @@ def test_the_slot_is_the_same_for_the_same_name_and_outside_the_defaults() -> No
     assert first.port != 10255
 
 
+def test_the_slot_holds_an_api_port_of_its_own_never_the_defaults_6443() -> None:
+    first = inst.allocate("web", routes=[], taken=[], port_free=ALWAYS_FREE)
+    assert first.api_port == inst.API_PORT_BASE + first.slot
+    assert first.api_listen == f"127.0.0.1:{first.api_port}"
+    assert first.ports == (first.port, first.kubelet_port, first.api_port)
+    slots = [inst.Allocation.of_slot(n) for n in range(inst.SLOTS)]
+    every_port = [p for a in slots for p in a.ports]
+    assert len(set(every_port)) == len(every_port)
+    assert not {6443, 10250, 10255} & set(every_port)
+    assert max(every_port) <= 65535
+
+
 def test_a_pod_range_a_host_route_overlaps_moves_the_instance_to_the_next_slot() -> None:
     first = inst.allocate("web", routes=[], taken=[], port_free=ALWAYS_FREE)
     route = ipaddress.ip_network(first.pod_cidr)
@@ -197,11 +212,42 @@ def test_a_kubelet_port_in_use_moves_the_instance_to_the_next_slot_too() -> None
     assert first.kubelet_port not in (10250, first.port)
 
 
+def test_an_api_port_in_use_moves_the_instance_to_the_next_slot_too() -> None:
+    first = inst.allocate("web", routes=[], taken=[], port_free=ALWAYS_FREE)
+    moved = inst.allocate("web", routes=[], taken=[], port_free=lambda p: p != first.api_port)
+    assert moved.slot == (first.slot + 1) % inst.SLOTS
+
+
+def test_another_instances_api_port_is_never_taken_even_when_bindable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    theirs = inst.allocate("web", routes=[], taken=[], port_free=ALWAYS_FREE)
+    monkeypatch.setattr(inst.Allocation, "of_slot", classmethod(_same_api_port(theirs)))
+    mine = inst.allocate("web", routes=[], taken=[theirs], port_free=ALWAYS_FREE)
+    assert mine.api_port != theirs.api_port
+    assert mine.slot == (theirs.slot + 2) % inst.SLOTS
+
+
+def _same_api_port(theirs: inst.Allocation) -> Any:
+    """Slots laid out so that the one after ``theirs`` shares its API port only."""
+    of_slot = inst.Allocation.of_slot.__func__  # type: ignore[attr-defined]
+
+    def laid_out(cls: type[inst.Allocation], slot: int) -> inst.Allocation:
+        made: inst.Allocation = of_slot(cls, slot)
+        if slot == (theirs.slot + 1) % inst.SLOTS:
+            import dataclasses
+
+            return dataclasses.replace(made, api_port=theirs.api_port)
+        return made
+
+    return laid_out
+
+
 def test_no_free_slot_is_an_error_naming_the_flags_that_choose_instead() -> None:
     routes = [ipaddress.ip_network("10.0.0.0/8")]
     with pytest.raises(inst.InstanceError) as refused:
         inst.allocate("web", routes=routes, taken=[], port_free=ALWAYS_FREE)
-    assert "--pod-cidr, --service-cluster-ip-range and --listen" in str(refused.value)
+    assert "--pod-cidr, --service-cluster-ip-range, --listen and --api-listen" in str(refused.value)
 
 
 # -- the record ------------------------------------------------------------------------------
@@ -254,6 +300,24 @@ def test_a_record_that_is_not_ours_is_ignored(tmp_path: Path, content: bytes) ->
     root = tmp_path / "instances"
     (root / "other").mkdir(parents=True)
     (root / "other" / inst.RECORD).write_bytes(content)
+    assert inst.records(root) == {}
+
+
+def test_a_record_written_before_the_api_port_keeps_its_slot_and_derives_the_port(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "instances"
+    old = inst.Allocation.of_slot(42)
+    fields = {k: v for k, v in dataclasses.asdict(old).items() if k != "api_port"}
+    (root / "web").mkdir(parents=True)
+    (root / "web" / inst.RECORD).write_text(json.dumps({"name": "web", **fields}))
+    routes = FakeRoutes([old.pod_cidr])
+    found = inst.resolve("web", root=root, routes=routes, claim=True, port_free=ALWAYS_FREE)
+    assert found == old
+    assert found.api_port == inst.API_PORT_BASE + 42
+    assert inst.records(root) == {"web": old}
+    wrong = {**fields, "api_port": 6443}
+    (root / "web" / inst.RECORD).write_text(json.dumps({"name": "web", **wrong}))
     assert inst.records(root) == {}
 
 
@@ -316,6 +380,7 @@ def _seen(command_name: str, args: list[str], env: dict[str, str] | None = None)
         state_dir: StateDirOpt = None,
         listen: ListenOpt = "127.0.0.1:10255",
         service_cluster_ip_range: ServiceClusterIPRangeOpt = "10.96.0.0/16",
+        api_listen: APIListenOpt = None,
         node: NodeOptions,
         cluster: ClusterOptions,
         extra: Annotated[int, typer.Option("--extra")] = 0,
@@ -324,6 +389,7 @@ def _seen(command_name: str, args: list[str], env: dict[str, str] | None = None)
             state_dir=state_dir,
             listen=listen,
             services=service_cluster_ip_range,
+            api_listen=api_listen,
             node=node,
             kubelet_port=cluster.kubelet_port,
         )
@@ -357,6 +423,7 @@ def test_without_an_instance_every_default_is_as_it_was(instances: Path) -> None
         None,
     )
     assert node.ipv6_pod_cidr() is None
+    assert seen["api_listen"] is None
     assert not instances.exists()
 
 
@@ -371,6 +438,7 @@ def test_an_instance_derives_every_default_and_serve_records_it(instances: Path,
     assert seen["state_dir"] == instances / "web"
     assert (seen["listen"], seen["services"]) == (made.listen, made.service_cluster_ip_range)
     assert seen["kubelet_port"] == made.kubelet_port
+    assert seen["api_listen"] == made.api_listen == f"127.0.0.1:{made.api_port}"
     assert (node.instance, node.bridge, node.pod_cidr) == ("web", "akl-web", made.pod_cidr)
     assert node.network_state_dir == instances / "web" / "network"
     assert node.node_name == inst.node_name("web")
@@ -393,6 +461,73 @@ def test_options_given_win_over_what_the_instance_derives(instances: Path) -> No
     assert node.network_state_dir == instances / "web" / "network"
 
 
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_an_api_listen_given_wins_over_the_instances_port(instances: Path, how: str) -> None:
+    args, env = (
+        (["--api-listen", "127.0.0.1:7443"], {})
+        if how == "flag"
+        else ([], {"ASYNCKUBELET_API_LISTEN": "127.0.0.1:7443"})
+    )
+    seen = _seen("serve", ["--instance", "web", *args], env)
+    assert seen["result"].exit_code == 0, seen["result"].output
+    assert seen["api_listen"] == "127.0.0.1:7443"
+
+
+def test_serve_gives_an_instance_its_port_and_its_kubeconfig_names() -> None:
+    from asynckubelet.cli.commands.serve import _kube_api
+
+    default = _kube_api(None)
+    assert default is not None
+    assert (default.port, default.next_free, default.context) == (6443, True, "asynckubelet")
+    web = _kube_api("127.0.0.1:16460", instance="web")
+    assert web is not None
+    assert (web.port, web.next_free, web.context) == (16460, False, "asynckubelet-web")
+    assert _kube_api("off", instance="web") is None
+
+
+def test_kubeconfig_of_an_instance_prints_that_instances_path(instances: Path) -> None:
+    from asynckubelet.cli.commands.kubeconfig import kubeconfig
+
+    app = typer.Typer()
+    app.command("kubeconfig")(kubeconfig)
+    app.command("other")(lambda: None)
+    (instances / "web").mkdir(parents=True)
+    (instances / "web" / "kubeconfig").write_text("apiVersion: v1\n")
+    result = CliRunner().invoke(app, ["kubeconfig", "--instance", "web"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == str(instances / "web" / "kubeconfig")
+    missing = CliRunner().invoke(app, ["kubeconfig", "--instance", "db"])
+    assert missing.exit_code == 1
+    assert str(instances / "db" / "kubeconfig") in missing.output
+
+
+def test_kubeconfig_merge_of_two_instances_names_and_keeps_each_context(
+    instances: Path, tmp_path: Path
+) -> None:
+    from asynckubelet.api.kube import kubeconfigs, pki
+    from asynckubelet.cli.commands.kubeconfig import kubeconfig
+
+    app = typer.Typer()
+    app.command("kubeconfig")(kubeconfig)
+    app.command("other")(lambda: None)
+    home = tmp_path / "home"
+    for name, port in (("web", 16443), ("db", 16444)):
+        state = instances / name
+        credentials = pki.ensure_credentials(state, hosts=["127.0.0.1"])
+        config = kubeconfigs.kubeconfig(
+            credentials, server=f"https://127.0.0.1:{port}", name=kubeconfigs.context_name(name)
+        )
+        kubeconfigs.write_kubeconfig(state, config)
+        result = CliRunner().invoke(
+            app, ["kubeconfig", "--instance", name, "--merge"], env={"HOME": str(home)}
+        )
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith(f"added context asynckubelet-{name} to ")
+    merged = yaml.safe_load((home / ".kube" / "config").read_text())
+    assert [c["name"] for c in merged["contexts"]] == ["asynckubelet-web", "asynckubelet-db"]
+    assert merged["current-context"] == "asynckubelet-web"
+
+
 def test_a_command_that_makes_no_network_records_nothing(instances: Path) -> None:
     seen = _seen("reset", ["--instance", "web"])
     assert seen["result"].exit_code == 0
@@ -413,7 +548,7 @@ def test_no_free_range_is_a_usage_error_naming_the_flags(
     monkeypatch.setattr(inst, "HostRoutes", lambda: FakeRoutes(["10.0.0.0/8"]))
     seen = _seen("serve", ["--instance", "web"])
     assert seen["result"].exit_code == 2
-    assert "give --pod-cidr, --service-cluster-ip-range and --listen" in _flat(
+    assert "give --pod-cidr, --service-cluster-ip-range, --listen and --api-listen" in _flat(
         seen["result"].output
     )
 
@@ -440,7 +575,8 @@ def test_doctor_lists_the_default_instance_then_each_named_one(tmp_path: Path) -
         f"instance (default): not running, state dir {tmp_path}",
         f"instance db: not running, state dir {root / 'db'}, bridge akl-db, no ranges recorded yet",
         f"instance web: not running, state dir {root / 'web'}, bridge akl-web, pod CIDR "
-        f"{made.pod_cidr}, Services {made.service_cluster_ip_range}, listen {made.listen}",
+        f"{made.pod_cidr}, Services {made.service_cluster_ip_range}, listen {made.listen}, "
+        f"API 127.0.0.1:{made.api_port}",
     ]
 
 

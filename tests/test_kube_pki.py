@@ -25,9 +25,11 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.lstat().st_mode)
 
 
-def node_kubeconfig(state: Path) -> Path:
+def node_kubeconfig(state: Path, *, server: str = SERVER, instance: str = "") -> Path:
     credentials = pki.ensure_credentials(state, hosts=["127.0.0.1"])
-    return kubeconfigs.write_kubeconfig(state, kubeconfigs.kubeconfig(credentials, server=SERVER))
+    name = kubeconfigs.context_name(instance)
+    config = kubeconfigs.kubeconfig(credentials, server=server, name=name)
+    return kubeconfigs.write_kubeconfig(state, config)
 
 
 def test_private_keys_are_0600_in_a_0700_directory(tmp_path: Path) -> None:
@@ -179,7 +181,7 @@ def test_merge_adds_the_nodes_context_and_keeps_every_other_entry(tmp_path: Path
     node_kubeconfig(state)
     (home / ".kube").mkdir(parents=True)
     (home / ".kube" / "config").write_text(yaml.safe_dump(USERS_CONFIG))
-    path = kubeconfigs.merge_kubeconfig(state, home=home)
+    path, _ = kubeconfigs.merge_kubeconfig(state, home=home)
     assert path == home / ".kube" / "config"
     assert mode(path) == 0o600
     merged = yaml.safe_load(path.read_text())
@@ -195,10 +197,52 @@ def test_merge_adds_the_nodes_context_and_keeps_every_other_entry(tmp_path: Path
 def test_merge_into_no_kubeconfig_makes_one_with_the_context_current(tmp_path: Path) -> None:
     state, home = tmp_path / "state", tmp_path / "home"
     node_kubeconfig(state)
-    path = kubeconfigs.merge_kubeconfig(state, home=home)
+    path, _ = kubeconfigs.merge_kubeconfig(state, home=home)
     merged = yaml.safe_load(path.read_text())
     assert merged["current-context"] == "asynckubelet"
     assert mode(path) == 0o600
+
+
+def test_an_instances_kubeconfig_names_its_cluster_user_and_context_after_it(
+    tmp_path: Path,
+) -> None:
+    assert kubeconfigs.context_name("") == "asynckubelet"
+    assert kubeconfigs.context_name("blue") == "asynckubelet-blue"
+    config = yaml.safe_load(node_kubeconfig(tmp_path, instance="blue").read_text())
+    assert config["current-context"] == "asynckubelet-blue"
+    assert [c["name"] for c in config["clusters"]] == ["asynckubelet-blue"]
+    assert [u["name"] for u in config["users"]] == ["asynckubelet-blue"]
+    assert config["contexts"] == [
+        {
+            "name": "asynckubelet-blue",
+            "context": {"cluster": "asynckubelet-blue", "user": "asynckubelet-blue"},
+        }
+    ]
+
+
+def test_merging_two_instances_keeps_both_contexts_and_the_current_one(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    node_kubeconfig(tmp_path / "a", server="https://127.0.0.1:16443", instance="a")
+    node_kubeconfig(tmp_path / "b", server="https://127.0.0.1:16444", instance="b")
+    node_kubeconfig(tmp_path / "default")
+    _, first = kubeconfigs.merge_kubeconfig(tmp_path / "a", home=home)
+    _, second = kubeconfigs.merge_kubeconfig(tmp_path / "b", home=home)
+    path, third = kubeconfigs.merge_kubeconfig(tmp_path / "default", home=home)
+    assert (first, second, third) == ("asynckubelet-a", "asynckubelet-b", "asynckubelet")
+    merged = yaml.safe_load(path.read_text())
+    names = ["asynckubelet-a", "asynckubelet-b", "asynckubelet"]
+    for key in ("clusters", "users", "contexts"):
+        assert [e["name"] for e in merged[key]] == names
+    servers = [c["cluster"]["server"] for c in merged["clusters"]]
+    assert servers == ["https://127.0.0.1:16443", "https://127.0.0.1:16444", SERVER]
+    cas = {c["cluster"]["certificate-authority-data"] for c in merged["clusters"]}
+    assert len(cas) == 3
+    assert merged["current-context"] == "asynckubelet-a"
+    node_kubeconfig(tmp_path / "a", server="https://127.0.0.1:16450", instance="a")
+    kubeconfigs.merge_kubeconfig(tmp_path / "a", home=home)
+    again = yaml.safe_load(path.read_text())
+    assert [e["name"] for e in again["clusters"]] == ["asynckubelet-b", "asynckubelet", names[0]]
+    assert again["clusters"][2]["cluster"]["server"] == "https://127.0.0.1:16450"
 
 
 def test_merge_refuses_a_linked_kube_config_and_leaves_its_target_alone(tmp_path: Path) -> None:

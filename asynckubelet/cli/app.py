@@ -28,7 +28,7 @@ import typer.main
 from typer._click import exceptions as click_errors
 
 from asynckubelet.cli.coercion import use_plain_conversion
-from asynckubelet.cli.options import GlobalLogFormatOpt, GlobalLogLevelOpt
+from asynckubelet.cli.options import BOOL, GlobalLogFormatOpt, GlobalLogLevelOpt, bare_booleans
 
 
 @dataclass(frozen=True)
@@ -216,9 +216,10 @@ def unwrapped(text: str | None) -> str | None:
 
 
 class _Command(typer.core.TyperCommand):
-    """A command whose options are converted by :mod:`asynckubelet.cli.coercion`, and whose
+    """A command whose options are converted by :mod:`asynckubelet.cli.coercion`, whose
     help names values by what they are (``--tail LINES``, ``POD``) and shows no type for
-    flags, as kubectl's usage lines do."""
+    flags, as kubectl's usage lines do, and whose kubectl booleans (metavar ``BOOL``) may
+    be given alone (:func:`~asynckubelet.cli.options.bare_booleans`)."""
 
     def __init__(self, *args: Any, **attrs: Any) -> None:
         super().__init__(*args, **attrs)
@@ -234,6 +235,15 @@ class _Command(typer.core.TyperCommand):
         if option is not None:
             option.metavar = ""
         return option
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        flags = {
+            name
+            for param in self.params
+            if isinstance(param, typer.core.TyperOption) and param.metavar == BOOL
+            for name in param.opts
+        }
+        return super().parse_args(ctx, bare_booleans(args, flags) if flags else args)
 
 
 class _Commands(MutableMapping[str, Any]):

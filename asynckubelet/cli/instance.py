@@ -13,17 +13,19 @@ still override:
   and given a hash, so it fits the kernel's 15 characters), IPv6 pod CIDR
   ``fd00:ac1:<hash>::/64`` (``--dual-stack``): these follow from the name alone;
 - the pod CIDR (a /24 of 10.138.0.0/16), the Service ClusterIP range (a /24 of
-  10.97.0.0/16), the listen port (10400 and up) and cluster mode's kubelet port (10700
-  and up) share one slot, the first free one counting from a hash of the name: free
-  means that no host route overlaps either range, that no other instance's record holds
-  them, and that the ports can be bound now. The default instance's 10.137.0.0/16,
-  10.96.0.0/16, 10255 and 10250 are outside these pools.
+  10.97.0.0/16), the listen port (10400 and up), cluster mode's kubelet port (10700
+  and up) and the Kubernetes API's port (16443 and up) share one slot, the first free
+  one counting from a hash of the name: free means that no host route overlaps either
+  range, that no other instance's record holds them, and that the ports can be bound
+  now. The default instance's 10.137.0.0/16, 10.96.0.0/16, 10255, 10250 and 6443 are
+  outside these pools.
 
 The slot is kept in ``instance.json`` in the instance's state dir, written under a lock
 by the commands that make a node network (``serve``, ``run``), so an instance keeps its
 ranges across restarts (its own bridge's route would otherwise make its range look taken)
 and two instances started at once never take one slot. Other commands read the record,
-or derive the same values without writing one.
+or derive the same values without writing one. A record written before a value joined
+the slot (the API port) is still the instance's: the missing value follows from its slot.
 
 A name is a DNS label of at most :data:`NAME_MAX` characters (lowercase letters, digits,
 ``-``): it becomes a path component, a link name and part of firewall chain names, so
@@ -59,10 +61,14 @@ SLOT_PREFIX = 24
 SLOTS = 2 ** (SLOT_PREFIX - POD_POOL.prefixlen)
 PORT_BASE = 10400
 KUBELET_PORT_BASE = 10700
+API_PORT_BASE = 16443
 RECORD = "instance.json"
 RECORD_MAX_BYTES = 64 * 1024
 CLAIMING_COMMANDS = frozenset({"serve", "run"})
 """The commands that make a node network, and so write the instance's record."""
+
+ADDED_LATER = frozenset({"api_port"})
+"""Values of a slot that records written before them lack."""
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -129,17 +135,27 @@ def network_state_dir(name: str, *, root: Path | None = None) -> Path:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Allocation:
-    """An instance's slot: its pod CIDR, Service range, listen port and kubelet port."""
+    """An instance's slot: its pod CIDR, Service range, listen port, kubelet port and
+    Kubernetes API port."""
 
     slot: int
     pod_cidr: str
     service_cluster_ip_range: str
     port: int
     kubelet_port: int
+    api_port: int
 
     @property
     def listen(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def api_listen(self) -> str:
+        return f"127.0.0.1:{self.api_port}"
+
+    @property
+    def ports(self) -> tuple[int, int, int]:
+        return (self.port, self.kubelet_port, self.api_port)
 
     @classmethod
     def of_slot(cls, slot: int) -> Allocation:
@@ -151,19 +167,22 @@ class Allocation:
             service_cluster_ip_range=str(services[slot]),
             port=PORT_BASE + slot,
             kubelet_port=KUBELET_PORT_BASE + slot,
+            api_port=API_PORT_BASE + slot,
         )
 
     @classmethod
     def from_record(cls, data: object) -> Allocation | None:
-        """The allocation a record holds, or None when it is not one of ours."""
+        """The allocation a record holds, or None when it is not one of ours; a value that
+        joined the slot after the record was written (:data:`ADDED_LATER`) is derived."""
         if not isinstance(data, dict):
             return None
         slot = data.get("slot")
         if not isinstance(slot, int) or isinstance(slot, bool) or not 0 <= slot < SLOTS:
             return None
         made = cls.of_slot(slot)
-        if dataclasses.asdict(made) != {k: data.get(k) for k in dataclasses.asdict(made)}:
-            return None
+        for key, value in dataclasses.asdict(made).items():
+            if data.get(key, value if key in ADDED_LATER else None) != value:
+                return None
         return made
 
     def networks(self) -> tuple[ipaddress.IPv4Network, ipaddress.IPv4Network]:
@@ -240,7 +259,7 @@ def allocate(
     free = port_free if port_free is not None else port_bindable
     held = list(taken)
     held_networks = [net for a in held for net in a.networks()]
-    held_ports = {port for a in held for port in (a.port, a.kubelet_port)}
+    held_ports = {port for a in held for port in a.ports}
     start = _digest(name) % SLOTS
     for step in range(SLOTS):
         candidate = Allocation.of_slot((start + step) % SLOTS)
@@ -253,14 +272,13 @@ def allocate(
             for route in routes
         ):
             continue
-        ports = (candidate.port, candidate.kubelet_port)
-        if any(port in held_ports or not free(port) for port in ports):
+        if any(port in held_ports or not free(port) for port in candidate.ports):
             continue
         return candidate
     raise InstanceError(
         f"--instance {name}: no free pod range in {POD_POOL} and Service range in "
         f"{SERVICE_POOL} (every /{SLOT_PREFIX} overlaps a host route or another instance); "
-        "give --pod-cidr, --service-cluster-ip-range and --listen"
+        "give --pod-cidr, --service-cluster-ip-range, --listen and --api-listen"
     )
 
 
@@ -388,6 +406,7 @@ class Instance:
             "service_cluster_ip_range": lambda: self.allocation.service_cluster_ip_range,
             "listen": lambda: self.allocation.listen,
             "kubelet_port": lambda: self.allocation.kubelet_port,
+            "api_listen": lambda: self.allocation.api_listen,
         }
 
 
@@ -412,7 +431,8 @@ class Found:
         a = self.allocation
         return (
             f"{head}, bridge {bridge_name(self.name)}, pod CIDR {a.pod_cidr}, "
-            f"Services {a.service_cluster_ip_range}, listen {a.listen}"
+            f"Services {a.service_cluster_ip_range}, listen {a.listen}, "
+            f"API {a.api_listen}"
         )
 
 
@@ -434,6 +454,7 @@ def found(root: Path, *, default_state: Path) -> list[Found]:
 
 
 __all__ = [
+    "ADDED_LATER",
     "CLAIMING_COMMANDS",
     "ENV",
     "NAME_MAX",

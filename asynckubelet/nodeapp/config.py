@@ -121,6 +121,9 @@ class KubeAPIEndpoint:
     """0: any free port (:attr:`Node.kube_api` tells which)."""
     next_free: bool = False
     """Take the next free port when ``port`` is taken."""
+    context: str = "asynckubelet"
+    """The name of the kubeconfig's cluster, user and context (``asynckubelet-NAME`` for
+    an ``--instance NAME``, so kubeconfigs merged into one keep each node's)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -356,6 +356,7 @@ class Node:
             host=at.host,
             port=at.port,
             next_free=at.next_free,
+            context_name=at.context,
             services=self.services,
         )
         try:

@@ -8,6 +8,10 @@ name and renamed over the old through :mod:`asynckubelet.hostfs`: a link planted
 replaced, never followed. :func:`merge_kubeconfig` adds the node's cluster, user and
 context to a user's kubeconfig the same way, keeping every other entry, and refuses one
 that is a symbolic link rather than write through it (or replace the user's link).
+
+The cluster, user and context share one name: ``asynckubelet`` for the default node,
+``asynckubelet-NAME`` for an ``--instance NAME`` (:func:`context_name`), so the
+kubeconfigs of two instances merged into one file keep both.
 """
 
 from __future__ import annotations
@@ -25,21 +29,28 @@ from asynckubelet.api.kube.pki import KEY_MODE, Credentials
 KUBECONFIG = "kubeconfig"
 """The node's kubeconfig, in the state dir."""
 CONTEXT = "asynckubelet"
-"""The name of the cluster, user and context the kubeconfig holds."""
+"""The name of the cluster, user and context the default node's kubeconfig holds."""
+MAX_CONTEXT_CHARS = 253
 MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
 """A user's kubeconfig is read up to this size (larger is refused, not cut)."""
 
 
-def kubeconfig(credentials: Credentials, *, server: str) -> dict[str, Any]:
+def context_name(instance: str = "") -> str:
+    """The name of the cluster, user and context of an instance's kubeconfig (``""``: the
+    default node's, :data:`CONTEXT`)."""
+    return f"{CONTEXT}-{instance}" if instance else CONTEXT
+
+
+def kubeconfig(credentials: Credentials, *, server: str, name: str = CONTEXT) -> dict[str, Any]:
     """A kubeconfig for ``server`` (``https://HOST:PORT``) holding the node's cluster,
-    user and context, all named :data:`CONTEXT`, the context current."""
+    user and context, all named ``name``, the context current."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [_cluster_entry(credentials, server)],
-        "users": [_user_entry(credentials)],
-        "contexts": [_context_entry()],
-        "current-context": CONTEXT,
+        "clusters": [_cluster_entry(credentials, server, name)],
+        "users": [_user_entry(credentials, name)],
+        "contexts": [_context_entry(name)],
+        "current-context": name,
         "preferences": {},
     }
 
@@ -84,26 +95,37 @@ def read_kubeconfig(directory: Path, name: str) -> dict[str, Any] | None:
     return loaded
 
 
+def node_context(node: Mapping[str, Any]) -> str:
+    """The name of the node's cluster, user and context: its kubeconfig's current context
+    (:data:`CONTEXT` when it names none)."""
+    name = node.get("current-context")
+    if isinstance(name, str) and 0 < len(name) <= MAX_CONTEXT_CHARS:
+        return name
+    return CONTEXT
+
+
 def merged(into: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
     """``into`` with the cluster, user and context of ``node`` (a kubeconfig of
-    :func:`kubeconfig`) in place of any of the same name; every other entry and setting
-    kept. The current context is set only when there was none."""
+    :func:`kubeconfig`, named :func:`node_context`) in place of any of the same name;
+    every other entry and setting kept. The current context is set only when there was
+    none."""
+    name = node_context(node)
     out = dict(into)
     out.setdefault("apiVersion", "v1")
     out.setdefault("kind", "Config")
     out.setdefault("preferences", {})
     for key in ("clusters", "users", "contexts"):
-        theirs = [e for e in (out.get(key) or []) if not _named(e, CONTEXT)]
-        ours = [e for e in node.get(key) or [] if _named(e, CONTEXT)]
+        theirs = [e for e in (out.get(key) or []) if not _named(e, name)]
+        ours = [e for e in node.get(key) or [] if _named(e, name)]
         out[key] = [*theirs, *ours]
     if not out.get("current-context"):
-        out["current-context"] = CONTEXT
+        out["current-context"] = name
     return out
 
 
-def merge_kubeconfig(state: Path, *, home: Path) -> Path:
+def merge_kubeconfig(state: Path, *, home: Path) -> tuple[Path, str]:
     """Add the node's cluster, user and context to ``~/.kube/config`` (made when missing,
-    0600, written whole); returns its path."""
+    0600, written whole); returns its path and the context's name."""
     node = read_kubeconfig(state, KUBECONFIG)
     if node is None:
         raise errors.KubeconfigError(
@@ -117,16 +139,16 @@ def merge_kubeconfig(state: Path, *, home: Path) -> Path:
         hostfs.write_file(directory, "config", _dump(merged(mine, node)), mode=KEY_MODE)
     except OSError as e:
         raise errors.KubeconfigError(f"kubeconfig {path}: {e}", path=str(path)) from None
-    return path
+    return path, node_context(node)
 
 
 def _named(entry: Any, name: str) -> bool:
     return isinstance(entry, dict) and entry.get("name") == name
 
 
-def _cluster_entry(credentials: Credentials, server: str) -> dict[str, Any]:
+def _cluster_entry(credentials: Credentials, server: str, name: str) -> dict[str, Any]:
     return {
-        "name": CONTEXT,
+        "name": name,
         "cluster": {
             "server": server,
             "certificate-authority-data": _b64(credentials.ca_cert),
@@ -134,9 +156,9 @@ def _cluster_entry(credentials: Credentials, server: str) -> dict[str, Any]:
     }
 
 
-def _user_entry(credentials: Credentials) -> dict[str, Any]:
+def _user_entry(credentials: Credentials, name: str) -> dict[str, Any]:
     return {
-        "name": CONTEXT,
+        "name": name,
         "user": {
             "client-certificate-data": _b64(credentials.client_cert),
             "client-key-data": _b64(credentials.client_key),
@@ -144,8 +166,8 @@ def _user_entry(credentials: Credentials) -> dict[str, Any]:
     }
 
 
-def _context_entry() -> dict[str, Any]:
-    return {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT}}
+def _context_entry(name: str) -> dict[str, Any]:
+    return {"name": name, "context": {"cluster": name, "user": name}}
 
 
 def _b64(data: bytes) -> str:
@@ -159,9 +181,11 @@ def _dump(config: Mapping[str, Any]) -> bytes:
 __all__ = [
     "CONTEXT",
     "KUBECONFIG",
+    "context_name",
     "kubeconfig",
     "merge_kubeconfig",
     "merged",
+    "node_context",
     "read_kubeconfig",
     "write_kubeconfig",
 ]

@@ -322,13 +322,15 @@ async def serve_kube_api(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     next_free: bool = False,
+    context_name: str = kubeconfigs.CONTEXT,
     services: ServiceController | None = None,
     limits: httpbounds.Limits = DEFAULT_LIMITS,
     task_status: anyio.abc.TaskStatus[KubeAPI] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the Kubernetes API on ``host:port`` until cancelled (``next_free``: the next
     free port when that one is taken, any free port when the next ones are); reports the
-    URL, port and kubeconfig once listening and the kubeconfig is written."""
+    URL, port and kubeconfig once listening and the kubeconfig is written (its cluster,
+    user and context named ``context_name``)."""
     credentials = await pki.credentials(state_dir, hosts=[host])
     try:
         context = tls_context(credentials)
@@ -352,7 +354,7 @@ async def serve_kube_api(
             bound = bound_port(site, candidate)
             url = server_url(host, bound)
             path = kubeconfigs.write_kubeconfig(
-                state_dir, kubeconfigs.kubeconfig(credentials, server=url)
+                state_dir, kubeconfigs.kubeconfig(credentials, server=url, name=context_name)
             )
             logger.info("Kubernetes API on {} (kubeconfig {})", url, path)
             task_status.started(KubeAPI(url=url, port=bound, kubeconfig=path))

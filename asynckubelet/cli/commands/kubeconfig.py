@@ -1,6 +1,7 @@
 """``asynckubelet kubeconfig``: where the node's kubeconfig is, for kubectl and every
 other Kubernetes client (``export KUBECONFIG=$(asynckubelet kubeconfig)``), and, with
-``--merge``, its cluster, user and context added to ``~/.kube/config``."""
+``--merge``, its cluster, user and context added to ``~/.kube/config``. With
+``--instance NAME`` it is that instance's, its context named ``asynckubelet-NAME``."""
 
 from __future__ import annotations
 
@@ -28,10 +29,9 @@ def kubeconfig(
         out.print(str(path), markup=False)
         return
     try:
-        merged = kubeconfigs.merge_kubeconfig(state, home=Path.home())
+        merged, name = kubeconfigs.merge_kubeconfig(state, home=Path.home())
     except KubeconfigError as e:
         raise fail(str(e)) from None
-    name = kubeconfigs.CONTEXT
     out.print(
         f"added context {name} to {merged}; use it with `kubectl config use-context {name}` "
         f"or `kubectl --context {name}`",

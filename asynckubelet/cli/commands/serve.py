@@ -140,7 +140,7 @@ def serve(
     )
     http = HTTPEndpoint(host=host, port=port, allow_remote=allow_remote)
     try:
-        kube_api = _kube_api(api_listen)
+        kube_api = _kube_api(api_listen, instance=node.instance)
     except ValueError as e:
         raise UsageError(str(e)) from None
     daemon.limit_malloc_arenas()
@@ -160,20 +160,24 @@ def serve(
         run_async(_serve, kubelet, network_config(node), services, http, kube_api)
 
 
-def _kube_api(value: str | None) -> KubeAPIEndpoint | None:
-    """``--api-listen``: None for the default (6443 or the next free port), ``off``."""
+def _kube_api(value: str | None, *, instance: str = "") -> KubeAPIEndpoint | None:
+    """``--api-listen``: None for the default (6443 or the next free port; an instance's
+    default is its slot's port, given as the value), ``off``; the kubeconfig's names are
+    the instance's."""
+    from asynckubelet.api.kube.kubeconfigs import context_name
     from asynckubelet.api.server import parse_listen
     from asynckubelet.nodeapp.config import KubeAPIEndpoint
 
+    context = context_name(instance)
     if value is None:
-        return KubeAPIEndpoint(next_free=True)
+        return KubeAPIEndpoint(next_free=True, context=context)
     if value.strip().lower() == "off":
         return None
     try:
         host, port = parse_listen(value)
     except ValueError:
         raise ValueError(f"--api-listen must be HOST:PORT or off, not {value!r}") from None
-    return KubeAPIEndpoint(host=host, port=port)
+    return KubeAPIEndpoint(host=host, port=port, context=context)
 
 
 def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:

@@ -75,6 +75,7 @@ from asynckubelet.cli.options.commands import (
     WaitTimeoutOpt,
 )
 from asynckubelet.cli.options.common import (
+    BOOL,
     DEFAULT_BRIDGE,
     DEFAULT_CLUSTER_DOMAIN,
     DEFAULT_CONTAINER_LOG_MAX_FILES,
@@ -154,6 +155,7 @@ from asynckubelet.cli.options.common import (
     ValidatePodSecurityOpt,
     VerboseOpt,
     WatchOpt,
+    bare_booleans,
 )
 from asynckubelet.cli.options.groups import (
     OPTION_GROUPS,
@@ -173,6 +175,7 @@ from asynckubelet.cli.options.groups import (
 
 __all__ = [
     "AUTHORIZATION_MODES",
+    "BOOL",
     "CLUSTER_PANEL",
     "DEFAULT_BRIDGE",
     "DEFAULT_CLUSTER_DOMAIN",
@@ -312,6 +315,7 @@ __all__ = [
     "WaitOpt",
     "WaitTimeoutOpt",
     "WatchOpt",
+    "bare_booleans",
     "check_firewall",
     "check_issuer",
     "check_max_restarts",

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from asynckubelet.cli.options.common import BOOL
+
 if TYPE_CHECKING:
     pass
 
@@ -88,7 +90,8 @@ APIListenOpt = Annotated[
         metavar="HOST:PORT",
         envvar="ASYNCKUBELET_API_LISTEN",
         help="HOST:PORT of the Kubernetes API (TLS; kubectl reaches it through "
-        "<state-dir>/kubeconfig); default 127.0.0.1:6443, or the next free port; off: none.",
+        "<state-dir>/kubeconfig); default 127.0.0.1:6443, or the next free port (an "
+        "--instance's: its own port, 16443 and up); off: none.",
     ),
 ]
 KubeconfigMergeOpt = Annotated[
@@ -96,7 +99,8 @@ KubeconfigMergeOpt = Annotated[
     typer.Option(
         "--merge",
         metavar="",
-        help="Add the node's cluster, user and context (named asynckubelet) to "
+        help="Add the node's cluster, user and context (named asynckubelet, or "
+        "asynckubelet-NAME for an --instance NAME) to "
         "~/.kube/config, keeping its other entries.",
     ),
 ]
@@ -315,9 +319,9 @@ DeleteWaitOpt = Annotated[
     str,
     typer.Option(
         "--wait",
-        metavar="BOOL",
+        metavar=BOOL,
         help="--wait=false: return once the objects are deleted, not waiting until their "
-        "pods are gone (the default, --wait=true, waits).",
+        "pods are gone (the default, --wait or --wait=true, waits).",
     ),
 ]
 DeleteTimeoutOpt = Annotated[

@@ -3,7 +3,7 @@ the manifests and pods a command names (see :mod:`asynckubelet.cli.options`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,6 +13,27 @@ from asynckubelet.cli.commands import get_args
 
 if TYPE_CHECKING:
     pass
+
+BOOL = "BOOL"
+"""The metavar of an option that takes a boolean as kubectl's flags do: ``--wait``
+alone is ``--wait=true``, and ``--wait=false`` turns it off (:func:`bare_booleans`)."""
+_BOOL_WORDS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
+
+
+def bare_booleans(args: Sequence[str], flags: Collection[str]) -> list[str]:
+    """``args`` with each of ``flags`` given without a value made ``FLAG=true``, as kubectl
+    reads a boolean flag given alone. A ``true`` or ``false`` right after the flag is its
+    value (``--wait false``); any other word there stays an argument of its own, as it is
+    to kubectl (``delete --wait pod web``). Nothing after ``--`` is changed."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            out.extend(args[i:])
+            break
+        valued = i + 1 < len(args) and args[i + 1] in _BOOL_WORDS
+        out.append(f"{arg}=true" if arg in flags and not valued else arg)
+    return out
+
 
 DEFAULT_NETWORK = "auto"
 NETWORK_BACKENDS = ("auto", "bridge", "cni", "docker", "loopback")
