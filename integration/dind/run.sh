@@ -64,9 +64,11 @@ fi
 [ -z "${ASYNCKUBELET_REQUIRE_CLUSTER:-}" ] \
     || cluster_env+=(-e "ASYNCKUBELET_REQUIRE_CLUSTER=$ASYNCKUBELET_REQUIRE_CLUSTER")
 
-# A network of its own, as a CI job container has: an interface, an address and a default
-# route (the engine may have no default bridge).
-docker network create --label io.asynckubelet.dind=shape-a "$name" >/dev/null
+# A network of its own, as a CI job container has: an interface, addresses and default
+# routes (the engine may have no default bridge). It is dual stack, with a random unique
+# local IPv6 /64, so the dual-stack tests find the node's IPv6 address and route.
+ula="fd$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n' | sed 's/^\(..\)\(....\)\(....\)$/\1:\2:\3/')::/64"
+docker network create --ipv6 --subnet "$ula" --label io.asynckubelet.dind=shape-a "$name" >/dev/null
 echo "run.sh: image $image (ready in ${t_build}s), dependencies $deps" >&2
 t1=$SECONDS
 status=0
