@@ -10,7 +10,8 @@
 #
 # The host's cache of built Kubernetes programs (integration/cluster/build.sh, keyed by the
 # Debian source version) is mounted read-only at the same path, so the cluster tests inside
-# use it; when the host has none they skip, saying how to build it. Nothing is built inside.
+# use it (and its kubectl); when the host has none they skip, saying how to build it.
+# Nothing is built inside.
 #
 # Usage: run.sh [PYTEST ARGS...]   (default: the integration suite without the tests that
 # start DinD containers themselves, `integration -m "not dind"`)
@@ -55,7 +56,9 @@ mounts=(-v "$work/src:/src:ro" -v "$deps:$site:ro" -v "$work:/work")
 cluster_env=()
 if cluster="$(ASYNCKUBELET_CLUSTER_PROGRAMS=control-plane \
     "$repo/integration/cluster/build.sh" --check 2>"$work/cluster-check")"; then
-    mounts+=(-v "$cluster:$cluster:ro")
+    # Its kubectl (Debian's kubernetes-client) is the container's too: `apply -k` runs
+    # `kubectl kustomize` when no kustomize is installed.
+    mounts+=(-v "$cluster:$cluster:ro" -v "$cluster/kubectl:/usr/local/bin/kubectl:ro")
     cluster_env=(-e "AKL_CLUSTER_CACHE=$(dirname "$cluster")" -e "AKL_KUBERNETES_VERSION=$(basename "$cluster")")
     echo "run.sh: cluster programs from $cluster (read-only)" >&2
 else
