@@ -5,7 +5,8 @@ The public API comes in tiers. This package is the node: :class:`Node` and its
 tree of :mod:`asynckubelet.errors` (its ``__all__``, so no error is left out). Below it,
 :mod:`asynckubelet.node` is the kubelet alone and :mod:`asynckubelet.runtime` one pod's
 sync against the engine; :mod:`asynckubelet.testing` holds fakes of the project's own
-protocols for a program's tests. ``docs/library.md`` is the reference.
+protocols for a program's tests. The guide, ``docs/library.md`` in the repository, ships
+with the package: ``importlib.resources.files("asynckubelet") / "library.md"``.
 
 A name is imported on first use, so that importing a part of the package (the errors,
 the manifest loader, the command line) loads neither the Docker client nor the netlink
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from asynckubelet.node.events import PodEvent as PodEvent
     from asynckubelet.node.kubelet import KubeletConfig as KubeletConfig
     from asynckubelet.nodeapp.config import HTTPEndpoint as HTTPEndpoint
+    from asynckubelet.nodeapp.config import KubeAPIEndpoint as KubeAPIEndpoint
     from asynckubelet.nodeapp.config import NetworkConfig as NetworkConfig
     from asynckubelet.nodeapp.config import NodeConfig as NodeConfig
     from asynckubelet.nodeapp.config import ServicesConfig as ServicesConfig
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 _PUBLIC: dict[str, tuple[str, str]] = {
     "ClusterConfig": ("asynckubelet.cluster.agent", "ClusterConfig"),
     "HTTPEndpoint": ("asynckubelet.nodeapp.config", "HTTPEndpoint"),
+    "KubeAPIEndpoint": ("asynckubelet.nodeapp.config", "KubeAPIEndpoint"),
     "KubeletConfig": ("asynckubelet.node.kubelet", "KubeletConfig"),
     "NetworkConfig": ("asynckubelet.nodeapp.config", "NetworkConfig"),
     "Node": ("asynckubelet.nodeapp.node", "Node"),

@@ -1,6 +1,7 @@
 """In-package fakes of the project's own protocols, for unit tests without Docker or root.
 
-:class:`FakeDocker` is a :class:`~asynckubelet.docker.api.DockerAPI` over containers,
+:class:`FakeRoutes` is the host's routing table as :mod:`asynckubelet.cli.instance` reads
+it. :class:`FakeDocker` is a :class:`~asynckubelet.docker.api.DockerAPI` over containers,
 images, volumes and networks held in memory. It answers as the engine does where the
 project depends on it (a taken name is a conflict, an absent container is ``NotFound``,
 an absent image ``ImageNotFound``, labels and names filter the container list, a load
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import ipaddress
 import itertools
 import json
 import re
@@ -602,4 +604,17 @@ class FakeDocker(DockerAPI):
         self.networks.pop(name, None)
 
 
-__all__ = ["Call", "FakeContainer", "FakeDocker"]
+@dataclass
+class FakeRoutes:
+    """A host routing table for :class:`asynckubelet.cli.instance.RouteTable`: the
+    destinations a test lists (``"10.138.7.0/24"``), counted each time they are read."""
+
+    destinations: list[str] = field(default_factory=list)
+    reads: int = 0
+
+    def routes(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        self.reads += 1
+        return [ipaddress.ip_network(d, strict=False) for d in self.destinations]
+
+
+__all__ = ["Call", "FakeContainer", "FakeDocker", "FakeRoutes"]

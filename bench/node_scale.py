@@ -29,6 +29,16 @@ private dockerd, so other work on the machine's engine does not disturb the figu
 - probes: the pods replaced by the same pods each with a readiness probe every 10 s
   (``--probe``: exec, or none), CPU over ``--idle-seconds`` once all are Ready.
 
+Beside each size's line, where the node's burst time goes (``phases.py``): per phase of
+a pod's start (manifest seen, admitted, sync begun, start slot held, sandbox created and
+started, network set up, pod files written, containers' slots, created, started, Running
+reported, status file written) the p50 and p99 of its step from the phase before and of
+its time from the burst's start, the raw path's created/started beside; and per burst the
+CPU of the daemon's event loop thread and of its other threads, and the engine calls (how
+many of each kind, their summed time, the wall time with one under way). The daemon
+writes these marks with ``ASYNCKUBELET_TRACE`` (``asynckubelet._trace``); a ``--baseline``
+tree without them prints no table.
+
 One line per size, so growth is visible. Everything the run creates is removed at the end.
 Needs root and ``dockerd`` for the private engine (or ``--docker-host`` to use a running
 one); the busybox and pause images are built offline into it. ``--tree`` runs the daemon
@@ -64,7 +74,9 @@ from pathlib import Path
 
 import aiodocker
 import anyio
+from healthpoll import HealthPoller
 from nodenet import free_cidr, private_bridge, remove_node_network
+from phases import START, Split, Trace, format_table, phase_rows, read_trace, split, thread_cpu
 
 from asynckubelet.docker import DockerClient
 from asynckubelet.docker.engine import Dockerd
@@ -117,6 +129,9 @@ class Figures:
     healthz_max_net: float = 0.0
     burst_cpu: float = 0.0
     burst_wait: float = 0.0
+    node_trace: Trace = field(default_factory=Trace)
+    raw_trace: Trace = field(default_factory=Trace)
+    splits: list[Split] = field(default_factory=list)
 
     @property
     def per_pod(self) -> float:
@@ -210,74 +225,6 @@ def quantile(q: float, before: dict[float, float], after: dict[float, float]) ->
     return lower
 
 
-HEALTH_POLLER = """
-import json, sys, threading, time, urllib.request
-port, stop, took = int(sys.argv[1]), threading.Event(), []
-
-
-def waited():
-    with open("/proc/thread-self/schedstat") as f:
-        return int(f.read().split()[1]) / 1e9
-
-
-threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
-while not stop.is_set():
-    began, wait = time.perf_counter(), waited()
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
-            r.read()
-        took.append((time.perf_counter() - began, waited() - wait))
-    except OSError:
-        took.append((5.0, 0.0))
-    stop.wait(0.05)
-print(json.dumps(took))
-"""
-
-
-class HealthPoller:
-    """``GET /healthz`` every 50 ms on a new connection, from a process of its own (not
-    this one, whose main thread reads the status files meanwhile), as a health checker
-    asks; keeps every answer's time."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.times: list[float] = []
-        self.own_waits: list[float] = []
-        """Per answer, the time the poller itself waited for a CPU meanwhile."""
-        self._process: subprocess.Popen[str] | None = None
-
-    @property
-    def slowest(self) -> float:
-        return max(self.times, default=0.0)
-
-    @property
-    def slowest_less_own_wait(self) -> float:
-        """The slowest answer once the poller's own wait for a CPU is taken off: on a
-        loaded machine the checker, not the daemon, is then often the one waiting."""
-        return max((t - w for t, w in zip(self.times, self.own_waits, strict=True)), default=0.0)
-
-    @property
-    def p99(self) -> float:
-        ordered = sorted(self.times)
-        return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0
-
-    def __enter__(self) -> HealthPoller:
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", HEALTH_POLLER, str(self.port)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._process is not None
-        out, _ = self._process.communicate("", timeout=30)
-        answers = json.loads(out)
-        self.times = [t for t, _ in answers]
-        self.own_waits = [w for _, w in answers]
-
-
 class StatusFiles:
     """The daemon's status files (``<state>/pods/<uid>.json``), read as they change."""
 
@@ -336,9 +283,11 @@ def serve(
         "PYTHONPATH": str(tree),
         "ASYNCKUBELET_STATE_DIR": str(state),
         "ASYNCKUBELET_NODE_NAME": f"akl-scale-{secrets.token_hex(4)}",
+        "ASYNCKUBELET_INSTANCE": f"scale-{secrets.token_hex(4)}",
         "ASYNCKUBELET_PAUSE_IMAGE": PAUSE,
         "ASYNCKUBELET_BRIDGE": private_bridge(),
         "ASYNCKUBELET_POD_CIDR": free_cidr(),
+        "ASYNCKUBELET_TRACE": str(work / "trace.jsonl"),
         **({"ASYNCKUBELET_NICE": str(nice)} if nice is not None else {}),
     }
     log = (work / "serve.log").open("wb")
@@ -393,9 +342,13 @@ def remove_pods(directory: Path) -> None:
 # -- the raw critical path --------------------------------------------------------------
 
 
-async def raw_burst(docker_url: str, n: int, scratch: Path, limit: int = 0) -> float:
+async def raw_burst(
+    docker_url: str, n: int, scratch: Path, limit: int = 0, trace: Trace | None = None
+) -> float:
     """Seconds until every pod's containers run; ``limit``: at most so many creates and
-    starts under way at once, in the order asked (0: all at once)."""
+    starts under way at once, in the order asked (0: all at once); ``trace``: gets the
+    phases of each pod, as the node's are named."""
+    marks = trace if trace is not None else Trace()
     docker = aiodocker.Docker(url=docker_url)
     run = secrets.token_hex(4)
     labels = {RAW_LABEL: run}
@@ -426,7 +379,9 @@ async def raw_burst(docker_url: str, n: int, scratch: Path, limit: int = 0) -> f
                     },
                     name=f"raw-{run}-{i}-pause",
                 )
+                marks.mark(f"{scratch.name}-{i}", "sandbox created", time.monotonic_ns())
                 await pause.start()
+                marks.mark(f"{scratch.name}-{i}", "sandbox started", time.monotonic_ns())
             joined = {"NetworkMode": f"container:{pause.id}", "IpcMode": f"container:{pause.id}"}
 
             async def app(name: str) -> None:
@@ -452,23 +407,27 @@ async def raw_burst(docker_url: str, n: int, scratch: Path, limit: int = 0) -> f
                         },
                         name=f"raw-{run}-{i}-{name}",
                     )
+                    marks.mark(f"{scratch.name}-{i}", "container created", time.monotonic_ns())
                     await c.start()
+                    marks.mark(f"{scratch.name}-{i}", "container started", time.monotonic_ns())
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(app, "a")
                 tg.start_soon(app, "b")
 
         began = time.perf_counter()
+        for i in range(n):
+            marks.mark(f"{scratch.name}-{i}", START, time.monotonic_ns())
         async with anyio.create_task_group() as tg:
             for i in range(n):
                 tg.start_soon(pod, i)
         took = time.perf_counter() - began
     finally:
         rows = await docker.containers.list(all=True, filters={"label": [f"{RAW_LABEL}={run}"]})
-        limit = anyio.Semaphore(16)
+        removals = anyio.Semaphore(16)
 
         async def remove(row: aiodocker.containers.DockerContainer) -> None:
-            async with limit:
+            async with removals:
                 await row.delete(force=True)
 
         async with anyio.create_task_group() as tg:
@@ -525,17 +484,28 @@ def measure(
                 time.sleep(2)
             raw_files = Path(tmp) / f"raw-{burst}"
             raw_files.mkdir()
-            raw = anyio.run(raw_burst, docker_url, n, raw_files)
+            raw = anyio.run(raw_burst, docker_url, n, raw_files, 0, figures.raw_trace)
             time.sleep(2)
 
             before = lag_buckets(port)
             cpu, wait = cpu_seconds(pid), run_queue_wait(pid)
             with HealthPoller(port) as health:
-                began = time.perf_counter()
+                loop_cpu, all_cpu = thread_cpu(pid)
+                began, since = time.perf_counter(), time.monotonic_ns()
                 write_pods(manifests, n, probe="none")
                 status.wait("Running", n)
                 node = time.perf_counter() - began
+                until, (loop_end, all_end) = time.monotonic_ns(), thread_cpu(pid)
             figures.bursts.append((raw, node))
+            # The last status file may be read before its writer's mark is made.
+            traced = read_trace(Path(tmp) / "trace.jsonl", since=since, until=until + 10**9)
+            calls = [c for c in traced.calls if c.began <= until]
+            for pod, marks in traced.times.items():
+                figures.node_trace.times[f"{burst}-{pod}"] = {**marks, START: since}
+            loop = loop_end - loop_cpu
+            figures.splits.append(
+                split(calls, wall=node, loop_cpu=loop, thread_cpu=all_end - all_cpu - loop)
+            )
             figures.burst_cpu += (cpu_seconds(pid) - cpu) / bursts
             figures.burst_wait += (run_queue_wait(pid) - wait) / bursts
             figures.healthz_max = max(figures.healthz_max, health.slowest)
@@ -667,6 +637,10 @@ def main() -> None:
                 )
                 rows[tree].append(figures)
                 line(figures)
+                if figures.node_trace.times:
+                    table = phase_rows(figures.node_trace.times, figures.raw_trace.times)
+                    title = f"{tree.name}: {n} pods, ms per phase, all bursts' pods"
+                    print(format_table(table, figures.splits, title=title), flush=True)
                 if len(figures.bursts) > 1:
                     pairs = ", ".join(f"{r:.2f}/{t:.2f} ({t / r:.3f})" for r, t in figures.bursts)
                     print(f"{tree.name}: {n} pods, each burst's raw/node s (ratio): {pairs}")

@@ -4,11 +4,12 @@ from pathlib import Path
 from integration.harness import (
     docker,
     docker_engine,
+    node_instance,
     node_name,
     test_images,
 )
 
-__all__ = ["docker", "docker_engine", "node_name", "test_images"]
+__all__ = ["docker", "docker_engine", "node_instance", "node_name", "test_images"]
 
 
 import pytest
@@ -27,6 +28,12 @@ def default_node_network_left_as_found() -> Iterator[None]:
     yield
     if not existed and bridge.exists():
         NodeNetwork(DEFAULT_BRIDGE, DEFAULT_POD_CIDR).remove()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_instance(node_instance: str) -> str:
+    """Every test runs in the session's node instance (see :func:`harness.node_instance`)."""
+    return node_instance
 
 
 @pytest.fixture

@@ -9,6 +9,13 @@ Integration tests run against a real Docker engine on a machine with no registry
 - with ``ASYNCKUBELET_REQUIRE_DOCKER=1`` (CI sets it) a missing engine fails the run
   instead of skipping it.
 
+The session runs as a node instance of its own (``ASYNCKUBELET_INSTANCE``, ``it<pid>``,
+which every ``serve`` and ``run`` the tests start inherits): its bridge, pod and Service
+ranges, listen port, state dir and network records are the session's, so a run uses
+none of the host's defaults and two runs on one machine do not meet; they are removed at
+the end of the session. An instance already set in the environment is used as it is and
+left in place.
+
 Test images are built from local material (Debian's ``busybox-static`` and the project's
 pause program) under the test-only ``akltest.local/`` prefix. Every test gets its own node
 name; every Docker object made on its behalf carries it as the ownership label and is
@@ -115,6 +122,63 @@ def docker_engine() -> Iterator[Engine]:
             daemon.stop(remove=True)
 
 
+INSTANCE_ENV = "ASYNCKUBELET_INSTANCE"
+
+
+def session_instance_name() -> str:
+    """``it<pid>``, or with a random suffix when a state dir of that name is left over."""
+    from asynckubelet.cli import instance
+
+    name = f"it{os.getpid()}"
+    if instance.state_dir(name).exists():
+        name = f"{name}-{secrets.token_hex(2)}"
+    return instance.check_name(name)
+
+
+@pytest.fixture(scope="session")
+def node_instance() -> Iterator[str]:
+    """The session's node instance, in the environment of every command the tests start."""
+    preset = os.environ.get(INSTANCE_ENV)
+    if preset:
+        yield preset
+        return
+    name = session_instance_name()
+    os.environ[INSTANCE_ENV] = name
+    try:
+        yield name
+    finally:
+        os.environ.pop(INSTANCE_ENV, None)
+        remove_instance(name)
+
+
+def remove_instance(name: str) -> None:
+    """The instance's node network (bridge, firewall chains, address records) and its state
+    dir, gone."""
+    from asynckubelet.cli import instance
+    from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
+
+    home = instance.state_dir(name)
+    allocation = instance.read_record(home / instance.RECORD)
+    if allocation is not None and Path("/sys/class/net", instance.bridge_name(name)).exists():
+        config = BridgeConfig(
+            bridge=instance.bridge_name(name),
+            pod_cidr=allocation.pod_cidr,
+            state_dir=instance.network_state_dir(name),
+        )
+        with contextlib.suppress(errors.NetworkError):
+            anyio.run(BridgePlugin(config).remove_node_network)
+    unmount_under(home)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def unmount_under(path: Path) -> None:
+    """Unmount whatever is mounted below ``path``, deepest first."""
+    with open("/proc/mounts") as f:
+        mounts = [line.split()[1] for line in f]
+    for mount in sorted((m for m in mounts if m.startswith(f"{path}/")), reverse=True):
+        subprocess.run(["umount", mount], check=False, capture_output=True)
+
+
 @pytest.fixture(scope="session")
 def test_images(docker_engine: Engine) -> dict[str, str]:
     """Build (idempotently) the busybox and pause test images; returns role -> reference."""
@@ -173,10 +237,7 @@ def remove_node_state(node: str) -> None:
     state = default_root(node).parent
     if not state.exists():
         return
-    with open("/proc/mounts") as f:
-        mounts = [line.split()[1] for line in f]
-    for mount in sorted((m for m in mounts if m.startswith(f"{state}/")), reverse=True):
-        subprocess.run(["umount", mount], check=False, capture_output=True)
+    unmount_under(state)
     shutil.rmtree(state, ignore_errors=True)
 
 

@@ -23,7 +23,14 @@ import anyio
 from asynckubelet.docker import DockerClient
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
-from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, free_port, remove_owned
+from integration.harness import (
+    BUSYBOX_IMAGE,
+    INSTANCE_ENV,
+    PAUSE_IMAGE,
+    Engine,
+    free_port,
+    remove_owned,
+)
 from integration.network_helpers import NodeNetwork
 
 REPO = Path(__file__).resolve().parent.parent
@@ -183,7 +190,8 @@ def running_node(tmp_path: Path, engine: Engine, node_name: str) -> Iterator[Nod
 @dataclass
 class Daemon:
     """``asynckubelet serve`` on a temporary state dir, and the client commands, run with
-    only that state dir (and the offline pause image) in their environment."""
+    only that state dir, the offline pause image and the session's node instance in their
+    environment."""
 
     state: Path
     node_name: str
@@ -196,7 +204,11 @@ class Daemon:
     @property
     def env(self) -> dict[str, str]:
         return {
-            **{k: v for k, v in os.environ.items() if not k.startswith("ASYNCKUBELET_")},
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("ASYNCKUBELET_") or k == INSTANCE_ENV
+            },
             "PYTHONPATH": str(REPO),
             "ASYNCKUBELET_STATE_DIR": str(self.state),
             "ASYNCKUBELET_PAUSE_IMAGE": PAUSE_IMAGE,

@@ -533,6 +533,7 @@ def test_apply_wait_fails_with_the_reason_when_the_image_is_missing(
     proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "5")
     assert proc.returncode == 1
     assert "ErrImageNeverPull" in proc.stderr
+    assert proc.stderr.count("ErrImageNeverPull") == 1, "the failure is printed once"
 
 
 def test_exec_it_through_a_pseudo_terminal_follows_the_window_size(
@@ -746,7 +747,9 @@ def test_apply_wait_ends_on_a_missing_config_map_after_the_config_timeout(
     )
     proc = node.cli("apply", "-f", str(path), "--wait", "--timeout", "60", "--config-timeout", "1")
     assert proc.returncode == 1
-    assert 'pod/noconfig: CreateContainerConfigError: configmap "x" not found' in proc.stderr
+    assert 'error: pod/noconfig/app: CreateContainerConfigError: configmap "x" not found' in (
+        proc.stderr.splitlines()
+    )
 
 
 def test_serve_rejects_a_pod_asking_for_an_extended_resource_it_lacks(

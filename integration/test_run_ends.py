@@ -46,9 +46,10 @@ def test_an_image_never_pulled_ends_the_run_with_err_image_never_pull(
     proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 1
     assert _last_line(proc) == (
-        'pod/never: ErrImageNeverPull: Container image "akltest.local/absent:1" is not '
+        'pod/never/app: ErrImageNeverPull: Container image "akltest.local/absent:1" is not '
         "present with pull policy of Never"
     )
+    assert proc.stderr.count("ErrImageNeverPull") == 1, "the failure is printed once"
     assert node_containers(docker_engine, node_name) == []
 
 
@@ -68,7 +69,7 @@ def test_an_invalid_image_name_ends_the_run_with_invalid_image_name(
     )
     proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 1
-    assert _last_line(proc).startswith("pod/badname: InvalidImageName: ")
+    assert _last_line(proc).startswith("pod/badname/app: InvalidImageName: ")
     assert "invalid reference format" in _last_line(proc)
     assert node_containers(docker_engine, node_name) == []
 
@@ -102,7 +103,7 @@ def test_an_image_the_registry_does_not_have_ends_the_run_with_err_image_pull(
     )
     proc = run_pod(manifest, node=node_name)
     assert proc.returncode == 1, proc.stderr
-    assert _last_line(proc).startswith("pod/absent: ErrImagePull: ")
+    assert _last_line(proc).startswith("pod/absent/app: ErrImagePull: ")
     assert "not found" in _last_line(proc) or "manifest unknown" in _last_line(proc)
     assert node_containers(docker_engine, node_name) == []
 
@@ -128,7 +129,9 @@ def test_a_missing_config_map_ends_the_run_after_the_config_timeout(
     )
     proc = run_pod(manifest, "--config-timeout", "1", node=node_name)
     assert proc.returncode == 1
-    assert _last_line(proc) == 'pod/noconfig: CreateContainerConfigError: configmap "x" not found'
+    assert _last_line(proc) == (
+        'pod/noconfig/app: CreateContainerConfigError: configmap "x" not found'
+    )
     assert 'pod/noconfig/app: CreateContainerConfigError: configmap "x" not found' in (
         proc.stderr.splitlines()
     ), "the waiting reason shows while the run waits"

@@ -14,7 +14,8 @@ from daemon_helpers import Daemon, invoke, running_daemon
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.api.inprocess import InProcessNode
-from asynckubelet.cli import fast, provision
+from asynckubelet.cli import provision
+from asynckubelet.cli.commands import get_output
 from asynckubelet.cli.commands import run as run_command
 from asynckubelet.manifests import load_manifests_text, pod_uid
 from asynckubelet.node.objects import ObjectStore
@@ -112,7 +113,9 @@ def test_no_headers_leaves_out_the_header_line_and_sizes_columns_by_the_rows(
     assert len(out.splitlines()) == 1
     assert out.split()[:3] == ["web", "1/1", "Running"]
     assert out.startswith("web   1/1")
-    assert fast.main(["get", "pods", "--no-headers", "--state-dir", str(state)]) == 0
+    assert (
+        get_output.through_daemon(["get", "pods", "--no-headers", "--state-dir", str(state)]) == 0
+    )
     # The same line from the fast path, but for the AGE a second may have moved on.
     assert _without_age(capsys.readouterr().out) == _without_age(out)
 
@@ -235,6 +238,34 @@ def test_delete_now_stops_pods_with_a_one_second_grace_period(
     assert "--now and --grace-period cannot both be given" in err
 
 
+def test_delete_wait_false_asks_the_node_not_to_wait_and_a_bad_value_is_refused(
+    tmp_path: Path, state: Path, node: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asynckubelet.api.client import NodeClient
+
+    asked: list[bool | None] = []
+    real = NodeClient.delete
+
+    def delete(self: NodeClient, objects: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("wait"))
+        return real(self, objects, **kwargs)
+
+    monkeypatch.setattr(NodeClient, "delete", delete)
+    path = write(tmp_path, "cm.yaml", CONFIG)
+    invoke(state, "apply", "-f", path)
+    code, out, err = invoke(state, "delete", "-f", path, "--wait=false")
+    assert (code, out, err) == (0, 'configmap "settings" deleted\n', "")
+    invoke(state, "apply", "-f", path)
+    code, out, err = invoke(state, "delete", "configmap", "settings")
+    assert (code, out, err) == (0, 'configmap "settings" deleted\n', "")
+    assert asked == [False, True]
+    invoke(state, "apply", "-f", path)
+    code, _, err = invoke(state, "delete", "configmap", "settings", "--wait=nope")
+    assert code == 2
+    assert 'invalid argument "nope" for "--wait" flag: want true or false' in err
+    assert node.node.objects.get("ConfigMap", "default", "settings") is not None
+
+
 def test_describe_shows_the_daemons_node_and_the_pods_events(
     tmp_path: Path, state: Path, node: Daemon
 ) -> None:
@@ -349,8 +380,8 @@ def sessions(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The run sessions ``run`` would start (nothing runs)."""
     seen: list[Any] = []
 
-    async def record(self: Any, pods: Any) -> list[Any]:
-        seen.append((self, list(pods)))
+    async def record(self: Any, manifests: Any) -> list[Any]:
+        seen.append((self, list(manifests.pods)))
         return []
 
     monkeypatch.setattr(run_command._Session, "run", record)
@@ -449,55 +480,17 @@ def test_get_through_a_daemon_imports_no_kubernetes_models_nor_http_stack(
 # -- the fast path of get --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("argv", "served"),
-    [
-        (["get", "pods"], {"plural": "pods", "name": None, "output": None}),
-        (["get", "po", "web", "-n", "team"], {"name": "web", "namespace": "team"}),
-        (["get", "pod/web", "-owide"], {"name": "web", "output": "wide"}),
-        (["get", "cm", "-A", "--output=json"], {"plural": "configmaps", "all_namespaces": True}),
-        (["get", "secrets", "--state-dir", "/s", "-H", "tcp://x:2376"], {"state_dir": "/s"}),
-        (["get", "pods", "--no-headers"], {"no_headers": True, "output": None}),
-    ],
-)
-def test_the_plain_forms_of_get_are_served_without_the_framework(
-    argv: list[str], served: dict[str, Any]
-) -> None:
-    options = fast.parse(argv)
-    assert options is not None
-    assert {k: options[k] for k in served} == served
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["get"],
-        ["get", "pods", "--help"],
-        ["get", "pods", "-v"],
-        ["get", "pods", "--log-level", "debug"],
-        ["get", "pods", "-o", "table"],
-        ["get", "nodes"],
-        ["get", "pods", "web", "-A"],
-        ["get", "pods", "-n"],
-        ["--log-level", "debug", "get", "pods"],
-        ["describe", "pod", "web"],
-    ],
-)
-def test_every_other_form_is_left_to_the_full_command_line(argv: list[str]) -> None:
-    assert fast.parse(argv) is None
-
-
 def test_the_fast_path_prints_what_the_command_prints(
     tmp_path: Path, state: Path, node: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
     invoke(state, "apply", "-f", write(tmp_path, "web.yaml", POD.replace("NS", "default")))
     running(node, "web")
     slow = invoke(state, "get", "pods", "-o", "wide")[1]
-    assert fast.main(["get", "pods", "-o", "wide", "--state-dir", str(state)]) == 0
+    assert get_output.through_daemon(["get", "pods", "-o", "wide", "--state-dir", str(state)]) == 0
     assert capsys.readouterr().out.splitlines()[1].split()[:4] == slow.splitlines()[1].split()[:4]
-    assert fast.main(["get", "pods", "nope", "--state-dir", str(state)]) == 1
+    assert get_output.through_daemon(["get", "pods", "nope", "--state-dir", str(state)]) == 1
     assert capsys.readouterr().err == 'Error from server (NotFound): pods "nope" not found\n'
 
 
 def test_the_fast_path_leaves_a_node_without_daemon_to_the_command_line(state: Path) -> None:
-    assert fast.main(["get", "pods", "--state-dir", str(state)]) is None
+    assert get_output.through_daemon(["get", "pods", "--state-dir", str(state)]) is None

@@ -15,7 +15,7 @@ from daemon_helpers import Daemon, invoke, running_daemon
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.api.inprocess import InProcessNode
-from asynckubelet.cli import fast
+from asynckubelet.cli.commands import get_args, get_output
 from asynckubelet.manifests import load_manifests_text
 from asynckubelet.manifests.selectors import parse_label_selector
 from asynckubelet.node.objects import ObjectStore
@@ -142,7 +142,7 @@ def test_a_selector_the_server_cannot_parse_is_kubectls_bad_request(
 def test_fast_path_reports_a_bad_selector_in_kubectls_words(
     state: Path, pods: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert fast.main(["get", "pods", "-l", "a b=1", "--state-dir", str(state)]) == 1
+    assert get_output.through_daemon(["get", "pods", "-l", "a b=1", "--state-dir", str(state)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(
         'Error from server (BadRequest): Unable to find "/v1, Resource=pods" that match '
@@ -427,12 +427,12 @@ def test_without_a_daemon_get_events_reads_the_events_the_node_kept(state: Path)
 
 
 def test_fast_path_reads_selector_and_show_labels() -> None:
-    found = fast.parse(["get", "pods", "-l", "app=web", "--show-labels"])
+    found = get_args.plain(["get", "pods", "-l", "app=web", "--show-labels"])
     assert found is not None
     assert (found["selector"], found["show_labels"]) == ("app=web", True)
-    assert fast.parse(["get", "ev"]) is not None
-    assert fast.parse(["get", "ns"]) is not None
-    assert fast.parse(["get", "pods", "web", "-l", "app=web"]) is None
+    assert get_args.plain(["get", "ev"]) is not None
+    assert get_args.plain(["get", "ns"]) is not None
+    assert get_args.plain(["get", "pods", "web", "-l", "app=web"]) is None
 
 
 def test_the_shared_selector_parser_ands_two_values_of_one_key() -> None:

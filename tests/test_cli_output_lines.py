@@ -198,7 +198,8 @@ def test_a_reader_that_goes_away_from_plain_lines_calls_the_commands_handler() -
 
 def test_runs_status_and_output_lines_on_pipes_load_no_rich() -> None:
     """``run`` with its output piped (CI): status lines and the pods' output, written
-    without rich, which a run then never imports."""
+    without rich, which a run then never imports; a waiting reason once, with its
+    container and message."""
     code = RENDERER + (
         "import sys\n"
         "from lightkube.models.core_v1 import (\n"
@@ -215,7 +216,6 @@ def test_runs_status_and_output_lines_on_pipes_load_no_rich() -> None:
     result = child(code)
     assert result.stdout == "web/app | [b]hello[/b]\n"
     assert result.stderr.splitlines() == [
-        "pod/web: ErrImagePull",
         "pod/web/app: ErrImagePull: no such image",
         "web/app | oops",
         "False",

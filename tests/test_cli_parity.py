@@ -17,8 +17,8 @@ from daemon_helpers import Daemon, invoke, running_daemon
 from typer.testing import CliRunner
 
 from asynckubelet import __version__, errors
-from asynckubelet.cli import fast
 from asynckubelet.cli.app import app
+from asynckubelet.cli.commands import get_output
 
 if TYPE_CHECKING:
     from asynckubelet.api.protocol import NodeAPI
@@ -462,7 +462,7 @@ def watched(
 ) -> tuple[list[str], BaseException]:
     client = cast("NodeAPI", ScriptedWatch(*rounds))
     with pytest.raises(errors.DaemonError) as caught:
-        fast.watch(
+        get_output.watch(
             client,
             "pods",
             None,

@@ -31,7 +31,8 @@ class Stop(errors.AsyncKubeletError):
 
 @pytest.fixture
 def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The issuers ``serve`` puts in its KubeletConfig and ``run`` gives its VolumeManager."""
+    """The issuers ``serve`` and ``run`` put in their KubeletConfig (or give a
+    VolumeManager)."""
     seen: list[str] = []
 
     def record(**kwargs: Any) -> None:

@@ -466,7 +466,7 @@ def test_get_through_the_daemon_loads_no_http_library_nor_dataclasses() -> None:
     many times while the engine starts pods."""
     out = _fresh(
         "import sys\n"
-        "from asynckubelet.cli import fast\n"
+        "from asynckubelet.cli.commands import get_output\n"
         "from asynckubelet.api.client import NodeClient\n"
         "from asynckubelet.node.locate import default_state_dir, socket_answers, socket_path\n"
         "from asynckubelet.kubectl.tables import render\n"
@@ -497,8 +497,8 @@ def test_get_through_a_daemon_loads_no_typing_pathlib_urllib_nor_threads(
     out = _fresh(
         "import sys\n"
         "before = set(sys.modules)\n"
-        "from asynckubelet.cli import fast\n"
-        f"code = fast.main(['get', 'pods', '--state-dir', {str(path.parent)!r}])\n"
+        "from asynckubelet.cli.commands import get_output\n"
+        f"code = get_output.through_daemon(['get', 'pods', '--state-dir', {str(path.parent)!r}])\n"
         "heavy = ('typing', 'pathlib', 'urllib.parse', 'threading', 'importlib.util',\n"
         "         'dataclasses', 'asyncio', 'http.client', 'ssl')\n"
         "print(code, sorted(h for h in heavy if h in set(sys.modules) - before))\n"
@@ -582,14 +582,14 @@ def test_a_watch_runs_with_the_collector_running() -> None:
     out = _fresh(
         "import gc\n"
         "import asynckubelet.cli.process as cli\n"
-        "from asynckubelet.cli import fast\n"
+        "from asynckubelet.cli.commands import get_output\n"
         "class Client:\n"
         "    def watch(self, *args, **kwargs):\n"
         "        print(gc.isenabled(), gc.get_freeze_count() > 0)\n"
         "        return iter([{'type': 'ERROR', 'object': {'code': 500, 'message': 'gone'}}])\n"
         "cli.hold_collector()\n"
         "try:\n"
-        "    fast.watch(Client(), 'pods', None, where=None, output='name')\n"
+        "    get_output.watch(Client(), 'pods', None, where=None, output='name')\n"
         "except Exception as e:\n"
         "    print(e)\n"
     )

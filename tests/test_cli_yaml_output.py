@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from asynckubelet.cli.fast import kubectl_yaml
+from asynckubelet.cli.commands.get_output import kubectl_yaml
 
 DOCUMENT = {
     "metadata": {

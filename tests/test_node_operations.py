@@ -12,7 +12,15 @@ from typing import Any
 
 import builders
 import pytest
-from lightkube.models.core_v1 import Container, Pod, PodStatus
+from lightkube.models.core_v1 import (
+    Container,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    Pod,
+    PodStatus,
+)
+from lightkube.models.core_v1 import ContainerState as V1ContainerState
+from lightkube.models.core_v1 import ContainerStatus as V1ContainerStatus
 
 from asynckubelet import errors
 from asynckubelet.node import operations
@@ -413,3 +421,53 @@ async def test_the_wait_reports_each_pod_still_waited_for() -> None:
         )
     assert seen["ready"] == ["web"]
     assert seen["waiting"][-1] == {("default", "late"): "not seen by the node yet"}
+
+
+async def test_a_crash_loop_past_max_restarts_ends_the_wait_with_its_last_log_line() -> None:
+    subject = pod()
+    shown = as_the_node_shows(
+        subject,
+        PodStatus(
+            phase="Running",
+            containerStatuses=[
+                V1ContainerStatus(
+                    name="app",
+                    image="busybox",
+                    imageID="",
+                    ready=False,
+                    restartCount=2,
+                    state=V1ContainerState(
+                        waiting=ContainerStateWaiting(reason="CrashLoopBackOff", message="back-off")
+                    ),
+                    lastState=V1ContainerState(
+                        terminated=ContainerStateTerminated(exitCode=4, reason="Error")
+                    ),
+                )
+            ],
+        ),
+    )
+    asked: list[tuple[PodKey, str]] = []
+
+    async def last_line(key: PodKey, container: str) -> str:
+        asked.append((key, container))
+        return "no config"
+
+    async def read() -> list[Pod]:
+        return [shown]
+
+    with pytest.raises(errors.PodError) as raised:
+        await operations.wait_until_ready(
+            FakeRuntime(),
+            pods=[subject],
+            read_pods=read,
+            node_running=lambda: True,
+            timeout=10,
+            poll_interval=0.01,
+            max_restarts=2,
+            last_line=last_line,
+        )
+    assert str(raised.value) == (
+        "pod/web/app: CrashLoopBackOff: last exit code 4 (Error); gave up after 2 restarts; "
+        "last log line: no config"
+    )
+    assert asked == [(("default", "web"), "app")]

@@ -1,7 +1,7 @@
 """The composition root: a :class:`~asynckubelet.nodeapp.Node` built from a
 :class:`~asynckubelet.nodeapp.NodeConfig` runs pods (and Jobs, with its controllers)
-on a FakeDocker, publishes itself only when asked, and refuses a configuration that
-cannot run, naming the field."""
+on a FakeDocker (with no pod network: ``network=None``), publishes itself only when
+asked, and refuses a configuration that cannot run, naming the field."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def container(fake: FakeDocker, pod: str) -> FakeContainer:
 async def test_a_node_runs_a_pod_to_completion_and_removes_it_on_exit() -> None:
     fake = docker()
     with anyio.fail_after(20):
-        async with Node(NodeConfig(kubelet=kubelet()), docker=fake) as node:
+        async with Node(NodeConfig(kubelet=kubelet(), network=None), docker=fake) as node:
             await node.kubelet.apply(once())
             await node.kubelet.wait("default", "once", "Running")
             fake.exit(container(fake, "once").id, exit_code=0)
@@ -81,7 +81,7 @@ async def test_a_node_with_controllers_runs_a_job_until_it_completes() -> None:
     )
     manifests = load_manifests_text(job)
     with anyio.fail_after(20):
-        async with Node(NodeConfig(kubelet=kubelet()), docker=fake) as node:
+        async with Node(NodeConfig(kubelet=kubelet(), network=None), docker=fake) as node:
             await node.kubelet.apply(manifests)
             while not fake.containers or not any(
                 c.labels.get(naming.LABEL_CONTAINER_NAME) == "c" and c.status == "running"
@@ -114,7 +114,7 @@ async def test_a_node_without_controllers_leaves_a_job_alone() -> None:
         f"      - {{name: c, image: {BUSYBOX}}}\n"
     )
     with anyio.fail_after(20):
-        config = NodeConfig(kubelet=kubelet(), controllers=False)
+        config = NodeConfig(kubelet=kubelet(), network=None, controllers=False)
         async with Node(config, docker=fake) as node:
             await node.kubelet.apply(load_manifests_text(job))
             await node.kubelet.apply(once("beside"))
@@ -128,6 +128,7 @@ async def test_a_node_with_a_local_api_publishes_itself_and_takes_it_back(tmp_pa
     fake = docker()
     config = NodeConfig(
         kubelet=kubelet(state_dir=tmp_path, manifest_dir=tmp_path / "manifests"),
+        network=None,
         local_api=True,
         http=HTTPEndpoint(port=0),
     )
@@ -166,6 +167,7 @@ async def test_a_node_that_cannot_listen_fails_naming_the_address_and_leaves_not
         port = taken.getsockname()[1]
         config = NodeConfig(
             kubelet=kubelet(state_dir=tmp_path, manifest_dir=tmp_path / "manifests"),
+            network=None,
             local_api=True,
             http=HTTPEndpoint(port=port),
         )
@@ -178,7 +180,7 @@ async def test_a_node_that_cannot_listen_fails_naming_the_address_and_leaves_not
 
 async def test_an_error_in_the_block_reaches_the_caller_as_it_is() -> None:
     with anyio.fail_after(20), pytest.raises(LookupError, match="mine"):
-        async with Node(NodeConfig(kubelet=kubelet()), docker=docker()):
+        async with Node(NodeConfig(kubelet=kubelet(), network=None), docker=docker()):
             raise LookupError("mine")
 
 

@@ -22,6 +22,7 @@ MAX_README_LINES = 400
 REFERENCE = {
     "commands.md": "Commands",
     "node.md": "The node",
+    "kubernetes-api.md": "The Kubernetes API on the node",
     "pod-spec.md": "The Pod spec on this node",
     "cluster.md": "Cluster mode",
     "security.md": "Security model",

@@ -1,6 +1,8 @@
-"""``run``'s second signal: the pods' workers SIGKILL their containers (``run_pods``'s
-``kill``), so a pod whose process ignores SIGTERM stops at once instead of at the end of
-its grace period, and the run still removes it (FakeDocker)."""
+"""A foreground run's kill on a bare runtime: the pods' workers SIGKILL their containers
+(``run_pods``'s ``kill``), so a pod whose process ignores SIGTERM stops at once instead of
+at the end of its grace period, and the run still removes it (FakeDocker). ``run``'s
+second signal does the same through its node (``Kubelet.kill_now``, in
+``test_node_foreground``)."""
 
 from __future__ import annotations
 

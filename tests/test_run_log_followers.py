@@ -221,7 +221,6 @@ async def test_a_closed_stdout_closes_the_output_and_stops_the_run() -> None:
     session = run_command._Session(
         node=None,  # type: ignore[arg-type]
         config=None,  # type: ignore[arg-type]
-        options=None,  # type: ignore[arg-type]
         pulls=None,  # type: ignore[arg-type]
     )
     session.stop, session.output_closed = anyio.Event(), anyio.Event()

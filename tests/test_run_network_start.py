@@ -1,12 +1,8 @@
 """A run's node network starts while its pods' sandboxes are made: a pod's network set-up
 waits for the start, a start that fails ends the run with its error and leaves nothing on
-Docker (``_Session.run`` on a FakeDocker; ``StartingPlugin`` on its own)."""
+Docker (``_Session.run``, its node on a FakeDocker; ``StartingPlugin`` on its own)."""
 
 from __future__ import annotations
-
-import dataclasses
-import functools
-from typing import Any
 
 import anyio
 import builders
@@ -15,11 +11,12 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.cli.commands import run as run_command
+from asynckubelet.cli.options import NodeOptions
 from asynckubelet.docker import ContainerConfig
+from asynckubelet.manifests import Manifests
 from asynckubelet.network import LoopbackPlugin, PodNetwork, PodNetworkRequest, StartingPlugin
-from asynckubelet.node.runner import RunOptions
-from asynckubelet.runtime import manager, naming
-from asynckubelet.runtime.manager import RuntimeConfig, RuntimeManager
+from asynckubelet.nodeapp.config import NetworkConfig
+from asynckubelet.runtime import naming
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
@@ -72,18 +69,6 @@ class LateNetwork(LoopbackPlugin):
         self.calls.append("teardown_pod")
 
 
-@dataclasses.dataclass
-class Node:
-    """The node options a run asks for its network and its engine's address."""
-
-    network: LateNetwork
-    docker_host: str = "tcp://fake:2375"
-    service_account_issuer: str = ""
-
-    def network_plugin(self, docker: Any, *, node_name: str) -> LateNetwork:
-        return self.network
-
-
 def job() -> Pod:
     return builders.pod(
         "job", uid="u-job", containers=[builders.container("c", BUSYBOX)], restartPolicy="Never"
@@ -97,13 +82,18 @@ class Pulls:
 def session(
     docker: SandboxDocker, network: LateNetwork, monkeypatch: pytest.MonkeyPatch
 ) -> run_command._Session:
-    monkeypatch.setattr(manager, "RuntimeManager", functools.partial(RuntimeManager, docker=docker))
+    monkeypatch.setattr(NetworkConfig, "plugin", lambda *args, **kwargs: network)
+    node = NodeOptions(node_name="n1", pause_image=PAUSE, docker_host="tcp://fake:2375")
     return run_command._Session(
-        node=Node(network),  # type: ignore[arg-type]
-        config=RuntimeConfig(node_name="n1", pause_image=PAUSE),
-        options=RunOptions(),
+        node=node,
+        config=run_command._kubelet_config(node, owner="run-test"),
         pulls=Pulls(),  # type: ignore[arg-type]
+        docker=docker,
     )
+
+
+def manifests(*pods: Pod) -> Manifests:
+    return Manifests(pods=pods)
 
 
 async def test_a_run_makes_the_sandbox_while_the_node_network_starts(
@@ -112,7 +102,7 @@ async def test_a_run_makes_the_sandbox_while_the_node_network_starts(
     docker = SandboxDocker()
     network = LateNetwork(docker)
     with anyio.fail_after(10):
-        outcomes = await session(docker, network, monkeypatch).run([job()])
+        outcomes = await session(docker, network, monkeypatch).run(manifests(job()))
     assert [o.phase for o in outcomes] == ["Succeeded"]
     assert network.calls[:2] == ["start", "setup_pod"]
     assert not docker.containers
@@ -124,7 +114,7 @@ async def test_a_failed_network_start_ends_the_run_with_its_error_and_leaves_not
     docker = SandboxDocker()
     network = LateNetwork(docker, fail=True)
     with anyio.fail_after(10), pytest.raises(BaseExceptionGroup) as raised:
-        await session(docker, network, monkeypatch).run([job()])
+        await session(docker, network, monkeypatch).run(manifests(job()))
     leaves = leaves_of(raised.value)
     assert [type(e) for e in leaves] == [errors.NetworkError]
     assert "overlaps the host route" in str(leaves[0])

@@ -78,9 +78,10 @@ async def test_a_local_image_with_pull_policy_always_is_not_pulled(buildable: li
 
 async def test_an_unknown_image_of_the_local_registry_is_an_error_and_never_pulled() -> None:
     docker = FakeDocker()
-    with pytest.raises(errors.ImagePullError, match=images.CANNOT_BE_PULLED):
+    with pytest.raises(errors.ImagePullError, match=images.CANNOT_BE_PULLED) as raised:
         await ImageManager(docker).ensure("asynckubelet.local/other:1", policy="IfNotPresent")
     assert docker.count("pull_image") == 0
+    assert "`asynckubelet images load FILE.tar`" in str(raised.value)
 
 
 async def test_the_default_sandbox_image_is_built_when_missing_never_pulled(

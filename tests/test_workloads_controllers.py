@@ -277,6 +277,70 @@ async def test_deleting_a_deployment_deletes_its_replicasets_and_pods(
     assert node.objects.list("Pod") == []
 
 
+async def test_delete_of_a_deployment_answers_once_its_pods_are_gone(
+    cluster: tuple[Client, Kubelet, FakeDocker],
+) -> None:
+    client, node, docker = cluster
+    await apply(client, deployment(2))
+    await until(lambda: len(running(node, "web-")) == 2)
+    response = await client.post(
+        f"{LOCAL}/delete",
+        json={"objects": [{"kind": "Deployment", "name": "web"}], "timeoutSeconds": 30},
+    )
+    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    assert named(node, "web-") == []
+    assert node.objects.list("ReplicaSet") == []
+    assert [c for c in docker.containers.values() if "web-" in c.name] == []
+
+
+async def test_delete_of_a_deployment_waits_for_its_pods_deleted_earlier_and_still_stopping(
+    cluster: tuple[Client, Kubelet, FakeDocker],
+) -> None:
+    client, node, docker = cluster
+    await apply(client, deployment(1))
+    await until(lambda: len(running(node, "web-")) == 1)
+    (old,) = [name_of(p) for p in running(node, "web-")]
+    held = docker.hold("stop_container")
+    await node.delete("default", old, wait=False)
+    await until(lambda: docker.count("stop_container") == 1)
+    response = await client.post(
+        f"{LOCAL}/delete",
+        json={"objects": [{"kind": "Deployment", "name": "web"}], "timeoutSeconds": 0.3},
+    )
+    items = (await response.json())["items"]
+    assert items[0]["status"] == "deleted"
+    assert {"kind": "Pod", "namespace": "default", "name": old, "status": "timeout"} in items
+    held.set()
+    await until(lambda: not named(node, "web-"))
+
+
+async def test_delete_without_wait_answers_before_the_pods_are_gone(
+    cluster: tuple[Client, Kubelet, FakeDocker],
+) -> None:
+    client, node, _ = cluster
+    await apply(client, deployment(1))
+    await until(lambda: len(running(node, "web-")) == 1)
+    response = await client.post(
+        f"{LOCAL}/delete",
+        json={"objects": [{"kind": "Deployment", "name": "web"}], "wait": False},
+    )
+    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    assert node.objects.list("ReplicaSet") == []
+    assert node.objects.list("Pod") == []
+    await until(lambda: not named(node, "web-"))
+
+
+async def test_delete_refuses_a_wait_that_is_not_a_boolean(
+    cluster: tuple[Client, Kubelet, FakeDocker],
+) -> None:
+    client, _, _ = cluster
+    response = await client.post(
+        f"{LOCAL}/delete", json={"objects": [{"kind": "Pod", "name": "x"}], "wait": "no"}
+    )
+    assert response.status == 400
+    assert await response.text() == "wait must be true or false\n"
+
+
 async def test_a_job_completes_when_its_pod_succeeds(
     cluster: tuple[Client, Kubelet, FakeDocker],
 ) -> None:

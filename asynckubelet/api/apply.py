@@ -36,9 +36,12 @@ from asynckubelet.node.objects import (
     PLURALS,
     RESOURCES,
     Applied,
+    StoredObject,
     object_key,
 )
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.workloads.controller import OWNER_KINDS
+from asynckubelet.workloads.pods import controller_of
 
 
 def _cause(error: FieldError) -> dict[str, str]:
@@ -356,10 +359,12 @@ async def _delete_namespace_contents(
 
 async def delete(request: web.Request) -> web.Response:
     """``{"objects": [{"kind", "namespace", "name"}], "gracePeriodSeconds",
-    "timeoutSeconds"}``: each object deleted (pods gracefully, waited for until they are
-    gone or the timeout ends; a Namespace with everything in it, its pods waited for as
-    well); answers each one's fate: ``deleted``, ``notfound`` or, for a pod still there,
-    ``timeout`` (a deleted namespace's pods still there are added, as ``timeout``)."""
+    "timeoutSeconds", "wait"}``: each object deleted (pods gracefully; a Namespace with
+    everything in it; a Deployment, ReplicaSet, StatefulSet or Job with the ReplicaSets
+    and pods it controls) and, unless ``wait`` is false, the pods waited for until they
+    are gone or the timeout ends, as kubectl's ``--wait`` waits; answers each one's fate:
+    ``deleted``, ``notfound`` or, for a pod still there, ``timeout`` (the pods of a
+    deleted namespace or workload still there are added, as ``timeout``)."""
     node = request.app[NODE_KEY]
     body = await _body(request)
     refs = body.get("objects")
@@ -367,6 +372,9 @@ async def delete(request: web.Request) -> web.Response:
         return status(400, "BadRequest", 'body must be {"objects": [{"kind", "name"}]}')
     grace = _seconds(body.get("gracePeriodSeconds"), "gracePeriodSeconds")
     timeout = _seconds(body.get("timeoutSeconds"), "timeoutSeconds")
+    wait = body.get("wait", True)
+    if not isinstance(wait, bool):
+        raise web.HTTPBadRequest(text="wait must be true or false\n")
     results: list[dict[str, str]] = []
     waiting: list[dict[str, str]] = []
     for ref in refs:
@@ -377,6 +385,8 @@ async def delete(request: web.Request) -> web.Response:
         result = {"kind": kind, "namespace": namespace, "name": name, "status": "notfound"}
         results.append(result)
         waiting += await _delete_one(request.app, node, result, grace=grace)
+    if not wait:
+        return web.json_response({"kind": "DeleteResult", "items": results})
     with anyio.move_on_after(timeout):
         for pod in waiting:
             await node.wait(pod["namespace"], pod["name"], "Deleted")
@@ -405,10 +415,56 @@ async def _delete_one(
             {"kind": "Pod", **pod, "status": "deleted"}
             for pod in await _delete_namespace_contents(node, name, grace=grace)
         ]
+    stored = node.objects.get(kind, namespace, name)
+    dependents = _dependents(node, stored) if stored is not None else []
     if node.objects.remove(kind, namespace, name) is not None:
         result["status"] = "deleted"
         logger.info("{} {} deleted", RESOURCES[kind], "/".join(filter(None, (namespace, name))))
+    for obj in dependents:
+        if obj.kind != "Pod":
+            node.objects.remove(obj.kind, obj.namespace, obj.name)
+    for obj in dependents:
+        if obj.kind == "Pod":
+            await node.delete(obj.namespace, obj.name, grace_period=grace, wait=False)
+            pods.append({"kind": "Pod", "namespace": obj.namespace, "name": obj.name})
+    if stored is not None and stored.kind in OWNER_KINDS:
+        pods += _stopping(node, {o.uid for o in (stored, *dependents)}, pods)
     return pods
+
+
+def _stopping(
+    node: Kubelet, owners: set[str], counted: list[dict[str, str]]
+) -> list[dict[str, str]]:
+    """The pods of ``owners`` deleted earlier (a rollout's old ones) that the node is
+    still stopping: gone from the store, waited for all the same."""
+    known = {(p["namespace"], p["name"]) for p in counted}
+    found = []
+    for pod in node.views():
+        meta = pod.metadata
+        if meta is None or not meta.ownerReferences:
+            continue
+        refs = [r for r in meta.ownerReferences if r.controller and r.uid in owners]
+        key = (meta.namespace or "default", meta.name or "")
+        if refs and key not in known:
+            found.append({"kind": "Pod", "namespace": key[0], "name": key[1]})
+    return found
+
+
+def _dependents(node: Kubelet, owner: StoredObject) -> list[StoredObject]:
+    """The objects ``owner`` controls, and theirs (a Deployment's ReplicaSets and their
+    pods): what the garbage collector would remove after it, removed with it so that
+    ``delete`` can wait for the pods."""
+    if owner.kind not in OWNER_KINDS:
+        return []
+    found: list[StoredObject] = []
+    owners = {owner.uid}
+    for kind in ("ReplicaSet", "Pod"):
+        for obj in node.objects.list(kind, owner.namespace):
+            controller = controller_of(obj.body.get("metadata"))
+            if controller is not None and controller.uid in owners:
+                found.append(obj)
+                owners.add(obj.uid)
+    return found
 
 
 # -- the app ---------------------------------------------------------------------------------

@@ -434,17 +434,19 @@ class NodeClient:
         *,
         grace_period: float | None = None,
         timeout: float | None = None,
+        wait: bool = True,
     ) -> list[dict[str, str]]:
-        """Delete objects (``{"kind", "namespace", "name"}``), waiting for pods until they
-        are gone or ``timeout`` ends: each one's ``status``, ``deleted``, ``notfound`` or
-        ``timeout``."""
+        """Delete objects (``{"kind", "namespace", "name"}``) and, with ``wait``, wait for
+        their pods until they are gone or ``timeout`` ends: each one's ``status``,
+        ``deleted``, ``notfound`` or ``timeout``."""
         body = {
             "objects": list(objects),
             "gracePeriodSeconds": grace_period,
             "timeoutSeconds": timeout,
+            "wait": wait,
         }
-        wait = None if timeout is None else timeout + 30.0
-        return list(self._json("POST", f"{LOCAL}/delete", body=body, timeout=wait)["items"])
+        answer = None if timeout is None else timeout + 30.0
+        return list(self._json("POST", f"{LOCAL}/delete", body=body, timeout=answer)["items"])
 
     @staticmethod
     def _item(namespace: str | None, plural: str, name: str | None) -> str:

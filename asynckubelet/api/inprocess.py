@@ -319,9 +319,12 @@ class InProcessNode:
         *,
         grace_period: float | None = None,
         timeout: float | None = None,
+        wait: bool = True,
     ) -> builtins.list[dict[str, str]]:
         """Pods are stopped and removed on Docker; every object is also dropped from those
-        the daemon kept in the state dir, so the next ``serve`` does not bring it back."""
+        the daemon kept in the state dir, so the next ``serve`` does not bring it back.
+        This process does the stopping itself, so it returns once the pods are gone
+        whatever ``wait`` says."""
         from asynckubelet.node.objects import OBJECTS_DIR, forget_persisted
         from asynckubelet.node.operations import pod_key
 

@@ -118,10 +118,12 @@ class NodeAPI(Protocol):
         *,
         grace_period: float | None = None,
         timeout: float | None = None,
+        wait: bool = True,
     ) -> builtins.list[dict[str, str]]:
-        """Delete objects (``{"kind", "namespace", "name"}``), waiting for pods until they
-        are gone or ``timeout`` ends: each one's ``status``, ``deleted``, ``notfound`` or
-        ``timeout``, in the order asked."""
+        """Delete objects (``{"kind", "namespace", "name"}``; a workload with the pods it
+        controls) and, with ``wait``, wait for their pods until they are gone or
+        ``timeout`` ends: each one's ``status``, ``deleted``, ``notfound`` or ``timeout``,
+        in the order asked."""
         ...
 
     def close(self) -> None:

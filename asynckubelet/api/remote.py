@@ -120,8 +120,9 @@ class RemoteNode:
         *,
         grace_period: float | None = None,
         timeout: float | None = None,
+        wait: bool = True,
     ) -> builtins.list[dict[str, str]]:
-        return self.client.delete(objects, grace_period=grace_period, timeout=timeout)
+        return self.client.delete(objects, grace_period=grace_period, timeout=timeout, wait=wait)
 
     def close(self) -> None:
         return None

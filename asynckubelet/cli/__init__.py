@@ -1,7 +1,8 @@
 """The ``asynckubelet`` command line (see :mod:`asynckubelet.cli.app` for its tree).
 
-:func:`main` first offers the command to :mod:`asynckubelet.cli.fast`, which serves the
-plain ``get`` forms through a running daemon without loading the command-line framework;
+:func:`main` first offers the command to
+:func:`~asynckubelet.cli.commands.get_output.through_daemon`, which serves the plain
+``get`` forms through a running daemon without loading the command-line framework;
 everything else goes to the Typer app, loaded then. Once the command has ended and its
 output is flushed, the process leaves at once: the interpreter's teardown of the modules
 a command loaded (the Docker client, the HTTP stack) takes tens of milliseconds and does
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 def main() -> None:
     process.prepare_imports()
     process.hold_collector()
+    process.trace_if_asked()
     code: object
     try:
         code = _command()
@@ -37,9 +39,9 @@ def main() -> None:
 
 
 def _command() -> int | None:
-    from asynckubelet.cli import fast
+    from asynckubelet.cli.commands.get_output import through_daemon
 
-    code = fast.main(sys.argv[1:])
+    code = through_daemon(sys.argv[1:])
     if code is not None:
         return code
     process.spare_the_ca_bundle()

@@ -112,13 +112,19 @@ TREE: dict[str, Command | Group] = {
         "Remove the pod network the node made on this host (bridge, firewall rules, address "
         "records) once no pod uses it.",
     ),
+    "kubeconfig": Command(
+        "kubeconfig",
+        "kubeconfig",
+        "Print the path of the node's kubeconfig (written by `serve`); --merge adds its "
+        "context to ~/.kube/config.",
+    ),
     "version": Command(
         "version",
         "version",
         "Print the client's version, and the node daemon's (`serve`) when one answers.",
     ),
     "images": Group(
-        "Build the images a node needs, from local material only.",
+        "Build the images a node needs from local material only; load your own.",
         {
             "build-pause": Command(
                 "images",
@@ -135,6 +141,13 @@ TREE: dict[str, Command | Group] = {
                 "build_probe",
                 "Compile the probe helper statically and load it (the node does so itself when "
                 "it first needs it; for engines the node cannot reach the pods of).",
+            ),
+            "load": Command(
+                "images",
+                "load",
+                "Load your own images from a `docker save` archive into the engine the node "
+                "uses, as `docker load` does: `images load FILE.tar`, or `docker save IMAGE | "
+                "asynckubelet images load -` (an engine on another machine: --docker-host).",
             ),
         },
     ),

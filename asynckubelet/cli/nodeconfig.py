@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 
 def network_config(node: NodeOptions) -> NetworkConfig:
-    """The pod network of ``--network``, ``--bridge``, ``--pod-cidr`` and the rest."""
-    from asynckubelet.cli.options import ipv6_pod_cidr
+    """The pod network of ``--network``, ``--bridge``, ``--pod-cidr`` and the rest (an
+    ``--instance``'s own where not given, see :mod:`asynckubelet.cli.instance`)."""
     from asynckubelet.nodeapp.config import NetworkConfig
 
     return NetworkConfig(
@@ -26,7 +26,7 @@ def network_config(node: NodeOptions) -> NetworkConfig:
         state_dir=node.network_state_dir,
         bridge=node.bridge,
         pod_cidr=node.pod_cidr,
-        pod_cidr_v6=ipv6_pod_cidr(dual_stack=node.dual_stack, pod_cidr_v6=node.pod_cidr_v6),
+        pod_cidr_v6=node.ipv6_pod_cidr(),
         firewall=node.firewall,
         masquerade=node.masquerade,
     )

@@ -41,6 +41,16 @@ def release_collector() -> None:
     gc.enable()
 
 
+def trace_if_asked() -> None:
+    """The marks of :mod:`asynckubelet._trace` appended to the file ``ASYNCKUBELET_TRACE``
+    names, when it names one (a bench's daemon); the module is not even imported
+    otherwise."""
+    if os.environ.get("ASYNCKUBELET_TRACE"):
+        from asynckubelet import _trace
+
+        _trace.from_environment()
+
+
 def prepare_imports() -> None:
     """The command line's own import-time savings (:mod:`asynckubelet._imports`), made by its
     entry point for its own process: the package itself leaves an embedding program's

@@ -93,7 +93,10 @@ class ClusterConfig:
     """How the node joins a cluster (the kubelet's flags of the same names)."""
 
     kubeconfig: Path
+    """``--kubeconfig``: the cluster's address and this node's credentials (a client
+    certificate or a token)."""
     context: str | None = None
+    """The kubeconfig's context to use; None: its ``current-context``."""
     node_labels: Mapping[str, str] = field(default_factory=dict)
     """``--node-labels``: labels set at registration (and on an adopted Node)."""
     register_with_taints: tuple[Taint, ...] = ()
@@ -111,16 +114,25 @@ class ClusterConfig:
     pod_security: Level | None = None
     """The Pod Security level cluster pods must meet; None: the node's own level."""
     update_frequency: float = nodestatus.UPDATE_FREQUENCY
+    """Seconds between computations of the Node's status (``nodeStatusUpdateFrequency``);
+    a changed status is sent at once."""
     report_frequency: float = nodestatus.REPORT_FREQUENCY
+    """Seconds: an unchanged status is still sent this often (``nodeStatusReportFrequency``)."""
     lease_duration: int = LEASE_DURATION
+    """Seconds of the node's Lease (``nodeLeaseDurationSeconds``), renewed every quarter of
+    it: the control plane takes the node for lost when it is not."""
     kubelet_version: str | None = None
     """``nodeInfo.kubeletVersion``; None: the API server's version with this project's."""
     thresholds: Thresholds = field(default_factory=Thresholds)
+    """What the host must have left before the Node reports ``MemoryPressure``,
+    ``DiskPressure`` or ``PIDPressure`` (the kubelet's ``evictionHard`` defaults)."""
     serve_kubelet_api: bool = True
     """Serve the kubelet API on ``kubelet_port`` (HTTPS, clients verified)."""
     kubelet_address: str | None = None
     """``--address``: where the kubelet API listens; None: the node IP."""
     tls_cert_file: Path | None = None
+    """``--tls-cert-file``: the kubelet API's serving certificate (with
+    ``tls_private_key_file``)."""
     tls_private_key_file: Path | None = None
     """``--tls-cert-file``/``--tls-private-key-file``: the kubelet API's serving pair;
     None: a self-signed pair made under ``<state-dir>/pki``."""

@@ -14,7 +14,7 @@ import io
 import json
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager, suppress
 from typing import Any, cast
 
@@ -36,6 +36,29 @@ from asynckubelet.docker.types import (
     LogLine,
     PullProgress,
 )
+
+MAX_LOAD_REPORT_LINES = 4096
+"""Lines of an image load's report kept (one per image loaded)."""
+MAX_LOAD_ERROR_CHARS = 2048
+"""Characters of the engine's refusal of an archive kept."""
+
+
+def _load_report(line: bytes, lines: list[str]) -> None:
+    """One JSON line of an image load's answer into ``lines``; its error raised."""
+    if not line.strip() or len(lines) >= MAX_LOAD_REPORT_LINES:
+        return
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return
+    if not isinstance(item, dict):
+        return
+    if "error" in item or "errorDetail" in item:
+        detail = item.get("errorDetail") or {}
+        message = item.get("error") or (detail.get("message") if isinstance(detail, dict) else "")
+        raise errors.ImageError(str(message or "unknown error")[:MAX_LOAD_ERROR_CHARS])
+    text = str(item.get("stream") or "").strip()
+    lines.extend(text.splitlines()[: MAX_LOAD_REPORT_LINES - len(lines)])
 
 
 class DockerClient(EngineConnection):
@@ -432,6 +455,33 @@ class DockerClient(EngineConnection):
                         raise errors.ImageError(f"loading image failed: {item}")
 
         await self._call("load image", load)
+
+    async def load_images(self, chunks: AsyncIterable[bytes]) -> list[str]:
+        """Load a ``docker save``-format archive (plain or compressed) sent to the engine
+        as ``chunks`` come (``POST /images/load``), never held whole: the engine's
+        report, one line per image (``Loaded image: NAME``, ``Loaded image ID: ID``), as
+        ``docker load`` prints it. Not retried (the chunks are spent);
+        :class:`~errors.ImageError` with the engine's message when it refuses the archive."""
+
+        async def load(d: aiodocker.Docker) -> list[str]:
+            lines: list[str] = []
+            async with _streaming(
+                d,
+                "images/load",
+                "POST",
+                params={"quiet": "1"},
+                data=chunks,
+                headers={"Content-Type": "application/x-tar"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+            ) as response:
+                try:
+                    async for line in response.content:
+                        _load_report(line, lines)
+                except ValueError as e:  # a line past aiohttp's bound
+                    raise errors.ImageError(f"the engine's answer is not readable: {e}") from e
+            return lines
+
+        return await self._call("load images", load, retry=False)
 
     async def remove_image(self, ref: str, *, force: bool = False) -> None:
         async def remove(d: aiodocker.Docker) -> None:

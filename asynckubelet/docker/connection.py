@@ -20,7 +20,7 @@ import aiodocker
 import aiohttp
 import anyio
 
-from asynckubelet import errors
+from asynckubelet import _trace, errors
 from asynckubelet._logging import logger
 from asynckubelet.docker.engine import Endpoint, EngineTLS, engine_endpoint, tls_handshake_error
 from asynckubelet.docker.errors import is_transient, map_error, tls_problem
@@ -133,6 +133,7 @@ class EngineConnection:
         full collection (docs/benchmarks.md)."""
 
         async def once() -> T:
+            began = _trace.clock()
             try:
                 return await fn(self._connect())
             except errors.AsyncKubeletError:
@@ -142,6 +143,8 @@ class EngineConnection:
                 if isinstance(mapped, errors.RuntimeUnavailable) and tls_problem(e) is None:
                     await self._explain_tls_failure(what)
                 raise mapped from e
+            finally:
+                _trace.engine(what, began)
 
         if not retry:
             return await once()

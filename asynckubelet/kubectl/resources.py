@@ -1,9 +1,9 @@
 """kubectl's names for the kinds the node keeps, without loading any model.
 
 ``asynckubelet get`` through the daemon is served before the command-line framework or
-the Kubernetes models load (:mod:`asynckubelet.cli.fast`), and the daemon's client
-builds its paths from these names, so the names live here in plain Python. They are the
-same as :mod:`asynckubelet.manifests.kinds` (a unit test keeps the two equal).
+the Kubernetes models load (:mod:`asynckubelet.cli.commands.get_args`), and the daemon's
+client builds its paths from these names, so the names live here in plain Python. They are
+the same as :mod:`asynckubelet.manifests.kinds` (a unit test keeps the two equal).
 """
 
 from __future__ import annotations

@@ -33,19 +33,31 @@ def table(
     columns: Sequence[tuple[str, int]],
     rows: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
 ) -> dict[str, Any]:
-    """A ``Table`` of ``columns`` (name, priority) and rows (cells, the object's metadata)."""
+    """A ``Table`` of ``columns`` (name, priority) and rows (cells, the object's metadata);
+    the ``Name`` column has the ``name`` format, where kubectl puts ``kind/`` before a
+    name when it prints several kinds."""
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {},
         "columnDefinitions": [
-            {"name": name, "type": "string", "format": "", "description": "", "priority": priority}
+            {
+                "name": name,
+                "type": "string",
+                "format": "name" if name == "Name" else "",
+                "description": "",
+                "priority": priority,
+            }
             for name, priority in columns
         ],
-        "rows": [
-            {"cells": list(cells), "object": {"metadata": dict(meta)}} for cells, meta in rows
-        ],
+        "rows": [{"cells": list(cells), "object": _partial(meta)} for cells, meta in rows],
     }
+
+
+def _partial(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's object as the API server sends it by default (``includeObject=Metadata``):
+    a ``PartialObjectMetadata``, whose kind kubectl needs to decode the row."""
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": dict(meta)}
 
 
 def render(

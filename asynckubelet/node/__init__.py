@@ -14,15 +14,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from asynckubelet.node.admission import NodeInfo as NodeInfo
     from asynckubelet.node.admission import NodeResources as NodeResources
+    from asynckubelet.node.admission import Rejection as Rejection
     from asynckubelet.node.admission import Taint as Taint
+    from asynckubelet.node.foreground import PodOutput as PodOutput
     from asynckubelet.node.kubelet import Kubelet as Kubelet
     from asynckubelet.node.objects import ObjectStore as ObjectStore
+    from asynckubelet.node.runoptions import PodOutcome as PodOutcome
 
 _PUBLIC: dict[str, tuple[str, str]] = {
     "Kubelet": ("asynckubelet.node.kubelet", "Kubelet"),
     "NodeInfo": ("asynckubelet.node.admission", "NodeInfo"),
     "NodeResources": ("asynckubelet.node.admission", "NodeResources"),
     "ObjectStore": ("asynckubelet.node.objects", "ObjectStore"),
+    "PodOutcome": ("asynckubelet.node.runoptions", "PodOutcome"),
+    "PodOutput": ("asynckubelet.node.foreground", "PodOutput"),
+    "Rejection": ("asynckubelet.node.admission", "Rejection"),
     "Taint": ("asynckubelet.node.admission", "Taint"),
 }
 """Public name -> (module, attribute): imported from there on first use."""

@@ -1,5 +1,9 @@
 """How a node runs: :class:`KubeletConfig`, the settings of a
-:class:`~asynckubelet.node.kubelet.Kubelet`."""
+:class:`~asynckubelet.node.kubelet.Kubelet`.
+
+Its defaults are the command line's (``run`` and ``serve`` without flags), so a library
+node behaves as the command's; each field names the flag that sets it there.
+"""
 
 from __future__ import annotations
 
@@ -26,17 +30,29 @@ SHUTDOWN_TIMEOUT = 60.0
 
 @dataclass(frozen=True)
 class KubeletConfig:
-    """How a node runs."""
+    """How a node's kubelet runs: its name and engine, the Pod Security level it admits
+    pods at, DNS, its state and static-pod directories, its periods and limits, and what
+    becomes of the pods when it exits. The pod network is not here but the node's
+    (:class:`~asynckubelet.nodeapp.config.NetworkConfig`)."""
 
     node_name: str = field(default_factory=socket.gethostname)
-    """Ownership label of every object; a node never touches another node's objects."""
+    """Ownership label of every object (``--node-name``); a node never touches another
+    node's objects, and pod UIDs derive from it."""
     state_dir: Path | None = None
-    """Where events and pod statuses are written for other processes; None: nowhere."""
+    """Where events and pod statuses are written for other processes (``--state-dir``);
+    None: nowhere (a node that keeps nothing on disk)."""
     manifest_dir: Path | None = None
-    """Static pods: every manifest in this directory runs, kept in step with the files."""
+    """Static pods (``--manifests``): every manifest in this directory runs, kept in step
+    with the files; None: none."""
     pause_image: str | None = None
+    """The sandbox image (``--pause-image``), pulled when missing; None: the project's own
+    ``asynckubelet.local/pause``, built here when missing and never pulled."""
     docker_url: str | None = None
+    """The engine (``--docker-host``: ``unix://`` or ``tcp://``); None: ``DOCKER_HOST``,
+    then the default socket, then the engine ``asynckubelet engine start`` keeps."""
     pod_security: Level = "baseline"
+    """The Pod Security level every pod is admitted at (``--pod-security``):
+    ``privileged``, ``baseline`` or ``restricted``."""
     allow_namespace_policy: bool = False
     """Let a Namespace's ``pod-security.kubernetes.io/enforce`` label relax ``pod_security``
     for its pods (by default a label may only make it stricter)."""
@@ -97,6 +113,19 @@ class KubeletConfig:
     as a foreground ``run`` wants (the pod's last status stays readable); False: the node
     agent's way, where a terminal pod stays listed, its containers kept for their logs,
     until it is deleted (:class:`~asynckubelet.node.worker_state.WorkerPolicy`)."""
+
+    start_network_with_pods: bool = False
+    """Start the pod network while the first pod's sandbox is made (the two take a
+    similar time and need nothing of each other; a pod's network set-up waits for the
+    start), as a foreground run wants; a network that fails to start ends the node.
+    False: the network has started before the node is entered."""
+    record_events: bool = True
+    """Keep the pods' events (listed as ``kubectl get events`` lists them, each logged at
+    INFO); False: the runtime's events are only logged at DEBUG, as a bare runtime logs
+    them (a foreground run, whose events nothing lists)."""
+    metrics: bool = True
+    """Keep the node's Prometheus metrics (``/metrics``); False: none are kept, the
+    exposition is empty (a foreground run, which nothing scrapes)."""
 
     def runtime_config(self) -> RuntimeConfig:
         """The runtime's share of the configuration."""

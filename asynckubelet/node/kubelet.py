@@ -27,16 +27,15 @@ abandoned generator.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.abc
@@ -44,13 +43,12 @@ import anyio.to_thread
 import yaml
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import errors, hostfs
+from asynckubelet import _trace, errors, hostfs
 from asynckubelet._logging import logger
 from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Manifests, load_manifests_text
-from asynckubelet.network import NetworkPlugin
-from asynckubelet.node import access
+from asynckubelet.network import NetworkPlugin, StartingPlugin
 from asynckubelet.node.admission import (
     NodeAdmitter,
     NodeInfo,
@@ -61,26 +59,31 @@ from asynckubelet.node.admission import (
 from asynckubelet.node.config import KubeletConfig
 from asynckubelet.node.engine_ports import EnginePorts
 from asynckubelet.node.events import EventRecorder
+from asynckubelet.node.foreground import Foreground, PodOutput, WorkerEntry
 from asynckubelet.node.housekeeping import Housekeeping
 from asynckubelet.node.metrics import (
     LoopLagMonitor,
     NodeMetrics,
+    NoMetrics,
     PodStartupTracker,
 )
 from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.pleg import PLEG
+from asynckubelet.node.podoptions import PodOptions
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
-from asynckubelet.node.sources import ManifestDirSource, is_static_source, source_name
+from asynckubelet.node.runoptions import PodOutcome
 from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.node.worker_state import Termination, WorkerPolicy
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime.env import PodContext, service_environment
 from asynckubelet.runtime.manager import RuntimeManager
 from asynckubelet.runtime.types import PodRuntimeStatus
 from asynckubelet.runtime.volumes import VolumeProvider
+
+if TYPE_CHECKING:
+    from asynckubelet.node.sources import ManifestDirSource
 
 API_SOURCE = "api"
 STATE_DIR_MODE = 0o750
@@ -88,24 +91,15 @@ STATE_DIR_MODE = 0o750
 volumes with Secrets and the token signing key)."""
 
 
-@dataclass(eq=False)
-class _Entry:
-    worker: PodWorker
-    source: str
-    stop: anyio.Event
-    done: anyio.Event
-    seen: float
-    deleting: bool = False
-    replacement: tuple[Pod, str, RunOptions] | None = None
+def _events_file(state: Path) -> Path:
+    from asynckubelet.node import access
+
+    return access.StateDir(state).events
 
 
-def _service_links(pod: Pod) -> bool:
-    """``spec.enableServiceLinks``: true unless set false (the API server's default)."""
-    return not (pod.spec is not None and pod.spec.enableServiceLinks is False)
-
-
-class Kubelet(PodReads, Housekeeping):
-    """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``."""
+class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
+    """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``; ``output``
+    is where its pods' output and statuses are shown (a foreground run's terminal)."""
 
     def __init__(
         self,
@@ -115,8 +109,14 @@ class Kubelet(PodReads, Housekeeping):
         network: NetworkPlugin | None = None,
         volumes: VolumeProvider | None = None,
         objects: ObjectStore | None = None,
+        output: PodOutput | None = None,
     ) -> None:
         self.config = config or KubeletConfig()
+        self.output = output or PodOutput()
+        self._network_start: StartingPlugin | None = None
+        if network is not None and self.config.start_network_with_pods:
+            # The runtime gets it once entered, so that its start waits for the first pod.
+            self._network_start, network = StartingPlugin(network), None
         self.worker_policy = WorkerPolicy(
             exit_when_terminal=self.config.exit_when_terminal,
             own_events=False,
@@ -142,15 +142,20 @@ class Kubelet(PodReads, Housekeeping):
                 service_account_issuer=self.config.service_account_issuer,
             )
         self.recorder = EventRecorder(
-            path=access.StateDir(state).events if state is not None else None,
+            path=_events_file(state) if state is not None else None,
             node_name=self.config.node_name,
         )
         self.status = StatusManager(state_dir=state)
         self.stop_hooks: list[StopHook] = []
         """Awaited, in order, before a running pod's containers are stopped for good (a
         Service controller takes the pod out of its endpoints' rules first)."""
-        self.metrics = NodeMetrics(
-            running_pods=self.status.running_pods, running_containers=self.status.container_states
+        self.metrics: NodeMetrics | NoMetrics = (
+            NodeMetrics(
+                running_pods=self.status.running_pods,
+                running_containers=self.status.container_states,
+            )
+            if self.config.metrics
+            else NoMetrics()
         )
         self.startup = PodStartupTracker(
             sli=self.metrics.pod_start_sli_duration.observe,
@@ -160,7 +165,7 @@ class Kubelet(PodReads, Housekeeping):
             self.config.runtime_config(),
             docker=docker,
             network=network,
-            events=self._runtime_event,
+            events=self._runtime_event if self.config.record_events else None,
             volumes=volumes,
             metrics=self.metrics,
         )
@@ -172,7 +177,10 @@ class Kubelet(PodReads, Housekeeping):
             on_relist=lambda s: self.metrics.pleg_relist_duration.observe(s),
             forget=self.runtime.forget,
         )
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, WorkerEntry] = {}
+        self._outcomes: dict[str, PodOutcome] = {}
+        self._killing = False
+        self._network_begun = False
         self._sources: dict[str, set[str]] = {}
         self._runtime_seen: dict[str, PodRuntimeStatus] = {}
         self._started: set[str] = set()
@@ -207,6 +215,8 @@ class Kubelet(PodReads, Housekeeping):
 
     async def __aenter__(self) -> Self:
         await self.runtime.__aenter__()
+        if self._network_start is not None:
+            self.runtime.network = self._network_start
         try:
             if not await self.runtime.docker.ping():
                 raise errors.RuntimeUnavailable(
@@ -232,6 +242,8 @@ class Kubelet(PodReads, Housekeeping):
             await self._tg.start(self._guard(self.pleg.run), name="pleg")
             self._restore_objects()
             if self.config.manifest_dir is not None:
+                from asynckubelet.node.sources import ManifestDirSource
+
                 self.manifest_source = ManifestDirSource(
                     self.config.manifest_dir,
                     sink=self.set_source,
@@ -292,6 +304,9 @@ class Kubelet(PodReads, Housekeeping):
                         tg.start_soon(entry.worker.kill_now)
             for entry in list(self._entries.values()):
                 await entry.done.wait()
+            if self._network_start is not None and self._network_begun:
+                with contextlib.suppress(errors.NetworkError):
+                    await self._network_start.started()
         self._tg.cancel_scope.cancel()
         try:
             await self._tg.__aexit__(exc_type, exc, tb)
@@ -317,6 +332,8 @@ class Kubelet(PodReads, Housekeeping):
     def _manifest_failed(self, path: Path, message: str) -> None:
         """A manifest file that was not loaded: a Warning event about the file (it made no
         pod to carry one), the reason the kubelet gives a pod it refuses from a source."""
+        from asynckubelet.node.sources import source_name
+
         self.recorder.record(
             namespace="",
             name=path.name,
@@ -357,12 +374,7 @@ class Kubelet(PodReads, Housekeeping):
         restarts only the containers whose spec changed.
         """
         prepared, manifests = self._prepare(pods)
-        problems = self.objects.update_errors(manifests)
-        if problems:
-            n = len(problems)
-            raise errors.ManifestError(
-                f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", problems
-            )
+        self._check_objects(manifests)
         self.objects.put(manifests, source=API_SOURCE)
         if any(True for pod in prepared for _ in host_ports(pod)):
             await self.engine_ports.refresh()
@@ -370,6 +382,14 @@ class Kubelet(PodReads, Housekeeping):
             self._want(pod, API_SOURCE)
         self._sources.setdefault(API_SOURCE, set()).update(ctr.pod_identity(p)[2] for p in prepared)
         return prepared
+
+    def _check_objects(self, manifests: Manifests) -> None:
+        problems = self.objects.update_errors(manifests)
+        if problems:
+            n = len(problems)
+            raise errors.ManifestError(
+                f"manifests rejected: {n} {'error' if n == 1 else 'errors'}", problems
+            )
 
     def want(self, pods: Iterable[Pod], *, source: str) -> None:
         """Make these pods wanted as ``source``'s (a controller's): stored as its objects
@@ -423,47 +443,9 @@ class Kubelet(PodReads, Housekeeping):
         """Whether a pod worker drives the pod ``uid`` (running, or being stopped)."""
         return uid in self._entries
 
-    def _options(self, pod: Pod) -> RunOptions:
-        """The pod's ConfigMaps, Secrets and pull secrets: those of its namespace, from
-        whichever source they came."""
-        _, ns, uid = ctr.pod_identity(pod)
-        view = self.objects.view(ns)
-        options = RunOptions()
-        options.contexts[uid] = PodContext(
-            node_name=self.node_name,
-            host_ip=self.config.host_ips[0] if self.config.host_ips else "",
-            configmaps=view.configmaps,
-            binary_configmaps=view.binary_configmaps,
-            secrets=view.secrets,
-            service_env=partial(self._service_env, ns, _service_links(pod)),
-        )
-        refs = (pod.spec.imagePullSecrets if pod.spec else None) or []
-        options.pull_secrets[uid] = [
-            (view.secret_types[ref.name], dict(view.secrets[ref.name]))
-            for ref in refs
-            if ref.name is not None and ref.name in view.secrets
-        ]
-        return options
-
-    def _stored_services(self) -> list[Mapping[str, Any]]:
-        return [o.body for o in self.objects.list("Service")]
-
-    def _service_env(self, namespace: str, enable_links: bool) -> dict[str, str]:
-        return service_environment(self.services(), namespace=namespace, enable_links=enable_links)
-
-    def _objects_changed(self, namespaces: frozenset[str]) -> None:
-        """ConfigMaps or Secrets of these namespaces changed: their pods see the new ones
-        and look again now (a pod waiting for one starts; mounted volumes are rewritten)."""
-        for uid, entry in list(self._entries.items()):
-            if entry.deleting or ctr.pod_identity(entry.worker.pod)[1] not in namespaces:
-                continue
-            options = self._options(entry.worker.pod)
-            entry.worker.options.contexts[uid] = options.contexts[uid]
-            entry.worker.options.pull_secrets[uid] = options.pull_secrets[uid]
-            entry.worker.poke()
-
     def _want(self, pod: Pod, source: str) -> None:
         name, ns, uid = ctr.pod_identity(pod)
+        _trace.mark("seen", uid)
         options = self._options(pod)
         for other_uid, other in list(self._entries.items()):
             oname, ons, _ = ctr.pod_identity(other.worker.pod)
@@ -490,13 +472,9 @@ class Kubelet(PodReads, Housekeeping):
         """The kubelet's admission of a pod new to the node, over the pods it runs; a pod
         refused gets a ``Failed`` status, the reason as a Warning event, and no worker."""
         name, ns, uid = ctr.pod_identity(pod)
-        admitted = []
-        for other_uid, entry in self._entries.items():
-            record = self.status.get(other_uid)
-            if entry.deleting or (record is not None and record.status.phase in TERMINAL_PHASES):
-                continue
-            admitted.append(entry.worker.pod)
-        rejection = self.admitter.admit(pod, admitted=admitted, running=uid in self._on_docker)
+        rejection = self.admitter.admit(
+            pod, admitted=self._admitted(), running=uid in self._on_docker
+        )
         if rejection is None:
             self._forget_rejected(uid)
             return True
@@ -519,6 +497,16 @@ class Kubelet(PodReads, Housekeeping):
             "pod rejected: {}: {}", rejection.reason, rejection.message
         )
         return False
+
+    def _admitted(self) -> list[Pod]:
+        """The pods the node runs, as admission counts them (not stopping, not ended)."""
+        admitted = []
+        for uid, entry in self._entries.items():
+            record = self.status.get(uid)
+            if entry.deleting or (record is not None and record.status.phase in TERMINAL_PHASES):
+                continue
+            admitted.append(entry.worker.pod)
+        return admitted
 
     async def _before_pod_stop(self, pod: Pod) -> None:
         for hook in list(self.stop_hooks):
@@ -550,6 +538,8 @@ class Kubelet(PodReads, Housekeeping):
             pod,
             policy=self.worker_policy,
             on_status=self._on_status,
+            on_log=self.output.logs,
+            output_closed=self.output.closed,
             options=options,
             host_ips=self.config.host_ips,
             nothing_on_docker=uid not in self._maybe_on_docker,
@@ -558,7 +548,7 @@ class Kubelet(PodReads, Housekeeping):
         # A worker cancelled with its owner (not stopped by _close) obeys leave_running too.
         worker.termination = Termination(leave_running=self.config.leave_running)
         worker.before_stop = self._before_pod_stop
-        entry = _Entry(
+        entry = WorkerEntry(
             worker=worker,
             source=source,
             stop=anyio.Event(),
@@ -566,9 +556,16 @@ class Kubelet(PodReads, Housekeeping):
             seen=time.monotonic(),
         )
         self._entries[uid] = entry
+        _trace.mark("admitted", uid)
         self._tg.start_soon(self._run_worker, uid, entry, name=f"pod {ns}/{name}")
+        if self._killing:
+            self._kill(entry)
+        if self._network_start is not None and not self._network_begun:
+            self._network_begun = True
+            # The node's network starts while the first pod's sandbox is made.
+            self._tg.start_soon(self._network_start.start, name="network")
 
-    async def _run_worker(self, uid: str, entry: _Entry) -> None:
+    async def _run_worker(self, uid: str, entry: WorkerEntry) -> None:
         try:
             await entry.worker.run(entry.stop)
         except Exception:
@@ -578,18 +575,22 @@ class Kubelet(PodReads, Housekeeping):
                 del self._entries[uid]
             if entry.worker.removed:
                 self._maybe_on_docker.discard(uid)
+            self._outcomes[uid] = entry.worker.outcome
             if entry.deleting:
                 self.status.remove(uid)
                 self._runtime_seen.pop(uid, None)
                 self._started.discard(uid)
                 self.startup.forget(uid)
                 self._on_docker.discard(uid)
+                self._outcomes.pop(uid, None)
             entry.done.set()
             if entry.replacement is not None and not self._closing:
                 pod, source, options = entry.replacement
                 self._start_worker(pod, source, options)
 
-    def _begin_delete(self, uid: str, *, grace_period: float | None) -> _Entry | None:
+    def _begin_delete(self, uid: str, *, grace_period: float | None) -> WorkerEntry | None:
+        from asynckubelet.node.sources import is_static_source
+
         entry = self._entries.get(uid)
         if entry is None:
             return None
@@ -655,9 +656,12 @@ class Kubelet(PodReads, Housekeeping):
                 pod = record.pod
         if uid not in self._started and status.phase in ("Running", "Succeeded"):
             self._started.add(uid)
+            _trace.mark("running", uid)
             self.metrics.pod_start_duration.observe(time.monotonic() - entry.seen)
         self.status.set(pod, status)
         self.startup.status(uid, pod, status)
+        if self.output.statuses is not None:
+            self.output.statuses(pod, status)
 
     def _runtime_event(
         self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None

@@ -16,26 +16,24 @@ scheduled at once, or that mount a stateful volume are left out of it. And
 ``asynckubelet_event_loop_lag_seconds`` (:class:`LoopLagMonitor`) says how late the
 node's event loop wakes a sleeper: everything the node does shares that one thread, so a
 late wake-up is late probes, late status and slow HTTP answers.
+
+``prometheus_client`` is imported when a node's metrics are made, not with this module: a
+node that keeps none (:class:`NoMetrics`, a foreground run nobody scrapes) never loads it.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 from lightkube.models.core_v1 import Pod, PodStatus
-from prometheus_client import (
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    ProcessCollector,
-    generate_latest,
-)
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter, Histogram
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 POD_START_BUCKETS = (0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480)
@@ -50,44 +48,6 @@ STATELESS_VOLUMES = ("secret", "configMap", "downwardAPI", "emptyDir")
 _PULLED = re.compile(r'^Successfully pulled image "(?P<image>.*)" in (?P<seconds>[0-9.]+)s')
 
 
-class _NodeState(Collector):
-    """The gauges read when scraped: running pods, and containers by state."""
-
-    def __init__(
-        self, running_pods: Callable[[], int], running_containers: Callable[[], dict[str, int]]
-    ) -> None:
-        self._running_pods = running_pods
-        self._running_containers = running_containers
-
-    def collect(self) -> Iterator[Metric]:
-        pods = GaugeMetricFamily(
-            "kubelet_running_pods", "Number of pods that have a running pod sandbox"
-        )
-        pods.add_metric([], float(self._running_pods()))
-        yield pods
-        containers = GaugeMetricFamily(
-            "kubelet_running_containers",
-            "Number of containers currently running",
-            labels=["container_state"],
-        )
-        for state, n in sorted(self._running_containers().items()):
-            containers.add_metric([state], float(n))
-        yield containers
-
-
-class _WithoutCreated(Collector):
-    """The metrics given, without the ``*_created`` series: the kubelet exposes none."""
-
-    def __init__(self, collectors: Iterable[Collector]) -> None:
-        self._collectors = tuple(collectors)
-
-    def collect(self) -> Iterator[Metric]:
-        for collector in self._collectors:
-            for family in collector.collect():
-                family.samples = [s for s in family.samples if not s.name.endswith("_created")]
-                yield family
-
-
 class NodeMetrics:
     """Every metric of one node; also the runtime's
     :class:`~asynckubelet.runtime.metrics.RuntimeMetrics`."""
@@ -98,28 +58,32 @@ class NodeMetrics:
         running_pods: Callable[[], int],
         running_containers: Callable[[], dict[str, int]],
     ) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
+
+        from asynckubelet.node.collectors import NodeState, WithoutCreated
+
         self.registry = CollectorRegistry()
-        self.pod_start_duration = Histogram(
+        self.pod_start_duration: Histogram = Histogram(
             "kubelet_pod_start_duration_seconds",
             "Duration in seconds from the kubelet seeing a pod for the first time to the pod "
             "starting to run",
             buckets=POD_START_BUCKETS,
             registry=None,
         )
-        self.runtime_operations_duration = Histogram(
+        self.runtime_operations_duration: Histogram = Histogram(
             "kubelet_runtime_operations_duration_seconds",
             "Duration in seconds of runtime operations. Broken down by operation type.",
             ["operation_type"],
             buckets=LATENCY_BUCKETS,
             registry=None,
         )
-        self.runtime_operations_errors = Counter(
+        self.runtime_operations_errors: Counter = Counter(
             "kubelet_runtime_operations_errors",
             "Cumulative number of runtime operation errors by operation type.",
             ["operation_type"],
             registry=None,
         )
-        self.pod_start_sli_duration = Histogram(
+        self.pod_start_sli_duration: Histogram = Histogram(
             "kubelet_pod_start_sli_duration_seconds",
             "Duration in seconds to start a pod, excluding time to pull images and run init "
             "containers, measured from pod creation timestamp to when all its containers are "
@@ -127,7 +91,7 @@ class NodeMetrics:
             buckets=POD_START_SLI_BUCKETS,
             registry=None,
         )
-        self.pod_start_total_duration = Histogram(
+        self.pod_start_total_duration: Histogram = Histogram(
             "kubelet_pod_start_total_duration_seconds",
             "Duration in seconds to start a pod since creation, including time to pull images "
             "and run init containers, measured from pod creation timestamp to when all its "
@@ -135,21 +99,21 @@ class NodeMetrics:
             buckets=POD_START_SLI_BUCKETS,
             registry=None,
         )
-        self.pleg_relist_duration = Histogram(
+        self.pleg_relist_duration: Histogram = Histogram(
             "kubelet_pleg_relist_duration_seconds",
             "Duration in seconds for relisting pods in PLEG.",
             buckets=PLEG_BUCKETS,
             registry=None,
         )
-        self.event_loop_lag = Histogram(
+        self.event_loop_lag: Histogram = Histogram(
             "asynckubelet_event_loop_lag_seconds",
             "Seconds by which the node's event loop woke a sleeping task later than asked.",
             buckets=LOOP_LAG_BUCKETS,
             registry=None,
         )
-        self.registry.register(_NodeState(running_pods, running_containers))
+        self.registry.register(NodeState(running_pods, running_containers))
         self.registry.register(
-            _WithoutCreated(
+            WithoutCreated(
                 [
                     self.pod_start_duration,
                     self.pod_start_sli_duration,
@@ -171,7 +135,36 @@ class NodeMetrics:
 
     def render(self) -> str:
         """Every metric in Prometheus' text exposition format (version 0.0.4)."""
+        from prometheus_client import generate_latest
+
         return generate_latest(self.registry).decode()
+
+
+class _Ignored:
+    def observe(self, value: float) -> None:
+        pass
+
+
+class NoMetrics:
+    """The metrics of a node that keeps none: every observation is dropped, the
+    exposition is empty (the same attributes as :class:`NodeMetrics`)."""
+
+    def __init__(self) -> None:
+        ignored = _Ignored()
+        self.pod_start_duration = ignored
+        self.pod_start_sli_duration = ignored
+        self.pod_start_total_duration = ignored
+        self.pleg_relist_duration = ignored
+        self.event_loop_lag = ignored
+
+    def operation_finished(self, operation: str, *, seconds: float) -> None:
+        pass
+
+    def operation_failed(self, operation: str) -> None:
+        pass
+
+    def render(self) -> str:
+        return ""
 
 
 class LoopLagMonitor:
@@ -341,4 +334,4 @@ class PodStartupTracker:
         self._excluded.discard(uid)
 
 
-__all__ = ["LoopLagMonitor", "NodeMetrics", "PodStartupTracker"]
+__all__ = ["LoopLagMonitor", "NoMetrics", "NodeMetrics", "PodStartupTracker"]

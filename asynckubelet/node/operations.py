@@ -22,7 +22,12 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet.node.access import choose_instance, default_container, find_pod
-from asynckubelet.node.failures import DEFAULT_CONFIG_TIMEOUT, FailureWatch
+from asynckubelet.node.failures import (
+    DEFAULT_CONFIG_TIMEOUT,
+    DEFAULT_MAX_RESTARTS,
+    FailureWatch,
+    holdups,
+)
 from asynckubelet.node.printpod import kubectl_status
 from asynckubelet.node.status import SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE
 from asynckubelet.runtime import containers as ctr
@@ -300,17 +305,23 @@ def spec_key(pod: Pod) -> str:
 
 
 def pod_state(pod: Pod) -> str:
-    """What a pod is doing, in a line: kubectl's STATUS, then each container that waits
-    with a message or exited with a non-zero code."""
+    """What a pod is doing, in a line: kubectl's STATUS, then what holds it back (each
+    container that waits with a message, a scheduling reason) or each container that
+    exited with a non-zero code; a STATUS that only repeats a container's reason is left
+    out."""
     status = pod.status
     if status is None:
         return "Unknown"
-    parts = [kubectl_status(pod, status)]
+    held = [f for f in holdups(status, max_restarts=None) if f.message]
+    shown = kubectl_status(pod, status)
+    parts = [] if shown.removeprefix("Init:") in {f.reason for f in held} else [shown]
+    parts += [
+        f"{f.container}: {f.reason}: {f.message}" if f.container else f"{f.reason}: {f.message}"
+        for f in held
+    ]
     for c in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
         state = c.state
-        if state is not None and state.waiting is not None and state.waiting.message:
-            parts.append(f"{c.name}: {state.waiting.reason}: {state.waiting.message}")
-        elif state is not None and state.terminated is not None and state.terminated.exitCode:
+        if state is not None and state.terminated is not None and state.terminated.exitCode:
             term = state.terminated
             parts.append(f"{c.name}: exited {term.exitCode} ({term.reason or 'Error'})")
     return "; ".join(parts)
@@ -330,6 +341,8 @@ async def wait_until_ready(
     on_waiting: Callable[[Mapping[PodKey, str]], None] | None = None,
     poll_interval: float = 0.3,
     config_timeout: float | None = DEFAULT_CONFIG_TIMEOUT,
+    max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+    last_line: Callable[[PodKey, str], Awaitable[str | None]] | None = None,
 ) -> None:
     """Wait until each of ``pods`` (as applied) has Succeeded, or runs the applied spec
     (every container's spec hash) and is Ready.
@@ -341,14 +354,19 @@ async def wait_until_ready(
     :class:`~asynckubelet.errors.PodError` when a pod fails, is ``SchedulingGated``, waits
     for what waiting will not bring (``pod/NAME: REASON: MESSAGE``, see
     :class:`~asynckubelet.node.failures.FailureWatch`; a ``CreateContainerConfigError``
-    after ``config_timeout`` seconds) or ``timeout`` (seconds; None: none) runs out, naming
+    after ``config_timeout`` seconds, a crash loop after ``max_restarts`` restarts, with
+    the container's last log line from ``last_line`` when given) or ``timeout`` (seconds;
+    None: none) runs out, naming
     each pod still waited for and why; :class:`~asynckubelet.errors.RuntimeUnavailable`
     when the node stops.
     """
     pending = {pod_key(p): p for p in pods}
     last: dict[PodKey, str] = {}
     watches = {
-        key: FailureWatch(pull_timeout=None, config_timeout=config_timeout) for key in pending
+        key: FailureWatch(
+            pull_timeout=None, config_timeout=config_timeout, max_restarts=max_restarts
+        )
+        for key in pending
     }
     with anyio.move_on_after(timeout) as scope:
         while pending:
@@ -364,6 +382,8 @@ async def wait_until_ready(
                 assert found.status is not None  # noqa: S101  (type narrowing: a reported pod has a status)
                 failure = watches[key].observe(found.status, now=anyio.current_time())
                 if failure is not None:
+                    if failure.wants_log_line and last_line is not None:
+                        failure = failure.with_log_line(await last_line(key, failure.container))
                     raise errors.PodError(failure.line(key[1]))
                 verdict = await _verdict(runtime, found, wanted, last)
                 if verdict is not None:

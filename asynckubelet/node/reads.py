@@ -27,6 +27,7 @@ from asynckubelet._logging import logger
 from asynckubelet.docker import ExecResult, LogLine
 from asynckubelet.node import access
 from asynckubelet.node.events import EventRecorder, PodEvent, since_creation
+from asynckubelet.node.failures import DEFAULT_MAX_RESTARTS, Failure, FailureWatch
 from asynckubelet.node.printpod import created, kubectl_status
 from asynckubelet.node.status_manager import PodRecord, StatusManager
 from asynckubelet.runtime import containers as ctr
@@ -85,6 +86,7 @@ class PodReads:
         condition: Condition = "Ready",
         *,
         timeout: float | None = None,
+        max_restarts: int | None = DEFAULT_MAX_RESTARTS,
     ) -> Pod | None:
         """Wait until the pod meets ``condition``; returns the pod (None for ``Deleted``).
 
@@ -92,14 +94,32 @@ class PodReads:
         (``Running``, ``Succeeded``, ``Failed``), ``Terminal`` (either terminal phase),
         ``Deleted``, or a callable given the pod (or None when there is none). On timeout,
         :class:`TimeoutError` says what the pod's status was.
+
+        A wait for a named condition other than ``Deleted`` ends early, with
+        :class:`~asynckubelet.errors.PodError` saying ``pod/NAME/CONTAINER: REASON:
+        MESSAGE``, on what waiting will not fix (see :mod:`asynckubelet.node.failures`):
+        an image that cannot be had, a pod the node rejected, a container crash-looping
+        past ``max_restarts`` restarts (None: never), with its last exit code and log line.
+        A callable decides alone: it may be waiting for just such a state.
         """
         check = _condition(condition)
+        watch = (
+            None
+            if callable(condition) or condition == "Deleted"
+            else FailureWatch(pull_timeout=None, config_timeout=None, max_restarts=max_restarts)
+        )
         try:
             with anyio.fail_after(timeout):
                 while True:
                     pod = self.get(namespace, name)
                     if check(pod):
                         return pod
+                    if watch is not None and pod is not None and pod.status is not None:
+                        failure = watch.observe(pod.status, now=anyio.current_time())
+                        if failure is not None:
+                            raise errors.PodError(
+                                (await self._with_log_line(namespace, name, failure)).line(name)
+                            )
                     await self.status.changed()
         except TimeoutError:
             pod = self.get(namespace, name)
@@ -107,6 +127,19 @@ class PodReads:
                 f"timed out waiting for pod {namespace}/{name} to be {condition}: "
                 f"{_describe_state(pod)}"
             ) from None
+
+    async def _with_log_line(self, namespace: str, name: str, failure: Failure) -> Failure:
+        """``failure`` with its container's last log line, when it wants one and one can
+        be read."""
+        if not failure.wants_log_line:
+            return failure
+        try:
+            lines = await self.read_logs(
+                namespace, name, container=failure.container, previous=True, tail=1
+            )
+        except errors.AsyncKubeletError:
+            return failure
+        return failure.with_log_line(lines[-1].text if lines else None)
 
     def list_events(
         self, *, namespace: str | None = None, name: str | None = None

@@ -6,8 +6,9 @@ the spec and sleep until Docker (its own event stream, or the node's PLEG) repor
 change for the pod; once the phase is terminal, or its owner stops it, the worker is
 ``Terminating`` then ``Terminated`` (:mod:`~asynckubelet.node.worker_state`). The syncer
 is injected (:class:`~asynckubelet.node.podsyncer.PodSyncer`), and what differs between
-``run`` (:func:`~asynckubelet.node.foreground.run_pods`) and the node is a
-:class:`~asynckubelet.node.worker_state.WorkerPolicy`. A worker sets itself a timer only
+a foreground run's workers (``run``'s node, or :func:`~asynckubelet.node.foreground.
+run_pods` on a bare runtime) and the node agent's is a :class:`~asynckubelet.node.
+worker_state.WorkerPolicy`. A worker sets itself a timer only
 when something is due without a change to report it (:func:`next_wake`: a back-off that
 expires, a container still waiting, the active deadline, an emptyDir size check, a token
 refresh); a pod that runs as it should costs nothing until Docker, a probe or its source
@@ -33,7 +34,7 @@ import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import errors
+from asynckubelet import _trace, errors
 from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
 from asynckubelet.node.pleg import OUTDATING_ACTIONS
@@ -208,6 +209,7 @@ class PodWorker:
         :attr:`log_drain` seconds more).
         :meth:`stop_following` ends the following sooner.
         """
+        _trace.bind(self.uid)
         async with anyio.create_task_group() as tg:
             followers_done = anyio.Event()
             logs: anyio.abc.TaskGroup = tg

@@ -34,7 +34,7 @@ import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import hostfs
+from asynckubelet import _trace, hostfs
 from asynckubelet._logging import logger
 from asynckubelet.node.writer import BatchWriter
 from asynckubelet.runtime import containers as ctr
@@ -241,6 +241,8 @@ class StatusManager:
             hostfs.write_file(
                 self._dir, _file_name(record.uid), record.json_text.encode(), mode=STATUS_FILE_MODE
             )
+            if _trace.enabled() and record.status.phase == "Running":
+                _trace.mark("written", record.uid)
         except OSError as e:
             logger.warning("cannot write the status of pod {}: {}", record.uid, e)
 

@@ -27,11 +27,13 @@ from asynckubelet import errors
 from asynckubelet.nodeapp.config import HTTPEndpoint, NetworkConfig, NodeConfig
 
 if TYPE_CHECKING:
+    from asynckubelet.api.kube.server import KubeAPI
     from asynckubelet.cluster.agent import ClusterNode
     from asynckubelet.docker import DockerAPI
     from asynckubelet.network import NetworkPlugin
     from asynckubelet.node.config import KubeletConfig
     from asynckubelet.node.daemon import DaemonInfo
+    from asynckubelet.node.foreground import PodOutput
     from asynckubelet.node.kubelet import Kubelet
     from asynckubelet.node.objects import ObjectStore
     from asynckubelet.runtime.images import Announce, PullListener
@@ -51,7 +53,8 @@ class Node:
 
     ``docker`` is the engine's client (None: one for ``kubelet.docker_url``, closed on
     exit); ``pulls`` is told of image pulls and ``announce`` of the project's own images
-    being made (None: both logged).
+    being made (None: both logged); ``output`` is where the pods' output and statuses are
+    shown (a foreground run's terminal; None: nowhere).
     """
 
     def __init__(
@@ -61,8 +64,10 @@ class Node:
         docker: DockerAPI | None = None,
         pulls: PullListener | None = None,
         announce: Announce | None = None,
+        output: PodOutput | None = None,
     ) -> None:
         self.config = config or NodeConfig()
+        self._output = output
         self._docker = docker
         self._pulls = pulls
         self._announce = announce
@@ -76,6 +81,8 @@ class Node:
         """The TCP endpoint's bound port (None: no endpoint)."""
         self.socket: Path | None = None
         """The local API's socket (None: no local API)."""
+        self.kube_api: KubeAPI | None = None
+        """The Kubernetes API's URL, port and kubeconfig (None: not served)."""
         self.info: DaemonInfo | None = None
         """What the node published in its state directory (None: nothing)."""
         self._plugin: NetworkPlugin | None = None
@@ -161,6 +168,8 @@ class Node:
             await self._listen_locally(parts, kubelet, socket_file)
         if config.http is not None:
             self.http_port = await self._listen(parts, kubelet, config.http)
+        if config.kube_api is not None:
+            self.kube_api = await self._serve_kube_api(parts, kubelet)
         if config.local_api:
             await self._publish(kubelet, docker)
 
@@ -183,7 +192,13 @@ class Node:
         if self._dns_address is not None and not kubelet_config.dns.cluster_dns:
             dns = dataclasses.replace(kubelet_config.dns, cluster_dns=(self._dns_address,))
             kubelet_config = dataclasses.replace(kubelet_config, dns=dns)
-        kubelet = Kubelet(kubelet_config, docker=docker, network=plugin, objects=self._objects())
+        kubelet = Kubelet(
+            kubelet_config,
+            docker=docker,
+            network=plugin,
+            objects=self._objects(),
+            output=self._output,
+        )
         await stack.enter_async_context(kubelet)
         self._kubelet = kubelet
         self._hook_images(kubelet)
@@ -327,6 +342,28 @@ class Node:
         except OSError as e:
             host = f"[{at.host}]" if ":" in at.host else at.host
             raise errors.DaemonError(f"cannot listen on {host}:{at.port}: {e}") from None
+
+    async def _serve_kube_api(self, tg: anyio.abc.TaskGroup, kubelet: Kubelet) -> KubeAPI:
+        """The Kubernetes API, started, its kubeconfig written."""
+        from asynckubelet.api.kube.server import serve_kube_api
+
+        at, state = self.config.kube_api, self.state_dir
+        assert at is not None and state is not None  # noqa: S101  (type narrowing: NodeConfig checks it)
+        api = functools.partial(
+            serve_kube_api,
+            kubelet,
+            state_dir=state,
+            host=at.host,
+            port=at.port,
+            next_free=at.next_free,
+            services=self.services,
+        )
+        try:
+            found: KubeAPI = await tg.start(api, name="Kubernetes API")
+        except OSError as e:
+            host = f"[{at.host}]" if ":" in at.host else at.host
+            raise errors.DaemonError(f"cannot listen on {host}:{at.port}: {e}") from None
+        return found
 
     async def _publish(self, kubelet: Kubelet, docker: DockerAPI) -> None:
         """The node's effective configuration, written to ``node.json`` for its clients."""

@@ -261,7 +261,8 @@ class ImageManager:
         if local is None:
             raise errors.ImagePullError(
                 f'image "{ref}" is named in {LOCAL_REGISTRY}, the registry of images made '
-                f"on this machine, and {CANNOT_BE_PULLED}; load it into the engine first",
+                f"on this machine, and {CANNOT_BE_PULLED}; load it into the engine first "
+                "(`docker save IMAGE > FILE.tar`, then `asynckubelet images load FILE.tar`)",
                 image=ref,
             )
         build = self._inflight.get(ref)

@@ -40,7 +40,10 @@ class DNSSettings:
     ``resolvConf``)."""
 
     cluster_dns: tuple[str, ...] = ()
+    """The cluster DNS servers ``ClusterFirst`` pods use (``--cluster-dns``); empty: the
+    node's own resolvers (a node with Services gives its DNS server's address)."""
     cluster_domain: str = "cluster.local"
+    """The cluster's domain: the pods' search path (``NS.svc.cluster.local``...)."""
     resolv_conf: str = "/etc/resolv.conf"
     """The node's resolver file; empty: none (pods then resolve through 127.0.0.1)."""
 

@@ -20,7 +20,7 @@ import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Container, Pod
 
-from asynckubelet import errors
+from asynckubelet import _trace, errors
 from asynckubelet.docker import ContainerConfig, HostConfig
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
@@ -87,6 +87,7 @@ class PodSync:
         self.deps.events(self.pod, type=type, reason=reason, message=message, container=container)
 
     async def execute(self) -> None:
+        _trace.mark("sync")
         actions = self.actions
         if actions.containers_to_reset:
             await self._reset()
@@ -252,13 +253,16 @@ class PodSync:
         """Create and start the pause container as one step a cancelled caller cannot split;
         a sandbox that fails to start is removed."""
         async with self.deps.starts.slot(sandbox=True):
+            _trace.mark("sandbox slot")
             with anyio.CancelScope(shield=True):
                 sandbox_id = await self.deps.docker.create_container(config, name=name)
+                _trace.mark("sandbox created")
                 try:
                     await self.deps.docker.start_container(sandbox_id)
                 except BaseException:
                     await self.deps.docker.remove_container(sandbox_id, force=True)
                     raise
+                _trace.mark("sandbox started")
         return sandbox_id
 
     async def _create_sandbox(self, attempt: int) -> str | None:
@@ -292,6 +296,7 @@ class PodSync:
                 await deps.images.ensure(image, policy="IfNotPresent")
                 sandbox_id = await self._make_sandbox(config, sandbox.name)
             ips = () if host_network else await self._setup_network(sandbox, sandbox_id)
+            _trace.mark("network")
             if own_files:
                 await self._write_network_files(ips)
             else:
@@ -304,6 +309,7 @@ class PodSync:
                     event=self.event,
                 )
             self.context = dataclasses.replace(self.context, pod_ips=ips)
+            _trace.mark("pod files")
             return sandbox_id
         except (errors.AsyncKubeletError, OSError) as e:
             message = f"Failed to create pod sandbox: {e}"
@@ -433,6 +439,7 @@ class PodSync:
         # Created and started as one step: a cancelled caller never leaves a container
         # that was made but not started.
         async with self.deps.starts.slot():
+            _trace.mark("container slot")
             with anyio.CancelScope(shield=True):
                 cid = await self._create_and_start(container, name, config, step)
         if cid is None:
@@ -528,6 +535,7 @@ class PodSync:
                 with contextlib.suppress(errors.DockerError):
                     await self._remove_stale(name)
             return None
+        _trace.mark("container created")
         self.event("Normal", "Created", f"Created container {container.name}", container.name)
         try:
             await docker.start_container(cid)
@@ -535,6 +543,7 @@ class PodSync:
             step.fail(SyncError.RUN_CONTAINER, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)
             return None
+        _trace.mark("container started")
         self.event("Normal", "Started", f"Started container {container.name}", container.name)
         return cid
 

@@ -86,7 +86,9 @@ class ServiceRanges:
     cluster_ip_range: ipaddress.IPv4Network = field(
         default_factory=lambda: ipaddress.IPv4Network(DEFAULT_CLUSTER_IP_RANGE)
     )
+    """Where Services' ClusterIPs come from (``--service-cluster-ip-range``)."""
     node_ports: tuple[int, int] = (30000, 32767)
+    """The first and last nodePort (``--service-node-port-range``), both included."""
 
     @classmethod
     def parse(

@@ -18,8 +18,11 @@ nothing to apply to: the command says how to start one.
 ``--wait`` waits for each object's own readiness: pods Ready (or Succeeded) on the
 applied spec, Deployments rolled out, Jobs complete, StatefulSets and ReplicaSets ready,
 Services that select pods with a ready endpoint;
-it ends with exit 1 as soon as one cannot get there (a Job failed, a rollout exceeded its
-deadline, a pod waits for what waiting will not bring).
+while it waits it names, per object, the pod and container that hold it back with the
+kubelet's reason and message; it ends with exit 1 as soon as one cannot get there (a Job
+failed, a rollout exceeded its deadline, a pod waits for what waiting will not bring: see
+:mod:`asynckubelet.node.failures`; a container that crash-loops past ``--max-restarts``,
+with its last exit code and log line).
 """
 
 from __future__ import annotations
@@ -35,11 +38,13 @@ from asynckubelet.cli.client import as_pod, node_api, read_files
 from asynckubelet.cli.options import (
     ConfigTimeoutOpt,
     LogOptions,
+    MaxRestartsOpt,
     NodeRef,
     RecursiveOpt,
     UsageError,
     WaitOpt,
     WaitTimeoutOpt,
+    check_max_restarts,
 )
 from asynckubelet.cli.output import command, err, escape, fail, made, out, run_async, warn
 
@@ -102,6 +107,9 @@ PruneAllOpt = Annotated[
 POLL = 0.3
 """Seconds between looks at the workloads waited for."""
 KUSTOMIZE_TIMEOUT = 120.0
+DEFAULT_MAX_RESTARTS = 3
+LOG_LINE_BYTES = 4096
+"""Bytes of a crash-looping container's output read for its last line."""
 
 
 @command()
@@ -117,6 +125,7 @@ def apply(
     wait: WaitOpt = False,
     timeout: WaitTimeoutOpt = 300.0,
     config_timeout: ConfigTimeoutOpt = 30.0,
+    max_restarts: MaxRestartsOpt = DEFAULT_MAX_RESTARTS,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
@@ -131,8 +140,12 @@ def apply(
     that the files no longer hold. --wait waits until pods are Ready, Deployments rolled
     out and Jobs complete, and ends early, exit 1, on what waiting will not fix: a failed
     Job, a rollout past its deadline, a pod the node rejected or whose image does not
-    exist, a container still in CreateContainerConfigError after --config-timeout.
+    exist or whose registry name does not resolve, a container still in
+    CreateContainerConfigError after --config-timeout or crash-looping past
+    --max-restarts; while it waits it names the pod and container that hold each object
+    back, and why.
     """
+    check_max_restarts(max_restarts)
     _check_choices(
         files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
     )
@@ -150,6 +163,7 @@ def apply(
             wait=wait,
             timeout=timeout,
             config_timeout=config_timeout,
+            max_restarts=max_restarts,
         )
 
 
@@ -164,6 +178,7 @@ def _apply(
     wait: bool,
     timeout: float,
     config_timeout: float,
+    max_restarts: int = DEFAULT_MAX_RESTARTS,
 ) -> None:
     result = api.apply(
         texts, prune_selector=selector if prune else None, prune_all=prune and prune_all
@@ -185,6 +200,7 @@ def _apply(
             node,
             timeout,
             config_timeout,
+            max_restarts,
         )
 
 
@@ -369,6 +385,7 @@ async def _wait(
     node: NodeRef,
     timeout: float,
     config_timeout: float,
+    max_restarts: int = DEFAULT_MAX_RESTARTS,
 ) -> None:
     """Wait for the pods (their applied spec hashes confirmed on the engine the daemon
     drives: the daemon's status says Ready a moment before a changed container has been
@@ -390,19 +407,52 @@ async def _wait(
     with display:
         async with anyio.create_task_group() as tg:
             if pods:
-                tg.start_soon(_wait_pods, pods, api, node, timeout, config_timeout, waiting)
+                tg.start_soon(
+                    _wait_pods, pods, api, node, (timeout, config_timeout, max_restarts), waiting
+                )
             if workloads:
-                tg.start_soon(_wait_workloads, workloads, api, timeout, config_timeout, waiting)
+                tg.start_soon(
+                    _wait_workloads,
+                    workloads,
+                    api,
+                    (timeout, config_timeout, max_restarts),
+                    waiting,
+                )
             if services:
                 tg.start_soon(_wait_services, services, api, timeout, waiting)
+
+
+async def _last_line(api: NodeAPI, namespace: str, name: str, container: str) -> str | None:
+    """The last line a crash-looping container wrote (its instance that died), if any."""
+    import anyio.to_thread
+
+    from asynckubelet import errors
+    from asynckubelet.node.operations import PodLogOptions
+
+    options = PodLogOptions(
+        container=container, previous=True, tail_lines=1, limit_bytes=LOG_LINE_BYTES
+    )
+
+    def read() -> str | None:
+        try:
+            data = b"".join(api.log(namespace, name, options))
+        except errors.AsyncKubeletError:
+            return None
+        lines = data.decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else None
+
+    return await anyio.to_thread.run_sync(read)
+
+
+Limits = tuple[float, float, int]
+"""``(timeout, config_timeout, max_restarts)`` of a wait."""
 
 
 async def _wait_pods(
     pods: list[Pod],
     api: NodeAPI,
     node: NodeRef,
-    timeout: float,
-    config_timeout: float,
+    limits: Limits,
     waiting: Any,
 ) -> None:
     import anyio.to_thread
@@ -435,6 +485,11 @@ async def _wait_pods(
         node_name=str(info.get("node_name") or node.name),
         docker_url=node.docker_host or str(info.get("docker_host") or "") or None,
     )
+    timeout, config_timeout, max_restarts = limits
+
+    async def last_line(key: PodKey, container: str) -> str | None:
+        return await _last_line(api, key[0], key[1], container)
+
     async with RuntimeManager(config) as rm:
         await wait_until_ready(
             rm,
@@ -443,6 +498,8 @@ async def _wait_pods(
             node_running=lambda: socket_answers(socket_path(node.state)),
             timeout=timeout,
             config_timeout=config_timeout,
+            max_restarts=max_restarts,
+            last_line=last_line,
             on_ready=ready,
             on_waiting=still,
         )
@@ -480,8 +537,8 @@ def _live_pods_of(
     key: WorkloadKey, pods: list[dict[str, Any]], owners: Mapping[str, WorkloadKey]
 ) -> Iterator[dict[str, Any]]:
     """The pods that ``key`` controls (through its ReplicaSets too), neither deleted nor
-    finished."""
-    from asynckubelet.node.status import TERMINAL_PHASES
+    finished, and those the node rejected (what they say holds the workload back)."""
+    from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX, TERMINAL_PHASES
     from asynckubelet.workloads.pods import controller_of
 
     for pod in pods:
@@ -490,7 +547,10 @@ def _live_pods_of(
         status = pod.get("status") or {}
         if owner is None or owners.get(owner.uid) != key:
             continue
-        if meta.get("deletionTimestamp") or status.get("phase") in TERMINAL_PHASES:
+        rejected = str(status.get("message") or "").startswith(REJECTED_MESSAGE_PREFIX)
+        if meta.get("deletionTimestamp") or (
+            status.get("phase") in TERMINAL_PHASES and not rejected
+        ):
             continue
         yield pod
 
@@ -498,19 +558,20 @@ def _live_pods_of(
 async def _wait_workloads(
     items: list[dict[str, Any]],
     api: NodeAPI,
-    timeout: float,
-    config_timeout: float,
+    limits: Limits,
     waiting: Any,
 ) -> None:
-    """Poll the daemon until every workload is ready; fail on the first that failed, or
-    whose pods wait for what will not come."""
+    """Poll the daemon until every workload is ready, naming the pod and container that
+    hold each back; fail on the first that failed, or whose pods wait for what will not
+    come."""
     import anyio
     import anyio.to_thread
 
     from asynckubelet import errors
-    from asynckubelet.node.failures import FailureWatch
+    from asynckubelet.node.failures import FailureWatch, holding_back
     from asynckubelet.workloads.readiness import readiness
 
+    timeout, config_timeout, max_restarts = limits
     left = {(str(i["kind"]), str(i["namespace"]), str(i["name"])): _shown(i) for i in items}
     watches: dict[str, FailureWatch] = {}
     last: dict[str, str] = {}
@@ -529,17 +590,30 @@ async def _wait_workloads(
                     out.print(f"{escape(shown)} {escape(verdict.message)}")
                     del left[key]
                     continue
-                last[shown] = verdict.message
-                waiting(shown, verdict.message)
-                for pod in _live_pods_of(key, pods, owners):
-                    meta = pod["metadata"]
+                mine = [as_pod(pod) for pod in _live_pods_of(key, pods, owners)]
+                for pod in mine:
+                    assert pod.metadata is not None and pod.status is not None  # noqa: S101  (type narrowing: a listed pod has metadata and status)
                     watch = watches.setdefault(
-                        str(meta.get("uid")),
-                        FailureWatch(pull_timeout=None, config_timeout=config_timeout),
+                        str(pod.metadata.uid),
+                        FailureWatch(
+                            pull_timeout=None,
+                            config_timeout=config_timeout,
+                            max_restarts=max_restarts,
+                        ),
                     )
-                    failure = watch.observe(as_pod(pod).status, now=anyio.current_time())  # type: ignore[arg-type]
-                    if failure is not None:
-                        raise errors.PodError(f"{shown}: {failure.line(str(meta.get('name')))}")
+                    failure = watch.observe(pod.status, now=anyio.current_time())
+                    if failure is None:
+                        continue
+                    name = pod.metadata.name or ""
+                    if failure.wants_log_line:
+                        namespace = pod.metadata.namespace or "default"
+                        text = await _last_line(api, namespace, name, failure.container)
+                        failure = failure.with_log_line(text)
+                    raise errors.PodError(f"{shown}: {failure.line(name)}")
+                held = holding_back(mine, max_restarts=None)
+                why = verdict.message + (f"; {held[1].line(held[0])}" if held else "")
+                last[shown] = why
+                waiting(shown, why)
             if left:
                 await anyio.sleep(POLL)
     if scope.cancelled_caught:
@@ -564,16 +638,24 @@ def _owner_chain(
     replicasets: list[dict[str, Any]],
 ) -> dict[str, tuple[str, str, str]]:
     """Owner UID -> the workload waited for whose pods it owns (a Deployment's through
-    its ReplicaSets)."""
+    its current ReplicaSet: an old one's pods, on their way out, hold no rollout back)."""
+    from asynckubelet.workloads.deployment import REVISION
     from asynckubelet.workloads.pods import controller_of
 
     owners: dict[str, tuple[str, str, str]] = {}
+    revisions: dict[str, object] = {}
     for key, body in bodies.items():
-        uid = str((body.get("metadata") or {}).get("uid") or "")
+        meta = body.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
         owners[uid] = key
+        revisions[uid] = (meta.get("annotations") or {}).get(REVISION)
     for rs in replicasets:
         meta = rs.get("metadata") or {}
         owner = controller_of(meta)
-        if owner is not None and owner.uid in owners:
-            owners[str(meta.get("uid"))] = owners[owner.uid]
+        if owner is None or owner.uid not in owners:
+            continue
+        wanted = revisions.get(owner.uid)
+        if wanted is not None and (meta.get("annotations") or {}).get(REVISION) != wanted:
+            continue
+        owners[str(meta.get("uid"))] = owners[owner.uid]
     return owners

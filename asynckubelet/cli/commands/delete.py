@@ -1,8 +1,10 @@
 """``asynckubelet delete``: objects deleted, pods gracefully, by name or by the files that
 hold them.
 
-The node daemon deletes them (a Namespace with everything in it) and answers once the
-pods are gone; each is reported as kubectl reports it (``pod "web" deleted``,
+The node daemon deletes them (a Namespace with everything in it, a Deployment,
+ReplicaSet, StatefulSet or Job with the ReplicaSets and pods it controls) and answers
+once their pods are gone, as kubectl's default ``--wait=true`` waits (``--wait=false``:
+at once); each is reported as kubectl reports it (``pod "web" deleted``,
 ``configmap "x" deleted``), a missing one as ``Error from server (NotFound)`` (exit 1),
 naming the file that held it as kubectl's ``AddSourceToErr`` does (``error when deleting
 "pod.yaml": pods "web" not found``).
@@ -24,6 +26,7 @@ from asynckubelet.cli.options import (
     DeleteKindArg,
     DeleteNowOpt,
     DeleteTimeoutOpt,
+    DeleteWaitOpt,
     IgnoreNotFoundOpt,
     LogOptions,
     NamesArg,
@@ -55,13 +58,18 @@ def delete(
     now: DeleteNowOpt = False,
     ignore_not_found: IgnoreNotFoundOpt = False,
     timeout: DeleteTimeoutOpt = 120,
+    wait: DeleteWaitOpt = "true",
     node: NodeRef,
     log: LogOptions,
 ) -> None:
     """Delete objects: `delete KIND NAME...` (pod, configmap, secret, deployment, job...),
     `delete KIND --all` (every one of the namespace) or `delete -f FILE...` (every object
     the files or folders hold; -R: their sub-folders too); pods gracefully, waiting until
-    they are gone (exit 1 naming those still there after --timeout)."""
+    they are gone (exit 1 naming those still there after --timeout).
+
+    A Deployment, ReplicaSet, StatefulSet or Job takes the ReplicaSets and pods it
+    controls with it; --wait=false returns without waiting for the pods."""
+    waiting = _flag_bool(wait, "--wait")
     if now:
         if grace_period is not None:
             raise UsageError("--now and --grace-period cannot both be given")
@@ -77,7 +85,7 @@ def delete(
             if not targets:
                 err.print(f"No resources found in {namespace} namespace.", highlight=False)
                 return
-        missing = _delete(api, targets, grace_period=grace_period, timeout=timeout)
+        missing = _delete(api, targets, grace_period=grace_period, timeout=timeout, wait=waiting)
     for kind_name, object_name in missing if not ignore_not_found else ():
         where = sources.get((kind_name, object_name))
         source = f'error when deleting "{escape(where)}": ' if where else ""
@@ -167,14 +175,29 @@ def _every(
     return [_ref(kind, n, namespace=namespace) for n in names]
 
 
+def _flag_bool(value: str, flag: str) -> bool:
+    """A boolean flag's value as kubectl's flags parse it (``strconv.ParseBool``)."""
+    if value in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if value in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    raise UsageError(f'invalid argument "{value}" for "{flag}" flag: want true or false')
+
+
 def _delete(
-    api: NodeAPI, targets: list[ObjectRef], *, grace_period: float | None, timeout: float
+    api: NodeAPI,
+    targets: list[ObjectRef],
+    *,
+    grace_period: float | None,
+    timeout: float,
+    wait: bool = True,
 ) -> list[tuple[str, str]]:
     """Delete ``targets``; the (plural, name) of those not found."""
     results = api.delete(
         [{"kind": t.kind, "namespace": t.namespace, "name": t.name} for t in targets],
         grace_period=grace_period,
         timeout=timeout,
+        wait=wait,
     )
     still: list[str] = []
     missing: list[tuple[str, str]] = []
@@ -187,8 +210,8 @@ def _delete(
         else:
             missing.append((_qualified(kind, plural=True), name))
     if still:
-        wait = f"timed out after {timeout:g}s waiting for the pods to be gone"
-        raise fail(f"{wait}; still present: {', '.join(sorted(still))}")
+        waited = f"timed out after {timeout:g}s waiting for the pods to be gone"
+        raise fail(f"{waited}; still present: {', '.join(sorted(still))}")
     return missing
 
 

@@ -84,7 +84,8 @@ def doctor(
     """Check what a node needs, with a fix for each problem (exit 1 when any).
 
     The defaults are those of `run` and `serve` (the same --network, --pause-image and
-    engine), so a clean report means they can start a pod as they are."""
+    engine), so a clean report means they can start a pod as they are. The node instances
+    of this host (--instance) are listed last: running or not, their bridge and ranges."""
     from asynckubelet import errors
     from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
     from asynckubelet.images.build import default_probe_tag
@@ -107,6 +108,7 @@ def doctor(
         "dockerd installed or an engine answering",
         "apt-get install docker.io",
     )
+    _list_instances(report, default_state_dir())
     raise typer.Exit(1 if report.problems else 0)
 
 
@@ -212,3 +214,11 @@ def _check_state_dir(report: _Report, state: Path) -> None:
         f"state dir {state}: " + ("writable" if writable else "not writable"),
         "pass --state-dir DIR (or ASYNCKUBELET_STATE_DIR) with a directory you can write",
     )
+
+
+def _list_instances(report: _Report, default_state: Path) -> None:
+    """The default instance and every named one whose state dir is on this host."""
+    from asynckubelet.cli import instance
+
+    for found in instance.found(instance.instances_root(), default_state=default_state):
+        report(True, found.line())

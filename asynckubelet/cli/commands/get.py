@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from asynckubelet.cli.client import node_api, require_daemon
-from asynckubelet.cli.fast import print_items, print_table
+from asynckubelet.cli.commands import get_args
+from asynckubelet.cli.commands.get_output import print_items, print_table, show
 from asynckubelet.cli.options import (
-    RESOURCES,
     AllNamespacesOpt,
     KindArg,
     LabelSelectorOpt,
@@ -46,63 +46,20 @@ def get(
     kind: KindArg,
     names: NamesArg = None,
     *,
-    namespace: NamespaceOpt = "default",
-    all_namespaces: AllNamespacesOpt = False,
-    output: PodFormatOpt = None,
-    watch: WatchOpt = False,
-    no_headers: NoHeadersOpt = False,
-    selector: LabelSelectorOpt = None,
-    show_labels: ShowLabelsOpt = False,
+    namespace: NamespaceOpt = get_args.NAMESPACE.default,
+    all_namespaces: AllNamespacesOpt = get_args.ALL_NAMESPACES.default,
+    output: PodFormatOpt = get_args.OUTPUT.default,
+    watch: WatchOpt = get_args.WATCH.default,
+    no_headers: NoHeadersOpt = get_args.NO_HEADERS.default,
+    selector: LabelSelectorOpt = get_args.SELECTOR.default,
+    show_labels: ShowLabelsOpt = get_args.SHOW_LABELS.default,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
     """List pods, configmaps, secrets, services, endpoints, deployments, replicasets,
     statefulsets, jobs, events, namespaces or all as `kubectl get` does (asking the node
     daemon); -l selects by label; -w then prints every change of the pods."""
-    from asynckubelet.cli import fast
-
-    kind, names = _same_type(kind, names) if "/" in kind and names else (kind, names or [])
-    if selector and (names or "/" in kind):
-        raise fail("name cannot be provided when a selector is specified")
-    if len(names) > 1:
-        _get_named(
-            kind,
-            names,
-            namespace=namespace,
-            all_namespaces=all_namespaces,
-            output=output,
-            watch=watch,
-            headers=not no_headers,
-            node=node,
-        )
-        return
-    name = names[0] if names else None
-    if "," in kind:
-        _get_several(
-            kind,
-            name,
-            where=None if all_namespaces else namespace,
-            output=output,
-            watch=watch,
-            headers=not no_headers,
-            node=node,
-            selector=selector,
-            show_labels=show_labels,
-        )
-        return
-    plural = RESOURCES.get(kind.split("/", 1)[0])
-    if plural is None:
-        raise fail(f'the server doesn\'t have a resource type "{kind}"')
-    if "/" in kind and name is None:
-        name = kind.split("/", 1)[1]
-    _check_output(output)
-    if name is not None and all_namespaces:
-        raise fail("a resource cannot be retrieved by name across all namespaces")
-    if plural == "all" and name is not None:
-        raise fail('a resource cannot be retrieved by name across all types ("all")')
     options = {
-        "plural": plural,
-        "name": name,
         "namespace": namespace,
         "all_namespaces": all_namespaces,
         "output": output,
@@ -111,60 +68,37 @@ def get(
         "selector": selector,
         "show_labels": show_labels,
     }
+    try:
+        kind, names = get_args.same_type(kind, names or [], selector=selector)
+        if len(names) > 1:
+            _get_named(kind, names, options, node=node)
+            return
+        name = names[0] if names else None
+        if "," in kind:
+            _get_several(kind, name, options, node=node)
+            return
+        request = get_args.single(kind, name, options)
+    except get_args.Refused as e:
+        raise fail(str(e)) from None
+    plural = request["plural"]
     doing = FALLBACKS.get(plural, "reading the objects it kept")
     with (
         exit_on_signals(),
         node_api(node, doing=doing, needs="get --watch" if watch else None) as api,
     ):
-        fast.show(api, options)
+        show(api, request)
 
 
-def _check_output(output: str | None) -> None:
-    """kubectl's error for an output format ``get`` has no printer for."""
-    from asynckubelet.cli import fast
-
-    if output not in fast.OUTPUTS:
-        raise fail(
-            f'unable to match a printer suitable for the output format "{output}", '
-            f"allowed formats are: {','.join(sorted(filter(None, fast.OUTPUTS)))}"
-        )
-
-
-def _same_type(first: str, rest: list[str]) -> tuple[str, list[str]]:
-    """``get pod/a pod/b``: the type they share and their names."""
-    kind, _, name = first.partition("/")
-    names = [name]
-    for ref in rest:
-        other, sep, other_name = ref.partition("/")
-        if not sep:
-            raise fail(
-                "there is no need to specify a resource type as a separate argument when "
-                "passing arguments in resource/name form"
-            )
-        if RESOURCES.get(other) != RESOURCES.get(kind):
-            raise fail("a resource cannot be retrieved by name across several types")
-        names.append(other_name)
-    return kind, names
-
-
-def _get_named(
-    kind: str,
-    names: list[str],
-    *,
-    namespace: str,
-    all_namespaces: bool,
-    output: str | None,
-    watch: bool,
-    headers: bool,
-    node: NodeRef,
-) -> None:
+def _get_named(kind: str, names: list[str], options: dict[str, Any], *, node: NodeRef) -> None:
     """``get pods a b``: one table (or list) of the objects named, then kubectl's
     ``NotFound`` line for each missing one (exit 1)."""
-    plural = _named_plural(kind, all_namespaces=all_namespaces, output=output, watch=watch)
+    plural = _named_plural(kind, options)
+    namespace, output = options["namespace"], options["output"]
     with node_api(node, doing=FALLBACKS.get(plural, "reading the objects it kept")) as api:
         found, missing = _fetch_named(api, plural, names, namespace=namespace, output=output)
     if found and output in (None, "wide"):
         table = {**found[0], "rows": [row for t in found for row in t.get("rows") or []]}
+        headers = not options["no_headers"]
         print_table(table, where=namespace, wide=output == "wide", headers=headers)
     elif found:
         print_items(found, plural, output=output, single=False)
@@ -176,19 +110,18 @@ def _get_named(
         raise typer.Exit(1)
 
 
-def _named_plural(kind: str, *, all_namespaces: bool, output: str | None, watch: bool) -> str:
+def _named_plural(kind: str, options: dict[str, Any]) -> str:
     """The plural ``get TYPE NAME NAME...`` names, or kubectl's error for the form."""
-
-    plural = RESOURCES.get(kind)
-    if plural is None:
-        raise fail(f'the server doesn\'t have a resource type "{kind}"')
-    if all_namespaces:
-        raise fail("a resource cannot be retrieved by name across all namespaces")
+    plural = get_args.plural_of(kind)
+    if options["all_namespaces"]:
+        raise get_args.Refused("a resource cannot be retrieved by name across all namespaces")
     if plural == "all":
-        raise fail('a resource cannot be retrieved by name across all types ("all")')
-    if watch:
-        raise fail("watching several names is not supported: watch one, or the whole type")
-    _check_output(output)
+        raise get_args.Refused('a resource cannot be retrieved by name across all types ("all")')
+    if options["watch"]:
+        raise get_args.Refused(
+            "watching several names is not supported: watch one, or the whole type"
+        )
+    get_args.check_output(options["output"])
     return plural
 
 
@@ -215,45 +148,29 @@ def _fetch_named(
     return found, missing
 
 
-def _get_several(
-    kinds: str,
-    name: str | None,
-    *,
-    where: str | None,
-    output: str | None,
-    watch: bool,
-    headers: bool,
-    node: NodeRef,
-    selector: str | None = None,
-    show_labels: bool = False,
-) -> None:
+def _get_several(kinds: str, name: str | None, options: dict[str, Any], *, node: NodeRef) -> None:
     """``get svc,ep``: a table per type as ``get all`` shows them (names as ``kind/name``)."""
-    from asynckubelet.cli import fast
-
     plurals: list[str] = []
     for part in kinds.split(","):
-        plural = RESOURCES.get(part)
-        if plural is None:
-            raise fail(f'the server doesn\'t have a resource type "{part}"')
-        for each in fast.all_plurals() if plural == "all" else [plural]:
+        plural = get_args.plural_of(part)
+        for each in get_args.all_plurals() if plural == "all" else [plural]:
             if each not in plurals:
                 plurals.append(each)
     if name is not None:
-        raise fail("a resource cannot be retrieved by name across several types")
-    _check_output(output)
-    if watch:
+        raise get_args.Refused("a resource cannot be retrieved by name across several types")
+    get_args.check_output(options["output"])
+    if options["watch"]:
         require_daemon(node, verb="get --watch")
-        raise fail("watching several types is not supported: only pods are watched")
-    options = {
+        raise get_args.Refused("watching several types is not supported: only pods are watched")
+    where = None if options["all_namespaces"] else options["namespace"]
+    request = {
+        **options,
         "plural": "all",
         "name": None,
         "namespace": where,
         "all_namespaces": where is None,
-        "output": output,
-        "no_headers": not headers,
-        "selector": selector,
-        "show_labels": show_labels,
+        "watch": False,
         "plurals": plurals,
     }
     with exit_on_signals(), node_api(node, doing="reading the objects it kept") as api:
-        fast.show(api, options)
+        show(api, request)

@@ -37,6 +37,7 @@ def reset(*, state_dir: StateDirOpt = None, node: NodeOptions, log: LogOptions) 
     Give the network options `serve` or `run` had (--network, --bridge, --pod-cidr,
     --network-state-dir, --node-name, their variables): the bridge backend's bridge,
     firewall rules and address records go, or the docker backend's akl-<node> network.
+    With --instance NAME, that instance's (and no other's).
     Refused while a node daemon runs for the state dir, or while a pod's sandbox is still
     on the network (they are named; delete those pods first). The engine, its images and
     the state dir's objects are left as they are.

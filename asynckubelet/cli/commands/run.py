@@ -5,9 +5,11 @@ status changes, waiting reasons with their messages and pull progress go to stde
 
 A run always ends. Pods are admitted first, as a kubelet admits them (resources, host
 ports, node labels); a pod the node cannot take ends the run before anything starts. A
-pod that waits for what waiting will not bring (an image that does not exist, a pull
-policy of Never, a ConfigMap that is not there after ``--config-timeout``, a pull that
-keeps failing past ``--pull-timeout``) ends it with ``pod/NAME: REASON: MESSAGE``. The
+pod that waits for what waiting will not bring (an image that does not exist or whose
+registry name does not resolve, a pull policy of Never, a ConfigMap that is not there
+after ``--config-timeout``, a pull that keeps failing past ``--pull-timeout``, a container
+crash-looping past ``--max-restarts``) ends it with ``pod/NAME/CONTAINER: REASON:
+MESSAGE`` (see :mod:`asynckubelet.node.failures`). The
 first SIGINT/SIGTERM stops the pods gracefully, counting down their grace period; a
 second kills them at once. A closed stdout (``| head``) stops the pods and ends the run
 without a word, as other tools end on SIGPIPE.
@@ -22,9 +24,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import math
 import secrets
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,10 +44,12 @@ from asynckubelet.cli.options import (
     KeepOpt,
     LenientOpt,
     LogOptions,
+    MaxRestartsOpt,
     NodeOptions,
     NodeRef,
     PullTimeoutOpt,
     StateDirOpt,
+    check_max_restarts,
 )
 from asynckubelet.cli.output import (
     command,
@@ -65,19 +70,23 @@ if TYPE_CHECKING:
 
     from asynckubelet.api.client import NodeClient
     from asynckubelet.cli.progress import PullDisplay
+    from asynckubelet.docker import DockerAPI
     from asynckubelet.manifests import Manifests
-    from asynckubelet.node.admission import HostPort, NodeInfo
+    from asynckubelet.node.admission import NodeInfo, Rejection
+    from asynckubelet.node.config import KubeletConfig
     from asynckubelet.node.failures import Failure, FailureWatch
-    from asynckubelet.node.runner import PodOutcome, RunOptions
-    from asynckubelet.node.volumes import VolumeManager
-    from asynckubelet.runtime.manager import RuntimeConfig
+    from asynckubelet.node.kubelet import Kubelet
+    from asynckubelet.node.runoptions import PodOutcome
 
 DEFAULT_PULL_TIMEOUT = 300.0
 DEFAULT_CONFIG_TIMEOUT = 5.0
 """Seconds, for ``run``: nothing can apply a missing ConfigMap during a run."""
+DEFAULT_MAX_RESTARTS = 3
 COUNTDOWN_LINE_EVERY = 5.0
 """Seconds between countdown lines when stderr is not a terminal."""
 EXIT_STDOUT_CLOSED = 128 + signal.SIGPIPE
+RUN_SOURCE = "run"
+"""The source a run's pods are wanted as, on its node."""
 
 
 @command()
@@ -90,6 +99,7 @@ def run(
     color: ColorOpt = True,
     pull_timeout: PullTimeoutOpt = DEFAULT_PULL_TIMEOUT,
     config_timeout: ConfigTimeoutOpt = DEFAULT_CONFIG_TIMEOUT,
+    max_restarts: MaxRestartsOpt = DEFAULT_MAX_RESTARTS,
     state_dir: StateDirOpt = None,
     ctx: typer.Context,
     node: NodeOptions,
@@ -100,44 +110,46 @@ def run(
     Pods with restartPolicy Never or OnFailure end by themselves; Always pods run until
     SIGINT/SIGTERM, which stops every pod gracefully (a second signal kills them at once).
     A pod that cannot run (rejected by the node, an image that does not exist, a missing
-    ConfigMap) ends the run with its reason, exit 1. The pods' containers are removed at
+    ConfigMap, a container crash-looping past --max-restarts) ends the run with its
+    reason, exit 1. The pods' containers are removed at
     exit unless --keep is given. A Docker engine and the project's images are set up when
     missing, each announced in one line.
     """
     from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.cli.provision import ensure_engine
-    from asynckubelet.node.runner import options_from_manifests
 
     node.check(pod_security_code=1)
+    check_max_restarts(max_restarts)
     daemon = find_daemon(NodeRef(state_dir=state_dir))
     if daemon is not None:
         node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
     loaded = _load(files, lenient=lenient, node=node, workloads=True)
     if loaded.objects:
         _run_workloads(loaded, node, color=color, grace_period=grace_period)
-    owner = f"run-{secrets.token_hex(4)}"
-    config = dataclasses.replace(node.runtime_config(), owner=owner)
-    manifests = _owned(loaded, node_name=config.node_name, owner=owner)
-    node_info, node_pods = node.node_info(), _node_pods(daemon)
-    _admit(manifests.pods, node_info, node_pods)
+    config = _kubelet_config(node, owner=f"run-{secrets.token_hex(4)}")
+    manifests = _owned(loaded, node_name=config.node_name, owner=config.owner)
+    node_pods = _node_pods(daemon)
+    _admit(manifests.pods, node.node_info(), node_pods)
     ensure_engine(node.docker_host)
-    options = options_from_manifests(
-        manifests, node_name=config.node_name, keep=keep, grace_period=grace_period
-    )
     live = is_terminal(err)
     session = _Session(
         node=node,
         config=config,
-        options=options,
+        keep=keep,
+        grace_period=grace_period,
         pulls=PullDisplay(console=made(err) if live else err, live=live),
         pull_timeout=pull_timeout,
         config_timeout=config_timeout,
-        admit=lambda held: _admit(manifests.pods, node_info, node_pods, held_ports=held),
+        running=node_pods,
+        max_restarts=max_restarts,
     )
-    session.renderer = PodRenderer(color=color and is_terminal(out))
+    session.renderer = PodRenderer(color=color and is_terminal(out), final_at_end=True)
     out.on_closed = session.stdout_closed
     with session.pulls:
-        outcomes = run_async(session.run, manifests.pods)
+        outcomes = run_async(session.run, manifests)
+    if session.refused:
+        _show_refused(session.refused)
+        raise typer.Exit(1)
     codes = [_exit_code(outcome) for outcome in outcomes]
     if session.closed_stdout:
         raise typer.Exit(EXIT_STDOUT_CLOSED)
@@ -150,31 +162,61 @@ def run(
     raise typer.Exit(next((c for c in codes if c), 0))
 
 
-def _admit(
-    pods: Sequence[Pod],
-    node: NodeInfo,
-    running: Sequence[Pod],
-    held_ports: Sequence[HostPort] = (),
-) -> None:
+def _kubelet_config(node: NodeOptions, *, owner: str) -> KubeletConfig:
+    """The run's node: the options' runtime under the run's own owner mark, its pods'
+    workers ending once their pods are terminal, its network started with the first pod,
+    no metrics, events only logged, no housekeeping (nothing else carries its owner mark),
+    every grace period waited for in full (a second signal kills)."""
+    from asynckubelet.node.kubelet import KubeletConfig
+
+    runtime = node.runtime_config()
+    return KubeletConfig(
+        node_name=runtime.node_name,
+        pause_image=runtime.pause_image,
+        docker_url=runtime.docker_url,
+        dns=runtime.dns,
+        seccomp_default=runtime.seccomp_default,
+        max_parallel_starts=runtime.max_parallel_starts,
+        container_log_max_size=runtime.container_log_max_size,
+        container_log_max_files=runtime.container_log_max_files,
+        pod_security=node.level,
+        allow_namespace_policy=node.allow_namespace_policy,
+        service_account_issuer=node.service_account_issuer,
+        node=node.node_info(),
+        owner=owner,
+        exit_when_terminal=True,
+        start_network_with_pods=True,
+        metrics=False,
+        record_events=False,
+        loop_lag_period=None,
+        housekeeping_period=math.inf,
+        shutdown_timeout=None,
+    )
+
+
+def _admit(pods: Sequence[Pod], node: NodeInfo, running: Sequence[Pod]) -> None:
     """The node's admission of the pods, all or none, over the ``running`` pods (the node
-    daemon's) and the host ports ``held_ports`` that the engine's containers hold (known
-    once the engine is asked, see :meth:`_Session.run`): each pod refused is shown and the
-    run ends before anything starts."""
+    daemon's), before any engine is set up: each pod refused is shown and the run ends.
+    The run's node admits them again once the engine answers, over the host ports its
+    containers hold (:meth:`~asynckubelet.node.kubelet.Kubelet.admit_all`)."""
     from asynckubelet.node.admission import NodeAdmitter, admit_together, host_port_in_use
+
+    admitter = NodeAdmitter(node=node, host_port_in_use=host_port_in_use)
+    refused = admit_together(admitter, pods, admitted=running)
+    _show_refused(refused)
+    if refused:
+        raise typer.Exit(1)
+
+
+def _show_refused(refused: Sequence[tuple[Pod, Rejection]]) -> None:
     from asynckubelet.node.status import REJECTED_MESSAGE_PREFIX
 
-    admitter = NodeAdmitter(
-        node=node, host_port_in_use=host_port_in_use, held_ports=lambda: held_ports
-    )
-    refused = admit_together(admitter, pods, admitted=running)
     for pod, rejection in refused:
         name = pod.metadata.name if pod.metadata else ""
         err.print(
             f"[red]pod/{escape(name or '')}: {escape(rejection.reason)}: "
             f"{escape(REJECTED_MESSAGE_PREFIX + rejection.message)}[/red]"
         )
-    if refused:
-        raise typer.Exit(1)
 
 
 def _node_pods(daemon: NodeClient | None) -> list[Pod]:
@@ -247,11 +289,13 @@ def _load(
 
 
 def _given(ctx: typer.Context) -> set[str]:
-    """The options given on the command line or in the environment, not defaulted."""
+    """The options given on the command line or in the environment, not defaulted (nor
+    derived from ``--instance``)."""
     return {
         name
         for name in ctx.params
-        if (source := ctx.get_parameter_source(name)) is not None and source.name != "DEFAULT"
+        if (source := ctx.get_parameter_source(name)) is not None
+        and source.name not in ("DEFAULT", "DEFAULT_MAP")
     }
 
 
@@ -312,79 +356,81 @@ def _exit_code(outcome: PodOutcome) -> int:
 
 @dataclasses.dataclass
 class _Session:
-    """One run: the pods on one runtime until they end, fail for good, or a signal (or a
-    closed stdout) stops them."""
+    """One run: the pods on a node of the run's own until they end, fail for good, or a
+    signal (or a closed stdout) stops them."""
 
     node: NodeOptions
-    config: RuntimeConfig
-    options: RunOptions
+    config: KubeletConfig
     pulls: PullDisplay
+    keep: bool = False
+    """Leave the pods' containers on Docker at the end."""
+    grace_period: float | None = None
     pull_timeout: float = DEFAULT_PULL_TIMEOUT
     config_timeout: float = DEFAULT_CONFIG_TIMEOUT
+    running: Sequence[Pod] = ()
+    """The node daemon's active pods, which the run's pods share the host with."""
+    docker: DockerAPI | None = None
+    """The engine's client (None: one for ``config.docker_url``)."""
+    max_restarts: int | None = DEFAULT_MAX_RESTARTS
     renderer: PodRenderer = dataclasses.field(default_factory=lambda: PodRenderer(color=False))
     signals: list[int] = dataclasses.field(default_factory=list)
     failures: list[tuple[str, Failure]] = dataclasses.field(default_factory=list)
+    refused: list[tuple[Pod, Rejection]] = dataclasses.field(default_factory=list)
+    """The pods the node refused once its engine answered: none of them ran."""
     closed_stdout: bool = False
     stop: anyio.Event | None = None
-    kill: anyio.Event | None = None
-    """Set by the second signal: the pods' workers SIGKILL their containers."""
     output_closed: anyio.Event | None = None
+    kubelet: Kubelet | None = None
+    killing: bool = False
+    """A second signal came: the pods are killed at once."""
     watches: dict[str, FailureWatch] = dataclasses.field(default_factory=dict)
-    admit: Callable[[Sequence[HostPort]], None] | None = None
-    """Admits the pods again over the host ports the engine's containers hold, once the
-    engine answers, before anything of theirs is made; raises to end the run."""
 
-    async def run(self, pods: Sequence[Pod]) -> list[PodOutcome]:
+    async def run(self, manifests: Manifests) -> list[PodOutcome]:
         from asynckubelet import errors
+        from asynckubelet.cli.nodeconfig import network_config
         from asynckubelet.cli.provision import announce
-        from asynckubelet.network import StartingPlugin
-        from asynckubelet.node.engine_ports import EnginePorts
-        from asynckubelet.node.foreground import run_pods
-        from asynckubelet.runtime.manager import RuntimeManager
+        from asynckubelet.node.foreground import PodOutput
+        from asynckubelet.nodeapp import Node, NodeConfig
+        from asynckubelet.runtime import containers as ctr
 
         self.stop = stop = anyio.Event()
-        self.kill = kill = anyio.Event()
         self.output_closed = output_closed = anyio.Event()
         if self.closed_stdout:
             stop.set()
             output_closed.set()
-        outcomes: list[PodOutcome] = []
-        async with RuntimeManager(self.config, volumes=self._volumes()) as rm:
-            rm.images.listener = self.pulls
-            rm.images.announce = announce
-            if not await rm.docker.ping():
+        pods = manifests.pods
+        uids = [ctr.pod_identity(p)[2] for p in pods]
+        output = PodOutput(logs=self.renderer.log, statuses=self._status, closed=output_closed)
+        config = NodeConfig(
+            kubelet=self.config, network=network_config(self.node), controllers=False
+        )
+        node = Node(config, docker=self.docker, pulls=self.pulls, announce=announce, output=output)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._stop_on_signals, pods, tg, name="signals")
+            try:
+                async with node:
+                    self.kubelet = kubelet = node.kubelet
+                    if self.killing:
+                        kubelet.kill_now()
+                    if not stop.is_set():
+                        self.refused = await kubelet.admit_all(
+                            # The files' Services are not run: their pods get no variables.
+                            dataclasses.replace(manifests, services=()),
+                            running=self.running,
+                            source=RUN_SOURCE,
+                            keep=self.keep,
+                            grace_period=self.grace_period,
+                        )
+                    async with anyio.create_task_group() as waiting:
+                        waiting.start_soon(_cancel_on, stop, waiting.cancel_scope)
+                        await kubelet.wait_ended(uids)
+                        waiting.cancel_scope.cancel()
+            except errors.RuntimeUnavailable as e:
                 raise errors.RuntimeUnavailable(
-                    f"cannot reach the Docker engine at {rm.docker.url}; is dockerd running? "
-                    "(`asynckubelet engine start` starts one)"
-                )
-            if self.admit is not None:
-                held = EnginePorts(
-                    rm.docker, node_name=self.config.node_name, owner=self.config.owner
-                )
-                await held.refresh()
-                self.admit(held.ports)
-            await rm.pause_image()
-            rm.network = network = StartingPlugin(
-                self.node.network_plugin(rm.docker, node_name=self.config.node_name)
-            )
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._stop_on_signals, pods, tg, name="signals")
-                # The node's network starts while the pods' sandboxes are made.
-                tg.start_soon(network.start, name="network")
-                outcomes = await run_pods(
-                    rm,
-                    pods,
-                    stop=stop,
-                    kill=kill,
-                    on_log=self.renderer.log,
-                    on_status=self._status,
-                    options=self.options,
-                    output_closed=output_closed,
-                    new_uids=True,  # the UIDs are this run's own (_owned)
-                )
-                await network.started()
-                tg.cancel_scope.cancel()
-        return outcomes
+                    f"{e} (`asynckubelet engine start` starts one)"
+                ) from None
+            tg.cancel_scope.cancel()
+        return [o for uid in uids if self.kubelet and (o := self.kubelet.outcome(uid))]
 
     def _status(self, pod: Pod, status: PodStatus) -> None:
         """Show the status; end the run when the pod waits for what will not come."""
@@ -395,7 +441,12 @@ class _Session:
         name = pod.metadata.name or ""
         watch = self.watches.setdefault(
             name,
-            FailureWatch(pull_timeout=self.pull_timeout, config_timeout=self.config_timeout),
+            FailureWatch(
+                pull_timeout=self.pull_timeout,
+                config_timeout=self.config_timeout,
+                max_restarts=self.max_restarts,
+                last_line=functools.partial(self.renderer.last_line, name),
+            ),
         )
         failure = watch.observe(status, now=anyio.current_time())
         if failure is None or self.stop is None or self.stop.is_set():
@@ -415,29 +466,16 @@ class _Session:
         if self.stop is not None:
             self.stop.set()
 
-    def _volumes(self) -> VolumeManager | None:
-        """Volumes are directories on this machine: only a local engine can mount them."""
-        from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
-        from asynckubelet.node.volumes import VolumeManager, default_root
-
-        if not is_local_daemon(resolve_docker_url(self.node.docker_host)):
-            return None
-        return VolumeManager(
-            root=default_root(self.config.node_name),
-            node_name=self.config.node_name,
-            service_account_issuer=self.node.service_account_issuer,
-        )
-
     def _grace(self, pods: Sequence[Pod]) -> float:
         from asynckubelet.runtime.kill import MINIMUM_GRACE_PERIOD, grace_period_of
 
-        longest = max((grace_period_of(p, self.options.grace_period) for p in pods), default=0)
+        longest = max((grace_period_of(p, self.grace_period) for p in pods), default=0)
         return max(longest, float(MINIMUM_GRACE_PERIOD))
 
     async def _stop_on_signals(self, pods: Sequence[Pod], tg: anyio.abc.TaskGroup) -> None:
         """The first SIGINT/SIGTERM stops the pods gracefully, with a countdown of the grace
         period; the second kills them at once (their workers SIGKILL their containers)."""
-        assert self.stop is not None and self.kill is not None  # noqa: S101  (type narrowing: set before the signals are watched)
+        assert self.stop is not None  # noqa: S101  (type narrowing: set before the signals are watched)
         countdown: _Countdown | None = None
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
             async for signum in received:
@@ -452,10 +490,16 @@ class _Session:
                 countdown.done()
             err.print("[red]second signal: killing the pods now[/red]")
             self.stop.set()
-            self.options.grace_period = 0
-            self.kill.set()
+            self.killing = True
+            if self.kubelet is not None:
+                self.kubelet.kill_now()
             # Signals stay taken until the run ends: a third is not Python's KeyboardInterrupt.
             await anyio.sleep_forever()
+
+
+async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 class _Countdown:

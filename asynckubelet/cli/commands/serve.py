@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import shlex
 import signal
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from asynckubelet._logging import logger
 from asynckubelet.cli.options import (
     DEFAULT_NICE,
     AllowRemoteOpt,
+    APIListenOpt,
     ClusterOptions,
     DNSServerOpt,
     DNSUpstreamOpt,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from asynckubelet.node.config import KubeletConfig
     from asynckubelet.nodeapp.config import (
         HTTPEndpoint,
+        KubeAPIEndpoint,
         NetworkConfig,
         ServicesConfig,
     )
@@ -54,6 +57,7 @@ def serve(
     manifests: ManifestDirOpt = None,
     listen: ListenOpt = "127.0.0.1:10255",
     allow_remote: AllowRemoteOpt = False,
+    api_listen: APIListenOpt = None,
     state_dir: StateDirOpt = None,
     stop_pods: StopPodsOpt = False,
     service_cluster_ip_range: ServiceClusterIPRangeOpt = "10.96.0.0/16",
@@ -78,6 +82,10 @@ def serve(
     ready pods they select; on the bridge and cni networks the firewall sends ClusterIP,
     nodePort and LoadBalancer traffic to them (curl localhost:<nodePort> reaches the app),
     and the node answers the cluster's DNS names on the pod network's gateway.
+
+    It serves the Kubernetes API on --api-listen (TLS, its own CA) and writes
+    <state-dir>/kubeconfig for it: `export KUBECONFIG=$(asynckubelet kubeconfig)`, then
+    kubectl get pods. Reads are served; writes are refused (405) for now.
 
     With --kubeconfig the node also joins that cluster: it registers its Node, runs the
     pods bound to it and serves the kubelet API (kubectl logs, exec, port-forward).
@@ -131,6 +139,10 @@ def serve(
         container_log_max_files=node.container_log_max_files,
     )
     http = HTTPEndpoint(host=host, port=port, allow_remote=allow_remote)
+    try:
+        kube_api = _kube_api(api_listen)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     daemon.limit_malloc_arenas()
     daemon.quicken_thread_switches()
     ensure_engine(node.docker_host)
@@ -145,7 +157,23 @@ def serve(
             serve_cluster(kubelet, node, cluster, http)
             return
         services = ServicesConfig(ranges=ranges, dns_server=dns_server, dns_upstreams=upstreams)
-        run_async(_serve, kubelet, network_config(node), services, http)
+        run_async(_serve, kubelet, network_config(node), services, http, kube_api)
+
+
+def _kube_api(value: str | None) -> KubeAPIEndpoint | None:
+    """``--api-listen``: None for the default (6443 or the next free port), ``off``."""
+    from asynckubelet.api.server import parse_listen
+    from asynckubelet.nodeapp.config import KubeAPIEndpoint
+
+    if value is None:
+        return KubeAPIEndpoint(next_free=True)
+    if value.strip().lower() == "off":
+        return None
+    try:
+        host, port = parse_listen(value)
+    except ValueError:
+        raise ValueError(f"--api-listen must be HOST:PORT or off, not {value!r}") from None
+    return KubeAPIEndpoint(host=host, port=port)
 
 
 def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:
@@ -177,7 +205,11 @@ def _upstreams(given: list[str] | None) -> tuple[tuple[str, int], ...]:
 
 
 async def _serve(
-    kubelet: KubeletConfig, network: NetworkConfig, services: ServicesConfig, http: HTTPEndpoint
+    kubelet: KubeletConfig,
+    network: NetworkConfig,
+    services: ServicesConfig,
+    http: HTTPEndpoint,
+    kube_api: KubeAPIEndpoint | None = None,
 ) -> None:
     """The node, with Services, its local API and its TCP endpoint, until SIGINT/SIGTERM;
     signals are taken before it is announced, so one that comes right after still removes
@@ -188,7 +220,12 @@ async def _serve(
     from asynckubelet.nodeapp import Node, NodeConfig
 
     config = NodeConfig(
-        kubelet=kubelet, network=network, services=services, local_api=True, http=http
+        kubelet=kubelet,
+        network=network,
+        services=services,
+        local_api=True,
+        http=http,
+        kube_api=kube_api,
     )
     pulls = PullDisplay(console=err, live=False, write=_log_pull)
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
@@ -199,6 +236,9 @@ async def _serve(
                     f"node {config.kubelet.node_name}: manifests {config.kubelet.manifest_dir}, "
                     f"http://{http.host}:{node.http_port}, local API {node.socket}"
                 )
+                if node.kube_api is not None:
+                    say(f"Kubernetes API {node.kube_api.url}")
+                    say(f"export KUBECONFIG={shlex.quote(str(node.kube_api.kubeconfig))}")
                 await serve_until(node, functools.partial(_first_signal, received))
         except (errors.DaemonError, errors.NetworkError) as e:
             raise fail(str(e)) from None

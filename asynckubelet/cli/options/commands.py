@@ -37,7 +37,17 @@ PullTimeoutOpt = Annotated[
         envvar="ASYNCKUBELET_PULL_TIMEOUT",
         help="Seconds a failing image pull (network, registry down) is retried, with the "
         "kubelet's back-off, before the run ends with its error. An image the registry "
-        "says does not exist ends it at once.",
+        "says does not exist, or whose registry name does not resolve, ends it at once.",
+    ),
+]
+MaxRestartsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-restarts",
+        metavar="N",
+        envvar="ASYNCKUBELET_MAX_RESTARTS",
+        help="Restarts of a crash-looping container (CrashLoopBackOff) after which the wait "
+        "ends with its last exit code and log line (0: at its first crash).",
     ),
 ]
 ConfigTimeoutOpt = Annotated[
@@ -69,6 +79,25 @@ ListenOpt = Annotated[
         metavar="HOST:PORT",
         envvar="ASYNCKUBELET_LISTEN",
         help="HOST:PORT of the HTTP endpoints.",
+    ),
+]
+APIListenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-listen",
+        metavar="HOST:PORT",
+        envvar="ASYNCKUBELET_API_LISTEN",
+        help="HOST:PORT of the Kubernetes API (TLS; kubectl reaches it through "
+        "<state-dir>/kubeconfig); default 127.0.0.1:6443, or the next free port; off: none.",
+    ),
+]
+KubeconfigMergeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--merge",
+        metavar="",
+        help="Add the node's cluster, user and context (named asynckubelet) to "
+        "~/.kube/config, keeping its other entries.",
     ),
 ]
 AllowRemoteOpt = Annotated[
@@ -282,6 +311,15 @@ DeleteNowOpt = Annotated[
     bool,
     typer.Option("--now", metavar="", help="Signal the pods to stop at once (--grace-period 1)."),
 ]
+DeleteWaitOpt = Annotated[
+    str,
+    typer.Option(
+        "--wait",
+        metavar="BOOL",
+        help="--wait=false: return once the objects are deleted, not waiting until their "
+        "pods are gone (the default, --wait=true, waits).",
+    ),
+]
 DeleteTimeoutOpt = Annotated[
     float,
     typer.Option(
@@ -372,6 +410,14 @@ BusyboxOpt = Annotated[
     Path,
     typer.Option(
         "--busybox", metavar="FILE", help="A static busybox binary (Debian: busybox-static)."
+    ),
+]
+ImageArchiveArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE",
+        help="A `docker save` archive (a tar, or gzip, bzip2, xz or zstd compressed); - for stdin.",
+        show_default=False,
     ),
 ]
 PurgeOpt = Annotated[

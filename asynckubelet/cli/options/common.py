@@ -3,12 +3,13 @@ the manifests and pods a command names (see :mod:`asynckubelet.cli.options`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from asynckubelet.cli import fast
+from asynckubelet.cli.commands import get_args
 
 if TYPE_CHECKING:
     pass
@@ -30,13 +31,22 @@ POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
 POD_KINDS = ("pod", "pods", "po")
-RESOURCES = fast.RESOURCES
+RESOURCES = get_args.RESOURCES
 """kubectl's names (and short names) of the resources the node keeps -> the plural."""
-KIND_OF = fast.KINDS
+KIND_OF = get_args.KINDS
 
 NODE_PANEL = "Node and engine"
 NETWORK_PANEL = "Pod network"
 LOG_PANEL = "Logging"
+
+
+def _option(flag: get_args.Flag, *, panel: str | None = None) -> Any:
+    """The option of ``flag``, one of those ``get`` reads before Typer loads (declared in
+    :mod:`asynckubelet.cli.commands.get_args`)."""
+    return typer.Option(
+        *flag.names, metavar=flag.metavar, envvar=flag.envvar, help=flag.help, rich_help_panel=panel
+    )
+
 
 # -- logging (every command; also before the command, see app.py) -------------------------
 
@@ -86,36 +96,66 @@ GlobalLogFormatOpt = Annotated[
 
 # -- the node, its engine and its pod network ------------------------------------------------
 
-DockerHostOpt = Annotated[
-    str | None,
+DockerHostOpt = Annotated[str | None, _option(get_args.DOCKER_HOST, panel=NODE_PANEL)]
+NodeNameOpt = Annotated[str | None, _option(get_args.NODE_NAME, panel=NODE_PANEL)]
+StateDirOpt = Annotated[Path | None, _option(get_args.STATE_DIR, panel=NODE_PANEL)]
+
+
+def use_instance(ctx: typer.Context, value: str | None) -> str:
+    """``--instance``'s callback, run before the command's other options are read (it is
+    eager): the instance's derived values become their defaults (Click's ``default_map``,
+    below the command line and the environment)."""
+    from asynckubelet.cli import instance
+
+    try:
+        name = instance.check_name(value or "")
+    except instance.InstanceError as e:
+        raise _usage_error(e, ctx) from None
+    if name and not ctx.resilient_parsing:
+        derived = instance.Instance(
+            name=name,
+            root=instance.instances_root(),
+            claim=ctx.info_name in instance.CLAIMING_COMMANDS,
+        )
+        defaults = {
+            key: _usage_errors(value, ctx) if callable(value) else value
+            for key, value in derived.defaults().items()
+        }
+        ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    return name
+
+
+def _usage_error(error: Exception, ctx: typer.Context) -> Exception:
+    from typer._click import exceptions as click_errors
+
+    return click_errors.UsageError(str(error), ctx=ctx)
+
+
+def _usage_errors(derive: Callable[[], object], ctx: typer.Context) -> Callable[[], object]:
+    """``derive``, its :class:`~asynckubelet.cli.instance.InstanceError` a usage error."""
+
+    def derived() -> object:
+        from asynckubelet.cli.instance import InstanceError
+
+        try:
+            return derive()
+        except InstanceError as e:
+            raise _usage_error(e, ctx) from None
+
+    return derived
+
+
+INSTANCE = get_args.INSTANCE
+InstanceOpt = Annotated[
+    str,
     typer.Option(
-        "--docker-host",
-        "-H",
-        metavar="URL",
-        envvar="ASYNCKUBELET_DOCKER_HOST",
-        help="Docker daemon address (default: DOCKER_HOST or local socket).",
+        *INSTANCE.names,
+        metavar=INSTANCE.metavar,
+        envvar=INSTANCE.envvar,
+        help=INSTANCE.help,
         rich_help_panel=NODE_PANEL,
-    ),
-]
-NodeNameOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--node-name",
-        metavar="NAME",
-        envvar="ASYNCKUBELET_NODE_NAME",
-        help="Node name (ownership label; pod UIDs derive from it); default: hostname.",
-        rich_help_panel=NODE_PANEL,
-    ),
-]
-StateDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--state-dir",
-        metavar="DIR",
-        envvar="ASYNCKUBELET_STATE_DIR",
-        help="Node state (manifests, statuses, events); default /var/lib/asynckubelet as "
-        "root, else ~/.local/state/asynckubelet.",
-        rich_help_panel=NODE_PANEL,
+        is_eager=True,
+        callback=use_instance,
     ),
 ]
 PauseImageOpt = Annotated[
@@ -394,19 +434,8 @@ RecursiveOpt = Annotated[
 LenientOpt = Annotated[
     bool, typer.Option("--lenient", metavar="", help="Unknown fields warn instead of failing.")
 ]
-NamespaceOpt = Annotated[
-    str,
-    typer.Option("--namespace", "-n", metavar="NAMESPACE", help="The namespace of the objects."),
-]
-AllNamespacesOpt = Annotated[
-    bool,
-    typer.Option(
-        "--all-namespaces",
-        "-A",
-        metavar="",
-        help="Objects of every namespace (a NAMESPACE column first).",
-    ),
-]
+NamespaceOpt = Annotated[str, _option(get_args.NAMESPACE)]
+AllNamespacesOpt = Annotated[bool, _option(get_args.ALL_NAMESPACES)]
 KindArg = Annotated[
     str,
     typer.Argument(
@@ -459,48 +488,8 @@ ContainerOpt = Annotated[
 ReportFormatOpt = Annotated[
     str, typer.Option("--output", "-o", metavar="FORMAT", help="Output format: text or json.")
 ]
-WatchOpt = Annotated[
-    bool,
-    typer.Option(
-        "--watch",
-        "-w",
-        metavar="",
-        help="After listing, print every change of the pods as it happens (kubectl's "
-        "watch; asks the node daemon), until interrupted.",
-    ),
-]
-NoHeadersOpt = Annotated[
-    bool,
-    typer.Option(
-        "--no-headers",
-        metavar="",
-        help="Leave out the table's header line (kubectl's --no-headers), for scripts.",
-    ),
-]
-LabelSelectorOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--selector",
-        "-l",
-        metavar="SELECTOR",
-        help="Only the objects whose labels match: key=value, key==value, key!=value, "
-        "'key in (a,b)', 'key notin (a,b)', key, !key; commas AND them.",
-    ),
-]
-ShowLabelsOpt = Annotated[
-    bool,
-    typer.Option(
-        "--show-labels",
-        metavar="",
-        help="A LABELS column last: each object's labels, key=value by key (<none>).",
-    ),
-]
-PodFormatOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--output",
-        "-o",
-        metavar="FORMAT",
-        help="Output format: wide (more columns), yaml, json or name (kind/name).",
-    ),
-]
+WatchOpt = Annotated[bool, _option(get_args.WATCH)]
+NoHeadersOpt = Annotated[bool, _option(get_args.NO_HEADERS)]
+LabelSelectorOpt = Annotated[str | None, _option(get_args.SELECTOR)]
+ShowLabelsOpt = Annotated[bool, _option(get_args.SHOW_LABELS)]
+PodFormatOpt = Annotated[str | None, _option(get_args.OUTPUT)]

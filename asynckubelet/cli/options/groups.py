@@ -61,6 +61,7 @@ from asynckubelet.cli.options.common import (
     DockerHostOpt,
     DualStackOpt,
     FirewallOpt,
+    InstanceOpt,
     LogFormatOpt,
     LogLevelOpt,
     MasqueradeOpt,
@@ -97,6 +98,13 @@ def check_pod_security(value: str, *, code: int = 2) -> Level:
             code=code,
         )
     return cast("Level", value)
+
+
+def check_max_restarts(value: int) -> int:
+    """``--max-restarts``, refused below 0."""
+    if value < 0:
+        raise UsageError(f"--max-restarts must be 0 or more, not {value}")
+    return value
 
 
 def check_network(value: str) -> str:
@@ -138,11 +146,18 @@ def _hostname() -> str:
     return socket.gethostname()
 
 
-def ipv6_pod_cidr(*, dual_stack: bool, pod_cidr_v6: str | None) -> str | None:
-    """The IPv6 pod CIDR ``--dual-stack``/``--pod-cidr-v6`` ask for; None: IPv4 only."""
+def ipv6_pod_cidr(*, dual_stack: bool, pod_cidr_v6: str | None, instance: str = "") -> str | None:
+    """The IPv6 pod CIDR ``--dual-stack``/``--pod-cidr-v6`` ask for (an ``--instance``'s
+    own unless given); None: IPv4 only."""
     if pod_cidr_v6:
         return pod_cidr_v6
-    return DEFAULT_POD_CIDR_V6 if dual_stack else None
+    if not dual_stack:
+        return None
+    if instance:
+        from asynckubelet.cli.instance import pod_cidr_v6 as instance_v6
+
+        return instance_v6(instance)
+    return DEFAULT_POD_CIDR_V6
 
 
 def _option_error(message: str, *, code: int) -> typer.TyperException:
@@ -188,8 +203,10 @@ class NodeOptions:
     """What a node runs with: its name, engine, pause image, pod security, seccomp default,
     pod network (and where its records are kept) and cluster DNS. ``run`` and ``serve`` take
     the same options, so a pod runs alike under both; ``reset`` takes them to find the
-    network it removes."""
+    network it removes. ``instance`` is the ``--instance`` every command takes: what it
+    derives reaches the other fields as their defaults."""
 
+    instance: InstanceOpt = ""
     node_name: NodeNameOpt = None
     docker_host: DockerHostOpt = None
     pause_image: PauseImageOpt = None
@@ -285,6 +302,11 @@ class NodeOptions:
             config = dataclasses.replace(config, max_parallel_starts=self.max_parallel_starts)
         return dataclasses.replace(config, node_name=self.node_name) if self.node_name else config
 
+    def ipv6_pod_cidr(self) -> str | None:
+        return ipv6_pod_cidr(
+            dual_stack=self.dual_stack, pod_cidr_v6=self.pod_cidr_v6, instance=self.instance
+        )
+
     def network_plugin(self, docker: DockerAPI, *, node_name: str) -> NetworkPlugin:
         """The pod network backend these options choose, on ``docker``'s engine."""
         from asynckubelet.network import factory
@@ -295,7 +317,7 @@ class NodeOptions:
             state_dir=self.network_state_dir,
             bridge=self.bridge,
             pod_cidr=self.pod_cidr,
-            pod_cidr_v6=ipv6_pod_cidr(dual_stack=self.dual_stack, pod_cidr_v6=self.pod_cidr_v6),
+            pod_cidr_v6=self.ipv6_pod_cidr(),
             firewall=self.firewall,
             masquerade=self.masquerade,
             node_name=node_name,
@@ -349,22 +371,29 @@ class ClusterOptions:
 OPTION_GROUPS: tuple[type, ...] = (LogOptions, NodeRef, NodeOptions, ClusterOptions)
 
 R = TypeVar("R")
+INSTANCE = "instance"
 
 
 def expand(command: Callable[..., R]) -> Callable[..., R]:
     """``command`` with each parameter typed as an option group (:data:`OPTION_GROUPS`)
-    replaced by the group's options, and called with the group built from their values.
+    replaced by the group's options, and called with the group built from their values;
+    every command takes ``--instance`` (once, whichever groups or parameters name it).
 
     Typer reads a command's options from its signature, so the signature is rewritten; every
     parameter becomes keyword-only (Typer passes them all by name).
     """
     signature = inspect.signature(command, eval_str=True)
     groups: dict[str, type] = {}
-    parameters: list[inspect.Parameter] = []
+    parameters: list[inspect.Parameter] = [
+        inspect.Parameter(
+            INSTANCE, inspect.Parameter.KEYWORD_ONLY, default="", annotation=InstanceOpt
+        )
+    ]
     for parameter in signature.parameters.values():
         group = parameter.annotation
         if group not in OPTION_GROUPS:
-            parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+            if parameter.name != INSTANCE:
+                parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY))
             continue
         groups[parameter.name] = group
         hints = typing.get_type_hints(group, include_extras=True)
@@ -376,13 +405,21 @@ def expand(command: Callable[..., R]) -> Callable[..., R]:
                 annotation=hints[field.name],
             )
             for field in dataclasses.fields(group)
+            if field.name != INSTANCE
         )
+    takes_instance = INSTANCE in signature.parameters
 
     @functools.wraps(command)
     def expanded(**values: Any) -> R:
+        instance = values.pop(INSTANCE, "")
         for name, group in groups.items():
-            fields = dataclasses.fields(group)
-            values[name] = group(**{field.name: values.pop(field.name) for field in fields})
+            given = {
+                field.name: instance if field.name == INSTANCE else values.pop(field.name)
+                for field in dataclasses.fields(group)
+            }
+            values[name] = group(**given)
+        if takes_instance:
+            values[INSTANCE] = instance
         return command(**values)
 
     new_signature = signature.replace(parameters=parameters)

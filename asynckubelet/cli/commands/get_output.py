@@ -1,19 +1,13 @@
-"""``asynckubelet get`` through a running daemon, without loading the command-line framework.
+"""What ``get`` prints: kubectl's tables laid out, the objects as YAML, JSON or names, a
+watch's rows as they come; and a plain ``get`` served whole through a running daemon
+(:func:`through_daemon`), before the command-line framework loads.
 
-``get`` is what people and scripts run in a loop, and through the daemon its real work
-(one request on a unix socket, a table printed by the daemon) takes milliseconds; loading
-Typer, Click, Rich and the Pydantic models Typer builds for each option took most of the
-process's time, several times the request. So :func:`main` serves the plain forms of
-``get`` here, with the standard library only: ``get KIND [NAME]`` with ``-n``/
-``--namespace``, ``-A``/``--all-namespaces``, ``-o``/``--output`` (a value kubectl takes
-here), ``-l``/``--selector``, ``--show-labels``, ``--state-dir``, ``--node-name`` and
-``-H``/``--docker-host`` (which a daemon does not need). Anything else (another
-command, ``--help``, a logging option, a value the command would refuse, no daemon
-answering) is left to the full command line, which behaves the same for every form this
-module serves and says what is wrong with the rest.
-
-The printing helpers are the ``get`` command's own (:mod:`asynckubelet.cli.commands.get`
-uses them too), so both paths print alike.
+A plain ``get`` (:func:`asynckubelet.cli.commands.get_args.plain`) through the daemon is
+one request on a unix socket and a table the daemon printed: milliseconds, where loading
+Typer, Click and Rich would take several times that. So the command line's entry point
+offers it here first, and this module, like :mod:`~asynckubelet.cli.commands.get_args`,
+imports the standard library only. The ``get`` command prints through the same
+functions, so both print alike.
 """
 
 from __future__ import annotations
@@ -23,6 +17,15 @@ import os
 import sys
 
 from asynckubelet import errors
+from asynckubelet.cli.commands.get_args import (
+    CLUSTER_SCOPED,
+    INSTANCE,
+    KINDS,
+    SINGULAR,
+    STATE_DIR,
+    all_plurals,
+    plain,
+)
 from asynckubelet.kubectl import resources
 
 TYPE_CHECKING = False
@@ -31,136 +34,23 @@ if TYPE_CHECKING:
 
     from asynckubelet.api.protocol import NodeAPI
 
-LISTED = (
-    "pods",
-    "configmaps",
-    "secrets",
-    "services",
-    "deployments",
-    "replicasets",
-    "statefulsets",
-    "jobs",
-    "namespaces",
-)
-"""What ``get`` lists (kubectl's names, short names and ``.group`` forms of these)."""
-ALL = ("pods", "services", "deployments", "replicasets", "statefulsets", "jobs")
-"""What ``get all`` lists, in kubectl's order (those this node keeps)."""
-RESOURCES = {
-    name: r.plural
-    for r in resources.RESOURCES
-    if r.plural in LISTED
-    for name in (
-        r.plural,
-        r.singular,
-        *r.short_names,
-        *((f"{r.singular}.{r.group}", f"{r.plural}.{r.group}") if r.group else ()),
-    )
-}
-RESOURCES.update(dict.fromkeys(("endpoints", "ep"), "endpoints"))
-RESOURCES.update(dict.fromkeys(("events", "event", "ev"), "events"))
-RESOURCES["all"] = "all"
-KINDS = {r.plural: r.kind for r in resources.RESOURCES}
-SINGULAR = {r.plural: r.qualified for r in resources.RESOURCES}
-KINDS["endpoints"] = "Endpoints"
-SINGULAR["endpoints"] = "endpoints"
-KINDS["events"] = "Event"
-SINGULAR["events"] = "event"
-CLUSTER_SCOPED = frozenset(r.plural for r in resources.RESOURCES if not r.namespaced)
-"""What ``get`` lists without a namespace (no NAMESPACE column, ``-n`` ignored)."""
-OUTPUTS = (None, "wide", "yaml", "json", "name")
-_VALUED = {
-    "-n": "namespace",
-    "--namespace": "namespace",
-    "-o": "output",
-    "--output": "output",
-    "--state-dir": "state_dir",
-    "--node-name": "node_name",
-    "-H": "docker_host",
-    "--docker-host": "docker_host",
-    "-l": "selector",
-    "--selector": "selector",
-}
-_FLAGS = {
-    "-A": "all_namespaces",
-    "--all-namespaces": "all_namespaces",
-    "-w": "watch",
-    "--watch": "watch",
-    "--no-headers": "no_headers",
-    "--show-labels": "show_labels",
-}
 
-
-def parse(argv: list[str]) -> dict[str, Any] | None:
-    """The ``get`` options in ``argv`` (after the program name), or None when they are
-    not a form this module serves."""
-    if not argv or argv[0] != "get":
-        return None
-    found: dict[str, Any] = {
-        "namespace": "default",
-        "all_namespaces": False,
-        "output": None,
-        "watch": False,
-        "no_headers": False,
-        "selector": None,
-        "show_labels": False,
-    }
-    positional: list[str] = []
-    words = iter(argv[1:])
-    for word in words:
-        if word in _FLAGS:
-            found[_FLAGS[word]] = True
-        elif word in _VALUED:
-            value = next(words, None)
-            if value is None or value.startswith("-"):
-                return None
-            found[_VALUED[word]] = value
-        elif word.startswith("--") and "=" in word and word.split("=", 1)[0] in _VALUED:
-            key, value = word.split("=", 1)
-            found[_VALUED[key]] = value
-        elif word.startswith("-o") and len(word) > 2 and not word.startswith("--"):
-            found["output"] = word[2:]
-        elif word.startswith("-"):
-            return None
-        else:
-            positional.append(word)
-    if not 1 <= len(positional) <= 2 or found["output"] not in OUTPUTS:
-        return None
-    target = _target(positional, all_namespaces=found["all_namespaces"])
-    if target is None:
-        return None
-    found["plural"], found["name"] = target
-    if found["selector"] is not None and found["name"] is not None:
-        return None
-    return found
-
-
-def _target(positional: list[str], *, all_namespaces: bool) -> tuple[str, str | None] | None:
-    """The resource's plural and the object's name (None: all of them) that ``get TYPE
-    [NAME]`` or ``get TYPE/NAME`` asks for, or None when this module does not serve it."""
-    kind = positional[0]
-    name = positional[1] if len(positional) == 2 else None
-    if "/" in kind:
-        if name is not None:
-            return None
-        kind, name = kind.split("/", 1)
-    if kind not in RESOURCES or name == "" or (name is not None and all_namespaces):
-        return None
-    if RESOURCES[kind] == "all" and name is not None:
-        return None
-    return RESOURCES[kind], name
-
-
-def main(argv: list[str]) -> int | None:
+def through_daemon(argv: list[str]) -> int | None:
     """Serve ``argv`` when it is a plain ``get`` and a daemon answers: the exit code;
     None leaves it to the full command line."""
-    options = parse(argv)
+    options = plain(argv)
     if options is None:
         return None
     from asynckubelet.api.client import NodeClient
     from asynckubelet.api.remote import RemoteNode
     from asynckubelet.node.locate import SOCKET_NAME, default_state_dir_path, socket_answers
 
-    state_dir = options.get("state_dir") or os.environ.get("ASYNCKUBELET_STATE_DIR")
+    state_dir = options["state_dir"] or os.environ.get(str(STATE_DIR.envvar))
+    if not state_dir:
+        try:
+            state_dir = _instance_state_dir(options["instance"])
+        except ValueError:
+            return None
     path = os.path.join(state_dir or default_state_dir_path(), SOCKET_NAME)
     try:
         if not os.path.exists(path) or not socket_answers(path):
@@ -181,6 +71,17 @@ def main(argv: list[str]) -> int | None:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _instance_state_dir(given: str) -> str | None:
+    """The state dir of ``--instance`` (or ``ASYNCKUBELET_INSTANCE``); None for the
+    default instance. ValueError for a name the command line refuses."""
+    name = given or os.environ.get(str(INSTANCE.envvar), "")
+    if not name:
+        return None
+    from asynckubelet.cli import instance
+
+    return str(instance.state_dir(instance.check_name(name)))
 
 
 def show(api: NodeAPI, options: dict[str, Any]) -> None:
@@ -256,11 +157,6 @@ def _show(api: NodeAPI, options: dict[str, Any], selector: str | None) -> None:
         return
     items = api.list(plural, where, selector=selector)
     print_items(items, plural, output=output, single=False)
-
-
-def all_plurals() -> list[str]:
-    """What ``get all`` lists."""
-    return [p for p in ALL if resources.by_plural(p) is not None]
 
 
 def show_all(
@@ -481,4 +377,13 @@ def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}
 
 
-__all__ = ["kubectl_yaml", "main", "parse", "print_items", "print_table", "show"]
+__all__ = [
+    "as_list",
+    "kubectl_yaml",
+    "print_items",
+    "print_table",
+    "show",
+    "show_all",
+    "through_daemon",
+    "watch",
+]
