@@ -25,10 +25,22 @@
 # AKL_KUBERNETES_VERSION (the Debian source version; default: the version of the
 # kubernetes-client package apt would install), AKL_CLUSTER_SCRATCH (where the source tree
 # is unpacked; default /var/tmp).
+#
+# build.sh --check only looks: it prints the cache directory when everything up.sh runs is
+# there (the wanted programs, etcd, openssl, curl), and otherwise exits 1 with one line
+# naming what is missing. It never runs apt-get or make, so a test run can call it (and
+# a container that mounts the cache read-only, given AKL_KUBERNETES_VERSION).
 set -euo pipefail
 
 log() { echo "build.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
+
+check_only=""
+case "$#:${1:-}" in
+    0:) ;;
+    1:--check) check_only=1 ;;
+    *) echo "usage: build.sh [--check]" >&2; exit 2 ;;
+esac
 
 cache_root="${AKL_CLUSTER_CACHE:-/var/cache/asynckubelet/cluster}"
 programs=(kube-apiserver kube-controller-manager kube-scheduler e2e.test agnhost nonewprivs kubectl)
@@ -85,7 +97,7 @@ ensure_packages() {
 source_version() {
     local out
     out="$(apt-cache show --no-all-versions kubernetes-client 2>/dev/null || true)"
-    if [ -z "$out" ]; then
+    if [ -z "$out" ] && [ -z "$check_only" ]; then
         apt_update
         out="$(apt-cache show --no-all-versions kubernetes-client 2>/dev/null || true)"
     fi
@@ -97,7 +109,7 @@ source_version() {
     ' <<<"$out"
 }
 
-ensure_packages "${runtime_packages[@]}"
+[ -n "$check_only" ] || ensure_packages "${runtime_packages[@]}"
 
 version="${AKL_KUBERNETES_VERSION:-$(source_version)}"
 case "$version" in
@@ -110,6 +122,26 @@ all_present() {
     for p in "${programs[@]}"; do [ -x "$cache/$p" ] || return 1; done
     ! wanted e2e.test || [ -s "$cache/nodeconformance-specs.txt" ]
 }
+
+if [ -n "$check_only" ]; then
+    missing=()
+    for p in "${programs[@]}"; do [ -x "$cache/$p" ] || missing+=("$p"); done
+    if wanted e2e.test && [ ! -s "$cache/nodeconformance-specs.txt" ]; then
+        missing+=(nodeconformance-specs.txt)
+    fi
+    absent=()
+    etcd="${AKL_ETCD:-$(command -v etcd || true)}"
+    [ -n "$etcd" ] && [ -x "$etcd" ] || absent+=("etcd (etcd-server)")
+    for p in openssl curl; do command -v "$p" >/dev/null || absent+=("$p"); done
+    if [ "${#missing[@]}" != 0 ] || [ "${#absent[@]}" != 0 ]; then
+        what=""
+        [ "${#missing[@]}" = 0 ] || what="${missing[*]} missing from $cache"
+        [ "${#absent[@]}" = 0 ] || what="${what:+$what; }${absent[*]} not installed"
+        die "$what"
+    fi
+    echo "$cache"
+    exit 0
+fi
 
 if all_present; then
     echo "$cache"

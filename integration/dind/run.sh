@@ -8,9 +8,16 @@
 # The tests run on a snapshot of the working tree taken at the start (tracked and untracked
 # files, not ignored ones), so edits made while they run change nothing half way.
 #
+# The host's cache of built Kubernetes programs (integration/cluster/build.sh, keyed by the
+# Debian source version) is mounted read-only at the same path, so the cluster tests inside
+# use it (and its kubectl); when the host has none they skip, saying how to build it.
+# Nothing is built inside.
+#
 # Usage: run.sh [PYTEST ARGS...]   (default: the integration suite without the tests that
 # start DinD containers themselves, `integration -m "not dind"`)
-# Environment: PYTHON (pip for the dependency folder), AKL_DIND_KEEP_IMAGE (always kept).
+# Environment: PYTHON (pip for the dependency folder), AKL_DIND_KEEP_IMAGE (always kept),
+# AKL_CLUSTER_CACHE and AKL_KUBERNETES_VERSION (as for integration/cluster/build.sh);
+# ASYNCKUBELET_REQUIRE_CLUSTER is passed to the tests.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -46,18 +53,33 @@ else
     tar -C "$repo" --exclude=./.tox --exclude=./.git -cf - . | tar -C "$work/src" -xf -
 fi
 mounts=(-v "$work/src:/src:ro" -v "$deps:$site:ro" -v "$work:/work")
+cluster_env=()
+if cluster="$(ASYNCKUBELET_CLUSTER_PROGRAMS=control-plane \
+    "$repo/integration/cluster/build.sh" --check 2>"$work/cluster-check")"; then
+    # Its kubectl (Debian's kubernetes-client) is the container's too: `apply -k` runs
+    # `kubectl kustomize` when no kustomize is installed.
+    mounts+=(-v "$cluster:$cluster:ro" -v "$cluster/kubectl:/usr/local/bin/kubectl:ro")
+    cluster_env=(-e "AKL_CLUSTER_CACHE=$(dirname "$cluster")" -e "AKL_KUBERNETES_VERSION=$(basename "$cluster")")
+    echo "run.sh: cluster programs from $cluster (read-only)" >&2
+else
+    echo "run.sh: no cluster programs on this host ($(tail -n 1 "$work/cluster-check")); the cluster tests skip" >&2
+fi
+[ -z "${ASYNCKUBELET_REQUIRE_CLUSTER:-}" ] \
+    || cluster_env+=(-e "ASYNCKUBELET_REQUIRE_CLUSTER=$ASYNCKUBELET_REQUIRE_CLUSTER")
 
-# A network of its own, as a CI job container has: an interface, an address and a default
-# route (the engine may have no default bridge).
-docker network create --label io.asynckubelet.dind=shape-a "$name" >/dev/null
+# A network of its own, as a CI job container has: an interface, addresses and default
+# routes (the engine may have no default bridge). It is dual stack, with a random unique
+# local IPv6 /64, so the dual-stack tests find the node's IPv6 address and route.
+ula="fd$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n' | sed 's/^\(..\)\(....\)\(....\)$/\1:\2:\3/')::/64"
+docker network create --ipv6 --subnet "$ula" --label io.asynckubelet.dind=shape-a "$name" >/dev/null
 echo "run.sh: image $image (ready in ${t_build}s), dependencies $deps" >&2
 t1=$SECONDS
 status=0
 docker run --name "$name" --rm --network "$name" "${flags[@]}" \
     --label io.asynckubelet.dind=shape-a \
     "${mounts[@]}" \
-    -e PYTHONPATH=/src -e PYTHONDONTWRITEBYTECODE=1 \
-    -e ASYNCKUBELET_REQUIRE_DOCKER=1 -e TMPDIR=/work \
+    -e PYTHONPATH=/src -e PYTHONDONTWRITEBYTECODE=1 -e HYPOTHESIS_STORAGE_DIRECTORY=/work/hypothesis \
+    -e ASYNCKUBELET_REQUIRE_DOCKER=1 -e TMPDIR=/work "${cluster_env[@]}" \
     -w /src "$image" \
     python3 -m pytest -p no:cacheprovider -v -o console_output_style=times --durations=20 --basetemp=/work/pytest "$@" || status=$?
 echo "run.sh: tests inside DinD took $((SECONDS - t1))s, exit $status" >&2
