@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -41,7 +41,7 @@ import anyio.abc
 
 from asynckubelet import errors
 from asynckubelet._logging import logger
-from asynckubelet.cluster import spdy
+from asynckubelet.api import spdy
 
 STREAM_PROTOCOL_HEADER = "X-Stream-Protocol-Version"
 REMOTECOMMAND_PROTOCOLS = (
@@ -242,7 +242,7 @@ async def serve_exec(
 def _outcome(protocol: str, *, code: int | None, problem: str, command: Sequence[str]) -> bytes:
     """What the error stream carries at the end: v4 a ``Status`` always, older protocols
     a message on failure only."""
-    if protocol.startswith("v4."):
+    if protocol.startswith(("v4.", "v5.")):
         status = error_status(problem) if problem else exit_status(code or 0, command)
         return json.dumps(status, separators=(",", ":")).encode()
     if problem or code:
@@ -270,14 +270,18 @@ class Channels(Protocol):
 
 
 WEBSOCKET_PROTOCOLS = (
+    "v5.channel.k8s.io",
     "v4.channel.k8s.io",
     "v4.base64.channel.k8s.io",
     "channel.k8s.io",
     "base64.channel.k8s.io",
 )
 """What the kubelet's remotecommand speaks over WebSockets (binary, or base64 text with the
-channel as an ASCII digit), v4 first."""
+channel as an ASCII digit), v5 first: v5 is v4 with a close signal, a message on channel
+255 whose byte names the channel the client closed (stdin's end, which a WebSocket
+cannot otherwise half-close)."""
 STDIN, STDOUT, STDERR, ERROR, RESIZE = range(5)
+CLOSE = 255
 
 
 async def serve_exec_websocket(
@@ -320,15 +324,19 @@ async def serve_exec_websocket(
 async def _pump_channels(channels: Channels, process: ExecProcess, stdin: bool) -> None:
     """Stdin and terminal sizes from the client, until it closes."""
     decoder = json.JSONDecoder()
+    closed = False
     while (message := await channels.receive()) is not None:
         channel, data = message
-        if channel == STDIN and stdin:
+        if channel == STDIN and stdin and not closed:
             await process.write(data)
+        elif channel == CLOSE and data[:1] == bytes([STDIN]) and stdin and not closed:
+            closed = True
+            process.close_input()
         elif channel == RESIZE:
             with contextlib.suppress(ValueError, TypeError):
                 size, _ = decoder.raw_decode(data.decode(errors="replace").strip())
                 await process.resize(rows=int(size["Height"]), columns=int(size["Width"]))
-    if stdin:
+    if stdin and not closed:
         process.close_input()
 
 
@@ -426,14 +434,6 @@ async def _forward(error: spdy.Stream, data: spdy.Stream, pod: str, dial: Dial) 
         await error.close()
 
 
-@contextlib.asynccontextmanager
-async def tcp_dial(address: str, port: int) -> AsyncIterator[anyio.abc.ByteStream]:
-    """A TCP connection to ``address:port`` (a pod's IP)."""
-    connection = await anyio.connect_tcp(address, port)
-    async with connection:
-        yield connection
-
-
 __all__ = [
     "PORTFORWARD_PROTOCOLS",
     "REMOTECOMMAND_PROTOCOLS",
@@ -452,5 +452,4 @@ __all__ = [
     "serve_exec",
     "serve_exec_websocket",
     "serve_port_forward",
-    "tcp_dial",
 ]
