@@ -91,23 +91,25 @@ async def _session(
     """A SPDY session fed from ``chunks`` while the body runs."""
     collector = streaming.StreamCollector()
     session = spdy.Session(write, on_stream=collector)
-    async with anyio.create_task_group() as tg:
 
-        async def read() -> None:
-            try:
-                async for data in chunks:
-                    await session.feed(data)
-            except (spdy.ProtocolError, anyio.BrokenResourceError) as e:
-                logger.debug("spdy session ended: {}", e)
-            finally:
-                session.connection_lost()
-
-        tg.start_soon(read)
+    async def read() -> None:
         try:
-            yield session, collector
+            async for data in chunks:
+                await session.feed(data)
+        except (spdy.ProtocolError, anyio.BrokenResourceError) as e:
+            logger.debug("spdy session ended: {}", e)
         finally:
-            tg.cancel_scope.cancel()
-    session.release()
+            session.connection_lost()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            try:
+                yield session, collector
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        session.release()
 
 
 @contextlib.asynccontextmanager
