@@ -28,6 +28,7 @@ SUFFIX = uuid.uuid4().hex[:6]
 SHELL = f"sh-{SUFFIX}"
 TICKER = f"tick-{SUFFIX}"
 WEB = f"web-{SUFFIX}"
+READER = f"reader-{SUFFIX}"
 PODS = f"""
 apiVersion: v1
 kind: Pod
@@ -56,6 +57,17 @@ spec:
     - >-
       mkdir -p /www && echo hello-through-the-tunnel > /www/index.html
       && exec httpd -f -p 8080 -h /www
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {READER}}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: BUSYBOX
+    stdin: true
+    command: [sh, -c, "while read line; do echo got-$line; done"]
 """
 SWITCHES = {
     "websocket": {},
@@ -96,7 +108,7 @@ def node(
         assert daemon.cli("apply", "-f", shell).returncode == 0
         applied = daemon.cli("apply", "-f", manifest(tmp, "pods.yaml", PODS))
         assert applied.returncode == 0, applied.stderr
-        for pod in (SHELL, TICKER, WEB):
+        for pod in (SHELL, TICKER, WEB, READER):
             wait_running(daemon, pod)
         yield daemon
 
@@ -193,6 +205,26 @@ def test_kubectl_attach_streams_the_main_process_output(kubectl: Kubectl) -> Non
         assert process.stdout is not None
         lines = [process.stdout.readline() for _ in range(2)]
         assert all(line.startswith(b"tick ") for line in lines), lines
+    finally:
+        process.kill()
+        process.communicate(timeout=10)
+
+
+def test_kubectl_attach_i_feeds_the_main_process_stdin(kubectl: Kubectl) -> None:
+    word = uuid.uuid4().hex[:8]
+    process = subprocess.Popen(
+        [kubectl.binary, "attach", "-i", READER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=kubectl.env,
+    )
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.write(f"{word}\n".encode())
+        process.stdin.flush()
+        assert process.stdout.readline() == f"got-{word}\n".encode()
     finally:
         process.kill()
         process.communicate(timeout=10)
