@@ -1,5 +1,7 @@
-"""``kubectl exec`` and ``kubectl port-forward`` over SPDY (and exec over WebSockets), as a
-kubelet serves them.
+"""``kubectl exec``, ``attach`` and ``port-forward`` over SPDY (and exec and attach over
+WebSockets), as a kubelet serves them: cluster mode's kubelet API and the node's own
+Kubernetes API both run these sessions (:mod:`asynckubelet.api.upgrades` answers the
+upgrade).
 
 The API server proxies ``pods/exec`` and ``pods/portforward`` to the kubelet's
 ``/exec/{namespace}/{pod}/{container}`` and ``/portForward/{namespace}/{pod}`` and passes
@@ -21,10 +23,11 @@ the client's upgrade through, so the client talks to the node directly:
 Exec also comes over a WebSocket (``Upgrade: websocket``, the API server passing a
 WebSocket client's upgrade through): one message per chunk, its first byte the channel (0
 stdin, 1 stdout, 2 stderr, 3 error, 4 resize), or, on the ``base64`` protocols, a text
-message of the channel's digit and the data in base64.
+message of the channel's digit and the data in base64. On ``v5.channel.k8s.io`` the client
+ends stdin with a message on channel 255 naming channel 0.
 
-The command runs through an :class:`ExecProcess` (the engine's attached exec), so the
-state machine is tested with a fake one.
+The command runs through an :class:`ExecProcess` (the engine's attached exec, or an attach
+to the container's main process), so the state machine is tested with a fake one.
 """
 
 from __future__ import annotations
