@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from asynckubelet.cluster import spdy
+from asynckubelet.api import spdy
 
 pytestmark = pytest.mark.anyio
 

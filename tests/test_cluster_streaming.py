@@ -15,7 +15,7 @@ import anyio.abc
 import pytest
 
 from asynckubelet import errors
-from asynckubelet.cluster import spdy, streaming
+from asynckubelet.api import spdy, streaming
 
 pytestmark = pytest.mark.anyio
 

@@ -24,28 +24,24 @@ certificate. So the server speaks HTTPS:
 
 The read-only endpoints are those of :mod:`asynckubelet.api.endpoints` (``/healthz``, ``/pods``,
 ``/containerLogs`` with the kubelet's query parameters); exec and port forwarding are SPDY
-sessions (:mod:`asynckubelet.cluster.streaming`). ``/attach`` and ``/run`` are not served.
+or WebSocket sessions (:mod:`asynckubelet.api.upgrades`, shared with the node's Kubernetes
+API). ``/attach`` and ``/run`` are not served.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import aiohttp
 import anyio
 import anyio.abc
 from aiohttp import web
 
 from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
-from asynckubelet.api import endpoints
-from asynckubelet.cluster import spdy, streaming
+from asynckubelet.api import endpoints, streaming, upgrades
 from asynckubelet.cluster.kubeletauth import (
     AUTHORIZATION_MODES,
     AuthorizationMode,
@@ -114,107 +110,6 @@ async def authenticate(
     return await handler(request)
 
 
-class _Switching(web.StreamResponse):
-    """A 101 response whose body is the upgraded protocol (no length, no chunking)."""
-
-    _length_check = False
-
-
-class _Feeder:
-    """What arrives on an upgraded connection, as aiohttp hands it to a payload parser."""
-
-    def __init__(self, transport: Any) -> None:
-        self.send, self.receive = anyio.create_memory_object_stream[bytes](math.inf)
-        self.transport = transport
-        self.paused = False
-
-    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self.send.send_nowait(bytes(data))
-        if self.send.statistics().current_buffer_used > 64 and not self.paused:
-            self.paused = True
-            self.transport.pause_reading()
-        return False, b""
-
-    def feed_eof(self) -> None:
-        self.send.close()
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        async for data in self.receive:
-            if self.paused and self.receive.statistics().current_buffer_used < 16:
-                self.paused = False
-                with contextlib.suppress(Exception):
-                    self.transport.resume_reading()
-            yield data
-
-
-@dataclass(frozen=True)
-class Upgrade:
-    """An upgraded connection: its SPDY session, the streams the client opens, the
-    negotiated protocol, and the 101 response the handler returns."""
-
-    session: spdy.Session
-    streams: streaming.StreamCollector
-    protocol: str
-    response: web.StreamResponse
-
-
-@contextlib.asynccontextmanager
-async def upgraded(request: web.Request, protocols: Sequence[str]) -> AsyncIterator[Upgrade]:
-    """Answer 101 with SPDY/3.1 and the negotiated protocol; the session runs meanwhile."""
-    if request.headers.get("Upgrade", "").lower() != "spdy/3.1" or "upgrade" not in (
-        request.headers.get("Connection", "").lower()
-    ):
-        raise web.HTTPBadRequest(
-            text="unable to upgrade: missing upgrade headers in request: "
-            f"Connection={request.headers.get('Connection', '')!r} "
-            f"Upgrade={request.headers.get('Upgrade', '')!r}\n"
-        )
-    try:
-        protocol = streaming.negotiate(
-            request.headers.getall(streaming.STREAM_PROTOCOL_HEADER, []), protocols
-        )
-    except streaming.NegotiationError as e:
-        raise web.HTTPForbidden(text=f"{e}\n") from None
-    headers = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1"}
-    if protocol:
-        headers[streaming.STREAM_PROTOCOL_HEADER] = protocol
-    response = _Switching(status=101, headers=headers)
-    response.force_close()
-    feeder = _Feeder(request.transport)
-    request.protocol.set_parser(cast(Any, feeder))
-    writer = await response.prepare(request)
-    if writer is None:
-        raise ConnectionResetError("the connection closed before the protocol switch")
-    closing = [False]
-
-    async def write(data: bytes) -> None:
-        if closing[0] or request.transport is None or request.transport.is_closing():
-            raise anyio.BrokenResourceError("connection closed")
-        await writer.write(data)
-
-    collector = streaming.StreamCollector()
-    session = spdy.Session(write, on_stream=collector)
-    async with anyio.create_task_group() as tg:
-
-        async def read() -> None:
-            try:
-                async for data in feeder.chunks():
-                    await session.feed(data)
-            except (spdy.ProtocolError, anyio.BrokenResourceError) as e:
-                logger.debug("spdy session ended: {}", e)
-            finally:
-                session.connection_lost()
-
-        tg.start_soon(read)
-        try:
-            yield Upgrade(session, collector, protocol, response)
-        finally:
-            closing[0] = True
-            tg.cancel_scope.cancel()
-    session.release()
-
-
 def _pod_and_container(node: Kubelet, request: web.Request) -> tuple[Any, str]:
     ns = request.match_info["namespace"]
     name = request.match_info["pod"]
@@ -248,103 +143,25 @@ async def exec_handler(request: web.Request) -> web.StreamResponse:
     if instance is None or instance.state is not ContainerState.RUNNING:
         raise web.HTTPNotFound(text=f'container not found ("{container}")\n')
 
-    @contextlib.asynccontextmanager
-    async def start(
-        argv: Sequence[str], stdin: bool, tty: bool
-    ) -> AsyncIterator[streaming.ExecProcess]:
-        from asynckubelet.docker.execs import exec_session
-
-        async with exec_session(
-            node.runtime.docker, instance.id, list(argv), stdin=stdin, tty=tty
-        ) as process:
-            yield process
-
-    if request.headers.get("Upgrade", "").lower() == "websocket":
-        return await _exec_websocket(request, options=options, command=command, start=start)
-    async with upgraded(request, streaming.REMOTECOMMAND_PROTOCOLS) as up:
-        code = await streaming.serve_exec(
-            up.session,
-            up.streams,
-            protocol=up.protocol,
-            options=options,
-            command=command,
-            start=start,
-        )
     ns, name = request.match_info["namespace"], request.match_info["pod"]
-    logger.info("exec in {}/{}/{}: {} ended with {}", ns, name, container, command, code)
-    return up.response
-
-
-class _WebSocketChannels:
-    """:class:`streaming.Channels` over an aiohttp WebSocket."""
-
-    def __init__(self, ws: web.WebSocketResponse, *, base64_text: bool) -> None:
-        self.ws = ws
-        self.base64_text = base64_text
-
-    async def send(self, channel: int, data: bytes) -> None:
-        if self.base64_text:
-            await self.ws.send_str(str(channel) + base64.b64encode(data).decode())
-        else:
-            await self.ws.send_bytes(bytes([channel]) + data)
-
-    async def receive(self) -> tuple[int, bytes] | None:
-        while True:
-            message = await self.ws.receive()
-            if message.type == aiohttp.WSMsgType.BINARY and message.data:
-                return message.data[0], message.data[1:]
-            if message.type == aiohttp.WSMsgType.TEXT and message.data:
-                with contextlib.suppress(ValueError):
-                    return int(message.data[0]), base64.b64decode(message.data[1:])
-            elif message.type in (
-                aiohttp.WSMsgType.CLOSE,
-                aiohttp.WSMsgType.CLOSING,
-                aiohttp.WSMsgType.CLOSED,
-                aiohttp.WSMsgType.ERROR,
-            ):
-                return None
-
-
-async def _exec_websocket(
-    request: web.Request,
-    *,
-    options: streaming.StreamOptions,
-    command: Sequence[str],
-    start: streaming.StartExec,
-) -> web.WebSocketResponse:
-    ws = web.WebSocketResponse(protocols=streaming.WEBSOCKET_PROTOCOLS)
-    await ws.prepare(request)
-    protocol = ws.ws_protocol or "channel.k8s.io"
-    channels = _WebSocketChannels(ws, base64_text="base64" in protocol)
-    try:
-        code = await streaming.serve_exec_websocket(
-            channels, protocol=protocol, options=options, command=command, start=start
-        )
-    finally:
-        with anyio.CancelScope(shield=True):
-            await ws.close()
-    ns, name = request.match_info["namespace"], request.match_info["pod"]
-    logger.info("exec (websocket) in {}/{}: {} ended with {}", ns, name, list(command), code)
-    return ws
+    return await upgrades.serve_exec(
+        request,
+        options=options,
+        command=command,
+        start=upgrades.container_exec(node.runtime.docker, instance.id),
+        what=f"exec in {ns}/{name}/{container}",
+    )
 
 
 async def port_forward_handler(request: web.Request) -> web.StreamResponse:
     node = request.app[endpoints.NODE_KEY]
     pod, _ = _pod_and_container(node, request)
-    status = pod.status
-    address = (status.podIP if status is not None else None) or ""
-    if pod.spec is not None and pod.spec.hostNetwork:
-        address = "127.0.0.1"
-    if not address:
-        raise web.HTTPInternalServerError(text="the pod has no IP address yet\n")
-
-    def dial(port: int) -> contextlib.AbstractAsyncContextManager[anyio.abc.ByteStream]:
-        return streaming.tcp_dial(address, port)
-
+    try:
+        dial = upgrades.pod_dial(pod)
+    except ValueError as e:
+        raise web.HTTPInternalServerError(text=f"{e}\n") from None
     name = f"{request.match_info['namespace']}/{request.match_info['pod']}"
-    async with upgraded(request, streaming.PORTFORWARD_PROTOCOLS) as up:
-        await streaming.serve_port_forward(up.session, up.streams, pod=name, dial=dial)
-    return up.response
+    return await upgrades.serve_port_forward(request, pod=name, dial=dial)
 
 
 async def not_served(request: web.Request) -> web.Response:

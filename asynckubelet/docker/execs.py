@@ -4,12 +4,15 @@
 while it runs, its output as it comes, a pseudo-terminal that follows the user's window
 size, and the exit code at the end. Docker's attach stream is hijacked HTTP; aiodocker's
 ``Stream`` carries it, and closing only our writing half tells the command its input ended.
+``kubectl attach`` is the same session on a container's main process, without an exit
+code of its own (the process goes on when the client leaves).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
+from typing import Any
 
 import aiodocker
 import aiohttp
@@ -24,7 +27,7 @@ from asynckubelet.docker.errors import map_error
 class ExecSession:
     """A running exec: read its output, write its input, resize its terminal."""
 
-    def __init__(self, exec_: aiodocker.execs.Exec, stream: aiodocker.stream.Stream) -> None:
+    def __init__(self, exec_: aiodocker.execs.Exec | None, stream: aiodocker.stream.Stream) -> None:
         self._exec = exec_
         self._stream = stream
 
@@ -53,15 +56,21 @@ class ExecSession:
             transport.write_eof()
 
     async def resize(self, *, rows: int, columns: int) -> None:
-        with suppress(aiodocker.DockerError):
-            await self._exec.resize(h=rows, w=columns)
+        if self._exec is not None:
+            with suppress(aiodocker.DockerError):
+                await self._exec.resize(h=rows, w=columns)
 
     async def running(self) -> bool:
+        if self._exec is None:
+            return True
         info = await self._exec.inspect()
         return bool(info.get("Running")) or info.get("ExitCode") is None
 
     async def exit_code(self) -> int:
-        """The command's exit code, once Docker reports it ended (-1 if it never does)."""
+        """The command's exit code, once Docker reports it ended (-1 if it never does;
+        0 for an attach, which leaves the process running)."""
+        if self._exec is None:
+            return 0
         for _ in range(500):
             info = await self._exec.inspect()
             if not info.get("Running") and info.get("ExitCode") is not None:
@@ -97,6 +106,40 @@ async def exec_session(
         raise map_error(e, what=f"exec in container {container_id[:12]}") from e
     try:
         yield ExecSession(exec_, stream)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stream.close()
+
+
+class AttachSession(ExecSession):
+    """An attach to a container's main process; its terminal is the container's."""
+
+    def __init__(self, container: aiodocker.containers.DockerContainer, stream: Any) -> None:
+        super().__init__(None, stream)
+        self._container = container
+
+    async def resize(self, *, rows: int, columns: int) -> None:
+        with suppress(aiodocker.DockerError):
+            await self._container.resize(h=rows, w=columns)
+
+
+@asynccontextmanager
+async def attach_session(
+    client: DockerAPI, container_id: str, *, stdin: bool
+) -> AsyncIterator[ExecSession]:
+    """Attach to the container's main process (its output from now on, and its input
+    when ``stdin``); the process goes on when the session closes."""
+    if not isinstance(client, DockerClient):
+        raise errors.RuntimeUnavailable("an attach needs a connection to a Docker engine")
+    docker = client._connect()
+    try:
+        container = docker.containers.container(container_id)
+        stream = container.attach(stdout=True, stderr=True, stdin=stdin)
+        await stream.__aenter__()
+    except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
+        raise map_error(e, what=f"attach to container {container_id[:12]}") from e
+    try:
+        yield AttachSession(container, stream)
     finally:
         with anyio.CancelScope(shield=True):
             await stream.close()

@@ -46,7 +46,7 @@ from asynckubelet.api.answers import (
     wants_table,
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
-from asynckubelet.api.kube import discovery, kubeconfigs, pki
+from asynckubelet.api.kube import discovery, kubeconfigs, pki, streams
 from asynckubelet.api.kube.history import PodHistory
 from asynckubelet.api.kube.nodes import ThisNode, this_node
 from asynckubelet.api.kube.pods import (
@@ -285,6 +285,7 @@ def create_app(
         else:
             r.add_get(f"{base}/{served.name}/{{name}}", one)
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", localapi.pod_log)
+    streams.add_routes(r)
     return app
 
 

@@ -1,5 +1,7 @@
-"""``kubectl exec`` and ``kubectl port-forward`` over SPDY (and exec over WebSockets), as a
-kubelet serves them.
+"""``kubectl exec``, ``attach`` and ``port-forward`` over SPDY (and exec and attach over
+WebSockets), as a kubelet serves them: cluster mode's kubelet API and the node's own
+Kubernetes API both run these sessions (:mod:`asynckubelet.api.upgrades` answers the
+upgrade).
 
 The API server proxies ``pods/exec`` and ``pods/portforward`` to the kubelet's
 ``/exec/{namespace}/{pod}/{container}`` and ``/portForward/{namespace}/{pod}`` and passes
@@ -21,17 +23,18 @@ the client's upgrade through, so the client talks to the node directly:
 Exec also comes over a WebSocket (``Upgrade: websocket``, the API server passing a
 WebSocket client's upgrade through): one message per chunk, its first byte the channel (0
 stdin, 1 stdout, 2 stderr, 3 error, 4 resize), or, on the ``base64`` protocols, a text
-message of the channel's digit and the data in base64.
+message of the channel's digit and the data in base64. On ``v5.channel.k8s.io`` the client
+ends stdin with a message on channel 255 naming channel 0.
 
-The command runs through an :class:`ExecProcess` (the engine's attached exec), so the
-state machine is tested with a fake one.
+The command runs through an :class:`ExecProcess` (the engine's attached exec, or an attach
+to the container's main process), so the state machine is tested with a fake one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -41,7 +44,7 @@ import anyio.abc
 
 from asynckubelet import errors
 from asynckubelet._logging import logger
-from asynckubelet.cluster import spdy
+from asynckubelet.api import spdy
 
 STREAM_PROTOCOL_HEADER = "X-Stream-Protocol-Version"
 REMOTECOMMAND_PROTOCOLS = (
@@ -242,7 +245,7 @@ async def serve_exec(
 def _outcome(protocol: str, *, code: int | None, problem: str, command: Sequence[str]) -> bytes:
     """What the error stream carries at the end: v4 a ``Status`` always, older protocols
     a message on failure only."""
-    if protocol.startswith("v4."):
+    if protocol.startswith(("v4.", "v5.")):
         status = error_status(problem) if problem else exit_status(code or 0, command)
         return json.dumps(status, separators=(",", ":")).encode()
     if problem or code:
@@ -270,14 +273,18 @@ class Channels(Protocol):
 
 
 WEBSOCKET_PROTOCOLS = (
+    "v5.channel.k8s.io",
     "v4.channel.k8s.io",
     "v4.base64.channel.k8s.io",
     "channel.k8s.io",
     "base64.channel.k8s.io",
 )
 """What the kubelet's remotecommand speaks over WebSockets (binary, or base64 text with the
-channel as an ASCII digit), v4 first."""
+channel as an ASCII digit), v5 first: v5 is v4 with a close signal, a message on channel
+255 whose byte names the channel the client closed (stdin's end, which a WebSocket
+cannot otherwise half-close)."""
 STDIN, STDOUT, STDERR, ERROR, RESIZE = range(5)
+CLOSE = 255
 
 
 async def serve_exec_websocket(
@@ -320,15 +327,19 @@ async def serve_exec_websocket(
 async def _pump_channels(channels: Channels, process: ExecProcess, stdin: bool) -> None:
     """Stdin and terminal sizes from the client, until it closes."""
     decoder = json.JSONDecoder()
+    closed = False
     while (message := await channels.receive()) is not None:
         channel, data = message
-        if channel == STDIN and stdin:
+        if channel == STDIN and stdin and not closed:
             await process.write(data)
+        elif channel == CLOSE and data[:1] == bytes([STDIN]) and stdin and not closed:
+            closed = True
+            process.close_input()
         elif channel == RESIZE:
             with contextlib.suppress(ValueError, TypeError):
                 size, _ = decoder.raw_decode(data.decode(errors="replace").strip())
                 await process.resize(rows=int(size["Height"]), columns=int(size["Width"]))
-    if stdin:
+    if stdin and not closed:
         process.close_input()
 
 
@@ -426,14 +437,6 @@ async def _forward(error: spdy.Stream, data: spdy.Stream, pod: str, dial: Dial) 
         await error.close()
 
 
-@contextlib.asynccontextmanager
-async def tcp_dial(address: str, port: int) -> AsyncIterator[anyio.abc.ByteStream]:
-    """A TCP connection to ``address:port`` (a pod's IP)."""
-    connection = await anyio.connect_tcp(address, port)
-    async with connection:
-        yield connection
-
-
 __all__ = [
     "PORTFORWARD_PROTOCOLS",
     "REMOTECOMMAND_PROTOCOLS",
@@ -452,5 +455,4 @@ __all__ = [
     "serve_exec",
     "serve_exec_websocket",
     "serve_port_forward",
-    "tcp_dial",
 ]
