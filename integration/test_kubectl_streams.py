@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from integration.harness import Engine, free_port
+from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL
+from integration.kubectl_helpers import Kubectl as BaseKubectl
 from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
-from integration.test_kubectl_api import PYPI_KUBECTL, SYSTEM_KUBECTL
-from integration.test_kubectl_api import Kubectl as BaseKubectl
 
 SUFFIX = uuid.uuid4().hex[:6]
 SHELL = f"sh-{SUFFIX}"

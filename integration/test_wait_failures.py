@@ -41,7 +41,10 @@ spec:
 """
 
 CRASHING = """image: BUSYBOX
-        command: [sh, -c, "echo starting; echo cannot open /data/shop.db; exit 1"]"""
+        command: [sh, -c, "echo starting; echo cannot open /data/shop.db; exit 1"]
+        readinessProbe: {exec: {command: ["false"]}, periodSeconds: 1}"""
+"""A container that exits 1 at once, never Ready in the moment it runs (a look at its status
+then would find the pod Ready, and the wait over)."""
 
 
 @pytest.fixture

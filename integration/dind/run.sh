@@ -54,11 +54,17 @@ else
 fi
 mounts=(-v "$work/src:/src:ro" -v "$deps:$site:ro" -v "$work:/work")
 cluster_env=()
+# The host's kubectl is the container's too (a static Go program): the Kubernetes API
+# tests run the machine's kubectl, and `apply -k` runs `kubectl kustomize` when no
+# kustomize is installed. Without one, the cluster cache's kubectl takes its place.
+host_kubectl="$(command -v kubectl || true)"
+if [ -n "$host_kubectl" ]; then
+    mounts+=(-v "$(readlink -f "$host_kubectl"):/usr/local/bin/kubectl:ro")
+fi
 if cluster="$(ASYNCKUBELET_CLUSTER_PROGRAMS=control-plane \
     "$repo/integration/cluster/build.sh" --check 2>"$work/cluster-check")"; then
-    # Its kubectl (Debian's kubernetes-client) is the container's too: `apply -k` runs
-    # `kubectl kustomize` when no kustomize is installed.
-    mounts+=(-v "$cluster:$cluster:ro" -v "$cluster/kubectl:/usr/local/bin/kubectl:ro")
+    mounts+=(-v "$cluster:$cluster:ro")
+    [ -n "$host_kubectl" ] || mounts+=(-v "$cluster/kubectl:/usr/local/bin/kubectl:ro")
     cluster_env=(-e "AKL_CLUSTER_CACHE=$(dirname "$cluster")" -e "AKL_KUBERNETES_VERSION=$(basename "$cluster")")
     echo "run.sh: cluster programs from $cluster (read-only)" >&2
 else
