@@ -305,3 +305,19 @@ def test_json_patch_errors_as_upstream() -> None:
         patches.json_patch({"a": 1}, [{"op": "test", "path": "/a", "value": 2}])
     with pytest.raises(ValueError, match="missing path"):
         patches.json_patch({}, [{"op": "replace", "path": "/a/b", "value": 2}])
+
+
+async def test_a_watch_list_ends_its_initial_events_with_a_bookmark(api: Served) -> None:
+    await call(api, "POST", PODS, pod_body("wl"))
+    query = "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(api.api.url + PODS + query, ssl=api.admin()) as response,
+    ):
+        events = [json.loads(line) async for line in response.content if line.strip()]
+    kinds = [e["type"] for e in events]
+    assert kinds[: kinds.index("BOOKMARK") + 1] == ["ADDED", "BOOKMARK"]
+    assert events[0]["object"]["metadata"]["name"] == "wl"
+    bookmark = events[1]["object"]["metadata"]
+    assert bookmark["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert bookmark["resourceVersion"].isdigit()

@@ -20,6 +20,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import yaml
 from aiohttp import web
 
@@ -43,6 +44,9 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """What ``generateName`` appends (upstream's ``utilrand.String`` alphabet), 5 of them."""
 PROPAGATION = ("Foreground", "Background", "Orphan")
+FOREGROUND_SECONDS = 300
+"""How long a ``Foreground`` delete waits for the dependent pods to be gone before it
+answers (the owner is gone once they are, as the garbage collector's finalizer orders)."""
 
 
 class Refused(Exception):
@@ -493,7 +497,11 @@ async def _delete(
         node.objects.remove(served.kind, ns or None, name)
     else:
         result = {"kind": served.kind, "namespace": ns, "name": name, "status": "notfound"}
-        await writes.delete_one(request.app, node, result, grace=grace)
+        pods = await writes.delete_one(request.app, node, result, grace=grace)
+        if policy == "Foreground" and served.kind != "Pod":
+            with anyio.move_on_after(FOREGROUND_SECONDS):
+                for pod in pods:
+                    await node.wait(pod["namespace"], pod["name"], "Deleted")
     if served.kind == "Pod":
         after = current(node, request.app, served, ns, name)
         if after is not None:
