@@ -124,6 +124,18 @@ async def test_field_validation_strict_warn_ignore(api: Served) -> None:
     assert warnings == []
 
 
+async def test_a_secret_written_is_answered_without_its_values(api: Served) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s1"}}
+    secret["stringData"] = {"password": "hunter2"}
+    code, body, _ = await call(api, "POST", "/api/v1/namespaces/default/secrets", secret)
+    assert code == 201
+    assert "data" not in body
+    assert "hunter2" not in json.dumps(body)
+    stored = api.node.objects.get("Secret", "default", "s1")
+    assert stored is not None
+    assert stored.secret_data() == {"password": b"hunter2"}
+
+
 async def test_update_and_stale_resource_version(api: Served) -> None:
     code, _made, _ = await call(api, "POST", PODS, pod_body("u1"))
     assert code == 201

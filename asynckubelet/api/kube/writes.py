@@ -36,7 +36,7 @@ from asynckubelet.manifests import defaults, strict
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.selectors import parse_label_selector, selector_matches
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet
-from asynckubelet.node.objects import SERVER_FIELDS
+from asynckubelet.node.objects import SERVER_FIELDS, secret_summary
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -236,10 +236,14 @@ def _reworded(response: web.Response, served: Served, name: str) -> web.Response
 def _answer(
     request: web.Request, served: Served, body: dict[str, Any], *, dry_run: bool
 ) -> dict[str, Any]:
+    """The object written as a read answers it (a Secret without its values)."""
+    found = body if dry_run else _written(request, served, body)
+    return secret_summary(found) if served.kind == "Secret" else found
+
+
+def _written(request: web.Request, served: Served, body: dict[str, Any]) -> dict[str, Any]:
     node = request.app[NODE_KEY]
     meta = body["metadata"]
-    if dry_run:
-        return body
     ns, name = meta.get("namespace", ""), meta["name"]
     found = current(node, request.app, served, ns, name)
     stored = _stored_form(node, served, ns, name)
@@ -560,8 +564,8 @@ def delete_collection(served: Served) -> Handler:
                 gone = await _delete(
                     request, served, obj.namespace, obj.name, grace=grace, policy=policy
                 )
-                if gone is not None:
-                    deleted.append(gone if gone.get("kind") != "Status" else found)
+                if gone is not None and found is not None:
+                    deleted.append(_answer(request, served, found, dry_run=True))
             info = kind_table.KINDS[served.kind]
             version = str(request.app[HISTORY_KEY].version)
             return _json(
