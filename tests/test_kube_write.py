@@ -250,6 +250,16 @@ async def test_delete_orphan_keeps_the_dependents(api: Served) -> None:
     assert api.node.objects.get("Deployment", "default", "orph") is None
 
 
+async def test_a_status_sent_is_ignored(api: Served) -> None:
+    made = deployment("st")
+    made["status"] = {"replicas": 99}
+    code, _, _ = await call(api, "POST", DEPLOYMENTS, made)
+    assert code == 201
+    stored = api.node.objects.get("Deployment", "default", "st")
+    assert stored is not None
+    assert (stored.body.get("status") or {}).get("replicas") != 99
+
+
 async def test_scale_subresource(api: Served) -> None:
     await call(api, "POST", DEPLOYMENTS, deployment("sc"))
     code, body, _ = await call(api, "GET", DEPLOYMENTS + "/sc/scale")

@@ -7,9 +7,10 @@ server's verbs over them: ``POST`` (``409 AlreadyExists``, ``generateName``), ``
 (``409 Conflict`` on a stale ``resourceVersion``), ``PATCH`` in the four types
 (:mod:`~asynckubelet.api.kube.patches`), ``DELETE`` of one object or a collection
 (``gracePeriodSeconds``, ``propagationPolicy``), ``dryRun=All`` and
-``fieldValidation``. Server-side apply stores the applied object whole (no field-level
-merging between managers) and answers it with one ``managedFields`` entry for its
-manager.
+``fieldValidation``. A ``status`` sent is ignored, as the API server ignores it
+outside the ``status`` subresource. Server-side apply stores the applied object whole
+(no field-level merging between managers) and answers it with one ``managedFields``
+entry for its manager.
 """
 
 from __future__ import annotations
@@ -163,6 +164,7 @@ def _checked(
     for field in SERVER_FIELDS:
         if field != "resourceVersion":
             meta.pop(field, None)
+    body.pop("status", None)
     return body, words
 
 
