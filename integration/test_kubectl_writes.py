@@ -157,7 +157,9 @@ def test_label_annotate_and_delete_a_pod(kubectl: Kubectl, tmp_path: Path) -> No
     assert "(NotFound)" in done.stderr
 
 
-def test_scale_then_delete_a_deployment_in_the_foreground(kubectl: Kubectl, tmp_path: Path) -> None:
+def test_scale_apply_then_delete_a_deployment_in_the_foreground(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
     name = unique("dp")
     kubectl.ok(
         "apply", VALIDATE, "-f", manifest(tmp_path, "d.yaml", DEPLOYMENT.replace("NAME", name))
@@ -166,6 +168,11 @@ def test_scale_then_delete_a_deployment_in_the_foreground(kubectl: Kubectl, tmp_
     assert out.strip() == f"deployment.apps/{name} scaled"
     spec = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))["spec"]
     assert spec["replicas"] == 2
+    changed = DEPLOYMENT.replace("NAME", name).replace("sleep 0.2", "sleep 0.3")
+    out = kubectl.ok("apply", VALIDATE, "-f", manifest(tmp_path, "d.yaml", changed))
+    assert out.strip() == f"deployment.apps/{name} configured"
+    spec = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))["spec"]
+    assert "sleep 0.3" in spec["template"]["spec"]["containers"][0]["command"][2]
     out = kubectl.ok("delete", "deploy", name, "--cascade=foreground")
     assert out.startswith(f'deployment.apps "{name}" deleted')
     assert kubectl("get", "deploy", name).returncode == 1
