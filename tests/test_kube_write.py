@@ -343,3 +343,24 @@ async def test_a_watch_list_ends_its_initial_events_with_a_bookmark(api: Served)
     bookmark = events[1]["object"]["metadata"]
     assert bookmark["annotations"] == {"k8s.io/initial-events-end": "true"}
     assert bookmark["resourceVersion"].isdigit()
+
+
+async def test_a_hostile_body_is_a_bad_request(api: Served) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    code, body, _ = await call(api, "POST", CONFIGMAPS, deep)
+    assert code == 400
+    assert body["reason"] == "BadRequest"
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(8)
+    )
+    code, body, _ = await call(
+        api,
+        "PATCH",
+        CONFIGMAPS + "/x?fieldManager=me",
+        laughs,
+        content_type=patches.APPLY_PATCH,
+    )
+    assert code == 400
+    assert body["message"].startswith("the body of the request was in an unknown format")

@@ -33,7 +33,7 @@ from asynckubelet.api.kube.discovery import Served
 from asynckubelet.api.kube.pods import HISTORY_KEY
 from asynckubelet.kubectl import pods as pod_printing
 from asynckubelet.kubectl import times
-from asynckubelet.manifests import defaults, strict
+from asynckubelet.manifests import decoding, defaults, strict
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.selectors import parse_label_selector, selector_matches
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet
@@ -75,10 +75,15 @@ async def _read(request: web.Request, *, yaml_ok: bool = False) -> Any:
         raise _refuse(413, "RequestEntityTooLarge", "the request body is too large")
     try:
         text = raw.decode()
-        return yaml.safe_load(text) if yaml_ok else json.loads(text)
-    except (ValueError, UnicodeDecodeError, yaml.YAMLError) as e:
+        if not yaml_ok:
+            return json.loads(text)
+        documents = list(decoding.load_documents(text))
+    except (ValueError, UnicodeDecodeError, RecursionError, yaml.YAMLError) as e:
         message = f"the body of the request was in an unknown format: {e}"
         raise _refuse(400, "BadRequest", message) from None
+    if len(documents) != 1:
+        raise _refuse(400, "BadRequest", "the apply configuration must be one YAML document")
+    return documents[0]
 
 
 def _what(served: Served) -> str:
@@ -417,7 +422,7 @@ def patch(served: Served) -> Handler:
             body = await _read(request)
             try:
                 changed = patches.patched(original, body, kind)
-            except (ValueError, KeyError, IndexError, TypeError) as e:
+            except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
                 code = 422 if kind == patches.JSON_PATCH else 400
                 raise _refuse(code, "BadRequest", str(e)) from None
             return await _replace(request, served, changed, name=name)
@@ -626,7 +631,7 @@ def scale(served: Served) -> Handler:
             if request.method == "PATCH":
                 try:
                     body = patches.patched(_scale_of(stored), body, request.content_type)
-                except (ValueError, KeyError, IndexError, TypeError) as e:
+                except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
                     raise _refuse(400, "BadRequest", str(e)) from None
             replicas = ((body or {}).get("spec") or {}).get("replicas")
             if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
