@@ -327,6 +327,9 @@ def test_json_patch_errors_as_upstream() -> None:
         patches.json_patch({"a": 1}, [{"op": "test", "path": "/a", "value": 2}])
     with pytest.raises(ValueError, match="missing path"):
         patches.json_patch({}, [{"op": "replace", "path": "/a/b", "value": 2}])
+    doubling = [{"op": "copy", "from": "/a", "path": f"/a/{i}"} for i in range(64)]
+    with pytest.raises(ValueError, match="Unable to copy, would exceed limit"):
+        patches.json_patch({"a": {"x": "y" * 100}}, doubling)
 
 
 async def test_a_watch_list_ends_its_initial_events_with_a_bookmark(api: Served) -> None:

@@ -42,6 +42,10 @@ Service's spec."""
 PRIMITIVE_MERGE = {"finalizers"}
 """Lists of strings merged as sets (``patchStrategy:"merge"``)."""
 MAX_OPERATIONS = 10_000
+MAX_COPIED_BYTES = 3 * 1024 * 1024
+"""What a JSON patch's ``copy`` operations may copy in all (upstream's
+``AccumulatedCopySizeLimit``, the request size limit): doubling a document at each
+``copy`` would otherwise grow it without bound."""
 
 
 def json_patch(document: Any, patch: Any) -> Any:
@@ -51,30 +55,40 @@ def json_patch(document: Any, patch: Any) -> Any:
     if len(patch) > MAX_OPERATIONS:
         raise ValueError(f"the JSON patch has more than {MAX_OPERATIONS} operations")
     doc = copy.deepcopy(document)
+    copied = [0]
     for op in patch:
         if not isinstance(op, dict):
             raise ValueError("json patch operation must be an object")
-        kind = op.get("op")
-        path = _pointer(op.get("path"))
-        if kind == "add":
-            doc = _put(doc, path, copy.deepcopy(_value(op)), insert=True)
-        elif kind == "remove":
-            doc = _remove(doc, path)[0]
-        elif kind == "replace":
-            _get(doc, path)
-            doc = _put(doc, path, copy.deepcopy(_value(op)), insert=False)
-        elif kind in ("move", "copy"):
-            source = _pointer(op.get("from"))
-            value = copy.deepcopy(_get(doc, source))
-            if kind == "move":
-                doc = _remove(doc, source)[0]
-            doc = _put(doc, path, value, insert=True)
-        elif kind == "test":
-            if _get(doc, path) != _value(op):
-                raise ValueError(f"testing value {op.get('path')} failed: test failed")
-        else:
-            raise ValueError(f"Unexpected kind: {kind}")
+        doc = _operation(doc, op, copied)
     return doc
+
+
+def _operation(doc: Any, op: dict[str, Any], copied: list[int]) -> Any:
+    """``doc`` after one operation; ``copied`` counts the bytes ``copy`` copied."""
+    kind = op.get("op")
+    path = _pointer(op.get("path"))
+    if kind == "add":
+        return _put(doc, path, copy.deepcopy(_value(op)), insert=True)
+    if kind == "remove":
+        return _remove(doc, path)[0]
+    if kind == "replace":
+        _get(doc, path)
+        return _put(doc, path, copy.deepcopy(_value(op)), insert=False)
+    if kind in ("move", "copy"):
+        source = _pointer(op.get("from"))
+        value = copy.deepcopy(_get(doc, source))
+        if kind == "copy":
+            copied[0] += len(json.dumps(value))
+            if copied[0] > MAX_COPIED_BYTES:
+                raise ValueError(f"Unable to copy, would exceed limit: {MAX_COPIED_BYTES}")
+        else:
+            doc = _remove(doc, source)[0]
+        return _put(doc, path, value, insert=True)
+    if kind == "test":
+        if _get(doc, path) != _value(op):
+            raise ValueError(f"testing value {op.get('path')} failed: test failed")
+        return doc
+    raise ValueError(f"Unexpected kind: {kind}")
 
 
 def _value(op: dict[str, Any]) -> Any:
