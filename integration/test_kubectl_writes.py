@@ -77,6 +77,9 @@ def data_of(kubectl: Kubectl, name: str) -> dict[str, str]:
 def test_create_then_again_is_already_exists(kubectl: Kubectl, tmp_path: Path) -> None:
     name = unique("cr")
     path = manifest(tmp_path, "cm.json", configmap(name, a="1"))
+    dry = kubectl.ok("create", VALIDATE, "--dry-run=server", "-f", path).strip()
+    assert dry == f"configmap/{name} created (server dry run)"
+    assert kubectl("get", "cm", name).returncode == 1
     assert kubectl.ok("create", VALIDATE, "-f", path).strip() == f"configmap/{name} created"
     done = kubectl("create", VALIDATE, "-f", path)
     assert done.returncode == 1
