@@ -124,6 +124,18 @@ async def test_field_validation_strict_warn_ignore(api: Served) -> None:
     assert warnings == []
 
 
+async def test_an_invalid_pod_is_worded_as_the_api_server_words_it(api: Served) -> None:
+    bad = pod_body("bad")
+    del bad["spec"]["containers"][0]["image"]
+    bad["spec"]["containers"].append({"name": "app", "image": "busybox:1.35"})
+    code, body, _ = await call(api, "POST", PODS, bad)
+    assert code == 422
+    assert body["message"] == (
+        'Pod "bad" is invalid: [spec.containers[0].image: Required value, '
+        'spec.containers[1].name: Duplicate value: "app"]'
+    )
+
+
 async def test_a_secret_written_is_answered_without_its_values(api: Served) -> None:
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s1"}}
     secret["stringData"] = {"password": "hunter2"}

@@ -232,7 +232,10 @@ def _reworded(response: web.Response, served: Served, name: str) -> web.Response
         return response
     body = json.loads(response.text or "{}")
     causes = body.get("details", {}).get("causes") or []
-    parts = [f"{c.get('field')}: {c.get('message')}" for c in causes]
+    parts = [
+        f"{c.get('field')}: {c.get('reason')}" + (f": {c['message']}" if c.get("message") else "")
+        for c in causes
+    ]
     body["message"] = f'{served.kind} "{name}" is invalid: ' + (
         "[" + ", ".join(parts) + "]" if len(parts) > 1 else "".join(parts)
     )
