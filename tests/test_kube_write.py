@@ -225,6 +225,8 @@ async def test_server_side_apply_creates_and_records_its_manager(api: Served) ->
     )
     assert code == 200
     assert body["data"] == {"a": "2"}
+    code, body, _ = await call(api, "GET", path)
+    assert [m["manager"] for m in body["metadata"]["managedFields"]] == ["me"]
 
 
 async def test_delete_one_and_collection(api: Served) -> None:

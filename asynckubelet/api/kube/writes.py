@@ -310,12 +310,22 @@ def create(served: Served) -> Handler:
 
 
 async def _replace(
-    request: web.Request, served: Served, body: Any, *, name: str, created_ok: bool = False
+    request: web.Request,
+    served: Served,
+    body: Any,
+    *,
+    name: str,
+    created_ok: bool = False,
+    managed: list[dict[str, Any]] | None = None,
 ) -> web.Response:
+    """``body`` stored over the object ``name`` (created with ``created_ok``), with the
+    ``managed`` fields entries, if any."""
     node = request.app[NODE_KEY]
     dry = _dry_run(request)
     ns = _namespace(request, served)
     body, warned = _checked(body, served, request, ns=ns, name=name)
+    if managed:
+        body["metadata"]["managedFields"] = managed
     old = current(node, request.app, served, ns, name)
     if old is None and not created_ok:
         return not_found(_what(served), name)
@@ -436,7 +446,8 @@ def patch(served: Served) -> Handler:
 
 
 async def _server_side_apply(request: web.Request, served: Served, *, name: str) -> web.Response:
-    """The applied configuration stored whole, with one ``managedFields`` entry."""
+    """The applied configuration stored whole, with one ``managedFields`` entry (its
+    manager's, naming no fields: there is no field ownership)."""
     manager = request.query.get("fieldManager", "")
     if not manager:
         raise _refuse(
@@ -446,21 +457,15 @@ async def _server_side_apply(request: web.Request, served: Served, *, name: str)
             "required for apply patch",
         )
     body = await _read(request, yaml_ok=True)
-    response = await _replace(request, served, body, name=name, created_ok=True)
-    if response.status in (200, 201):
-        answered = json.loads(response.text or "{}")
-        answered.setdefault("metadata", {})["managedFields"] = [
-            {
-                "manager": manager,
-                "operation": "Apply",
-                "apiVersion": kind_table.KINDS[served.kind].api_version,
-                "time": times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {},
-            }
-        ]
-        return _json(answered, response.status)
-    return response
+    entry = {
+        "manager": manager,
+        "operation": "Apply",
+        "apiVersion": kind_table.KINDS[served.kind].api_version,
+        "time": times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {},
+    }
+    return await _replace(request, served, body, name=name, created_ok=True, managed=[entry])
 
 
 # -- delete ---------------------------------------------------------------------------------
