@@ -146,6 +146,11 @@ async def test_a_secret_written_is_answered_without_its_values(api: Served) -> N
     stored = api.node.objects.get("Secret", "default", "s1")
     assert stored is not None
     assert stored.secret_data() == {"password": b"hunter2"}
+    path = "/api/v1/namespaces/default/secrets/s1?dryRun=All"
+    code, body, _ = await call(api, "DELETE", path)
+    assert code == 200
+    assert "data" not in body
+    assert api.node.objects.get("Secret", "default", "s1") is not None
 
 
 async def test_update_and_stale_resource_version(api: Served) -> None:

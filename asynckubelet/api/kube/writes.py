@@ -511,7 +511,7 @@ async def _delete(
     if found is None:
         return None
     if _dry_run(request):
-        return found
+        return _answer(request, served, found, dry_run=True)
     if policy == "Orphan" and served.kind != "Pod":
         node.objects.remove(served.kind, ns or None, name)
     else:
@@ -526,7 +526,10 @@ async def _delete(
         if after is not None:
             meta = after.setdefault("metadata", {})
             meta.setdefault("deletionTimestamp", times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ"))
-            meta.setdefault("deletionGracePeriodSeconds", int(grace) if grace is not None else 30)
+            spec_grace = (after.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+            meta.setdefault(
+                "deletionGracePeriodSeconds", int(grace) if grace is not None else spec_grace
+            )
             return after
     return {
         "kind": "Status",
