@@ -4,6 +4,7 @@ the kubeconfig's client certificate is served, discovery in both forms, the API 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import socket
@@ -79,6 +80,13 @@ class Served:
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[Served]:
+    async with served_node(tmp_path) as found:
+        yield found
+
+
+@contextlib.asynccontextmanager
+async def served_node(tmp_path: Path) -> AsyncIterator[Served]:
+    """A node over a fake engine serving its Kubernetes API on a free loopback port."""
     state = tmp_path / "state"
     config = KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600)
     node = Kubelet(config, docker=FakeDocker(images=IMAGES))
@@ -186,7 +194,16 @@ async def test_kubectls_discovery_request_gets_the_aggregated_form(served: Serve
     _, _, core = await served.request("/api", accept=KUBECTL_DISCOVERY)
     [group] = core["items"]
     pods = next(r for r in group["versions"][0]["resources"] if r["resource"] == "pods")
-    assert pods["verbs"] == ["get", "list", "watch"]
+    assert pods["verbs"] == [
+        "get",
+        "list",
+        "watch",
+        "create",
+        "delete",
+        "deletecollection",
+        "patch",
+        "update",
+    ]
     assert pods["shortNames"] == ["po"]
     assert pods["subresources"][0]["subresource"] == "log"
 
@@ -198,7 +215,14 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
     _, _, groups = await served.request("/apis")
     assert [g["name"] for g in groups["groups"]] == ["apps", "batch"]
     _, _, apps = await served.request("/apis/apps/v1")
-    assert {r["name"] for r in apps["resources"]} == {"deployments", "replicasets", "statefulsets"}
+    assert {r["name"] for r in apps["resources"]} == {
+        "deployments",
+        "deployments/scale",
+        "replicasets",
+        "replicasets/scale",
+        "statefulsets",
+        "statefulsets/scale",
+    }
     code, _, _ = await served.request("/apis/networking.k8s.io/v1")
     assert code == 404
 
@@ -216,9 +240,18 @@ async def test_a_missing_deployment_is_named_with_its_group(served: Served) -> N
     assert body["message"] == 'deployments.apps "nope" not found'
 
 
-@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
-async def test_writes_are_not_allowed_yet(served: Served, method: str) -> None:
-    path = "/api/v1/namespaces/default/pods" + ("" if method == "POST" else "/web")
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/api/v1/nodes"),
+        ("PUT", "/api/v1/nodes/n1"),
+        ("PATCH", "/api/v1/namespaces/default/events/e"),
+        ("DELETE", "/api/v1/namespaces/default/endpoints/web"),
+    ],
+)
+async def test_writes_of_what_the_node_makes_are_not_allowed(
+    served: Served, method: str, path: str
+) -> None:
     code, _, body = await served.request(path, method=method)
     assert code == 405
     assert body["reason"] == "MethodNotAllowed"

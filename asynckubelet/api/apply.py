@@ -159,11 +159,34 @@ async def apply(request: web.Request) -> web.Response:
     if isinstance(selector, web.Response):
         return selector
     texts = [(str(f.get("source") or "<text>"), str(f["manifest"])) for f in files]
+    outcome = await admit_and_apply(request.app, texts)
+    if isinstance(outcome, web.Response):
+        return outcome
+    verdicts, warnings = outcome
+    pruned = await _prune(node, verdicts, selector) if selector is not None else []
+    return web.json_response(
+        {
+            "kind": "ApplyResult",
+            "apiVersion": f"{API_GROUP}/v1",
+            "items": [_verdict(node, a) for a in verdicts],
+            "pruned": pruned,
+            "warnings": [_cause(w) for w in warnings],
+        }
+    )
+
+
+async def admit_and_apply(
+    app: web.Application, texts: list[tuple[str, str]], *, dry_run: bool = False
+) -> tuple[list[Applied], tuple[FieldError, ...]] | web.Response:
+    """Admit the ``(source, text)`` files and store what they hold (not with
+    ``dry_run``): each object's verdict in input order and the warnings, or the API
+    server's answer refusing them all. Every write of every API comes through here."""
+    node = app[NODE_KEY]
     namespaces = node.objects.namespaces()
     manifests, problems, warnings, policy = await anyio.to_thread.run_sync(
         lambda: admit(texts, node=node, namespaces=namespaces)
     )
-    services = request.app[SERVICES_KEY]
+    services = app[SERVICES_KEY]
     if not problems and services is not None:
         manifests, refused = await services.admit(manifests)
         problems = (*problems, *refused)
@@ -179,9 +202,12 @@ async def apply(request: web.Request) -> web.Response:
     if problems:
         return _rejected(problems)
     verdicts = in_input_order(node.objects.verdicts(manifests), manifests.order)
-    forbidden = _in_terminating_namespace(request.app, node, verdicts)
+    forbidden = _in_terminating_namespace(app, node, verdicts)
     if forbidden is not None:
         return forbidden
+    if dry_run:
+        update = node.objects.update_errors(manifests)
+        return _rejected(update) if update else (verdicts, warnings)
     if verdicts:
         try:
             await node.apply(manifests)
@@ -190,16 +216,7 @@ async def apply(request: web.Request) -> web.Response:
     for applied in verdicts:
         if applied.verdict != "unchanged":
             logger.info("{} {}", applied, "from " + ", ".join(s for s, _ in texts))
-    pruned = await _prune(node, verdicts, selector) if selector is not None else []
-    return web.json_response(
-        {
-            "kind": "ApplyResult",
-            "apiVersion": f"{API_GROUP}/v1",
-            "items": [_verdict(node, a) for a in verdicts],
-            "pruned": pruned,
-            "warnings": [_cause(w) for w in warnings],
-        }
-    )
+    return verdicts, warnings
 
 
 def in_input_order(
@@ -384,7 +401,7 @@ async def delete(request: web.Request) -> web.Response:
             return status(400, "BadRequest", f'the server doesn\'t have a resource type "{kind}"')
         result = {"kind": kind, "namespace": namespace, "name": name, "status": "notfound"}
         results.append(result)
-        waiting += await _delete_one(request.app, node, result, grace=grace)
+        waiting += await delete_one(request.app, node, result, grace=grace)
     if not wait:
         return web.json_response({"kind": "DeleteResult", "items": results})
     with anyio.move_on_after(timeout):
@@ -398,7 +415,7 @@ async def delete(request: web.Request) -> web.Response:
     return web.json_response({"kind": "DeleteResult", "items": results})
 
 
-async def _delete_one(
+async def delete_one(
     app: web.Application, node: Kubelet, result: dict[str, str], *, grace: float | None
 ) -> list[dict[str, str]]:
     """Delete the object ``result`` names and set its status; the pods to wait for."""

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from asynckubelet._version import __version__
+from asynckubelet.manifests import kinds as kind_table
 
 KUBERNETES_VERSION = (1, 33, 0)
 """The Kubernetes release whose API the node speaks (its probes' ``kube-probe/1.33``)."""
@@ -48,7 +49,7 @@ class Served:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
-SERVED = (
+SERVED: tuple[Served, ...] = (
     Served("configmaps", "configmap", "ConfigMap", short_names=("cm",)),
     Served("endpoints", "endpoints", "Endpoints", short_names=("ep",)),
     Served("events", "event", "Event", short_names=("ev",)),
@@ -88,6 +89,23 @@ SERVED = (
     Served("jobs", "job", "Job", "batch", categories=("all",)),
 )
 """Every resource served, the core group's first."""
+WRITE = ("create", "delete", "deletecollection", "patch", "update")
+WRITTEN = frozenset(kind_table.KINDS)
+"""The kinds written through the node's admission (:mod:`~asynckubelet.api.kube.writes`)."""
+SCALED = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
+SERVED = tuple(
+    replace(
+        s,
+        verbs=(*s.verbs, *WRITE),
+        subresources=(
+            *s.subresources,
+            *((("scale", "Scale", ("get", "patch", "update")),) if s.kind in SCALED else ()),
+        ),
+    )
+    if s.kind in WRITTEN
+    else s
+    for s in SERVED
+)
 GROUPS = ("apps", "batch")
 """The named groups, in the API server's order."""
 

@@ -167,9 +167,12 @@ async def watch_pods(
             return
         await send(change.type, _table(node.node_name, [pod], change.version) if as_table else body)
 
+    listing = request.query.get("sendInitialEvents") == "true"
     with contextlib.ExitStack() as stack:
         try:
-            watch = stack.enter_context(history.watch(request.query.get("resourceVersion", "")))
+            since = "" if listing else request.query.get("resourceVersion", "")
+            watch = stack.enter_context(history.watch(since))
+            at = str(history.version)
         except ValueError as e:
             return status(400, "BadRequest", f'invalid resource version "{e}"')
         except Expired as e:
@@ -182,6 +185,8 @@ async def watch_pods(
             with anyio.move_on_after(seconds):
                 for change in watch.initial:
                     await emit(change)
+                if listing:
+                    await send("BOOKMARK", _initial_events_end(at))
                 async for change in watch.changes:
                     await emit(change)
                 if watch.fell_behind:
@@ -191,6 +196,17 @@ async def watch_pods(
             return response
     await response.write_eof()
     return response
+
+
+def _initial_events_end(version: str) -> dict[str, Any]:
+    """The ``BOOKMARK`` that ends a watch-list's initial ``ADDED`` events (kubectl 1.34+
+    watches so, ``sendInitialEvents=true``, to wait for a delete)."""
+    annotations = {"k8s.io/initial-events-end": "true"}
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": version, "annotations": annotations},
+    }
 
 
 # -- this node --------------------------------------------------------------------------------

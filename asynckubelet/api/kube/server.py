@@ -6,15 +6,16 @@ kubeconfig is all a client needs: discovery (:mod:`~asynckubelet.api.kube.discov
 handlers (:mod:`asynckubelet.api.localapi`, :mod:`asynckubelet.api.objects`): one set of
 objects, tables and error words whichever way a client comes. Pods and this Node have
 handlers of their own here (:mod:`~asynckubelet.api.kube.pods`) for resourceVersions and
-watches. A verb not served yet (create, update, patch, delete) is the API server's ``405
-MethodNotAllowed``; a path it does not know, its ``404``.
+watches; writes go through the node's one admission (:mod:`~asynckubelet.api.kube.writes`).
+A verb not served is the API server's ``405 MethodNotAllowed``; a path it does not know,
+its ``404``.
 
 Authentication is the client certificate of the node's kubeconfig and nothing else
 (:mod:`~asynckubelet.api.kube.pki`): TLS verifies a certificate against the node's CA
 (one from another CA fails the handshake, as with the API server), and the handler
 takes only the one certificate the kubeconfig holds; a request without it is ``401
 Unauthorized``, worded as the API server words it. Requests are bounded as every server
-of the node is (:mod:`asynckubelet.httpbounds`); no handler reads a body.
+of the node is (:mod:`asynckubelet.httpbounds`); a write's body is read bounded.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from asynckubelet.api.answers import (
     wants_table,
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
-from asynckubelet.api.kube import discovery, kubeconfigs, pki, streams
+from asynckubelet.api.kube import discovery, kubeconfigs, pki, streams, writes
 from asynckubelet.api.kube.history import PodHistory
 from asynckubelet.api.kube.nodes import ThisNode, this_node
 from asynckubelet.api.kube.pods import (
@@ -284,6 +285,7 @@ def create_app(
             r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}/{{name}}", one)
         else:
             r.add_get(f"{base}/{served.name}/{{name}}", one)
+        writes.add_routes(r, served, base)
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", localapi.pod_log)
     streams.add_routes(r)
     return app
