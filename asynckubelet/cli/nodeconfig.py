@@ -6,12 +6,13 @@ its node runs (:func:`serve_until`)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 if TYPE_CHECKING:
     from asynckubelet.cli.options import NodeOptions
+    from asynckubelet.node.config import KubeletConfig
     from asynckubelet.nodeapp import Node
     from asynckubelet.nodeapp.config import NetworkConfig
 
@@ -32,6 +33,30 @@ def network_config(node: NodeOptions) -> NetworkConfig:
     )
 
 
+def kubelet_config(node: NodeOptions, **mode: Any) -> KubeletConfig:
+    """The kubelet of the node options (engine, pause image, Pod Security, DNS, the node's
+    resources and labels, log rotation, parallel starts), with what the command's way of
+    running sets in ``mode`` (``serve``'s state dir, ``run``'s owner mark...)."""
+    from asynckubelet.node.config import KubeletConfig
+
+    runtime = node.runtime_config()
+    return KubeletConfig(
+        node_name=runtime.node_name,
+        pause_image=runtime.pause_image,
+        docker_url=runtime.docker_url,
+        dns=runtime.dns,
+        seccomp_default=runtime.seccomp_default,
+        max_parallel_starts=runtime.max_parallel_starts,
+        container_log_max_size=runtime.container_log_max_size,
+        container_log_max_files=runtime.container_log_max_files,
+        pod_security=node.level,
+        allow_namespace_policy=node.allow_namespace_policy,
+        service_account_issuer=node.service_account_issuer,
+        node=node.node_info(),
+        **mode,
+    )
+
+
 async def serve_until(node: Node, stop: Callable[[], Awaitable[object]]) -> None:
     """The daemon's node until ``stop`` returns, its memory given back to the system after
     each busy spell."""
@@ -48,4 +73,4 @@ async def serve_until(node: Node, stop: Callable[[], Awaitable[object]]) -> None
         tg.cancel_scope.cancel()
 
 
-__all__ = ["network_config", "serve_until"]
+__all__ = ["kubelet_config", "network_config", "serve_until"]

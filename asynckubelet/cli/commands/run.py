@@ -167,22 +167,10 @@ def _kubelet_config(node: NodeOptions, *, owner: str) -> KubeletConfig:
     workers ending once their pods are terminal, its network started with the first pod,
     no metrics, events only logged, no housekeeping (nothing else carries its owner mark),
     every grace period waited for in full (a second signal kills)."""
-    from asynckubelet.node.kubelet import KubeletConfig
+    from asynckubelet.cli.nodeconfig import kubelet_config
 
-    runtime = node.runtime_config()
-    return KubeletConfig(
-        node_name=runtime.node_name,
-        pause_image=runtime.pause_image,
-        docker_url=runtime.docker_url,
-        dns=runtime.dns,
-        seccomp_default=runtime.seccomp_default,
-        max_parallel_starts=runtime.max_parallel_starts,
-        container_log_max_size=runtime.container_log_max_size,
-        container_log_max_files=runtime.container_log_max_files,
-        pod_security=node.level,
-        allow_namespace_policy=node.allow_namespace_policy,
-        service_account_issuer=node.service_account_issuer,
-        node=node.node_info(),
+    return kubelet_config(
+        node,
         owner=owner,
         exit_when_terminal=True,
         start_network_with_pods=True,

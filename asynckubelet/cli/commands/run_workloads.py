@@ -47,31 +47,17 @@ async def run_with_controllers(
     grace_period: float | None,
 ) -> int:
     """Run ``manifests`` on an in-process node with controllers; the exit code."""
-    from asynckubelet.cli.nodeconfig import network_config
+    from asynckubelet.cli.nodeconfig import kubelet_config, network_config
     from asynckubelet.cli.provision import announce
-    from asynckubelet.node.kubelet import KubeletConfig
     from asynckubelet.nodeapp import Node, NodeConfig
 
     owner = f"run-{secrets.token_hex(4)}"
-    runtime = node.runtime_config()
-    kubelet_config = KubeletConfig(
-        node_name=runtime.node_name,
-        pause_image=node.pause_image,
-        docker_url=node.docker_host,
-        pod_security=node.level,
-        allow_namespace_policy=node.allow_namespace_policy,
-        seccomp_default=node.seccomp_default,
-        dns=node.dns(),
-        service_account_issuer=node.service_account_issuer,
-        node=node.node_info(),
-        owner=owner,
-        housekeeping_period=3600.0,
-        shutdown_timeout=grace_period,
-        max_parallel_starts=runtime.max_parallel_starts,
-        container_log_max_size=runtime.container_log_max_size,
-        container_log_max_files=runtime.container_log_max_files,
+    config = NodeConfig(
+        kubelet=kubelet_config(
+            node, owner=owner, housekeeping_period=3600.0, shutdown_timeout=grace_period
+        ),
+        network=network_config(node),
     )
-    config = NodeConfig(kubelet=kubelet_config, network=network_config(node))
     code = 0
     signals: list[int] = []
     async with Node(config, announce=announce) as running:

@@ -90,16 +90,14 @@ def serve(
     With --kubeconfig the node also joins that cluster: it registers its Node, runs the
     pods bound to it and serves the kubelet API (kubectl logs, exec, port-forward).
     """
-    import socket
 
     from asynckubelet.api.server import check_listen, parse_listen
-    from asynckubelet.cli.nodeconfig import network_config
+    from asynckubelet.cli.nodeconfig import kubelet_config, network_config
     from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.cluster.host import default_node_ip
     from asynckubelet.node import daemon
     from asynckubelet.node.access import StateDir
     from asynckubelet.node.daemon import default_state_dir
-    from asynckubelet.node.kubelet import KubeletConfig
     from asynckubelet.nodeapp.config import HTTPEndpoint, ServicesConfig
     from asynckubelet.workloads.services import ServiceRanges
 
@@ -120,23 +118,12 @@ def serve(
         check_listen(host, allow_remote=allow_remote)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    kubelet = KubeletConfig(
-        node_name=node.node_name or socket.gethostname(),
+    kubelet = kubelet_config(
+        node,
         state_dir=state,
         manifest_dir=manifests or StateDir(state).manifests,
-        pause_image=node.pause_image,
-        docker_url=node.docker_host,
-        pod_security=node.level,
-        allow_namespace_policy=node.allow_namespace_policy,
-        seccomp_default=node.seccomp_default,
         leave_running=not stop_pods,
-        dns=node.dns(),
-        service_account_issuer=node.service_account_issuer,
-        node=node.node_info(),
         host_ips=(default_node_ip(),),
-        max_parallel_starts=node.runtime_config().max_parallel_starts,
-        container_log_max_size=node.container_log_max_size,
-        container_log_max_files=node.container_log_max_files,
     )
     http = HTTPEndpoint(host=host, port=port, allow_remote=allow_remote)
     try:
