@@ -46,8 +46,8 @@ from asynckubelet.api.answers import (
     wants_table,
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
-from asynckubelet.api.kube import discovery, kubeconfigs, pki
-from asynckubelet.api.kube.history import PodHistory
+from asynckubelet.api.kube import discovery, kubeconfigs, lists, pki, watchcache
+from asynckubelet.api.kube.history import PodHistory, Versions
 from asynckubelet.api.kube.nodes import ThisNode, this_node
 from asynckubelet.api.kube.pods import (
     HISTORY_KEY,
@@ -59,6 +59,7 @@ from asynckubelet.api.kube.pods import (
     list_pods,
     not_allowed,
 )
+from asynckubelet.api.kube.watches import OBJECTS_KEY
 from asynckubelet.api.rows import event_table
 from asynckubelet.kubectl import times
 from asynckubelet.kubectl.objects import event_seen
@@ -259,11 +260,16 @@ def create_app(
     app[CLIENT_KEY] = client_fingerprint
     app[ADDRESS_KEY] = server_address
     app[THIS_NODE_KEY] = this
-    history = PodHistory(node.status)
+    versions = Versions(node.status.version)
+    history = PodHistory(node.status, versions=versions)
     app[HISTORY_KEY] = history
+    app[OBJECTS_KEY] = watched = watchcache.ObjectHistory(versions)
+    watched.follow_store(node.objects)
+    watched.follow_events(node.recorder)
 
     async def close_history(app: web.Application) -> None:
         history.close()
+        watched.close()
 
     app.on_cleanup.append(close_history)
     r = app.router
@@ -278,6 +284,7 @@ def create_app(
     for served in discovery.SERVED:
         base = f"/apis/{served.group_version}" if served.group else "/api/v1"
         listing, one = _handlers(served)
+        listing = lists.listed(served, listing)
         r.add_get(f"{base}/{served.name}", listing)
         if served.namespaced:
             r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}", listing)

@@ -1,0 +1,237 @@
+"""The API machinery of every kind: one resourceVersion sequence across kinds, watches of
+the stored kinds with selectors and bookmarks, 410 for versions older than the window,
+lists in chunks with ``limit``/``continue``, and ``resourceVersionMatch``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+import test_kube_api as kube_api
+from lightkube.models.core_v1 import PodStatus
+from test_kube_api import Served, pod, watch_lines
+
+from asynckubelet.api.kube import history, paging, watches
+from asynckubelet.api.kube.history import PodHistory, Versions
+from asynckubelet.api.kube.watchcache import ObjectHistory
+from asynckubelet.node.objects import ObjectStore
+from asynckubelet.node.status_manager import StatusManager
+
+served = kube_api.served
+
+
+def configmap(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "data": {"k": name},
+    }
+
+
+def test_pods_and_stored_objects_take_their_versions_from_one_sequence() -> None:
+    status, store = StatusManager(), ObjectStore()
+    versions = Versions(status.version)
+    pods = PodHistory(status, versions=versions)
+    objects = ObjectHistory(versions)
+    objects.follow_store(store)
+    status.set(pod("web"), PodStatus(phase="Pending"))
+    store.put_object(configmap("settings"), source="test")
+    status.set(pod("web"), PodStatus(phase="Running"))
+    assert objects.version_of("ConfigMap", ("default", "settings")) == 3
+    [web] = status.list()
+    assert pods.version_of(web.uid) == pods.version == versions.value == 4
+    with objects.watch("ConfigMap", "2") as watch:
+        assert [(c.type, c.key, c.version) for c in watch.initial] == [
+            ("ADDED", ("default", "settings"), 3)
+        ]
+
+
+def test_an_object_changed_to_the_same_body_is_no_new_version() -> None:
+    store = ObjectStore()
+    objects = ObjectHistory(Versions())
+    objects.follow_store(store)
+    store.put_object(configmap("settings"), source="test")
+    before = objects.versions.value
+    objects.record("ConfigMap", ("default", "settings"), store.list("ConfigMap")[0].body)
+    assert objects.versions.value == before
+
+
+def test_a_stored_kinds_version_older_than_its_window_is_expired() -> None:
+    store = ObjectStore()
+    objects = ObjectHistory(Versions(), window=2)
+    objects.follow_store(store)
+    for round_ in range(4):
+        store.put_object({**configmap("c"), "data": {"k": str(round_)}}, source="test")
+    too_old = pytest.raises(history.Expired, match=r"too old resource version: 2 \(4\)")
+    with too_old, objects.watch("ConfigMap", "2"):
+        pass
+    with objects.watch("ConfigMap", "3") as watch:
+        assert [c.version for c in watch.initial] == [4, 5]
+
+
+@pytest.mark.parametrize(
+    ("change", "was", "now", "sent"),
+    [
+        ("ADDED", False, True, "ADDED"),
+        ("ADDED", False, False, None),
+        ("MODIFIED", True, True, "MODIFIED"),
+        ("MODIFIED", True, False, "DELETED"),
+        ("MODIFIED", False, True, "ADDED"),
+        ("MODIFIED", False, False, None),
+        ("DELETED", True, False, "DELETED"),
+        ("DELETED", False, False, None),
+    ],
+)
+def test_a_selective_watch_is_sent_what_upstreams_watch_cache_sends(
+    change: str, was: bool, now: bool, sent: str | None
+) -> None:
+    assert watches.event_type(change, was=was, now=now) == sent
+
+
+@pytest.mark.anyio
+async def test_a_configmap_watch_from_a_lists_version_sees_a_later_change(
+    served: Served,
+) -> None:
+    served.node.objects.put_object(configmap("old"), source="api")
+    _, _, listed = await served.request("/api/v1/namespaces/default/configmaps")
+    version = listed["metadata"]["resourceVersion"]
+    [item] = listed["items"]
+    assert int(item["metadata"]["resourceVersion"]) <= int(version)
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            got: list[dict[str, Any]] = []
+
+            async def watch() -> None:
+                path = f"/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={version}"
+                got.extend(await watch_lines(served, path, 1))
+
+            tg.start_soon(watch)
+            await anyio.sleep(0.2)
+            served.node.objects.put_object(configmap("new"), source="api")
+    [event] = got
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "new")
+    assert int(event["object"]["metadata"]["resourceVersion"]) > int(version)
+
+
+@pytest.mark.anyio
+async def test_an_object_leaving_the_label_selector_is_a_deleted_event(served: Served) -> None:
+    served.node.objects.put_object(configmap("c", tier="web"), source="api")
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            got: list[dict[str, Any]] = []
+
+            async def watch() -> None:
+                path = "/api/v1/configmaps?watch=1&labelSelector=tier%3Dweb"
+                got.extend(await watch_lines(served, path, 2))
+
+            tg.start_soon(watch)
+            await anyio.sleep(0.2)
+            served.node.objects.put_object(configmap("c", tier="db"), source="api")
+    assert [(e["type"], e["object"]["metadata"]["labels"]["tier"]) for e in got] == [
+        ("ADDED", "web"),
+        ("DELETED", "db"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_secrets_watch_carries_no_values(served: Served) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "default"},
+        "data": {"password": "c2VjcmV0"},
+    }
+    served.node.objects.put_object(body, source="api")
+    with anyio.fail_after(20):
+        [event] = await watch_lines(served, "/api/v1/secrets?watch=1", 1)
+    assert event["type"] == "ADDED"
+    assert "data" not in event["object"]
+
+
+@pytest.mark.anyio
+async def test_a_quiet_watch_that_allows_bookmarks_gets_one(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watches, "BOOKMARK_SECONDS", 0.05)
+    _, _, listed = await served.request("/apis/apps/v1/deployments")
+    version = listed["metadata"]["resourceVersion"]
+    path = f"/apis/apps/v1/deployments?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
+    with anyio.fail_after(20):
+        [event] = await watch_lines(served, path, 1)
+    assert event["type"] == "BOOKMARK"
+    assert event["object"]["kind"] == "Deployment"
+    assert event["object"]["apiVersion"] == "apps/v1"
+    assert int(event["object"]["metadata"]["resourceVersion"]) >= int(version)
+
+
+@pytest.mark.anyio
+async def test_the_node_is_watched_with_one_added_event(served: Served) -> None:
+    with anyio.fail_after(20):
+        [event] = await watch_lines(served, "/api/v1/nodes?watch=1", 1)
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "n1")
+
+
+@pytest.mark.anyio
+async def test_a_list_comes_in_chunks_following_its_continue_token(served: Served) -> None:
+    await served.node.apply([pod("a"), pod("b"), pod("c")])
+    names: list[str] = []
+    remaining: list[int] = []
+    token = ""
+    for _ in range(5):
+        path = "/api/v1/namespaces/default/pods?limit=1" + (f"&continue={token}" if token else "")
+        code, _, page = await served.request(path)
+        assert code == 200
+        names.extend(i["metadata"]["name"] for i in page["items"])
+        token = page["metadata"].get("continue", "")
+        remaining.append(page["metadata"].get("remainingItemCount", 0))
+        if not token:
+            break
+    assert names == ["a", "b", "c"]
+    assert remaining == [2, 1, 0]
+
+
+@pytest.mark.anyio
+async def test_a_continue_token_older_than_the_window_is_expired(served: Served) -> None:
+    await served.node.apply([pod("a"), pod("b")])
+    _, _, first = await served.request("/api/v1/namespaces/default/pods?limit=1")
+    ghost = pod("ghost")
+    assert ghost.metadata is not None
+    ghost.metadata.uid = "uid-ghost"
+    for round_ in range(history.WINDOW + 2):
+        served.node.status.set(ghost, PodStatus(phase="Pending", message=str(round_)))
+    token = first["metadata"]["continue"]
+    code, _, body = await served.request(f"/api/v1/namespaces/default/pods?continue={token}")
+    assert (code, body["reason"], body["message"]) == (410, "Expired", paging.TOO_OLD_CONTINUE)
+
+
+@pytest.mark.anyio
+async def test_a_continue_token_that_does_not_decode_is_a_bad_request(served: Served) -> None:
+    code, _, body = await served.request("/api/v1/configmaps?continue=bm90LWpzb24")
+    assert (code, body["reason"]) == (400, "BadRequest")
+    assert body["message"].startswith("continue key is not valid: ")
+
+
+@pytest.mark.anyio
+async def test_a_resource_version_match_without_a_version_is_refused(served: Served) -> None:
+    code, _, body = await served.request("/api/v1/pods?resourceVersionMatch=NotOlderThan")
+    assert (code, body["reason"]) == (400, "BadRequest")
+    assert "resourceVersionMatch is forbidden unless resourceVersion is provided" in body["message"]
+
+
+@pytest.mark.anyio
+async def test_an_exact_match_of_an_old_version_is_expired(served: Served) -> None:
+    served.node.objects.put_object(configmap("a"), source="api")
+    _, _, listed = await served.request("/api/v1/configmaps")
+    current = int(listed["metadata"]["resourceVersion"])
+    code, _, exact = await served.request(
+        f"/api/v1/configmaps?resourceVersion={current}&resourceVersionMatch=Exact"
+    )
+    assert code == 200
+    assert exact["metadata"]["resourceVersion"] == str(current)
+    served.node.objects.put_object(configmap("b"), source="api")
+    code, _, old = await served.request(
+        f"/api/v1/configmaps?resourceVersion={current}&resourceVersionMatch=Exact"
+    )
+    assert (code, old["reason"]) == (410, "Expired")
