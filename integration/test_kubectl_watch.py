@@ -157,3 +157,13 @@ def test_lightkube_watches_configmaps(node: Daemon, tmp_path: Path) -> None:
         node.cli("delete", "configmap", name)
     assert seen[-1] == ("ADDED", name)
     assert all(kind == "ADDED" for kind, _ in seen)
+
+
+def test_kubectl_explain_reads_the_nodes_openapi(kubectl: Kubectl) -> None:
+    out = kubectl.ok("explain", "pod.spec.containers.image")
+    assert out.split()[:4] == ["KIND:", "Pod", "VERSION:", "v1"]
+    assert "FIELD: image <string>" in out
+    assert "Container image name." in out
+    strategy = kubectl.ok("explain", "deployment.spec.strategy")
+    assert "GROUP:      apps" in strategy
+    assert "rollingUpdate\t<RollingUpdateDeployment>" in strategy

@@ -4,6 +4,7 @@ lists in chunks with ``limit``/``continue``, and ``resourceVersionMatch``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -12,7 +13,7 @@ import test_kube_api as kube_api
 from lightkube.models.core_v1 import PodStatus
 from test_kube_api import Served, pod, watch_lines
 
-from asynckubelet.api.kube import history, paging, watches
+from asynckubelet.api.kube import history, openapi, paging, watches
 from asynckubelet.api.kube.history import PodHistory, Versions
 from asynckubelet.api.kube.watchcache import ObjectHistory
 from asynckubelet.node.objects import ObjectStore
@@ -235,3 +236,46 @@ async def test_an_exact_match_of_an_old_version_is_expired(served: Served) -> No
         f"/api/v1/configmaps?resourceVersion={current}&resourceVersionMatch=Exact"
     )
     assert (code, old["reason"]) == (410, "Expired")
+
+
+def test_the_openapi_v3_documents_name_each_kind_with_its_group_version_kind() -> None:
+    index = json.loads(openapi.index())
+    assert set(index["paths"]) == {"api/v1", "apis/apps/v1", "apis/batch/v1"}
+    assert index["paths"]["api/v1"]["serverRelativeURL"].startswith("/openapi/v3/api/v1?hash=")
+    schemas = json.loads(openapi.document("api/v1") or b"")["components"]["schemas"]
+    pod_schema = schemas["io.k8s.api.core.v1.Pod"]
+    assert pod_schema["x-kubernetes-group-version-kind"] == [
+        {"group": "", "kind": "Pod", "version": "v1"}
+    ]
+    image = schemas["io.k8s.api.core.v1.Container"]["properties"]["image"]
+    assert image["type"] == "string"
+    assert image["description"].startswith("Container image name.")
+    assert openapi.document("apis/nope/v1") is None
+
+
+def test_the_openapi_schema_carries_upstreams_strategic_merge_keys() -> None:
+    v2 = json.loads(openapi.swagger())["definitions"]
+    containers = v2["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
+    assert containers["x-kubernetes-patch-merge-key"] == "name"
+    assert containers["x-kubernetes-patch-strategy"] == "merge"
+    v3 = json.loads(openapi.document("api/v1") or b"")["components"]["schemas"]
+    ports = v3["io.k8s.api.core.v1.ServiceSpec"]["properties"]["ports"]
+    assert ports["x-kubernetes-list-map-keys"] == ["port", "protocol"]
+    assert v3["io.k8s.api.core.v1.ServicePort"]["properties"]["targetPort"] == {
+        "x-kubernetes-int-or-string": True,
+        "description": v3["io.k8s.api.core.v1.ServicePort"]["properties"]["targetPort"][
+            "description"
+        ],
+    }
+
+
+@pytest.mark.anyio
+async def test_the_openapi_documents_are_served_as_json(served: Served) -> None:
+    code, kind, index = await served.request("/openapi/v3")
+    assert (code, kind) == (200, "application/json")
+    url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    code, _, apps = await served.request(url)
+    assert code == 200
+    assert "io.k8s.api.apps.v1.Deployment" in apps["components"]["schemas"]
+    code, _, swagger = await served.request("/openapi/v2")
+    assert (code, swagger["swagger"]) == (200, "2.0")

@@ -46,7 +46,7 @@ from asynckubelet.api.answers import (
     wants_table,
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
-from asynckubelet.api.kube import discovery, kubeconfigs, lists, pki, watchcache
+from asynckubelet.api.kube import discovery, kubeconfigs, lists, openapi, pki, watchcache
 from asynckubelet.api.kube.history import PodHistory, Versions
 from asynckubelet.api.kube.nodes import ThisNode, this_node
 from asynckubelet.api.kube.pods import (
@@ -281,6 +281,7 @@ def create_app(
     r.add_get("/apis", groups_root)
     r.add_get("/apis/{group}", group)
     r.add_get("/apis/{group}/{version}", group_version)
+    openapi.add_routes(r)
     for served in discovery.SERVED:
         base = f"/apis/{served.group_version}" if served.group else "/api/v1"
         listing, one = _handlers(served)
