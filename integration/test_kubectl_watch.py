@@ -167,3 +167,18 @@ def test_kubectl_explain_reads_the_nodes_openapi(kubectl: Kubectl) -> None:
     strategy = kubectl.ok("explain", "deployment.spec.strategy")
     assert "GROUP:      apps" in strategy
     assert "rollingUpdate\t<RollingUpdateDeployment>" in strategy
+
+
+def test_kubectl_validates_a_manifest_against_the_nodes_openapi(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    typo = LONG.replace("NAME", "typo").replace("image:", "imagee: x\n    image:", 1)
+    done = kubectl(
+        "create", "--dry-run=client", "--validate=strict", "-f", manifest(tmp_path, "t.yaml", typo)
+    )
+    assert done.returncode == 1
+    assert 'unknown field "imagee" in io.k8s.api.core.v1.Container' in done.stderr
+    good = manifest(tmp_path, "g.yaml", LONG.replace("NAME", "fine"))
+    assert "pod/fine created (dry run)" in kubectl.ok(
+        "create", "--dry-run=client", "--validate=strict", "-f", good
+    )

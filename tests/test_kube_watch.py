@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
 import anyio
 import pytest
 import test_kube_api as kube_api
 from lightkube.models.core_v1 import PodStatus
 from test_kube_api import Served, pod, watch_lines
 
-from asynckubelet.api.kube import history, openapi, paging, watches
+from asynckubelet.api.kube import history, openapi, openapi_proto, paging, watches
 from asynckubelet.api.kube.history import PodHistory, Versions
 from asynckubelet.api.kube.watchcache import ObjectHistory
 from asynckubelet.node.objects import ObjectStore
@@ -279,3 +280,29 @@ async def test_the_openapi_documents_are_served_as_json(served: Served) -> None:
     assert "io.k8s.api.apps.v1.Deployment" in apps["components"]["schemas"]
     code, _, swagger = await served.request("/openapi/v2")
     assert (code, swagger["swagger"]) == (200, "2.0")
+
+
+def test_the_v2_protobuf_is_gnostics_document_wire_format() -> None:
+    body = openapi_proto.document(
+        {"swagger": "2.0", "info": {"title": "T", "version": "v"}, "definitions": {}}
+    )
+    assert body == b"\x0a\x032.0" + b"\x12\x06\x0a\x01T\x12\x01v" + b"\x4a\x00"
+    one = openapi_proto.schema({"type": "string", "x-kubernetes-patch-merge-key": "name"})
+    assert one.startswith(b"\xb2\x01\x08\x0a\x06string")
+    assert b'x-kubernetes-patch-merge-key\x12\x08\x12\x06"name"' in one
+
+
+@pytest.mark.anyio
+async def test_the_openapi_v2_is_served_as_protobuf_when_asked(served: Served) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            served.api.url + "/openapi/v2",
+            ssl=served.admin(),
+            headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+        ) as response,
+    ):
+        body = await response.read()
+    assert response.headers["Content-Type"] == openapi_proto.CONTENT_TYPE
+    assert body.startswith(b"\x0a\x032.0")
+    assert b"io.k8s.api.core.v1.Pod" in body

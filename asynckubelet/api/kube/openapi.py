@@ -29,7 +29,7 @@ from typing import Any
 from aiohttp import web
 
 from asynckubelet.api.answers import status
-from asynckubelet.api.kube import discovery
+from asynckubelet.api.kube import discovery, openapi_proto
 
 JSON = "application/json"
 
@@ -306,7 +306,18 @@ def _answer(body: bytes | None, request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": JSON})
 
 
+@functools.cache
+def swagger_proto() -> bytes:
+    """``/openapi/v2`` as protobuf (:mod:`~asynckubelet.api.kube.openapi_proto`)."""
+    return openapi_proto.document(json.loads(swagger()))
+
+
 async def serve_v2(request: web.Request) -> web.Response:
+    accept = request.headers.get("Accept", "")
+    if any(f"application/{subtype}" in accept for subtype in openapi_proto.ACCEPTED):
+        return web.Response(
+            body=swagger_proto(), headers={"Content-Type": openapi_proto.CONTENT_TYPE}
+        )
     return _answer(swagger(), request)
 
 
