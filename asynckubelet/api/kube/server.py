@@ -5,9 +5,12 @@ kubeconfig is all a client needs: discovery (:mod:`~asynckubelet.api.kube.discov
 ``/version``, and the reads of the kinds the node keeps, answered by the local API's own
 handlers (:mod:`asynckubelet.api.localapi`, :mod:`asynckubelet.api.objects`): one set of
 objects, tables and error words whichever way a client comes. Pods and this Node have
-handlers of their own here (:mod:`~asynckubelet.api.kube.pods`) for resourceVersions and
-watches. A verb not served yet (create, update, patch, delete) is the API server's ``405
-MethodNotAllowed``; a path it does not know, its ``404``.
+handlers of their own here (:mod:`~asynckubelet.api.kube.pods`); every list gains its
+resourceVersions, chunks and the other kinds' watches on its way out
+(:mod:`~asynckubelet.api.kube.lists`), and the schema is served as OpenAPI
+(:mod:`~asynckubelet.api.kube.openapi`). A verb not served yet (create, update, patch,
+delete) is the API server's ``405 MethodNotAllowed``; a path it does not know, its
+``404``.
 
 Authentication is the client certificate of the node's kubeconfig and nothing else
 (:mod:`~asynckubelet.api.kube.pki`): TLS verifies a certificate against the node's CA
