@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from integration.harness import Engine, free_port
-from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
 from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL, Kubectl
+from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
 
 DEPLOYMENT = """
 apiVersion: apps/v1

@@ -380,8 +380,8 @@ async def test_a_watch_from_a_version_older_than_the_window_ends_expired(
     assert event["object"]["message"].startswith("too old resource version: 1 (")
 
 
-async def test_watching_other_kinds_is_not_allowed_yet(served: Served) -> None:
-    code, _, body = await served.request("/apis/apps/v1/deployments?watch=1")
+async def test_watching_endpoints_is_not_allowed_yet(served: Served) -> None:
+    code, _, body = await served.request("/api/v1/endpoints?watch=1")
     assert (code, body["reason"]) == (405, "MethodNotAllowed")
 
 

@@ -51,12 +51,12 @@ def test_both_forms_list_the_same_resources_and_verbs() -> None:
                 assert flat[f"{resource['resource']}/{sub['subresource']}"] == sub["verbs"]
 
 
-def test_only_pods_are_watched_and_what_the_node_makes_is_not_written() -> None:
+def test_every_kind_but_endpoints_is_watched_and_what_the_node_makes_is_not_written() -> None:
     verbs = {s.name: s.verbs for s in discovery.SERVED}
-    assert verbs.pop("pods") == ("get", "list", "watch", *discovery.WRITE)
-    for made in ("endpoints", "events", "nodes"):
-        assert verbs.pop(made) == ("get", "list")
-    assert set(verbs.values()) == {("get", "list", *discovery.WRITE)}
+    assert verbs.pop("endpoints") == ("get", "list")
+    for made in ("events", "nodes"):
+        assert verbs.pop(made) == ("get", "list", "watch")
+    assert set(verbs.values()) == {("get", "list", "watch", *discovery.WRITE)}
 
 
 def test_the_version_is_semantic_with_this_build_as_metadata() -> None:

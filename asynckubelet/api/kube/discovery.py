@@ -38,7 +38,7 @@ class Served:
     group: str = ""
     version: str = "v1"
     namespaced: bool = True
-    verbs: tuple[str, ...] = READ
+    verbs: tuple[str, ...] = WATCH
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     subresources: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
@@ -51,7 +51,7 @@ class Served:
 
 SERVED: tuple[Served, ...] = (
     Served("configmaps", "configmap", "ConfigMap", short_names=("cm",)),
-    Served("endpoints", "endpoints", "Endpoints", short_names=("ep",)),
+    Served("endpoints", "endpoints", "Endpoints", verbs=READ, short_names=("ep",)),
     Served("events", "event", "Event", short_names=("ev",)),
     Served("namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",)),
     Served("nodes", "node", "Node", namespaced=False, short_names=("no",)),

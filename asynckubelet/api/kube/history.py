@@ -2,13 +2,14 @@
 
 kubectl lists, then watches from the list's ``resourceVersion``; a change that happens
 between the two must still reach it, and one it was already shown must not come twice.
-The status manager counts every change of any pod (:attr:`~asynckubelet.node.
-status_manager.StatusManager.version`); that count is the pods' resourceVersion here,
-and this window keeps the last :data:`WINDOW` changes with their counts, as the API
-server's watch cache does. A watch from a version inside the window gets the changes
-after it and then every new one; from a version older than the window it gets the API
-server's ``410 Expired`` (list again); with no version (or ``0``) it starts with an
-``ADDED`` for each pod there now.
+Every change of any pod takes the next number of the API's one resourceVersion
+sequence (:class:`Versions`, shared with the other kinds' histories,
+:mod:`~asynckubelet.api.kube.watchcache`), and this window keeps the last
+:data:`WINDOW` changes with their versions, as the API server's watch cache does. A
+watch from a version inside the window gets the changes after it and then every new
+one; from a version older than the window it gets the API server's ``410 Expired``
+(list again); with no version (or ``0``) it starts with an ``ADDED`` for each pod there
+now.
 
 A watcher that falls :data:`BUFFER` changes behind is ended, never slowed down: the
 status manager tells watchers synchronously and must not wait for any of them.
@@ -20,6 +21,7 @@ import contextlib
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -33,14 +35,29 @@ BUFFER = 1000
 """Changes a watcher may be behind before it is ended."""
 
 
+class Versions:
+    """The API's one resourceVersion sequence: every change of any kind served takes the
+    next number, so a client compares versions across kinds as upstream's."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.value = start
+
+    def next(self) -> int:
+        self.value += 1
+        return self.value
+
+
 @dataclass(frozen=True)
 class Change:
     """One change of a pod: its type (``ADDED``, ``MODIFIED``, ``DELETED``), the pod's
-    record as it was then (the last one for ``DELETED``) and the resourceVersion."""
+    record as it was then (the last one for ``DELETED``), the resourceVersion, and the
+    record before it (None for ``ADDED``), which a selective watch needs to tell an
+    object leaving its selector."""
 
     type: str
     record: PodRecord
     version: int
+    previous: PodRecord | None = None
 
 
 class Expired(Exception):
@@ -48,10 +65,11 @@ class Expired(Exception):
 
 
 class Watch:
-    """One watcher's changes: :attr:`initial` first, then those :attr:`changes` receives;
-    :attr:`fell_behind` says why the changes ended."""
+    """One watcher's changes (:class:`Change` of pods, or another kind's,
+    :class:`~asynckubelet.api.kube.watchcache.ObjectChange`): :attr:`initial` first,
+    then those :attr:`changes` receives; :attr:`fell_behind` says why the changes ended."""
 
-    def __init__(self, initial: list[Change], changes: MemoryObjectReceiveStream[Change]) -> None:
+    def __init__(self, initial: list[Any], changes: MemoryObjectReceiveStream[Any]) -> None:
         self.initial = initial
         self.changes = changes
         self.fell_behind = False
@@ -60,11 +78,15 @@ class Watch:
 class PodHistory:
     """The window of changes of ``status``'s pods; subscribed until :meth:`close`."""
 
-    def __init__(self, status: StatusManager, *, window: int = WINDOW) -> None:
+    def __init__(
+        self, status: StatusManager, *, window: int = WINDOW, versions: Versions | None = None
+    ) -> None:
         self._status = status
+        self._versions = versions if versions is not None else Versions(status.version)
         self._changes: deque[Change] = deque(maxlen=window)
         self._known = {record.uid: record for record in status.list()}
-        self._floor = status.version
+        self._rv = {record.uid: record.version for record in status.list()}
+        self._floor = self._versions.value
         """The newest version not in the window: a watch from it or later misses nothing."""
         self._watches: dict[MemoryObjectSendStream[Change], Watch] = {}
         self._unsubscribe = status.subscribe(self._offer)
@@ -72,7 +94,16 @@ class PodHistory:
     @property
     def version(self) -> int:
         """The current resourceVersion (of a list made now)."""
-        return self._status.version
+        return self._versions.value
+
+    def version_of(self, uid: str, default: int = 0) -> int:
+        """The resourceVersion of the pod ``uid``'s last change."""
+        return self._rv.get(uid, default)
+
+    @property
+    def floor(self) -> int:
+        """The newest version no longer in the window."""
+        return self._floor
 
     def close(self) -> None:
         self._unsubscribe()
@@ -81,15 +112,19 @@ class PodHistory:
         self._watches.clear()
 
     def _offer(self, record: PodRecord | None, uid: str) -> None:
-        version = self._status.version
         if record is None:
             old = self._known.pop(uid, None)
             if old is None:
                 return
-            change = Change("DELETED", old, version)
+            self._rv.pop(uid, None)
+            change = Change("DELETED", old, self._versions.next(), old)
         else:
-            change = Change("MODIFIED" if uid in self._known else "ADDED", record, version)
+            previous = self._known.get(uid)
+            version = self._versions.next()
+            kind = "MODIFIED" if previous is not None else "ADDED"
+            change = Change(kind, record, version, previous)
             self._known[uid] = record
+            self._rv[uid] = version
         if len(self._changes) == self._changes.maxlen:
             self._floor = self._changes[0].version
         self._changes.append(change)
@@ -108,7 +143,7 @@ class PodHistory:
         :class:`Expired` for a version older than the window, ValueError for one that is
         not a version."""
         if resource_version in ("", "0"):
-            initial = [Change("ADDED", r, r.version) for r in self._status.list()]
+            initial = [Change("ADDED", r, self.version_of(r.uid)) for r in self._status.list()]
         else:
             if not resource_version.isdigit():
                 raise ValueError(resource_version)
@@ -127,4 +162,4 @@ class PodHistory:
                 send.close()
 
 
-__all__ = ["BUFFER", "WINDOW", "Change", "Expired", "PodHistory", "Watch"]
+__all__ = ["BUFFER", "WINDOW", "Change", "Expired", "PodHistory", "Versions", "Watch"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -30,8 +30,8 @@ from asynckubelet.api.answers import (
     wants_table,
 )
 from asynckubelet.api.endpoints import NODE_KEY, flag_param
-from asynckubelet.api.kube import fields
-from asynckubelet.api.kube.history import Change, Expired, PodHistory
+from asynckubelet.api.kube import fields, watches
+from asynckubelet.api.kube.history import Change, PodHistory, Watch
 from asynckubelet.api.kube.nodes import ThisNode, node_object, node_table
 from asynckubelet.kubectl import pods as pod_printing
 from asynckubelet.kubectl import times
@@ -39,10 +39,6 @@ from asynckubelet.runtime import containers as ctr
 
 HISTORY_KEY = web.AppKey("pod_history", PodHistory)
 THIS_NODE_KEY = web.AppKey("this_node", ThisNode)
-DEFAULT_WATCH_SECONDS = 1800
-"""A watch without ``timeoutSeconds`` ends after this long (the API server's
-``--min-request-timeout``); the client watches anew."""
-MAX_WATCH_SECONDS = 24 * 3600
 
 
 class BadRequest(web.HTTPBadRequest):
@@ -114,7 +110,7 @@ async def list_pods(request: web.Request) -> web.StreamResponse:
     items = []
     for record in records:
         pod = served_pod(node, record.view)
-        body = _document(pod, record.version)
+        body = _document(pod, request.app[HISTORY_KEY].version_of(record.uid, record.version))
         if wanted(pod, body):
             items.append(body)
     meta = {"resourceVersion": str(version)}
@@ -130,83 +126,41 @@ async def get_pod(request: web.Request) -> web.Response:
     if record is None:
         return not_found("pods", name)
     pod = served_pod(node, record.view)
+    version = request.app[HISTORY_KEY].version_of(record.uid, record.version)
     if wants_table(request):
-        return web.json_response(_table(node.node_name, [pod], record.version))
-    return web.json_response(_document(pod, record.version))
-
-
-def watch_seconds(request: web.Request) -> float:
-    text = request.query.get("timeoutSeconds")
-    if text is None:
-        return DEFAULT_WATCH_SECONDS
-    if not text.isdigit():
-        raise BadRequest(f'timeoutSeconds: Invalid value: "{text}": must be a non-negative integer')
-    return min(int(text), MAX_WATCH_SECONDS)
+        return web.json_response(_table(node.node_name, [pod], version))
+    return web.json_response(_document(pod, version))
 
 
 async def watch_pods(
     request: web.Request, wanted: Callable[[Any, Mapping[str, Any] | None], bool]
 ) -> web.StreamResponse:
-    """A Kubernetes watch of the pods from ``resourceVersion``, one JSON event per line,
-    until ``timeoutSeconds``: objects are Pods, or one-row ``Table``s when the client asks
-    for server-side printing. A version older than the window, or a watch that falls
-    behind, ends with an ``ERROR`` event carrying the API server's ``410 Expired``."""
+    """A Kubernetes watch of the pods from ``resourceVersion``
+    (:func:`~asynckubelet.api.kube.watches.serve_watch`): objects are Pods, or one-row
+    ``Table``s when the client asks for server-side printing."""
     node = request.app[NODE_KEY]
     history = request.app[HISTORY_KEY]
-    seconds = watch_seconds(request)
     as_table = wants_table(request)
-    response = web.StreamResponse(headers={"Content-Type": "application/json"})
 
-    async def send(kind: str, body: Mapping[str, Any]) -> None:
-        await response.write(json.dumps({"type": kind, "object": body}).encode() + b"\n")
-
-    async def emit(change: Change) -> None:
+    def render(change: Change) -> watches.Event | None:
         pod = served_pod(node, change.record.view)
         body = _document(pod, change.version)
-        if not wanted(pod, body):
-            return
-        await send(change.type, _table(node.node_name, [pod], change.version) if as_table else body)
+        was = False
+        if change.previous is not None:
+            before = served_pod(node, change.previous.view)
+            was = wanted(before, None)
+        now = change.type != "DELETED" and wanted(pod, body)
+        kind = watches.event_type(change.type, was=was, now=now)
+        if kind is None:
+            return None
+        return kind, _table(node.node_name, [pod], change.version) if as_table else body
 
-    listing = request.query.get("sendInitialEvents") == "true"
-    with contextlib.ExitStack() as stack:
-        try:
-            since = "" if listing else request.query.get("resourceVersion", "")
-            watch = stack.enter_context(history.watch(since))
-            at = str(history.version)
-        except ValueError as e:
-            return status(400, "BadRequest", f'invalid resource version "{e}"')
-        except Expired as e:
-            await response.prepare(request)
-            await send("ERROR", status_body(410, "Expired", str(e)))
-            await response.write_eof()
-            return response
-        try:
-            await response.prepare(request)
-            with anyio.move_on_after(seconds):
-                for change in watch.initial:
-                    await emit(change)
-                if listing:
-                    await send("BOOKMARK", _initial_events_end(at))
-                async for change in watch.changes:
-                    await emit(change)
-                if watch.fell_behind:
-                    message = "the watch fell too far behind; list again and watch from there"
-                    await send("ERROR", status_body(410, "Expired", message))
-        except ConnectionResetError:
-            return response
-    await response.write_eof()
-    return response
-
-
-def _initial_events_end(version: str) -> dict[str, Any]:
-    """The ``BOOKMARK`` that ends a watch-list's initial ``ADDED`` events (kubectl 1.34+
-    watches so, ``sendInitialEvents=true``, to wait for a delete)."""
-    annotations = {"k8s.io/initial-events-end": "true"}
-    return {
-        "kind": "Pod",
-        "apiVersion": "v1",
-        "metadata": {"resourceVersion": version, "annotations": annotations},
-    }
+    return await watches.serve_watch(
+        request,
+        history.watch(watches.since(request)),
+        render,
+        bookmark=lambda: watches.bookmark_of("Pod", history.version),
+    )
 
 
 # -- this node --------------------------------------------------------------------------------
@@ -220,14 +174,53 @@ def _nodes(request: web.Request) -> list[dict[str, Any]]:
     return [body] if keep else []
 
 
-async def list_nodes(request: web.Request) -> web.Response:
-    if flag_param(request, "watch"):
-        return not_allowed()
+async def list_nodes(request: web.Request) -> web.StreamResponse:
     found = _nodes(request)
+    version = request.app[HISTORY_KEY].version
+    for body in found:
+        body["metadata"]["resourceVersion"] = str(version)
+    if flag_param(request, "watch"):
+        return await watch_node(request, found, version)
     if wants_table(request):
-        return web.json_response(node_table(found, now=times.now_utc()))
+        table = node_table(found, now=times.now_utc())
+        table["metadata"]["resourceVersion"] = str(version)
+        return web.json_response(table)
+    meta = {"resourceVersion": str(version)}
     return web.json_response(
-        {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": found}
+        {"kind": "NodeList", "apiVersion": "v1", "metadata": meta, "items": found}
+    )
+
+
+@contextlib.contextmanager
+def _node_watch(initial: list[Any]) -> Iterator[Watch]:
+    send, receive = anyio.create_memory_object_stream[Any](1)
+    with send, receive:
+        yield Watch(initial, receive)
+
+
+async def watch_node(
+    request: web.Request, found: list[dict[str, Any]], version: int
+) -> web.StreamResponse:
+    """A watch of this Node: an ``ADDED`` for it without a version, then bookmarks only
+    (its conditions and capacity are sampled when asked, not kept as changes)."""
+    since = request.query.get("resourceVersion", "")
+    if since and not since.isdigit():
+        return status(400, "BadRequest", f'invalid resource version "{since}"')
+    initial = found if since in ("", "0") else []
+    as_table = wants_table(request)
+
+    def render(body: dict[str, Any]) -> watches.Event:
+        if as_table:
+            table = node_table([body], now=times.now_utc())
+            table["metadata"]["resourceVersion"] = str(version)
+            return "ADDED", table
+        return "ADDED", body
+
+    return await watches.serve_watch(
+        request,
+        _node_watch(initial),
+        render,
+        bookmark=lambda: watches.bookmark_of("Node", request.app[HISTORY_KEY].version),
     )
 
 
@@ -258,5 +251,6 @@ __all__ = [
     "list_nodes",
     "list_pods",
     "not_allowed",
+    "watch_node",
     "watch_pods",
 ]

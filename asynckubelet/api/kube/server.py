@@ -5,10 +5,13 @@ kubeconfig is all a client needs: discovery (:mod:`~asynckubelet.api.kube.discov
 ``/version``, and the reads of the kinds the node keeps, answered by the local API's own
 handlers (:mod:`asynckubelet.api.localapi`, :mod:`asynckubelet.api.objects`): one set of
 objects, tables and error words whichever way a client comes. Pods and this Node have
-handlers of their own here (:mod:`~asynckubelet.api.kube.pods`) for resourceVersions and
-watches; writes go through the node's one admission (:mod:`~asynckubelet.api.kube.writes`).
-A verb not served is the API server's ``405 MethodNotAllowed``; a path it does not know,
-its ``404``.
+handlers of their own here (:mod:`~asynckubelet.api.kube.pods`); every list gains its
+resourceVersions, chunks and the other kinds' watches on its way out
+(:mod:`~asynckubelet.api.kube.lists`), the schema is served as OpenAPI
+(:mod:`~asynckubelet.api.kube.openapi`), writes go through the node's one admission
+(:mod:`~asynckubelet.api.kube.writes`) and exec, attach and port-forward through the
+streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). A verb not served
+is the API server's ``405 MethodNotAllowed``; a path it does not know, its ``404``.
 
 Authentication is the client certificate of the node's kubeconfig and nothing else
 (:mod:`~asynckubelet.api.kube.pki`): TLS verifies a certificate against the node's CA
@@ -47,8 +50,17 @@ from asynckubelet.api.answers import (
     wants_table,
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
-from asynckubelet.api.kube import discovery, kubeconfigs, pki, streams, writes
-from asynckubelet.api.kube.history import PodHistory
+from asynckubelet.api.kube import (
+    discovery,
+    kubeconfigs,
+    lists,
+    openapi,
+    pki,
+    streams,
+    watchcache,
+    writes,
+)
+from asynckubelet.api.kube.history import PodHistory, Versions
 from asynckubelet.api.kube.nodes import ThisNode, this_node
 from asynckubelet.api.kube.pods import (
     HISTORY_KEY,
@@ -60,6 +72,7 @@ from asynckubelet.api.kube.pods import (
     list_pods,
     not_allowed,
 )
+from asynckubelet.api.kube.watches import OBJECTS_KEY
 from asynckubelet.api.rows import event_table
 from asynckubelet.kubectl import times
 from asynckubelet.kubectl.objects import event_seen
@@ -260,11 +273,16 @@ def create_app(
     app[CLIENT_KEY] = client_fingerprint
     app[ADDRESS_KEY] = server_address
     app[THIS_NODE_KEY] = this
-    history = PodHistory(node.status)
+    versions = Versions(node.status.version)
+    history = PodHistory(node.status, versions=versions)
     app[HISTORY_KEY] = history
+    app[OBJECTS_KEY] = watched = watchcache.ObjectHistory(versions)
+    watched.follow_store(node.objects)
+    watched.follow_events(node.recorder)
 
     async def close_history(app: web.Application) -> None:
         history.close()
+        watched.close()
 
     app.on_cleanup.append(close_history)
     r = app.router
@@ -276,9 +294,11 @@ def create_app(
     r.add_get("/apis", groups_root)
     r.add_get("/apis/{group}", group)
     r.add_get("/apis/{group}/{version}", group_version)
+    openapi.add_routes(r)
     for served in discovery.SERVED:
         base = f"/apis/{served.group_version}" if served.group else "/api/v1"
         listing, one = _handlers(served)
+        listing = lists.listed(served, listing)
         r.add_get(f"{base}/{served.name}", listing)
         if served.namespaced:
             r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}", listing)

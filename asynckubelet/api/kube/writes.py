@@ -116,7 +116,8 @@ def current(
                 applied["metadata"]["resourceVersion"] = str(app[HISTORY_KEY].version)
             return applied
         body = pod_printing.pod_document(served_pod(node, record.view))
-        body.setdefault("metadata", {})["resourceVersion"] = str(record.version)
+        version = app[HISTORY_KEY].version_of(record.uid, record.version)
+        body.setdefault("metadata", {})["resourceVersion"] = str(version)
         return body
     return _stored_form(node, served, ns, name)
 
