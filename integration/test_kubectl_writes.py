@@ -36,11 +36,6 @@ spec:
 """
 
 
-VALIDATE = "--validate=false"
-"""kubectl validates a manifest against ``/openapi`` before sending it; this node leaves
-validation to its own strict decoder, which a write goes through all the same."""
-
-
 def configmap(name: str, **data: str) -> str:
     return json.dumps(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
@@ -77,11 +72,11 @@ def data_of(kubectl: Kubectl, name: str) -> dict[str, str]:
 def test_create_then_again_is_already_exists(kubectl: Kubectl, tmp_path: Path) -> None:
     name = unique("cr")
     path = manifest(tmp_path, "cm.json", configmap(name, a="1"))
-    dry = kubectl.ok("create", VALIDATE, "--dry-run=server", "-f", path).strip()
+    dry = kubectl.ok("create", "--dry-run=server", "-f", path).strip()
     assert dry == f"configmap/{name} created (server dry run)"
     assert kubectl("get", "cm", name).returncode == 1
-    assert kubectl.ok("create", VALIDATE, "-f", path).strip() == f"configmap/{name} created"
-    done = kubectl("create", VALIDATE, "-f", path)
+    assert kubectl.ok("create", "-f", path).strip() == f"configmap/{name} created"
+    done = kubectl("create", "-f", path)
     assert done.returncode == 1
     assert f'configmaps "{name}" already exists' in done.stderr
     assert "(AlreadyExists)" in done.stderr
@@ -92,21 +87,21 @@ def test_create_then_again_is_already_exists(kubectl: Kubectl, tmp_path: Path) -
 def test_apply_client_side_creates_then_configures(kubectl: Kubectl, tmp_path: Path) -> None:
     name = unique("ap")
     path = manifest(tmp_path, "cm.json", configmap(name, a="1"))
-    assert kubectl.ok("apply", VALIDATE, "-f", path).strip() == f"configmap/{name} created"
+    assert kubectl.ok("apply", "-f", path).strip() == f"configmap/{name} created"
     manifest(tmp_path, "cm.json", configmap(name, a="2", b="3"))
-    assert kubectl.ok("apply", VALIDATE, "-f", path).strip() == f"configmap/{name} configured"
+    assert kubectl.ok("apply", "-f", path).strip() == f"configmap/{name} configured"
     assert data_of(kubectl, name) == {"a": "2", "b": "3"}
-    assert kubectl.ok("apply", VALIDATE, "-f", path).strip() == f"configmap/{name} unchanged"
+    assert kubectl.ok("apply", "-f", path).strip() == f"configmap/{name} unchanged"
 
 
 def test_apply_server_side(kubectl: Kubectl, tmp_path: Path) -> None:
     name = unique("ss")
     path = manifest(tmp_path, "cm.json", configmap(name, a="1"))
-    assert kubectl.ok("apply", VALIDATE, "--server-side", "-f", path).strip() == (
+    assert kubectl.ok("apply", "--server-side", "-f", path).strip() == (
         f"configmap/{name} serverside-applied"
     )
     manifest(tmp_path, "cm.json", configmap(name, a="2"))
-    kubectl.ok("apply", VALIDATE, "--server-side", "-f", path)
+    kubectl.ok("apply", "--server-side", "-f", path)
     assert data_of(kubectl, name) == {"a": "2"}
 
 
@@ -116,7 +111,7 @@ def test_apply_k_of_a_kustomization(kubectl: Kubectl, tmp_path: Path) -> None:
     (tmp_path / "kustomization.yaml").write_text(
         f"resources: [cm.json]\ncommonLabels: {{team: {name}}}\n"
     )
-    assert kubectl.ok("apply", VALIDATE, "-k", str(tmp_path)).strip() == f"configmap/{name} created"
+    assert kubectl.ok("apply", "-k", str(tmp_path)).strip() == f"configmap/{name} created"
     assert kubectl.ok("get", "cm", "-l", f"team={name}", "-o", "name").split() == [
         f"configmap/{name}"
     ]
@@ -124,9 +119,7 @@ def test_apply_k_of_a_kustomization(kubectl: Kubectl, tmp_path: Path) -> None:
 
 def test_patch_in_each_type(kubectl: Kubectl, tmp_path: Path) -> None:
     name = unique("pt")
-    kubectl.ok(
-        "create", VALIDATE, "-f", manifest(tmp_path, "cm.json", configmap(name, a="1", b="2"))
-    )
+    kubectl.ok("create", "-f", manifest(tmp_path, "cm.json", configmap(name, a="1", b="2")))
     json_patch = '[{"op": "replace", "path": "/data/a", "value": "x"}]'
     kubectl.ok("patch", "cm", name, "--type=json", "-p", json_patch)
     kubectl.ok("patch", "cm", name, "--type=merge", "-p", '{"data": {"b": null}}')
@@ -136,18 +129,18 @@ def test_patch_in_each_type(kubectl: Kubectl, tmp_path: Path) -> None:
 
 def test_edit_with_an_editor_script(kubectl: Kubectl, tmp_path: Path) -> None:
     name = unique("ed")
-    kubectl.ok("create", VALIDATE, "-f", manifest(tmp_path, "cm.json", configmap(name, a="1")))
+    kubectl.ok("create", "-f", manifest(tmp_path, "cm.json", configmap(name, a="1")))
     editor = tmp_path / "editor.sh"
     editor.write_text('#!/bin/sh\nsed -i \'s/a: "1"/a: "edited"/\' "$1"\n')
     editor.chmod(0o755)
     kubectl.env["EDITOR"] = str(editor)
-    assert kubectl.ok("edit", VALIDATE, "cm", name).strip() == f"configmap/{name} edited"
+    assert kubectl.ok("edit", "cm", name).strip() == f"configmap/{name} edited"
     assert data_of(kubectl, name) == {"a": "edited"}
 
 
 def test_label_annotate_and_delete_a_pod(kubectl: Kubectl, tmp_path: Path) -> None:
     name = unique("lp")
-    kubectl.ok("apply", VALIDATE, "-f", manifest(tmp_path, "pod.yaml", LONG.replace("NAME", name)))
+    kubectl.ok("apply", "-f", manifest(tmp_path, "pod.yaml", LONG.replace("NAME", name)))
     wait_running(kubectl.node, name)
     assert kubectl.ok("label", "pod", name, "tier=web").strip() == f"pod/{name} labeled"
     assert kubectl.ok("annotate", "pod", name, "note=hi").strip() == f"pod/{name} annotated"
@@ -164,15 +157,13 @@ def test_scale_apply_then_delete_a_deployment_in_the_foreground(
     kubectl: Kubectl, tmp_path: Path
 ) -> None:
     name = unique("dp")
-    kubectl.ok(
-        "apply", VALIDATE, "-f", manifest(tmp_path, "d.yaml", DEPLOYMENT.replace("NAME", name))
-    )
+    kubectl.ok("apply", "-f", manifest(tmp_path, "d.yaml", DEPLOYMENT.replace("NAME", name)))
     out = kubectl.ok("scale", "deploy", name, "--replicas=2")
     assert out.strip() == f"deployment.apps/{name} scaled"
     spec = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))["spec"]
     assert spec["replicas"] == 2
     changed = DEPLOYMENT.replace("NAME", name).replace("sleep 0.2", "sleep 0.3")
-    out = kubectl.ok("apply", VALIDATE, "-f", manifest(tmp_path, "d.yaml", changed))
+    out = kubectl.ok("apply", "-f", manifest(tmp_path, "d.yaml", changed))
     assert out.strip() == f"deployment.apps/{name} configured"
     spec = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))["spec"]
     assert "sleep 0.3" in spec["template"]["spec"]["containers"][0]["command"][2]
