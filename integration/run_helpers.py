@@ -5,9 +5,11 @@ template, and the containers Docker holds for the node."""
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import anyio
@@ -68,3 +70,44 @@ def node_containers(engine: Engine, node: str) -> list[ContainerSummary]:
             return await client.list_containers(labels={naming.LABEL_NODE: node})
 
     return anyio.run(go)
+
+
+def in_terminal(args: list[str], env: dict[str, str], timeout: float = 120) -> tuple[int, str]:
+    """Run ``args`` with stdin, stdout and stderr on a pseudo-terminal; (exit code, output)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    proc = subprocess.Popen(
+        args,
+        env={**env, "TERM": "xterm-256color", "COLUMNS": "160"},
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    output = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([controller], [], [], 0.2)
+            if readable:
+                try:
+                    chunk = os.read(controller, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            elif proc.poll() is not None:
+                break
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)
+    return code, output.decode(errors="replace")

@@ -7,11 +7,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +21,7 @@ from asynckubelet.docker import DockerClient
 from integration import serve_helpers
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine, held_connections
 from integration.registry import Registry, registry
+from integration.run_helpers import in_terminal
 
 __all__ = ["registry"]
 
@@ -119,47 +118,6 @@ def _env(**more: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(REPO), **more}
 
 
-def _in_terminal(args: list[str], env: dict[str, str], timeout: float = 120) -> tuple[int, str]:
-    """Run ``args`` with stdin, stdout and stderr on a pseudo-terminal; (exit code, output)."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    controller, terminal = pty.openpty()
-    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
-    proc = subprocess.Popen(
-        args,
-        env={**env, "TERM": "xterm-256color", "COLUMNS": "160"},
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        start_new_session=True,
-    )
-    os.close(terminal)
-    output = b""
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            readable, _, _ = select.select([controller], [], [], 0.2)
-            if readable:
-                try:
-                    chunk = os.read(controller, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                output += chunk
-            elif proc.poll() is not None:
-                break
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(controller)
-    return code, output.decode(errors="replace")
-
-
 def test_run_in_a_pipe_prints_one_plain_line_per_layer_state(
     tmp_path: Path, registry: Registry, pushed: str, node_name: str, docker_engine: Engine
 ) -> None:
@@ -183,7 +141,7 @@ def test_run_in_a_pipe_prints_one_plain_line_per_layer_state(
 def test_run_on_a_terminal_redraws_the_layers_in_place(
     tmp_path: Path, registry: Registry, pushed: str, node_name: str, docker_engine: Engine
 ) -> None:
-    code, output = _in_terminal(_run_args(_manifest(tmp_path, registry, pushed), node_name), _env())
+    code, output = in_terminal(_run_args(_manifest(tmp_path, registry, pushed), node_name), _env())
     assert code == 0, output
     assert pushed in output
     assert re.search(r"[0-9a-f]{12}\s+Pull complete", output), output
@@ -246,7 +204,7 @@ def test_apply_wait_on_a_terminal_shows_which_pods_are_not_ready_and_why(
             """
         )
     )
-    code, output = _in_terminal(
+    code, output = in_terminal(
         [sys.executable, "-m", "asynckubelet", "apply", "-f", str(path), "--wait"], node.env
     )
     assert code == 0, output + node.log()

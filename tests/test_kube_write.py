@@ -10,7 +10,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from test_kube_api import Served, served_node
+from kube_helpers import Served, served_node
 
 from asynckubelet.api.kube import patches
 
