@@ -12,7 +12,7 @@ import anyio
 
 if TYPE_CHECKING:
     from asynckubelet.cli.options import NodeOptions
-    from asynckubelet.node.config import KubeletConfig
+    from asynckubelet.node.kubelet import KubeletConfig
     from asynckubelet.nodeapp import Node
     from asynckubelet.nodeapp.config import NetworkConfig
 
@@ -37,7 +37,7 @@ def kubelet_config(node: NodeOptions, **mode: Any) -> KubeletConfig:
     """The kubelet of the node options (engine, pause image, Pod Security, DNS, the node's
     resources and labels, log rotation, parallel starts), with what the command's way of
     running sets in ``mode`` (``serve``'s state dir, ``run``'s owner mark...)."""
-    from asynckubelet.node.config import KubeletConfig
+    from asynckubelet.node.kubelet import KubeletConfig
 
     runtime = node.runtime_config()
     return KubeletConfig(
