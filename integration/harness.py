@@ -123,6 +123,9 @@ def docker_engine() -> Iterator[Engine]:
 
 
 INSTANCE_ENV = "ASYNCKUBELET_INSTANCE"
+API_LISTEN_ENV = "ASYNCKUBELET_API_LISTEN"
+SESSION_ENV = (INSTANCE_ENV, API_LISTEN_ENV)
+"""What the session sets in the environment of the commands it starts."""
 
 
 def session_instance_name() -> str:
@@ -137,17 +140,24 @@ def session_instance_name() -> str:
 
 @pytest.fixture(scope="session")
 def node_instance() -> Iterator[str]:
-    """The session's node instance, in the environment of every command the tests start."""
+    """The session's node instance, in the environment of every command the tests start.
+    Its daemons serve the Kubernetes API on any free port: an instance's own port is one,
+    and a session runs several daemons at once."""
     preset = os.environ.get(INSTANCE_ENV)
     if preset:
         yield preset
         return
     name = session_instance_name()
     os.environ[INSTANCE_ENV] = name
+    any_port = API_LISTEN_ENV not in os.environ
+    if any_port:
+        os.environ[API_LISTEN_ENV] = "127.0.0.1:0"
     try:
         yield name
     finally:
         os.environ.pop(INSTANCE_ENV, None)
+        if any_port:
+            os.environ.pop(API_LISTEN_ENV, None)
         remove_instance(name)
 
 

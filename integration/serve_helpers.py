@@ -25,8 +25,8 @@ from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
 from integration.harness import (
     BUSYBOX_IMAGE,
-    INSTANCE_ENV,
     PAUSE_IMAGE,
+    SESSION_ENV,
     Engine,
     free_port,
     remove_owned,
@@ -207,7 +207,7 @@ class Daemon:
             **{
                 k: v
                 for k, v in os.environ.items()
-                if not k.startswith("ASYNCKUBELET_") or k == INSTANCE_ENV
+                if not k.startswith("ASYNCKUBELET_") or k in SESSION_ENV
             },
             "PYTHONPATH": str(REPO),
             "ASYNCKUBELET_STATE_DIR": str(self.state),
