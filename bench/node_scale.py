@@ -78,6 +78,7 @@ from healthpoll import HealthPoller
 from nodenet import free_cidr, private_bridge, remove_node_network
 from phases import START, Split, Trace, format_table, phase_rows, read_trace, split, thread_cpu
 
+from asynckubelet.cli import instance
 from asynckubelet.docker import DockerClient
 from asynckubelet.docker.engine import Dockerd
 from asynckubelet.images import build as image_build
@@ -323,6 +324,7 @@ def serve(
         process.wait(timeout=300)
         log.close()
         remove_node_network(env["ASYNCKUBELET_BRIDGE"], env["ASYNCKUBELET_POD_CIDR"])
+        shutil.rmtree(instance.state_dir(env["ASYNCKUBELET_INSTANCE"]), ignore_errors=True)
 
 
 def write_pods(directory: Path, n: int, *, probe: str) -> None:
