@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,24 +142,61 @@ class PodHistory:
         pod there now), then each new one, until the block is left. Raises
         :class:`Expired` for a version older than the window, ValueError for one that is
         not a version."""
-        if resource_version in ("", "0"):
-            initial = [Change("ADDED", r, self.version_of(r.uid)) for r in self._status.list()]
-        else:
-            if not resource_version.isdigit():
-                raise ValueError(resource_version)
-            since = int(resource_version)
-            if since < self._floor:
-                raise Expired(f"too old resource version: {since} ({self._floor + 1})")
-            initial = [c for c in self._changes if c.version > since]
-        send, receive = anyio.create_memory_object_stream[Change](buffer)
-        watch = Watch(initial, receive)
-        self._watches[send] = watch
-        try:
-            with receive:
-                yield watch
-        finally:
-            if self._watches.pop(send, None) is not None:
-                send.close()
+        with open_watch(
+            resource_version,
+            current=lambda: [
+                Change("ADDED", r, self.version_of(r.uid)) for r in self._status.list()
+            ],
+            changes=self._changes,
+            floor=self._floor,
+            watches=self._watches,
+            buffer=buffer,
+        ) as watch:
+            yield watch
 
 
-__all__ = ["BUFFER", "WINDOW", "Change", "Expired", "PodHistory", "Versions", "Watch"]
+@contextlib.contextmanager
+def open_watch(
+    resource_version: str,
+    *,
+    current: Callable[[], list[Any]],
+    changes: Iterable[Any],
+    floor: int,
+    watches: dict[MemoryObjectSendStream[Any], Watch],
+    buffer: int,
+) -> Iterator[Watch]:
+    """A watch of one window of changes: from ``resource_version`` the ``changes`` after
+    it (``""``/``"0"``: ``current``, the objects there now), then each new one sent to
+    the stream it registers in ``watches``, until the block is left. Raises
+    :class:`Expired` for a version older than ``floor``, ValueError for one that is not a
+    version."""
+    if resource_version in ("", "0"):
+        initial = current()
+    else:
+        if not resource_version.isdigit():
+            raise ValueError(resource_version)
+        since = int(resource_version)
+        if since < floor:
+            raise Expired(f"too old resource version: {since} ({floor + 1})")
+        initial = [c for c in changes if c.version > since]
+    send, receive = anyio.create_memory_object_stream[Any](buffer)
+    watch = Watch(initial, receive)
+    watches[send] = watch
+    try:
+        with receive:
+            yield watch
+    finally:
+        if watches.pop(send, None) is not None:
+            send.close()
+
+
+__all__ = [
+    "BUFFER",
+    "WINDOW",
+    "Change",
+    "Expired",
+    "PodHistory",
+    "Versions",
+    "Watch",
+    "open_watch",
+]

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from asynckubelet.api.kube.history import BUFFER, WINDOW, Expired, Versions, Watch
+from asynckubelet.api.kube.history import BUFFER, WINDOW, Versions, Watch, open_watch
 from asynckubelet.node.events import EventRecorder, PodEvent
 from asynckubelet.node.objects import Key, ObjectStore
 
@@ -181,24 +181,15 @@ class ObjectHistory:
         Raises :class:`~asynckubelet.api.kube.history.Expired` for a version older than
         the window, ValueError for one that is not a version."""
         entry = self._kind(kind)
-        if resource_version in ("", "0"):
-            initial: list[Any] = self.current(kind)
-        else:
-            if not resource_version.isdigit():
-                raise ValueError(resource_version)
-            since = int(resource_version)
-            if since < entry.floor:
-                raise Expired(f"too old resource version: {since} ({entry.floor + 1})")
-            initial = [c for c in entry.changes if c.version > since]
-        send, receive = anyio.create_memory_object_stream[Any](buffer)
-        watch = Watch(initial, receive)
-        entry.watches[send] = watch
-        try:
-            with receive:
-                yield watch
-        finally:
-            if entry.watches.pop(send, None) is not None:
-                send.close()
+        with open_watch(
+            resource_version,
+            current=lambda: self.current(kind),
+            changes=entry.changes,
+            floor=entry.floor,
+            watches=entry.watches,
+            buffer=buffer,
+        ) as watch:
+            yield watch
 
 
 def _event_key(body: Mapping[str, Any]) -> ObjectKey:
