@@ -12,6 +12,7 @@ import ipaddress
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import time
@@ -248,3 +249,27 @@ def test_a_hostile_instance_name_is_refused_before_anything_is_made(
     assert target.exists() == existed
     if root.exists():
         assert all(instance.check_name(entry) for entry in os.listdir(root) if entry != ".lock")
+
+
+@pytest.mark.parametrize("flag", ["--listen", "--api-listen"])
+def test_a_first_start_on_a_taken_port_fails_and_makes_no_network(
+    docker_engine: Engine, tmp_path: Path, flag: str
+) -> None:
+    """A new instance whose port is held exits 1 naming the address, and no bridge,
+    firewall chain or pod address of its network exists afterwards."""
+    node = Instance(f"p{secrets.token_hex(3)}", tmp_path)
+    bridge = Path("/sys/class/net", instance.bridge_name(node.name))
+    try:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            listen = f"127.0.0.1:{taken.getsockname()[1]}"
+            refused = node.cli("serve", flag, listen)
+        assert refused.returncode == 1, refused.stderr
+        assert refused.stderr.splitlines()[-1].startswith(f"error: cannot listen on {listen}: ")
+        assert not bridge.exists()
+        chains = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True)
+        assert bridge.name not in chains.stdout
+    finally:
+        node.cli("reset")
+        remove_instance(node.name)

@@ -178,6 +178,39 @@ async def test_a_node_that_cannot_listen_fails_naming_the_address_and_leaves_not
     assert published(tmp_path) == []
 
 
+@pytest.mark.parametrize("endpoint", ["http", "kube_api"])
+async def test_a_taken_port_is_refused_before_the_kubelet_or_its_network_starts(
+    tmp_path: Path, endpoint: str
+) -> None:
+    import socket
+
+    from asynckubelet import errors
+    from asynckubelet.nodeapp.config import KubeAPIEndpoint
+
+    fake = docker()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ports: dict[str, object] = (
+            {"http": HTTPEndpoint(port=port)}
+            if endpoint == "http"
+            else {"http": None, "kube_api": KubeAPIEndpoint(port=port)}
+        )
+        config = NodeConfig(
+            kubelet=kubelet(state_dir=tmp_path, manifest_dir=tmp_path / "manifests"),
+            network=None,
+            local_api=True,
+            **ports,  # type: ignore[arg-type]
+        )
+        with anyio.fail_after(20), pytest.raises(errors.DaemonError) as refused:
+            async with Node(config, docker=fake):
+                pass
+    assert str(refused.value).startswith(f"cannot listen on 127.0.0.1:{port}: ")
+    assert fake.calls == []
+    assert published(tmp_path) == []
+
+
 async def test_an_error_in_the_block_reaches_the_caller_as_it_is() -> None:
     with anyio.fail_after(20), pytest.raises(LookupError, match="mine"):
         async with Node(NodeConfig(kubelet=kubelet(), network=None), docker=docker()):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -141,6 +142,7 @@ class Node:
 
         config = self.config
         state = self.state_dir
+        _check_ports(config)
         if config.local_api:
             from asynckubelet.node import daemon
             from asynckubelet.node.access import write_pid_file
@@ -394,6 +396,28 @@ class Node:
         if inode is not None:
             daemon.remove_node_info(state)
         remove_pid_file(state)
+
+
+def _check_ports(config: NodeConfig) -> None:
+    """Refuse at once, before a network or a pod is made, a TCP port the node is to listen
+    on that another socket holds: a first start that fails there leaves nothing behind.
+    (The listeners bind later, when the kubelet can answer; a port taken in between
+    fails there, as before.)"""
+    wanted = []
+    if config.http is not None and config.http.port:
+        wanted.append((config.http.host, config.http.port))
+    api = config.kube_api
+    if api is not None and api.port and not api.next_free:
+        wanted.append((api.host, api.port))
+    for host, port in wanted:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as e:
+                shown = f"[{host}]" if ":" in host else host
+                raise errors.DaemonError(f"cannot listen on {shown}:{port}: {e}") from None
 
 
 def published_info(
