@@ -9,9 +9,15 @@ API on it then runs real kubectl (``--kubectl``, default the one on PATH) ``get 
 cache of its own (the first run fills it, as a user's first command does; it is left out
 of the figures), and prints the wall time's p50, p99 and maximum, beside kubectl's own
 start (``kubectl version --client``, no request) and ``asynckubelet get pods`` through
-the local socket for comparison. Everything made is
-removed at the end.
-Run: ``python bench/kube_api.py [--pods 10] [--runs 50] [--kubectl PATH]``.
+the local socket for comparison.
+
+With ``--api-server`` it also starts the test control plane (``integration/cluster/up.sh``:
+etcd, kube-apiserver, controller manager and scheduler, from ``build.sh``'s cache) on the
+same machine, creates the same pods there (Pending: no node joins it, so the list holds the
+same number of objects), and times ``kubectl get pods`` against the two side by side, one
+run against each in turn so that both see the same load. Everything made is removed at the
+end.
+Run: ``python bench/kube_api.py [--pods 10] [--runs 50] [--kubectl PATH] [--api-server]``.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from pathlib import Path
 
 from nodeapi import ready_pods
 from nodenet import free_cidr, private_bridge, remove_node_network
+
+CLUSTER = Path(__file__).resolve().parent.parent / "integration" / "cluster"
 
 POD = """\
 apiVersion: v1
@@ -74,6 +82,54 @@ def summary(name: str, took: list[float]) -> str:
         f"{name}: p50 {statistics.median(ms):.0f} ms, p99 {p99:.0f} ms, "
         f"max {ms[-1]:.0f} ms ({len(ms)} runs)"
     )
+
+
+def alternated(commands: list[tuple[list[str], dict[str, str]]], runs: int) -> list[list[float]]:
+    """Each command's wall times, ``runs`` each, the commands taking turns."""
+    took: list[list[float]] = [[] for _ in commands]
+    for _ in range(runs):
+        for i, (command, env) in enumerate(commands):
+            took[i].extend(timed(command, env, 1))
+    return took
+
+
+class ControlPlane:
+    """The test control plane of ``integration/cluster``, up for the length of a ``with``."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = root / "cluster"
+        self.kubeconfig = self.dir / "admin.kubeconfig"
+
+    def __enter__(self) -> ControlPlane:
+        checked = subprocess.run(
+            [str(CLUSTER / "build.sh"), "--check"], capture_output=True, text=True, check=False
+        )
+        if checked.returncode != 0:
+            raise SystemExit(
+                "--api-server needs the built control plane: run integration/cluster/build.sh"
+            )
+        subprocess.run(
+            [str(CLUSTER / "up.sh"), str(self.dir)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        subprocess.run([str(CLUSTER / "down.sh"), str(self.dir)], check=False, capture_output=True)
+
+
+def pending_pods(kubectl: str, env: dict[str, str], files: Path) -> None:
+    """The pods of ``files`` created on the API server, once the controller manager has
+    made the ``default`` service account their admission asks for."""
+    deadline = time.monotonic() + 60
+    probe = [kubectl, "get", "serviceaccount", "default"]
+    while subprocess.run(probe, env=env, check=False, capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            raise SystemExit("the control plane made no default service account in 60 s")
+        time.sleep(0.5)
+    subprocess.run([kubectl, "create", "-f", str(files)], env=env, check=True, capture_output=True)
 
 
 def run_node(args: argparse.Namespace, *, api: bool) -> None:
@@ -129,7 +185,18 @@ def run_node(args: argparse.Namespace, *, api: bool) -> None:
         }
         kubectl = [args.kubectl, "get", "pods"]
         timed(kubectl, kube_env, 1)
-        print(summary(f"kubectl get pods ({args.kubectl})", timed(kubectl, kube_env, args.runs)))
+        if args.api_server:
+            with ControlPlane(root) as plane:
+                server_env = {**kube_env, "KUBECONFIG": str(plane.kubeconfig)}
+                server_env["HOME"] = str(root / "home-api-server")
+                pending_pods(args.kubectl, server_env, files)
+                timed(kubectl, server_env, 1)
+                ours, theirs = alternated([(kubectl, kube_env), (kubectl, server_env)], args.runs)
+            print(summary(f"kubectl get pods against serve ({args.kubectl})", ours))
+            print(summary("kubectl get pods against the control plane's API server", theirs))
+        else:
+            took = timed(kubectl, kube_env, args.runs)
+            print(summary(f"kubectl get pods ({args.kubectl})", took))
         floor = [args.kubectl, "version", "--client"]
         print(summary("kubectl version --client (no request)", timed(floor, kube_env, args.runs)))
         print(summary("asynckubelet get pods", timed([*cli, "get", "pods"], env, args.runs)))
@@ -148,6 +215,11 @@ def main() -> None:
     parser.add_argument("--kubectl", default=shutil.which("kubectl") or "kubectl")
     parser.add_argument("--image", default="asynckubelet.local/busybox:1.35")
     parser.add_argument("--pause", default="asynckubelet.local/pause:3.10")
+    parser.add_argument(
+        "--api-server",
+        action="store_true",
+        help="also time kubectl get pods against the test control plane's API server",
+    )
     args = parser.parse_args()
     run_node(args, api=False)
     run_node(args, api=True)
