@@ -1,0 +1,161 @@
+"""Today's lifecycle fields on real Docker: sleep hooks, a container's stop signal, and the
+``PodReadyToStartContainers`` condition.
+
+Durations are checked only as lower bounds the behaviour guarantees (a hook that sleeps N
+seconds delays what follows it by at least N), read from the container's own clock in whole
+seconds, so no assertion depends on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import builders
+import pytest
+from lightkube.models.core_v1 import PodStatus
+
+from asynckubelet.docker import DockerClient
+from integration.spec_helpers import run_manifest
+
+pytestmark = pytest.mark.anyio
+
+CONDITION_ORDER = [
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+]
+
+
+def _pod(name: str, host: Path, container: str, **spec: Any) -> str:
+    body = f"""
+  volumes: [{{name: h, hostPath: {{path: {host}, type: DirectoryOrCreate}}}}]
+  containers:
+  - name: app
+    image: BUSYBOX
+    volumeMounts: [{{name: h, mountPath: /h}}]
+{container}"""
+    return builders.pod_yaml(
+        name, body, restartPolicy="Always", terminationGracePeriodSeconds=5, **spec
+    )
+
+
+_TRAPS = (
+    "trap 'echo TERM > /h/signal; date +%s > /h/stopped; exit 0' TERM; "
+    "trap 'echo INT > /h/signal; date +%s > /h/stopped; exit 0' INT; "
+    "echo up; while true; do sleep 0.1; done"
+)
+
+
+class ReadyClock:
+    """The first moment a status shows the container ready, by the host's clock."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def __call__(self, status: PodStatus) -> bool:
+        ready = bool(status.containerStatuses and status.containerStatuses[0].ready)
+        if ready and self.at is None:
+            self.at = time.time()
+        return ready
+
+
+async def _run_until_ready(
+    docker: DockerClient, node_name: str, tmp_path: Path, text: str
+) -> tuple[ReadyClock, list[PodStatus]]:
+    clock = ReadyClock()
+    run = await run_manifest(
+        docker,
+        text,
+        node=node_name,
+        root=tmp_path / "pods",
+        pod_security="privileged",
+        until=clock,
+    )
+    assert clock.at is not None
+    return clock, run.statuses
+
+
+async def test_a_pre_stop_sleep_delays_the_stop_signal_by_its_seconds(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    host = tmp_path / "host"
+    text = _pod(
+        "presleep",
+        host,
+        f"""    command: [sh, -c, "{_TRAPS}"]
+    lifecycle:
+      preStop:
+        sleep: {{seconds: 2}}
+""",
+    )
+    clock, _ = await _run_until_ready(docker, node_name, tmp_path, text)
+    assert clock.at is not None
+    assert (host / "signal").read_text() == "TERM\n"
+    assert int((host / "stopped").read_text()) >= int(clock.at) + 2
+
+
+async def test_a_zero_second_pre_stop_sleep_stops_the_container_as_usual(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    host = tmp_path / "host"
+    text = _pod(
+        "zerosleep",
+        host,
+        f"""    command: [sh, -c, "{_TRAPS}"]
+    lifecycle:
+      preStop:
+        sleep: {{seconds: 0}}
+""",
+    )
+    await _run_until_ready(docker, node_name, tmp_path, text)
+    assert (host / "signal").read_text() == "TERM\n"
+
+
+async def test_a_post_start_sleep_holds_the_container_back_from_ready(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    host = tmp_path / "host"
+    text = _pod(
+        "postsleep",
+        host,
+        """    command: [sh, -c, "date +%s > /h/started; sleep 3600"]
+    lifecycle:
+      postStart:
+        sleep: {seconds: 2}
+""",
+    )
+    clock, statuses = await _run_until_ready(docker, node_name, tmp_path, text)
+    assert clock.at is not None
+    assert int(clock.at) >= int((host / "started").read_text()) + 2
+    assert not any(c.started for s in statuses for c in s.containerStatuses or [] if not c.ready)
+
+
+async def test_a_stop_signal_in_the_spec_is_the_signal_the_container_gets(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    host = tmp_path / "host"
+    text = _pod(
+        "stopint",
+        host,
+        f"""    command: [sh, -c, "{_TRAPS}"]
+    lifecycle:
+      stopSignal: SIGINT
+""",
+        os={"name": "linux"},
+    )
+    await _run_until_ready(docker, node_name, tmp_path, text)
+    assert (host / "signal").read_text() == "INT\n"
+
+
+async def test_a_running_pod_is_ready_to_start_containers_first_among_its_conditions(
+    docker: DockerClient, node_name: str, tmp_path: Path
+) -> None:
+    text = _pod("conditions", tmp_path / "host", '    command: [sh, -c, "sleep 3600"]\n')
+    _, statuses = await _run_until_ready(docker, node_name, tmp_path, text)
+    conditions = statuses[-1].conditions or []
+    assert [c.type for c in conditions] == CONDITION_ORDER
+    assert {c.type: c.status for c in conditions}["PodReadyToStartContainers"] == "True"
