@@ -8,7 +8,10 @@ seconds, so no assertion depends on how fast the machine is.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +20,12 @@ import pytest
 from lightkube.models.core_v1 import PodStatus
 
 from asynckubelet.docker import DockerClient
+from integration.harness import BUSYBOX_IMAGE, TEST_IMAGE_PREFIX, Engine
 from integration.spec_helpers import run_manifest
 
 pytestmark = pytest.mark.anyio
+
+USR1_IMAGE = f"{TEST_IMAGE_PREFIX}/stopsignal-usr1:1"
 
 CONDITION_ORDER = [
     "PodReadyToStartContainers",
@@ -30,12 +36,30 @@ CONDITION_ORDER = [
 ]
 
 
-def _pod(name: str, host: Path, container: str, **spec: Any) -> str:
+@pytest.fixture(scope="module")
+def usr1_image(docker_engine: Engine, test_images: dict[str, str]) -> Iterator[str]:
+    """The test busybox with ``STOPSIGNAL SIGUSR1``, built from it on the engine."""
+    dockerfile = f"FROM {BUSYBOX_IMAGE}\nSTOPSIGNAL SIGUSR1\n"
+    env = {**os.environ, "DOCKER_HOST": docker_engine.url, "DOCKER_BUILDKIT": "0"}
+    subprocess.run(
+        ["docker", "build", "-q", "-t", USR1_IMAGE, "-"],
+        input=dockerfile,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    yield USR1_IMAGE
+    subprocess.run(["docker", "rmi", "-f", USR1_IMAGE], env=env, check=False, capture_output=True)
+
+
+def _pod(name: str, host: Path, container: str, image: str = "BUSYBOX", **spec: Any) -> str:
     body = f"""
   volumes: [{{name: h, hostPath: {{path: {host}, type: DirectoryOrCreate}}}}]
   containers:
   - name: app
-    image: BUSYBOX
+    image: {image}
     volumeMounts: [{{name: h, mountPath: /h}}]
 {container}"""
     return builders.pod_yaml(
@@ -46,6 +70,7 @@ def _pod(name: str, host: Path, container: str, **spec: Any) -> str:
 _TRAPS = (
     "trap 'echo TERM > /h/signal; date +%s > /h/stopped; exit 0' TERM; "
     "trap 'echo INT > /h/signal; date +%s > /h/stopped; exit 0' INT; "
+    "trap 'echo USR1 > /h/signal; date +%s > /h/stopped; exit 0' USR1; "
     "echo up; while true; do sleep 0.1; done"
 )
 
@@ -134,8 +159,13 @@ async def test_a_post_start_sleep_holds_the_container_back_from_ready(
     assert not any(c.started for s in statuses for c in s.containerStatuses or [] if not c.ready)
 
 
+def _stop_signal(statuses: list[PodStatus]) -> str | None:
+    running = statuses[-1].containerStatuses or []
+    return running[0].stopSignal if running else None
+
+
 async def test_a_stop_signal_in_the_spec_is_the_signal_the_container_gets(
-    docker: DockerClient, node_name: str, tmp_path: Path
+    docker: DockerClient, node_name: str, tmp_path: Path, usr1_image: str
 ) -> None:
     host = tmp_path / "host"
     text = _pod(
@@ -145,10 +175,22 @@ async def test_a_stop_signal_in_the_spec_is_the_signal_the_container_gets(
     lifecycle:
       stopSignal: SIGINT
 """,
+        image=usr1_image,
         os={"name": "linux"},
     )
-    await _run_until_ready(docker, node_name, tmp_path, text)
+    _, statuses = await _run_until_ready(docker, node_name, tmp_path, text)
     assert (host / "signal").read_text() == "INT\n"
+    assert _stop_signal(statuses) == "SIGINT"
+
+
+async def test_without_a_stop_signal_the_images_stopsignal_is_sent_and_reported(
+    docker: DockerClient, node_name: str, tmp_path: Path, usr1_image: str
+) -> None:
+    host = tmp_path / "host"
+    text = _pod("stopusr1", host, f'    command: [sh, -c, "{_TRAPS}"]\n', image=usr1_image)
+    _, statuses = await _run_until_ready(docker, node_name, tmp_path, text)
+    assert (host / "signal").read_text() == "USR1\n"
+    assert _stop_signal(statuses) == "SIGUSR1"
 
 
 async def test_a_running_pod_is_ready_to_start_containers_first_among_its_conditions(
@@ -159,3 +201,4 @@ async def test_a_running_pod_is_ready_to_start_containers_first_among_its_condit
     conditions = statuses[-1].conditions or []
     assert [c.type for c in conditions] == CONDITION_ORDER
     assert {c.type: c.status for c in conditions}["PodReadyToStartContainers"] == "True"
+    assert _stop_signal(statuses) == "SIGTERM"

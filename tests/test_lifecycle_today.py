@@ -9,15 +9,23 @@ features this node refuses at admission with a reason naming the field.
 from __future__ import annotations
 
 import json
+import signal
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import builders
 import pytest
 
+from asynckubelet.docker.types import ContainerInspect
 from asynckubelet.manifests import inspect_manifests_text
 from asynckubelet.manifests.podresources import effective_container_requests
 from asynckubelet.manifests.probes import STOP_SIGNALS_LINUX
 from asynckubelet.node.admission import NodeInfo, NodeResources, Rejection, admit
+from asynckubelet.node.container_status import stop_signal_name
+from asynckubelet.node.status import generate
+from asynckubelet.runtime.containers import container_status_from_inspect
+from asynckubelet.runtime.types import PodRuntimeStatus
 
 GRACE_MESSAGE = "must be non-negative and less than terminationGracePeriodSeconds"
 NODE = NodeInfo(
@@ -232,3 +240,37 @@ def test_pod_level_limits_are_refused_naming_the_field() -> None:
 
 def test_pod_level_requests_alone_are_admitted() -> None:
     assert rejection(resources={"requests": {"cpu": "100m"}}) is None
+
+
+@pytest.mark.parametrize(
+    ("engine", "reported"),
+    [
+        ("", "SIGTERM"),
+        ("SIGINT", "SIGINT"),
+        ("QUIT", "SIGQUIT"),
+        ("usr1", "SIGUSR1"),
+        ("3", "SIGQUIT"),
+        (str(int(signal.SIGRTMIN) + 2), "SIGRTMIN+2"),
+        (str(int(signal.SIGRTMAX) - 1), "SIGRTMAX-1"),
+        ("SIGRTMIN+4", "SIGRTMIN+4"),
+    ],
+)
+def test_the_engines_stop_signal_is_reported_in_upstreams_spelling(
+    engine: str, reported: str
+) -> None:
+    assert stop_signal_name(engine) == reported
+
+
+def test_a_containers_status_reports_its_effective_stop_signal_from_inspect() -> None:
+    info: ContainerInspect = {
+        "Id": "c1",
+        "Created": "2026-01-01T00:00:00Z",
+        "State": {"Status": "running", "Running": True},
+        "Config": {"Labels": {}, "StopSignal": "SIGUSR1"},
+    }
+    record = replace(container_status_from_inspect(info), name="app")
+    assert record.stop_signal == "SIGUSR1"
+    pod = builders.pod("web", containers=[builders.container("app", "busybox:1")])
+    runtime = PodRuntimeStatus(uid="u", name="web", namespace="default", containers=(record,))
+    status = generate(pod, runtime, now=datetime.now(UTC))
+    assert [s.stopSignal for s in status.containerStatuses or []] == ["SIGUSR1"]
