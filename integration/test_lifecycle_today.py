@@ -21,6 +21,7 @@ from lightkube.models.core_v1 import PodStatus
 
 from asynckubelet.docker import DockerClient
 from integration.harness import BUSYBOX_IMAGE, TEST_IMAGE_PREFIX, Engine
+from integration.run_helpers import node_containers, run_pod, write_manifest
 from integration.spec_helpers import run_manifest
 
 pytestmark = pytest.mark.anyio
@@ -156,7 +157,12 @@ async def test_a_post_start_sleep_holds_the_container_back_from_ready(
     clock, statuses = await _run_until_ready(docker, node_name, tmp_path, text)
     assert clock.at is not None
     assert int(clock.at) >= int((host / "started").read_text()) + 2
-    assert not any(c.started for s in statuses for c in s.containerStatuses or [] if not c.ready)
+    first_ready = next(
+        i for i, st in enumerate(statuses) if st.containerStatuses and st.containerStatuses[0].ready
+    )
+    waiting = [c for st in statuses[:first_ready] for c in st.containerStatuses or []]
+    assert waiting, "no status came before the ready one"
+    assert all(c.state and c.state.waiting and not c.started for c in waiting)
 
 
 def _stop_signal(statuses: list[PodStatus]) -> str | None:
@@ -202,3 +208,50 @@ async def test_a_running_pod_is_ready_to_start_containers_first_among_its_condit
     assert [c.type for c in conditions] == CONDITION_ORDER
     assert {c.type: c.status for c in conditions}["PodReadyToStartContainers"] == "True"
     assert _stop_signal(statuses) == "SIGTERM"
+
+
+@pytest.mark.parametrize(
+    ("spec", "rejected"),
+    [
+        (
+            "hostUsers: false",
+            "PodFeatureUnsupported: Pod was rejected: spec.hostUsers: false asks for a user "
+            "namespace of the pod's own",
+        ),
+        (
+            "volumes: [{name: tools, image: {reference: BUSYBOX}}]",
+            "PodFeatureUnsupported: Pod was rejected: spec.volumes[0].image: image volumes "
+            "are not supported by this node",
+        ),
+        (
+            "resources: {limits: {memory: 64Mi}}",
+            "PodLevelResourcesNotSupported: Pod was rejected: spec.resources.limits (memory): "
+            "pod-level limits are not enforced by this node",
+        ),
+    ],
+    ids=["host-users", "image-volume", "pod-level-limits"],
+)
+def test_what_the_engine_cannot_do_is_refused_before_anything_starts(
+    tmp_path: Path,
+    docker_engine: Engine,
+    test_images: dict[str, str],
+    node_name: str,
+    spec: str,
+    rejected: str,
+) -> None:
+    manifest = write_manifest(
+        tmp_path,
+        f"""
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: refused}}
+        spec:
+          {spec}
+          containers:
+            - {{name: app, image: BUSYBOX, command: [sleep, "3600"]}}
+        """,
+    )
+    proc = run_pod(manifest, "--pod-security", "privileged", node=node_name)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"pod/refused: {rejected}")
+    assert node_containers(docker_engine, node_name) == []
