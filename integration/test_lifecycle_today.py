@@ -8,9 +8,11 @@ seconds, so no assertion depends on how fast the machine is.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +22,14 @@ import pytest
 from lightkube.models.core_v1 import PodStatus
 
 from asynckubelet.docker import DockerClient
-from integration.harness import BUSYBOX_IMAGE, TEST_IMAGE_PREFIX, Engine
+from integration.harness import BUSYBOX_IMAGE, TEST_IMAGE_PREFIX, Engine, free_port
+from integration.kubectl_helpers import Kubectl, kubectl
 from integration.run_helpers import node_containers, run_pod, write_manifest
+from integration.serve_helpers import Daemon, manifest, serve_daemon, wait_running
 from integration.spec_helpers import run_manifest
+
+__all__ = ["kubectl"]
+"""The fixture this module takes from its helpers, run against this module's node."""
 
 pytestmark = pytest.mark.anyio
 
@@ -255,3 +262,65 @@ def test_what_the_engine_cannot_do_is_refused_before_anything_starts(
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith(f"pod/refused: {rejected}")
     assert node_containers(docker_engine, node_name) == []
+
+
+HOOKED = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  os: {name: linux}
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' INT; while true; do sleep 0.2; done"]
+    lifecycle:
+      stopSignal: SIGINT
+      postStart: {sleep: {seconds: 0}}
+      preStop: {sleep: {seconds: 1}}
+"""
+
+
+@pytest.fixture(scope="module")
+def node(
+    tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
+) -> Iterator[Daemon]:
+    tmp = tmp_path_factory.mktemp("lifecycle")
+    name = f"akltest-{uuid.uuid4().hex[:10]}"
+    yield from serve_daemon(tmp, docker_engine, name, "--api-listen", f"127.0.0.1:{free_port()}")
+
+
+def test_kubectl_shows_todays_lifecycle_fields_and_conditions(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    name = f"hooked{uuid.uuid4().hex[:6]}"
+    kubectl.ok("apply", "-f", manifest(tmp_path, "pod.yaml", HOOKED.replace("NAME", name)))
+    wait_running(kubectl.node, name)
+    pod = json.loads(kubectl.ok("get", "pod", name, "-o", "json"))
+    lifecycle = pod["spec"]["containers"][0]["lifecycle"]
+    assert lifecycle == {
+        "stopSignal": "SIGINT",
+        "postStart": {"sleep": {"seconds": 0}},
+        "preStop": {"sleep": {"seconds": 1}},
+    }
+    conditions = pod["status"]["conditions"]
+    assert [c["type"] for c in conditions] == CONDITION_ORDER
+    assert conditions[0]["status"] == "True"
+    assert pod["status"]["containerStatuses"][0]["stopSignal"] == "SIGINT"
+    described = kubectl.ok("describe", "pod", name).splitlines()
+    assert any(line.split() == ["PodReadyToStartContainers", "True"] for line in described)
+    assert kubectl.ok("delete", "pod", name).startswith(f'pod "{name}" deleted')
+
+
+def test_kubectl_apply_of_a_stop_signal_without_the_os_is_invalid(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    name = f"noos{uuid.uuid4().hex[:6]}"
+    text = HOOKED.replace("NAME", name).replace("  os: {name: linux}\n", "")
+    done = kubectl("apply", "-f", manifest(tmp_path, "pod.yaml", text))
+    assert done.returncode == 1
+    assert (
+        f'The Pod "{name}" is invalid: spec.containers[0].lifecycle.stopSignal: Forbidden: '
+        "may not be set for containers with empty `spec.os.name`"
+    ) in done.stderr
