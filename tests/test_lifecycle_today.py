@@ -25,6 +25,7 @@ from asynckubelet.node.admission import NodeInfo, NodeResources, Rejection, admi
 from asynckubelet.node.container_status import stop_signal_name
 from asynckubelet.node.status import generate
 from asynckubelet.runtime.containers import container_status_from_inspect
+from asynckubelet.runtime.qos import qos_class
 from asynckubelet.runtime.types import PodRuntimeStatus
 
 GRACE_MESSAGE = "must be non-negative and less than terminationGracePeriodSeconds"
@@ -274,3 +275,21 @@ def test_a_containers_status_reports_its_effective_stop_signal_from_inspect() ->
     runtime = PodRuntimeStatus(uid="u", name="web", namespace="default", containers=(record,))
     status = generate(pod, runtime, now=datetime.now(UTC))
     assert [s.stopSignal for s in status.containerStatuses or []] == ["SIGUSR1"]
+
+
+@pytest.mark.parametrize(
+    ("pod_level", "container", "qos"),
+    [
+        ({"requests": {"cpu": "100m"}}, {}, "Burstable"),
+        ({"limits": {"cpu": "1", "memory": "64Mi"}}, {}, "Guaranteed"),
+        ({"requests": {"cpu": "1"}}, {"limits": {"cpu": "1", "memory": "1Gi"}}, "Burstable"),
+        ({}, {"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+        ({"requests": {"hugepages-2Mi": "2Mi"}}, {}, "BestEffort"),
+    ],
+)
+def test_pod_level_cpu_or_memory_alone_decide_the_qos_class(
+    pod_level: dict[str, Any], container: dict[str, Any], qos: str
+) -> None:
+    ctr = builders.container("app", "busybox:1", resources=container)
+    pod = builders.pod("web", containers=[ctr], resources=pod_level)
+    assert qos_class(pod) == qos
