@@ -169,8 +169,11 @@ def test_a_pod_level_request_above_its_limit_is_invalid() -> None:
 @pytest.mark.parametrize("value", ["-1", "1e400000", "lots"])
 def test_a_pod_level_quantity_that_is_negative_or_malformed_is_invalid(value: str) -> None:
     errors = errors_of({"resources": {"limits": {"memory": value}}})
-    assert len(errors) == 1
-    assert errors[0].startswith(f'spec.resources.limits[memory]: Invalid value: "{value}"')
+    assert [e.split(": ", 2)[:2] for e in errors] == [
+        ["spec.resources.limits[memory]", "Invalid value"],
+        ["spec.resources.requests[memory]", "Invalid value"],
+    ], "the request defaulted from the bad limit is reported too, as by the API server"
+    assert all(f'Invalid value: "{value}"' in e for e in errors)
 
 
 def test_a_pod_level_request_below_the_containers_requests_is_invalid() -> None:
@@ -184,9 +187,51 @@ def test_a_pod_level_request_below_the_containers_requests_is_invalid() -> None:
 def test_a_container_limit_above_the_pod_limit_is_invalid() -> None:
     spec = {"resources": {"limits": {"memory": "64Mi"}}}
     assert errors_of(spec, resources={"limits": {"memory": "128Mi"}}) == [
+        'spec.resources.requests[memory]: Invalid value: "128Mi": must be less than or equal '
+        "to memory limit of 64Mi",
         'spec.resources.limits[memory]: Invalid value: "128Mi": '
-        "must be less than or equal to pod limits"
+        "must be less than or equal to pod limits",
     ]
+
+
+def defaulted_pod_resources(spec: dict[str, Any], *containers: dict[str, Any]) -> Any:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web"},
+        "spec": {"containers": list(containers), **spec},
+    }
+    report = inspect_manifests_text(json.dumps(doc), node_name="n", pod_security="privileged")
+    (pod,) = report.manifests.pods
+    assert pod.spec is not None
+    assert pod.spec.resources is not None
+    return pod.spec.resources.to_dict()
+
+
+def test_pod_level_requests_default_to_the_pod_limits_when_no_container_asks() -> None:
+    app = {"name": "app", "image": "busybox:1"}
+    limits = {"cpu": "1", "memory": "64Mi"}
+    assert defaulted_pod_resources({"resources": {"limits": limits}}, app) == {
+        "limits": limits,
+        "requests": limits,
+    }
+
+
+def test_pod_level_requests_default_to_what_the_containers_ask_for_together() -> None:
+    def app(name: str, cpu: str) -> dict[str, Any]:
+        return {"name": name, "image": "busybox:1", "resources": {"requests": {"cpu": cpu}}}
+
+    spec = {"resources": {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"memory": "1"}}}
+    assert defaulted_pod_resources(spec, app("a", "250m"), app("b", "500m")) == {
+        "limits": {"cpu": "2", "memory": "1Gi"},
+        "requests": {"cpu": "750m", "memory": "1"},
+    }
+
+
+def test_pod_level_requests_alone_are_not_defaulted() -> None:
+    app = {"name": "app", "image": "busybox:1", "resources": {"requests": {"cpu": "1"}}}
+    spec = {"resources": {"requests": {"cpu": "2"}}}
+    assert defaulted_pod_resources(spec, app) == {"requests": {"cpu": "2"}}
 
 
 def test_the_containers_requests_count_sidecars_and_the_largest_init_container() -> None:
@@ -200,7 +245,7 @@ def test_the_containers_requests_count_sidecars_and_the_largest_init_container()
     )
     assert pod.spec is not None
     totals = effective_container_requests(pod.spec)
-    assert float(totals["cpu"]) == pytest.approx(1.0)
+    assert str(totals["cpu"]) == "1"
 
 
 def rejection(**spec: Any) -> Rejection | None:

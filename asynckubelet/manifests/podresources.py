@@ -12,16 +12,21 @@ Whether the node can enforce pod-level limits is admission's question, not this 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from fractions import Fraction
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from lightkube.models.core_v1 import Container, PodSpec, ResourceRequirements
+from lightkube.models.core_v1 import PodSpec, ResourceRequirements
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import invalid, not_supported
 from asynckubelet.manifests.quantity import Quantity, QuantityError, parse_quantity
 
-__all__ = ["POD_LEVEL_RESOURCES", "effective_container_requests", "validate_pod_resources"]
+__all__ = [
+    "POD_LEVEL_RESOURCES",
+    "default_pod_requests",
+    "effective_container_requests",
+    "validate_pod_resources",
+]
 
 POD_LEVEL_RESOURCES = ("cpu", "memory")
 """Resource names a pod may set at pod level, beside ``hugepages-<size>``."""
@@ -47,18 +52,15 @@ def validate_pod_resources(spec: PodSpec, errs: list[FieldError]) -> None:
                 )
             )
     errs.extend(own)
-    if own:
-        return
     aggregate = effective_container_requests(spec)
     for name, request in requests.items():
-        total = aggregate.get(name, Fraction(0))
-        if request.value < total:
+        total = aggregate.get(name)
+        if total is not None and request < total:
             errs.append(
                 invalid(
                     f"spec.resources.requests[{name}]",
                     str(request),
-                    "must be greater than or equal to aggregate container requests of "
-                    f"{_shown(total, request)}",
+                    f"must be greater than or equal to aggregate container requests of {total}",
                 )
             )
     for name, limit in limits.items():
@@ -74,29 +76,64 @@ def validate_pod_resources(spec: PodSpec, errs: list[FieldError]) -> None:
                 )
 
 
-def effective_container_requests(spec: PodSpec) -> dict[str, Fraction]:
+def effective_container_requests(spec: PodSpec) -> dict[str, Quantity]:
     """What the containers ask for together: regular containers and sidecars add up; an
     init container runs alone beside the sidecars started before it, so the larger of the
     two counts (upstream's ``PodRequests`` without pod-level resources)."""
-    total: dict[str, Fraction] = {}
-    for ctr in spec.containers or []:
-        _add(total, _requests(ctr))
-    sidecars: dict[str, Fraction] = {}
-    init_peak: dict[str, Fraction] = {}
-    for ctr in spec.initContainers or []:
-        own = _requests(ctr)
-        if ctr.restartPolicy == "Always":
+    return _effective(
+        [_requests(c.resources) for c in spec.containers or []],
+        [(_requests(c.resources), c.restartPolicy == "Always") for c in spec.initContainers or []],
+    )
+
+
+def default_pod_requests(spec: dict[str, Any]) -> None:
+    """``defaultPodRequests``, in place on a decoded pod spec whose containers are
+    defaulted: with pod-level limits set, each supported resource without a pod-level
+    request gets the containers' effective request, else the pod-level limit."""
+    res = spec.get("resources")
+    if not isinstance(res, dict) or not isinstance(res.get("limits"), dict) or not res["limits"]:
+        return
+    requests = dict(res.get("requests") or {})
+    regular = [_requests(_raw_resources(c)) for c in spec.get("containers") or ()]
+    inits = [
+        (_requests(_raw_resources(c)), c.get("restartPolicy") == "Always")
+        for c in spec.get("initContainers") or ()
+        if isinstance(c, dict)
+    ]
+    for name, total in _effective(regular, inits).items():
+        if name not in requests and _supported(name):
+            requests[name] = str(total)
+    for name, limit in res["limits"].items():
+        if name not in requests and _supported(name):
+            requests[name] = limit
+    if requests:
+        res["requests"] = requests
+
+
+def _effective(
+    regular: Iterable[Mapping[str, Quantity]],
+    inits: Iterable[tuple[Mapping[str, Quantity], bool]],
+) -> dict[str, Quantity]:
+    total: dict[str, Quantity] = {}
+    for own in regular:
+        _add(total, own)
+    sidecars: dict[str, Quantity] = {}
+    init_peak: dict[str, Quantity] = {}
+    for own, restartable in inits:
+        if restartable:
             _add(total, own)
             _add(sidecars, own)
             running = dict(sidecars)
         else:
             running = dict(own)
             _add(running, sidecars)
-        for name, value in running.items():
-            init_peak[name] = max(init_peak.get(name, Fraction(0)), value)
-    for name, value in init_peak.items():
-        total[name] = max(total.get(name, Fraction(0)), value)
+        _max(init_peak, running)
+    _max(total, init_peak)
     return total
+
+
+def _supported(name: str) -> bool:
+    return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
 
 
 def _checked(
@@ -105,7 +142,7 @@ def _checked(
     found: dict[str, Quantity] = {}
     for name, text in (values or {}).items():
         key = f"{path}[{name}]"
-        if name not in POD_LEVEL_RESOURCES and not name.startswith("hugepages-"):
+        if not _supported(name):
             errs.append(not_supported(key, name, POD_LEVEL_RESOURCES))
             continue
         try:
@@ -120,14 +157,21 @@ def _checked(
     return found
 
 
-def _requests(ctr: Container) -> dict[str, Fraction]:
-    res: ResourceRequirements | None = ctr.resources
-    found: dict[str, Fraction] = {}
+def _raw_resources(ctr: Any) -> ResourceRequirements | None:
+    res = ctr.get("resources") if isinstance(ctr, dict) else None
+    if not isinstance(res, dict):
+        return None
+    requests = res.get("requests")
+    return ResourceRequirements(requests=requests if isinstance(requests, dict) else None)
+
+
+def _requests(res: ResourceRequirements | None) -> dict[str, Quantity]:
     requests = (res.requests or {}) if res is not None else {}
+    found: dict[str, Quantity] = {}
     for name in requests:
         value = _value(requests, name)
         if value is not None:
-            found[name] = value.value
+            found[name] = value
     return found
 
 
@@ -140,10 +184,14 @@ def _value(values: Mapping[str, str], name: str) -> Quantity | None:
         return None
 
 
-def _add(total: dict[str, Fraction], more: Mapping[str, Fraction]) -> None:
+def _add(total: dict[str, Quantity], more: Mapping[str, Quantity]) -> None:
     for name, value in more.items():
-        total[name] = total.get(name, Fraction(0)) + value
+        had = total.get(name)
+        total[name] = value if had is None else Quantity(had.value + value.value, had.format)
 
 
-def _shown(total: Fraction, like: Quantity) -> str:
-    return str(Quantity(total, like.format))
+def _max(peak: dict[str, Quantity], more: Mapping[str, Quantity]) -> None:
+    for name, value in more.items():
+        had = peak.get(name)
+        if had is None or value.value > had.value:
+            peak[name] = value
