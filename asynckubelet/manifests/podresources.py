@@ -1,11 +1,12 @@
-"""Pod-level ``resources`` (``spec.resources``) as ``ValidatePodSpec`` checks them.
+"""Pod-level ``resources`` (``spec.resources``) as the API server defaults and checks them.
 
 A pod may give requests and limits for the whole pod beside its containers'. The API
 server takes only CPU, memory and huge pages there, each request no more than its limit,
 each pod-level request no less than what the containers ask for together (the pod's
 effective request, init containers and sidecars counted as the scheduler counts them), and
 no container limit above the pod's. Mirrors ``validatePodResourceRequirements`` and
-``validatePodResourceConsistency`` of ``pkg/apis/core/validation/validation.go``.
+``validatePodResourceConsistency`` of ``pkg/apis/core/validation/validation.go``, and
+``defaultPodRequests`` of ``pkg/apis/core/v1/defaults.go``.
 
 Whether the node can enforce pod-level limits is admission's question, not this module's.
 """
@@ -38,20 +39,18 @@ def validate_pod_resources(spec: PodSpec, errs: list[FieldError]) -> None:
     res = spec.resources
     if res is None:
         return
-    own: list[FieldError] = []
-    limits = _checked(res.limits, "spec.resources.limits", own)
-    requests = _checked(res.requests, "spec.resources.requests", own)
+    limits = _checked(res.limits, "spec.resources.limits", errs)
+    requests = _checked(res.requests, "spec.resources.requests", errs)
     for name, request in requests.items():
         limit = limits.get(name)
         if limit is not None and request > limit:
-            own.append(
+            errs.append(
                 invalid(
                     f"spec.resources.requests[{name}]",
                     str(request),
                     f"must be less than or equal to {name} limit of {limit}",
                 )
             )
-    errs.extend(own)
     aggregate = effective_container_requests(spec)
     for name, request in requests.items():
         total = aggregate.get(name)
