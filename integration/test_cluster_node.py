@@ -184,6 +184,14 @@ def test_a_pod_applied_without_a_node_is_scheduled_here_and_runs_with_its_ip(
     conditions = {c["type"]: c["status"] for c in shown["status"]["conditions"]}
     assert conditions["Ready"] == "True"
     assert conditions["ContainersReady"] == "True"
+    assert conditions["PodReadyToStartContainers"] == "True"
+    assert list(conditions) == [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ]
     events = cluster.json(
         "get", "events", "-n", namespace, "--field-selector", "involvedObject.name=web"
     )["items"]

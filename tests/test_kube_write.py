@@ -134,6 +134,18 @@ async def test_an_invalid_pod_is_worded_as_the_api_server_words_it(api: Served) 
         'Pod "bad" is invalid: [spec.containers[0].image: Required value, '
         'spec.containers[1].name: Duplicate value: "app"]'
     )
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueRequired",
+            "message": "Required value",
+            "field": "spec.containers[0].image",
+        },
+        {
+            "reason": "FieldValueDuplicate",
+            "message": 'Duplicate value: "app"',
+            "field": "spec.containers[1].name",
+        },
+    ]
 
 
 async def test_a_secret_written_is_answered_without_its_values(api: Served) -> None:

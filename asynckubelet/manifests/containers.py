@@ -107,7 +107,7 @@ def _validate_containers(
         else:
             names.add(ctr.name)
         if ctr.lifecycle is not None:
-            _validate_lifecycle(ctr.lifecycle, grace, f"{path}.lifecycle", errs)
+            _validate_lifecycle(ctr.lifecycle, grace, f"{path}.lifecycle", errs, pod_os=spec.os)
         _validate_probe(ctr.livenessProbe, f"{path}.livenessProbe", errs, single_success=True)
         _validate_probe(ctr.readinessProbe, f"{path}.readinessProbe", errs, readiness=True)
         _validate_probe(ctr.startupProbe, f"{path}.startupProbe", errs, single_success=True)
@@ -213,7 +213,7 @@ def _validate_init_containers(
         _host_port_conflicts([ctr], "spec.initContainers", i, errs)
         if restartable:
             if ctr.lifecycle is not None:
-                _validate_lifecycle(ctr.lifecycle, grace, f"{path}.lifecycle", errs)
+                _validate_lifecycle(ctr.lifecycle, grace, f"{path}.lifecycle", errs, pod_os=spec.os)
             _validate_probe(ctr.livenessProbe, f"{path}.livenessProbe", errs, single_success=True)
             _validate_probe(ctr.readinessProbe, f"{path}.readinessProbe", errs, readiness=True)
             _validate_probe(ctr.startupProbe, f"{path}.startupProbe", errs, single_success=True)

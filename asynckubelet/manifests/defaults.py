@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from asynckubelet.manifests.podresources import default_pod_requests
+
 __all__ = [
     "default_configmap",
     "default_pod",
@@ -69,6 +71,7 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
         for ctr in spec.get(key) or ():
             _default_container(ctr, host_network=host_network)
             _default_requests_from_limits(ctr)
+    default_pod_requests(spec)
     for ctr in spec.get("ephemeralContainers") or ():
         _default_container(ctr, host_network=False)
     for volume in spec.get("volumes") or ():

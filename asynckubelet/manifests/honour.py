@@ -6,9 +6,13 @@ would make every real manifest fail; dropping them silently is the complaint use
 about other tools. So each one that is set yields one warning naming the field and saying
 why this node does not honour it.
 
-Every field of the Pod and Container models is listed below as honoured or warned about;
-a test walks the models, so a field a new Kubernetes release adds
-cannot pass through unclassified.
+Fields whose value the node cannot carry out at all (a user namespace, an image volume,
+pod-level limits) are not warned about here: admission refuses the pod
+(:mod:`asynckubelet.node.podfeatures`).
+
+Every field of the Pod and Container models is listed below as honoured, refused or warned
+about; a test walks the models, so a field a new Kubernetes release adds cannot pass
+through unclassified.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from asynckubelet.manifests.volumes import VOLUME_TYPES
 __all__ = [
     "HONOURED_CONTAINER_FIELDS",
     "HONOURED_SPEC_FIELDS",
+    "REFUSED_SPEC_FIELDS",
     "SUPPORTED_VOLUME_TYPES",
     "WARNED_CONTAINER_FIELDS",
     "WARNED_SPEC_FIELDS",
@@ -88,12 +93,16 @@ HONOURED_SPEC_FIELDS = frozenset(
         "schedulingGates",
         "enableServiceLinks",
         "os",
+        "resources",
     }
 )
 """Pod spec fields the node carries out (``os`` and pod-level requests at admission)."""
+REFUSED_SPEC_FIELDS = frozenset({"hostUsers"})
+"""Pod spec fields whose value the node cannot carry out: admission refuses the pod
+(:mod:`asynckubelet.node.podfeatures`), as it does pod-level limits and image volumes."""
 WARNED_SPEC_FIELDS = frozenset(
     {name for name, _ in _SPEC_FIELDS}
-    | {"schedulerName", "nodeName", "hostUsers", "automountServiceAccountToken", "resources"}
+    | {"schedulerName", "nodeName", "automountServiceAccountToken"}
 )
 """Pod spec fields that get a warning whenever their value asks for something not done."""
 HONOURED_CONTAINER_FIELDS = frozenset(
@@ -137,6 +146,8 @@ SUPPORTED_VOLUME_TYPES = frozenset(
     }
 )
 _PROJECTED_UNSUPPORTED = ("clusterTrustBundle", "podCertificate")
+_REFUSED_VOLUME_TYPES = frozenset({"image"})
+"""Volume types admission refuses (:mod:`asynckubelet.node.podfeatures`)."""
 
 
 def unhonoured_fields(pod: Pod, *, node_name: str, node_labels: bool = False) -> list[FieldError]:
@@ -163,22 +174,6 @@ def unhonoured_fields(pod: Pod, *, node_name: str, node_labels: bool = False) ->
     if spec.nodeName and spec.nodeName != node_name:
         warnings.append(
             ignored("spec.nodeName", f"the pod runs on this node ({node_name}) regardless")
-        )
-    if spec.hostUsers is False:
-        warnings.append(
-            ignored(
-                "spec.hostUsers",
-                "the Docker engine gives no container a user namespace of its own (only a "
-                "daemon-wide userns-remap does): the pod's user IDs are the node's",
-            )
-        )
-    if spec.resources is not None and spec.resources.limits:
-        warnings.append(
-            ignored(
-                "spec.resources.limits",
-                "pod-level requests count at admission, but no pod-level cgroup enforces "
-                "the limits; set them on the containers",
-            )
         )
     warnings.extend(_unhonoured_container_fields(spec))
     if spec.automountServiceAccountToken:
@@ -212,6 +207,8 @@ def _unhonoured_volume_fields(spec: PodSpec) -> list[FieldError]:
     for i, vol in enumerate(spec.volumes or []):
         path = f"spec.volumes[{i}]"
         for kind in VOLUME_TYPES:
+            if kind in _REFUSED_VOLUME_TYPES:
+                continue
             if kind not in SUPPORTED_VOLUME_TYPES and getattr(vol, kind, None) is not None:
                 warnings.append(
                     ignored(f"{path}.{kind}", f"{kind} volumes are not supported by this node")

@@ -4,12 +4,17 @@ The prober and the hook runner act on exactly one handler with a valid port and 
 timings, so a probe or hook that names none, several, or a port no socket can have is
 refused up front. Mirrors the probe and lifecycle part of
 ``pkg/apis/core/validation/validation.go`` (``validateProbe``, ``validateLifecycle``,
-``validateHandler``, ``validateHTTPGetAction``, ``ValidatePortNumOrName``).
+``validateHandler``, ``validateSleepAction``, ``validateHTTPGetAction``,
+``ValidatePortNumOrName``, ``validateStopSignal``).
+
+A container's ``stopSignal`` is checked against the pod's ``spec.os.name``, as the API
+server does: it needs that name set, so a signal is only ever given for the system it
+means something on, and it must be one of the signals that system knows.
 """
 
 from __future__ import annotations
 
-from lightkube.models.core_v1 import HTTPGetAction, Lifecycle, LifecycleHandler, Probe
+from lightkube.models.core_v1 import HTTPGetAction, Lifecycle, LifecycleHandler, PodOS, Probe
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import (
@@ -23,14 +28,82 @@ from asynckubelet.manifests.messages import (
 
 _NEGATIVE = "must be greater than or equal to 0"
 
+STOP_SIGNALS_LINUX = frozenset(
+    {
+        *(
+            f"SIG{name}"
+            for name in [
+                "ABRT",
+                "ALRM",
+                "BUS",
+                "CHLD",
+                "CLD",
+                "CONT",
+                "FPE",
+                "HUP",
+                "ILL",
+                "INT",
+                "IO",
+                "IOT",
+                "KILL",
+                "PIPE",
+                "POLL",
+                "PROF",
+                "PWR",
+                "QUIT",
+                "SEGV",
+                "STKFLT",
+                "STOP",
+                "SYS",
+                "TERM",
+                "TRAP",
+                "TSTP",
+                "TTIN",
+                "TTOU",
+                "URG",
+                "USR1",
+                "USR2",
+                "VTALRM",
+                "WINCH",
+                "XCPU",
+                "XFSZ",
+                "RTMIN",
+                "RTMAX",
+            ]
+        ),
+        *(f"SIGRTMIN+{n}" for n in range(1, 16)),
+        *(f"SIGRTMAX-{n}" for n in range(1, 15)),
+    }
+)
+"""The stop signals a Linux pod may name (upstream's ``supportedStopSignalsLinux``)."""
+STOP_SIGNALS_WINDOWS = frozenset({"SIGKILL", "SIGTERM"})
+
 
 def _validate_lifecycle(
-    lifecycle: Lifecycle, grace: int | None, path: str, errs: list[FieldError]
+    lifecycle: Lifecycle,
+    grace: int | None,
+    path: str,
+    errs: list[FieldError],
+    *,
+    pod_os: PodOS | None,
 ) -> None:
     for hook in ("postStart", "preStop"):
         handler: LifecycleHandler | None = getattr(lifecycle, hook)
         if handler is not None:
             _validate_handler(handler, grace, f"{path}.{hook}", errs)
+    if lifecycle.stopSignal is not None:
+        _validate_stop_signal(lifecycle.stopSignal, f"{path}.stopSignal", errs, pod_os=pod_os)
+
+
+def _validate_stop_signal(
+    signal: str, path: str, errs: list[FieldError], *, pod_os: PodOS | None
+) -> None:
+    if pod_os is None:
+        errs.append(forbidden(path, "may not be set for containers with empty `spec.os.name`"))
+        return
+    supported = {"linux": STOP_SIGNALS_LINUX, "windows": STOP_SIGNALS_WINDOWS}.get(pod_os.name)
+    if supported is not None and signal not in supported:
+        errs.append(not_supported(path, signal, sorted(supported)))
 
 
 def _validate_probe(

@@ -53,6 +53,7 @@ from asynckubelet.manifests.objectmeta import (
     validate_labels,
     validate_object_meta,
 )
+from asynckubelet.manifests.podresources import validate_pod_resources
 from asynckubelet.manifests.securitycontext import (
     _INT32_MAX,
     _validate_pod_security_context,
@@ -197,6 +198,7 @@ def _validate_pod_spec(spec: PodSpec, *, restart_all: bool) -> list[FieldError]:
     _validate_init_containers(spec, volumes, grace, errs, restart_all=restart_all)
     _validate_ephemeral_containers(spec, volumes, errs)
     _validate_unmasked_proc_mount(spec, errs)
+    validate_pod_resources(spec, errs)
     if spec.hostNetwork:
         for ci, ctr in enumerate(spec.containers or []):
             for pi, port in enumerate(ctr.ports or []):

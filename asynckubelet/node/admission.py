@@ -55,6 +55,7 @@ from lightkube.models.core_v1 import (
 
 from asynckubelet.manifests.messages import is_qualified_name
 from asynckubelet.manifests.quantity import QuantityError, parse_quantity
+from asynckubelet.node.podfeatures import unsupported_feature
 
 __all__ = [
     "DEFAULT_MAX_PODS",
@@ -229,6 +230,9 @@ def admit(
             SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED,
             "SupplementalGroupsPolicy=Strict is not supported in this node",
         )
+    unsupported = unsupported_feature(spec)
+    if unsupported is not None:
+        return Rejection(*unsupported)
     shortage = _insufficient_resource(
         pod, node=node, others=others, ignore_unadvertised=ignore_unadvertised_extended
     )

@@ -6,11 +6,16 @@ Each container's newest instance gives its state and the one before its last sta
 container not created yet waits (``ContainerCreating``, or ``PodInitializing`` behind init
 containers) or for the reason its last start failed; one that was running and is gone
 ended unknown. Pure functions of data, as :mod:`asynckubelet.node.status` is.
+
+``stopSignal`` is the effective one, as a CRI runtime reports it (KEP-4960): the spec's,
+else the image's ``STOPSIGNAL``, else SIGTERM, in upstream's spelling (an image may say
+``QUIT`` or ``3``; the status says ``SIGQUIT``).
 """
 
 from __future__ import annotations
 
 import copy
+import signal
 from collections.abc import Mapping
 
 from lightkube.models.core_v1 import (
@@ -199,6 +204,7 @@ def _convert_one(
         ready=False,
         restartCount=cs.restart_count,
         containerID=cs.container_id,
+        stopSignal=stop_signal_name(cs.stop_signal),
     )
     if before is not None and before.restartCount > status.restartCount:
         status.restartCount = before.restartCount
@@ -229,6 +235,25 @@ def _convert_one(
     else:
         status.state = ContainerState(waiting=ContainerStateWaiting())
     return status
+
+
+def stop_signal_name(value: str) -> str:
+    """An engine's stop signal (``SIGQUIT``, ``QUIT``, ``3``, '') as upstream names it."""
+    text = value.strip().upper()
+    if not text:
+        return "SIGTERM"
+    if not text.isdigit():
+        return text if text.startswith("SIG") else f"SIG{text}"
+    number = int(text)
+    low, high = int(signal.SIGRTMIN), int(signal.SIGRTMAX)
+    if low < number <= low + 15:
+        return f"SIGRTMIN+{number - low}"
+    if high - 14 <= number < high:
+        return f"SIGRTMAX-{high - number}"
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return text
 
 
 def set_probe_fields(

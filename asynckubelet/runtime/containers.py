@@ -189,6 +189,7 @@ def container_status_from_inspect(info: ContainerInspect, *, image_id: str = "")
         hash=labels.get(naming.LABEL_HASH, ""),
         restart_count=int(labels.get(naming.LABEL_RESTART_COUNT, "0") or 0),
         sandbox_id=labels.get(naming.LABEL_SANDBOX_ID, ""),
+        stop_signal=info.get("Config", {}).get("StopSignal") or "",
     )
 
 

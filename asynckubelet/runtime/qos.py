@@ -2,13 +2,15 @@
 
 Guaranteed: every container has CPU and memory limits, and requests equal them.
 BestEffort: no container requests or limits CPU or memory. Burstable: anything else.
+A pod that sets CPU or memory at pod level (``spec.resources``) is classed by those alone,
+as ``PodLevelResources`` has it: the containers' own are not looked at.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-from lightkube.models.core_v1 import Pod
+from lightkube.models.core_v1 import Pod, ResourceRequirements
 
 from asynckubelet.manifests.quantity import QuantityError, parse_quantity
 
@@ -38,8 +40,15 @@ def qos_class(pod: Pod) -> str:
     requests: dict[str, Fraction] = {}
     limits: dict[str, Fraction] = {}
     guaranteed = True
-    for c in [*spec.containers, *(spec.initContainers or [])]:
-        res = c.resources
+    pod_level = spec.resources
+    sources: list[ResourceRequirements | None]
+    if pod_level is not None and any(
+        name in _TRACKED for name in (*(pod_level.requests or {}), *(pod_level.limits or {}))
+    ):
+        sources = [pod_level]
+    else:
+        sources = [c.resources for c in [*spec.containers, *(spec.initContainers or [])]]
+    for res in sources:
         c_limits = dict(res.limits or {}) if res is not None else {}
         c_requests = dict(res.requests or {}) if res is not None else {}
         for name, value in c_limits.items():

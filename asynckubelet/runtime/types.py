@@ -52,6 +52,9 @@ class ContainerStatus:
     """Spec hash of the container at creation (``naming.hash_container``)."""
     restart_count: int = 0
     sandbox_id: str = ""
+    stop_signal: str = ""
+    """The signal a stop sends: the spec's ``stopSignal``, else the image's ``STOPSIGNAL``
+    (the engine's ``Config.StopSignal``); '' when neither names one (SIGTERM)."""
 
     @property
     def container_id(self) -> str:

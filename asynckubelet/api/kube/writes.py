@@ -240,8 +240,34 @@ def _reworded(response: web.Response, served: Served, name: str) -> web.Response
     body["message"] = f'{served.kind} "{name}" is invalid: ' + (
         "[" + ", ".join(parts) + "]" if len(parts) > 1 else "".join(parts)
     )
+    body["details"]["causes"] = [_api_cause(c) for c in causes]
     body.setdefault("details", {}).update(name=name, kind=served.kind, group=served.group)
     return web.json_response(body, status=422)
+
+
+_CAUSE_TYPES = {
+    "Required value": "FieldValueRequired",
+    "Invalid value": "FieldValueInvalid",
+    "Unsupported value": "FieldValueNotSupported",
+    "Duplicate value": "FieldValueDuplicate",
+    "Forbidden": "FieldValueForbidden",
+    "Too long": "FieldValueTooLong",
+    "Too many": "FieldValueTooMany",
+    "Not found": "FieldValueNotFound",
+    "Internal error": "InternalError",
+}
+
+
+def _api_cause(cause: dict[str, Any]) -> dict[str, Any]:
+    """A cause as the API server sends it: its type (``FieldValueForbidden``) and its
+    message with the type's words first (``Forbidden: ...``), which kubectl prints."""
+    reason = str(cause.get("reason") or "")
+    message = str(cause.get("message") or "")
+    return {
+        "reason": _CAUSE_TYPES.get(reason, reason),
+        "message": f"{reason}: {message}" if reason and message else reason or message,
+        "field": cause.get("field", ""),
+    }
 
 
 def _answer(
