@@ -385,6 +385,16 @@ def test_a_pod_document_has_kind_and_each_container_status_a_last_state() -> Non
     assert restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1
 
 
+def test_a_pod_the_node_has_not_synced_is_pending_with_its_qos_class() -> None:
+    from asynckubelet.kubectl.pods import pod_document
+
+    fresh = Pod(
+        metadata=ObjectMeta(name="new"),
+        spec=PodSpec(containers=[Container(name="c", image="busybox:1")]),
+    )
+    assert pod_document(fresh)["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+
+
 VOLUMES_POD = """
 apiVersion: v1
 kind: Pod

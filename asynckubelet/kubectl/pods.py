@@ -18,6 +18,7 @@ from asynckubelet.node.events import age
 from asynckubelet.node.printpod import created, kubectl_status, parse_time, pod_spec, ready_string
 from asynckubelet.node.status import is_scheduling_gated
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime.qos import qos_class
 
 
 def restarts(pod: Pod, *, now: datetime) -> str:
@@ -77,9 +78,13 @@ def pod_row(pod: Pod, *, node_name: str, now: datetime) -> list[str]:
 
 def pod_document(pod: Pod) -> dict[str, Any]:
     """The pod as the API server serves it (``-o yaml|json``): ``apiVersion`` and ``kind``
-    first, and every container status with its ``lastState`` (``{}`` when it has none)."""
+    first, and every container status with its ``lastState`` (``{}`` when it has none).
+    A pod the node has not synced yet is ``Pending`` with its QoS class, as the API
+    server's create makes every pod."""
     body = {"apiVersion": "v1", "kind": "Pod", **pod.to_dict()}
     status = body.get("status") or {}
+    if not status.get("phase"):
+        status = body["status"] = {"phase": "Pending", "qosClass": qos_class(pod), **status}
     for key in ("initContainerStatuses", "containerStatuses"):
         for cs in status.get(key) or []:
             cs.setdefault("lastState", {})
