@@ -7,9 +7,9 @@ speaks too; this module lays them out with the other columns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from lightkube.models.core_v1 import Pod
 
@@ -84,12 +84,18 @@ def pod_document(pod: Pod) -> dict[str, Any]:
     body = {"apiVersion": "v1", "kind": "Pod", **pod.to_dict()}
     status = body.get("status") or {}
     if not status.get("phase"):
-        status = body["status"] = {"phase": "Pending", "qosClass": qos_class(pod), **status}
+        status = body["status"] = {**pending_status(pod), **status}
     for key in ("initContainerStatuses", "containerStatuses"):
         for cs in status.get(key) or []:
             cs.setdefault("lastState", {})
             cs.setdefault("state", {})
     return body
+
+
+def pending_status(pod: Pod | Mapping[str, Any]) -> dict[str, Any]:
+    """The status the API server's create gives a pod: ``Pending`` and its QoS class."""
+    typed = pod if isinstance(pod, Pod) else cast(Pod, Pod.from_dict(dict(pod)))
+    return {"phase": "Pending", "qosClass": qos_class(typed)}
 
 
 def readiness_gates(pod: Pod) -> str:

@@ -114,6 +114,7 @@ def current(
             applied = _stored_form(node, served, ns, name)
             if applied is not None:
                 applied["metadata"]["resourceVersion"] = str(app[HISTORY_KEY].version)
+                applied.setdefault("status", pod_printing.pending_status(applied))
             return applied
         body = pod_printing.pod_document(served_pod(node, record.view))
         version = app[HISTORY_KEY].version_of(record.uid, record.version)
