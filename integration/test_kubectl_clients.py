@@ -246,3 +246,43 @@ def test_the_python_client_creates_lists_and_watches_until_running(
         core.read_namespaced_config_map(name, "default")
     assert missing.value.status == 404
     assert json.loads(missing.value.body)["message"] == f'configmaps "{name}" not found'
+
+
+def test_kubectl_create_makes_each_kind_it_sends_in_protobuf(kubectl: Kubectl) -> None:
+    name = f"pb{uuid.uuid4().hex[:6]}"
+    run = ["--image", BUSYBOX_IMAGE, "--", "sh", "-c"]
+    made = [
+        kubectl.ok("create", "namespace", name),
+        kubectl.ok("create", "configmap", name, "--from-literal=mode=fast"),
+        kubectl.ok("create", "secret", "generic", name, "--from-literal=password=s3cr3t"),
+        kubectl.ok("create", "serviceaccount", name),
+        kubectl.ok("create", "service", "clusterip", name, "--tcp=80:8080"),
+        kubectl.ok("create", "deployment", name, "--replicas=2", "--port=8080", *run, "sleep 600"),
+        kubectl.ok("create", "job", name, *run, "echo done by $HOSTNAME"),
+    ]
+    assert made == [
+        f"namespace/{name} created\n",
+        f"configmap/{name} created\n",
+        f"secret/{name} created\n",
+        f"serviceaccount/{name} created\n",
+        f"service/{name} created\n",
+        f"deployment.apps/{name} created\n",
+        f"job.batch/{name} created\n",
+    ]
+    assert kubectl.ok("get", "cm", name, "-o", "jsonpath={.data.mode}") == "fast"
+    assert kubectl.ok("get", "secret", name, "-o", "jsonpath={.type}") == "Opaque"
+    port = json.loads(kubectl.ok("get", "svc", name, "-o", "json"))["spec"]["ports"][0]
+    assert (port["port"], port["targetPort"], port["protocol"]) == (80, 8080, "TCP")
+    deployment = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))["spec"]
+    assert deployment["replicas"] == 2
+    assert deployment["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 8080, "protocol": "TCP"}
+    ]
+    available = kubectl("rollout", "status", f"deploy/{name}", "--timeout=90s", timeout=120)
+    assert available.returncode == 0, available.stderr
+    done = kubectl("wait", "--for=condition=Complete", f"job/{name}", "--timeout=90s")
+    assert done.returncode == 0, done.stderr
+    assert kubectl.ok("logs", f"job/{name}").startswith(f"done by {name}-")
+    for kind in ("job", "deployment", "service", "serviceaccount", "secret", "configmap"):
+        kubectl.ok("delete", kind, name)
+    kubectl.ok("delete", "namespace", name)
