@@ -198,3 +198,31 @@ def test_wait_for_a_deployments_available_condition_by_label(
         f"pod/{p} condition met" for p in pods_of(kubectl, name)
     )
     kubectl.ok("delete", "-f", path)
+
+
+STUCK = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: NAME}
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 3
+  selector: {matchLabels: {app: NAME}}
+  template:
+    metadata: {labels: {app: NAME}}
+    spec:
+      containers:
+      - {name: c, image: akltest.local/not-there:1, imagePullPolicy: Never}
+"""
+
+
+def test_rollout_status_fails_once_the_progress_deadline_passes(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    name = unique("rs")
+    path = manifest(tmp_path, "d.yaml", STUCK.replace("NAME", name))
+    kubectl.ok("apply", "-f", path)
+    stuck = kubectl("rollout", "status", f"deploy/{name}", "--timeout=90s", timeout=120)
+    assert stuck.returncode == 1
+    assert f'error: deployment "{name}" exceeded its progress deadline' in stuck.stderr
+    kubectl.ok("delete", "-f", path)
