@@ -6,21 +6,30 @@
   request to it is 401;
 - the local API (the state dir's unix socket): every route answers 401 to a client that
   is not a unix-socket peer of an allowed user, whatever its path;
-- the unauthenticated TCP endpoint: exactly ``/healthz`` and ``/metrics``.
+- the unauthenticated TCP endpoint: exactly ``/healthz`` and ``/metrics``;
+- the node's Kubernetes API: every route answers 401 to a client without the
+  kubeconfig's client certificate, and refuses one with another CA's certificate.
 """
 
 from __future__ import annotations
 
 import re
+import ssl
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
+from kube_helpers import Served, served_node
 
 from asynckubelet import KubeletConfig
 from asynckubelet.api import server
+from asynckubelet.api.kube import pki
+from asynckubelet.api.kube.nodes import this_node
+from asynckubelet.api.kube.server import create_app as create_kube_app
 from asynckubelet.api.localapi import create_local_app
 from asynckubelet.cluster import kubeletapi, kubeletauth
 from asynckubelet.node import Kubelet, daemon
@@ -110,3 +119,38 @@ def test_the_unauthenticated_endpoint_serves_health_and_metrics_only() -> None:
     app = server.create_app(_NoNode())  # type: ignore[arg-type]
     assert sorted(set(_routes(app))) == [("GET", "/healthz"), ("GET", "/metrics")]
     assert set(server.PUBLIC_ROUTES) == {"/healthz", "/metrics"}
+
+
+def _kube_routes(served: Served) -> list[tuple[str, str]]:
+    this = this_node(served.node, runtime_version="docker://1", kubelet_version="v1.33.0")
+    app = create_kube_app(
+        served.node, client_fingerprint=b"", this=this, server_address="127.0.0.1:1"
+    )
+    return sorted(set(_routes(app)))
+
+
+async def _status(served: Served, method: str, path: str, context: ssl.SSLContext) -> int | None:
+    """The answer's status; None when the TLS handshake refused the client."""
+    async with aiohttp.ClientSession() as session:
+        try:
+            async with session.request(method, served.api.url + path, ssl=context) as answer:
+                return answer.status
+        except aiohttp.ClientError:
+            return None
+
+
+async def test_no_kube_api_route_answers_a_client_without_the_nodes_certificate(
+    tmp_path: Path,
+) -> None:
+    other = pki.ensure_credentials(tmp_path / "other", hosts=["127.0.0.1"])
+    async with served_node(tmp_path) as served:
+        routes = _kube_routes(served)
+        assert len(routes) > 30
+        stranger = served.context(
+            cert=other.directory / "admin.crt", key=other.directory / "admin.key"
+        )
+        for method, path in routes:
+            concrete = _concrete(path)
+            assert await _status(served, method, concrete, served.context()) == 401, path
+            assert await _status(served, method, concrete, stranger) in (None, 401), path
+        assert await _status(served, "GET", "/version", served.admin()) == 200

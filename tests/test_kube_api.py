@@ -192,6 +192,7 @@ async def test_an_unknown_path_is_the_api_servers_not_found(served: Served) -> N
     code, _, body = await served.request("/api/v1/widgets")
     assert (code, body["reason"]) == (404, "NotFound")
     assert body["message"] == "the server could not find the requested resource"
+    assert body["details"] == {}
 
 
 async def test_pods_are_listed_at_a_resource_version_and_each_carries_its_own(

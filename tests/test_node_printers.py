@@ -385,6 +385,31 @@ def test_a_pod_document_has_kind_and_each_container_status_a_last_state() -> Non
     assert restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1
 
 
+def test_a_pod_the_node_has_not_synced_is_pending_with_its_qos_class() -> None:
+    from asynckubelet.kubectl.pods import pod_document
+
+    fresh = Pod(
+        metadata=ObjectMeta(name="new"),
+        spec=PodSpec(containers=[Container(name="c", image="busybox:1")]),
+    )
+    assert pod_document(fresh)["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+def test_a_stored_pod_not_synced_yet_answers_pending_with_its_qos_class() -> None:
+    from asynckubelet.kubectl.pods import pending_status
+
+    limited = {"cpu": "100m", "memory": "64Mi"}
+    stored = {
+        "metadata": {"name": "new"},
+        "spec": {
+            "containers": [
+                {"name": "c", "image": "b:1", "resources": {"limits": limited, "requests": limited}}
+            ]
+        },
+    }
+    assert pending_status(stored) == {"phase": "Pending", "qosClass": "Guaranteed"}
+
+
 VOLUMES_POD = """
 apiVersion: v1
 kind: Pod

@@ -13,6 +13,7 @@ from workload_helpers import NOW, ago, pod
 from asynckubelet.workloads.deployment import (
     POD_TEMPLATE_HASH,
     REVISION,
+    REVISION_HISTORY,
     RSView,
     max_surge,
     max_unavailable,
@@ -313,8 +314,38 @@ def test_going_back_to_an_old_template_takes_its_replicaset_with_a_new_revision(
     second = rs("busybox:2", 3, 3, revision=2)
     plan = reconcile_deployment(deployment(3, image="busybox:1"), [first, second], NOW)
     assert plan.create is None
-    assert plan.revisions == {first.name: "3"}
+    assert plan.annotate == {first.name: {REVISION: "3", REVISION_HISTORY: "1"}}
     assert plan.scale == {first.name: 1}
+
+
+def test_a_rollback_template_from_a_typed_client_takes_the_old_replicaset() -> None:
+    first = rs("busybox:1", 0, 0, revision=1, running=0)
+    second = rs("busybox:2", 3, 3, revision=2)
+    d = deployment(3, image="busybox:1")
+    d["spec"]["template"]["metadata"]["creationTimestamp"] = None
+    d["spec"]["template"]["spec"]["containers"][0]["resources"] = {}
+    plan = reconcile_deployment(d, [first, second], NOW)
+    assert plan.create is None
+    assert plan.annotate[first.name][REVISION] == "3"
+
+
+def test_a_deployments_annotations_go_to_its_new_replicaset_but_its_own_do_not() -> None:
+    d = deployment(3)
+    d["metadata"]["annotations"] = {
+        "kubernetes.io/change-cause": "image 1",
+        REVISION: "1",
+        "kubectl.kubernetes.io/last-applied-configuration": "{}",
+    }
+    created = reconcile_deployment(d, [], NOW).create
+    assert created is not None
+    assert created["metadata"]["annotations"]["kubernetes.io/change-cause"] == "image 1"
+    assert (
+        "kubectl.kubernetes.io/last-applied-configuration" not in created["metadata"]["annotations"]
+    )
+    d["metadata"]["annotations"]["kubernetes.io/change-cause"] = "image 1, again"
+    current = rs("busybox:1", 3, 3, revision=1)
+    plan = reconcile_deployment(d, [current], NOW)
+    assert plan.annotate == {current.name: {"kubernetes.io/change-cause": "image 1, again"}}
 
 
 def test_old_replicasets_beyond_the_history_limit_are_deleted_oldest_first() -> None:

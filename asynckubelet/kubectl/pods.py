@@ -7,9 +7,9 @@ speaks too; this module lays them out with the other columns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from lightkube.models.core_v1 import Pod
 
@@ -18,6 +18,7 @@ from asynckubelet.node.events import age
 from asynckubelet.node.printpod import created, kubectl_status, parse_time, pod_spec, ready_string
 from asynckubelet.node.status import is_scheduling_gated
 from asynckubelet.runtime import containers as ctr
+from asynckubelet.runtime.qos import qos_class
 
 
 def restarts(pod: Pod, *, now: datetime) -> str:
@@ -77,14 +78,24 @@ def pod_row(pod: Pod, *, node_name: str, now: datetime) -> list[str]:
 
 def pod_document(pod: Pod) -> dict[str, Any]:
     """The pod as the API server serves it (``-o yaml|json``): ``apiVersion`` and ``kind``
-    first, and every container status with its ``lastState`` (``{}`` when it has none)."""
+    first, and every container status with its ``lastState`` (``{}`` when it has none).
+    A pod the node has not synced yet is ``Pending`` with its QoS class, as the API
+    server's create makes every pod."""
     body = {"apiVersion": "v1", "kind": "Pod", **pod.to_dict()}
     status = body.get("status") or {}
+    if not status.get("phase"):
+        status = body["status"] = {**pending_status(pod), **status}
     for key in ("initContainerStatuses", "containerStatuses"):
         for cs in status.get(key) or []:
             cs.setdefault("lastState", {})
             cs.setdefault("state", {})
     return body
+
+
+def pending_status(pod: Pod | Mapping[str, Any]) -> dict[str, Any]:
+    """The status the API server's create gives a pod: ``Pending`` and its QoS class."""
+    typed = pod if isinstance(pod, Pod) else cast(Pod, Pod.from_dict(dict(pod)))
+    return {"phase": "Pending", "qosClass": qos_class(typed)}
 
 
 def readiness_gates(pod: Pod) -> str:

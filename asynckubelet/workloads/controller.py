@@ -250,10 +250,10 @@ class Controllers:
                     ),
                 }
                 self._write(target, None, spec={"replicas": replicas}, annotations=desired)
-        for name, revision in plan.revisions.items():
+        for name, added in plan.annotate.items():
             target = self.node.objects.get("ReplicaSet", obj.namespace, name)
             if target is not None:
-                self._write(target, None, annotations={deploy.REVISION: revision})
+                self._write(target, None, annotations=added)
         for name in plan.delete:
             self.node.objects.remove("ReplicaSet", obj.namespace, name)
         for type_, reason, message in plan.events:

@@ -38,6 +38,7 @@ __all__ = [
     "MAX_REPLICAS",
     "POD_TEMPLATE_HASH",
     "REVISION",
+    "REVISION_HISTORY",
     "DeploymentPlan",
     "RSView",
     "max_surge",
@@ -50,6 +51,19 @@ POD_TEMPLATE_HASH = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+_NOT_COPIED = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        REVISION,
+        REVISION_HISTORY,
+        DESIRED_REPLICAS,
+        MAX_REPLICAS,
+        "deprecated.deployment.rollback.to",
+    }
+)
+"""The Deployment's annotations its ReplicaSets do not take (``skipCopyAnnotation``)."""
+_POD_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
 
@@ -127,8 +141,9 @@ class DeploymentPlan:
     """A new ReplicaSet to store (with its replicas)."""
     scale: dict[str, int] = field(default_factory=dict)
     """ReplicaSet name -> its new ``spec.replicas``."""
-    revisions: dict[str, str] = field(default_factory=dict)
-    """ReplicaSet name -> a new revision annotation."""
+    annotate: dict[str, dict[str, str]] = field(default_factory=dict)
+    """ReplicaSet name -> annotations to set on it (a new revision, the revision history,
+    the Deployment's own annotations)."""
     delete: list[str] = field(default_factory=list)
     """Old ReplicaSets beyond ``revisionHistoryLimit``."""
     status: dict[str, Any] = field(default_factory=dict)
@@ -187,8 +202,17 @@ def _without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
         if not labels:
             shown["metadata"].pop("labels")
     meta = shown.get("metadata")
-    if isinstance(meta, dict) and not meta:
-        shown.pop("metadata")
+    if isinstance(meta, dict):
+        if meta.get("creationTimestamp", "") is None:
+            meta.pop("creationTimestamp")
+        if not meta:
+            shown.pop("metadata")
+    # A typed client sends a container's empty ``resources`` as ``{}`` (Go writes the
+    # struct out whole): ``kubectl rollout undo`` does. Empty and absent are one value.
+    for key in _POD_CONTAINER_LISTS:
+        for container in (shown.get("spec") or {}).get(key) or []:
+            if isinstance(container, dict) and container.get("resources") == {}:
+                container.pop("resources")
     return shown
 
 
@@ -214,6 +238,7 @@ def _new_replicaset_body(
             "namespace": meta.get("namespace") or "default",
             "labels": dict(template["metadata"]["labels"]),
             "annotations": {
+                **_copied_annotations(deployment),
                 DESIRED_REPLICAS: str(_replicas(deployment)),
                 MAX_REPLICAS: str(_replicas(deployment) + max_surge(deployment)),
                 REVISION: str(revision),
@@ -322,10 +347,14 @@ def reconcile_deployment(
     if new is None and not paused:
         new = _create_new(plan, deployment, status, current, olds, revision=max_old_revision + 1)
         created_name = new.name
-    elif new is not None and new.revision <= max_old_revision:
-        plan.revisions[new.name] = str(max_old_revision + 1)
+    elif new is not None:
+        _annotate_new(plan, deployment, new, max_old_revision)
 
-    revision = plan.revisions.get(new.name, str(new.revision)) if new is not None else None
+    revision = (
+        plan.annotate.get(new.name, {}).get(REVISION, str(new.revision))
+        if new is not None
+        else None
+    )
     if revision is not None and (meta.get("annotations") or {}).get(REVISION) != revision:
         plan.annotations[REVISION] = revision
 
@@ -340,6 +369,29 @@ def reconcile_deployment(
     if new is not None and _complete(deployment, plan.status):
         plan.delete = _cleanup(deployment, olds, replicas_of)
     return plan
+
+
+def _copied_annotations(deployment: Mapping[str, Any]) -> dict[str, str]:
+    annotations = (deployment.get("metadata") or {}).get("annotations") or {}
+    return {k: str(v) for k, v in annotations.items() if k not in _NOT_COPIED}
+
+
+def _annotate_new(
+    plan: DeploymentPlan, deployment: Mapping[str, Any], new: RSView, max_old_revision: int
+) -> None:
+    """``SetNewReplicaSetAnnotations`` on an existing new ReplicaSet: the Deployment's
+    annotations copied, and a revision above the old ones (the one it had joins
+    ``revision-history``), as when a rollback takes an old ReplicaSet back."""
+    current = (new.body.get("metadata") or {}).get("annotations") or {}
+    wanted = {k: v for k, v in _copied_annotations(deployment).items() if current.get(k) != v}
+    if new.revision <= max_old_revision:
+        wanted[REVISION] = str(max_old_revision + 1)
+        if new.revision > 0:
+            history = current.get(REVISION_HISTORY)
+            old = str(new.revision)
+            wanted[REVISION_HISTORY] = f"{history},{old}" if history else old
+    if wanted:
+        plan.annotate[new.name] = wanted
 
 
 def _create_new(

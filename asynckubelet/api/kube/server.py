@@ -47,6 +47,7 @@ from asynckubelet.api.answers import (
     STARTED_KEY,
     TERMINATING_KEY,
     status,
+    status_body,
     wants_table,
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
@@ -124,7 +125,10 @@ async def api_statuses(request: web.Request, handler: Handler) -> web.StreamResp
     except web.HTTPNotFound as e:
         if e.content_type == "application/json":
             raise
-        return status(404, "NotFound", "the server could not find the requested resource")
+        # Empty details, as the API server's: kubectl debug reads them to tell a missing
+        # subresource from a missing pod.
+        body = status_body(404, "NotFound", "the server could not find the requested resource")
+        return web.json_response({**body, "details": {}}, status=404)
 
 
 # -- discovery ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from aiohttp import web
 from asynckubelet.api import apply as writes
 from asynckubelet.api.answers import not_found, served_pod, status
 from asynckubelet.api.endpoints import NODE_KEY
-from asynckubelet.api.kube import patches
+from asynckubelet.api.kube import patches, protobuf
 from asynckubelet.api.kube.discovery import Served
 from asynckubelet.api.kube.pods import HISTORY_KEY
 from asynckubelet.kubectl import pods as pod_printing
@@ -73,6 +73,12 @@ async def _read(request: web.Request, *, yaml_ok: bool = False) -> Any:
     raw = await request.content.read(MAX_BODY_BYTES + 1)
     if len(raw) > MAX_BODY_BYTES:
         raise _refuse(413, "RequestEntityTooLarge", "the request body is too large")
+    if request.content_type == protobuf.PROTOBUF:
+        try:
+            return protobuf.decode(raw)
+        except (ValueError, UnicodeDecodeError) as e:
+            message = f"the protobuf body of the request was not read: {e}; send application/json"
+            raise _refuse(415, "UnsupportedMediaType", message) from None
     try:
         text = raw.decode()
         if not yaml_ok:
@@ -114,6 +120,7 @@ def current(
             applied = _stored_form(node, served, ns, name)
             if applied is not None:
                 applied["metadata"]["resourceVersion"] = str(app[HISTORY_KEY].version)
+                applied.setdefault("status", pod_printing.pending_status(applied))
             return applied
         body = pod_printing.pod_document(served_pod(node, record.view))
         version = app[HISTORY_KEY].version_of(record.uid, record.version)
