@@ -51,12 +51,15 @@ from asynckubelet.api.answers import (
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
 from asynckubelet.api.kube import (
+    cached,
     discovery,
     kubeconfigs,
     lists,
     openapi,
     pki,
+    slices,
     streams,
+    subresources,
     watchcache,
     writes,
 )
@@ -236,6 +239,9 @@ def _filtered(body: dict[str, Any], terms: list[Any]) -> dict[str, Any]:
 def _handlers(served: discovery.Served) -> tuple[Handler, Handler]:
     """(list, get) of a served resource."""
     name = served.name
+    found = cached.of(served)
+    if found is not None:
+        return cached.handlers(served, found)
     if name == "pods":
         return list_pods, get_pod
     if name == "nodes":
@@ -279,6 +285,7 @@ def create_app(
     app[OBJECTS_KEY] = watched = watchcache.ObjectHistory(versions)
     watched.follow_store(node.objects)
     watched.follow_events(node.recorder)
+    slices.follow_services(watched, services)
 
     async def close_history(app: web.Application) -> None:
         history.close()
@@ -307,6 +314,7 @@ def create_app(
             r.add_get(f"{base}/{served.name}/{{name}}", one)
         writes.add_routes(r, served, base)
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", localapi.pod_log)
+    subresources.add_routes(app, node)
     streams.add_routes(r)
     return app
 

@@ -1,0 +1,162 @@
+"""Endpoints and EndpointSlices, as the API server's controllers keep them.
+
+The node's Service controller (:mod:`asynckubelet.workloads.services`) keeps each
+Service's endpoints; this module turns them into the objects a client reads and watches:
+the ``v1`` Endpoints (one per Service with a selector) and the ``discovery.k8s.io/v1``
+EndpointSlices upstream's EndpointSlice controller would write. A slice is named from the
+Service (``generateName`` ``<service>-``, five characters after it, the same for the same
+Service and port set, so a name survives a restart), labelled
+``kubernetes.io/service-name`` and ``endpointslice.kubernetes.io/managed-by``, owned by
+its Service, and holds the endpoints that share one set of ports (at most
+:data:`MAX_ENDPOINTS` of them, as upstream's default). A Service that selects no ready or
+unready pod has one slice with no endpoints and no ports (upstream's placeholder).
+
+Both kinds are kept in the API's window of changes
+(:class:`~asynckubelet.api.kube.watchcache.ObjectHistory`) after every change of the
+Services or of their endpoints, so they are listed and watched like the stored kinds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from asynckubelet.api import objects
+from asynckubelet.api.kube.watchcache import ObjectHistory, ObjectKey
+from asynckubelet.workloads.services import Endpoint, EndpointPort, ServiceController
+
+API_VERSION = "discovery.k8s.io/v1"
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+CONTROLLER = "endpointslice-controller.k8s.io"
+MAX_ENDPOINTS = 100
+"""Endpoints in one slice (upstream's ``--max-endpoints-per-slice`` default)."""
+SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+"""The characters the API server's ``generateName`` appends (no vowels, no look-alikes)."""
+SUFFIX_LENGTH = 5
+MAX_NAME = 63
+
+
+def slice_name(service: str, uid: str, ports: tuple[EndpointPort, ...], index: int) -> str:
+    """``<service>-`` (cut to leave room, as the API server cuts a ``generateName``) and
+    five characters drawn from the Service's uid, its ports and the slice's place."""
+    base = f"{service}-"[: MAX_NAME - SUFFIX_LENGTH]
+    seed = f"{uid}/{[(p.name, p.port, p.protocol) for p in ports]}/{index}".encode()
+    digest = hashlib.sha256(seed).digest()
+    suffix = "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:SUFFIX_LENGTH])
+    return base + suffix
+
+
+def _endpoint(e: Endpoint, namespace: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "addresses": [e.ip],
+        "conditions": {"ready": e.ready, "serving": e.ready, "terminating": False},
+    }
+    if e.hostname:
+        body["hostname"] = e.hostname
+    if e.node_name:
+        body["nodeName"] = e.node_name
+    body["targetRef"] = {"kind": "Pod", "namespace": namespace, "name": e.pod, "uid": e.uid}
+    return body
+
+
+def endpoint_slices(
+    service: Mapping[str, Any], endpoints: tuple[Endpoint, ...]
+) -> list[dict[str, Any]]:
+    """The EndpointSlices of ``service`` (its stored body) holding ``endpoints``."""
+    meta = service.get("metadata") or {}
+    namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    uid = str(meta.get("uid") or "")
+    groups: dict[tuple[EndpointPort, ...], list[Endpoint]] = {}
+    for e in endpoints:
+        groups.setdefault(e.ports, []).append(e)
+    chunks: list[tuple[tuple[EndpointPort, ...] | None, list[Endpoint]]] = [
+        (ports, found[i : i + MAX_ENDPOINTS])
+        for ports, found in groups.items()
+        for i in range(0, len(found), MAX_ENDPOINTS)
+    ] or [(None, [])]
+    labels = {
+        **(meta.get("labels") or {}),
+        SERVICE_NAME_LABEL: name,
+        MANAGED_BY_LABEL: CONTROLLER,
+    }
+    owner = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    slices = []
+    seen: dict[tuple[EndpointPort, ...] | None, int] = {}
+    for ports, found in chunks:
+        index = seen[ports] = seen.get(ports, -1) + 1
+        metadata: dict[str, Any] = {
+            "name": slice_name(name, uid, ports or (), index),
+            "generateName": f"{name}-",
+            "namespace": namespace,
+            "labels": labels,
+            "ownerReferences": [owner],
+        }
+        if meta.get("creationTimestamp"):
+            metadata["creationTimestamp"] = meta["creationTimestamp"]
+        slices.append(
+            {
+                "kind": "EndpointSlice",
+                "apiVersion": API_VERSION,
+                "metadata": metadata,
+                "addressType": "IPv4",
+                "endpoints": [_endpoint(e, namespace) for e in found],
+                "ports": None
+                if ports is None
+                else [{"name": p.name, "port": p.port, "protocol": p.protocol} for p in ports],
+            }
+        )
+    return slices
+
+
+def current(
+    services: ServiceController,
+) -> tuple[dict[ObjectKey, dict[str, Any]], dict[ObjectKey, dict[str, Any]]]:
+    """The Endpoints and the EndpointSlices of every Service with a selector, now."""
+    endpoints: dict[ObjectKey, dict[str, Any]] = {}
+    slices: dict[ObjectKey, dict[str, Any]] = {}
+    for stored in services.objects.list("Service"):
+        svc = services.service(stored.namespace, stored.name)
+        if svc is None or not objects.has_endpoints(svc):
+            continue
+        key = (stored.namespace, stored.name)
+        endpoints[key] = objects.endpoints_body(services, *key)
+        found = services.endpoints(*key)
+        for body in endpoint_slices(stored.body, found.endpoints if found else ()):
+            slices[(stored.namespace, body["metadata"]["name"])] = body
+    return endpoints, slices
+
+
+def follow_services(history: ObjectHistory, services: ServiceController | None) -> None:
+    """Keep the Endpoints and EndpointSlices of ``services`` in ``history`` from now on
+    (none without a Service controller)."""
+    if services is None:
+        return
+
+    def refresh() -> None:
+        endpoints, slices = current(services)
+        history.replace("Endpoints", endpoints)
+        history.replace("EndpointSlice", slices)
+
+    refresh()
+    history.on_close(services.subscribe(refresh))
+
+
+__all__ = [
+    "API_VERSION",
+    "CONTROLLER",
+    "MANAGED_BY_LABEL",
+    "SERVICE_NAME_LABEL",
+    "current",
+    "endpoint_slices",
+    "follow_services",
+    "slice_name",
+]
