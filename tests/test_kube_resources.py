@@ -14,7 +14,7 @@ import jwt
 import pytest
 from kube_helpers import Served, pod, served, watch_lines
 
-from asynckubelet.api.kube import discovery, eventsv1, slices
+from asynckubelet.api.kube import discovery, eventsv1, protowire, slices
 from asynckubelet.api.kube.history import Versions
 from asynckubelet.api.kube.watchcache import ObjectHistory
 from asynckubelet.kubectl.objects import endpointslice_row
@@ -371,3 +371,43 @@ async def test_a_token_request_is_refused_as_the_api_server_refuses_it(served: S
         400,
         "cannot bind token to object of type v1, Kind=ConfigMap",
     )
+
+
+# -- protobuf TokenRequests ------------------------------------------------------------------
+
+
+def _wire(number: int, value: int | bytes) -> bytes:
+    def varint(n: int) -> bytes:
+        out = b""
+        while True:
+            out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+            n >>= 7
+            if not n:
+                return out
+
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint(number << 3 | 2) + varint(len(value)) + value
+
+
+def test_a_protobuf_token_request_reads_as_its_json_form() -> None:
+    bound = _wire(1, b"Pod") + _wire(2, b"v1") + _wire(3, b"web") + _wire(4, b"u1")
+    spec = _wire(1, b"vault") + _wire(1, b"api") + _wire(3, bound) + _wire(4, 900)
+    message = _wire(1, b"") + _wire(2, spec)
+    envelope = _wire(1, _wire(1, b"authentication.k8s.io/v1") + _wire(2, b"TokenRequest"))
+    body = protowire.MAGIC + envelope + _wire(2, message)
+    version, kind, raw = protowire.unwrap(body)
+    assert (version, kind) == ("authentication.k8s.io/v1", "TokenRequest")
+    assert protowire.token_request(raw)["spec"] == {
+        "audiences": ["vault", "api"],
+        "expirationSeconds": 900,
+        "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web", "uid": "u1"},
+    }
+
+
+@pytest.mark.parametrize(
+    "body", [b"k8s\x00\x0a\xff", b"k8s\x00\x80", b"{}", b"k8s\x00\x0d\x00\x00\x00\x00"]
+)
+def test_a_malformed_protobuf_body_is_refused(body: bytes) -> None:
+    with pytest.raises(ValueError, match=r"varint|runs past|wire type|magic"):
+        protowire.unwrap(body)

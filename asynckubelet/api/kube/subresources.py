@@ -27,6 +27,7 @@ from aiohttp import web
 
 from asynckubelet.api.answers import not_found, status
 from asynckubelet.api.endpoints import NODE_KEY
+from asynckubelet.api.kube import protowire
 from asynckubelet.api.kube.pods import get_pod
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.tokens import TokenIssuer, TokenRequest
@@ -101,6 +102,14 @@ async def _body(request: web.Request) -> dict[str, Any]:
     if len(raw) > MAX_BODY_BYTES:
         raise Refused(status(413, "RequestEntityTooLarge", "the request body is too large"))
     try:
+        if request.content_type == protowire.CONTENT_TYPE:
+            sent_version, sent_kind, message = protowire.unwrap(raw)
+            if (sent_version, sent_kind) != (API_VERSION, "TokenRequest"):
+                raise _bad(
+                    f"the body of the request is a {sent_version}, Kind={sent_kind}, "
+                    "not a TokenRequest"
+                )
+            return protowire.token_request(message)
         body = json.loads(raw.decode() or "{}")
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise _bad(f"the body of the request was in an unknown format: {e}") from None
