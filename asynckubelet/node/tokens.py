@@ -55,7 +55,9 @@ _UID_NAMESPACE = uuid.UUID("6f1c3b8e-2d47-4a51-9a0e-6a6b9c1e7d20")
 
 @dataclass(frozen=True)
 class TokenRequest:
-    """What a ``serviceAccountToken`` projection asks for, bound to one pod."""
+    """What a token is asked for: by a ``serviceAccountToken`` projection (bound to its
+    pod) or by the API's ``TokenRequest`` (bound to a pod, a Secret, the node or
+    nothing)."""
 
     namespace: str
     service_account: str
