@@ -163,3 +163,27 @@ def test_lightkube_watches_a_services_endpointslice_appear(node: Daemon, tmp_pat
         node.cli("delete", "service", name)
     assert kind == "ADDED"
     assert slice_name.startswith(f"{name}-")
+
+
+GATED = LONG.replace("spec:\n", "spec:\n  readinessGates: [{conditionType: example.com/lb}]\n", 1)
+
+
+def test_kubectl_patch_status_opens_a_readiness_gate(kubectl: Kubectl, tmp_path: Path) -> None:
+    name = f"rg{uuid.uuid4().hex[:6]}"
+    assert (
+        kubectl.node.cli(
+            "apply", "-f", manifest(tmp_path, "g.yaml", GATED.replace("NAME", name))
+        ).returncode
+        == 0
+    )
+    try:
+        reason = "jsonpath={.status.conditions[?(@.type=='Ready')].reason}=ReadinessGatesNotReady"
+        kubectl.ok("wait", f"pod/{name}", f"--for={reason}", "--timeout=60s")
+        condition = '{"status":{"conditions":[{"type":"example.com/lb","status":"True"}]}}'
+        kubectl.ok("patch", "pod", name, "--subresource=status", "-p", condition)
+        kubectl.ok("wait", f"pod/{name}", "--for=condition=Ready", "--timeout=60s")
+        shown = kubectl.ok("get", "pod", name, "-o", "wide").splitlines()
+        assert shown[0].split()[-1] == "GATES"
+        assert shown[1].split()[-1] == "1/1"
+    finally:
+        kubectl.node.cli("delete", "pod", name)

@@ -10,9 +10,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
+import anyio
 import jwt
 import pytest
 from kube_helpers import Served, pod, served, watch_lines
+from lightkube.models.core_v1 import PodReadinessGate
 
 from asynckubelet.api.kube import discovery, eventsv1, protowire, slices
 from asynckubelet.api.kube.history import Versions
@@ -411,3 +413,77 @@ def test_a_protobuf_token_request_reads_as_its_json_form() -> None:
 def test_a_malformed_protobuf_body_is_refused(body: bytes) -> None:
     with pytest.raises(ValueError, match=r"varint|runs past|wire type|magic"):
         protowire.unwrap(body)
+
+
+# -- pods/status writes ---------------------------------------------------------------------
+
+
+async def _send(
+    served: Served, method: str, path: str, body: Any, content_type: str
+) -> tuple[int, dict[str, Any]]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(
+            method,
+            served.api.url + path,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": content_type},
+            ssl=served.admin(),
+        ) as response,
+    ):
+        return response.status, json.loads(await response.text())
+
+
+def _condition(served: Served, name: str, kind: str) -> Any:
+    record = served.node.status.find("default", name)
+    if record is None or record.view.status is None:
+        return None
+    return next((c for c in record.view.status.conditions or [] if c.type == kind), None)
+
+
+async def test_a_readiness_gates_condition_written_to_the_status_makes_the_pod_ready(
+    served: Served,
+) -> None:
+    gated = pod("gated")
+    assert gated.spec is not None
+    gated.spec.readinessGates = [PodReadinessGate(conditionType="example.com/lb")]
+    await served.node.apply([gated])
+    with anyio.fail_after(20):
+        while (found := _condition(served, "gated", "Ready")) is None or (
+            found.reason != "ReadinessGatesNotReady"
+        ):
+            await served.node.status.changed()
+    path = "/api/v1/namespaces/default/pods/gated/status"
+    patch = {"status": {"conditions": [{"type": "example.com/lb", "status": "True"}]}}
+    code, body = await _send(served, "PATCH", path, patch, "application/strategic-merge-patch+json")
+    assert code == 200
+    assert {"type": "example.com/lb", "status": "True"}.items() <= body["status"]["conditions"][
+        -1
+    ].items()
+    with anyio.fail_after(20):
+        while (found := _condition(served, "gated", "Ready")) is None or found.status != "True":
+            await served.node.status.changed()
+    assert _condition(served, "gated", "example.com/lb").status == "True"
+
+
+async def test_a_status_write_is_checked_as_the_api_server_checks_it(served: Served) -> None:
+    await served.node.apply([pod("web")])
+    path = "/api/v1/namespaces/default/pods/web/status"
+    bad = {"status": {"conditions": [{"type": "example.com/lb", "status": "Maybe"}]}}
+    code, body = await _send(served, "PATCH", path, bad, "application/merge-patch+json")
+    assert (code, body["message"]) == (
+        422,
+        'Pod "web" is invalid: status.conditions[0].status: Unsupported value: "Maybe": '
+        'supported values: "False", "True", "Unknown"',
+    )
+    stale = {"kind": "Pod", "metadata": {"name": "web", "resourceVersion": "1"}, "status": {}}
+    code, body = await _send(served, "PUT", path, stale, "application/json")
+    assert (code, body["reason"]) == (409, "Conflict")
+    code, body = await _send(
+        served,
+        "PATCH",
+        "/api/v1/namespaces/default/pods/nope/status",
+        {},
+        "application/merge-patch+json",
+    )
+    assert (code, body["message"]) == (404, 'pods "nope" not found')

@@ -65,7 +65,7 @@ SERVED: tuple[Served, ...] = (
         subresources=(
             ("ephemeralcontainers", "Pod", ("get", "patch", "update")),
             ("log", "Pod", ("get",)),
-            ("status", "Pod", ("get",)),
+            ("status", "Pod", ("get", "patch", "update")),
         ),
     ),
     Served("secrets", "secret", "Secret"),

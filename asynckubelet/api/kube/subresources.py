@@ -2,9 +2,10 @@
 and ``serviceaccounts/token``.
 
 ``GET .../pods/NAME/status`` is the pod, as from the API server (``kubectl get pod NAME
---subresource=status``). Ephemeral containers are not started by this node: their
-subresource reads the pod, and a change of it is refused as the API server refuses a
-field it does not allow (``422 Invalid``, the field named), never answered as done.
+--subresource=status``); its writes are :mod:`~asynckubelet.api.kube.podstatus`'s.
+Ephemeral containers are not started by this node: their subresource reads the pod, and
+a change of it is refused as the API server refuses a field it does not allow (``422
+Invalid``, the field named), never answered as done.
 
 ``POST .../serviceaccounts/NAME/token`` is the API server's ``TokenRequest``: a token of
 the service account, signed by the node's service-account key
@@ -27,7 +28,7 @@ from aiohttp import web
 
 from asynckubelet.api.answers import not_found, status
 from asynckubelet.api.endpoints import NODE_KEY
-from asynckubelet.api.kube import protowire
+from asynckubelet.api.kube import podstatus, protowire
 from asynckubelet.api.kube.pods import get_pod
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.tokens import TokenIssuer, TokenRequest
@@ -252,6 +253,8 @@ def add_routes(app: web.Application, node: Kubelet) -> None:
     router = app.router
     pod = "/api/v1/namespaces/{namespace}/pods/{name}"
     router.add_get(f"{pod}/status", pod_status)
+    router.add_put(f"{pod}/status", podstatus.replace_status)
+    router.add_patch(f"{pod}/status", podstatus.patch_status)
     router.add_get(f"{pod}/ephemeralcontainers", pod_status)
     router.add_put(f"{pod}/ephemeralcontainers", refuse_ephemeral)
     router.add_patch(f"{pod}/ephemeralcontainers", refuse_ephemeral)
