@@ -253,6 +253,15 @@ async def test_a_pods_status_subresource_is_the_pod(served: Served) -> None:
     assert (code, body["message"]) == (404, 'pods "nope" not found')
 
 
+async def test_the_nodes_status_subresource_is_the_node(served: Served) -> None:
+    code, _, body = await served.request("/api/v1/nodes/n1/status")
+    assert (code, body["kind"]) == (200, "Node"), body
+    assert body["metadata"]["name"] == "n1"
+    assert body["status"]["conditions"]
+    code, _, body = await served.request("/api/v1/nodes/other/status")
+    assert (code, body["message"]) == (404, 'nodes "other" not found')
+
+
 async def test_adding_an_ephemeral_container_is_refused_not_faked(served: Served) -> None:
     await served.node.apply([pod("web")])
     code, _, body = await served.request(

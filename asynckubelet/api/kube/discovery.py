@@ -54,7 +54,14 @@ SERVED: tuple[Served, ...] = (
     Served("endpoints", "endpoints", "Endpoints", short_names=("ep",)),
     Served("events", "event", "Event", short_names=("ev",)),
     Served("namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",)),
-    Served("nodes", "node", "Node", namespaced=False, short_names=("no",)),
+    Served(
+        "nodes",
+        "node",
+        "Node",
+        namespaced=False,
+        short_names=("no",),
+        subresources=(("status", "Node", ("get",)),),
+    ),
     Served(
         "pods",
         "pod",

@@ -1,5 +1,6 @@
-"""Subresources of pods and service accounts: ``pods/status``, ``pods/ephemeralcontainers``
-and ``serviceaccounts/token``.
+"""Subresources of pods, service accounts and the node: ``pods/status``,
+``pods/ephemeralcontainers``, ``serviceaccounts/token`` and ``nodes/status`` (get: the
+Node, as ``GET`` of it answers).
 
 ``GET .../pods/NAME/status`` is the pod, as from the API server (``kubectl get pod NAME
 --subresource=status``); its writes are :mod:`~asynckubelet.api.kube.podstatus`'s.
@@ -29,7 +30,7 @@ from aiohttp import web
 from asynckubelet.api.answers import not_found, status
 from asynckubelet.api.endpoints import NODE_KEY
 from asynckubelet.api.kube import podstatus, protowire
-from asynckubelet.api.kube.pods import get_pod
+from asynckubelet.api.kube.pods import get_node, get_pod
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.tokens import TokenIssuer, TokenRequest
 from asynckubelet.node.volumes import VolumeManager
@@ -259,6 +260,7 @@ def add_routes(app: web.Application, node: Kubelet) -> None:
     router.add_put(f"{pod}/ephemeralcontainers", refuse_ephemeral)
     router.add_patch(f"{pod}/ephemeralcontainers", refuse_ephemeral)
     router.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", create_token)
+    router.add_get("/api/v1/nodes/{name}/status", get_node)
 
 
 __all__ = [
