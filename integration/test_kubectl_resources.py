@@ -67,6 +67,9 @@ def test_kubectl_get_endpointslices_as_upstreams_controller_names_them(
     assert labels["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io"
     assert body["metadata"]["generateName"] == "api-"
     assert body["metadata"]["ownerReferences"][0]["kind"] == "Service"
+    endpoints = kubectl("get", "endpoints", "api")
+    assert endpoints.returncode == 0, endpoints.stderr
+    assert "Warning: v1 Endpoints is deprecated in v1.33+" in endpoints.stderr
     resources = kubectl.ok("api-resources", "--api-group=discovery.k8s.io").splitlines()
     assert resources[1].split() == [
         "endpointslices",

@@ -128,6 +128,31 @@ def test_kubectls_slice_row_lists_three_endpoints_then_how_many_more() -> None:
     assert cells[2:4] == ["8080", "10.0.0.2,10.0.0.3,10.0.0.4 + 2 more..."]
 
 
+@pytest.mark.parametrize(
+    ("path", "about"),
+    [
+        ("/api/v1/endpoints", True),
+        ("/api/v1/namespaces/default/endpoints", True),
+        ("/api/v1/namespaces/default/endpoints/api", True),
+        ("/api/v1/namespaces/endpoints/pods", False),
+        ("/apis/discovery.k8s.io/v1/endpointslices", False),
+        ("/api/v1/services", False),
+    ],
+)
+def test_the_endpoints_warning_goes_on_answers_about_endpoints(path: str, about: bool) -> None:
+    assert slices.about_endpoints(path) is about
+
+
+async def test_an_endpoints_answer_carries_the_deprecation_warning(served: Served) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(served.api.url + "/api/v1/endpoints", ssl=served.admin()) as response,
+    ):
+        assert response.headers.getall("Warning") == [
+            '299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"'
+        ]
+
+
 def test_a_derived_kind_replaced_without_an_object_deletes_it() -> None:
     history = ObjectHistory(Versions())
     body = {"metadata": {"name": "api", "namespace": "default"}}

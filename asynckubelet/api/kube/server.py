@@ -292,6 +292,7 @@ def create_app(
         watched.close()
 
     app.on_cleanup.append(close_history)
+    app.on_response_prepare.append(slices.warn_of_endpoints)
     r = app.router
     for path in ("/healthz", "/livez", "/readyz"):
         r.add_get(path, healthz)

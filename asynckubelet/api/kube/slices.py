@@ -11,6 +11,10 @@ its Service, and holds the endpoints that share one set of ports (at most
 :data:`MAX_ENDPOINTS` of them, as upstream's default). A Service that selects no ready or
 unready pod has one slice with no endpoints and no ports (upstream's placeholder).
 
+Every answer about ``v1`` Endpoints carries the API server's deprecation warning
+(:data:`ENDPOINTS_WARNING`, a ``Warning`` header kubectl prints), as from a 1.33 API
+server.
+
 Both kinds are kept in the API's window of changes
 (:class:`~asynckubelet.api.kube.watchcache.ObjectHistory`) after every change of the
 Services or of their endpoints, so they are listed and watched like the stored kinds.
@@ -21,6 +25,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from typing import Any
+
+from aiohttp import web
 
 from asynckubelet.api import objects
 from asynckubelet.api.kube.watchcache import ObjectHistory, ObjectKey
@@ -36,6 +42,7 @@ SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The characters the API server's ``generateName`` appends (no vowels, no look-alikes)."""
 SUFFIX_LENGTH = 5
 MAX_NAME = 63
+ENDPOINTS_WARNING = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
 
 
 def slice_name(service: str, uid: str, ports: tuple[EndpointPort, ...], index: int) -> str:
@@ -150,13 +157,33 @@ def follow_services(history: ObjectHistory, services: ServiceController | None) 
     history.on_close(services.subscribe(refresh))
 
 
+def about_endpoints(path: str) -> bool:
+    """Whether ``path`` is one of ``v1`` Endpoints (a list, a namespace's, one object)."""
+    parts = path.strip("/").split("/")
+    if parts[:2] != ["api", "v1"] or len(parts) < 3:
+        return False
+    if parts[2] == "namespaces":
+        return len(parts) >= 5 and parts[4] == "endpoints"
+    return parts[2] == "endpoints"
+
+
+async def warn_of_endpoints(request: web.Request, response: web.StreamResponse) -> None:
+    """Add the deprecation warning to an answer about ``v1`` Endpoints (an aiohttp
+    ``on_response_prepare`` signal: a watch's stream gets it too)."""
+    if about_endpoints(request.path):
+        response.headers.add("Warning", f'299 - "{ENDPOINTS_WARNING}"')
+
+
 __all__ = [
     "API_VERSION",
     "CONTROLLER",
+    "ENDPOINTS_WARNING",
     "MANAGED_BY_LABEL",
     "SERVICE_NAME_LABEL",
+    "about_endpoints",
     "current",
     "endpoint_slices",
     "follow_services",
     "slice_name",
+    "warn_of_endpoints",
 ]
