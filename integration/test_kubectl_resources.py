@@ -190,3 +190,51 @@ def test_kubectl_patch_status_opens_a_readiness_gate(kubectl: Kubectl, tmp_path:
         assert shown[1].split()[-1] == "1/1"
     finally:
         kubectl.node.cli("delete", "pod", name)
+
+
+def test_lightkube_watches_a_services_endpoints_follow_its_pod(
+    node: Daemon, tmp_path: Path
+) -> None:
+    from lightkube import AsyncClient, KubeConfig
+    from lightkube.resources.core_v1 import Endpoints
+
+    name = f"le{uuid.uuid4().hex[:6]}"
+    service = manifest(tmp_path, "svc.yaml", SERVICE.replace("NAME", name))
+    assert node.cli("apply", "-f", service).returncode == 0
+
+    async def main() -> list[tuple[str, list[str]]]:
+        client = AsyncClient(KubeConfig.from_file(node.state / "kubeconfig"))
+        seen: list[tuple[str, list[str]]] = []
+        try:
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+
+                    async def apply() -> None:
+                        path = manifest(tmp_path, "pod.yaml", LABELLED.replace("NAME", name))
+                        await anyio.to_thread.run_sync(node.cli, "apply", "-f", path)
+
+                    async for kind, found in client.watch(
+                        Endpoints, namespace="default", fields={"metadata.name": name}
+                    ):
+                        ready = [
+                            address.ip
+                            for subset in found.subsets or []
+                            for address in subset.addresses or []
+                        ]
+                        seen.append((kind, ready))
+                        if len(seen) == 1:
+                            tg.start_soon(apply)
+                        if ready:
+                            break
+        finally:
+            await client.close()
+        return seen
+
+    try:
+        seen = anyio.run(main)
+        ip = json.loads(node.cli("get", "pod", name, "-o", "json").stdout)["status"]["podIP"]
+    finally:
+        node.cli("delete", "pod", name)
+        node.cli("delete", "service", name)
+    assert seen[0] == ("ADDED", [])
+    assert seen[-1] == ("MODIFIED", [ip])
