@@ -1,5 +1,7 @@
 """The API machinery a list answer gains on its way out: resourceVersions, chunks and
-the watches of the kinds kept in the object store and of Events.
+the watches of the kinds kept in the object store, of Events and of the kinds derived
+from them (Endpoints and EndpointSlices, :mod:`~asynckubelet.api.kube.slices`; the
+``events.k8s.io`` Events, :mod:`~asynckubelet.api.kube.cached`).
 
 The local API's handlers (:mod:`asynckubelet.api.objects`) answer lists without
 versions; this wrapper gives each object the resourceVersion of its last change and the

@@ -10,7 +10,10 @@ resourceVersions, chunks and the other kinds' watches on its way out
 (:mod:`~asynckubelet.api.kube.lists`), the schema is served as OpenAPI
 (:mod:`~asynckubelet.api.kube.openapi`), writes go through the node's one admission
 (:mod:`~asynckubelet.api.kube.writes`) and exec, attach and port-forward through the
-streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). A verb not served
+streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). EndpointSlices
+and the ``events.k8s.io`` Events are answered from the window of changes
+(:mod:`~asynckubelet.api.kube.cached`), the subresources ``status``, ``token`` and
+``ephemeralcontainers`` by :mod:`~asynckubelet.api.kube.subresources`. A verb not served
 is the API server's ``405 MethodNotAllowed``; a path it does not know, its ``404``.
 
 Authentication is the client certificate of the node's kubeconfig and nothing else
