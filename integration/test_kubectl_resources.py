@@ -238,3 +238,26 @@ def test_lightkube_watches_a_services_endpoints_follow_its_pod(
         node.cli("delete", "service", name)
     assert seen[0] == ("ADDED", [])
     assert seen[-1] == ("MODIFIED", [ip])
+
+
+def test_kubectl_get_endpointslices_watch_sees_a_slice_fill(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    name = f"sw{uuid.uuid4().hex[:6]}"
+    selector = f"kubernetes.io/service-name={name}"
+    try:
+        with streaming(kubectl, "get", "endpointslices", "-l", selector, "-w") as lines:
+            service = manifest(tmp_path, "s.yaml", SERVICE.replace("NAME", name))
+            assert kubectl.node.cli("apply", "-f", service).returncode == 0
+            first = seen_until(lines, [])
+            while first and not first[-1][0].startswith(f"{name}-"):
+                first = seen_until(lines, [])
+            assert first[-1][1:4] == ["IPv4", "<unset>", "<unset>"], first
+            pod = manifest(tmp_path, "p.yaml", LABELLED.replace("NAME", name))
+            assert kubectl.node.cli("apply", "-f", pod).returncode == 0
+            filled = seen_until(lines, [first[-1][0], "IPv4", "80"])
+            ip = kubectl.ok("get", "pod", name, "-o", "jsonpath={.status.podIP}").strip()
+            assert filled[-1][:4] == [first[-1][0], "IPv4", "80", ip], filled
+    finally:
+        kubectl.node.cli("delete", "pod", name)
+        kubectl.node.cli("delete", "service", name)

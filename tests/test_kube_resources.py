@@ -98,6 +98,16 @@ def test_a_slices_name_stays_while_its_endpoints_change() -> None:
     assert second["endpoints"][0]["conditions"]["ready"] is False
 
 
+def test_a_placeholder_slice_that_fills_keeps_its_name() -> None:
+    [placeholder] = slices.endpoint_slices(SERVICE, ())
+    name = placeholder["metadata"]["name"]
+    [filled] = slices.endpoint_slices(SERVICE, (endpoint("10.0.0.2"),), [name])
+    assert filled["metadata"]["name"] == name
+    assert filled["endpoints"][0]["addresses"] == ["10.0.0.2"]
+    [fresh] = slices.endpoint_slices(SERVICE, (endpoint("10.0.0.2"),))
+    assert fresh["metadata"]["name"] != name
+
+
 def test_endpoints_with_other_ports_go_to_another_slice() -> None:
     other = (EndpointPort(name="http", port=9090, protocol="TCP"),)
     found = slices.endpoint_slices(

@@ -23,7 +23,7 @@ Services or of their endpoints, so they are listed and watched like the stored k
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -68,10 +68,20 @@ def _endpoint(e: Endpoint, namespace: str) -> dict[str, Any]:
     return body
 
 
+def _names(defaults: list[str], existing: Iterable[str]) -> list[str]:
+    """The slices' names: each keeps its own when it is there; a new one takes the name
+    of a slice that would go (upstream's controller updates a slice it would delete in
+    place of creating one, so a placeholder that fills keeps its name)."""
+    kept = list(existing)
+    spare = [n for n in kept if n not in defaults]
+    return [n if n in kept or not spare else spare.pop(0) for n in defaults]
+
+
 def endpoint_slices(
-    service: Mapping[str, Any], endpoints: tuple[Endpoint, ...]
+    service: Mapping[str, Any], endpoints: tuple[Endpoint, ...], existing: Iterable[str] = ()
 ) -> list[dict[str, Any]]:
-    """The EndpointSlices of ``service`` (its stored body) holding ``endpoints``."""
+    """The EndpointSlices of ``service`` (its stored body) holding ``endpoints``; the
+    names of its slices now are ``existing``."""
     meta = service.get("metadata") or {}
     namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
     uid = str(meta.get("uid") or "")
@@ -98,10 +108,13 @@ def endpoint_slices(
     }
     slices = []
     seen: dict[tuple[EndpointPort, ...] | None, int] = {}
-    for ports, found in chunks:
+    defaults = []
+    for ports, _ in chunks:
         index = seen[ports] = seen.get(ports, -1) + 1
+        defaults.append(slice_name(name, uid, ports or (), index))
+    for (ports, found), slice_named in zip(chunks, _names(defaults, existing), strict=True):
         metadata: dict[str, Any] = {
-            "name": slice_name(name, uid, ports or (), index),
+            "name": slice_named,
             "generateName": f"{name}-",
             "namespace": namespace,
             "labels": labels,
@@ -125,9 +138,10 @@ def endpoint_slices(
 
 
 def current(
-    services: ServiceController,
+    services: ServiceController, existing: Mapping[ObjectKey, list[str]]
 ) -> tuple[dict[ObjectKey, dict[str, Any]], dict[ObjectKey, dict[str, Any]]]:
-    """The Endpoints and the EndpointSlices of every Service with a selector, now."""
+    """The Endpoints and the EndpointSlices of every Service with a selector, now;
+    ``existing`` names each Service's slices until now."""
     endpoints: dict[ObjectKey, dict[str, Any]] = {}
     slices: dict[ObjectKey, dict[str, Any]] = {}
     for stored in services.objects.list("Service"):
@@ -137,7 +151,8 @@ def current(
         key = (stored.namespace, stored.name)
         endpoints[key] = objects.endpoints_body(services, *key)
         found = services.endpoints(*key)
-        for body in endpoint_slices(stored.body, found.endpoints if found else ()):
+        made = endpoint_slices(stored.body, found.endpoints if found else (), existing.get(key, []))
+        for body in made:
             slices[(stored.namespace, body["metadata"]["name"])] = body
     return endpoints, slices
 
@@ -149,7 +164,12 @@ def follow_services(history: ObjectHistory, services: ServiceController | None) 
         return
 
     def refresh() -> None:
-        endpoints, slices = current(services)
+        existing: dict[ObjectKey, list[str]] = {}
+        for change in history.current("EndpointSlice"):
+            meta = change.body.get("metadata") or {}
+            service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL, "")
+            existing.setdefault((change.key[0], service), []).append(change.key[1])
+        endpoints, slices = current(services, existing)
         history.replace("Endpoints", endpoints)
         history.replace("EndpointSlice", slices)
 
