@@ -381,6 +381,11 @@ async def test_a_token_request_returns_a_token_bound_to_the_pod(served: Served) 
     bound = {"kind": "Pod", "apiVersion": "v1", "name": "web"}
     code, body = await _token(served, "builder", {"audiences": ["api"], "boundObjectRef": bound})
     assert (code, body["kind"], body["spec"]["expirationSeconds"]) == (201, "TokenRequest", 3600)
+    assert body["metadata"] == {
+        "name": "builder",
+        "namespace": "default",
+        "creationTimestamp": None,
+    }
     volumes = served.node.runtime.volumes
     issuer = TokenIssuer(directory=served.state / "serviceaccount", node_name="n1")
     if volumes is not None:

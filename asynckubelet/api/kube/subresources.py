@@ -229,11 +229,7 @@ async def create_token(request: web.Request) -> web.Response:
     answer = {
         "kind": "TokenRequest",
         "apiVersion": API_VERSION,
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "creationTimestamp": token.issued_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
         "spec": {
             "audiences": audiences or [issuer.issuer],
             "expirationSeconds": seconds,
