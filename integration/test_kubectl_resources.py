@@ -261,3 +261,18 @@ def test_kubectl_get_endpointslices_watch_sees_a_slice_fill(
     finally:
         kubectl.node.cli("delete", "pod", name)
         kubectl.node.cli("delete", "service", name)
+
+
+def test_kubectl_watches_the_events_group(kubectl: Kubectl, tmp_path: Path) -> None:
+    name = f"ew{uuid.uuid4().hex[:6]}"
+    args = ("get", "events.v1.events.k8s.io", "-w", "--output-watch-events")
+    try:
+        with streaming(kubectl, *args, "--field-selector", f"regarding.name={name}") as lines:
+            pod = manifest(tmp_path, "p.yaml", LONG.replace("NAME", name))
+            assert kubectl.node.cli("apply", "-f", pod).returncode == 0
+            seen = seen_until(lines, ["ADDED"])
+            assert seen[0][:3] == ["EVENT", "LAST", "SEEN"], seen
+            assert seen[-1][0] == "ADDED", seen
+            assert f"pod/{name}" in seen[-1], seen
+    finally:
+        kubectl.node.cli("delete", "pod", name)
