@@ -10,7 +10,10 @@ resourceVersions, chunks and the other kinds' watches on its way out
 (:mod:`~asynckubelet.api.kube.lists`), the schema is served as OpenAPI
 (:mod:`~asynckubelet.api.kube.openapi`), writes go through the node's one admission
 (:mod:`~asynckubelet.api.kube.writes`) and exec, attach and port-forward through the
-streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). A verb not served
+streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). EndpointSlices
+and the ``events.k8s.io`` Events are answered from the window of changes
+(:mod:`~asynckubelet.api.kube.cached`), the subresources ``status``, ``token`` and
+``ephemeralcontainers`` by :mod:`~asynckubelet.api.kube.subresources`. A verb not served
 is the API server's ``405 MethodNotAllowed``; a path it does not know, its ``404``.
 
 Authentication is the client certificate of the node's kubeconfig and nothing else
@@ -52,12 +55,15 @@ from asynckubelet.api.answers import (
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
 from asynckubelet.api.kube import (
+    cached,
     discovery,
     kubeconfigs,
     lists,
     openapi,
     pki,
+    slices,
     streams,
+    subresources,
     watchcache,
     writes,
 )
@@ -240,6 +246,9 @@ def _filtered(body: dict[str, Any], terms: list[Any]) -> dict[str, Any]:
 def _handlers(served: discovery.Served) -> tuple[Handler, Handler]:
     """(list, get) of a served resource."""
     name = served.name
+    found = cached.of(served)
+    if found is not None:
+        return cached.handlers(served, found)
     if name == "pods":
         return list_pods, get_pod
     if name == "nodes":
@@ -283,12 +292,14 @@ def create_app(
     app[OBJECTS_KEY] = watched = watchcache.ObjectHistory(versions)
     watched.follow_store(node.objects)
     watched.follow_events(node.recorder)
+    slices.follow_services(watched, services)
 
     async def close_history(app: web.Application) -> None:
         history.close()
         watched.close()
 
     app.on_cleanup.append(close_history)
+    app.on_response_prepare.append(slices.warn_of_endpoints)
     r = app.router
     for path in ("/healthz", "/livez", "/readyz"):
         r.add_get(path, healthz)
@@ -311,6 +322,7 @@ def create_app(
             r.add_get(f"{base}/{served.name}/{{name}}", one)
         writes.add_routes(r, served, base)
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", localapi.pod_log)
+    subresources.add_routes(app, node)
     streams.add_routes(r)
     return app
 
