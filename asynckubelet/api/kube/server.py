@@ -9,7 +9,7 @@ handlers of their own here (:mod:`~asynckubelet.api.kube.pods`); every list gain
 resourceVersions, chunks and the other kinds' watches on its way out
 (:mod:`~asynckubelet.api.kube.lists`), the schema is served as OpenAPI
 (:mod:`~asynckubelet.api.kube.openapi`), writes go through the node's one admission
-(:mod:`~asynckubelet.api.kube.writes`) and exec, attach and port-forward through the
+(:mod:`~asynckubelet.api.kube.verbs`) and exec, attach and port-forward through the
 streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). A verb not served
 is the API server's ``405 MethodNotAllowed``; a path it does not know, its ``404``.
 
@@ -57,8 +57,8 @@ from asynckubelet.api.kube import (
     openapi,
     pki,
     streams,
+    verbs,
     watchcache,
-    writes,
 )
 from asynckubelet.api.kube.history import PodHistory, Versions
 from asynckubelet.api.kube.nodes import ThisNode, this_node
@@ -305,7 +305,7 @@ def create_app(
             r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}/{{name}}", one)
         else:
             r.add_get(f"{base}/{served.name}/{{name}}", one)
-        writes.add_routes(r, served, base)
+        verbs.add_routes(r, served, base)
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", localapi.pod_log)
     streams.add_routes(r)
     return app
