@@ -59,6 +59,7 @@ from asynckubelet.api.kube import (
     streams,
     verbs,
     watchcache,
+    writes,
 )
 from asynckubelet.api.kube.history import PodHistory, Versions
 from asynckubelet.api.kube.nodes import ThisNode, this_node
@@ -182,7 +183,11 @@ def _delegated(served: discovery.Served, handler: Handler, *, many: bool) -> Han
         if flag_param(request, "watch"):
             return not_allowed()
         if not many:
-            return await handler(_without_fields(request))
+            response = await handler(_without_fields(request))
+            if response.status != 200 or not isinstance(response, web.Response):
+                return response
+            body = json.loads(response.text or "{}")
+            return _json(writes.versioned(request.app, served.kind, body))
         if served.name == "events":
             return await _events(request, handler)
         terms = field_terms(request, "", namespaced=served.namespaced)

@@ -29,6 +29,8 @@ from asynckubelet.api.endpoints import NODE_KEY
 from asynckubelet.api.kube import patches
 from asynckubelet.api.kube.discovery import Served
 from asynckubelet.api.kube.pods import HISTORY_KEY
+from asynckubelet.api.kube.watchcache import STORED_KINDS
+from asynckubelet.api.kube.watches import OBJECTS_KEY
 from asynckubelet.kubectl import pods as pod_printing
 from asynckubelet.kubectl import times
 from asynckubelet.manifests import decoding, defaults, strict
@@ -112,7 +114,20 @@ def current(
         version = app[HISTORY_KEY].version_of(record.uid, record.version)
         body.setdefault("metadata", {})["resourceVersion"] = str(version)
         return body
-    return stored_form(node, served, ns, name)
+    found = stored_form(node, served, ns, name)
+    if found is not None:
+        versioned(app, served.kind, found)
+    return found
+
+
+def versioned(app: web.Application, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` (an object of a kind the store keeps) with the resourceVersion of its last
+    change."""
+    meta = body.setdefault("metadata", {})
+    if kind in STORED_KINDS:
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        meta["resourceVersion"] = str(app[OBJECTS_KEY].version_of(kind, key))
+    return body
 
 
 def stored_form(node: Kubelet, served: Served, ns: str, name: str) -> dict[str, Any] | None:

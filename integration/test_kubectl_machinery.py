@@ -1,0 +1,61 @@
+"""Real kubectl against a real ``serve``, both kubectls (the machine's and PyPI's): the API
+machinery a kubectl user meets, as the API server answers it: a ``replace`` from a stale
+read refused with ``409 Conflict``, server-side apply's field ownership (fields a manager
+stops applying removed, conflicts with another manager, ``--force-conflicts``, the
+``managedFields`` shown) and a foreground delete keeping its owner until its pods are
+gone."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from integration.harness import Engine, free_port
+from integration.kubectl_helpers import Kubectl, kubectl
+from integration.serve_helpers import Daemon, manifest, serve_daemon
+
+__all__ = ["kubectl"]
+"""The fixture this module takes from its helpers, run against this module's node."""
+
+
+@pytest.fixture(scope="module")
+def node(
+    tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
+) -> Iterator[Daemon]:
+    tmp = tmp_path_factory.mktemp("kubemachinery")
+    name = f"akltest-{uuid.uuid4().hex[:10]}"
+    api = ("--api-listen", f"127.0.0.1:{free_port()}")
+    yield from serve_daemon(tmp, docker_engine, name, *api)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:6]}"
+
+
+def configmap(name: str, **data: str) -> str:
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+    )
+
+
+def test_replace_from_a_stale_read_is_a_conflict(kubectl: Kubectl, tmp_path: Path) -> None:
+    name = unique("rv")
+    kubectl.ok("create", "-f", manifest(tmp_path, "cm.json", configmap(name, a="1")))
+    read = json.loads(kubectl.ok("get", "cm", name, "-o", "json"))
+    kubectl.ok("label", "cm", name, "changed=yes")
+    read["data"] = {"a": "2"}
+    stale = manifest(tmp_path, "stale.json", json.dumps(read))
+
+    done = kubectl("replace", "-f", stale)
+
+    assert done.returncode == 1
+    assert (
+        f'Error from server (Conflict): error when replacing "{stale}": Operation cannot be '
+        f'fulfilled on configmaps "{name}": the object has been modified; please apply your '
+        "changes to the latest version and try again"
+    ) in done.stderr
+    assert json.loads(kubectl.ok("get", "cm", name, "-o", "json"))["data"] == {"a": "1"}
