@@ -59,3 +59,78 @@ def test_replace_from_a_stale_read_is_a_conflict(kubectl: Kubectl, tmp_path: Pat
         "changes to the latest version and try again"
     ) in done.stderr
     assert json.loads(kubectl.ok("get", "cm", name, "-o", "json"))["data"] == {"a": "1"}
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: NAME}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: NAME}}
+  template:
+    metadata: {labels: {app: NAME}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: c
+        image: BUSYBOX
+        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+"""
+
+
+def deployment(tmp_path: Path, name: str, replicas: int) -> str:
+    text = DEPLOYMENT.replace("NAME", name).replace("REPLICAS", str(replicas))
+    return manifest(tmp_path, "deploy.yaml", text)
+
+
+def test_server_side_apply_removes_a_field_no_longer_applied(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    name = unique("ssa")
+    path = manifest(tmp_path, "cm.json", configmap(name, a="1", b="2"))
+    kubectl.ok("apply", "--server-side", "-f", path)
+    manifest(tmp_path, "cm.json", configmap(name, a="1"))
+
+    out = kubectl.ok("apply", "--server-side", "-f", path)
+
+    assert out.strip() == f"configmap/{name} serverside-applied"
+    found = json.loads(kubectl.ok("get", "cm", name, "-o", "json"))
+    assert found["data"] == {"a": "1"}
+    assert "managedFields" not in found["metadata"]
+    shown = json.loads(kubectl.ok("get", "cm", name, "-o", "json", "--show-managed-fields"))
+    (entry,) = shown["metadata"]["managedFields"]
+    assert entry["manager"] == "kubectl"
+    assert entry["operation"] == "Apply"
+    assert entry["fieldsType"] == "FieldsV1"
+    assert entry["fieldsV1"] == {"f:data": {"f:a": {}}}
+
+
+def test_apply_after_scale_conflicts_until_forced(kubectl: Kubectl, tmp_path: Path) -> None:
+    name = unique("cf")
+    kubectl.ok("apply", "--server-side", "-f", deployment(tmp_path, name, 0))
+    kubectl.ok("scale", f"deploy/{name}", "--replicas=1")
+    again = deployment(tmp_path, name, 0)
+
+    refused = kubectl("apply", "--server-side", "-f", again)
+
+    assert refused.returncode == 1
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl" with subresource "scale" using '
+        "apps/v1: .spec.replicas"
+    ) in refused.stderr
+    assert "--force-conflicts" in refused.stderr
+    replicas = kubectl.ok("get", "deploy", name, "-o", "jsonpath={.spec.replicas}")
+    assert replicas == "1"
+
+    kubectl.ok("apply", "--server-side", "--force-conflicts", "-f", again)
+
+    shown = kubectl.ok("get", "deploy", name, "-o", "yaml", "--show-managed-fields")
+    body = json.loads(kubectl.ok("get", "deploy", name, "-o", "json", "--show-managed-fields"))
+    assert body["spec"]["replicas"] == 0
+    owners = {e["manager"]: e for e in body["metadata"]["managedFields"]}
+    assert "f:replicas" in owners["kubectl"]["fieldsV1"]["f:spec"]
+    assert [e.get("subresource") for e in body["metadata"]["managedFields"]] == [None]
+    assert "manager: kubectl" in shown
+    assert "operation: Apply" in shown
+    kubectl.ok("delete", "deploy", name)

@@ -81,3 +81,41 @@ async def test_a_read_answers_the_resource_version_an_update_checks(api: Served)
     assert code == 200
     code, refused, _ = await call(api, "PUT", f"{CONFIGMAPS}/x", read)
     assert code == 409, refused
+
+
+async def test_an_apply_conflicting_with_a_scale_is_409_until_forced(api: Served) -> None:
+    apply_type = "application/apply-patch+yaml"
+    path = f"{DEPLOYMENTS}/x?fieldManager=kubectl"
+    code, body, _ = await call(api, "PATCH", path, deployment("x"), content_type=apply_type)
+    assert code == 201, body
+    scale = {"spec": {"replicas": 3}}
+    code, body, _ = await call(
+        api,
+        "PATCH",
+        f"{DEPLOYMENTS}/x/scale",
+        scale,
+        content_type="application/merge-patch+json",
+    )
+    assert code == 200, body
+
+    code, refused, _ = await call(api, "PATCH", path, deployment("x"), content_type=apply_type)
+
+    assert code == 409
+    assert refused["reason"] == "Conflict"
+    assert refused["message"] == (
+        'Apply failed with 1 conflict: conflict with "Python" with subresource "scale" using '
+        "apps/v1: .spec.replicas"
+    )
+    assert refused["details"]["causes"] == [
+        {
+            "type": "FieldManagerConflict",
+            "message": 'conflict with "Python" with subresource "scale" using apps/v1',
+            "field": ".spec.replicas",
+        }
+    ]
+    code, forced, _ = await call(
+        api, "PATCH", path + "&force=true", deployment("x"), content_type=apply_type
+    )
+    assert code == 200
+    assert forced["spec"]["replicas"] == 1
+    assert [e["manager"] for e in forced["metadata"]["managedFields"]] == ["kubectl"]

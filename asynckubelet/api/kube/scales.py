@@ -77,7 +77,7 @@ def scale(served: Served) -> Handler:
                 )
             stored.setdefault("spec", {})["replicas"] = replicas
             stored.pop("status", None)
-            response = await replace(request, served, stored, name=name)
+            response = await replace(request, served, stored, name=name, subresource="scale")
             if response.status != 200:
                 return response
             return answer_json(_scale_of(json.loads(response.text or "{}")))

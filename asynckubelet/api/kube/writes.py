@@ -6,10 +6,11 @@ server's verbs over it: ``POST`` (``409 AlreadyExists``, ``generateName``), ``PU
 (``409 Conflict`` on a stale ``resourceVersion``), ``PATCH`` in the four types
 (:mod:`~asynckubelet.api.kube.patches`), ``dryRun=All`` and ``fieldValidation``.
 Deletes are :mod:`~asynckubelet.api.kube.deletes`' and the ``scale`` subresource
-:mod:`~asynckubelet.api.kube.scales`'. A ``status`` sent is ignored, as the API server ignores it
-outside the ``status`` subresource. Server-side apply stores the applied object whole
-(no field-level merging between managers) and answers it with one ``managedFields``
-entry for its manager.
+:mod:`~asynckubelet.api.kube.scales`'. A ``status`` sent is ignored, as the API server
+ignores it outside the ``status`` subresource. Every write keeps ``metadata.managedFields`` as the
+API server does (:mod:`~asynckubelet.api.kube.ownership`): a create, update or patch as
+its field manager's ``Update``, a server-side apply merged into the live object by field
+ownership, with conflicts.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from aiohttp import web
 from asynckubelet.api import apply as writes
 from asynckubelet.api.answers import not_found, served_pod, status
 from asynckubelet.api.endpoints import NODE_KEY
-from asynckubelet.api.kube import patches
+from asynckubelet.api.kube import ownership, patches
 from asynckubelet.api.kube.discovery import Served
 from asynckubelet.api.kube.pods import HISTORY_KEY
 from asynckubelet.api.kube.watchcache import STORED_KINDS
@@ -310,6 +311,9 @@ def create(served: Served) -> Handler:
                     group=served.group,
                     kind=served.name,
                 )
+            meta["managedFields"] = ownership.updated(
+                None, body, now=_now(), **_writer(request, served)
+            )
             await _store(request, served, body, dry_run=dry)
             return answer_json(answered(request, served, body, dry_run=dry), 201, warned)
         except Refused as e:
@@ -326,19 +330,28 @@ async def replace(
     name: str,
     created_ok: bool = False,
     managed: list[dict[str, Any]] | None = None,
+    subresource: str = "",
 ) -> web.Response:
     """``body`` stored over the object ``name`` (created with ``created_ok``), with the
-    ``managed`` fields entries, if any."""
+    ``managed`` fields entries (by default, those of an ``Update`` by the request's
+    field manager, through ``subresource`` if any)."""
     node = request.app[NODE_KEY]
     dry = is_dry_run(request)
     ns = namespace_of(request, served)
     body, warned = _checked(body, served, request, ns=ns, name=name)
-    if managed:
-        body["metadata"]["managedFields"] = managed
     old = current(node, request.app, served, ns, name)
     if old is None and not created_ok:
         return not_found(what(served), name)
     stored = node.objects.get(served.kind, ns or None, name)
+    if managed is None:
+        managed = ownership.updated(
+            None if stored is None else stored.body,
+            body,
+            now=_now(),
+            subresource=subresource,
+            **_writer(request, served),
+        )
+    body["metadata"]["managedFields"] = managed
     if served.kind == "Pod" and old is not None and stored is None:
         raise refuse(
             409,
@@ -456,8 +469,9 @@ def patch(served: Served) -> Handler:
 
 
 async def _server_side_apply(request: web.Request, served: Served, *, name: str) -> web.Response:
-    """The applied configuration stored whole, with one ``managedFields`` entry (its
-    manager's, naming no fields: there is no field ownership)."""
+    """The applied configuration merged into the live object by field ownership
+    (:mod:`~asynckubelet.api.kube.ownership`); ``409 Conflict`` naming each field another
+    manager owns that it would change, unless ``force=true``."""
     manager = request.query.get("fieldManager", "")
     if not manager:
         raise refuse(
@@ -466,13 +480,33 @@ async def _server_side_apply(request: web.Request, served: Served, *, name: str)
             'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
             "required for apply patch",
         )
-    body = await read_body(request, yaml_ok=True)
-    entry = {
-        "manager": manager,
-        "operation": "Apply",
-        "apiVersion": kind_table.KINDS[served.kind].api_version,
-        "time": times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {},
+    node = request.app[NODE_KEY]
+    ns = namespace_of(request, served)
+    config, _ = _checked(await read_body(request, yaml_ok=True), served, request, ns=ns, name=name)
+    live = stored_form(node, served, ns, name)
+    if live is not None:
+        live.pop("status", None)
+    try:
+        merged, managed = ownership.applied(
+            live,
+            config,
+            now=_now(),
+            force=request.query.get("force", "") in ("true", "1"),
+            **{**_writer(request, served), "manager": manager},
+        )
+    except ownership.Conflicts as e:
+        raise refuse(409, "Conflict", e.message(), causes=e.causes()) from None
+    return await replace(request, served, merged, name=name, created_ok=True, managed=managed)
+
+
+def _writer(request: web.Request, served: Served) -> dict[str, str]:
+    """Who writes (the request's field manager), of which kind and in which version."""
+    return {
+        "kind": served.kind,
+        "manager": ownership.manager_of(request.query, request.headers.get("User-Agent", "")),
+        "api_version": kind_table.KINDS[served.kind].api_version,
     }
-    return await replace(request, served, body, name=name, created_ok=True, managed=[entry])
+
+
+def _now() -> str:
+    return times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,203 @@
+"""Field ownership of server-side apply, as the API server keeps it in
+``metadata.managedFields``: one entry per manager and operation (``Apply``, or ``Update``
+for a create, update or patch), each naming the fields it owns
+(:mod:`~asynckubelet.api.kube.fieldsets`).
+
+An ``Update`` takes the fields it sets from every other manager, without conflicts. An
+apply merges its configuration into the live object; a field it would change that
+another manager owns is a conflict (``409``, unless forced, which takes the field), a
+field it sets to the value it has is shared; a field it applied before and applies no
+longer is removed from the object when no other manager owns it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from asynckubelet.api.kube import fieldsets
+from asynckubelet.api.kube.fieldsets import Path
+
+APPLY, UPDATE = "Apply", "Update"
+MAX_MANAGER_CHARS = 128
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A field an apply would change that another manager owns."""
+
+    entry: Mapping[str, Any]
+    path: Path
+
+    @property
+    def manager(self) -> str:
+        """The owner as the API server names it: ``"kubectl-scale" with subresource
+        "scale" using apps/v1``."""
+        name = json.dumps(str(self.entry.get("manager", "")))
+        if self.entry.get("subresource"):
+            name += f" with subresource {json.dumps(str(self.entry['subresource']))}"
+        if self.entry.get("operation") == UPDATE:
+            name += f" using {self.entry.get('apiVersion', '')}"
+        return name
+
+
+class Conflicts(Exception):
+    """The conflicts of an apply not forced."""
+
+    def __init__(self, conflicts: list[Conflict]) -> None:
+        self.conflicts = conflicts
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        """``Apply failed with 1 conflict: conflict with "x" using v1: .spec.replicas``."""
+        found = self.conflicts
+        if len(found) == 1:
+            only = found[0]
+            return (
+                f"Apply failed with 1 conflict: conflict with {only.manager}: "
+                f"{fieldsets.shown(only.path)}"
+            )
+        lines = []
+        for manager in sorted({c.manager for c in found}):
+            lines.append(f"conflicts with {manager}:")
+            lines += [f"- {fieldsets.shown(c.path)}" for c in found if c.manager == manager]
+        return f"Apply failed with {len(found)} conflicts: " + "\n".join(lines)
+
+    def causes(self) -> list[dict[str, str]]:
+        return [
+            {
+                "type": "FieldManagerConflict",
+                "message": f"conflict with {c.manager}",
+                "field": fieldsets.shown(c.path),
+            }
+            for c in self.conflicts
+        ]
+
+
+def entries(body: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The ``managedFields`` entries of ``body`` (those that are not objects left out)."""
+    found = ((body or {}).get("metadata") or {}).get("managedFields") or []
+    return [dict(e) for e in found if isinstance(e, dict)] if isinstance(found, list) else []
+
+
+def _identity(entry: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    operation = str(entry.get("operation", ""))
+    version = str(entry.get("apiVersion", "")) if operation == UPDATE else ""
+    return (str(entry.get("manager", "")), operation, version, str(entry.get("subresource", "")))
+
+
+def _entry(
+    manager: str, operation: str, api_version: str, subresource: str, now: str, fields: set[Path]
+) -> dict[str, Any]:
+    entry = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": api_version,
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fieldsets.encode(fields),
+    }
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+def _sorted(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """In the API server's order: by operation, time, manager, version, subresource."""
+    return sorted(
+        found,
+        key=lambda e: tuple(
+            str(e.get(k, "")) for k in ("operation", "time", "manager", "apiVersion", "subresource")
+        ),
+    )
+
+
+def updated(
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    *,
+    kind: str,
+    manager: str,
+    api_version: str,
+    now: str,
+    subresource: str = "",
+) -> list[dict[str, Any]]:
+    """The entries of ``new`` after ``manager`` wrote it over ``old`` (None: created)."""
+    changed, removed = fieldsets.changed_set(old, new, kind)
+    me = (manager, UPDATE, api_version, subresource)
+    kept: list[dict[str, Any]] = []
+    mine: dict[str, Any] | None = None
+    owned: set[Path] = set()
+    for entry in entries(old):
+        fields = fieldsets.decode(entry.get("fieldsV1")) - removed
+        if _identity(entry) == me:
+            mine, owned = entry, fields
+            continue
+        left = fields - changed
+        if left:
+            kept.append({**entry, "fieldsV1": fieldsets.encode(left)})
+    if changed:
+        kept.append(_entry(manager, UPDATE, api_version, subresource, now, owned | changed))
+    elif mine is not None and owned:
+        kept.append({**mine, "fieldsV1": fieldsets.encode(owned)})
+    return _sorted(kept)
+
+
+def applied(
+    live: Mapping[str, Any] | None,
+    config: Mapping[str, Any],
+    *,
+    kind: str,
+    manager: str,
+    api_version: str,
+    now: str,
+    force: bool,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``config`` applied by ``manager`` to ``live`` (None: created): the object and its
+    entries. Raises :class:`Conflicts` when it would change another manager's fields and
+    is not forced."""
+    mine = fieldsets.applied_set(config, kind)
+    result = fieldsets.merged(copy.deepcopy(dict(live or {})), config, kind)
+    changed, _ = fieldsets.changed_set(live, result, kind)
+    me = (manager, APPLY, "", "")
+    previous: set[Path] = set()
+    others: list[tuple[dict[str, Any], set[Path]]] = []
+    conflicts: list[Conflict] = []
+    for entry in entries(live):
+        fields = fieldsets.decode(entry.get("fieldsV1"))
+        if _identity(entry) == me:
+            previous = fields
+            continue
+        clash = fields & changed
+        conflicts += [Conflict(entry, p) for p in sorted(clash)]
+        others.append((entry, fields - clash if force else fields))
+    if conflicts and not force:
+        raise Conflicts(conflicts)
+    kept_by_others = set().union(*(f for _, f in others)) if others else set()
+    for path in sorted(previous - mine - kept_by_others, key=len):
+        fieldsets.remove(result, path)
+    kept = [{**e, "fieldsV1": fieldsets.encode(f)} for e, f in others if f]
+    kept.append(_entry(manager, APPLY, api_version, "", now, mine))
+    return result, _sorted(kept)
+
+
+def manager_of(query: Mapping[str, str], user_agent: str) -> str:
+    """The ``fieldManager`` asked for, else the API server's default: the client's
+    ``User-Agent`` up to its first ``/``."""
+    name = query.get("fieldManager") or user_agent.split("/", 1)[0]
+    return name[:MAX_MANAGER_CHARS]
+
+
+__all__ = [
+    "APPLY",
+    "UPDATE",
+    "Conflict",
+    "Conflicts",
+    "applied",
+    "entries",
+    "manager_of",
+    "updated",
+]

@@ -1,0 +1,253 @@
+"""Server-side apply's field ownership as the API server keeps it: the ``FieldsV1``
+encoding of field sets, an apply merged into the live object by ownership, conflicts
+worded as the API server words them, ``force`` and the ``Update`` entries of other
+writes."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from asynckubelet.api.kube import fieldsets, ownership
+
+NOW = "2026-01-02T03:04:05Z"
+
+
+def deployment(replicas: int = 1, **env: str) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "app",
+        "image": "busybox:1.35",
+        "ports": [{"containerPort": 80}],
+    }
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [container]},
+            },
+        },
+    }
+
+
+def apply(
+    live: dict[str, Any] | None, config: dict[str, Any], manager: str = "kubectl", **kw: Any
+) -> dict[str, Any]:
+    body, entries = ownership.applied(
+        live,
+        config,
+        kind=config["kind"],
+        manager=manager,
+        api_version=config["apiVersion"],
+        now=NOW,
+        force=kw.get("force", False),
+    )
+    body.setdefault("metadata", {})["managedFields"] = entries
+    return body
+
+
+def update(
+    old: dict[str, Any] | None, new: dict[str, Any], manager: str, **kw: Any
+) -> dict[str, Any]:
+    new = copy.deepcopy(new)
+    new["metadata"]["managedFields"] = ownership.updated(
+        old, new, kind=new["kind"], manager=manager, api_version=new["apiVersion"], now=NOW, **kw
+    )
+    return new
+
+
+def fields_of(body: dict[str, Any], manager: str) -> dict[str, Any]:
+    found = [e for e in body["metadata"]["managedFields"] if e["manager"] == manager]
+    assert len(found) == 1, body["metadata"]["managedFields"]
+    fields: dict[str, Any] = found[0]["fieldsV1"]
+    return fields
+
+
+# -- the encoding -----------------------------------------------------------------------
+
+
+def test_an_apply_owns_leaves_and_keyed_elements_in_upstreams_encoding() -> None:
+    body = apply(None, deployment(FOO="1"))
+    entry = body["metadata"]["managedFields"][0]
+    assert {k: v for k, v in entry.items() if k != "fieldsV1"} == {
+        "manager": "kubectl",
+        "operation": "Apply",
+        "apiVersion": "apps/v1",
+        "time": NOW,
+        "fieldsType": "FieldsV1",
+    }
+    assert entry["fieldsV1"] == {
+        "f:metadata": {"f:labels": {"f:app": {}}},
+        "f:spec": {
+            "f:replicas": {},
+            "f:selector": {},
+            "f:template": {
+                "f:metadata": {"f:labels": {"f:app": {}}},
+                "f:spec": {
+                    "f:containers": {
+                        'k:{"name":"app"}': {
+                            ".": {},
+                            "f:env": {'k:{"name":"FOO"}': {".": {}, "f:name": {}, "f:value": {}}},
+                            "f:image": {},
+                            "f:name": {},
+                            "f:ports": {
+                                'k:{"containerPort":80,"protocol":"TCP"}': {
+                                    ".": {},
+                                    "f:containerPort": {},
+                                }
+                            },
+                        }
+                    }
+                },
+            },
+        },
+    }
+
+
+def test_a_services_ports_are_keyed_by_port_and_protocol_and_finalizers_are_a_set() -> None:
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s", "finalizers": ["a/b"]},
+        "spec": {"selector": {"app": "s"}, "ports": [{"port": 80, "protocol": "UDP"}]},
+    }
+    fields = fields_of(apply(None, service), "kubectl")
+    assert fields == {
+        "f:metadata": {"f:finalizers": {'v:"a/b"': {}}},
+        "f:spec": {
+            "f:ports": {
+                'k:{"port":80,"protocol":"UDP"}': {".": {}, "f:port": {}, "f:protocol": {}}
+            },
+            "f:selector": {},
+        },
+    }
+
+
+def test_encoding_and_decoding_round_trip() -> None:
+    paths = fieldsets.applied_set(deployment(FOO="1"), "Deployment")
+    assert fieldsets.decode(fieldsets.encode(paths)) == paths
+    malformed = {"f:a": {".": {}, "f:b": {}}, "x:bad": {}, "f:c": "junk", 7: {}}
+    assert fieldsets.decode(malformed) == {("f:a",), ("f:a", "f:b")}
+
+
+def test_a_create_is_an_update_owning_the_maps_it_adds() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}}
+    body = update(None, cm, "kubectl-create")
+    entry = body["metadata"]["managedFields"][0]
+    assert entry["operation"] == "Update"
+    assert entry["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+
+
+# -- merging ----------------------------------------------------------------------------
+
+
+def test_a_field_no_longer_applied_is_removed_when_only_its_manager_owned_it() -> None:
+    first = apply(None, deployment(FOO="1", BAR="2"))
+    second = apply(first, deployment(FOO="1"))
+    container = second["spec"]["template"]["spec"]["containers"][0]
+    assert container["env"] == [{"name": "FOO", "value": "1"}]
+    assert 'k:{"name":"BAR"}' not in str(fields_of(second, "kubectl"))
+
+
+def test_a_field_another_manager_also_owns_is_kept() -> None:
+    first = apply(None, deployment(FOO="1", BAR="2"))
+    shared = apply(first, deployment(FOO="1", BAR="2"), manager="other")
+    second = apply(shared, deployment(FOO="1"))
+    env = second["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "FOO", "value": "1"}, {"name": "BAR", "value": "2"}]
+
+
+def test_keyed_lists_merge_element_by_element() -> None:
+    live = apply(None, deployment(FOO="1"))
+    sidecar = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox:1.36"}]}}},
+    }
+    merged = apply(live, sidecar, manager="sidecar")
+    names = [c["name"] for c in merged["spec"]["template"]["spec"]["containers"]]
+    assert names == ["app", "side"]
+    assert merged["spec"]["replicas"] == 1
+
+
+# -- conflicts and force ----------------------------------------------------------------
+
+
+def test_changing_a_field_another_manager_updated_is_a_conflict() -> None:
+    live = apply(None, deployment(replicas=1))
+    scaled = copy.deepcopy(live)
+    scaled["spec"]["replicas"] = 3
+    scaled = update(live, scaled, "kubectl-scale", subresource="scale")
+    with pytest.raises(ownership.Conflicts) as caught:
+        apply(scaled, deployment(replicas=2))
+    assert caught.value.message() == (
+        'Apply failed with 1 conflict: conflict with "kubectl-scale" with subresource "scale" '
+        "using apps/v1: .spec.replicas"
+    )
+    assert caught.value.causes() == [
+        {
+            "type": "FieldManagerConflict",
+            "message": 'conflict with "kubectl-scale" with subresource "scale" using apps/v1',
+            "field": ".spec.replicas",
+        }
+    ]
+
+
+def test_several_conflicts_are_listed_by_manager() -> None:
+    live = apply(None, deployment(replicas=1, FOO="1"), manager="a")
+    with pytest.raises(ownership.Conflicts) as caught:
+        apply(live, deployment(replicas=2, FOO="2"), manager="b")
+    assert caught.value.message() == (
+        'Apply failed with 2 conflicts: conflicts with "a":\n- .spec.replicas\n'
+        '- .spec.template.spec.containers[name="app"].env[name="FOO"].value'
+    )
+
+
+def test_the_same_value_is_shared_not_a_conflict() -> None:
+    live = apply(None, deployment(replicas=1), manager="a")
+    shared = apply(live, deployment(replicas=1), manager="b")
+    assert "f:replicas" in fields_of(shared, "a")["f:spec"]
+    assert "f:replicas" in fields_of(shared, "b")["f:spec"]
+
+
+def test_force_takes_the_field_from_its_owner() -> None:
+    live = apply(None, deployment(replicas=1, FOO="1"), manager="a")
+    taken = apply(live, deployment(replicas=2, FOO="1"), manager="b", force=True)
+    assert taken["spec"]["replicas"] == 2
+    assert "f:replicas" not in fields_of(taken, "a")["f:spec"]
+    assert "f:replicas" in fields_of(taken, "b")["f:spec"]
+    assert "f:template" in fields_of(taken, "a")["f:spec"]
+
+
+def test_an_update_takes_the_fields_it_changes_without_conflict() -> None:
+    live = apply(None, deployment(replicas=1))
+    changed = copy.deepcopy(live)
+    changed["spec"]["replicas"] = 5
+    after = update(live, changed, "kubectl-edit")
+    assert "f:replicas" not in fields_of(after, "kubectl")["f:spec"]
+    assert fields_of(after, "kubectl-edit") == {"f:spec": {"f:replicas": {}}}
+    assert [e["operation"] for e in after["metadata"]["managedFields"]] == ["Apply", "Update"]
+
+
+def test_a_manager_that_owns_nothing_more_is_dropped() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}}
+    live = apply(None, cm, manager="a")
+    changed = copy.deepcopy(live)
+    changed["data"] = {"a": "2"}
+    after = update(live, changed, "b")
+    assert [e["manager"] for e in after["metadata"]["managedFields"]] == ["b"]
+
+
+def test_the_default_manager_is_the_user_agents_first_word() -> None:
+    assert ownership.manager_of({}, "kubectl/v1.32.0 (linux/amd64)") == "kubectl"
+    assert ownership.manager_of({"fieldManager": "me"}, "kubectl/v1") == "me"
+    assert len(ownership.manager_of({"fieldManager": "x" * 500}, "")) == 128
