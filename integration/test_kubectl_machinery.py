@@ -134,3 +134,59 @@ def test_apply_after_scale_conflicts_until_forced(kubectl: Kubectl, tmp_path: Pa
     assert "manager: kubectl" in shown
     assert "operation: Apply" in shown
     kubectl.ok("delete", "deploy", name)
+
+
+STUBBORN = DEPLOYMENT.replace(
+    "terminationGracePeriodSeconds: 2", "terminationGracePeriodSeconds: 4"
+)
+"""A Deployment whose pod ignores SIGTERM: it stops only when killed, after 4 s."""
+
+
+def test_a_foreground_delete_keeps_the_owner_until_its_pods_are_gone(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    name = unique("fg")
+    text = STUBBORN.replace("NAME", name).replace("REPLICAS", "1")
+    text = text.replace("trap 'exit 0' TERM", "trap '' TERM")
+    kubectl.ok("apply", "-f", manifest(tmp_path, "deploy.yaml", text))
+    kubectl.ok("rollout", "status", f"deploy/{name}", "--timeout=120s")
+    before = kubectl.ok("get", "deploy", name, "-o", "jsonpath={.metadata.resourceVersion}")
+
+    kubectl.ok("delete", "deploy", name, "--cascade=foreground", "--wait=false")
+
+    kept = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))
+    assert kept["metadata"]["deletionTimestamp"]
+    assert kept["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert "deletionTimestamp:" in kubectl.ok("get", "deploy", name, "-o", "yaml")
+    out = kubectl.ok("delete", "deploy", name, "--cascade=foreground")
+    assert out.startswith(f'deployment.apps "{name}" deleted')
+    assert kubectl("get", "deploy", name).returncode == 1
+    assert kubectl.ok("get", "pods", "-l", f"app={name}", "-o", "name").strip() == ""
+    path = (
+        "/apis/apps/v1/namespaces/default/deployments?watch=1&timeoutSeconds=1"
+        f"&fieldSelector=metadata.name%3D{name}&resourceVersion={before}"
+    )
+    events = [json.loads(line) for line in kubectl.ok("get", "--raw", path).splitlines()]
+    kinds = [
+        (e["type"], "deletionTimestamp" in e["object"]["metadata"])
+        for e in events
+        if e["type"] != "BOOKMARK"
+    ]
+    assert kinds[-1] == ("DELETED", True)
+    marked = kinds.index(("MODIFIED", True))
+    assert all(deleting for _, deleting in kinds[marked:])
+
+
+def test_an_orphan_delete_removes_the_owner_reference(kubectl: Kubectl, tmp_path: Path) -> None:
+    name = unique("or")
+    kubectl.ok("apply", "-f", deployment(tmp_path, name, 0))
+    selector = f"app={name}"
+    rs = kubectl.ok("get", "rs", "-l", selector, "-o", "jsonpath={.items[0].metadata.name}")
+    assert rs
+
+    kubectl.ok("delete", "deploy", name, "--cascade=orphan")
+
+    left = json.loads(kubectl.ok("get", "rs", rs, "-o", "json"))
+    assert "ownerReferences" not in left["metadata"]
+    assert kubectl("get", "deploy", name).returncode == 1
+    kubectl.ok("delete", "rs", rs)

@@ -1,16 +1,25 @@
 """Deletes of the Kubernetes API: ``DELETE`` of one object or of a collection (by
 ``labelSelector``), with ``gracePeriodSeconds`` and ``propagationPolicy`` from the query
 or a ``DeleteOptions`` body, through the node's one delete
-(:func:`~asynckubelet.api.apply.delete_one`)."""
+(:func:`~asynckubelet.api.apply.delete_one`).
+
+``Background`` (the default) removes the owner at once and its dependents with it.
+``Foreground`` keeps an owner (a Deployment, ReplicaSet, StatefulSet or Job) with a
+``deletionTimestamp`` and the ``foregroundDeletion`` finalizer, answering it so, while
+its pods stop, then removes it, as the garbage collector does: a watch sees it
+``MODIFIED``, then ``DELETED``. ``Orphan`` removes the owner and its dependents' owner
+references to it."""
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import json
 from typing import Any
 
-import anyio
 from aiohttp import web
 
+from asynckubelet._logging import logger
 from asynckubelet.api import apply as writes
 from asynckubelet.api.answers import not_found
 from asynckubelet.api.endpoints import NODE_KEY
@@ -31,12 +40,106 @@ from asynckubelet.api.kube.writes import (
 from asynckubelet.kubectl import times
 from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.selectors import parse_label_selector, selector_matches
-from asynckubelet.node.kubelet import API_SOURCE
+from asynckubelet.node.kubelet import API_SOURCE, Kubelet
+from asynckubelet.node.objects import StoredObject
+from asynckubelet.workloads.controller import OWNER_KINDS
+from asynckubelet.workloads.pods import controller_of
 
 PROPAGATION = ("Foreground", "Background", "Orphan")
-FOREGROUND_SECONDS = 300
-"""How long a ``Foreground`` delete waits for the dependent pods to be gone before it
-answers (the owner is gone once they are, as the garbage collector's finalizer orders)."""
+FOREGROUND = "foregroundDeletion"
+"""The finalizer that keeps an owner deleted in the foreground until its dependents are
+gone."""
+COLLECTING_KEY = web.AppKey("foreground_collections", dict[str, asyncio.Task[None]])
+"""The collections under way, by owner UID."""
+
+
+def _deleting(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` marked as being deleted in the foreground."""
+    meta = body.setdefault("metadata", {})
+    meta.setdefault("deletionTimestamp", times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ"))
+    meta.setdefault("deletionGracePeriodSeconds", 0)
+    finalizers = list(meta.get("finalizers") or [])
+    if FOREGROUND not in finalizers:
+        meta["finalizers"] = [*finalizers, FOREGROUND]
+    return body
+
+
+def _marked(node: Kubelet, kind: str, ns: str, name: str) -> StoredObject | None:
+    """The owner ``kind`` ``ns/name`` kept with a ``deletionTimestamp`` and the
+    ``foregroundDeletion`` finalizer (its controller stops at that), as are the owners
+    among its dependents; the owner, None when it is gone."""
+    stored = node.objects.get(kind, ns or None, name)
+    if stored is None:
+        return None
+    for obj in (stored, *writes.dependents(node, stored)):
+        meta = obj.body.get("metadata") or {}
+        if obj.kind in OWNER_KINDS and FOREGROUND not in (meta.get("finalizers") or []):
+            node.objects.put_object(_deleting(copy.deepcopy(dict(obj.body))), source=obj.source)
+    return node.objects.get(kind, ns or None, name)
+
+
+async def _collect(node: Kubelet, owner: StoredObject, grace: float | None) -> None:
+    """What the garbage collector does for an owner deleted in the foreground: its pods
+    deleted and waited for until the node has stopped them, then its other dependents and
+    the owner itself removed."""
+    found = writes.dependents(node, owner)
+    pods = [o for o in found if o.kind == "Pod"]
+    for pod in pods:
+        await node.delete(pod.namespace, pod.name, grace_period=grace, wait=False)
+    for pod in pods:
+        while node.status.find(pod.namespace, pod.name) is not None:
+            await node.status.changed()
+    for obj in found:
+        if obj.kind != "Pod":
+            node.objects.remove(obj.kind, obj.namespace, obj.name)
+    node.objects.remove(owner.kind, owner.namespace, owner.name)
+    logger.info("{} {}/{} deleted (foreground)", owner.resource, owner.namespace, owner.name)
+
+
+def _collect_later(app: web.Application, owner: StoredObject, grace: float | None) -> None:
+    """Run :func:`_collect` for ``owner`` beside the request, once (a second delete of an
+    owner being collected leaves the collection under way to finish)."""
+    tasks = app[COLLECTING_KEY]
+    if owner.uid in tasks:
+        return
+    task = asyncio.get_running_loop().create_task(_collect(app[NODE_KEY], owner, grace))
+    tasks[owner.uid] = task
+    task.add_done_callback(lambda _: tasks.pop(owner.uid, None))
+
+
+async def resume_collections(app: web.Application) -> None:
+    """Collect the owners left deleting in the foreground (by a daemon that stopped
+    before their dependents were gone)."""
+    node = app[NODE_KEY]
+    for kind in OWNER_KINDS:
+        for obj in node.objects.list(kind):
+            if FOREGROUND in ((obj.body.get("metadata") or {}).get("finalizers") or []):
+                owner = controller_of(obj.body.get("metadata"))
+                if owner is None or owner.kind not in OWNER_KINDS:
+                    _collect_later(app, obj, None)
+
+
+async def cancel_collections(app: web.Application) -> None:
+    """Stop the collections under way (the app stops)."""
+    tasks: dict[str, asyncio.Task[None]] = app[COLLECTING_KEY]
+    for task in list(tasks.values()):
+        task.cancel()
+
+
+def _orphan(node: Kubelet, owner: StoredObject) -> None:
+    """The owner's dependents without their reference to it (``Orphan``)."""
+    for kind in ("ReplicaSet", "Pod"):
+        for obj in node.objects.list(kind, owner.namespace):
+            refs = (obj.body.get("metadata") or {}).get("ownerReferences") or []
+            kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") == owner.uid)]
+            if len(kept) == len(refs):
+                continue
+            body = copy.deepcopy(dict(obj.body))
+            if kept:
+                body["metadata"]["ownerReferences"] = kept
+            else:
+                body["metadata"].pop("ownerReferences", None)
+            node.objects.put_object(body, source=obj.source)
 
 
 async def _options(request: web.Request) -> tuple[float | None, str]:
@@ -80,15 +183,18 @@ async def _delete(
         return None
     if is_dry_run(request):
         return answered(request, served, found, dry_run=True)
+    if policy == "Foreground" and served.kind in OWNER_KINDS:
+        owner = _marked(node, served.kind, ns, name)
+        if owner is not None:
+            _collect_later(request.app, owner, grace)
+        return current(node, request.app, served, ns, name)
     if policy == "Orphan" and served.kind != "Pod":
-        node.objects.remove(served.kind, ns or None, name)
+        removed = node.objects.remove(served.kind, ns or None, name)
+        if removed is not None:
+            _orphan(node, removed)
     else:
         result = {"kind": served.kind, "namespace": ns, "name": name, "status": "notfound"}
-        pods = await writes.delete_one(request.app, node, result, grace=grace)
-        if policy == "Foreground" and served.kind != "Pod":
-            with anyio.move_on_after(FOREGROUND_SECONDS):
-                for pod in pods:
-                    await node.wait(pod["namespace"], pod["name"], "Deleted")
+        await writes.delete_one(request.app, node, result, grace=grace)
     if served.kind == "Pod":
         after = current(node, request.app, served, ns, name)
         if after is not None:

@@ -51,6 +51,7 @@ from asynckubelet.api.answers import (
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
 from asynckubelet.api.kube import (
+    deletes,
     discovery,
     kubeconfigs,
     lists,
@@ -290,6 +291,9 @@ def create_app(
         watched.close()
 
     app.on_cleanup.append(close_history)
+    app[deletes.COLLECTING_KEY] = {}
+    app.on_startup.append(deletes.resume_collections)
+    app.on_cleanup.append(deletes.cancel_collections)
     r = app.router
     for path in ("/healthz", "/livez", "/readyz"):
         r.add_get(path, healthz)
