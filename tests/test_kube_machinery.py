@@ -119,3 +119,36 @@ async def test_an_apply_conflicting_with_a_scale_is_409_until_forced(api: Served
     assert code == 200
     assert forced["spec"]["replicas"] == 1
     assert [e["manager"] for e in forced["metadata"]["managedFields"]] == ["kubectl"]
+
+
+async def test_field_manager_and_force_are_validated_as_the_api_server_does(api: Served) -> None:
+    long = "m" * 129
+    code, body, _ = await call(api, "POST", f"{CONFIGMAPS}?fieldManager={long}", configmap("x"))
+    assert code == 422
+    assert body["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more '
+        "than 128 bytes"
+    )
+    code, body, _ = await call(api, "POST", f"{CONFIGMAPS}?fieldManager=a%07b", configmap("x"))
+    assert code == 422
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "a\\ab": invalid character U+0007 (at position 1)',
+            "field": "fieldManager",
+        }
+    ]
+    code, _, _ = await call(api, "POST", CONFIGMAPS, configmap("x"))
+    assert code == 201
+    code, body, _ = await call(
+        api,
+        "PATCH",
+        f"{CONFIGMAPS}/x?force=true",
+        {"data": {"a": "1"}},
+        content_type="application/merge-patch+json",
+    )
+    assert code == 422
+    assert body["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for '
+        "non-apply patch"
+    )

@@ -136,6 +136,10 @@ def test_encoding_and_decoding_round_trip() -> None:
     assert fieldsets.decode(fieldsets.encode(paths)) == paths
     malformed = {"f:a": {".": {}, "f:b": {}}, "x:bad": {}, "f:c": "junk", 7: {}}
     assert fieldsets.decode(malformed) == {("f:a",), ("f:a", "f:b")}
+    deep: dict[str, Any] = {}
+    for _ in range(5000):
+        deep = {"f:x": deep or {".": {}}}
+    assert fieldsets.decode(deep) == set()
 
 
 def test_a_create_is_an_update_owning_the_maps_it_adds() -> None:
@@ -251,3 +255,8 @@ def test_the_default_manager_is_the_user_agents_first_word() -> None:
     assert ownership.manager_of({}, "kubectl/v1.32.0 (linux/amd64)") == "kubectl"
     assert ownership.manager_of({"fieldManager": "me"}, "kubectl/v1") == "me"
     assert len(ownership.manager_of({"fieldManager": "x" * 500}, "")) == 128
+
+
+def test_names_are_quoted_as_go_quotes_them() -> None:
+    assert ownership.quoted('a"b\\c') == '"a\\"b\\\\c"'
+    assert ownership.quoted("a\x07\x01\u200bé") == '"a\\a\\x01\\u200bé"'

@@ -249,10 +249,15 @@ def _merged_list(
 # -- FieldsV1 ---------------------------------------------------------------------------------
 
 
+MAX_DEPTH = 64
+"""How deep a ``fieldsV1`` tree is read (the kinds served nest far less)."""
+
+
 def decode(fields: Any, path: Path = ()) -> set[Path]:
-    """The paths a ``fieldsV1`` tree names (a malformed tree names what it can)."""
+    """The paths a ``fieldsV1`` tree names (a malformed tree names what it can, down to
+    :data:`MAX_DEPTH`)."""
     found: set[Path] = set()
-    if not isinstance(fields, dict):
+    if not isinstance(fields, dict) or len(path) >= MAX_DEPTH:
         return found
     for element, children in fields.items():
         if element == ".":

@@ -13,7 +13,6 @@ longer is removed from the object when no other manager owns it.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +35,9 @@ class Conflict:
     def manager(self) -> str:
         """The owner as the API server names it: ``"kubectl-scale" with subresource
         "scale" using apps/v1``."""
-        name = json.dumps(str(self.entry.get("manager", "")))
+        name = quoted(str(self.entry.get("manager", "")))
         if self.entry.get("subresource"):
-            name += f" with subresource {json.dumps(str(self.entry['subresource']))}"
+            name += f" with subresource {quoted(str(self.entry['subresource']))}"
         if self.entry.get("operation") == UPDATE:
             name += f" using {self.entry.get('apiVersion', '')}"
         return name
@@ -184,6 +183,76 @@ def applied(
     return result, _sorted(kept)
 
 
+def option_errors(query: Mapping[str, str], *, apply: bool, patch: bool) -> list[dict[str, str]]:
+    """What the API server refuses in a write's ``fieldManager`` and ``force`` (upstream's
+    ``ValidatePatchOptions``), as ``Status`` causes: a manager missing from an apply, one
+    over 128 bytes or with a character that does not print, ``force`` on another patch."""
+    given = query.get("fieldManager", "")
+    causes = []
+    if patch and not apply and "force" in query:
+        causes.append(
+            _cause("FieldValueForbidden", "force", "may not be specified for non-apply patch")
+        )
+    if apply and not given:
+        causes.append(_cause("FieldValueRequired", "fieldManager", "is required for apply patch"))
+    if len(given.encode()) > MAX_MANAGER_CHARS:
+        causes.append(
+            _cause(
+                "FieldValueTooLong",
+                "fieldManager",
+                f"may not be more than {MAX_MANAGER_CHARS} bytes",
+            )
+        )
+    for i, char in enumerate(given):
+        if not char.isprintable():
+            at = len(given[:i].encode())
+            detail = f"{quoted(given)}: invalid character U+{ord(char):04X} (at position {at})"
+            causes.append(_cause("FieldValueInvalid", "fieldManager", detail))
+    return causes
+
+
+WORDS = {
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueRequired": "Required value",
+    "FieldValueTooLong": "Too long",
+    "FieldValueInvalid": "Invalid value",
+}
+
+
+GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def quoted(text: str) -> str:
+    """``text`` quoted as Go's ``%q`` quotes it (how the API server shows a name)."""
+    out = []
+    for char in text:
+        if char in GO_ESCAPES:
+            out.append(GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _cause(reason: str, field: str, detail: str) -> dict[str, str]:
+    return {"reason": reason, "message": f"{WORDS[reason]}: {detail}", "field": field}
+
+
 def manager_of(query: Mapping[str, str], user_agent: str) -> str:
     """The ``fieldManager`` asked for, else the API server's default: the client's
     ``User-Agent`` up to its first ``/``."""
@@ -199,5 +268,6 @@ __all__ = [
     "applied",
     "entries",
     "manager_of",
+    "option_errors",
     "updated",
 ]

@@ -472,14 +472,7 @@ async def _server_side_apply(request: web.Request, served: Served, *, name: str)
     """The applied configuration merged into the live object by field ownership
     (:mod:`~asynckubelet.api.kube.ownership`); ``409 Conflict`` naming each field another
     manager owns that it would change, unless ``force=true``."""
-    manager = request.query.get("fieldManager", "")
-    if not manager:
-        raise refuse(
-            400,
-            "BadRequest",
-            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
-            "required for apply patch",
-        )
+    writer = _writer(request, served)
     node = request.app[NODE_KEY]
     ns = namespace_of(request, served)
     config, _ = _checked(await read_body(request, yaml_ok=True), served, request, ns=ns, name=name)
@@ -492,15 +485,36 @@ async def _server_side_apply(request: web.Request, served: Served, *, name: str)
             config,
             now=_now(),
             force=request.query.get("force", "") in ("true", "1"),
-            **{**_writer(request, served), "manager": manager},
+            **writer,
         )
     except ownership.Conflicts as e:
         raise refuse(409, "Conflict", e.message(), causes=e.causes()) from None
     return await replace(request, served, merged, name=name, created_ok=True, managed=managed)
 
 
+OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+"""The options kind of each write method, as a refusal of its options names it."""
+
+
 def _writer(request: web.Request, served: Served) -> dict[str, str]:
-    """Who writes (the request's field manager), of which kind and in which version."""
+    """Who writes (the request's field manager), of which kind and in which version;
+    ``422`` for a ``fieldManager`` or ``force`` the API server refuses."""
+    causes = ownership.option_errors(
+        request.query,
+        apply=request.content_type == patches.APPLY_PATCH,
+        patch=request.method == "PATCH",
+    )
+    if causes:
+        words = [f"{c['field']}: {c['message']}" for c in causes]
+        raise refuse(
+            422,
+            "Invalid",
+            f'{OPTIONS.get(request.method, "PatchOptions")}.meta.k8s.io "" is invalid: '
+            + (words[0] if len(words) == 1 else "[" + ", ".join(words) + "]"),
+            group="meta.k8s.io",
+            kind=OPTIONS.get(request.method, "PatchOptions"),
+            causes=causes,
+        )
     return {
         "kind": served.kind,
         "manager": ownership.manager_of(request.query, request.headers.get("User-Agent", "")),
