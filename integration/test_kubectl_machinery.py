@@ -190,3 +190,24 @@ def test_an_orphan_delete_removes_the_owner_reference(kubectl: Kubectl, tmp_path
     assert "ownerReferences" not in left["metadata"]
     assert kubectl("get", "deploy", name).returncode == 1
     kubectl.ok("delete", "rs", rs)
+
+
+def test_server_side_apply_takes_over_from_client_side_apply(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    name = unique("up")
+    path = manifest(tmp_path, "cm.json", configmap(name, a="1"))
+    kubectl.ok("apply", "-f", path)
+    before = json.loads(kubectl.ok("get", "cm", name, "-o", "json", "--show-managed-fields"))
+    assert [e["manager"] for e in before["metadata"]["managedFields"]] == [
+        "kubectl-client-side-apply"
+    ]
+    manifest(tmp_path, "cm.json", configmap(name, a="1", b="2"))
+
+    kubectl.ok("apply", "--server-side", "-f", path)
+
+    after = json.loads(kubectl.ok("get", "cm", name, "-o", "json", "--show-managed-fields"))
+    assert after["data"] == {"a": "1", "b": "2"}
+    managers = [e["manager"] for e in after["metadata"]["managedFields"]]
+    assert "kubectl-client-side-apply" not in managers
+    assert "kubectl" in managers

@@ -260,3 +260,32 @@ def test_the_default_manager_is_the_user_agents_first_word() -> None:
 def test_names_are_quoted_as_go_quotes_them() -> None:
     assert ownership.quoted('a"b\\c') == '"a\\"b\\\\c"'
     assert ownership.quoted("a\x07\x01\u200bé") == '"a\\a\\x01\\u200bé"'
+
+
+def test_a_map_still_holding_applied_fields_is_not_removed() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}}
+    live = apply(None, cm)
+    live["metadata"]["managedFields"][0]["fieldsV1"] = {"f:data": {".": {}, "f:a": {}}}
+    again = apply(live, cm)
+    assert again["data"] == {"a": "1"}
+    assert fields_of(again, "kubectl") == {"f:data": {"f:a": {}}}
+
+
+def test_owners_a_write_sets_replace_reset_or_leave_the_live_ones() -> None:
+    entry = {
+        "manager": "m",
+        "operation": "Apply",
+        "apiVersion": "v1",
+        "time": NOW,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": {"f:a": {}}},
+    }
+    assert ownership.requested({"metadata": {"managedFields": [entry]}}) == [entry]
+    assert ownership.requested({"metadata": {"managedFields": []}}) == []
+    assert ownership.requested({"metadata": {"managedFields": [{}]}}) == []
+    assert ownership.requested({"metadata": {}}) is None
+    assert (
+        ownership.requested({"metadata": {"managedFields": [{**entry, "operation": "X"}]}}) is None
+    )
+    assert ownership.requested({"metadata": {"managedFields": [{**entry, "fieldsV1": {}}]}}) is None
+    assert ownership.requested(["not", "an", "object"]) is None

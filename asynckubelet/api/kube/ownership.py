@@ -7,7 +7,7 @@ An ``Update`` takes the fields it sets from every other manager, without conflic
 apply merges its configuration into the live object; a field it would change that
 another manager owns is a conflict (``409``, unless forced, which takes the field), a
 field it sets to the value it has is shared; a field it applied before and applies no
-longer is removed from the object when no other manager owns it.
+longer is removed from the object when no manager owns it or anything under it.
 """
 
 from __future__ import annotations
@@ -76,6 +76,35 @@ class Conflicts(Exception):
         ]
 
 
+def requested(body: Any) -> list[dict[str, Any]] | None:
+    """The ``managedFields`` a write sets, as the API server takes them: ``[]`` (or
+    ``[{}]``) resets them, well-formed entries naming fields replace them; None (keep the
+    live object's) for anything else, so that a client that drops them loses nothing."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    given = meta.get("managedFields") if isinstance(meta, dict) else None
+    if not isinstance(given, list):
+        return None
+    if all(e == {} for e in given):
+        return []
+    if not all(_well_formed(e) for e in given):
+        return None
+    kept = [dict(e) for e in given]
+    return kept if any(fieldsets.decode(e["fieldsV1"]) for e in kept) else None
+
+
+def _well_formed(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("manager"), str)
+        and entry.get("operation") in (APPLY, UPDATE)
+        and entry.get("fieldsType") == "FieldsV1"
+        and isinstance(entry.get("fieldsV1"), dict)
+        and isinstance(entry.get("apiVersion", ""), str)
+        and isinstance(entry.get("time", ""), str)
+        and isinstance(entry.get("subresource", ""), str)
+    )
+
+
 def entries(body: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The ``managedFields`` entries of ``body`` (those that are not objects left out)."""
     found = ((body or {}).get("metadata") or {}).get("managedFields") or []
@@ -123,14 +152,17 @@ def updated(
     api_version: str,
     now: str,
     subresource: str = "",
+    owners: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The entries of ``new`` after ``manager`` wrote it over ``old`` (None: created)."""
+    """The entries of ``new`` after ``manager`` wrote it over ``old`` (None: created),
+    starting from ``owners`` when the write set them (:func:`requested`), else from
+    ``old``'s."""
     changed, removed = fieldsets.changed_set(old, new, kind)
     me = (manager, UPDATE, api_version, subresource)
     kept: list[dict[str, Any]] = []
     mine: dict[str, Any] | None = None
     owned: set[Path] = set()
-    for entry in entries(old):
+    for entry in entries(old) if owners is None else owners:
         fields = fieldsets.decode(entry.get("fieldsV1")) - removed
         if _identity(entry) == me:
             mine, owned = entry, fields
@@ -175,8 +207,9 @@ def applied(
         others.append((entry, fields - clash if force else fields))
     if conflicts and not force:
         raise Conflicts(conflicts)
-    kept_by_others = set().union(*(f for _, f in others)) if others else set()
-    for path in sorted(previous - mine - kept_by_others, key=len):
+    owned = mine.union(*(f for _, f in others))
+    holding = {p[:i] for p in owned for i in range(1, len(p))}
+    for path in sorted(previous - owned - holding, key=len):
         fieldsets.remove(result, path)
     kept = [{**e, "fieldsV1": fieldsets.encode(f)} for e, f in others if f]
     kept.append(_entry(manager, APPLY, api_version, "", now, mine))
@@ -269,5 +302,6 @@ __all__ = [
     "entries",
     "manager_of",
     "option_errors",
+    "requested",
     "updated",
 ]

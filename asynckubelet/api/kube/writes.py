@@ -287,7 +287,9 @@ def create(served: Served) -> Handler:
             node = request.app[NODE_KEY]
             dry = is_dry_run(request)
             ns = namespace_of(request, served)
-            body, warned = _checked(await read_body(request), served, request, ns=ns, name=None)
+            given = await read_body(request)
+            owners = ownership.requested(given)
+            body, warned = _checked(given, served, request, ns=ns, name=None)
             meta = body["metadata"]
             if not meta.get("name") and meta.get("generateName"):
                 suffix = "".join(secrets.choice(NAME_CHARS) for _ in range(5))
@@ -312,7 +314,7 @@ def create(served: Served) -> Handler:
                     kind=served.name,
                 )
             meta["managedFields"] = ownership.updated(
-                None, body, now=_now(), **_writer(request, served)
+                None, body, now=_now(), owners=owners, **_writer(request, served)
             )
             await _store(request, served, body, dry_run=dry)
             return answer_json(answered(request, served, body, dry_run=dry), 201, warned)
@@ -338,6 +340,7 @@ async def replace(
     node = request.app[NODE_KEY]
     dry = is_dry_run(request)
     ns = namespace_of(request, served)
+    owners = ownership.requested(body)
     body, warned = _checked(body, served, request, ns=ns, name=name)
     old = current(node, request.app, served, ns, name)
     if old is None and not created_ok:
@@ -349,6 +352,7 @@ async def replace(
             body,
             now=_now(),
             subresource=subresource,
+            owners=owners,
             **_writer(request, served),
         )
     body["metadata"]["managedFields"] = managed
@@ -452,10 +456,14 @@ def patch(served: Served) -> Handler:
                     f"include: {patches.JSON_PATCH}, {patches.MERGE_PATCH}, "
                     f"{patches.STRATEGIC_PATCH}, {patches.APPLY_PATCH}",
                 )
-            original = stored_form(node, served, ns, name)
-            if original is None:
-                return not_found(what(served), name)
             body = await read_body(request)
+            original = stored_form(node, served, ns, name)
+            live = current(node, request.app, served, ns, name)
+            if original is None or live is None:
+                return not_found(what(served), name)
+            version = (live.get("metadata") or {}).get("resourceVersion")
+            if version:
+                original.setdefault("metadata", {})["resourceVersion"] = version
             try:
                 changed = patches.patched(original, body, kind)
             except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
