@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_helpers import Served, served_node
+from kube_helpers import Served, served_node, watch_lines
 from test_kube_write import CONFIGMAPS, DEPLOYMENTS, call, configmap, deployment
 
 pytestmark = pytest.mark.anyio
@@ -152,3 +152,59 @@ async def test_field_manager_and_force_are_validated_as_the_api_server_does(api:
         'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for '
         "non-apply patch"
     )
+
+
+async def test_an_apply_that_changes_only_the_owners_is_kept(api: Served) -> None:
+    apply_type = "application/apply-patch+yaml"
+    body = configmap("x", a="1")
+    for manager in ("first", "second"):
+        path = f"{CONFIGMAPS}/x?fieldManager={manager}"
+        code, answer, _ = await call(api, "PATCH", path, body, content_type=apply_type)
+        assert code in (200, 201), answer
+
+    code, read, _ = await call(api, "GET", f"{CONFIGMAPS}/x")
+
+    assert [e["manager"] for e in read["metadata"]["managedFields"]] == ["first", "second"]
+    assert all(e["fieldsV1"] == {"f:data": {"f:a": {}}} for e in read["metadata"]["managedFields"])
+
+
+async def test_a_foreground_delete_is_seen_modified_then_deleted(api: Served) -> None:
+    code, created, _ = await call(api, "POST", DEPLOYMENTS, deployment("x"))
+    assert code == 201
+    version = created["metadata"]["resourceVersion"]
+
+    code, answer, _ = await call(api, "DELETE", f"{DEPLOYMENTS}/x?propagationPolicy=Foreground")
+
+    assert code == 200
+    assert answer["kind"] == "Deployment"
+    assert answer["metadata"]["deletionTimestamp"]
+    assert answer["metadata"]["finalizers"] == ["foregroundDeletion"]
+    path = f"{DEPLOYMENTS}?watch=1&resourceVersion={version}"
+    events = await watch_lines(api, path, 2)
+    assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
+    assert all(e["object"]["metadata"]["deletionTimestamp"] for e in events)
+    code, _, _ = await call(api, "GET", f"{DEPLOYMENTS}/x")
+    assert code == 404
+
+
+async def test_an_orphan_delete_leaves_dependents_without_the_reference(api: Served) -> None:
+    code, owner, _ = await call(api, "POST", DEPLOYMENTS, deployment("x"))
+    reference = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "x",
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+    }
+    body = deployment("x-1")
+    body["kind"] = "ReplicaSet"
+    body["metadata"]["ownerReferences"] = [reference]
+    code, made, _ = await call(api, "POST", "/apis/apps/v1/namespaces/default/replicasets", body)
+    assert code == 201, made
+
+    code, _, _ = await call(api, "DELETE", f"{DEPLOYMENTS}/x?propagationPolicy=Orphan")
+
+    assert code == 200
+    code, left, _ = await call(api, "GET", "/apis/apps/v1/namespaces/default/replicasets/x-1")
+    assert code == 200
+    assert "ownerReferences" not in left["metadata"]
