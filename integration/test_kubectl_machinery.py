@@ -42,25 +42,6 @@ def configmap(name: str, **data: str) -> str:
     )
 
 
-def test_replace_from_a_stale_read_is_a_conflict(kubectl: Kubectl, tmp_path: Path) -> None:
-    name = unique("rv")
-    kubectl.ok("create", "-f", manifest(tmp_path, "cm.json", configmap(name, a="1")))
-    read = json.loads(kubectl.ok("get", "cm", name, "-o", "json"))
-    kubectl.ok("label", "cm", name, "changed=yes")
-    read["data"] = {"a": "2"}
-    stale = manifest(tmp_path, "stale.json", json.dumps(read))
-
-    done = kubectl("replace", "-f", stale)
-
-    assert done.returncode == 1
-    assert (
-        f'Error from server (Conflict): error when replacing "{stale}": Operation cannot be '
-        f'fulfilled on configmaps "{name}": the object has been modified; please apply your '
-        "changes to the latest version and try again"
-    ) in done.stderr
-    assert json.loads(kubectl.ok("get", "cm", name, "-o", "json"))["data"] == {"a": "1"}
-
-
 DEPLOYMENT = """
 apiVersion: apps/v1
 kind: Deployment
@@ -82,6 +63,43 @@ spec:
 def deployment(tmp_path: Path, name: str, replicas: int) -> str:
     text = DEPLOYMENT.replace("NAME", name).replace("REPLICAS", str(replicas))
     return manifest(tmp_path, "deploy.yaml", text)
+
+
+def service(name: str) -> str:
+    spec = {"selector": {"app": name}, "ports": [{"port": 80, "protocol": "TCP"}]}
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
+    )
+
+
+@pytest.mark.parametrize("kind", ["configmap", "deployment", "service"])
+def test_replace_from_a_stale_read_is_a_conflict(
+    kubectl: Kubectl, tmp_path: Path, kind: str
+) -> None:
+    name = unique("rv")
+    made = {
+        "configmap": lambda: manifest(tmp_path, "o.json", configmap(name, a="1")),
+        "deployment": lambda: deployment(tmp_path, name, 0),
+        "service": lambda: manifest(tmp_path, "o.json", service(name)),
+    }[kind]()
+    kubectl.ok("create", "-f", made)
+    read = json.loads(kubectl.ok("get", kind, name, "-o", "json"))
+    kubectl.ok("label", kind, name, "changed=yes")
+    read["metadata"].setdefault("annotations", {})["stale"] = "yes"
+    stale = manifest(tmp_path, "stale.json", json.dumps(read))
+
+    done = kubectl("replace", "-f", stale)
+
+    plural = {"deployment": "deployments.apps"}.get(kind, f"{kind}s")
+    assert done.returncode == 1
+    assert (
+        f'Error from server (Conflict): error when replacing "{stale}": Operation cannot be '
+        f'fulfilled on {plural} "{name}": the object has been modified; please apply your '
+        "changes to the latest version and try again"
+    ) in done.stderr
+    now = json.loads(kubectl.ok("get", kind, name, "-o", "json"))
+    assert "stale" not in (now["metadata"].get("annotations") or {})
+    kubectl.ok("delete", kind, name)
 
 
 def test_server_side_apply_removes_a_field_no_longer_applied(
