@@ -122,6 +122,11 @@ def test_server_side_apply_removes_a_field_no_longer_applied(
     assert entry["operation"] == "Apply"
     assert entry["fieldsType"] == "FieldsV1"
     assert entry["fieldsV1"] == {"f:data": {"f:a": {}}}
+    assert kubectl("diff", "--server-side", "-f", path).returncode == 0
+    manifest(tmp_path, "cm.json", configmap(name, a="3"))
+    changed = kubectl("diff", "--server-side", "-f", path)
+    assert changed.returncode == 1
+    assert '+  a: "3"' in changed.stdout
 
 
 def test_apply_after_scale_conflicts_until_forced(kubectl: Kubectl, tmp_path: Path) -> None:
@@ -148,7 +153,7 @@ def test_apply_after_scale_conflicts_until_forced(kubectl: Kubectl, tmp_path: Pa
     assert body["spec"]["replicas"] == 0
     owners = {e["manager"]: e for e in body["metadata"]["managedFields"]}
     assert "f:replicas" in owners["kubectl"]["fieldsV1"]["f:spec"]
-    assert [e.get("subresource") for e in body["metadata"]["managedFields"]] == [None]
+    assert all("subresource" not in e for e in body["metadata"]["managedFields"])
     assert "manager: kubectl" in shown
     assert "operation: Apply" in shown
     kubectl.ok("delete", "deploy", name)

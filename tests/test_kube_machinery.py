@@ -208,3 +208,21 @@ async def test_an_orphan_delete_leaves_dependents_without_the_reference(api: Ser
     code, left, _ = await call(api, "GET", "/apis/apps/v1/namespaces/default/replicasets/x-1")
     assert code == 200
     assert "ownerReferences" not in left["metadata"]
+
+
+async def test_an_apply_of_only_metadata_leaves_the_spec_to_its_owner(api: Served) -> None:
+    apply_type = "application/apply-patch+yaml"
+    path = f"{DEPLOYMENTS}/x?fieldManager=kubectl"
+    code, _, _ = await call(api, "PATCH", path, deployment("x"), content_type=apply_type)
+    assert code == 201
+    labels = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"labels": {"a": "b"}}}
+
+    code, body, _ = await call(
+        api, "PATCH", f"{DEPLOYMENTS}/x?fieldManager=labeller", labels, content_type=apply_type
+    )
+
+    assert code == 200, body
+    assert body["metadata"]["labels"] == {"a": "b"}
+    assert body["spec"]["selector"] == {"matchLabels": {"app": "x"}}
+    owners = {e["manager"]: e["fieldsV1"] for e in body["metadata"]["managedFields"]}
+    assert owners["labeller"] == {"f:metadata": {"f:labels": {"f:a": {}}}}

@@ -256,9 +256,29 @@ def _reworded(response: web.Response, served: Served, name: str) -> web.Response
 def answered(
     request: web.Request, served: Served, body: dict[str, Any], *, dry_run: bool
 ) -> dict[str, Any]:
-    """The object written as a read answers it (a Secret without its values)."""
-    found = body if dry_run else _written(request, served, body)
+    """The object written as a read answers it (a Secret without its values); with
+    ``dry_run``, as it would be: what the server keeps of the live one (its UID,
+    creation time, resourceVersion, generation and status) on what was sent."""
+    found = _would_be(request, served, body) if dry_run else _written(request, served, body)
     return secret_summary(found) if served.kind == "Secret" else found
+
+
+def _would_be(request: web.Request, served: Served, body: dict[str, Any]) -> dict[str, Any]:
+    meta = body.get("metadata") or {}
+    node = request.app[NODE_KEY]
+    live = current(
+        node, request.app, served, str(meta.get("namespace") or ""), meta.get("name", "")
+    )
+    if live is None:
+        return body
+    shown = copy.deepcopy(body)
+    kept = live.get("metadata") or {}
+    for key in ("uid", "creationTimestamp", "resourceVersion", "generation"):
+        if key in kept:
+            shown.setdefault("metadata", {})[key] = kept[key]
+    if "status" in live:
+        shown["status"] = live["status"]
+    return shown
 
 
 def _written(request: web.Request, served: Served, body: dict[str, Any]) -> dict[str, Any]:
@@ -483,7 +503,15 @@ async def _server_side_apply(request: web.Request, served: Served, *, name: str)
     writer = _writer(request, served)
     node = request.app[NODE_KEY]
     ns = namespace_of(request, served)
-    config, _ = _checked(await read_body(request, yaml_ok=True), served, request, ns=ns, name=name)
+    given = await read_body(request, yaml_ok=True)
+    sent = copy.deepcopy(given)
+    checked, _ = _checked(given, served, request, ns=ns, name=name)
+    config = _only_sent(checked, sent)
+    config["apiVersion"], config["kind"] = checked["apiVersion"], checked["kind"]
+    meta = config.setdefault("metadata", {})
+    for key in ("name", "namespace"):
+        if key in checked["metadata"]:
+            meta[key] = checked["metadata"][key]
     live = stored_form(node, served, ns, name)
     if live is not None:
         live.pop("status", None)
@@ -498,6 +526,17 @@ async def _server_side_apply(request: web.Request, served: Served, *, name: str)
     except ownership.Conflicts as e:
         raise refuse(409, "Conflict", e.message(), causes=e.causes()) from None
     return await replace(request, served, merged, name=name, created_ok=True, managed=managed)
+
+
+def _only_sent(checked: Any, sent: Any) -> Any:
+    """``checked`` (a configuration as the strict decoder left it: unknown fields dropped,
+    a required field absent filled with its zero value) with only the fields ``sent``
+    named: an apply configuration names only the fields its manager owns."""
+    if isinstance(checked, dict) and isinstance(sent, dict):
+        return {k: _only_sent(v, sent[k]) for k, v in checked.items() if k in sent}
+    if isinstance(checked, list) and isinstance(sent, list) and len(checked) == len(sent):
+        return [_only_sent(c, s) for c, s in zip(checked, sent, strict=True)]
+    return checked
 
 
 OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
