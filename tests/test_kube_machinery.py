@@ -9,9 +9,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from daemon_helpers import IMAGES
 from kube_helpers import Served, served_node, watch_lines
 from test_kube_write import CONFIGMAPS, DEPLOYMENTS, call, configmap, deployment
+
+from asynckubelet.api.kube.server import serve_kube_api
+from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
+from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
 
@@ -226,3 +232,35 @@ async def test_an_apply_of_only_metadata_leaves_the_spec_to_its_owner(api: Serve
     assert body["spec"]["selector"] == {"matchLabels": {"app": "x"}}
     owners = {e["manager"]: e["fieldsV1"] for e in body["metadata"]["managedFields"]}
     assert owners["labeller"] == {"f:metadata": {"f:labels": {"f:a": {}}}}
+
+
+async def test_a_foreground_delete_left_by_a_stopped_node_is_finished_at_start(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    config = KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600)
+    node = Kubelet(config, docker=FakeDocker(images=IMAGES))
+    body = deployment("x")
+    body["metadata"].update(
+        namespace="default",
+        deletionTimestamp="2026-01-01T00:00:00Z",
+        finalizers=["foregroundDeletion"],
+    )
+    async with node, anyio.create_task_group() as tg:
+        node.objects.put_object(body, source=API_SOURCE)
+        gone = anyio.Event()
+
+        def seen(key: tuple[str, str, str]) -> None:
+            if node.objects.get("Deployment", "default", "x") is None:
+                gone.set()
+
+        stop = node.objects.observe(seen)
+        await tg.start(
+            lambda task_status: serve_kube_api(
+                node, state_dir=state, host="127.0.0.1", port=0, task_status=task_status
+            )
+        )
+        with anyio.fail_after(30):
+            await gone.wait()
+        stop()
+        tg.cancel_scope.cancel()
