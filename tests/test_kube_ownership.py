@@ -258,8 +258,8 @@ def test_the_default_manager_is_the_user_agents_first_word() -> None:
 
 
 def test_names_are_quoted_as_go_quotes_them() -> None:
-    assert ownership.quoted('a"b\\c') == '"a\\"b\\\\c"'
-    assert ownership.quoted("a\x07\x01\u200bé") == '"a\\a\\x01\\u200bé"'
+    assert fieldsets.quoted('a"b\\c') == '"a\\"b\\\\c"'
+    assert fieldsets.quoted("a\x07\x01\u200bé") == '"a\\a\\x01\\u200bé"'
 
 
 def test_a_map_still_holding_applied_fields_is_not_removed() -> None:
@@ -289,3 +289,25 @@ def test_owners_a_write_sets_replace_reset_or_leave_the_live_ones() -> None:
     )
     assert ownership.requested({"metadata": {"managedFields": [{**entry, "fieldsV1": {}}]}}) is None
     assert ownership.requested(["not", "an", "object"]) is None
+
+
+def test_keys_and_values_are_compact_json_with_text_as_it_is() -> None:
+    config = deployment(CAFÉ="1")
+    config["metadata"]["finalizers"] = ["example.com/é"]
+    paths = fieldsets.applied_set(config, "Deployment")
+    assert ("f:metadata", "f:finalizers", 'v:"example.com/é"') in paths
+    env = ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"app"}', "f:env")
+    assert (*env, 'k:{"name":"CAFÉ"}') in paths
+    assert fieldsets.shown((*env, 'k:{"name":"CAFÉ"}', "f:value")) == (
+        '.spec.template.spec.containers[name="app"].env[name="CAFÉ"].value'
+    )
+
+
+def test_set_values_and_indexes_are_shown_as_upstream_prints_them() -> None:
+    assert fieldsets.shown(("f:metadata", "f:finalizers", 'v:"a/b"')) == (
+        '.metadata.finalizers[="a/b"]'
+    )
+    assert fieldsets.shown(("f:spec", "f:ports", 'k:{"port":80,"protocol":"TCP"}')) == (
+        '.spec.ports[port=80,protocol="TCP"]'
+    )
+    assert fieldsets.shown(("f:x", "i:3")) == ".x[3]"

@@ -90,7 +90,13 @@ def _key_element(item: Any, keys: tuple[str, ...]) -> str | None:
         if value is None:
             return None
         found[key] = value
-    return "k:" + json.dumps(found, separators=(",", ":"), sort_keys=True)
+    return "k:" + _compact(found)
+
+
+def _compact(value: Any) -> str:
+    """``value`` as the ``FieldsV1`` encoding writes a key or a value: compact JSON, keys
+    sorted, text as it is."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def _owned(path: Path) -> bool:
@@ -119,7 +125,7 @@ def _walk_list(
 ) -> Iterator[tuple[Path, str, Any]]:
     if name in SET_LISTS and all(not isinstance(v, (dict, list)) for v in value):
         for item in value:
-            yield (*path, "v:" + json.dumps(item, separators=(",", ":"))), "leaf", item
+            yield (*path, "v:" + _compact(item)), "leaf", item
         return
     keys = _list_keys(parent, name, kind)
     elements = [_key_element(item, keys) for item in value] if keys else [None]
@@ -307,9 +313,47 @@ def shown(path: Path) -> str:
             except ValueError:
                 keys = {}
             pairs = keys.items() if isinstance(keys, dict) else []
-            parts.append("[" + ",".join(f"{k}={json.dumps(v)}" for k, v in pairs) + "]")
+            shown_keys = (f"{k}={_shown_value(v)}" for k, v in pairs)
+            parts.append("[" + ",".join(shown_keys) + "]")
         elif kind == "v":
-            parts.append(f"[={text}]")
+            try:
+                parts.append(f"[={_shown_value(json.loads(text))}]")
+            except ValueError:
+                parts.append(f"[={text}]")
         else:
             parts.append(f"[{text}]")
     return "".join(parts)
+
+
+GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def _shown_value(value: Any) -> str:
+    return quoted(value) if isinstance(value, str) else _compact(value)
+
+
+def quoted(text: str) -> str:
+    """``text`` quoted as Go's ``%q`` quotes it (how the API server shows a name)."""
+    out = []
+    for char in text:
+        if char in GO_ESCAPES:
+            out.append(GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'

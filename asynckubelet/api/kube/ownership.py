@@ -35,9 +35,9 @@ class Conflict:
     def manager(self) -> str:
         """The owner as the API server names it: ``"kubectl-scale" with subresource
         "scale" using apps/v1``."""
-        name = quoted(str(self.entry.get("manager", "")))
+        name = fieldsets.quoted(str(self.entry.get("manager", "")))
         if self.entry.get("subresource"):
-            name += f" with subresource {quoted(str(self.entry['subresource']))}"
+            name += f" with subresource {fieldsets.quoted(str(self.entry['subresource']))}"
         if self.entry.get("operation") == UPDATE:
             name += f" using {self.entry.get('apiVersion', '')}"
         return name
@@ -239,7 +239,8 @@ def option_errors(query: Mapping[str, str], *, apply: bool, patch: bool) -> list
     for i, char in enumerate(given):
         if not char.isprintable():
             at = len(given[:i].encode())
-            detail = f"{quoted(given)}: invalid character U+{ord(char):04X} (at position {at})"
+            shown = fieldsets.quoted(given)
+            detail = f"{shown}: invalid character U+{ord(char):04X} (at position {at})"
             causes.append(_cause("FieldValueInvalid", "fieldManager", detail))
     return causes
 
@@ -250,36 +251,6 @@ WORDS = {
     "FieldValueTooLong": "Too long",
     "FieldValueInvalid": "Invalid value",
 }
-
-
-GO_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def quoted(text: str) -> str:
-    """``text`` quoted as Go's ``%q`` quotes it (how the API server shows a name)."""
-    out = []
-    for char in text:
-        if char in GO_ESCAPES:
-            out.append(GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) < 0x10000:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def _cause(reason: str, field: str, detail: str) -> dict[str, str]:
