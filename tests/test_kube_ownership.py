@@ -254,7 +254,8 @@ def test_a_manager_that_owns_nothing_more_is_dropped() -> None:
 def test_the_default_manager_is_the_user_agents_first_word() -> None:
     assert ownership.manager_of({}, "kubectl/v1.32.0 (linux/amd64)") == "kubectl"
     assert ownership.manager_of({"fieldManager": "me"}, "kubectl/v1") == "me"
-    assert len(ownership.manager_of({"fieldManager": "x" * 500}, "")) == 128
+    assert ownership.manager_of({}, "a\x07b/1") == "ab"
+    assert len(ownership.manager_of({}, "x" * 500)) == 128
 
 
 def test_names_are_quoted_as_go_quotes_them() -> None:
@@ -311,3 +312,29 @@ def test_set_values_and_indexes_are_shown_as_upstream_prints_them() -> None:
         '.spec.ports[port=80,protocol="TCP"]'
     )
     assert fieldsets.shown(("f:x", "i:3")) == ".x[3]"
+
+
+def test_update_managers_past_ten_are_merged_into_ancient_changes() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}}
+    live = apply(None, {**cm, "data": {"applied": "1"}}, manager="applier")
+    for i in range(12):
+        changed = copy.deepcopy(live)
+        changed["data"][f"k{i}"] = "v"
+        changed["metadata"]["managedFields"] = ownership.updated(
+            live,
+            changed,
+            kind="ConfigMap",
+            manager=f"m{i:02}",
+            api_version="v1",
+            now=f"2026-01-01T00:00:{i:02}Z",
+        )
+        live = changed
+    entries = live["metadata"]["managedFields"]
+    assert len(entries) == 11
+    assert entries[0]["manager"] == "applier"
+    bucket = next(e for e in entries if e["manager"] == "ancient-changes")
+    assert bucket["fieldsV1"] == {"f:data": {"f:k0": {}, "f:k1": {}, "f:k2": {}}}
+    assert bucket["time"] == "2026-01-01T00:00:02Z"
+    managers = {e["manager"] for e in entries}
+    assert {"m00", "m01", "m02"}.isdisjoint(managers)
+    assert {f"m{i:02}" for i in range(3, 12)} <= managers

@@ -22,6 +22,9 @@ from asynckubelet.api.kube.fieldsets import Path
 
 APPLY, UPDATE = "Apply", "Update"
 MAX_MANAGER_CHARS = 128
+MAX_UPDATE_MANAGERS = 10
+"""``Update`` entries kept apart; older ones are merged into :data:`ANCIENT_CHANGES`."""
+ANCIENT_CHANGES = "ancient-changes"
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,43 @@ def updated(
         kept.append(_entry(manager, UPDATE, api_version, subresource, now, owned | changed))
     elif mine is not None and owned:
         kept.append({**mine, "fieldsV1": fieldsets.encode(owned)})
-    return _sorted(kept)
+    return _sorted(_capped(kept))
+
+
+def _capped(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At most :data:`MAX_UPDATE_MANAGERS` ``Update`` entries: the oldest merged, by API
+    version, into an ``ancient-changes`` entry (upstream's ``capManagersManager``)."""
+    managed = {_identity(e): e for e in found}
+    updaters = [k for k, e in managed.items() if e.get("operation") == UPDATE]
+    if len(updaters) <= MAX_UPDATE_MANAGERS:
+        return found
+    updaters.sort(key=lambda k: (str(managed[k].get("time", "")), k))
+    first_of: dict[str, tuple[str, str, str, str]] = {}
+    length = len(updaters)
+    for key in updaters:
+        if length <= MAX_UPDATE_MANAGERS:
+            break
+        entry = managed[key]
+        version = str(entry.get("apiVersion", ""))
+        bucket = (ANCIENT_CHANGES, UPDATE, version, "")
+        if version not in first_of:
+            first_of[version] = key
+            continue
+        if bucket not in managed:
+            first = managed.pop(first_of[version])
+            managed[bucket] = {**first, "manager": ANCIENT_CHANGES}
+            managed[bucket].pop("subresource", None)
+        merged = fieldsets.decode(entry.get("fieldsV1")) | fieldsets.decode(
+            managed[bucket].get("fieldsV1")
+        )
+        managed[bucket] = {
+            **managed[bucket],
+            "fieldsV1": fieldsets.encode(merged),
+            "time": entry.get("time"),
+        }
+        del managed[key]
+        length -= 1
+    return list(managed.values())
 
 
 def applied(
@@ -259,9 +298,11 @@ def _cause(reason: str, field: str, detail: str) -> dict[str, str]:
 
 def manager_of(query: Mapping[str, str], user_agent: str) -> str:
     """The ``fieldManager`` asked for, else the API server's default: the client's
-    ``User-Agent`` up to its first ``/``."""
-    name = query.get("fieldManager") or user_agent.split("/", 1)[0]
-    return name[:MAX_MANAGER_CHARS]
+    ``User-Agent`` up to its first ``/``, its printable characters, 128 at most."""
+    if query.get("fieldManager"):
+        return query["fieldManager"]
+    prefix = "".join(c for c in user_agent.split("/", 1)[0] if c.isprintable())
+    return prefix[:MAX_MANAGER_CHARS]
 
 
 __all__ = [
