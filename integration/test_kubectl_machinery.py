@@ -225,12 +225,12 @@ def test_server_side_apply_takes_over_from_client_side_apply(
     assert [e["manager"] for e in before["metadata"]["managedFields"]] == [
         "kubectl-client-side-apply"
     ]
-    manifest(tmp_path, "cm.json", configmap(name, a="1", b="2"))
+    manifest(tmp_path, "cm.json", configmap(name, a="2", b="2"))
 
     kubectl.ok("apply", "--server-side", "-f", path)
 
     after = json.loads(kubectl.ok("get", "cm", name, "-o", "json", "--show-managed-fields"))
-    assert after["data"] == {"a": "1", "b": "2"}
+    assert after["data"] == {"a": "2", "b": "2"}
     managers = [e["manager"] for e in after["metadata"]["managedFields"]]
     assert "kubectl-client-side-apply" not in managers
     assert "kubectl" in managers

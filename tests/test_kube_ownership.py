@@ -6,6 +6,7 @@ writes."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -338,3 +339,36 @@ def test_update_managers_past_ten_are_merged_into_ancient_changes() -> None:
     managers = {e["manager"] for e in entries}
     assert {"m00", "m01", "m02"}.isdisjoint(managers)
     assert {f"m{i:02}" for i in range(3, 12)} <= managers
+
+
+def test_kubectls_apply_takes_the_fields_of_its_client_side_annotation() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}}
+    live = update(None, {**cm, "data": {"a": "1", "b": "1"}}, "kubectl-client-side-apply")
+    live["metadata"]["annotations"] = {ownership.LAST_APPLIED: json.dumps(cm)}
+    allowed = ownership.last_applied_fields(live, "ConfigMap", "kubectl")
+    assert allowed == {("f:data", "f:a")}
+    assert ownership.last_applied_fields(live, "ConfigMap", "other") == set()
+
+    taken, _ = ownership.applied(
+        live,
+        {**cm, "data": {"a": "2"}},
+        kind="ConfigMap",
+        manager="kubectl",
+        api_version="v1",
+        now=NOW,
+        force=False,
+        allowed=allowed,
+    )
+    assert taken["data"] == {"a": "2", "b": "1"}
+    with pytest.raises(ownership.Conflicts) as caught:
+        ownership.applied(
+            live,
+            {**cm, "data": {"a": "2", "b": "2"}},
+            kind="ConfigMap",
+            manager="kubectl",
+            api_version="v1",
+            now=NOW,
+            force=False,
+            allowed=allowed,
+        )
+    assert [fieldsets.shown(c.path) for c in caught.value.conflicts] == [".data.b"]

@@ -13,7 +13,8 @@ longer is removed from the object when no manager owns it or anything under it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,16 +226,18 @@ def applied(
     api_version: str,
     now: str,
     force: bool,
+    allowed: Set[Path] = frozenset(),
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``config`` applied by ``manager`` to ``live`` (None: created): the object and its
     entries. Raises :class:`Conflicts` when it would change another manager's fields and
-    is not forced."""
+    is not forced; conflicts all on ``allowed`` fields (:func:`last_applied_fields`) are
+    forced, as upstream's ``lastAppliedManager`` forces them."""
     mine = fieldsets.applied_set(config, kind)
     result = fieldsets.merged(copy.deepcopy(dict(live or {})), config, kind)
     changed, _ = fieldsets.changed_set(live, result, kind)
     me = (manager, APPLY, "", "")
     previous: set[Path] = set()
-    others: list[tuple[dict[str, Any], set[Path]]] = []
+    found: list[tuple[dict[str, Any], set[Path], set[Path]]] = []
     conflicts: list[Conflict] = []
     for entry in entries(live):
         fields = fieldsets.decode(entry.get("fieldsV1"))
@@ -243,9 +246,13 @@ def applied(
             continue
         clash = fields & changed
         conflicts += [Conflict(entry, p) for p in sorted(clash)]
-        others.append((entry, fields - clash if force else fields))
+        found.append((entry, fields, clash))
     if conflicts and not force:
-        raise Conflicts(conflicts)
+        blocking = [c for c in conflicts if c.path not in allowed]
+        if blocking:
+            raise Conflicts(blocking)
+        force = True
+    others = [(e, fields - clash if force else fields) for e, fields, clash in found]
     owned = mine.union(*(f for _, f in others))
     holding = {p[:i] for p in owned for i in range(1, len(p))}
     for path in sorted(previous - owned - holding, key=len):
@@ -296,6 +303,25 @@ def _cause(reason: str, field: str, detail: str) -> dict[str, str]:
     return {"reason": reason, "message": f"{WORDS[reason]}: {detail}", "field": field}
 
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED_MANAGER = "kubectl"
+"""The one manager whose conflicts on the fields of the client-side apply annotation are
+forced (how ``kubectl apply --server-side`` takes over from ``kubectl apply``)."""
+
+
+def last_applied_fields(live: Mapping[str, Any] | None, kind: str, manager: str) -> set[Path]:
+    """The fields of ``live``'s client-side apply annotation, when ``manager`` is kubectl's
+    server-side apply (none otherwise, or when the annotation does not read)."""
+    if manager != LAST_APPLIED_MANAGER or live is None:
+        return set()
+    text = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    try:
+        config = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        return set()
+    return fieldsets.applied_set(config, kind) if isinstance(config, dict) else set()
+
+
 def manager_of(query: Mapping[str, str], user_agent: str) -> str:
     """The ``fieldManager`` asked for, else the API server's default: the client's
     ``User-Agent`` up to its first ``/``, its printable characters, 128 at most."""
@@ -312,6 +338,7 @@ __all__ = [
     "Conflicts",
     "applied",
     "entries",
+    "last_applied_fields",
     "manager_of",
     "option_errors",
     "requested",

@@ -515,12 +515,15 @@ async def _server_side_apply(request: web.Request, served: Served, *, name: str)
     live = stored_form(node, served, ns, name)
     if live is not None:
         live.pop("status", None)
+    kubectls_annotation = not kind_table.KINDS[served.kind].controlled
+    allowed = ownership.last_applied_fields(live, served.kind, writer["manager"])
     try:
         merged, managed = ownership.applied(
             live,
             config,
             now=_now(),
             force=request.query.get("force", "") in ("true", "1"),
+            allowed=allowed if kubectls_annotation else frozenset(),
             **writer,
         )
     except ownership.Conflicts as e:
