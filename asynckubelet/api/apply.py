@@ -433,19 +433,19 @@ async def delete_one(
             for pod in await _delete_namespace_contents(node, name, grace=grace)
         ]
     stored = node.objects.get(kind, namespace, name)
-    dependents = _dependents(node, stored) if stored is not None else []
+    found = dependents(node, stored) if stored is not None else []
     if node.objects.remove(kind, namespace, name) is not None:
         result["status"] = "deleted"
         logger.info("{} {} deleted", RESOURCES[kind], "/".join(filter(None, (namespace, name))))
-    for obj in dependents:
+    for obj in found:
         if obj.kind != "Pod":
             node.objects.remove(obj.kind, obj.namespace, obj.name)
-    for obj in dependents:
+    for obj in found:
         if obj.kind == "Pod":
             await node.delete(obj.namespace, obj.name, grace_period=grace, wait=False)
             pods.append({"kind": "Pod", "namespace": obj.namespace, "name": obj.name})
     if stored is not None and stored.kind in OWNER_KINDS:
-        pods += _stopping(node, {o.uid for o in (stored, *dependents)}, pods)
+        pods += _stopping(node, {o.uid for o in (stored, *found)}, pods)
     return pods
 
 
@@ -467,7 +467,7 @@ def _stopping(
     return found
 
 
-def _dependents(node: Kubelet, owner: StoredObject) -> list[StoredObject]:
+def dependents(node: Kubelet, owner: StoredObject) -> list[StoredObject]:
     """The objects ``owner`` controls, and theirs (a Deployment's ReplicaSets and their
     pods): what the garbage collector would remove after it, removed with it so that
     ``delete`` can wait for the pods."""

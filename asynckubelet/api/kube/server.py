@@ -9,7 +9,7 @@ handlers of their own here (:mod:`~asynckubelet.api.kube.pods`); every list gain
 resourceVersions, chunks and the other kinds' watches on its way out
 (:mod:`~asynckubelet.api.kube.lists`), the schema is served as OpenAPI
 (:mod:`~asynckubelet.api.kube.openapi`), writes go through the node's one admission
-(:mod:`~asynckubelet.api.kube.writes`) and exec, attach and port-forward through the
+(:mod:`~asynckubelet.api.kube.verbs`) and exec, attach and port-forward through the
 streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). EndpointSlices
 and the ``events.k8s.io`` Events are answered from the window of changes
 (:mod:`~asynckubelet.api.kube.cached`), the subresources ``status``, ``token`` and
@@ -56,6 +56,7 @@ from asynckubelet.api.answers import (
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
 from asynckubelet.api.kube import (
     cached,
+    deletes,
     discovery,
     kubeconfigs,
     lists,
@@ -64,6 +65,7 @@ from asynckubelet.api.kube import (
     slices,
     streams,
     subresources,
+    verbs,
     watchcache,
     writes,
 )
@@ -192,7 +194,11 @@ def _delegated(served: discovery.Served, handler: Handler, *, many: bool) -> Han
         if flag_param(request, "watch"):
             return not_allowed()
         if not many:
-            return await handler(_without_fields(request))
+            response = await handler(_without_fields(request))
+            if response.status != 200 or not isinstance(response, web.Response):
+                return response
+            body = json.loads(response.text or "{}")
+            return _json(writes.versioned(request.app, served.kind, body))
         if served.name == "events":
             return await _events(request, handler)
         terms = field_terms(request, "", namespaced=served.namespaced)
@@ -300,6 +306,9 @@ def create_app(
 
     app.on_cleanup.append(close_history)
     app.on_response_prepare.append(slices.warn_of_endpoints)
+    app[deletes.COLLECTING_KEY] = {}
+    app.on_startup.append(deletes.resume_collections)
+    app.on_cleanup.append(deletes.cancel_collections)
     r = app.router
     for path in ("/healthz", "/livez", "/readyz"):
         r.add_get(path, healthz)
@@ -320,7 +329,7 @@ def create_app(
             r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}/{{name}}", one)
         else:
             r.add_get(f"{base}/{served.name}/{{name}}", one)
-        writes.add_routes(r, served, base)
+        verbs.add_routes(r, served, base)
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", localapi.pod_log)
     subresources.add_routes(app, node)
     streams.add_routes(r)
