@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 LOCAL = f"/apis/{API_GROUP}/v1"
 CONNECT_TIMEOUT = 5.0
+WATCH_SECONDS = 24 * 3600
+"""How long a watch is asked to last (the longest the node grants)."""
 
 
 MAX_LINE = 65536
@@ -363,11 +365,21 @@ class NodeClient:
     ) -> Generator[dict[str, Any], None, None]:
         """The pods' watch events as the daemon streams them, until it ends the stream:
         ``{"type", "object"}`` with ``ADDED`` for each pod there at first, a ``BOOKMARK``
-        once those are sent, then ``ADDED``, ``MODIFIED``, ``DELETED``, or an ``ERROR``
-        Status (410 ``Expired``: watch anew). With ``table`` each object is a one-row
-        ``Table``, printed by the daemon; with ``selector`` only the pods it selects."""
+        annotated ``k8s.io/initial-events-end`` once those are sent (a watch-list:
+        ``sendInitialEvents``), then ``ADDED``, ``MODIFIED``, ``DELETED``, further
+        ``BOOKMARK``s, or an ``ERROR`` Status (410 ``Expired``: watch anew). With
+        ``table`` each object is a one-row ``Table``, printed by the daemon; with
+        ``selector`` only the pods it selects."""
         fields = f"metadata.name={name}" if name else None
-        query = {"watch": True, "fieldSelector": fields, "labelSelector": selector}
+        query = {
+            "watch": True,
+            "sendInitialEvents": True,
+            "resourceVersionMatch": "NotOlderThan",
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": WATCH_SECONDS,
+            "fieldSelector": fields,
+            "labelSelector": selector,
+        }
         path = _namespaced(namespace, "pods") + _query(query)
         accept = TABLE_ACCEPT if table else "application/json"
         response = self._send("GET", path, accept=accept, stream=True)
