@@ -23,7 +23,7 @@ from asynckubelet import KubeletConfig
 from asynckubelet.api import server
 from asynckubelet.api.localapi import create_local_app
 from asynckubelet.cluster import kubeletapi, kubeletauth
-from asynckubelet.node import Kubelet, daemon
+from asynckubelet.node import Kubelet
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
@@ -96,8 +96,7 @@ async def test_no_kubelet_api_route_answers_an_anonymous_client() -> None:
 
 async def test_no_local_api_route_answers_a_client_off_its_socket() -> None:
     node = Kubelet(KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker())
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
-    app = create_local_app(node, info)
+    app = create_local_app(node)
     routes = sorted(set(_routes(app)))
     assert len(routes) > 20
     async with node, TestClient(TestServer(app, host="127.0.0.1")) as client:

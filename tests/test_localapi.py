@@ -74,8 +74,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet]]:
     )
     objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
     node = Kubelet(config, docker=FakeDocker(images=IMAGES), objects=objects)
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
-    async with node, TestClient(TestServer(create_local_app(node, info, uids=()))) as client:
+    async with node, TestClient(TestServer(create_local_app(node, uids=()))) as client:
         yield client, node
 
 
@@ -313,10 +312,9 @@ async def test_the_socket_is_0600_and_a_stale_one_is_replaced(tmp_path: Path) ->
         KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600),
         docker=FakeDocker(images=IMAGES),
     )
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with node, anyio.create_task_group() as tg:
         await tg.start(
-            lambda task_status: serve_local(node, info, path=str(path), task_status=task_status)
+            lambda task_status: serve_local(node, path=str(path), task_status=task_status)
         )
         assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
         assert daemon.socket_answers(path)
@@ -408,9 +406,8 @@ async def test_a_restarted_node_takes_back_the_pods_and_objects_it_kept(tmp_path
         objects = ObjectStore(directory=state / OBJECTS_DIR, persistent_source=API_SOURCE)
         return Kubelet(config, docker=docker, objects=objects)
 
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     first = node()
-    async with first, TestClient(TestServer(create_local_app(first, info, uids=()))) as client:
+    async with first, TestClient(TestServer(create_local_app(first, uids=()))) as client:
         await apply(client, CONFIG.replace("VALUE", "fast"), POD)
         await first.wait("default", "web", "Running", timeout=10)
     running = {c.id for c in docker.containers.values()}

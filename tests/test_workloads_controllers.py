@@ -16,7 +16,6 @@ from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
 
 from asynckubelet.api.localapi import create_local_app
-from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
 from asynckubelet.runtime import naming
@@ -84,10 +83,9 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet, FakeDo
     )
     docker = FakeDocker(images=(*IMAGES, "busybox:2"))
     node = Kubelet(config, docker=docker, objects=objects)
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with (
         node,
-        TestClient(TestServer(create_local_app(node, info, uids=()))) as client,
+        TestClient(TestServer(create_local_app(node, uids=()))) as client,
         anyio.create_task_group() as tg,
     ):
         await tg.start(Controllers(node).run)

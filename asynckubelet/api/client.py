@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from asynckubelet.node.operations import PodLogOptions
 
 LOCAL = f"/apis/{API_GROUP}/v1"
+NODE_FILE = "node.json"
+"""What the daemon publishes beside its socket (:data:`asynckubelet.node.daemon.NODE_FILE`)."""
+MAX_NODE_FILE = 1 << 16
+BUILD_MARK = "+asynckubelet."
+"""What ends a ``gitVersion`` of this project, before its own version."""
 CONNECT_TIMEOUT = 5.0
 WATCH_SECONDS = 24 * 3600
 """How long a watch is asked to last (the longest the node grants)."""
@@ -299,8 +304,24 @@ class NodeClient:
     # -- reading --------------------------------------------------------------------------
 
     def node(self) -> dict[str, Any]:
-        """The daemon's effective configuration (as in its ``node.json``)."""
-        return dict(self._json("GET", f"{LOCAL}/node"))
+        """The daemon's effective configuration as it publishes it beside its socket
+        (``node.json``: its node name, engine, network and Pod Security level, which no
+        Kubernetes object carries); empty when it has published none (yet), or that file
+        cannot be read."""
+        path = os.path.join(os.path.dirname(os.fspath(self.socket)), NODE_FILE)
+        try:
+            with open(path, "rb") as file:
+                data = json.loads(file.read(MAX_NODE_FILE + 1)[:MAX_NODE_FILE])
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def version(self) -> str:
+        """The daemon's version, from the API's ``/version`` (``v1.33.0+asynckubelet.X``:
+        ``X``); the whole ``gitVersion`` when it names no build of this project."""
+        found = str(self._json("GET", "/version").get("gitVersion") or "")
+        _, marked, build = found.partition(BUILD_MARK)
+        return build if marked else found
 
     def healthy(self) -> bool:
         try:

@@ -16,7 +16,8 @@ Besides the Kubernetes API, the socket answers ``/metrics`` and the node's own v
 under ``/apis/local.asynckubelet/v1``: ``apply`` (manifest texts in; each object's
 verdict, ``created``, ``configured`` or ``unchanged``, out, or 422 with every field error
 and nothing applied), ``delete`` (objects by kind, namespace and name; which were
-deleted) and ``node`` (the effective configuration). Admission happens in
+deleted). The daemon's effective configuration, which no Kubernetes object carries,
+is the ``node.json`` it publishes beside the socket. Admission happens in
 :mod:`asynckubelet.api.apply`, with the daemon's level, node name and namespace policy,
 and with the Namespaces it stores.
 """
@@ -33,22 +34,18 @@ from aiohttp import web
 
 from asynckubelet import hostfs, httpbounds, peercred
 from asynckubelet._logging import logger
-from asynckubelet.api.answers import INFO_KEY, LOCAL_PREFIX, InfoSource, refusal, status
+from asynckubelet.api.answers import LOCAL_PREFIX, refusal, status
 from asynckubelet.api.apply import apply, delete
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, metrics, serve_site
 from asynckubelet.api.kube import discovery
 from asynckubelet.api.kube.nodes import ThisNode, this_node
 from asynckubelet.api.kube.server import Handler, create_app, node_of
-from asynckubelet.node.daemon import SOCKET_MODE, DaemonInfo
+from asynckubelet.node.daemon import SOCKET_MODE
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.workloads.services import ServiceController
 
 SERVER_ADDRESS = "localhost"
 """The address legacy discovery names on the socket, where there is none."""
-
-
-async def node_info(request: web.Request) -> web.Response:
-    return web.json_response(request.app[INFO_KEY]().to_json())
 
 
 @web.middleware
@@ -58,19 +55,17 @@ async def _anyone(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 def create_local_app(
     node: Kubelet,
-    info: DaemonInfo | InfoSource,
     *,
     this: ThisNode | None = None,
     services: ServiceController | None = None,
     uids: Collection[int] | None = None,
 ) -> web.Application:
-    """The Kubernetes API of ``node`` as the unix socket serves it; ``info`` is its
-    published configuration (or what gives it when asked: the daemon completes it once
-    all its listeners are bound); ``this`` its Node (:func:`~asynckubelet.api.kube.server.
-    node_of`; without it, one naming no engine version); ``services`` admits Services and
-    knows their endpoints. Only a client on the unix socket whose user ID is in ``uids``
-    (default: the daemon's own user and root) is served (:mod:`asynckubelet.peercred`);
-    an empty ``uids`` serves anyone who can connect, which only tests over TCP ask for."""
+    """The Kubernetes API of ``node`` as the unix socket serves it; ``this`` its Node
+    (:func:`~asynckubelet.api.kube.server.node_of`; without it, one naming no engine
+    version); ``services`` admits Services and knows their endpoints. Only a client on
+    the unix socket whose user ID is in ``uids`` (default: the daemon's own user and root)
+    is served (:mod:`asynckubelet.peercred`); an empty ``uids`` serves anyone who can
+    connect, which only tests over TCP ask for."""
     allowed = peercred.default_uids() if uids is None else frozenset(uids)
     gate = peercred.only_uids(allowed, refuse=refusal) if allowed else _anyone
     if this is None:
@@ -80,10 +75,8 @@ def create_local_app(
             kubelet_version=discovery.version_info()["gitVersion"],
         )
     app = create_app(node, gate=gate, this=this, server_address=SERVER_ADDRESS, services=services)
-    app[INFO_KEY] = info if callable(info) else lambda: info
     r = app.router
     r.add_get("/metrics", metrics)
-    r.add_get(f"{LOCAL_PREFIX}/node", node_info)
     r.add_post(f"{LOCAL_PREFIX}/apply", apply)
     r.add_post(f"{LOCAL_PREFIX}/delete", delete)
     return app
@@ -91,7 +84,6 @@ def create_local_app(
 
 async def serve_local(
     node: Kubelet,
-    info: DaemonInfo | InfoSource,
     *,
     path: str,
     services: ServiceController | None = None,
@@ -114,7 +106,7 @@ async def serve_local(
         task_status.started(inode)
 
     await serve_site(
-        create_local_app(node, info, this=this, services=services),
+        create_local_app(node, this=this, services=services),
         httpbounds.Unix(path),
         started,
         limits=limits,

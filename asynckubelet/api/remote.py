@@ -95,11 +95,11 @@ class RemoteNode:
         running = found is not None and found.state is not None and found.state.running is not None
         if found is None or not found.containerID or not running:
             raise errors.PodError("cannot exec into a container that is not running")
-        info = self.client.node()
+        docker_host = self.docker_host or str(self.client.node().get("docker_host") or "")
         return ExecTarget(
             container_id=found.containerID.split("://", 1)[-1],
-            docker_host=self.docker_host or str(info.get("docker_host") or "") or None,
-            node_name=str(info["node_name"]),
+            docker_host=docker_host or None,
+            node_name=pod.spec.nodeName if pod.spec is not None and pod.spec.nodeName else "",
         )
 
     def node(self) -> dict[str, Any]:
