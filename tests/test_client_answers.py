@@ -73,10 +73,10 @@ def test_a_request_body_is_sent_with_its_length(
 ) -> None:
     path, answers, requests = answering
     answers.append(b'HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{"items":[]}')
-    assert NodeClient(path).delete([{"kind": "Pod", "namespace": "default", "name": "é"}]) == []
+    assert NodeClient(path).apply([("é.yaml", "kind: ConfigMap")]) == {"items": []}
     head, _, body = requests[0].partition(b"\r\n\r\n")
     assert f"Content-Length: {len(body)}".encode() in head
-    assert b'"name": "\\u00e9"' in body
+    assert b'"source": "\\u00e9.yaml"' in body
 
 
 def test_a_status_answer_is_the_daemons_error_with_its_reason(

@@ -17,6 +17,7 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
+from remote_helpers import delete_remotely
 
 from asynckubelet import errors
 from asynckubelet.api.localapi import create_local_app, serve_local
@@ -275,11 +276,8 @@ async def test_delete_answers_what_it_deleted_once_the_pods_are_gone(
         {"kind": "ConfigMap", "namespace": "default", "name": "settings"},
         {"kind": "Secret", "namespace": "default", "name": "absent"},
     ]
-    response = await client.post(
-        f"{LOCAL}/delete", json={"objects": objects, "gracePeriodSeconds": 0, "timeoutSeconds": 30}
-    )
-    body = await response.json()
-    assert [i["status"] for i in body["items"]] == ["deleted", "deleted", "notfound"]
+    items = await delete_remotely(client, objects, grace_period=0, timeout=30)
+    assert [i["status"] for i in items] == ["deleted", "deleted", "notfound"]
     assert node.get("default", "web") is None
     assert node.objects.list("ConfigMap") == node.objects.list("Pod") == []
 
@@ -335,8 +333,8 @@ async def test_deleting_a_namespace_deletes_everything_in_it(
     assert (await apply(client, namespace, inside, pod))[0] == 200
     await node.wait("team", "web", "Running", timeout=10)
     objects = [{"kind": "Namespace", "name": "team"}]
-    response = await client.post(f"{LOCAL}/delete", json={"objects": objects, "timeoutSeconds": 30})
-    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    items = await delete_remotely(client, objects, timeout=30)
+    assert [i["status"] for i in items] == ["deleted"]
     await node.wait("team", "web", "Deleted", timeout=30)
     assert not any(node.objects.list(k) for k in ("Namespace", "ConfigMap", "Pod"))
 
@@ -362,11 +360,8 @@ async def test_a_deleted_namespace_takes_nothing_new_until_its_pods_are_gone(
     ]
     app.ignores_stop_signal = True
     objects = [{"kind": "Namespace", "name": "team"}]
-    response = await client.post(
-        f"{LOCAL}/delete",
-        json={"objects": objects, "gracePeriodSeconds": 30, "timeoutSeconds": 0.2},
-    )
-    items = [(i["kind"], i["name"], i["status"]) for i in (await response.json())["items"]]
+    answer = await delete_remotely(client, objects, grace_period=30, timeout=0.2)
+    items = [(i["kind"], i["name"], i["status"]) for i in answer]
     assert items == [("Namespace", "team", "deleted"), ("Pod", "web", "timeout")]
     code, body = await apply(client, TEAM, plain("other", "team"))
     assert (code, body["reason"]) == (403, "Forbidden")
@@ -386,8 +381,8 @@ async def test_deleting_a_namespace_waits_until_its_pods_are_gone(
     client, node = served
     await running_in_team(client, node)
     objects = [{"kind": "Namespace", "name": "team"}]
-    response = await client.post(f"{LOCAL}/delete", json={"objects": objects, "timeoutSeconds": 30})
-    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    items = await delete_remotely(client, objects, timeout=30)
+    assert [i["status"] for i in items] == ["deleted"]
     assert node.get("team", "web") is None
 
 
@@ -595,10 +590,8 @@ async def test_a_re_created_pod_does_not_show_the_events_of_the_one_before(
     uid = await running_web(client, node)
     assert await pod_events(client, uid)
     deleted = [{"kind": "Pod", "namespace": "default", "name": "web"}]
-    response = await client.post(
-        f"{LOCAL}/delete", json={"objects": deleted, "gracePeriodSeconds": 0, "timeoutSeconds": 30}
-    )
-    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    items = await delete_remotely(client, deleted, grace_period=0, timeout=30)
+    assert [i["status"] for i in items] == ["deleted"]
     # A deleted pod's events stay listed, as the API server keeps them, until a pod is
     # made anew under its UID.
     assert "Killing" in {e.reason for e in node.recorder.list(uid=uid)}
