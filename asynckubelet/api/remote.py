@@ -9,6 +9,7 @@ answers from the node's own view: its pods, its objects, its events, its tables.
 from __future__ import annotations
 
 import builtins
+import os
 
 from asynckubelet import errors
 
@@ -85,8 +86,8 @@ class RemoteNode:
         return self.client.log(namespace, name, options)
 
     def exec_target(self, namespace: str, name: str, container: str | None) -> ExecTarget:
-        """The container as the daemon's pod status names it, on the engine the daemon
-        drives (the caller execs there itself)."""
+        """The container as the daemon's pod status names it, reached through the pod's
+        ``exec`` subresource on the daemon's socket."""
         from typing import cast
 
         from lightkube.models.core_v1 import Pod
@@ -106,11 +107,12 @@ class RemoteNode:
         running = found is not None and found.state is not None and found.state.running is not None
         if found is None or not found.containerID or not running:
             raise errors.PodError("cannot exec into a container that is not running")
-        docker_host = self.docker_host or str(self.client.node().get("docker_host") or "")
         return ExecTarget(
             container_id=found.containerID.split("://", 1)[-1],
-            docker_host=docker_host or None,
+            docker_host=self.docker_host,
             node_name=pod.spec.nodeName if pod.spec is not None and pod.spec.nodeName else "",
+            container=chosen,
+            socket=os.fspath(self.client.socket),
         )
 
     def node(self) -> dict[str, Any]:
