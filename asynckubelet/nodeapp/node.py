@@ -321,16 +321,12 @@ class Node:
         from asynckubelet.api.localapi import serve_local
 
         local = functools.partial(
-            serve_local, kubelet, self._published, path=str(socket_file), services=self.services
+            serve_local, kubelet, path=str(socket_file), services=self.services
         )
         try:
             self._inode = int(await tg.start(local, name="local API"))
         except OSError as e:
             raise errors.DaemonError(f"cannot listen on {socket_file}: {e}") from None
-
-    def _published(self) -> DaemonInfo:
-        assert self.info is not None  # noqa: S101  (type narrowing: published before any request is answered)
-        return self.info
 
     async def _listen(self, tg: anyio.abc.TaskGroup, kubelet: Kubelet, at: HTTPEndpoint) -> int:
         """The read-only TCP endpoint, started; its bound port."""

@@ -3,8 +3,10 @@
 ``serve`` answers the API server's paths on loopback (``https://127.0.0.1:6443``), so a
 kubeconfig is all a client needs: discovery (:mod:`~asynckubelet.api.kube.discovery`),
 ``/version``, and the reads of the kinds the node keeps, answered by the local API's own
-handlers (:mod:`asynckubelet.api.localapi`, :mod:`asynckubelet.api.objects`): one set of
-objects, tables and error words whichever way a client comes. Pods and this Node have
+handlers (:mod:`asynckubelet.api.objects`, :mod:`asynckubelet.api.podlog`): one set of
+objects, tables and error words whichever way a client comes. The same app answers on
+the state dir's unix socket (:mod:`asynckubelet.api.localapi`), where the command line
+asks it, authorized there by the peer's user ID instead of a certificate. Pods and this Node have
 handlers of their own here (:mod:`~asynckubelet.api.kube.pods`); every list gains its
 resourceVersions, chunks and the other kinds' watches on its way out
 (:mod:`~asynckubelet.api.kube.lists`), the schema is served as OpenAPI
@@ -40,10 +42,11 @@ from typing import Any
 import anyio
 import anyio.abc
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
-from asynckubelet.api import localapi, objects
+from asynckubelet.api import objects, podlog
 from asynckubelet.api.answers import (
     MAX_REQUEST_BYTES,
     SERVICES_KEY,
@@ -274,16 +277,18 @@ def _handlers(served: discovery.Served) -> tuple[Handler, Handler]:
 def create_app(
     node: Kubelet,
     *,
-    client_fingerprint: bytes,
+    client_fingerprint: bytes = b"",
+    gate: Middleware | None = None,
     this: ThisNode,
     server_address: str,
     services: ServiceController | None = None,
 ) -> web.Application:
     """The Kubernetes API of ``node``, for the one client certificate whose SHA-256 is
-    ``client_fingerprint``; ``server_address`` is the ``HOST:PORT`` legacy discovery
-    names; ``services`` answers Services and Endpoints."""
+    ``client_fingerprint``, or for the clients ``gate`` lets through (the unix socket's
+    peer credentials) when given; ``server_address`` is the ``HOST:PORT`` legacy
+    discovery names; ``services`` answers Services and Endpoints."""
     app = web.Application(
-        client_max_size=MAX_REQUEST_BYTES, middlewares=[authenticate, api_statuses]
+        client_max_size=MAX_REQUEST_BYTES, middlewares=[gate or authenticate, api_statuses]
     )
     app[NODE_KEY] = node
     app[SERVICES_KEY] = services
@@ -330,7 +335,7 @@ def create_app(
         else:
             r.add_get(f"{base}/{served.name}/{{name}}", one)
         verbs.add_routes(r, served, base)
-    r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", localapi.pod_log)
+    r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", podlog.pod_log)
     subresources.add_routes(app, node)
     streams.add_routes(r)
     return app
@@ -363,6 +368,17 @@ def tls_context(credentials: pki.Credentials) -> ssl.SSLContext:
     return context
 
 
+async def node_of(node: Kubelet) -> ThisNode:
+    """The Node object's parts that do not change while ``node`` runs, its engine's
+    version among them."""
+    engine = await node.runtime.docker.version()
+    return this_node(
+        node,
+        runtime_version=f"docker://{engine.get('Version', 'unknown')}",
+        kubelet_version=discovery.version_info()["gitVersion"],
+    )
+
+
 async def serve_kube_api(
     node: Kubelet,
     *,
@@ -384,12 +400,7 @@ async def serve_kube_api(
         context = tls_context(credentials)
     except (ssl.SSLError, OSError) as e:
         raise errors.DaemonError(f"the API's serving certificate cannot be used: {e}") from None
-    engine = await node.runtime.docker.version()
-    this = this_node(
-        node,
-        runtime_version=f"docker://{engine.get('Version', 'unknown')}",
-        kubelet_version=discovery.version_info()["gitVersion"],
-    )
+    this = await node_of(node)
     candidates = [port]
     if next_free and port:
         candidates = [*range(port, min(port + PORT_TRIES, 65536)), 0]
@@ -430,6 +441,7 @@ __all__ = [
     "DEFAULT_PORT",
     "KubeAPI",
     "create_app",
+    "node_of",
     "serve_kube_api",
     "server_url",
     "tls_context",
