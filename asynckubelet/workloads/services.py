@@ -18,12 +18,11 @@ kube-proxy clears them (:mod:`asynckubelet.network.conntrack`).
 
 A nodePort or LoadBalancer port that someone else holds now (a process started on the host
 since the Service was applied, another node of the host that published it first, a node
-restarted with other servers or another level) is
-left out of the rules, with a Warning event on the Service and a log line; the ports are
-looked at again after every change of the Services and every :data:`PORT_RECHECK` seconds
-while any is published, and a port given back is published again. The ports published
-are recorded for the host's other nodes to keep away from
-(:mod:`asynckubelet.node.neighbours`).
+restarted with other servers or another level) is left out of the rules, with a Warning
+event on the Service and a log line; the ports are looked at again after every change of
+the Services and every :data:`PORT_RECHECK` seconds while any is published, and a port
+given back is published again. The ports published are recorded for the host's other
+nodes to keep away from (:mod:`asynckubelet.node.neighbours`).
 """
 
 from __future__ import annotations
