@@ -20,7 +20,6 @@ from service_helpers import AddressPlugin, RecordingFirewall, RecordingFlows
 
 from asynckubelet.api.localapi import create_local_app
 from asynckubelet.network.firewall import ServiceRule
-from asynckubelet.node import daemon
 from asynckubelet.node.events import PodEvent
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.neighbours import RECORD, Neighbours
@@ -147,8 +146,7 @@ async def host(tmp_path: Path) -> AsyncIterator[Host]:
             neighbours=neighbours,
         )
         controller.recheck_after = 0.05
-        info = daemon.DaemonInfo(node_name="host-b", pod_security="privileged")
-        app = create_local_app(kubelet, info, services=controller, uids=())
+        app = create_local_app(kubelet, services=controller, uids=())
         async with TestClient(TestServer(app)) as client, anyio.create_task_group() as tg:
             await tg.start(controller.run)
             yield Host(root, client, kubelet, controller, firewall, running)
