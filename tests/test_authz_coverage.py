@@ -132,9 +132,7 @@ def test_the_unauthenticated_endpoint_serves_health_and_metrics_only() -> None:
 
 def _kube_routes(served: Served) -> list[tuple[str, str]]:
     this = this_node(served.node, runtime_version="docker://1", kubelet_version="v1.33.0")
-    app = create_app(
-        served.node, client_fingerprint=b"", this=this, server_address="127.0.0.1:1"
-    )
+    app = create_app(served.node, client_fingerprint=b"", this=this, server_address="127.0.0.1:1")
     return sorted(set(_routes(app)))
 
 
