@@ -470,7 +470,11 @@ class NodeClient:
         if prune_selector is not None or prune_all:
             spec["prune"] = {"selector": prune_selector or "", "all": prune_all}
         body = {"apiVersion": f"{API_GROUP}/v1", "kind": "Apply", "spec": spec}
-        return dict(self._json("POST", f"{LOCAL}/applies", body=body)["status"])
+        answer = self._json("POST", f"{LOCAL}/applies", body=body)
+        found = answer.get("status") if isinstance(answer, dict) else None
+        if not isinstance(found, dict):
+            raise errors.DaemonError("the node daemon answered an Apply without its status")
+        return found
 
     def delete_object(
         self, plural: str, namespace: str, name: str, *, grace_period: float | None = None
