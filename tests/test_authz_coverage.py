@@ -27,7 +27,6 @@ from kube_helpers import Served, served_node
 
 from asynckubelet import KubeletConfig
 from asynckubelet.api import server
-from asynckubelet.api.answers import LOCAL_PREFIX
 from asynckubelet.api.kube import pki
 from asynckubelet.api.kube.nodes import this_node
 from asynckubelet.api.kube.server import create_app
@@ -115,12 +114,12 @@ async def test_no_local_api_route_answers_a_client_off_its_socket() -> None:
             assert answer.status == 401, (method, path)
 
 
-def test_the_socket_serves_the_kubernetes_apis_routes_and_only_two_of_its_own() -> None:
+def test_the_socket_serves_the_kubernetes_apis_routes_and_only_metrics_of_its_own() -> None:
     node = Kubelet(KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker())
     local = set(_routes(create_local_app(node)))
     this = this_node(node, runtime_version="docker://1", kubelet_version="v1")
     tls = set(_routes(create_app(node, client_fingerprint=b"x", this=this, server_address="h")))
-    assert local - tls == {("GET", "/metrics"), ("POST", f"{LOCAL_PREFIX}/apply")}
+    assert local - tls == {("GET", "/metrics")}
     assert tls <= local
 
 

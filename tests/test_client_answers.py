@@ -72,11 +72,22 @@ def test_a_request_body_is_sent_with_its_length(
     answering: tuple[Path, list[bytes], list[bytes]],
 ) -> None:
     path, answers, requests = answering
-    answers.append(b'HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{"items":[]}')
+    answers.append(b'HTTP/1.1 201 Created\r\nContent-Length: 23\r\n\r\n{"status":{"items":[]}}')
     assert NodeClient(path).apply([("é.yaml", "kind: ConfigMap")]) == {"items": []}
     head, _, body = requests[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /apis/local.asynckubelet/v1/applies ")
     assert f"Content-Length: {len(body)}".encode() in head
+    assert b'"kind": "Apply"' in body
     assert b'"source": "\\u00e9.yaml"' in body
+
+
+def test_an_apply_answered_without_its_status_is_the_daemons_error(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, _ = answering
+    answers.append(b'HTTP/1.1 201 Created\r\nContent-Length: 12\r\n\r\n{"items":[]}')
+    with pytest.raises(errors.DaemonError, match="an Apply without its status"):
+        NodeClient(path).apply([("a.yaml", "kind: ConfigMap")])
 
 
 def test_a_status_answer_is_the_daemons_error_with_its_reason(

@@ -166,7 +166,7 @@ async def test_the_local_api_refuses_a_streamed_body_over_its_limit_with_a_statu
     connector = aiohttp.UnixConnector(path=str(local_api))
     async with (
         aiohttp.ClientSession(connector=connector) as http,
-        http.post("http://localhost/apis/local.asynckubelet/v1/apply", data=chunks()) as r,
+        http.post("http://localhost/apis/local.asynckubelet/v1/applies", data=chunks()) as r,
     ):
         assert r.status == 413
         assert await r.json() == too_large_status()

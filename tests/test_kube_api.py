@@ -125,6 +125,11 @@ async def test_kubectls_discovery_request_gets_the_aggregated_form(served: Serve
         "events.k8s.io",
         "batch",
         "discovery.k8s.io",
+        "local.asynckubelet",
+    ]
+    own = body["items"][-1]["versions"][0]["resources"]
+    assert [(r["resource"], r["scope"], r["verbs"]) for r in own] == [
+        ("applies", "Cluster", ["create"])
     ]
     _, _, core = await served.request("/api", accept=KUBECTL_DISCOVERY)
     [group] = core["items"]
@@ -157,6 +162,11 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
         "events.k8s.io",
         "batch",
         "discovery.k8s.io",
+        "local.asynckubelet",
+    ]
+    _, _, own = await served.request("/apis/local.asynckubelet/v1")
+    assert [(r["name"], r["kind"], r["verbs"]) for r in own["resources"]] == [
+        ("applies", "Apply", ["create"])
     ]
     _, _, apps = await served.request("/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} == {
@@ -438,3 +448,37 @@ async def test_lightkube_lists_and_watches_pods_with_the_nodes_kubeconfig(
                 break
     finally:
         await client.close()
+
+
+async def test_an_apply_of_the_nodes_own_group_is_created_over_tls_too(served: Served) -> None:
+    """The command line's ``apply`` is an ``Apply`` of ``local.asynckubelet/v1``: over the
+    TLS endpoint as on the socket, its files are admitted together and its status holds
+    each object's verdict; another kind of object is refused naming both."""
+    config = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
+    body = {
+        "apiVersion": "local.asynckubelet/v1",
+        "kind": "Apply",
+        "spec": {"files": [{"source": "cm.yaml", "manifest": config}]},
+    }
+    path = "/apis/local.asynckubelet/v1/applies"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(served.api.url + path, json=body, ssl=served.admin()) as response,
+    ):
+        assert response.status == 201
+        created = await response.json()
+    assert (created["kind"], created["spec"]) == ("Apply", body["spec"])
+    [item] = created["status"]["items"]
+    assert (item["kind"], item["name"], item["verdict"]) == ("ConfigMap", "settings", "created")
+    assert served.node.objects.get("ConfigMap", "default", "settings") is not None
+    wrong = {**body, "kind": "ConfigMap"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(served.api.url + path, json=wrong, ssl=served.admin()) as response,
+    ):
+        assert response.status == 400
+        refused = await response.json()
+    assert refused["message"] == (
+        "the object must be an Apply of local.asynckubelet/v1, "
+        "not 'ConfigMap' of 'local.asynckubelet/v1'"
+    )

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from apply_helpers import post_apply
 from daemon_helpers import IMAGES
 from remote_helpers import delete_remotely
 
@@ -80,9 +81,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet]]:
 
 
 async def apply(client: Client, *texts: str) -> tuple[int, dict[str, Any]]:
-    files = [{"source": f"f{i}.yaml", "manifest": t} for i, t in enumerate(texts)]
-    response = await client.post(f"{LOCAL}/apply", json={"files": files})
-    return response.status, await response.json()
+    return await post_apply(client, *texts)
 
 
 def verdicts(body: dict[str, Any]) -> list[str]:
@@ -128,7 +127,7 @@ async def test_apply_answers_in_the_order_the_files_hold_the_objects(
     code, body = await apply(
         client, f"{POD}---\n{SECRET}", f"{in_team}---\n{CONFIG.replace('VALUE', 'a')}", team
     )
-    assert code == 200, body
+    assert code == 201, body
     assert verdicts(body) == [
         "pod/web created",
         "secret/db created",
@@ -173,7 +172,7 @@ async def test_a_stored_namespace_label_applies_to_pods_applied_later(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: locked\n"
         "  labels: {pod-security.kubernetes.io/enforce: restricted}\n"
     )
-    assert (await apply(client, namespace))[0] == 200
+    assert (await apply(client, namespace))[0] == 201
     code, body = await apply(client, POD.replace("{name: web}", "{name: web, namespace: locked}"))
     assert code == 403
     assert 'pods "web" is forbidden: violates PodSecurity "restricted:latest"' in body["message"]
@@ -330,7 +329,7 @@ async def test_deleting_a_namespace_deletes_everything_in_it(
         "{name: settings}", "{name: settings, namespace: team}"
     )
     pod = POD.replace("{name: web}", "{name: web, namespace: team}")
-    assert (await apply(client, namespace, inside, pod))[0] == 200
+    assert (await apply(client, namespace, inside, pod))[0] == 201
     await node.wait("team", "web", "Running", timeout=10)
     objects = [{"kind": "Namespace", "name": "team"}]
     items = await delete_remotely(client, objects, timeout=30)
@@ -344,7 +343,7 @@ TEAM = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
 
 async def running_in_team(client: Client, node: Kubelet) -> None:
     """Apply the namespace ``team`` and its pod ``web``, wait until the pod runs."""
-    assert (await apply(client, TEAM, plain("web", "team")))[0] == 200
+    assert (await apply(client, TEAM, plain("web", "team")))[0] == 201
     await node.wait("team", "web", "Running", timeout=10)
 
 
@@ -369,10 +368,10 @@ async def test_a_deleted_namespace_takes_nothing_new_until_its_pods_are_gone(
         'pods "other" is forbidden: unable to create new content in namespace team because '
         "it is being terminated"
     )
-    assert (await apply(client, plain("elsewhere")))[0] == 200
+    assert (await apply(client, plain("elsewhere")))[0] == 201
     docker.exit(app.id, exit_code=0)
     await node.wait("team", "web", "Deleted", timeout=10)
-    assert (await apply(client, TEAM, plain("other", "team")))[0] == 200
+    assert (await apply(client, TEAM, plain("other", "team")))[0] == 201
 
 
 async def test_deleting_a_namespace_waits_until_its_pods_are_gone(

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from apply_helpers import post_apply
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
 from remote_helpers import delete_remotely
@@ -94,10 +95,10 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet, FakeDo
         tg.cancel_scope.cancel()
 
 
-async def apply(client: Client, *texts: str, **extra: Any) -> tuple[int, dict[str, Any]]:
-    files = [{"source": f"f{i}.yaml", "manifest": t} for i, t in enumerate(texts)]
-    response = await client.post(f"{LOCAL}/apply", json={"files": files, **extra})
-    return response.status, await response.json()
+async def apply(
+    client: Client, *texts: str, prune: dict[str, Any] | None = None
+) -> tuple[int, dict[str, Any]]:
+    return await post_apply(client, *texts, prune=prune)
 
 
 def verdicts(body: dict[str, Any]) -> list[str]:
@@ -157,7 +158,7 @@ async def test_a_deployment_runs_its_pods_named_and_labelled_as_a_replicaset_mak
 ) -> None:
     client, node, _ = cluster
     code, body = await apply(client, deployment(2))
-    assert (code, verdicts(body)) == (200, ["deployment.apps/web created"])
+    assert (code, verdicts(body)) == (201, ["deployment.apps/web created"])
     await until(lambda: len(running(node, "web-")) == 2)
     (rs,) = node.objects.list("ReplicaSet")
     pods = running(node, "web-")
@@ -254,7 +255,7 @@ async def test_prune_deletes_what_the_folder_no_longer_holds_among_the_selected(
     unselected = CONFIG.replace("NAME", "other").replace("labels: {app: web}", "labels: {app: db}")
     await apply(client, deployment(1), CONFIG.replace("NAME", "old"), unselected)
     code, body = await apply(client, deployment(1), prune={"selector": "app=web"})
-    assert code == 200
+    assert code == 201
     assert [f"{p['resource']}/{p['name']}" for p in body["pruned"]] == ["configmap/old"]
     assert node.objects.get("ConfigMap", "default", "old") is None
     assert node.objects.get("ConfigMap", "default", "other") is not None

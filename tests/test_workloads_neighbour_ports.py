@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from apply_helpers import post_apply
 from daemon_helpers import IMAGES
 from service_helpers import AddressPlugin, RecordingFirewall, RecordingFlows
 
@@ -78,9 +79,7 @@ class Host:
         self.running.add(name)
 
     async def apply(self, *texts: str) -> tuple[int, dict[str, Any]]:
-        files = [{"source": f"f{i}.yaml", "manifest": t} for i, t in enumerate(texts)]
-        response = await self.client.post(f"{LOCAL}/apply", json={"files": files})
-        return response.status, await response.json()
+        return await post_apply(self.client, *texts)
 
     def node_ports(self) -> list[int]:
         found = []
@@ -195,7 +194,7 @@ async def test_the_automatic_node_port_avoids_the_ports_other_nodes_publish(
     async with host(tmp_path) as node:
         node.neighbour_publishes("a", list(range(30000, 30005)))
         node.neighbour_publishes("c", list(range(30005, 30009)))
-        assert (await node.apply(service("{port: 80}")))[0] == 200
+        assert (await node.apply(service("{port: 80}")))[0] == 201
         assert node.node_ports() == [30009]
 
 
@@ -204,7 +203,7 @@ async def test_a_stopped_nodes_ports_are_free_again(tmp_path: Path) -> None:
     async with host(tmp_path) as node:
         node.neighbour_publishes("a", [30001])
         node.running.clear()
-        assert (await node.apply(service("{port: 80, nodePort: 30001}")))[0] == 200
+        assert (await node.apply(service("{port: 80, nodePort: 30001}")))[0] == 201
         assert node.node_ports() == [30001]
 
 
@@ -212,7 +211,7 @@ async def test_a_stopped_nodes_ports_are_free_again(tmp_path: Path) -> None:
 async def test_the_node_records_the_ports_it_publishes(tmp_path: Path) -> None:
     async with host(tmp_path) as node:
         ports = "{name: a, port: 80, nodePort: 30001}, {name: b, port: 81, nodePort: 30002}"
-        assert (await node.apply(service(ports), POD))[0] == 200
+        assert (await node.apply(service(ports), POD))[0] == 201
         await node.until_rule(lambda r: r.node_port == 30001)
         assert node.recorded() == [30001, 30002]
 
@@ -222,7 +221,7 @@ async def test_a_port_a_node_published_first_is_withheld_with_one_event_and_come
     tmp_path: Path,
 ) -> None:
     async with host(tmp_path) as node:
-        assert (await node.apply(service("{port: 80, nodePort: 30001}"), POD))[0] == 200
+        assert (await node.apply(service("{port: 80, nodePort: 30001}"), POD))[0] == 201
         await node.until_rule(lambda r: r.node_port == 30001)
         node.neighbour_publishes("a", [30001], since=1.0)
         rule = await node.until_rule(lambda r: r.node_port == 0)
@@ -242,7 +241,7 @@ async def test_a_port_a_node_published_first_is_withheld_with_one_event_and_come
 @pytest.mark.anyio
 async def test_a_node_that_published_a_port_later_does_not_take_it(tmp_path: Path) -> None:
     async with host(tmp_path) as node:
-        assert (await node.apply(service("{port: 80, nodePort: 30001}"), POD))[0] == 200
+        assert (await node.apply(service("{port: 80, nodePort: 30001}"), POD))[0] == 201
         await node.until_rule(lambda r: r.node_port == 30001)
         node.neighbour_publishes("a", [30001], since=4e9)
         await node.syncs(3)

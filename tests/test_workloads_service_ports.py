@@ -17,6 +17,7 @@ import anyio
 import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
+from apply_helpers import post_apply
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
 from service_helpers import AddressPlugin, RecordingFirewall, RecordingFlows
@@ -100,9 +101,7 @@ class Node:
     """What the host's socket tables show, as the test sets them."""
 
     async def apply(self, *texts: str) -> tuple[int, dict[str, Any]]:
-        files = [{"source": f"f{i}.yaml", "manifest": t} for i, t in enumerate(texts)]
-        response = await self.client.post(f"{LOCAL}/apply", json={"files": files})
-        return response.status, await response.json()
+        return await post_apply(self.client, *texts)
 
     async def until_rule(self, check: Any) -> ServiceRule:
         """The last rules programmed once their first rule meets ``check``."""
@@ -210,7 +209,7 @@ async def test_below_privileged_a_load_balancer_outside_the_range_is_forbidden(
             "use a port in 30000-30009 or a NodePort Service, or run the node at --pod-security "
             "privileged"
         )
-        assert (await node.apply(lb(30005)))[0] == 200
+        assert (await node.apply(lb(30005)))[0] == 201
 
 
 @pytest.mark.anyio
@@ -219,7 +218,7 @@ async def test_a_port_a_host_process_takes_later_is_withheld_with_one_event_and_
 ) -> None:
     async with service_node(tmp_path, recheck_after=0.05) as node:
         code, _ = await node.apply(lb(47001), POD.replace("NAME", "a"))
-        assert code == 200
+        assert code == 201
         await node.until_rule(lambda r: r.endpoints and r.published_port == 47001)
         node.listening.append(Listener("TCP", "0.0.0.0", 47001))
         rule = await node.until_rule(lambda r: r.published_port == 0)
@@ -246,9 +245,9 @@ async def test_a_namespace_made_stricter_later_withholds_its_load_balancer_port(
 ) -> None:
     async with service_node(tmp_path) as node:
         code, _ = await node.apply(lb(47001), POD.replace("NAME", "a"))
-        assert code == 200
+        assert code == 201
         await node.until_rule(lambda r: r.endpoints and r.published_port == 47001)
-        assert (await node.apply(STRICT_DEFAULT))[0] == 200
+        assert (await node.apply(STRICT_DEFAULT))[0] == 201
         rule = await node.until_rule(lambda r: r.published_port == 0)
         assert rule.node_port == 30001
         (event,) = node.events("PortForbidden")
@@ -265,8 +264,8 @@ async def test_a_pod_asking_for_a_host_port_a_service_publishes_is_rejected_nami
     tmp_path: Path,
 ) -> None:
     async with service_node(tmp_path) as node:
-        assert (await node.apply(lb(47001)))[0] == 200
-        assert (await node.apply(hostport_pod("hp", 30001), hostport_pod("hq", 47001)))[0] == 200
+        assert (await node.apply(lb(47001)))[0] == 201
+        assert (await node.apply(hostport_pod("hp", 30001), hostport_pod("hq", 47001)))[0] == 201
         for name, port in (("hp", 30001), ("hq", 47001)):
             pod = await node.kubelet.wait("default", name, "Failed", timeout=10)
             assert pod is not None
@@ -284,7 +283,7 @@ async def test_a_service_on_a_port_a_pods_host_port_holds_is_refused_naming_the_
     tmp_path: Path,
 ) -> None:
     async with service_node(tmp_path) as node:
-        assert (await node.apply(hostport_pod("hp", 47001)))[0] == 200
+        assert (await node.apply(hostport_pod("hp", 47001)))[0] == 201
         await node.kubelet.wait("default", "hp", "Running", timeout=10)
         code, body = await node.apply(lb(47001))
         assert code == 422

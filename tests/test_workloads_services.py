@@ -13,6 +13,7 @@ import anyio
 import builders
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from apply_helpers import post_apply
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod, Service
 from service_helpers import AddressPlugin, RecordingFirewall, RecordingFlows
@@ -338,9 +339,7 @@ async def node(
 
 
 async def apply(client: Client, *texts: str) -> tuple[int, dict[str, Any]]:
-    files = [{"source": f"f{i}.yaml", "manifest": t} for i, t in enumerate(texts)]
-    response = await client.post(f"{LOCAL}/apply", json={"files": files})
-    return response.status, await response.json()
+    return await post_apply(client, *texts)
 
 
 async def until(check: Any, controller: ServiceController) -> None:
@@ -355,7 +354,7 @@ async def test_rules_follow_the_pods_as_they_come_and_go(
 ) -> None:
     client, kubelet, controller, firewall = node
     code, _ = await apply(client, WEB, POD.replace("NAME", "a"), POD.replace("NAME", "b"))
-    assert code == 200
+    assert code == 201
 
     def ready_count() -> int:
         found = controller.endpoints("default", "web")
@@ -380,7 +379,7 @@ async def test_a_udp_endpoint_removed_has_its_flows_cleared_once_the_rules_are_i
     dns = WEB.replace("name: web", "name: dns").replace("port: 80,", "port: 53, protocol: UDP,")
     udp_pod = POD.replace("containerPort: 8080", "containerPort: 8080, protocol: UDP")
     code, _ = await apply(client, dns, udp_pod.replace("NAME", "a"), udp_pod.replace("NAME", "b"))
-    assert code == 200
+    assert code == 201
     await firewall.until_endpoints(2)
     flows = controller.flows
     assert isinstance(flows, RecordingFlows)
@@ -408,7 +407,7 @@ async def test_a_taken_node_port_refuses_the_whole_apply_and_leaves_nothing(
     node: tuple[Client, Kubelet, ServiceController, RecordingFirewall],
 ) -> None:
     client, kubelet, _, _ = node
-    assert (await apply(client, WEB))[0] == 200
+    assert (await apply(client, WEB))[0] == 201
     other = WEB.replace("name: web", "name: other")
     code, body = await apply(client, other, POD.replace("NAME", "x"))
     assert code == 422
@@ -466,7 +465,7 @@ async def test_a_deleted_pod_leaves_the_rules_before_its_containers_are_stopped(
 ) -> None:
     client, kubelet, _, firewall = node
     code, _ = await apply(client, WEB, POD.replace("NAME", "a"), POD.replace("NAME", "b"))
-    assert code == 200
+    assert code == 201
     await firewall.until_endpoints(2)
     at_stop: list[int] = []
 
@@ -499,7 +498,7 @@ async def test_rules_the_packet_filter_refused_are_programmed_again_without_a_ne
     firewall = RefusingOnceFirewall()
     controller.targets = (ProxyTarget(firewall, "br0"),)  # type: ignore[arg-type]
     code, _ = await apply(client, WEB, POD.replace("NAME", "a"))
-    assert code == 200
+    assert code == 201
     await firewall.until_endpoints(1)
     assert firewall.refused == 1
 
@@ -520,7 +519,7 @@ async def test_without_a_service_the_pods_changes_do_not_make_the_controller_rea
     kubelet.views = counted  # type: ignore[method-assign]
     synced = controller._finished
     code, _ = await apply(client, POD.replace("NAME", "a"))
-    assert code == 200
+    assert code == 201
     await kubelet.wait("default", "a", "Running")
     with anyio.fail_after(10):
         while controller._finished < synced + 2:
@@ -528,6 +527,6 @@ async def test_without_a_service_the_pods_changes_do_not_make_the_controller_rea
     assert reads == 0
     assert firewall.synced == [[]]
     code, _ = await apply(client, WEB)
-    assert code == 200
+    assert code == 201
     await firewall.until_endpoints(1)
     assert reads > 0

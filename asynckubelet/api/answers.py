@@ -20,7 +20,6 @@ from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.selectors import parse_label_selector, selector_matches
 from asynckubelet.node import printpod
-from asynckubelet.node.daemon import API_GROUP
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import (
     PLURALS,
@@ -36,7 +35,6 @@ STARTED_KEY: web.AppKey[str] = web.AppKey("started")
 """When the local API began (the ``default`` Namespace's creation time when not stored)."""
 NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the API server gives every Namespace: its name."""
-LOCAL_PREFIX = f"/apis/{API_GROUP}/v1"
 MAX_REQUEST_BYTES = 4 * MAX_DOCUMENT_BYTES
 """A request may carry a few manifest texts of the loader's own limit each."""
 KIND_OF_PLURAL = {plural: kind for kind, plural in PLURALS.items()}

@@ -143,21 +143,36 @@ def admit(
     return manifests, tuple(problems), tuple(warnings), tuple(forbidden)
 
 
+APPLY_KIND = "Apply"
+APPLY_VERSION = f"{API_GROUP}/v1"
+
+
 async def apply(request: web.Request) -> web.Response:
-    """``{"files": [{"source": name, "manifest": text}, ...], "prune": {"selector": s,
-    "all": bool}}``: every object of every file, or (any error, an immutable field
-    changed included) none. With ``prune``, the objects applied earlier through this API
-    that the files no longer hold are then deleted, those matching the label
-    ``selector`` (or ``all``), in the namespaces the files name, as ``kubectl apply
-    --prune`` deletes them."""
+    """``POST /apis/local.asynckubelet/v1/applies``: an ``Apply`` whose ``spec`` is
+    ``{"files": [{"source": name, "manifest": text}, ...], "prune": {"selector": s,
+    "all": bool}}`` applies every object of every file, or (any error, an immutable field
+    changed included) none, and comes back ``201`` with ``status.items`` (each object's
+    verdict), ``status.pruned`` and ``status.warnings``. With ``prune``, the objects applied
+    earlier through this API that the files no longer hold are then deleted, those
+    matching the label ``selector`` (or ``all``), in the namespaces the files name, as
+    ``kubectl apply --prune`` deletes them."""
     node = request.app[NODE_KEY]
     body = await _body(request)
-    files = body.get("files")
+    if body.get("apiVersion") != APPLY_VERSION or body.get("kind") != APPLY_KIND:
+        return status(
+            400,
+            "BadRequest",
+            f"the object must be an {APPLY_KIND} of {APPLY_VERSION}, "
+            f"not {body.get('kind')!r} of {body.get('apiVersion')!r}",
+        )
+    spec = body.get("spec")
+    files = spec.get("files") if isinstance(spec, dict) else None
     if not isinstance(files, list) or not all(
         isinstance(f, dict) and isinstance(f.get("manifest"), str) for f in files
     ):
-        return status(400, "BadRequest", 'body must be {"files": [{"source", "manifest"}]}')
-    selector = _prune_selector(body.get("prune"))
+        return status(400, "BadRequest", 'spec must be {"files": [{"source", "manifest"}]}')
+    assert isinstance(spec, dict)  # noqa: S101  (type narrowing: files came from it)
+    selector = _prune_selector(spec.get("prune"))
     if isinstance(selector, web.Response):
         return selector
     texts = [(str(f.get("source") or "<text>"), str(f["manifest"])) for f in files]
@@ -168,12 +183,17 @@ async def apply(request: web.Request) -> web.Response:
     pruned = await _prune(node, verdicts, selector) if selector is not None else []
     return web.json_response(
         {
-            "kind": "ApplyResult",
-            "apiVersion": f"{API_GROUP}/v1",
-            "items": [_verdict(node, a) for a in verdicts],
-            "pruned": pruned,
-            "warnings": [_cause(w) for w in warnings],
-        }
+            "kind": APPLY_KIND,
+            "apiVersion": APPLY_VERSION,
+            "metadata": {"creationTimestamp": None},
+            "spec": spec,
+            "status": {
+                "items": [_verdict(node, a) for a in verdicts],
+                "pruned": pruned,
+                "warnings": [_cause(w) for w in warnings],
+            },
+        },
+        status=201,
     )
 
 

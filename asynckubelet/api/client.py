@@ -466,10 +466,15 @@ class NodeClient:
         "object"}], "pruned": [...], "warnings": [...]}``. With ``prune_selector`` (or
         ``prune_all``) the objects applied before that the files no longer hold are
         deleted. Raises :class:`~asynckubelet.errors.ManifestError` when it refuses them."""
-        body: dict[str, Any] = {"files": [{"source": s, "manifest": t} for s, t in files]}
+        spec: dict[str, Any] = {"files": [{"source": s, "manifest": t} for s, t in files]}
         if prune_selector is not None or prune_all:
-            body["prune"] = {"selector": prune_selector or "", "all": prune_all}
-        return dict(self._json("POST", f"{LOCAL}/apply", body=body))
+            spec["prune"] = {"selector": prune_selector or "", "all": prune_all}
+        body = {"apiVersion": f"{API_GROUP}/v1", "kind": "Apply", "spec": spec}
+        answer = self._json("POST", f"{LOCAL}/applies", body=body)
+        found = answer.get("status") if isinstance(answer, dict) else None
+        if not isinstance(found, dict):
+            raise errors.DaemonError("the node daemon answered an Apply without its status")
+        return found
 
     def delete_object(
         self, plural: str, namespace: str, name: str, *, grace_period: float | None = None

@@ -12,11 +12,11 @@ authenticated by the kernel's record of its peer (``SO_PEERCRED``,
 needs no certificate, and a web page cannot reach it at all (the TCP endpoint of
 :mod:`asynckubelet.api.server` serves only health and metrics).
 
-Besides the Kubernetes API, the socket answers ``/metrics`` and the node's own
-``/apis/local.asynckubelet/v1/apply`` (manifest texts in; each object's verdict,
-``created``, ``configured`` or ``unchanged``, out, or 422 with every field error and
-nothing applied). The daemon's effective configuration, which no Kubernetes object carries,
-is the ``node.json`` it publishes beside the socket. Admission happens in
+Besides the Kubernetes API, the socket answers ``/metrics``. ``apply`` creates an
+``Apply`` of the API's own group, ``local.asynckubelet`` (manifest texts in; each object's
+verdict, ``created``, ``configured`` or ``unchanged``, out, or 422 with every field error
+and nothing applied), on either transport. The daemon's effective configuration, which no
+Kubernetes object carries, is the ``node.json`` it publishes beside the socket. Admission happens in
 :mod:`asynckubelet.api.apply`, with the daemon's level, node name and namespace policy,
 and with the Namespaces it stores.
 """
@@ -33,8 +33,7 @@ from aiohttp import web
 
 from asynckubelet import hostfs, httpbounds, peercred
 from asynckubelet._logging import logger
-from asynckubelet.api.answers import LOCAL_PREFIX, refusal, status
-from asynckubelet.api.apply import apply
+from asynckubelet.api.answers import refusal, status
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, metrics, serve_site
 from asynckubelet.api.kube import discovery
 from asynckubelet.api.kube.nodes import ThisNode, this_node
@@ -76,7 +75,6 @@ def create_local_app(
     app = create_app(node, gate=gate, this=this, server_address=SERVER_ADDRESS, services=services)
     r = app.router
     r.add_get("/metrics", metrics)
-    r.add_post(f"{LOCAL_PREFIX}/apply", apply)
     return app
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 SOCKET_NAME = "api.sock"
 API_GROUP = "local.asynckubelet"
-"""The API group of the node's own verbs (``/apis/local.asynckubelet/v1/apply``)."""
+"""The API group of the node's own resource (``/apis/local.asynckubelet/v1/applies``)."""
 
 
 def default_state_dir() -> Path:

@@ -19,6 +19,7 @@ from typing import Any
 
 from asynckubelet._version import __version__
 from asynckubelet.manifests import kinds as kind_table
+from asynckubelet.node.locate import API_GROUP
 
 KUBERNETES_VERSION = (1, 33, 0)
 """The Kubernetes release whose API the node speaks (its probes' ``kube-probe/1.33``)."""
@@ -127,8 +128,16 @@ SERVED = tuple(
     else s
     for s in SERVED
 )
-GROUPS = ("apps", "events.k8s.io", "batch", "discovery.k8s.io")
-"""The named groups, in the API server's order."""
+OWN: tuple[Served, ...] = (
+    Served("applies", "apply", "Apply", API_GROUP, namespaced=False, verbs=("create",)),
+)
+"""The node's own group: ``applies``, created as the API server's reviews are
+(``TokenReview``, ``SelfSubjectAccessReview``): an ``Apply`` holds manifest files in its
+``spec`` and comes back with each object's verdict in its ``status``, all of them applied
+or none (:func:`asynckubelet.api.apply.apply`). Nothing is kept: there is nothing to get,
+list or watch."""
+GROUPS = ("apps", "events.k8s.io", "batch", "discovery.k8s.io", API_GROUP)
+"""The named groups, in the API server's order, the node's own last."""
 
 
 def by_path(group_version: str, name: str) -> Served | None:
@@ -196,7 +205,7 @@ def api_group_list() -> dict[str, Any]:
 def resource_list(group_version: str) -> dict[str, Any] | None:
     """``/api/v1``, ``/apis/<group>/v1``: the resources of one group version (None: not
     served)."""
-    served = [s for s in SERVED if s.group_version == group_version]
+    served = [s for s in (*SERVED, *OWN) if s.group_version == group_version]
     if not served:
         return None
     resources: list[dict[str, Any]] = []
@@ -259,7 +268,7 @@ def aggregated(core: bool) -> dict[str, Any]:
 
 def _group_discovery(group: str) -> dict[str, Any]:
     resources = []
-    for s in SERVED:
+    for s in (*SERVED, *OWN):
         if s.group != group:
             continue
         kind = {"group": group, "version": s.version, "kind": s.kind}
@@ -300,6 +309,7 @@ __all__ = [
     "AGGREGATED",
     "GROUPS",
     "KUBERNETES_VERSION",
+    "OWN",
     "SERVED",
     "Served",
     "aggregated",

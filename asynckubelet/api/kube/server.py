@@ -56,6 +56,7 @@ from asynckubelet.api.answers import (
     status_body,
     wants_table,
 )
+from asynckubelet.api.apply import apply as apply_files
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
 from asynckubelet.api.kube import (
     cached,
@@ -336,6 +337,8 @@ def create_app(
             r.add_get(f"{base}/{served.name}/{{name}}", one)
         verbs.add_routes(r, served, base)
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", podlog.pod_log)
+    for own in discovery.OWN:
+        r.add_post(f"/apis/{own.group_version}/{own.name}", apply_files)
     subresources.add_routes(app, node)
     streams.add_routes(r)
     return app
