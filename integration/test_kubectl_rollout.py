@@ -116,6 +116,10 @@ def test_rollout_restart_rolls_every_pod_and_status_waits_for_it(
     template = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))["spec"]["template"]
     assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
     assert history(kubectl, name) == [["1", "first"], ["2", "first"]]
+    status = kubectl.ok(
+        "get", "deploy", name, "--subresource=status", "-o", "jsonpath={.status.readyReplicas}"
+    )
+    assert status == "2"
     kubectl.ok("delete", "-f", path)
 
 

@@ -23,6 +23,7 @@ from lightkube.models.core_v1 import PodStatus
 from asynckubelet.api.kube import discovery, history, kubeconfigs, pki
 from asynckubelet.api.kube.server import KubeAPI, serve_kube_api
 from asynckubelet.kubectl.tables import TABLE_ACCEPT
+from asynckubelet.manifests import load_manifests_text
 from asynckubelet.node.kubelet import Kubelet, KubeletConfig
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.testing import FakeDocker
@@ -172,11 +173,16 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
     assert {r["name"] for r in apps["resources"]} == {
         "deployments",
         "deployments/scale",
+        "deployments/status",
         "replicasets",
         "replicasets/scale",
+        "replicasets/status",
         "statefulsets",
         "statefulsets/scale",
+        "statefulsets/status",
     }
+    status = next(r for r in apps["resources"] if r["name"] == "statefulsets/status")
+    assert (status["kind"], status["verbs"]) == ("StatefulSet", ["get"])
     code, _, _ = await served.request("/apis/networking.k8s.io/v1")
     assert code == 404
 
@@ -482,3 +488,22 @@ async def test_an_apply_of_the_nodes_own_group_is_created_over_tls_too(served: S
         "the object must be an Apply of local.asynckubelet/v1, "
         "not 'ConfigMap' of 'local.asynckubelet/v1'"
     )
+
+
+async def test_a_workloads_status_subresource_answers_the_workload(served: Served) -> None:
+    """``GET .../deployments/NAME/status`` is the Deployment, as the API server answers
+    it; a missing one is its NotFound."""
+    await served.node.apply(
+        load_manifests_text(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+            "spec:\n  selector: {matchLabels: {app: web}}\n  template:\n"
+            "    metadata: {labels: {app: web}}\n"
+            "    spec: {containers: [{name: a, image: akltest.local/busybox:1.35}]}\n"
+        )
+    )
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    code, _, body = await served.request(f"{path}/web/status")
+    assert code == 200
+    assert (body["kind"], body["metadata"]["name"]) == ("Deployment", "web")
+    code, _, body = await served.request(f"{path}/nope/status")
+    assert (code, body["message"]) == (404, 'deployments.apps "nope" not found')

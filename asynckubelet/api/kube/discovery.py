@@ -115,6 +115,8 @@ WRITE = ("create", "delete", "deletecollection", "patch", "update")
 WRITTEN = frozenset(kind_table.KINDS)
 """The kinds written through the node's admission (:mod:`~asynckubelet.api.kube.writes`)."""
 SCALED = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
+CONTROLLED = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job"})
+"""The kinds whose ``status`` the node's controllers write: a client reads it (``get``)."""
 SERVED = tuple(
     replace(
         s,
@@ -122,6 +124,7 @@ SERVED = tuple(
         subresources=(
             *s.subresources,
             *((("scale", "Scale", ("get", "patch", "update")),) if s.kind in SCALED else ()),
+            *((("status", s.kind, ("get",)),) if s.kind in CONTROLLED else ()),
         ),
     )
     if s.kind in WRITTEN
@@ -307,6 +310,7 @@ def _drop_empty(body: Mapping[str, Any], *, keep: tuple[str, ...] = ()) -> dict[
 
 __all__ = [
     "AGGREGATED",
+    "CONTROLLED",
     "GROUPS",
     "KUBERNETES_VERSION",
     "OWN",

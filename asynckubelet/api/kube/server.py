@@ -333,6 +333,8 @@ def create_app(
         if served.namespaced:
             r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}", listing)
             r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}/{{name}}", one)
+            if served.kind in discovery.CONTROLLED:
+                r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}/{{name}}/status", one)
         else:
             r.add_get(f"{base}/{served.name}/{{name}}", one)
         verbs.add_routes(r, served, base)
