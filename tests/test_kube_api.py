@@ -146,6 +146,7 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
     assert [g["name"] for g in groups["groups"]] == ["apps", "batch"]
     _, _, apps = await served.request("/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} == {
+        "daemonsets",
         "deployments",
         "deployments/scale",
         "replicasets",

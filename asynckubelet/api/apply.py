@@ -377,10 +377,10 @@ async def _delete_namespace_contents(
 async def delete(request: web.Request) -> web.Response:
     """``{"objects": [{"kind", "namespace", "name"}], "gracePeriodSeconds",
     "timeoutSeconds", "wait"}``: each object deleted (pods gracefully; a Namespace with
-    everything in it; a Deployment, ReplicaSet, StatefulSet or Job with the ReplicaSets
-    and pods it controls) and, unless ``wait`` is false, the pods waited for until they
-    are gone or the timeout ends, as kubectl's ``--wait`` waits; answers each one's fate:
-    ``deleted``, ``notfound`` or, for a pod still there, ``timeout`` (the pods of a
+    everything in it; a workload with the Jobs, ReplicaSets and pods it controls) and,
+    unless ``wait`` is false, the pods waited for until they are gone or the timeout
+    ends, as kubectl's ``--wait`` waits; answers each one's fate: ``deleted``,
+    ``notfound`` or, for a pod still there, ``timeout`` (the pods of a
     deleted namespace or workload still there are added, as ``timeout``)."""
     node = request.app[NODE_KEY]
     body = await _body(request)
@@ -475,7 +475,7 @@ def _dependents(node: Kubelet, owner: StoredObject) -> list[StoredObject]:
         return []
     found: list[StoredObject] = []
     owners = {owner.uid}
-    for kind in ("ReplicaSet", "Pod"):
+    for kind in ("Job", "ReplicaSet", "Pod"):
         for obj in node.objects.list(kind, owner.namespace):
             controller = controller_of(obj.body.get("metadata"))
             if controller is not None and controller.uid in owners:

@@ -111,7 +111,36 @@ def replicaset(body: Mapping[str, Any]) -> Readiness:
     return Readiness("ready", f"{available} replicas available")
 
 
+def daemonset(body: Mapping[str, Any]) -> Readiness:
+    """``kubectl rollout status`` of a DaemonSet (``DaemonSetStatusViewer``)."""
+    spec, status = body.get("spec") or {}, body.get("status") or {}
+    name = (body.get("metadata") or {}).get("name")
+    if ((spec.get("updateStrategy") or {}).get("type") or "RollingUpdate") != "RollingUpdate":
+        return Readiness(
+            "ready", "rollout status is only available for RollingUpdate strategy type"
+        )
+    if not _observed(body):
+        return Readiness("waiting", "Waiting for daemon set spec update to be observed...")
+    desired = _n(status.get("desiredNumberScheduled"))
+    updated = _n(status.get("updatedNumberScheduled"))
+    available = _n(status.get("numberAvailable"))
+    if updated < desired:
+        return Readiness(
+            "waiting",
+            f'Waiting for daemon set "{name}" rollout to finish: {updated} out of {desired} '
+            "new pods have been updated...",
+        )
+    if available < desired:
+        return Readiness(
+            "waiting",
+            f'Waiting for daemon set "{name}" rollout to finish: {available} of {desired} '
+            "updated pods are available...",
+        )
+    return Readiness("ready", f'daemon set "{name}" successfully rolled out')
+
+
 CHECKS: dict[str, Callable[[Mapping[str, Any]], Readiness]] = {
+    "DaemonSet": daemonset,
     "Deployment": deployment,
     "Job": job,
     "StatefulSet": statefulset,

@@ -87,6 +87,10 @@ SERVED: tuple[Served, ...] = (
         categories=("all",),
     ),
     Served("jobs", "job", "Job", "batch", categories=("all",)),
+    Served(
+        "daemonsets", "daemonset", "DaemonSet", "apps", short_names=("ds",), categories=("all",)
+    ),
+    Served("cronjobs", "cronjob", "CronJob", "batch", short_names=("cj",), categories=("all",)),
 )
 """Every resource served, the core group's first."""
 WRITE = ("create", "delete", "deletecollection", "patch", "update")
