@@ -114,6 +114,16 @@ def test_a_cronjob_gets_the_api_servers_defaults() -> None:
             "`selector` does not match template `labels`",
         ),
         (
+            daemonset(
+                template={
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [CONTAINER], "activeDeadlineSeconds": 5},
+                }
+            ),
+            "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in "
+            "DaemonSet is not Supported",
+        ),
+        (
             cronjob(schedule="61 * * * *"),
             'spec.schedule: Invalid value: "61 * * * *": end of range (61) above maximum (59): 61',
         ),
@@ -153,6 +163,26 @@ def test_a_cronjob_gets_the_api_servers_defaults() -> None:
             cronjob(jobTemplate={"spec": {"template": {"spec": {"containers": [CONTAINER]}}}}),
             "spec.jobTemplate.spec.template.spec.restartPolicy: Required value: valid values: "
             '"OnFailure", "Never"',
+        ),
+        (
+            cronjob(timeZone=""),
+            'spec.timeZone: Invalid value: "": timeZone must be nil or non-empty string',
+        ),
+        (
+            cronjob(
+                jobTemplate={
+                    "spec": {
+                        "selector": {"matchLabels": {"a": "b"}},
+                        "template": {
+                            "metadata": {"labels": {"a": "b"}},
+                            "spec": {"restartPolicy": "Never", "containers": [CONTAINER]},
+                        },
+                    }
+                }
+            ),
+            "spec.jobTemplate.spec.selector: Invalid value: "
+            '&v1.LabelSelector{MatchLabels:map[string]string{"a":"b"}, MatchExpressions:'
+            "[]v1.LabelSelectorRequirement(nil)}: `selector` will be auto-generated",
         ),
         (
             cronjob(name="a" * 53),

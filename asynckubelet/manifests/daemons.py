@@ -22,8 +22,9 @@ from lightkube.models.batch_v1 import CronJob, Job
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests import jobs
 from asynckubelet.manifests.cron import ScheduleError, parse_schedule
-from asynckubelet.manifests.messages import invalid, not_supported, required
+from asynckubelet.manifests.messages import GoValue, invalid, not_supported, required
 from asynckubelet.manifests.objectmeta import validate_object_meta
+from asynckubelet.manifests.selectors import go_label_selector
 from asynckubelet.manifests.workloads import (
     _given,
     _immutable,
@@ -142,6 +143,13 @@ def _time_zone(errs: list[FieldError], zone: str | None) -> None:
     if zone is None:
         return
     path = "spec.timeZone"
+    if not zone:
+        errs.append(invalid(path, zone, "timeZone must be nil or non-empty string"))
+        return
+    for part in zone.split("/"):
+        if part in (".", "..") or part.startswith("-") or not _ZONE_PART.match(part):
+            errs.append(invalid(path, zone, "unknown time zone " + zone))
+            return
     if zone.lower() == "local":
         errs.append(
             invalid(
@@ -151,9 +159,6 @@ def _time_zone(errs: list[FieldError], zone: str | None) -> None:
                 "https://www.iana.org/time-zones",
             )
         )
-        return
-    if any(not _ZONE_PART.match(part) for part in zone.split("/")):
-        errs.append(invalid(path, zone, "unknown time zone " + zone))
         return
     try:
         ZoneInfo(zone)
@@ -201,11 +206,27 @@ def validate_cronjob(obj: CronJob, *, absent: frozenset[str] = frozenset()) -> l
 
 
 def _job_template(obj: CronJob) -> list[FieldError]:
-    """The Job template's spec, checked as a Job made of it would be."""
+    """``ValidateJobTemplateSpec``: the Job template's spec, checked as a Job made of it
+    would be; its selector is always generated, so one given is refused."""
     template = obj.spec.jobTemplate if obj.spec is not None else None
     template_spec = template.spec if template is not None else None
     if template_spec is None:
         return [required("spec.jobTemplate.spec.template")]
+    errs: list[FieldError] = []
+    if template_spec.selector is not None:
+        errs.append(
+            invalid(
+                "spec.jobTemplate.spec.selector",
+                go_label_selector(template_spec.selector.to_dict()),
+                "`selector` will be auto-generated",
+            )
+        )
+    if template_spec.manualSelector:
+        errs.append(
+            not_supported("spec.jobTemplate.spec.manualSelector", GoValue("true"), ("nil", "false"))
+        )
+    if errs:
+        return errs
     meta = obj.metadata
     job = cast(
         Job,
