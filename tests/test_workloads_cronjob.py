@@ -156,7 +156,10 @@ def test_more_than_a_hundred_missed_times_warn_once_and_run_the_latest() -> None
     plan = reconcile_cronjob(cronjob(schedule="* * * * *"), [], at(500.5))
     warnings = [e for e in plan.events if e[1] == "TooManyMissedTimes"]
     assert len(warnings) == 1
-    assert warnings[0][2].startswith("too many missed start times: 101. Set or decrease")
+    assert warnings[0][2] == (
+        "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check "
+        "clock skew"
+    )
     assert plan.status["lastScheduleTime"] == stamp(at(500.5).replace(second=0))
 
 
@@ -234,3 +237,19 @@ def test_an_unknown_time_zone_is_reported_and_nothing_runs() -> None:
     plan = reconcile_cronjob(cronjob(timeZone="Mars/Olympus"), [], at(5))
     assert plan.create is None
     assert [e[1] for e in plan.events] == ["UnknownTimeZone"]
+
+
+def test_the_latest_of_an_irregular_schedule_is_found_after_many_missed_times() -> None:
+    # 06:30, 10:30 and 14:30 on weekdays, from Monday 30 November to Monday 7 December.
+    cron = cronjob(schedule="30 6-16/4 * * 1-5")
+    plan = reconcile_cronjob(cron, [], datetime(2026, 12, 7, 9, 0, tzinfo=UTC))
+    assert plan.status["lastScheduleTime"] == "2026-12-07T06:30:00Z"
+    assert not [e for e in plan.events if e[1] == "TooManyMissedTimes"]
+
+
+def test_finished_jobs_without_a_start_time_are_the_last_deleted() -> None:
+    unstarted = job("ok-none", finished="Complete")
+    unstarted["status"].pop("startTime")
+    jobs = [unstarted, *(job(f"ok-{i}", finished="Complete", started=i) for i in range(3))]
+    cron = cronjob({"lastScheduleTime": stamp(at(0))}, successfulJobsHistoryLimit=1)
+    assert reconcile_cronjob(cron, jobs, at(1)).delete == ["ok-0", "ok-1", "ok-2"]

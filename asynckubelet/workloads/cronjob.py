@@ -93,10 +93,11 @@ def most_recent_schedule(
     now: datetime,
     *,
     with_deadline: bool = True,
-) -> tuple[datetime | None, int]:
-    """``mostRecentScheduleTime``: the latest scheduled time not after ``now`` since the
-    last one run (or the CronJob's creation), and how many were missed (0, 1.., or more
-    than :data:`MANY_MISSED`)."""
+) -> tuple[datetime, datetime | None, int]:
+    """``mostRecentScheduleTime``: the earliest time looked from (the last scheduled time,
+    or the CronJob's creation; no earlier than ``startingDeadlineSeconds`` ago), the
+    latest scheduled time since then not after ``now`` (None: none), and roughly how many
+    were missed (upstream's estimate from the interval of the first two)."""
     meta = cronjob.get("metadata") or {}
     spec = cronjob.get("spec") or {}
     earliest = _parse((cronjob.get("status") or {}).get("lastScheduleTime")) or _parse(
@@ -106,37 +107,35 @@ def most_recent_schedule(
         earliest = now
     deadline = spec.get("startingDeadlineSeconds")
     if with_deadline and deadline is not None:
-        window = now - timedelta(seconds=int(deadline))
-        earliest = max(earliest, window)
+        earliest = max(earliest, now - timedelta(seconds=int(deadline)))
     first = schedule.next(earliest, zone)
+    second = schedule.next(first, zone) if first is not None else None
     if first is None or now < first:
-        return None, 0
-    latest, missed = first, 1
-    following = schedule.next(first, zone)
-    while following is not None and following <= now:
-        latest, missed = following, missed + 1
-        if missed > MANY_MISSED:
-            # Too many to walk one by one: jump close to now, then walk the rest.
-            step = following - first
-            jumps = int((now - following) / step) if step.total_seconds() >= 1 else 0
-            latest = following + step * jumps
-            following = schedule.next(latest - timedelta(minutes=1), zone)
-            while following is not None and following <= now:
-                latest = following
-                following = schedule.next(following, zone)
-            return latest, missed
-        following = schedule.next(following, zone)
-    return latest, missed
+        return earliest, None, 0
+    if second is None or now < second:
+        return earliest, first, 0
+    interval = round((second - first).total_seconds())
+    if interval < 1:
+        return earliest, None, 0
+    missed = int((now - first).total_seconds()) // interval + 1
+    latest: datetime | None = None
+    moment = schedule.next(first + timedelta(seconds=(missed - 2) * interval), zone)
+    while moment is not None and moment <= now:
+        latest = moment
+        moment = schedule.next(moment, zone)
+    return earliest, latest, missed
 
 
 def _next_wake(
     cronjob: Mapping[str, Any], schedule: Schedule, zone: tzinfo, now: datetime
 ) -> float | None:
     """``nextScheduleTimeDuration``: seconds until just after the next scheduled time."""
-    recent, _ = most_recent_schedule(cronjob, schedule, zone, now, with_deadline=False)
-    base = recent or _parse((cronjob.get("status") or {}).get("lastScheduleTime"))
-    base = base or _parse((cronjob.get("metadata") or {}).get("creationTimestamp")) or now
-    upcoming = schedule.next(max(base, now - timedelta(minutes=1)), zone)
+    earliest, recent, missed = most_recent_schedule(
+        cronjob, schedule, zone, now, with_deadline=False
+    )
+    if recent is None:
+        recent = earliest if missed == 0 else now
+    upcoming = schedule.next(recent, zone)
     if upcoming is None:
         return None
     return max(0.0, (upcoming - now).total_seconds()) + NEXT_DELTA
@@ -205,12 +204,18 @@ def _cleanup(plan: CronJobPlan, spec: Mapping[str, Any], jobs: Sequence[Mapping[
         if limit is None:
             continue
         ended = [j for j in jobs if is_finished(j.get("status") or {}) == kind]
-        epoch = datetime.fromtimestamp(0, UTC)
-        ended.sort(key=lambda j: _parse((j.get("status") or {}).get("startTime")) or epoch)
+        ended.sort(key=_by_start_time)
         for job in ended[: max(0, len(ended) - int(limit))]:
             name = str((job.get("metadata") or {}).get("name"))
             plan.delete.append(name)
             plan.events.append(("Normal", "SuccessfulDelete", f"Deleted job {name}"))
+
+
+def _by_start_time(job: Mapping[str, Any]) -> tuple[bool, datetime, str]:
+    """``byJobStartTime``: by start time, those without one last, ties by name."""
+    started = _parse((job.get("status") or {}).get("startTime"))
+    name = str((job.get("metadata") or {}).get("name") or "")
+    return (started is None, started or datetime.fromtimestamp(0, UTC), name)
 
 
 def _job_for(cronjob: Mapping[str, Any], scheduled: datetime, zone: tzinfo) -> dict[str, Any]:
@@ -269,14 +274,14 @@ def reconcile_cronjob(
             ("Warning", "UnparseableSchedule", f"unparseable schedule: {raw!r} : {exc}")
         )
         return plan
-    scheduled, missed = most_recent_schedule(cronjob, schedule, zone, now)
-    if missed > MANY_MISSED:
+    _, scheduled, missed = most_recent_schedule(cronjob, schedule, zone, now)
+    if scheduled is not None and missed > MANY_MISSED:
         plan.events.append(
             (
                 "Warning",
                 "TooManyMissedTimes",
-                f"too many missed start times: {missed}. Set or decrease "
-                ".spec.startingDeadlineSeconds or check clock skew",
+                "too many missed start times. Set or decrease .spec.startingDeadlineSeconds "
+                "or check clock skew",
             )
         )
     plan.requeue_after = _next_wake(cronjob, schedule, zone, now)
