@@ -163,6 +163,10 @@ async def test_a_daemonset_runs_one_labelled_pod_and_a_new_template_replaces_it(
     assert first.metadata.labels["pod-template-generation"] == "1"
     tolerations = {t.key for t in first.spec.tolerations}
     assert "node.kubernetes.io/unschedulable" in tolerations
+    (term,) = (
+        first.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms
+    )
+    assert [(f.key, f.values) for f in term.matchFields] == [("metadata.name", ["n1"])]
     assert await apply(client, DAEMONSET.replace("IMAGE", "busybox:2")) == [
         "daemonset.apps/agent configured"
     ]

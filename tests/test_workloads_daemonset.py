@@ -13,6 +13,7 @@ from asynckubelet.node.admission import Taint
 from asynckubelet.workloads.daemonset import (
     REVISION_HASH,
     NodeView,
+    daemon_affinity,
     daemon_tolerations,
     node_labels,
     reconcile_daemonset,
@@ -157,3 +158,16 @@ def test_a_pod_on_a_node_that_no_longer_matches_is_deleted() -> None:
     assert (plan.create, plan.delete) == (False, ["agent-abcde"])
     assert plan.status["desiredNumberScheduled"] == 0
     assert plan.status["numberMisscheduled"] == 1
+
+
+def test_the_daemon_pod_s_required_node_affinity_names_this_node_only() -> None:
+    given = {**AFFINITY, "podAffinity": {"x": 1}}
+    found = daemon_affinity(given, "here")
+    required = found["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["here"]}]}
+    ]
+    assert found["podAffinity"] == {"x": 1}
+    assert AFFINITY["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ][0]["matchExpressions"]

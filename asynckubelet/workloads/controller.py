@@ -385,12 +385,14 @@ class Controllers:
         self, obj: StoredObject, owned: Mapping[str, list[PodView]], now: datetime
     ) -> float | None:
         spec = obj.body.get("spec") or {}
-        plan = daemons.reconcile_daemonset(obj.body, owned.get(obj.uid, []), self._this_node(), now)
+        node = self._this_node()
+        plan = daemons.reconcile_daemonset(obj.body, owned.get(obj.uid, []), node, now)
         await self._delete_pods(obj, plan.delete)
         if plan.create:
             template = copy.deepcopy(dict(spec.get("template") or {}))
             pod_spec = template.setdefault("spec", {})
             pod_spec["tolerations"] = daemons.daemon_tolerations(pod_spec)
+            pod_spec["affinity"] = daemons.daemon_affinity(pod_spec.get("affinity"), node.name)
             name = generate_name(f"{obj.name}-")
             labels = {
                 daemons.REVISION_HASH: daemons.revision_hash(obj.body),

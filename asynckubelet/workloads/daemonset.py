@@ -14,6 +14,7 @@ only when the old one is deleted by someone else. A failed pod is deleted and re
 
 from __future__ import annotations
 
+import copy
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ __all__ = [
     "TEMPLATE_GENERATION",
     "DaemonSetPlan",
     "NodeView",
+    "daemon_affinity",
     "daemon_tolerations",
     "node_labels",
     "reconcile_daemonset",
@@ -112,6 +114,17 @@ def daemon_tolerations(template_spec: Mapping[str, Any]) -> list[dict[str, Any]]
         ):
             given.append(dict(toleration))
     return given
+
+
+def daemon_affinity(affinity: Mapping[str, Any] | None, node_name: str) -> dict[str, Any]:
+    """``ReplaceDaemonSetPodNodeNameNodeAffinity``: the pod's required node affinity
+    becomes the one term naming this node (``metadata.name``); the rest is kept."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+    found = copy.deepcopy(dict(affinity or {}))
+    node_affinity = found.setdefault("nodeAffinity", {})
+    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    required["nodeSelectorTerms"] = [term]
+    return found
 
 
 def should_run(template: Mapping[str, Any], node: NodeView) -> bool:
