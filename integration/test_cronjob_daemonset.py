@@ -177,11 +177,17 @@ def test_a_daemonset_runs_one_pod_here_and_a_template_change_rolls_it(
 
 
 def test_a_daemonset_whose_node_selector_the_node_lacks_runs_nothing(
-    node: Daemon, tmp_path: Path
+    node: Daemon, kubectl: Kubectl, tmp_path: Path
 ) -> None:
     name = _unique("dx")
-    done = node.cli("apply", "-f", _file(tmp_path, ELSEWHERE, name), "--wait", "--timeout", "60")
-    assert done.returncode == 0, done.stderr + node.log()
+    applied = kubectl.ok("apply", "-f", _file(tmp_path, ELSEWHERE, name))
+    assert applied.strip() == f"daemonset.apps/{name} created"
+
+    def observed() -> bool:
+        """the controller wrote the DaemonSet's status"""
+        return "observedGeneration" in (_get(node, "daemonsets", name).get("status") or {})
+
+    _eventually(observed)
     status = _get(node, "daemonsets", name)["status"]
     assert (status["desiredNumberScheduled"], status["currentNumberScheduled"]) == (0, 0)
     assert not _pods(node, name)
@@ -215,6 +221,8 @@ def test_a_cronjob_makes_its_job_at_the_minute_and_delete_takes_jobs_and_pods(
     assert minutes * 60 == calendar.timegm(
         time.strptime(status["lastScheduleTime"], "%Y-%m-%dT%H:%M:%SZ")
     )
+    both = kubectl.ok("get", "cronjobs,daemonsets")
+    assert f"cronjob.batch/{name}" in both, both
     listed = kubectl.ok("get", "cronjobs", name).splitlines()
     assert listed[0].split() == [
         "NAME",

@@ -21,6 +21,7 @@ from asynckubelet.workloads.daemonset import (
     should_run,
 )
 from asynckubelet.workloads.pods import PodView
+from asynckubelet.workloads.readiness import readiness
 
 NODE = NodeView(name="here", labels=node_labels("here", {"disktype": "ssd"}))
 
@@ -171,3 +172,45 @@ def test_the_daemon_pod_s_required_node_affinity_names_this_node_only() -> None:
     assert AFFINITY["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ][0]["matchExpressions"]
+
+
+@pytest.mark.parametrize(
+    ("status", "generation", "state", "message"),
+    [
+        ({}, 2, "waiting", "Waiting for daemon set spec update to be observed..."),
+        (
+            {"observedGeneration": 2, "desiredNumberScheduled": 1},
+            2,
+            "waiting",
+            'Waiting for daemon set "agent" rollout to finish: 0 out of 1 new pods have been '
+            "updated...",
+        ),
+        (
+            {"observedGeneration": 2, "desiredNumberScheduled": 1, "updatedNumberScheduled": 1},
+            2,
+            "waiting",
+            'Waiting for daemon set "agent" rollout to finish: 0 of 1 updated pods are '
+            "available...",
+        ),
+        (
+            {
+                "observedGeneration": 2,
+                "desiredNumberScheduled": 1,
+                "updatedNumberScheduled": 1,
+                "numberAvailable": 1,
+            },
+            2,
+            "ready",
+            'daemon set "agent" successfully rolled out',
+        ),
+        ({"observedGeneration": 2}, 2, "ready", 'daemon set "agent" successfully rolled out'),
+    ],
+)
+def test_rollout_status_of_a_daemonset_in_kubectl_s_words(
+    status: dict[str, Any], generation: int, state: str, message: str
+) -> None:
+    body = daemonset()
+    body["metadata"]["generation"] = generation
+    body["status"] = status
+    found = readiness("DaemonSet", body)
+    assert (found.state, found.message) == (state, message)

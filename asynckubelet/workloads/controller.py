@@ -1,5 +1,6 @@
-"""The node's controllers: Deployments, ReplicaSets, StatefulSets and Jobs kept in step
-with their pods, and what their owners left behind removed.
+"""The node's controllers: Deployments, ReplicaSets, StatefulSets, Jobs and DaemonSets
+kept in step with their pods, CronJobs with their Jobs, and what their owners left behind
+removed.
 
 A cluster's controller manager watches the API server; here the objects are in the
 node's store and the pods' statuses in its status manager, so one loop reconciles every
@@ -7,14 +8,16 @@ workload whenever either changes (and again when a decision needs time to pass: 
 become available, a Job's back-off, a deadline). It is level-triggered: each pass reads
 the whole state, asks the pure decision functions (:mod:`~asynckubelet.workloads.
 deployment`, :mod:`~asynckubelet.workloads.replicaset`, :mod:`~asynckubelet.workloads.
-statefulset`, :mod:`~asynckubelet.workloads.job`) what to do, and does it, so a missed
+statefulset`, :mod:`~asynckubelet.workloads.job`, :mod:`~asynckubelet.workloads.daemonset`,
+:mod:`~asynckubelet.workloads.cronjob`) what to do, and does it, so a missed
 wake-up, a restart or a crash in the middle only delays what the next pass does anyway.
 
 The pods it makes are handed to the node as any source's (:meth:`~asynckubelet.node.
 kubelet.Kubelet.want`, source :data:`WORKLOADS_SOURCE`) and run by the same pod workers
 and ``sync_pod``; they and the ReplicaSets carry a controller owner reference, and the
 garbage collector removes objects whose owner is gone (a deleted Deployment takes its
-ReplicaSets, and they their pods).
+ReplicaSets, and they their pods; a deleted CronJob its Jobs). The controllers' clock is
+given (``clock=``), so a test can move a CronJob's time on.
 """
 
 from __future__ import annotations

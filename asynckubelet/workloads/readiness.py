@@ -6,8 +6,10 @@ controller saw the latest spec, every replica is updated and available, no old o
 left); it fails when its progress deadline passed. A Job is ready when ``Complete`` and
 fails when ``Failed``, with the controller's reason. A StatefulSet is ready when every
 replica is ready and of the update revision, a ReplicaSet when every replica is
-available. :data:`CHECKS` holds one pure function per kind over the object as stored
-(a kind without one is ready once stored), so another kind adds its own.
+available, a DaemonSet when its pod is updated and available (a CronJob, which makes
+nothing until its schedule says so, is ready once stored). :data:`CHECKS` holds one
+pure function per kind over the object as stored (a kind without one is ready once
+stored), so another kind adds its own.
 """
 
 from __future__ import annotations
