@@ -5,11 +5,15 @@ with a pod and a few objects (``node``) and each kubectl against it (``kubectl``
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +79,42 @@ class Kubectl:
         return done.stdout
 
 
+@contextlib.contextmanager
+def streaming(kubectl: Kubectl, *args: str) -> Iterator[queue.Queue[str]]:
+    """kubectl ``args`` running, its output lines arriving on the queue."""
+    watch = subprocess.Popen(
+        [kubectl.binary, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=kubectl.env,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert watch.stdout is not None
+        for line in watch.stdout:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        yield lines
+    finally:
+        watch.kill()
+        watch.communicate(timeout=10)
+
+
+def seen_until(
+    lines: queue.Queue[str], wanted: list[str], *, seconds: float = 60
+) -> list[list[str]]:
+    deadline = time.monotonic() + seconds
+    seen: list[list[str]] = []
+    while time.monotonic() < deadline and wanted not in [row[: len(wanted)] for row in seen]:
+        with contextlib.suppress(queue.Empty):
+            seen.append(lines.get(timeout=1).split())
+    return seen
+
+
 OBJECTS = """
 apiVersion: v1
 kind: ConfigMap
@@ -132,4 +172,13 @@ def kubectl(request: pytest.FixtureRequest, node: Daemon, tmp_path: Path) -> Kub
     return Kubectl(binary, node, home=tmp_path / "home")
 
 
-__all__ = ["OBJECTS", "PYPI_KUBECTL", "SYSTEM_KUBECTL", "Kubectl", "kubectl", "node"]
+__all__ = [
+    "OBJECTS",
+    "PYPI_KUBECTL",
+    "SYSTEM_KUBECTL",
+    "Kubectl",
+    "kubectl",
+    "node",
+    "seen_until",
+    "streaming",
+]

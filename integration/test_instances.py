@@ -3,7 +3,8 @@
 a pod on each gets an address of its own instance's range and answers from the host;
 each instance's kubeconfig (its own API port, its context ``asynckubelet-NAME``) shows
 kubectl that instance's pod only; ``doctor`` lists both; ``reset`` of one leaves the
-other's pod running."""
+other's pod running; a nodePort one publishes the other refuses and avoids until the first
+stops."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import yaml
 
 from asynckubelet.cli import instance
 from asynckubelet.docker import DockerClient
+from asynckubelet.node import neighbours
 from integration.harness import (
     BUSYBOX_IMAGE,
     PAUSE_IMAGE,
@@ -66,11 +68,11 @@ class Instance:
         assert made is not None, f"no record of instance {self.name}"
         return made
 
-    def start(self) -> None:
+    def start(self, *flags: str) -> None:
         log = self.tmp / f"serve-{self.name}.log"
         with log.open("w") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "asynckubelet", "serve", "--instance", self.name],
+                [sys.executable, "-m", "asynckubelet", "serve", "--instance", self.name, *flags],
                 env=_env(),
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -222,6 +224,70 @@ def test_two_instances_run_side_by_side_and_reset_of_one_leaves_the_other(
     assert bridges[b.name].exists()
     assert fetch(f"http://{ip_b}:8080/").strip() == "hi-from-web"
     assert b.pod_ip("web") == ip_b
+
+
+NODE_PORT_SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata: {name: NAME}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [PORTS]
+"""
+
+
+def _apply_service(
+    node: Instance, tmp_path: Path, name: str, ports: str
+) -> subprocess.CompletedProcess[str]:
+    manifest = tmp_path / f"{node.name}-{name}.yaml"
+    manifest.write_text(NODE_PORT_SERVICE.replace("NAME", name).replace("PORTS", ports))
+    return node.cli("apply", "-f", str(manifest))
+
+
+def _until_published(node: Instance, port: int) -> None:
+    """Until the node's record of its published ports holds ``port`` (its next sync)."""
+    record = instance.state_dir(node.name) / neighbours.RECORD
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError):
+            if port in [p["port"] for p in json.loads(record.read_text())["ports"]]:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"instance {node.name} does not publish {port}: {record}")
+
+
+def test_a_node_port_one_instance_publishes_the_other_refuses_and_avoids_until_it_stops(
+    two: tuple[Instance, Instance], tmp_path: Path
+) -> None:
+    a, b = two
+    port = 30000 + secrets.randbelow(2700)
+    a.start()
+    b.start("--service-node-port-range", f"{port}-{port + 1}")
+    applied = _apply_service(a, tmp_path, "web", f"{{port: 80, nodePort: {port}}}")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    _until_published(a, port)
+
+    refused = _apply_service(b, tmp_path, "web", f"{{port: 80, nodePort: {port}}}")
+    assert refused.returncode != 0
+    assert (
+        f"spec.ports[0].nodePort: Invalid value: {port}: provided port is already allocated "
+        f"by a Service of node {instance.node_name(a.name)}"
+    ) in refused.stderr
+    chosen = _apply_service(b, tmp_path, "auto", "{port: 80}")
+    assert chosen.returncode == 0, chosen.stdout + chosen.stderr
+    shown = b.cli("get", "service", "auto", "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["spec"]["ports"][0]["nodePort"] == port + 1
+
+    a.stop()
+    reset = a.cli("reset")
+    assert reset.returncode == 0, reset.stdout + reset.stderr
+    chains = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True)
+    assert instance.bridge_name(a.name) not in chains.stdout
+    taken = _apply_service(b, tmp_path, "web", f"{{port: 80, nodePort: {port}}}")
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    _until_published(b, port)
 
 
 @pytest.mark.parametrize(

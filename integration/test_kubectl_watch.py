@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import subprocess
-import threading
-import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from integration.kubectl_helpers import Kubectl, kubectl, node
+from integration.kubectl_helpers import Kubectl, kubectl, node, seen_until, streaming
 from integration.serve_helpers import LONG, Daemon, manifest
 
 CONFIGMAP = """
@@ -29,42 +25,6 @@ data: {mode: MODE}
 
 __all__ = ["kubectl", "node"]
 """The fixtures this module takes from its helpers."""
-
-
-@contextlib.contextmanager
-def streaming(kubectl: Kubectl, *args: str) -> Iterator[queue.Queue[str]]:
-    """kubectl ``args`` running, its output lines arriving on the queue."""
-    watch = subprocess.Popen(
-        [kubectl.binary, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=kubectl.env,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        assert watch.stdout is not None
-        for line in watch.stdout:
-            lines.put(line)
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        yield lines
-    finally:
-        watch.kill()
-        watch.communicate(timeout=10)
-
-
-def seen_until(
-    lines: queue.Queue[str], wanted: list[str], *, seconds: float = 60
-) -> list[list[str]]:
-    deadline = time.monotonic() + seconds
-    seen: list[list[str]] = []
-    while time.monotonic() < deadline and wanted not in [row[: len(wanted)] for row in seen]:
-        with contextlib.suppress(queue.Empty):
-            seen.append(lines.get(timeout=1).split())
-    return seen
 
 
 def test_kubectl_get_configmaps_watch_sees_an_apply(kubectl: Kubectl, tmp_path: Path) -> None:

@@ -61,11 +61,12 @@ def running_daemon(
             info = daemon.DaemonInfo(
                 node_name=node_name, pod_security=pod_security, docker_host=docker.url
             )
+            daemon.write_node_info(state, info)
             stop = portal.call(anyio.Event)
 
             async def serve_until_stopped(task_status: TaskStatus[None]) -> None:
                 async with anyio.create_task_group() as group:
-                    await group.start(functools.partial(serve_local, node, info, path=str(path)))
+                    await group.start(functools.partial(serve_local, node, path=str(path)))
                     task_status.started()
                     await stop.wait()
                     group.cancel_scope.cancel()

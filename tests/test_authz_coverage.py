@@ -4,8 +4,8 @@
 - the kubelet API (cluster mode): each route is in :data:`KUBELET_API` with the
   ``nodes/<subresource>`` verb a request to it is authorized for, and an anonymous
   request to it is 401;
-- the local API (the state dir's unix socket): every route answers 401 to a client that
-  is not a unix-socket peer of an allowed user, whatever its path;
+- the local API (the state dir's unix socket): the Kubernetes API's routes, every one
+  answering 401 to a client that is not a unix-socket peer of an allowed user;
 - the unauthenticated TCP endpoint: exactly ``/healthz`` and ``/metrics``;
 - the node's Kubernetes API: every route answers 401 to a client without the
   kubeconfig's client certificate, and refuses one with another CA's certificate.
@@ -27,12 +27,13 @@ from kube_helpers import Served, served_node
 
 from asynckubelet import KubeletConfig
 from asynckubelet.api import server
+from asynckubelet.api.answers import LOCAL_PREFIX
 from asynckubelet.api.kube import pki
 from asynckubelet.api.kube.nodes import this_node
-from asynckubelet.api.kube.server import create_app as create_kube_app
+from asynckubelet.api.kube.server import create_app
 from asynckubelet.api.localapi import create_local_app
 from asynckubelet.cluster import kubeletapi, kubeletauth
-from asynckubelet.node import Kubelet, daemon
+from asynckubelet.node import Kubelet
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
@@ -105,14 +106,22 @@ async def test_no_kubelet_api_route_answers_an_anonymous_client() -> None:
 
 async def test_no_local_api_route_answers_a_client_off_its_socket() -> None:
     node = Kubelet(KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker())
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
-    app = create_local_app(node, info)
+    app = create_local_app(node)
     routes = sorted(set(_routes(app)))
     assert len(routes) > 20
     async with node, TestClient(TestServer(app, host="127.0.0.1")) as client:
         for method, path in routes:
             answer: Any = await client.request(method, _concrete(path))
             assert answer.status == 401, (method, path)
+
+
+def test_the_socket_serves_the_kubernetes_apis_routes_and_only_two_of_its_own() -> None:
+    node = Kubelet(KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker())
+    local = set(_routes(create_local_app(node)))
+    this = this_node(node, runtime_version="docker://1", kubelet_version="v1")
+    tls = set(_routes(create_app(node, client_fingerprint=b"x", this=this, server_address="h")))
+    assert local - tls == {("GET", "/metrics"), ("POST", f"{LOCAL_PREFIX}/apply")}
+    assert tls <= local
 
 
 def test_the_unauthenticated_endpoint_serves_health_and_metrics_only() -> None:
@@ -123,7 +132,7 @@ def test_the_unauthenticated_endpoint_serves_health_and_metrics_only() -> None:
 
 def _kube_routes(served: Served) -> list[tuple[str, str]]:
     this = this_node(served.node, runtime_version="docker://1", kubelet_version="v1.33.0")
-    app = create_kube_app(
+    app = create_app(
         served.node, client_fingerprint=b"", this=this, server_address="127.0.0.1:1"
     )
     return sorted(set(_routes(app)))

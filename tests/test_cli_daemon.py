@@ -218,16 +218,16 @@ def test_delete_ignore_not_found_treats_a_missing_object_as_deleted(
 def test_delete_now_stops_pods_with_a_one_second_grace_period(
     tmp_path: Path, state: Path, node: Daemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from asynckubelet.api.client import NodeClient
+    from asynckubelet.api.remote import RemoteNode
 
     asked: list[float | None] = []
-    real = NodeClient.delete
+    real = RemoteNode.delete
 
-    def delete(self: NodeClient, objects: Any, **kwargs: Any) -> Any:
+    def delete(self: RemoteNode, objects: Any, **kwargs: Any) -> Any:
         asked.append(kwargs.get("grace_period"))
         return real(self, objects, **kwargs)
 
-    monkeypatch.setattr(NodeClient, "delete", delete)
+    monkeypatch.setattr(RemoteNode, "delete", delete)
     invoke(state, "apply", "-f", write(tmp_path, "web.yaml", POD.replace("NS", "default")))
     running(node, "web")
     code, out, err = invoke(state, "delete", "pod", "web", "--now")
@@ -241,16 +241,16 @@ def test_delete_now_stops_pods_with_a_one_second_grace_period(
 def test_delete_wait_false_asks_the_node_not_to_wait_and_a_bad_value_is_refused(
     tmp_path: Path, state: Path, node: Daemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from asynckubelet.api.client import NodeClient
+    from asynckubelet.api.remote import RemoteNode
 
     asked: list[bool | None] = []
-    real = NodeClient.delete
+    real = RemoteNode.delete
 
-    def delete(self: NodeClient, objects: Any, **kwargs: Any) -> Any:
+    def delete(self: RemoteNode, objects: Any, **kwargs: Any) -> Any:
         asked.append(kwargs.get("wait"))
         return real(self, objects, **kwargs)
 
-    monkeypatch.setattr(NodeClient, "delete", delete)
+    monkeypatch.setattr(RemoteNode, "delete", delete)
     path = write(tmp_path, "cm.yaml", CONFIG)
     invoke(state, "apply", "-f", path)
     code, out, err = invoke(state, "delete", "-f", path, "--wait=false")

@@ -35,16 +35,16 @@ def node(state: Path) -> Iterator[Daemon]:
 @pytest.fixture
 def asked(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
     """The ``wait`` each delete asks the node for."""
-    from asynckubelet.api.client import NodeClient
+    from asynckubelet.api.remote import RemoteNode
 
     seen: list[bool | None] = []
-    real = NodeClient.delete
+    real = RemoteNode.delete
 
-    def delete(self: NodeClient, objects: Any, **kwargs: Any) -> Any:
+    def delete(self: RemoteNode, objects: Any, **kwargs: Any) -> Any:
         seen.append(kwargs.get("wait"))
         return real(self, objects, **kwargs)
 
-    monkeypatch.setattr(NodeClient, "delete", delete)
+    monkeypatch.setattr(RemoteNode, "delete", delete)
     return seen
 
 

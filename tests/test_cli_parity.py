@@ -617,13 +617,13 @@ def test_logs_print_the_output_as_written_a_last_line_without_newline_included(
     assert "--limit-bytes must be greater than 0" in refused.stderr
 
 
-def test_version_prints_the_clients_and_with_a_daemon_the_servers_which_it_published(
+def test_version_prints_the_clients_and_with_a_daemon_the_servers_its_api_names(
     node: Daemon, state: Path
 ) -> None:
     assert invoke(state, "--version")[1] == f"asynckubelet {__version__}\n"
     assert invoke(state, "version")[1].splitlines() == [
         f"Client Version: v{__version__}",
-        "Server Version: unknown",
+        f"Server Version: v{__version__}",
     ]
 
 

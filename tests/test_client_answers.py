@@ -22,8 +22,8 @@ def test_a_body_framed_by_its_length_is_read_whole(
 ) -> None:
     path, answers, requests = answering
     answers.append(b'HTTP/1.1 200 OK\r\nContent-Length: 22\r\n\r\n{"kind":"X","n":"y\\n"}')
-    assert NodeClient(path).node() == {"kind": "X", "n": "y\n"}
-    assert requests[0].startswith(b"GET /apis/local.asynckubelet/v1/node HTTP/1.1\r\n")
+    assert NodeClient(path).object("configmaps", "default", "c") == {"kind": "X", "n": "y\n"}
+    assert requests[0].startswith(b"GET /api/v1/namespaces/default/configmaps/c HTTP/1.1\r\n")
     assert b"\r\nAccept: application/json\r\n" in requests[0]
 
 
@@ -73,10 +73,10 @@ def test_a_request_body_is_sent_with_its_length(
 ) -> None:
     path, answers, requests = answering
     answers.append(b'HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{"items":[]}')
-    assert NodeClient(path).delete([{"kind": "Pod", "namespace": "default", "name": "é"}]) == []
+    assert NodeClient(path).apply([("é.yaml", "kind: ConfigMap")]) == {"items": []}
     head, _, body = requests[0].partition(b"\r\n\r\n")
     assert f"Content-Length: {len(body)}".encode() in head
-    assert b'"name": "\\u00e9"' in body
+    assert b'"source": "\\u00e9.yaml"' in body
 
 
 def test_a_status_answer_is_the_daemons_error_with_its_reason(
@@ -110,13 +110,34 @@ def test_a_malformed_answer_is_the_daemons_failure_in_one_line(
     path, answers, _ = answering
     answers.append(answer)
     with pytest.raises(errors.DaemonError, match="node daemon"):
-        NodeClient(path).node()
+        NodeClient(path).version()
 
 
 def test_no_daemon_listening_is_said_with_the_socket(tmp_path: Path) -> None:
     with pytest.raises(errors.DaemonError, match="cannot reach the node daemon at"):
-        NodeClient(tmp_path / "api.sock").node()
+        NodeClient(tmp_path / "api.sock").version()
     assert NodeClient(tmp_path / "api.sock").healthy() is False
+
+
+def test_the_servers_version_is_the_build_its_api_names(
+    answering: tuple[Path, list[bytes], list[bytes]],
+) -> None:
+    path, answers, requests = answering
+    body = b'{"gitVersion":"v1.33.0+asynckubelet.0.9.1"}'
+    answers.append(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    assert NodeClient(path).version() == "0.9.1"
+    assert requests[0].startswith(b"GET /version HTTP/1.1\r\n")
+
+
+def test_the_node_configuration_is_what_the_daemon_published_beside_its_socket(
+    tmp_path: Path,
+) -> None:
+    client = NodeClient(tmp_path / "api.sock")
+    assert client.node() == {}
+    (tmp_path / "node.json").write_text('{"node_name": "n1", "docker_host": "unix:///d.sock"}')
+    assert client.node() == {"node_name": "n1", "docker_host": "unix:///d.sock"}
+    (tmp_path / "node.json").write_text("[not json")
+    assert client.node() == {}
 
 
 def test_a_name_is_one_path_segment_whatever_it_holds(

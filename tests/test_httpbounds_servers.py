@@ -129,9 +129,8 @@ async def local_api(tmp_path: Path) -> AsyncIterator[Path]:
         KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600),
         docker=FakeDocker(images=IMAGES),
     )
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with node, anyio.create_task_group() as tg:
-        await tg.start(functools.partial(serve_local, node, info, path=str(path), limits=LIMITS))
+        await tg.start(functools.partial(serve_local, node, path=str(path), limits=LIMITS))
         yield path
         tg.cancel_scope.cancel()
 

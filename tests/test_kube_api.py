@@ -120,7 +120,12 @@ async def test_kubectls_discovery_request_gets_the_aggregated_form(served: Serve
     code, content_type, body = await served.request("/apis", accept=KUBECTL_DISCOVERY)
     assert code == 200
     assert content_type == discovery.AGGREGATED
-    assert [g["metadata"]["name"] for g in body["items"]] == ["apps", "batch"]
+    assert [g["metadata"]["name"] for g in body["items"]] == [
+        "apps",
+        "events.k8s.io",
+        "batch",
+        "discovery.k8s.io",
+    ]
     _, _, core = await served.request("/api", accept=KUBECTL_DISCOVERY)
     [group] = core["items"]
     pods = next(r for r in group["versions"][0]["resources"] if r["resource"] == "pods")
@@ -135,7 +140,11 @@ async def test_kubectls_discovery_request_gets_the_aggregated_form(served: Serve
         "update",
     ]
     assert pods["shortNames"] == ["po"]
-    assert pods["subresources"][0]["subresource"] == "log"
+    assert [s["subresource"] for s in pods["subresources"]] == [
+        "ephemeralcontainers",
+        "log",
+        "status",
+    ]
 
 
 async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None:
@@ -143,7 +152,12 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
     assert content_type.startswith("application/json")
     assert body["kind"] == "APIVersions"
     _, _, groups = await served.request("/apis")
-    assert [g["name"] for g in groups["groups"]] == ["apps", "batch"]
+    assert [g["name"] for g in groups["groups"]] == [
+        "apps",
+        "events.k8s.io",
+        "batch",
+        "discovery.k8s.io",
+    ]
     _, _, apps = await served.request("/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} == {
         "daemonsets",
@@ -297,11 +311,6 @@ async def test_a_watch_from_a_version_older_than_the_window_ends_expired(
     assert event["type"] == "ERROR"
     assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
     assert event["object"]["message"].startswith("too old resource version: 1 (")
-
-
-async def test_watching_endpoints_is_not_allowed_yet(served: Served) -> None:
-    code, _, body = await served.request("/api/v1/endpoints?watch=1")
-    assert (code, body["reason"]) == (405, "MethodNotAllowed")
 
 
 async def test_events_are_selected_by_involved_object_as_kubectl_describe_asks(

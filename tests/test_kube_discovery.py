@@ -51,11 +51,17 @@ def test_both_forms_list_the_same_resources_and_verbs() -> None:
                 assert flat[f"{resource['resource']}/{sub['subresource']}"] == sub["verbs"]
 
 
-def test_every_kind_but_endpoints_is_watched_and_what_the_node_makes_is_not_written() -> None:
-    verbs = {s.name: s.verbs for s in discovery.SERVED}
-    assert verbs.pop("endpoints") == ("get", "list")
-    for made in ("events", "nodes"):
-        assert verbs.pop(made) == ("get", "list", "watch")
+def test_every_kind_is_watched_and_what_the_node_makes_is_not_written() -> None:
+    verbs = {(s.group, s.name): s.verbs for s in discovery.SERVED}
+    made = [
+        ("", "endpoints"),
+        ("", "events"),
+        ("", "nodes"),
+        ("discovery.k8s.io", "endpointslices"),
+        ("events.k8s.io", "events"),
+    ]
+    for key in made:
+        assert verbs.pop(key) == ("get", "list", "watch")
     assert set(verbs.values()) == {("get", "list", "watch", *discovery.WRITE)}
 
 

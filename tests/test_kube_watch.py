@@ -241,7 +241,13 @@ async def test_an_exact_match_of_an_old_version_is_expired(served: Served) -> No
 
 def test_the_openapi_v3_documents_name_each_kind_with_its_group_version_kind() -> None:
     index = json.loads(openapi.index())
-    assert set(index["paths"]) == {"api/v1", "apis/apps/v1", "apis/batch/v1"}
+    assert set(index["paths"]) == {
+        "api/v1",
+        "apis/apps/v1",
+        "apis/batch/v1",
+        "apis/discovery.k8s.io/v1",
+        "apis/events.k8s.io/v1",
+    }
     assert index["paths"]["api/v1"]["serverRelativeURL"].startswith("/openapi/v3/api/v1?hash=")
     schemas = json.loads(openapi.document("api/v1") or b"")["components"]["schemas"]
     pod_schema = schemas["io.k8s.api.core.v1.Pod"]

@@ -230,8 +230,11 @@ async def test_server_side_apply_creates_and_records_its_manager(api: Served) ->
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: '1'\n"
     path = CONFIGMAPS + "/ssa"
     code, body, _ = await call(api, "PATCH", path, text, content_type=patches.APPLY_PATCH)
-    assert code == 400
-    assert "fieldManager: Required value" in body["message"]
+    assert code == 422
+    assert body["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required '
+        "for apply patch"
+    )
     url = path + "?fieldManager=me&force=true"
     code, body, _ = await call(api, "PATCH", url, text, content_type=patches.APPLY_PATCH)
     assert code == 201

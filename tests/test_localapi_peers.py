@@ -54,12 +54,11 @@ async def serve(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         KubeletConfig(node_name="n1", state_dir=state, housekeeping_period=3600),
         docker=FakeDocker(),
     )
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with node, anyio.create_task_group() as tg:
 
         async def start(uids: frozenset[int] | None = None, at: Path | None = None) -> Path:
             path = daemon.claim_socket(state) if at is None else at
-            app = create_local_app(node, info, uids=uids)
+            app = create_local_app(node, uids=uids)
 
             async def run(*, task_status: anyio.abc.TaskStatus[None]) -> None:
                 runner = web.AppRunner(app)
@@ -141,8 +140,7 @@ async def test_another_local_user_is_refused_even_on_a_socket_made_world_writabl
 
 async def test_over_tcp_the_local_api_answers_401_unless_told_to_serve_anyone() -> None:
     node = Kubelet(KubeletConfig(node_name="n1", housekeeping_period=3600), docker=FakeDocker())
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
-    async with node, TestClient(TestServer(create_local_app(node, info))) as client:
+    async with node, TestClient(TestServer(create_local_app(node))) as client:
         answer = await client.get("/api/v1/pods")
         assert answer.status == 401
         assert (await answer.json())["reason"] == "Unauthorized"

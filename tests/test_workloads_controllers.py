@@ -14,9 +14,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
+from remote_helpers import delete_remotely
 
 from asynckubelet.api.localapi import create_local_app
-from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
 from asynckubelet.runtime import naming
@@ -84,10 +84,9 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet, FakeDo
     )
     docker = FakeDocker(images=(*IMAGES, "busybox:2"))
     node = Kubelet(config, docker=docker, objects=objects)
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     async with (
         node,
-        TestClient(TestServer(create_local_app(node, info, uids=()))) as client,
+        TestClient(TestServer(create_local_app(node, uids=()))) as client,
         anyio.create_task_group() as tg,
     ):
         await tg.start(Controllers(node).run)
@@ -268,11 +267,8 @@ async def test_deleting_a_deployment_deletes_its_replicasets_and_pods(
     client, node, _ = cluster
     await apply(client, deployment(2))
     await until(lambda: len(running(node, "web-")) == 2)
-    response = await client.post(
-        f"{LOCAL}/delete",
-        json={"objects": [{"kind": "Deployment", "name": "web"}], "timeoutSeconds": 0},
-    )
-    assert (await response.json())["items"][0]["status"] == "deleted"
+    items = await delete_remotely(client, [{"kind": "Deployment", "name": "web"}], timeout=0)
+    assert items[0]["status"] == "deleted"
     await until(lambda: not node.objects.list("ReplicaSet") and not node.list())
     assert node.objects.list("Pod") == []
 
@@ -283,11 +279,8 @@ async def test_delete_of_a_deployment_answers_once_its_pods_are_gone(
     client, node, docker = cluster
     await apply(client, deployment(2))
     await until(lambda: len(running(node, "web-")) == 2)
-    response = await client.post(
-        f"{LOCAL}/delete",
-        json={"objects": [{"kind": "Deployment", "name": "web"}], "timeoutSeconds": 30},
-    )
-    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    items = await delete_remotely(client, [{"kind": "Deployment", "name": "web"}], timeout=30)
+    assert [i["status"] for i in items] == ["deleted"]
     assert named(node, "web-") == []
     assert node.objects.list("ReplicaSet") == []
     assert [c for c in docker.containers.values() if "web-" in c.name] == []
@@ -303,11 +296,7 @@ async def test_delete_of_a_deployment_waits_for_its_pods_deleted_earlier_and_sti
     held = docker.hold("stop_container")
     await node.delete("default", old, wait=False)
     await until(lambda: docker.count("stop_container") == 1)
-    response = await client.post(
-        f"{LOCAL}/delete",
-        json={"objects": [{"kind": "Deployment", "name": "web"}], "timeoutSeconds": 0.3},
-    )
-    items = (await response.json())["items"]
+    items = await delete_remotely(client, [{"kind": "Deployment", "name": "web"}], timeout=0.3)
     assert items[0]["status"] == "deleted"
     assert {"kind": "Pod", "namespace": "default", "name": old, "status": "timeout"} in items
     held.set()
@@ -320,25 +309,11 @@ async def test_delete_without_wait_answers_before_the_pods_are_gone(
     client, node, _ = cluster
     await apply(client, deployment(1))
     await until(lambda: len(running(node, "web-")) == 1)
-    response = await client.post(
-        f"{LOCAL}/delete",
-        json={"objects": [{"kind": "Deployment", "name": "web"}], "wait": False},
-    )
-    assert [i["status"] for i in (await response.json())["items"]] == ["deleted"]
+    items = await delete_remotely(client, [{"kind": "Deployment", "name": "web"}], wait=False)
+    assert [i["status"] for i in items] == ["deleted"]
     assert node.objects.list("ReplicaSet") == []
     assert node.objects.list("Pod") == []
     await until(lambda: not named(node, "web-"))
-
-
-async def test_delete_refuses_a_wait_that_is_not_a_boolean(
-    cluster: tuple[Client, Kubelet, FakeDocker],
-) -> None:
-    client, _, _ = cluster
-    response = await client.post(
-        f"{LOCAL}/delete", json={"objects": [{"kind": "Pod", "name": "x"}], "wait": "no"}
-    )
-    assert response.status == 400
-    assert await response.text() == "wait must be true or false\n"
 
 
 async def test_a_job_completes_when_its_pod_succeeds(

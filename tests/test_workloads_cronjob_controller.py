@@ -14,9 +14,9 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
+from remote_helpers import delete_remotely
 
 from asynckubelet.api.localapi import create_local_app
-from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
 from asynckubelet.testing import FakeDocker
@@ -85,11 +85,10 @@ async def cluster(
         clock=clock.stamp,
     )
     node = Kubelet(config, docker=FakeDocker(images=(*IMAGES, "busybox:2")), objects=objects)
-    info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
     controllers = Controllers(node, clock=clock)
     async with (
         node,
-        TestClient(TestServer(create_local_app(node, info, uids=()))) as client,
+        TestClient(TestServer(create_local_app(node, uids=()))) as client,
         anyio.create_task_group() as tg,
     ):
         await tg.start(controllers.run)
@@ -143,11 +142,8 @@ async def test_a_cronjob_runs_its_job_at_the_scheduled_minute_and_delete_takes_i
     assert status["lastScheduleTime"] == due.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert [a["uid"] for a in status["active"]] == [job.uid]
 
-    response = await client.post(
-        f"{LOCAL}/delete",
-        json={"objects": [{"kind": "CronJob", "namespace": "default", "name": "tick"}]},
-    )
-    assert response.status == 200, await response.text()
+    items = await delete_remotely(client, [{"kind": "CronJob", "name": "tick"}], timeout=30)
+    assert [i["status"] for i in items] == ["deleted"]
     await until(lambda: not node.objects.list("Job") and not pods(node, f"{job.name}-"))
 
 

@@ -25,7 +25,6 @@ from asynckubelet.api.localapi import create_local_app
 from asynckubelet.kubectl.describe import describe_service
 from asynckubelet.manifests.security import Level
 from asynckubelet.network.firewall import ServiceRule
-from asynckubelet.node import daemon
 from asynckubelet.node.admission import (
     HOST_PORT_CONFLICT,
     NodeAdmitter,
@@ -151,8 +150,7 @@ async def service_node(
             host_listeners=lambda: list(listening),
         )
         controller.recheck_after = recheck_after
-        info = daemon.DaemonInfo(node_name="n1", pod_security=level)
-        app = create_local_app(kubelet, info, services=controller, uids=())
+        app = create_local_app(kubelet, services=controller, uids=())
         async with TestClient(TestServer(app)) as client, anyio.create_task_group() as tg:
             await tg.start(controller.run)
             yield Node(client, kubelet, controller, firewall, listening)

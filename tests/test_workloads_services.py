@@ -20,7 +20,6 @@ from service_helpers import AddressPlugin, RecordingFirewall, RecordingFlows
 from asynckubelet import errors
 from asynckubelet.api.localapi import create_local_app
 from asynckubelet.network.firewall import ServiceRule
-from asynckubelet.node import daemon
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
 from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
 from asynckubelet.testing import FakeDocker
@@ -329,8 +328,7 @@ async def node(
             targets=[ProxyTarget(firewall, "br0")],  # type: ignore[arg-type]
             flows=RecordingFlows(),
         )
-        info = daemon.DaemonInfo(node_name="n1", pod_security="baseline")
-        app = create_local_app(kubelet, info, services=controller, uids=())
+        app = create_local_app(kubelet, services=controller, uids=())
         # The client closes after the task group, outside its cancelled scope, so its
         # server's sockets are closed, not abandoned mid-shutdown.
         async with TestClient(TestServer(app)) as client, anyio.create_task_group() as tg:

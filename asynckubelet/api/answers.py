@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -20,7 +20,7 @@ from asynckubelet.manifests import kinds as kind_table
 from asynckubelet.manifests.decoding import MAX_DOCUMENT_BYTES
 from asynckubelet.manifests.selectors import parse_label_selector, selector_matches
 from asynckubelet.node import printpod
-from asynckubelet.node.daemon import API_GROUP, DaemonInfo
+from asynckubelet.node.daemon import API_GROUP
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import (
     PLURALS,
@@ -30,8 +30,6 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.workloads.services import ServiceController
 
 SERVICES_KEY: web.AppKey[ServiceController | None] = web.AppKey("services")
-InfoSource = Callable[[], DaemonInfo]
-INFO_KEY: web.AppKey[InfoSource] = web.AppKey("info")
 TERMINATING_KEY: web.AppKey[set[str]] = web.AppKey("terminating")
 """Namespaces deleted while pods of theirs may still be stopping."""
 STARTED_KEY: web.AppKey[str] = web.AppKey("started")

@@ -1,8 +1,10 @@
-"""The local API's writes: ``apply`` (manifest texts in; each object's verdict,
-``created``, ``configured`` or ``unchanged``, out, or 422 with every field error and
-nothing applied) and ``delete`` (objects by kind, namespace and name; which were
-deleted). Admission happens here, with the daemon's level, node name and namespace
-policy, and with the Namespaces it stores: one admission for every client.
+"""The node's writes: ``apply`` (manifest texts in; each object's verdict, ``created``,
+``configured`` or ``unchanged``, out, or 422 with every field error and nothing
+applied) and the deletion of one object with what goes with it (:func:`delete_one`: a
+namespace's contents, a workload's ReplicaSets and pods), which the Kubernetes API's
+``DELETE`` does (:mod:`asynckubelet.api.kube.writes`). Admission happens here, with the
+daemon's level, node name and namespace policy, and with the Namespaces it stores: one
+admission for every client.
 """
 
 from __future__ import annotations
@@ -348,14 +350,6 @@ def _verdict(node: Kubelet, applied: Applied) -> dict[str, Any]:
     return item
 
 
-def _seconds(value: Any, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise web.HTTPBadRequest(text=f"{name} must be a number of seconds >= 0\n")
-    return float(value)
-
-
 async def _delete_namespace_contents(
     node: Kubelet, name: str, *, grace: float | None
 ) -> list[dict[str, str]]:
@@ -372,47 +366,6 @@ async def _delete_namespace_contents(
         if await node.delete(name, pod_name, grace_period=grace, wait=False):
             deleted.append({"namespace": name, "name": pod_name})
     return deleted
-
-
-async def delete(request: web.Request) -> web.Response:
-    """``{"objects": [{"kind", "namespace", "name"}], "gracePeriodSeconds",
-    "timeoutSeconds", "wait"}``: each object deleted (pods gracefully; a Namespace with
-    everything in it; a workload with the Jobs, ReplicaSets and pods it controls) and,
-    unless ``wait`` is false, the pods waited for until they are gone or the timeout
-    ends, as kubectl's ``--wait`` waits; answers each one's fate: ``deleted``,
-    ``notfound`` or, for a pod still there, ``timeout`` (the pods of a
-    deleted namespace or workload still there are added, as ``timeout``)."""
-    node = request.app[NODE_KEY]
-    body = await _body(request)
-    refs = body.get("objects")
-    if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
-        return status(400, "BadRequest", 'body must be {"objects": [{"kind", "name"}]}')
-    grace = _seconds(body.get("gracePeriodSeconds"), "gracePeriodSeconds")
-    timeout = _seconds(body.get("timeoutSeconds"), "timeoutSeconds")
-    wait = body.get("wait", True)
-    if not isinstance(wait, bool):
-        raise web.HTTPBadRequest(text="wait must be true or false\n")
-    results: list[dict[str, str]] = []
-    waiting: list[dict[str, str]] = []
-    for ref in refs:
-        kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
-        namespace = "" if kind == "Namespace" else str(ref.get("namespace") or "default")
-        if kind not in KINDS or not name:
-            return status(400, "BadRequest", f'the server doesn\'t have a resource type "{kind}"')
-        result = {"kind": kind, "namespace": namespace, "name": name, "status": "notfound"}
-        results.append(result)
-        waiting += await delete_one(request.app, node, result, grace=grace)
-    if not wait:
-        return web.json_response({"kind": "DeleteResult", "items": results})
-    with anyio.move_on_after(timeout):
-        for pod in waiting:
-            await node.wait(pod["namespace"], pod["name"], "Deleted")
-    for pod in waiting:
-        if node.get(pod["namespace"], pod["name"]) is not None:
-            if pod not in results:
-                results.append(pod)
-            pod["status"] = "timeout"
-    return web.json_response({"kind": "DeleteResult", "items": results})
 
 
 async def delete_one(
@@ -433,19 +386,19 @@ async def delete_one(
             for pod in await _delete_namespace_contents(node, name, grace=grace)
         ]
     stored = node.objects.get(kind, namespace, name)
-    dependents = _dependents(node, stored) if stored is not None else []
+    found = dependents(node, stored) if stored is not None else []
     if node.objects.remove(kind, namespace, name) is not None:
         result["status"] = "deleted"
         logger.info("{} {} deleted", RESOURCES[kind], "/".join(filter(None, (namespace, name))))
-    for obj in dependents:
+    for obj in found:
         if obj.kind != "Pod":
             node.objects.remove(obj.kind, obj.namespace, obj.name)
-    for obj in dependents:
+    for obj in found:
         if obj.kind == "Pod":
             await node.delete(obj.namespace, obj.name, grace_period=grace, wait=False)
             pods.append({"kind": "Pod", "namespace": obj.namespace, "name": obj.name})
     if stored is not None and stored.kind in OWNER_KINDS:
-        pods += _stopping(node, {o.uid for o in (stored, *dependents)}, pods)
+        pods += _stopping(node, {o.uid for o in (stored, *found)}, pods)
     return pods
 
 
@@ -467,7 +420,7 @@ def _stopping(
     return found
 
 
-def _dependents(node: Kubelet, owner: StoredObject) -> list[StoredObject]:
+def dependents(node: Kubelet, owner: StoredObject) -> list[StoredObject]:
     """The objects ``owner`` controls, and theirs (a Deployment's ReplicaSets and their
     pods): what the garbage collector would remove after it, removed with it so that
     ``delete`` can wait for the pods."""

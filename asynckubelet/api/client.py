@@ -1,26 +1,30 @@
-"""A client of the node daemon's local API, over its unix socket.
+"""A client of the node daemon's Kubernetes API, over its unix socket.
 
-The command line asks the daemon (:mod:`asynckubelet.api.localapi`) instead of reading Docker
-itself. A command is a short process, and most of its time would go into importing an
-HTTP stack, so this client speaks the little HTTP/1.1 the daemon's answers need (one
-request per connection; a body framed by its length, by chunks, or by the connection's
-end) over a plain socket, and returns plain JSON: ``asynckubelet get pods`` through it
-imports no Kubernetes models, no asyncio HTTP client, and not even the standard
-library's ``http.client``, whose e-mail header parser and TLS module are two thirds of
-the modules such a command would load (while the engine starts pods, each module loaded
-costs a command many times what it costs at rest). Failures come back as the project's
-exceptions: the daemon's ``Status`` answers as :class:`~asynckubelet.errors.DaemonError`
-carrying the status' reason (printed as kubectl prints ``Error from server (NotFound):
-...``), rejected manifests as :class:`~asynckubelet.errors.ManifestError` with every
-field error.
+The command line asks the daemon (:mod:`asynckubelet.api.localapi`: the node's Kubernetes
+API on the state dir's socket) instead of reading Docker itself, with the API's paths,
+parameters and verbs (a watch-list for ``get -w``, ``DELETE`` with a propagation policy, a
+watch of the pods until they are gone for ``delete --wait``). A command is a short process,
+and most of its time would go into importing an HTTP stack, so this client speaks the little
+HTTP/1.1 the daemon's answers need (one request per connection; a body framed by its length,
+by chunks, or by the connection's end) over a plain socket, and returns plain JSON:
+``asynckubelet get pods`` through it imports no Kubernetes models, no asyncio HTTP client,
+and not even the standard library's ``http.client``, whose e-mail header parser and TLS
+module are two thirds of the modules such a command would load (while the engine starts
+pods, each module loaded costs a command many times what it costs at rest). Failures come
+back as the project's exceptions: the daemon's ``Status`` answers as
+:class:`~asynckubelet.errors.DaemonError` carrying the status' reason (printed as kubectl
+prints ``Error from server (NotFound): ...``), rejected manifests as
+:class:`~asynckubelet.errors.ManifestError` with every field error.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
-from collections.abc import Generator, Iterator, Mapping, Sequence
+import time
+from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 
 from asynckubelet import errors
 from asynckubelet.kubectl import resources
@@ -34,7 +38,14 @@ if TYPE_CHECKING:
     from asynckubelet.node.operations import PodLogOptions
 
 LOCAL = f"/apis/{API_GROUP}/v1"
+NODE_FILE = "node.json"
+"""What the daemon publishes beside its socket (:data:`asynckubelet.node.daemon.NODE_FILE`)."""
+MAX_NODE_FILE = 1 << 16
+BUILD_MARK = "+asynckubelet."
+"""What ends a ``gitVersion`` of this project, before its own version."""
 CONNECT_TIMEOUT = 5.0
+WATCH_SECONDS = 24 * 3600
+"""How long a watch is asked to last (the longest the node grants)."""
 
 
 MAX_LINE = 65536
@@ -297,8 +308,24 @@ class NodeClient:
     # -- reading --------------------------------------------------------------------------
 
     def node(self) -> dict[str, Any]:
-        """The daemon's effective configuration (as in its ``node.json``)."""
-        return dict(self._json("GET", f"{LOCAL}/node"))
+        """The daemon's effective configuration as it publishes it beside its socket
+        (``node.json``: its node name, engine, network and Pod Security level, which no
+        Kubernetes object carries); empty when it has published none (yet), or that file
+        cannot be read."""
+        path = os.path.join(os.path.dirname(os.fspath(self.socket)), NODE_FILE)
+        try:
+            with open(path, "rb") as file:
+                data = json.loads(file.read(MAX_NODE_FILE + 1)[:MAX_NODE_FILE])
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def version(self) -> str:
+        """The daemon's version, from the API's ``/version`` (``v1.33.0+asynckubelet.X``:
+        ``X``); the whole ``gitVersion`` when it names no build of this project."""
+        found = str(self._json("GET", "/version").get("gitVersion") or "")
+        _, marked, build = found.partition(BUILD_MARK)
+        return build if marked else found
 
     def healthy(self) -> bool:
         try:
@@ -363,13 +390,29 @@ class NodeClient:
     ) -> Generator[dict[str, Any], None, None]:
         """The pods' watch events as the daemon streams them, until it ends the stream:
         ``{"type", "object"}`` with ``ADDED`` for each pod there at first, a ``BOOKMARK``
-        once those are sent, then ``ADDED``, ``MODIFIED``, ``DELETED``, or an ``ERROR``
-        Status (410 ``Expired``: watch anew). With ``table`` each object is a one-row
-        ``Table``, printed by the daemon; with ``selector`` only the pods it selects."""
+        annotated ``k8s.io/initial-events-end`` once those are sent (a watch-list:
+        ``sendInitialEvents``), then ``ADDED``, ``MODIFIED``, ``DELETED``, further
+        ``BOOKMARK``s, or an ``ERROR`` Status (410 ``Expired``: watch anew). With
+        ``table`` each object is a one-row ``Table``, printed by the daemon; with
+        ``selector`` only the pods it selects."""
         fields = f"metadata.name={name}" if name else None
-        query = {"watch": True, "fieldSelector": fields, "labelSelector": selector}
+        query = {
+            "watch": True,
+            "sendInitialEvents": True,
+            "resourceVersionMatch": "NotOlderThan",
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": WATCH_SECONDS,
+            "fieldSelector": fields,
+            "labelSelector": selector,
+        }
         path = _namespaced(namespace, "pods") + _query(query)
         accept = TABLE_ACCEPT if table else "application/json"
+        return self._events(path, accept=accept)
+
+    def _events(
+        self, path: str, *, accept: str = "application/json"
+    ) -> Generator[dict[str, Any], None, None]:
+        """The watch events the daemon streams for ``path``, until it ends the stream."""
         response = self._send("GET", path, accept=accept, stream=True)
         try:
             if response.status >= 300:
@@ -428,25 +471,65 @@ class NodeClient:
             body["prune"] = {"selector": prune_selector or "", "all": prune_all}
         return dict(self._json("POST", f"{LOCAL}/apply", body=body))
 
-    def delete(
-        self,
-        objects: Sequence[Mapping[str, str]],
-        *,
-        grace_period: float | None = None,
-        timeout: float | None = None,
-        wait: bool = True,
-    ) -> list[dict[str, str]]:
-        """Delete objects (``{"kind", "namespace", "name"}``) and, with ``wait``, wait for
-        their pods until they are gone or ``timeout`` ends: each one's ``status``,
-        ``deleted``, ``notfound`` or ``timeout``."""
-        body = {
-            "objects": list(objects),
-            "gracePeriodSeconds": grace_period,
-            "timeoutSeconds": timeout,
-            "wait": wait,
-        }
-        answer = None if timeout is None else timeout + 30.0
-        return list(self._json("POST", f"{LOCAL}/delete", body=body, timeout=answer)["items"])
+    def delete_object(
+        self, plural: str, namespace: str, name: str, *, grace_period: float | None = None
+    ) -> bool:
+        """``DELETE`` one object (``propagationPolicy=Background``: a workload's
+        ReplicaSets and pods go with it), gracefully unless ``grace_period`` says how
+        long; False when there is none."""
+        if plural == "namespaces":
+            path = f"/api/v1/namespaces/{quote(name)}"
+        else:
+            path = self._item(namespace, plural, name)
+        grace = None if grace_period is None else int(grace_period)
+        query = {"propagationPolicy": "Background", "gracePeriodSeconds": grace}
+        try:
+            self._json("DELETE", path + _query(query))
+        except errors.DaemonError as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
+
+    def wait_gone(
+        self, pods: Collection[tuple[str, str]], *, timeout: float | None
+    ) -> set[tuple[str, str]]:
+        """Wait until the pods ``(namespace, name)`` are gone, watching the pods, or
+        until ``timeout`` ends (None: no end); those still there."""
+        left = set(pods)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while left:
+            seconds = WATCH_SECONDS
+            if deadline is not None:
+                seconds = math.ceil(deadline - time.monotonic())
+                if seconds <= 0:
+                    break
+            query = {
+                "watch": True,
+                "sendInitialEvents": True,
+                "resourceVersionMatch": "NotOlderThan",
+                "allowWatchBookmarks": True,
+                "timeoutSeconds": str(seconds),
+            }
+            there: set[tuple[str, str]] = set()
+            listed = False
+            for event in self._events("/api/v1/pods" + _query(query)):
+                kind, meta = event.get("type"), (event.get("object") or {}).get("metadata") or {}
+                key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+                if kind == "ERROR":
+                    break
+                if kind == "BOOKMARK" and not listed:
+                    listed = True
+                    left &= there
+                elif kind == "ADDED" and not listed:
+                    there.add(key)
+                elif kind == "DELETED":
+                    left.discard(key)
+                if listed and not left:
+                    return left
+        if not left:
+            return left
+        return left & {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in self.pods()}
 
     @staticmethod
     def _item(namespace: str | None, plural: str, name: str | None) -> str:

@@ -187,7 +187,7 @@ async def get_service(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
-def _endpoints_body(services: ServiceController, namespace: str, name: str) -> dict[str, Any]:
+def endpoints_body(services: ServiceController, namespace: str, name: str) -> dict[str, Any]:
     """The Endpoints object of a Service with a selector (empty while nothing matches)."""
     found = services.endpoints(namespace, name) or ServiceEndpoints(namespace, name)
     body = found.v1()
@@ -198,7 +198,7 @@ def _endpoints_body(services: ServiceController, namespace: str, name: str) -> d
     return body
 
 
-def _has_endpoints(svc: Any) -> bool:
+def has_endpoints(svc: Any) -> bool:
     return bool(svc.spec is not None and svc.spec.selector and svc.spec.type != "ExternalName")
 
 
@@ -206,9 +206,9 @@ async def list_endpoints(request: web.Request) -> web.Response:
     services = _services(request)
     selector = label_selector(request)
     bodies = [
-        _endpoints_body(services, *_identity(s))
+        endpoints_body(services, *_identity(s))
         for s in services.services(request.match_info.get("namespace"))
-        if _has_endpoints(s)
+        if has_endpoints(s)
     ]
     bodies = [b for b in bodies if selected(selector, _labels(b))]
     if wants_table(request):
@@ -220,9 +220,9 @@ async def get_endpoints(request: web.Request) -> web.Response:
     services = _services(request)
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     svc = services.service(namespace, name)
-    if svc is None or not _has_endpoints(svc):
+    if svc is None or not has_endpoints(svc):
         return not_found("endpoints", name)
-    body = _endpoints_body(services, namespace, name)
+    body = endpoints_body(services, namespace, name)
     if wants_table(request):
         return web.json_response(rows.endpoints_table([body]))
     return web.json_response(body)

@@ -40,6 +40,11 @@ class ExecTarget:
     docker_host: str | None
     """The engine the node drives (None: the default one)."""
     node_name: str
+    container: str = ""
+    """The container's name in the pod."""
+    socket: str | None = None
+    """The daemon's socket: the command goes through the pod's ``exec`` subresource there
+    (:mod:`asynckubelet.api.execclient`); None: straight to the engine."""
 
 
 class NodeAPI(Protocol):

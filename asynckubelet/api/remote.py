@@ -1,6 +1,6 @@
-"""The node API's remote side: a running daemon, asked over its local API.
+"""The node API's remote side: a running daemon, asked over its Kubernetes API.
 
-Each method is one request on the unix socket in the state dir
+Each read is one request on the unix socket in the state dir
 (:class:`~asynckubelet.api.client.NodeClient`: the standard library only, so a command
 that asks the daemon loads no event loop, no HTTP stack, not even ``typing``), and the daemon
 answers from the node's own view: its pods, its objects, its events, its tables.
@@ -9,6 +9,7 @@ answers from the node's own view: its pods, its objects, its events, its tables.
 from __future__ import annotations
 
 import builtins
+import os
 
 from asynckubelet import errors
 
@@ -19,6 +20,17 @@ if TYPE_CHECKING:
 
     from asynckubelet.api.client import NodeClient
     from asynckubelet.api.protocol import ExecTarget, PodLogOptions
+
+
+OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "CronJob")
+"""Kinds whose objects own pods (:data:`asynckubelet.workloads.controller.OWNER_KINDS`)."""
+
+
+def _controller(body: Mapping[str, Any]) -> str:
+    """The UID of the object's controller (its ``ownerReferences`` entry with
+    ``controller: true``); empty when none."""
+    refs = (body.get("metadata") or {}).get("ownerReferences") or []
+    return next((str(r.get("uid") or "") for r in refs if r.get("controller")), "")
 
 
 class RemoteNode:
@@ -74,8 +86,8 @@ class RemoteNode:
         return self.client.log(namespace, name, options)
 
     def exec_target(self, namespace: str, name: str, container: str | None) -> ExecTarget:
-        """The container as the daemon's pod status names it, on the engine the daemon
-        drives (the caller execs there itself)."""
+        """The container as the daemon's pod status names it, reached through the pod's
+        ``exec`` subresource on the daemon's socket."""
         from typing import cast
 
         from lightkube.models.core_v1 import Pod
@@ -95,11 +107,12 @@ class RemoteNode:
         running = found is not None and found.state is not None and found.state.running is not None
         if found is None or not found.containerID or not running:
             raise errors.PodError("cannot exec into a container that is not running")
-        info = self.client.node()
         return ExecTarget(
             container_id=found.containerID.split("://", 1)[-1],
-            docker_host=self.docker_host or str(info.get("docker_host") or "") or None,
-            node_name=str(info["node_name"]),
+            docker_host=self.docker_host,
+            node_name=pod.spec.nodeName if pod.spec is not None and pod.spec.nodeName else "",
+            container=chosen,
+            socket=os.fspath(self.client.socket),
         )
 
     def node(self) -> dict[str, Any]:
@@ -122,7 +135,75 @@ class RemoteNode:
         timeout: float | None = None,
         wait: bool = True,
     ) -> builtins.list[dict[str, str]]:
-        return self.client.delete(objects, grace_period=grace_period, timeout=timeout, wait=wait)
+        """Each object ``DELETE``d in turn, its pods (a namespace's, a workload's, those
+        of an earlier rollout still stopping) noted before; then, with ``wait``, those
+        pods watched until they are gone or ``timeout`` ends, as kubectl's ``--wait``
+        waits. A pod still there is ``timeout``, added to the answer when it was not
+        asked for."""
+        from asynckubelet.kubectl import resources
+
+        results: builtins.list[dict[str, str]] = []
+        waiting: builtins.list[dict[str, str]] = []
+        for ref in objects:
+            kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+            namespace = "" if kind == "Namespace" else str(ref.get("namespace") or "default")
+            found = resources.lookup(kind)
+            if found is None or not name:
+                raise errors.DaemonError(
+                    f'the server doesn\'t have a resource type "{kind}"', reason="BadRequest"
+                )
+            result = {"kind": kind, "namespace": namespace, "name": name, "status": "notfound"}
+            results.append(result)
+            pods = [] if kind == "Pod" else self._pods_of(kind, namespace, name)
+            deleted = self.client.delete_object(
+                found.plural, namespace, name, grace_period=grace_period
+            )
+            if deleted:
+                result["status"] = "deleted"
+            waiting += [result] if kind == "Pod" and deleted else pods
+        if not wait:
+            return results
+        keys = {(p["namespace"], p["name"]) for p in waiting}
+        left = self.client.wait_gone(keys, timeout=timeout)
+        for pod in waiting:
+            if (pod["namespace"], pod["name"]) in left:
+                if pod not in results:
+                    results.append(pod)
+                pod["status"] = "timeout"
+        return results
+
+    def _pods_of(self, kind: str, namespace: str, name: str) -> builtins.list[dict[str, str]]:
+        """The pods that go with the object: all of a namespace's; those a workload
+        controls, through its ReplicaSets or Jobs, and those it controlled still stopping."""
+        if kind == "Namespace":
+            chosen = self.client.pods(name)
+        elif kind in OWNER_KINDS:
+            owners = {self._uid(kind, namespace, name)} - {""}
+            between = {"Deployment": "replicasets", "CronJob": "jobs"}.get(kind)
+            if owners and between is not None:
+                for child in self.client.objects(between, namespace):
+                    if _controller(child) in owners:
+                        owners.add(str(child["metadata"].get("uid") or ""))
+            pods = self.client.pods(namespace) if owners else []
+            chosen = [p for p in pods if _controller(p) in owners]
+        else:
+            return []
+        return [
+            {"kind": "Pod", "namespace": p["metadata"]["namespace"], "name": p["metadata"]["name"]}
+            for p in chosen
+        ]
+
+    def _uid(self, kind: str, namespace: str, name: str) -> str:
+        from asynckubelet.kubectl import resources
+
+        found = resources.lookup(kind)
+        try:
+            body = self.client.object(found.plural if found else kind, namespace, name)
+        except errors.DaemonError as e:
+            if e.status == 404:
+                return ""
+            raise
+        return str((body.get("metadata") or {}).get("uid") or "")
 
     def close(self) -> None:
         return None

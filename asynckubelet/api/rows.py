@@ -91,3 +91,11 @@ def endpoints_table(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     now = times.now_utc()
     rows = [(object_printing.endpoints_row(b, now=now), b.get("metadata") or {}) for b in bodies]
     return tables.table(object_printing.ENDPOINTS_COLUMNS, rows)
+
+
+def endpointslice_table(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    now = times.now_utc()
+    rows = [
+        (object_printing.endpointslice_row(b, now=now), b.get("metadata") or {}) for b in bodies
+    ]
+    return tables.table(object_printing.ENDPOINTSLICE_COLUMNS, rows)

@@ -168,6 +168,40 @@ def endpoints_row(body: Mapping[str, Any], *, now: datetime) -> list[str]:
     return [str((body.get("metadata") or {}).get("name") or ""), shown, _shown_age(body, now)]
 
 
+ENDPOINTSLICE_COLUMNS = (
+    ("Name", 0),
+    ("AddressType", 0),
+    ("Ports", 0),
+    ("Endpoints", 0),
+    ("Age", 0),
+)
+
+
+def _first_three(found: list[str]) -> str:
+    """kubectl's short list: three items, then ``+ N more...``; ``<unset>`` for none."""
+    shown = ",".join(found[:MAX_ENDPOINTS_SHOWN])
+    if len(found) > MAX_ENDPOINTS_SHOWN:
+        return f"{shown} + {len(found) - MAX_ENDPOINTS_SHOWN} more..."
+    return shown or "<unset>"
+
+
+def endpointslice_row(body: Mapping[str, Any], *, now: datetime) -> list[str]:
+    """One EndpointSlice's cells in :data:`ENDPOINTSLICE_COLUMNS`: its ports (a port
+    without a number by its name, else ``*``) and its endpoints' addresses."""
+    ports = [
+        str(p["port"]) if p.get("port") is not None else str(p.get("name") or "*")
+        for p in body.get("ports") or []
+    ]
+    addresses = [str(a) for e in body.get("endpoints") or [] for a in e.get("addresses") or []]
+    return [
+        str((body.get("metadata") or {}).get("name") or ""),
+        str(body.get("addressType") or ""),
+        _first_three(ports),
+        _first_three(addresses),
+        _shown_age(body, now),
+    ]
+
+
 # -- workloads ---------------------------------------------------------------------------------
 
 DEPLOYMENT_COLUMNS = (

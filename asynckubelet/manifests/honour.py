@@ -48,7 +48,11 @@ _SPEC_FIELDS: tuple[tuple[str, str], ...] = (
     ("priorityClassName", f"{_NO_SCHEDULER}, and nothing is preempted"),
     ("priority", f"{_NO_SCHEDULER}, and nothing is preempted"),
     ("preemptionPolicy", f"{_NO_SCHEDULER}, and nothing is preempted"),
-    ("readinessGates", f"{_NO_API} to set the conditions they wait for"),
+    (
+        "readinessGates",
+        f"{_NO_API}: only a write of the pod's status through the Kubernetes API of `serve` "
+        "(pods/status) sets the conditions they wait for",
+    ),
     ("serviceAccountName", _SERVICE_ACCOUNT),
     ("serviceAccount", _SERVICE_ACCOUNT),
     ("runtimeClassName", "every container runs on the Docker engine's default runtime"),

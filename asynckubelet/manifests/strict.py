@@ -43,6 +43,8 @@ _QUANTITY_MAPS = frozenset(
     }
 )
 _FREE_FORM = frozenset({"FieldsV1", "RawExtension", "JSON"})
+_FREE_FORM_FIELDS = frozenset({("ManagedFieldsEntry", "fieldsV1")})
+"""Free-form fields the models type as a bare ``Dict`` (upstream's ``FieldsV1``)."""
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -121,6 +123,8 @@ def _build(cls: type) -> dict[str, _Field]:
         raw = str(raw_annotations.get(name, ""))
         if (cls.__name__, json_name) in _QUANTITY_MAPS:
             t = _Type(_DICT, _Type(_QUANTITY))
+        elif (cls.__name__, json_name) in _FREE_FORM_FIELDS:
+            t = _Type(_ANY)
         else:
             t = _classify(tp, quantity="Quantity" in raw)
         table[json_name] = _Field(json_name, t, req)

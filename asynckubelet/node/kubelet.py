@@ -31,7 +31,7 @@ import contextlib
 import copy
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -41,7 +41,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 import yaml
-from lightkube.models.core_v1 import Pod, PodStatus
+from lightkube.models.core_v1 import Pod, PodCondition, PodStatus
 
 from asynckubelet import _trace, errors, hostfs
 from asynckubelet._logging import logger
@@ -73,7 +73,7 @@ from asynckubelet.node.podoptions import PodOptions
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
 from asynckubelet.node.runoptions import PodOutcome
-from asynckubelet.node.status import TERMINAL_PHASES, rejected_status
+from asynckubelet.node.status import KUBELET_CONDITIONS, TERMINAL_PHASES, rejected_status
 from asynckubelet.node.status_manager import StatusManager, read_status_files
 from asynckubelet.node.volumes import VolumeManager, default_root
 from asynckubelet.node.worker_state import Termination, WorkerPolicy
@@ -442,6 +442,22 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
     def has_pod(self, uid: str) -> bool:
         """Whether a pod worker drives the pod ``uid`` (running, or being stopped)."""
         return uid in self._entries
+
+    def set_conditions(self, uid: str, conditions: Sequence[PodCondition]) -> bool:
+        """Conditions others own (a readiness gate's, written to the pod's status through
+        the API) in place of the ones they set before; the kubelet's own stay its own, and
+        the pod's status is generated anew with them (its Ready condition waits for its
+        readiness gates' conditions). False: the node runs no such pod."""
+        entry = self._entries.get(uid)
+        if entry is None or entry.deleting:
+            return False
+        pod = copy.deepcopy(entry.worker.pod)
+        status = pod.status or PodStatus()
+        own = [c for c in status.conditions or [] if c.type in KUBELET_CONDITIONS]
+        status.conditions = [*own, *(c for c in conditions if c.type not in KUBELET_CONDITIONS)]
+        pod.status = status
+        entry.worker.update(pod)
+        return True
 
     def _want(self, pod: Pod, source: str) -> None:
         name, ns, uid = ctr.pod_identity(pod)

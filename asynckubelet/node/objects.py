@@ -184,6 +184,13 @@ def _content(body: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def _same_owners(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` leaves the field owners (``managedFields``) of ``old`` as they are:
+    it names none (a manifest) or the same."""
+    owners = (new.get("metadata") or {}).get("managedFields")
+    return owners is None or owners == (old.get("metadata") or {}).get("managedFields")
+
+
 def applied_form(body: Mapping[str, Any]) -> dict[str, Any]:
     """The form an object was applied in: its last-applied configuration when it keeps
     one, else the object without what the server sets."""
@@ -326,7 +333,12 @@ class ObjectStore:
             applied = self._verdict(key, body)
             done.append(applied)
             old = self._objects.get(key)
-            if applied.verdict == "unchanged" and old is not None and old.source == source:
+            if (
+                applied.verdict == "unchanged"
+                and old is not None
+                and old.source == source
+                and _same_owners(old.body, body)
+            ):
                 continue
             self._store(key, body, source, old)
             if applied.verdict != "unchanged" and key[0] in ("ConfigMap", "Secret"):

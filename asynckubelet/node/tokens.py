@@ -55,7 +55,9 @@ _UID_NAMESPACE = uuid.UUID("6f1c3b8e-2d47-4a51-9a0e-6a6b9c1e7d20")
 
 @dataclass(frozen=True)
 class TokenRequest:
-    """What a ``serviceAccountToken`` projection asks for, bound to one pod."""
+    """What a token is asked for: by a ``serviceAccountToken`` projection (bound to its
+    pod) or by the API's ``TokenRequest`` (bound to a pod, a Secret, the node or
+    nothing)."""
 
     namespace: str
     service_account: str
@@ -63,6 +65,14 @@ class TokenRequest:
     pod_uid: str
     audiences: tuple[str, ...]
     expiration_seconds: int
+    service_account_uid: str = ""
+    """The service account's uid (empty: one made from its names)."""
+    secret_name: str = ""
+    """A Secret the token is bound to (with ``secret_uid``)."""
+    secret_uid: str = ""
+    node_bound: bool = False
+    """Bound to the node itself; a token bound to a pod names its node too, one bound to
+    nothing (no pod, Secret or node) names neither."""
 
 
 @dataclass(frozen=True)
@@ -202,21 +212,25 @@ class TokenIssuer:
         issued = now.replace(microsecond=0)
         expires = issued + timedelta(seconds=request.expiration_seconds)
         audiences = list(request.audiences) or [self.issuer]
+        private: dict[str, object] = {"namespace": request.namespace}
+        if request.pod_name or request.node_bound:
+            private["node"] = {"name": self.node_name, "uid": stable_uid("node", self.node_name)}
+        if request.pod_name:
+            private["pod"] = {"name": request.pod_name, "uid": request.pod_uid}
+        if request.secret_name:
+            private["secret"] = {"name": request.secret_name, "uid": request.secret_uid}
+        private["serviceaccount"] = {
+            "name": request.service_account,
+            "uid": request.service_account_uid
+            or stable_uid("serviceaccount", request.namespace, request.service_account),
+        }
         claims = {
             "aud": audiences,
             "exp": int(expires.timestamp()),
             "iat": int(issued.timestamp()),
             "iss": self.issuer,
             "jti": str(uuid.uuid4()),
-            "kubernetes.io": {
-                "namespace": request.namespace,
-                "node": {"name": self.node_name, "uid": stable_uid("node", self.node_name)},
-                "pod": {"name": request.pod_name, "uid": request.pod_uid},
-                "serviceaccount": {
-                    "name": request.service_account,
-                    "uid": stable_uid("serviceaccount", request.namespace, request.service_account),
-                },
-            },
+            "kubernetes.io": private,
             "nbf": int(issued.timestamp()),
             "sub": f"system:serviceaccount:{request.namespace}:{request.service_account}",
         }

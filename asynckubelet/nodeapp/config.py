@@ -97,6 +97,11 @@ class ServicesConfig:
     ``ClusterFirst`` pods that address when the kubelet has no ``cluster_dns``."""
     dns_upstreams: tuple[tuple[str, int], ...] = ()
     """``(address, port)`` the cluster DNS forwards other names to; empty: none."""
+    instances_root: Path | None = None
+    """Where the host's node instances keep their state dirs (``--instance``; its parent
+    is the default instance's): the nodePorts and LoadBalancer ports those nodes publish
+    are held, and this node records its own in its state dir for them. None: the host's
+    other nodes are not looked at."""
 
 
 @dataclass(frozen=True, kw_only=True)

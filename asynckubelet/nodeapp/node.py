@@ -25,7 +25,7 @@ import anyio
 import anyio.abc
 
 from asynckubelet import errors
-from asynckubelet.nodeapp.config import HTTPEndpoint, NetworkConfig, NodeConfig
+from asynckubelet.nodeapp.config import HTTPEndpoint, NetworkConfig, NodeConfig, ServicesConfig
 
 if TYPE_CHECKING:
     from asynckubelet.api.kube.server import KubeAPI
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from asynckubelet.node.daemon import DaemonInfo
     from asynckubelet.node.foreground import PodOutput
     from asynckubelet.node.kubelet import Kubelet
+    from asynckubelet.node.neighbours import Neighbours
     from asynckubelet.node.objects import ObjectStore
     from asynckubelet.runtime.images import Announce, PullListener
     from asynckubelet.workloads.allocation import ReservedPort
@@ -292,6 +293,7 @@ class Node:
             targets=targets,
             reserved=_reserved_ports(self.config.http, dns_address),
             host_listeners=read_listeners,
+            neighbours=_neighbours(setup, self.state_dir, kubelet.node_name),
         )
         await tg.start(controller.run, name="services")
         if dns_address is None:
@@ -321,16 +323,12 @@ class Node:
         from asynckubelet.api.localapi import serve_local
 
         local = functools.partial(
-            serve_local, kubelet, self._published, path=str(socket_file), services=self.services
+            serve_local, kubelet, path=str(socket_file), services=self.services
         )
         try:
             self._inode = int(await tg.start(local, name="local API"))
         except OSError as e:
             raise errors.DaemonError(f"cannot listen on {socket_file}: {e}") from None
-
-    def _published(self) -> DaemonInfo:
-        assert self.info is not None  # noqa: S101  (type narrowing: published before any request is answered)
-        return self.info
 
     async def _listen(self, tg: anyio.abc.TaskGroup, kubelet: Kubelet, at: HTTPEndpoint) -> int:
         """The read-only TCP endpoint, started; its bound port."""
@@ -460,6 +458,16 @@ def _leaves(error: BaseException) -> list[BaseException]:
     if not isinstance(error, BaseExceptionGroup):
         return [error]
     return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+
+
+def _neighbours(setup: ServicesConfig, state: Path | None, node_name: str) -> Neighbours | None:
+    """The record of the ports the node publishes, and its neighbours' (none without a
+    state dir or an instances root)."""
+    from asynckubelet.node.neighbours import Neighbours as Record
+
+    if state is None or setup.instances_root is None:
+        return None
+    return Record(state_dir=state, node_name=node_name, root=setup.instances_root)
 
 
 def _cluster_network(

@@ -8,9 +8,14 @@ parallel operations the same way (``COMPOSE_PARALLEL_LIMIT``).
 A :class:`StartGate` holds at most ``limit`` creations (each a create and start of one
 container, a sandbox's pause container among them) under way; the others wait their turn
 in order. A pod's own containers go before the sandboxes of pods not begun: the pods of a
-burst come up one after another rather than all at the end. A start that waits can be
-cancelled; once it has its slot, what it makes is not split by a cancellation (the
-callers shield the create and start).
+burst come up one after another rather than all at the end. Between its sandbox and its
+first container a pod sets up its network, while none of its containers is waiting yet:
+so the slot its sandbox gives back stays claimed for the pod, and no new sandbox takes it
+until one of the pod's containers asks for a slot or the pod gives the claim up. The
+containers of other pods may use a claimed slot meanwhile, so the engine is not kept idle
+while starts of pods under way wait. A start that waits can be cancelled; once it has its
+slot, what it makes is not split by a cancellation (the callers shield the create and
+start).
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ class StartGate:
         self.limit = limit
         self.busy = 0
         """Slots held now."""
+        self.claims: set[str] = set()
+        """The pods whose sandbox gave its slot back and whose containers have not asked
+        for one yet: each keeps a slot from new sandboxes."""
         self._waiting: tuple[deque[anyio.Event], deque[anyio.Event]] = (deque(), deque())
         """Those waiting for a slot: a pod's own containers first, then new sandboxes."""
 
@@ -48,24 +56,44 @@ class StartGate:
         return len(self._waiting[0]) + len(self._waiting[1])
 
     @contextlib.asynccontextmanager
-    async def slot(self, *, sandbox: bool = False) -> AsyncIterator[None]:
+    async def slot(self, *, sandbox: bool = False, pod: str = "") -> AsyncIterator[None]:
         """Hold a slot while the body creates and starts one container; ``sandbox``: the
         container is a new pod's sandbox, which waits behind the containers of pods
-        already under way."""
+        already under way. ``pod``: the pod's UID; a sandbox made without an error leaves
+        its slot claimed for the pod's containers, and a container's slot redeems the
+        pod's claim."""
         if not self.limit:
             yield
             return
-        await self._acquire(self._waiting[1 if sandbox else 0])
+        if not sandbox and pod:
+            self.claims.discard(pod)
+        await self._acquire(sandbox=sandbox)
         try:
             yield
-        finally:
+        except BaseException:
             self._release()
+            raise
+        if sandbox and pod:
+            self.claims.add(pod)
+        self._release()
 
-    async def _acquire(self, queue: deque[anyio.Event]) -> None:
-        if self.busy < self.limit and not self.waiting:
+    def unclaim(self, pod: str) -> None:
+        """``pod`` starts no container now: its claim, if any, goes to the next in line."""
+        if pod in self.claims:
+            self.claims.discard(pod)
+            self._dispatch()
+
+    def _free(self, *, sandbox: bool) -> bool:
+        if sandbox:
+            return self.busy + len(self.claims) < self.limit and not self.waiting
+        return self.busy < self.limit and not self._waiting[0]
+
+    async def _acquire(self, *, sandbox: bool) -> None:
+        if self._free(sandbox=sandbox):
             self.busy += 1
             return
         turn = anyio.Event()
+        queue = self._waiting[1 if sandbox else 0]
         queue.append(turn)
         try:
             await turn.wait()
@@ -78,12 +106,22 @@ class StartGate:
             raise
 
     def _release(self) -> None:
-        for queue in self._waiting:
-            if queue:
-                # The slot goes to the next in line as it is: ``busy`` stays.
-                queue.popleft().set()
-                return
         self.busy -= 1
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand free slots to those waiting: containers first; a sandbox only to a slot
+        no pod has claimed."""
+        containers, sandboxes = self._waiting
+        while True:
+            if containers and self.busy < self.limit:
+                turn = containers.popleft()
+            elif sandboxes and self.busy + len(self.claims) < self.limit:
+                turn = sandboxes.popleft()
+            else:
+                return
+            self.busy += 1
+            turn.set()
 
 
 __all__ = ["StartGate", "default_parallel_starts"]

@@ -217,13 +217,34 @@ class ImageManager:
     ) -> None:
         self._docker = docker
         self._inflight: dict[str, _Pull] = {}
+        self._looking: dict[str, _Look] = {}
         self.listener = listener
         """Told about every pull this manager makes (joined pulls are told once)."""
         self.announce: Announce = announce or _log_announcement
         """Told about each image made here because it was missing."""
 
     async def is_present(self, image: str) -> bool:
-        return await self._docker.image_exists(image)
+        """Whether the engine has ``image``. The pods of a burst mostly run the same few
+        images: those asking about one while the engine is being asked share its answer."""
+        look = self._looking.get(image)
+        if look is not None:
+            await look.done.wait()
+            if look.error is not None:
+                raise look.error
+            if look.present is not None:
+                return look.present
+            # The one who asked was cancelled before the answer: ask again.
+            return await self.is_present(image)
+        look = self._looking[image] = _Look()
+        try:
+            look.present = await self._docker.image_exists(image)
+        except errors.DockerError as e:
+            look.error = e
+            raise
+        finally:
+            look.done.set()
+            del self._looking[image]
+        return look.present
 
     async def ensure(
         self, image: str, *, policy: str, auths: Iterable[RegistryAuth] = ()
@@ -353,3 +374,10 @@ class _Pull:
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.error: Any = None
+
+
+class _Look:
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.present: bool | None = None
+        self.error: errors.DockerError | None = None

@@ -42,6 +42,8 @@ class ImagePull:
         self.events: list[tuple[str, str, str]] = []
         """``(type, reason, message)`` of each event, for every container of the image."""
         self.started = False
+        self.pulling = False
+        """The image is not on the engine, and is being pulled (or its pull refused)."""
 
     async def run(self) -> None:
         if self.started:
@@ -81,6 +83,7 @@ class ImagePull:
                 self._event("Normal", "BackOff", message)
                 self._event("Warning", "Failed", "Error: ImagePullBackOff")
             return
+        self.pulling = True
         if policy != "Never":
             self._event("Normal", "Pulling", f'Pulling image "{image}"')
         await self._ensure(image, policy, key, now)

@@ -122,6 +122,12 @@ class PodSync:
                 tg.cancel_scope.cancel()
 
     async def _run(self, init: list[Container], app: list[Container]) -> None:
+        try:
+            await self._run_in_order(init, app)
+        finally:
+            self.deps.starts.unclaim(self.status.uid)
+
+    async def _run_in_order(self, init: list[Container], app: list[Container]) -> None:
         if self.actions.create_sandbox:
             created = await self._create_sandbox(self.actions.attempt)
             if created is None:
@@ -252,7 +258,7 @@ class PodSync:
     async def _make_sandbox(self, config: ContainerConfig, name: str) -> str:
         """Create and start the pause container as one step a cancelled caller cannot split;
         a sandbox that fails to start is removed."""
-        async with self.deps.starts.slot(sandbox=True):
+        async with self.deps.starts.slot(sandbox=True, pod=self.status.uid):
             _trace.mark("sandbox slot")
             with anyio.CancelScope(shield=True):
                 sandbox_id = await self.deps.docker.create_container(config, name=name)
@@ -384,6 +390,10 @@ class PodSync:
         if task is None:
             task = self._pull(container)
             await task.run()
+        if task.pulling and not task.done.is_set():
+            # A pull keeps the pod's containers from the engine for longer than a start:
+            # the slot its sandbox left goes to the next pod meanwhile.
+            self.deps.starts.unclaim(self.status.uid)
         await task.done.wait()
         for type, reason, message in task.events:
             self.event(type, reason, message, container.name)
@@ -438,7 +448,7 @@ class PodSync:
         )
         # Created and started as one step: a cancelled caller never leaves a container
         # that was made but not started.
-        async with self.deps.starts.slot():
+        async with self.deps.starts.slot(pod=self.status.uid):
             _trace.mark("container slot")
             with anyio.CancelScope(shield=True):
                 cid = await self._create_and_start(container, name, config, step)

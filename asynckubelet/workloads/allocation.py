@@ -13,12 +13,13 @@ A nodePort, and a LoadBalancer's ``port``, are DNATed on every local address of 
 loopback included: a port the node itself serves would answer from a pod. So, unlike on
 a cluster, where the API server knows nothing of the nodes' sockets, such a port is
 refused with the holder named (:class:`PortHolder`): the node's own servers (``serve
---listen``, the cluster DNS; :class:`ReservedPort`), a pod's hostPort, or a process on the
-host listening on it (:mod:`asynckubelet.node.listeners`). A LoadBalancer's ``port`` is
-also held to the Pod Security level of its namespace: under ``baseline`` and
-``restricted``, which forbid a pod any hostPort, a LoadBalancer is published only on a
-port of the node port range, the ports the node hands out to Services anyway; only
-``privileged`` publishes it anywhere else.
+--listen``, the cluster DNS; :class:`ReservedPort`), a pod's hostPort, a process on the
+host listening on it (:mod:`asynckubelet.node.listeners`), or a Service of another node
+on the same host, which DNATs it too (:mod:`asynckubelet.node.neighbours`). A
+LoadBalancer's ``port`` is also held to the Pod Security level of its namespace: under
+``baseline`` and ``restricted``, which forbid a pod any hostPort, a LoadBalancer is
+published only on a port of the node port range, the ports the node hands out to
+Services anyway; only ``privileged`` publishes it anywhere else.
 
 A port a Service kept from its stored version is not checked against the holders again
 at apply: the Service controller does it at every sync (:func:`unpublished`), and a port
@@ -163,11 +164,14 @@ class PortHolder:
     """Who holds a port of the node outside the Services."""
 
     kind: str
-    """``node`` (a server of the node's own), ``hostPort`` or ``host`` (a process)."""
+    """``node`` (a server of the node's own), ``hostPort``, ``host`` (a process) or
+    ``neighbour`` (another node of the host)."""
     name: str
-    """The server, the pod (``namespace/name``) or the address listened on."""
+    """The server, the pod (``namespace/name``), the address listened on or the node."""
 
     def message(self) -> str:
+        if self.kind == "neighbour":
+            return f"provided port is already allocated by a Service of node {self.name}"
         if self.kind == "node":
             return f"port is in use on the node ({self.name})"
         if self.kind == "hostPort":
@@ -181,9 +185,11 @@ def port_holders(
     pods: Iterable[Pod] = (),
     engine_ports: Iterable[HostPort] = (),
     listeners: Iterable[Listener] = (),
+    neighbours: Mapping[PortKey, str] | None = None,
 ) -> dict[PortKey, PortHolder]:
     """Who holds each port, the node's own servers named first, then pods' hostPorts
-    (whatever their hostIP: a Service takes every address), then the host's sockets."""
+    (whatever their hostIP: a Service takes every address), then the host's sockets, then
+    the ports other nodes of the host publish (``neighbours``: the node of each)."""
     holders: dict[PortKey, PortHolder] = {}
     for own in reserved:
         holders.setdefault((own.protocol, own.port), PortHolder("node", own.server))
@@ -199,6 +205,8 @@ def port_holders(
         )
     for listener in listeners:
         holders.setdefault((listener.protocol, listener.port), PortHolder("host", listener.address))
+    for key, node in (neighbours or {}).items():
+        holders.setdefault(key, PortHolder("neighbour", node))
     return holders
 
 

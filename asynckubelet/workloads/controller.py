@@ -131,21 +131,27 @@ class Controllers:
         now = self._clock()
         requeues: list[float] = []
         owned = self._pods()
-        for obj in self.node.objects.list("Deployment"):
+        for obj in self._live("Deployment"):
             requeues.append(self._deployment(obj, owned, now) or -1)
-        for obj in self.node.objects.list("ReplicaSet"):
+        for obj in self._live("ReplicaSet"):
             requeues.append(await self._replicaset(obj, owned, now) or -1)
-        for obj in self.node.objects.list("StatefulSet"):
+        for obj in self._live("StatefulSet"):
             requeues.append(await self._statefulset(obj, owned, now) or -1)
-        for obj in self.node.objects.list("CronJob"):
+        for obj in self._live("CronJob"):
             requeues.append(await self._cronjob(obj, now) or -1)
-        for obj in self.node.objects.list("Job"):
+        for obj in self._live("Job"):
             requeues.append(await self._job(obj, owned, now) or -1)
-        for obj in self.node.objects.list("DaemonSet"):
+        for obj in self._live("DaemonSet"):
             requeues.append(await self._daemonset(obj, owned, now) or -1)
         await self._collect_garbage()
         waits = [r for r in requeues if r > 0]
         return min(waits) if waits else None
+
+    def _live(self, kind: str) -> list[StoredObject]:
+        """The objects of ``kind`` not being deleted (one deleted in the foreground is left
+        to the garbage collector, as upstream's controllers leave it)."""
+        found = self.node.objects.list(kind)
+        return [o for o in found if not (o.body.get("metadata") or {}).get("deletionTimestamp")]
 
     def _pods(self) -> dict[str, list[PodView]]:
         """Owner UID -> the pods it controls: those the node stores, with their latest

@@ -17,10 +17,12 @@ pointing at a removed endpoint (or refused while there was none) are then cleare
 kube-proxy clears them (:mod:`asynckubelet.network.conntrack`).
 
 A nodePort or LoadBalancer port that someone else holds now (a process started on the host
-since the Service was applied, a node restarted with other servers or another level) is
-left out of the rules, with a Warning event on the Service and a log line; the ports are
-looked at again after every change of the Services and every :data:`PORT_RECHECK` seconds
-while any is published, and a port given back is published again.
+since the Service was applied, another node of the host that published it first, a node
+restarted with other servers or another level) is left out of the rules, with a Warning
+event on the Service and a log line; the ports are looked at again after every change of
+the Services and every :data:`PORT_RECHECK` seconds while any is published, and a port
+given back is published again. The ports published are recorded for the host's other
+nodes to keep away from (:mod:`asynckubelet.node.neighbours`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from asynckubelet.network.conntrack import FlowCleaner, NetlinkFlowCleaner, stal
 from asynckubelet.network.firewall import Firewall, ServiceRule
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.listeners import Listener
+from asynckubelet.node.neighbours import Neighbours, Published
 from asynckubelet.node.objects import Key, ObjectStore
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.workloads.allocation import (
@@ -288,8 +291,10 @@ class ServiceController:
     netlink, when there are targets).
 
     No nodePort or LoadBalancer port goes to a port held outside the Services: one of
-    ``reserved`` (the node's own servers), a hostPort of a pod the node runs, or a socket
-    that ``host_listeners`` lists (None: the host's sockets are not looked at)."""
+    ``reserved`` (the node's own servers), a hostPort of a pod the node runs, a socket
+    that ``host_listeners`` lists (None: the host's sockets are not looked at), or a port
+    that another node of the host publishes (``neighbours``, which records this node's
+    too; None: the host's other nodes are not looked at)."""
 
     def __init__(
         self,
@@ -301,13 +306,16 @@ class ServiceController:
         flows: FlowCleaner | None = None,
         reserved: Sequence[ReservedPort] = (),
         host_listeners: Callable[[], Iterable[Listener]] | None = None,
+        neighbours: Neighbours | None = None,
     ) -> None:
         self.node = node
         self.ranges = ranges or ServiceRanges()
         self.reserved = tuple(reserved)
         self.host_listeners = host_listeners
         self.recheck_after = PORT_RECHECK
+        self.neighbours = neighbours
         self._listening: tuple[Listener, ...] = ()
+        self._peers: dict[PortKey, Published] = {}
         self._look_again = True
         self._publishing = False
         self._withheld: dict[tuple[tuple[str, str], str, str, int], Unpublished] = {}
@@ -387,13 +395,17 @@ class ServiceController:
             return manifests, []
         stored = {key_of(s): s for s in self.services()}
         listening: Iterable[Listener] = ()
-        if self.host_listeners is not None and any(_on_node(s) for s in manifests.services):
-            listening = await anyio.to_thread.run_sync(self.host_listeners)
+        peers: Mapping[PortKey, Published] = {}
+        if any(_on_node(s) for s in manifests.services):
+            if self.host_listeners is not None:
+                listening = await anyio.to_thread.run_sync(self.host_listeners)
+            if self.neighbours is not None:
+                peers = await anyio.to_thread.run_sync(self.neighbours.published)
         done, problems = allocate(
             manifests.services,
             stored=stored,
             ranges=self.ranges,
-            holders=self._holders([*manifests.pods, *self._active_pods()], listening),
+            holders=self._holders([*manifests.pods, *self._active_pods()], listening, peers),
             levels=self.levels(manifests.namespaces),
         )
         errs = [
@@ -429,13 +441,17 @@ class ServiceController:
         return [p for p in self.node.views() if p.status is None or p.status.phase not in TERMINAL]
 
     def _holders(
-        self, pods: Iterable[Pod], listening: Iterable[Listener]
+        self,
+        pods: Iterable[Pod],
+        listening: Iterable[Listener],
+        peers: Mapping[PortKey, Published],
     ) -> dict[PortKey, PortHolder]:
         return port_holders(
             reserved=self.reserved,
             pods=pods,
             engine_ports=self.node.engine_ports.ports,
             listeners=listening,
+            neighbours={key: claim.node for key, claim in peers.items()},
         )
 
     # -- running ----------------------------------------------------------------------------
@@ -463,7 +479,7 @@ class ServiceController:
             task_status.started()
             while True:
                 wait = RETRY_AFTER if not programmed else None
-                if self._publishing and self.host_listeners is not None:
+                if self._publishing and self._looks_around:
                     wait = min(wait or self.recheck_after, self.recheck_after)
                 with anyio.move_on_after(wait) as waited:
                     await self._dirty.wait()
@@ -562,21 +578,48 @@ class ServiceController:
         on_node = [s for s in services if _on_node(s)]
         self._publishing = bool(on_node)
         if not on_node:
-            self._listening, self._look_again = (), True
+            self._listening, self._peers, self._look_again = (), {}, True
             self._report([], services)
+            await self._record([])
             return []
-        if self.host_listeners is not None and (again or self._look_again):
-            self._listening = tuple(await anyio.to_thread.run_sync(self.host_listeners))
+        if self._looks_around and (again or self._look_again):
+            if self.host_listeners is not None:
+                self._listening = tuple(await anyio.to_thread.run_sync(self.host_listeners))
+            if self.neighbours is not None:
+                self._peers = await anyio.to_thread.run_sync(self.neighbours.published)
             self._look_again = False
         active = [p for p in pods if p.status is None or p.status.phase not in TERMINAL]
+        neighbours = self.neighbours
+        # A neighbour holds a port this node published first only when it was earlier.
+        peers = {
+            key: claim
+            for key, claim in self._peers.items()
+            if neighbours is not None and neighbours.holds(key, claim)
+        }
         found = unpublished(
             on_node,
-            holders=self._holders(active, self._listening),
+            holders=self._holders(active, self._listening, peers),
             ranges=self.ranges,
             levels=self.levels(),
         )
         self._report(found, services)
+        held = {(u.protocol, u.port) for u in found}
+        await self._record([key for key in claimed_ports(on_node) if key not in held])
         return found
+
+    @property
+    def _looks_around(self) -> bool:
+        """Whether the host's sockets or other nodes are looked at."""
+        return self.host_listeners is not None or self.neighbours is not None
+
+    async def _record(self, ports: Sequence[PortKey]) -> None:
+        """Record the ports this node publishes for the host's other nodes."""
+        if self.neighbours is None:
+            return
+        try:
+            await anyio.to_thread.run_sync(self.neighbours.record, ports)
+        except OSError as e:
+            logger.warning("the published ports are not recorded: {}", e)
 
     def _report(self, found: Sequence[Unpublished], services: Sequence[Service]) -> None:
         uids = {
@@ -615,6 +658,11 @@ class ServiceController:
                 except errors.NetworkError as e:
                     logger.warning("Service rules not removed: {}", e)
             self._rules = None
+            if self.neighbours is not None:
+                try:
+                    self.neighbours.clear()
+                except OSError as e:
+                    logger.warning("the published ports' record not removed: {}", e)
 
 
 def _on_node(svc: Service) -> bool:

@@ -51,10 +51,17 @@ class Served:
 
 SERVED: tuple[Served, ...] = (
     Served("configmaps", "configmap", "ConfigMap", short_names=("cm",)),
-    Served("endpoints", "endpoints", "Endpoints", verbs=READ, short_names=("ep",)),
+    Served("endpoints", "endpoints", "Endpoints", short_names=("ep",)),
     Served("events", "event", "Event", short_names=("ev",)),
     Served("namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",)),
-    Served("nodes", "node", "Node", namespaced=False, short_names=("no",)),
+    Served(
+        "nodes",
+        "node",
+        "Node",
+        namespaced=False,
+        short_names=("no",),
+        subresources=(("status", "Node", ("get",)),),
+    ),
     Served(
         "pods",
         "pod",
@@ -62,10 +69,20 @@ SERVED: tuple[Served, ...] = (
         verbs=WATCH,
         short_names=("po",),
         categories=("all",),
-        subresources=(("log", "Pod", ("get",)),),
+        subresources=(
+            ("ephemeralcontainers", "Pod", ("get", "patch", "update")),
+            ("log", "Pod", ("get",)),
+            ("status", "Pod", ("get", "patch", "update")),
+        ),
     ),
     Served("secrets", "secret", "Secret"),
-    Served("serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
+    Served(
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        short_names=("sa",),
+        subresources=(("token", "TokenRequest", ("create",)),),
+    ),
     Served("services", "service", "Service", short_names=("svc",), categories=("all",)),
     Served(
         "deployments",
@@ -86,13 +103,17 @@ SERVED: tuple[Served, ...] = (
         short_names=("sts",),
         categories=("all",),
     ),
+    Served("events", "event", "Event", "events.k8s.io", short_names=("ev",)),
     Served("jobs", "job", "Job", "batch", categories=("all",)),
+    Served("endpointslices", "endpointslice", "EndpointSlice", "discovery.k8s.io"),
     Served(
         "daemonsets", "daemonset", "DaemonSet", "apps", short_names=("ds",), categories=("all",)
     ),
     Served("cronjobs", "cronjob", "CronJob", "batch", short_names=("cj",), categories=("all",)),
 )
-"""Every resource served, the core group's first."""
+"""Every resource served, the core group's first, then the groups' in :data:`GROUPS`."""
+SUBRESOURCE_GROUPS = {"TokenRequest": ("authentication.k8s.io", "v1")}
+"""The group and version of a subresource's kind that is not its resource's."""
 WRITE = ("create", "delete", "deletecollection", "patch", "update")
 WRITTEN = frozenset(kind_table.KINDS)
 """The kinds written through the node's admission (:mod:`~asynckubelet.api.kube.writes`)."""
@@ -110,7 +131,7 @@ SERVED = tuple(
     else s
     for s in SERVED
 )
-GROUPS = ("apps", "batch")
+GROUPS = ("apps", "events.k8s.io", "batch", "discovery.k8s.io")
 """The named groups, in the API server's order."""
 
 
@@ -199,15 +220,14 @@ def resource_list(group_version: str) -> dict[str, Any] | None:
             )
         )
         for sub, kind, verbs in s.subresources:
-            resources.append(
-                {
-                    "name": f"{s.name}/{sub}",
-                    "singularName": "",
-                    "namespaced": s.namespaced,
-                    "kind": kind,
-                    "verbs": list(verbs),
-                }
-            )
+            entry: dict[str, Any] = {
+                "name": f"{s.name}/{sub}",
+                "singularName": "",
+                "namespaced": s.namespaced,
+            }
+            if kind in SUBRESOURCE_GROUPS:
+                entry["group"], entry["version"] = SUBRESOURCE_GROUPS[kind]
+            resources.append({**entry, "kind": kind, "verbs": list(verbs)})
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -258,7 +278,7 @@ def _group_discovery(group: str) -> dict[str, Any]:
             "subresources": [
                 {
                     "subresource": sub,
-                    "responseKind": {"group": group, "version": s.version, "kind": sub_kind},
+                    "responseKind": _sub_kind(group, s.version, sub_kind),
                     "verbs": list(verbs),
                 }
                 for sub, sub_kind, verbs in s.subresources
@@ -268,6 +288,11 @@ def _group_discovery(group: str) -> dict[str, Any]:
     metadata = {"name": group} if group else {}
     version = {"version": "v1", "resources": resources, "freshness": "Current"}
     return {"metadata": {**metadata, "creationTimestamp": None}, "versions": [version]}
+
+
+def _sub_kind(group: str, version: str, kind: str) -> dict[str, str]:
+    group, version = SUBRESOURCE_GROUPS.get(kind, (group, version))
+    return {"group": group, "version": version, "kind": kind}
 
 
 def _drop_empty(body: Mapping[str, Any], *, keep: tuple[str, ...] = ()) -> dict[str, Any]:

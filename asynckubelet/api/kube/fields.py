@@ -37,6 +37,18 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
         "source",
         "type",
     ),
+    "events.events.k8s.io": (
+        "regarding.kind",
+        "regarding.namespace",
+        "regarding.name",
+        "regarding.uid",
+        "regarding.apiVersion",
+        "regarding.resourceVersion",
+        "regarding.fieldPath",
+        "reason",
+        "reportingController",
+        "type",
+    ),
 }
 """Fields beyond ``metadata.name``/``metadata.namespace``, by resource."""
 _DEFAULTS = {"spec.hostNetwork": "false", "spec.unschedulable": "false"}

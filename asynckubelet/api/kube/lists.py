@@ -1,5 +1,7 @@
 """The API machinery a list answer gains on its way out: resourceVersions, chunks and
-the watches of the kinds kept in the object store and of Events.
+the watches of the kinds kept in the object store, of Events and of the kinds derived
+from them (Endpoints and EndpointSlices, :mod:`~asynckubelet.api.kube.slices`; the
+``events.k8s.io`` Events, :mod:`~asynckubelet.api.kube.cached`).
 
 The local API's handlers (:mod:`asynckubelet.api.objects`) answer lists without
 versions; this wrapper gives each object the resourceVersion of its last change and the
@@ -18,13 +20,13 @@ from typing import Any
 from aiohttp import web
 
 from asynckubelet.api.endpoints import flag_param
-from asynckubelet.api.kube import paging, watches
+from asynckubelet.api.kube import cached, paging, watches
 from asynckubelet.api.kube.discovery import Served
 from asynckubelet.api.kube.pods import HISTORY_KEY
 from asynckubelet.api.kube.watchcache import STORED_KINDS
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-WATCHED = (*STORED_KINDS, "Event")
+WATCHED = (*STORED_KINDS, "Event", "Endpoints", "EndpointSlice")
 """The kinds whose watches this module answers."""
 
 
@@ -44,8 +46,14 @@ def listed(served: Served, handler: Handler) -> Handler:
         history = request.app[watches.OBJECTS_KEY]
         if flag_param(request, "watch"):
             if kind in WATCHED:
+                found = cached.of(served)
                 return await watches.watch_objects(
-                    request, kind, served.name, namespaced=served.namespaced
+                    request,
+                    kind,
+                    found.resource if found is not None else served.name,
+                    namespaced=served.namespaced,
+                    api_version=served.group_version,
+                    convert=found.convert if found is not None else None,
                 )
             return await handler(request)
         version = history.versions.value

@@ -37,6 +37,8 @@ PACKAGES = {
     "core_v1": "io.k8s.api.core.v1",
     "apps_v1": "io.k8s.api.apps.v1",
     "batch_v1": "io.k8s.api.batch.v1",
+    "discovery_v1": "io.k8s.api.discovery.v1",
+    "events_v1": "io.k8s.api.events.v1",
     "meta_v1": "io.k8s.apimachinery.pkg.apis.meta.v1",
     "runtime": "io.k8s.apimachinery.pkg.runtime",
 }
@@ -195,7 +197,7 @@ def _json_names(model: Any) -> dict[str, str]:
 
 
 def _module_of(served: discovery.Served) -> str:
-    return {"": "core_v1", "apps": "apps_v1", "batch": "batch_v1"}[served.group]
+    return f"{served.group.split('.')[0] or 'core'}_{served.version}"
 
 
 def _build(*, v3: bool, group_version: str | None) -> dict[str, dict[str, Any]]:

@@ -3,14 +3,19 @@
 ``serve`` answers the API server's paths on loopback (``https://127.0.0.1:6443``), so a
 kubeconfig is all a client needs: discovery (:mod:`~asynckubelet.api.kube.discovery`),
 ``/version``, and the reads of the kinds the node keeps, answered by the local API's own
-handlers (:mod:`asynckubelet.api.localapi`, :mod:`asynckubelet.api.objects`): one set of
-objects, tables and error words whichever way a client comes. Pods and this Node have
+handlers (:mod:`asynckubelet.api.objects`, :mod:`asynckubelet.api.podlog`): one set of
+objects, tables and error words whichever way a client comes. The same app answers on
+the state dir's unix socket (:mod:`asynckubelet.api.localapi`), where the command line
+asks it, authorized there by the peer's user ID instead of a certificate. Pods and this Node have
 handlers of their own here (:mod:`~asynckubelet.api.kube.pods`); every list gains its
 resourceVersions, chunks and the other kinds' watches on its way out
 (:mod:`~asynckubelet.api.kube.lists`), the schema is served as OpenAPI
 (:mod:`~asynckubelet.api.kube.openapi`), writes go through the node's one admission
-(:mod:`~asynckubelet.api.kube.writes`) and exec, attach and port-forward through the
-streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). A verb not served
+(:mod:`~asynckubelet.api.kube.verbs`) and exec, attach and port-forward through the
+streams the kubelet API shares (:mod:`~asynckubelet.api.kube.streams`). EndpointSlices
+and the ``events.k8s.io`` Events are answered from the window of changes
+(:mod:`~asynckubelet.api.kube.cached`), the subresources ``status``, ``token`` and
+``ephemeralcontainers`` by :mod:`~asynckubelet.api.kube.subresources`. A verb not served
 is the API server's ``405 MethodNotAllowed``; a path it does not know, its ``404``.
 
 Authentication is the client certificate of the node's kubeconfig and nothing else
@@ -37,10 +42,11 @@ from typing import Any
 import anyio
 import anyio.abc
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
-from asynckubelet.api import localapi, objects
+from asynckubelet.api import objects, podlog
 from asynckubelet.api.answers import (
     MAX_REQUEST_BYTES,
     SERVICES_KEY,
@@ -52,12 +58,17 @@ from asynckubelet.api.answers import (
 )
 from asynckubelet.api.endpoints import DEFAULT_LIMITS, NODE_KEY, bound_port, flag_param, serve_site
 from asynckubelet.api.kube import (
+    cached,
+    deletes,
     discovery,
     kubeconfigs,
     lists,
     openapi,
     pki,
+    slices,
     streams,
+    subresources,
+    verbs,
     watchcache,
     writes,
 )
@@ -186,7 +197,11 @@ def _delegated(served: discovery.Served, handler: Handler, *, many: bool) -> Han
         if flag_param(request, "watch"):
             return not_allowed()
         if not many:
-            return await handler(_without_fields(request))
+            response = await handler(_without_fields(request))
+            if response.status != 200 or not isinstance(response, web.Response):
+                return response
+            body = json.loads(response.text or "{}")
+            return _json(writes.versioned(request.app, served.kind, body))
         if served.name == "events":
             return await _events(request, handler)
         terms = field_terms(request, "", namespaced=served.namespaced)
@@ -240,6 +255,9 @@ def _filtered(body: dict[str, Any], terms: list[Any]) -> dict[str, Any]:
 def _handlers(served: discovery.Served) -> tuple[Handler, Handler]:
     """(list, get) of a served resource."""
     name = served.name
+    found = cached.of(served)
+    if found is not None:
+        return cached.handlers(served, found)
     if name == "pods":
         return list_pods, get_pod
     if name == "nodes":
@@ -259,16 +277,18 @@ def _handlers(served: discovery.Served) -> tuple[Handler, Handler]:
 def create_app(
     node: Kubelet,
     *,
-    client_fingerprint: bytes,
+    client_fingerprint: bytes = b"",
+    gate: Middleware | None = None,
     this: ThisNode,
     server_address: str,
     services: ServiceController | None = None,
 ) -> web.Application:
     """The Kubernetes API of ``node``, for the one client certificate whose SHA-256 is
-    ``client_fingerprint``; ``server_address`` is the ``HOST:PORT`` legacy discovery
-    names; ``services`` answers Services and Endpoints."""
+    ``client_fingerprint``, or for the clients ``gate`` lets through (the unix socket's
+    peer credentials) when given; ``server_address`` is the ``HOST:PORT`` legacy
+    discovery names; ``services`` answers Services and Endpoints."""
     app = web.Application(
-        client_max_size=MAX_REQUEST_BYTES, middlewares=[authenticate, api_statuses]
+        client_max_size=MAX_REQUEST_BYTES, middlewares=[gate or authenticate, api_statuses]
     )
     app[NODE_KEY] = node
     app[SERVICES_KEY] = services
@@ -283,12 +303,17 @@ def create_app(
     app[OBJECTS_KEY] = watched = watchcache.ObjectHistory(versions)
     watched.follow_store(node.objects)
     watched.follow_events(node.recorder)
+    slices.follow_services(watched, services)
 
     async def close_history(app: web.Application) -> None:
         history.close()
         watched.close()
 
     app.on_cleanup.append(close_history)
+    app.on_response_prepare.append(slices.warn_of_endpoints)
+    app[deletes.COLLECTING_KEY] = {}
+    app.on_startup.append(deletes.resume_collections)
+    app.on_cleanup.append(deletes.cancel_collections)
     r = app.router
     for path in ("/healthz", "/livez", "/readyz"):
         r.add_get(path, healthz)
@@ -309,8 +334,9 @@ def create_app(
             r.add_get(f"{base}/namespaces/{{namespace}}/{served.name}/{{name}}", one)
         else:
             r.add_get(f"{base}/{served.name}/{{name}}", one)
-        writes.add_routes(r, served, base)
-    r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", localapi.pod_log)
+        verbs.add_routes(r, served, base)
+    r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", podlog.pod_log)
+    subresources.add_routes(app, node)
     streams.add_routes(r)
     return app
 
@@ -342,6 +368,17 @@ def tls_context(credentials: pki.Credentials) -> ssl.SSLContext:
     return context
 
 
+async def node_of(node: Kubelet) -> ThisNode:
+    """The Node object's parts that do not change while ``node`` runs, its engine's
+    version among them."""
+    engine = await node.runtime.docker.version()
+    return this_node(
+        node,
+        runtime_version=f"docker://{engine.get('Version', 'unknown')}",
+        kubelet_version=discovery.version_info()["gitVersion"],
+    )
+
+
 async def serve_kube_api(
     node: Kubelet,
     *,
@@ -363,12 +400,7 @@ async def serve_kube_api(
         context = tls_context(credentials)
     except (ssl.SSLError, OSError) as e:
         raise errors.DaemonError(f"the API's serving certificate cannot be used: {e}") from None
-    engine = await node.runtime.docker.version()
-    this = this_node(
-        node,
-        runtime_version=f"docker://{engine.get('Version', 'unknown')}",
-        kubelet_version=discovery.version_info()["gitVersion"],
-    )
+    this = await node_of(node)
     candidates = [port]
     if next_free and port:
         candidates = [*range(port, min(port + PORT_TRIES, 65536)), 0]
@@ -409,6 +441,7 @@ __all__ = [
     "DEFAULT_PORT",
     "KubeAPI",
     "create_app",
+    "node_of",
     "serve_kube_api",
     "server_url",
     "tls_context",

@@ -176,6 +176,24 @@ class ObjectHistory:
                 del entry.watches[send]
                 send.close()
 
+    def replace(self, kind: str, bodies: Mapping[ObjectKey, Mapping[str, Any]]) -> None:
+        """The objects of ``kind`` now are ``bodies``: each that changed is recorded, each
+        no longer there is ``DELETED`` (a kind derived from others, as Endpoints from
+        Services and pods)."""
+        for key in [k for k in self._kind(kind).known if k not in bodies]:
+            self.record(kind, key, None)
+        for key, body in sorted(bodies.items()):
+            self.record(kind, key, body)
+
+    def body_of(self, kind: str, key: ObjectKey) -> Mapping[str, Any] | None:
+        """The object of ``kind`` at ``key`` now (None: none)."""
+        found = self._kind(kind).known.get(key)
+        return None if found is None else found[0]
+
+    def on_close(self, stop: Callable[[], None]) -> None:
+        """Call ``stop`` (an unsubscription of a feed) when the history closes."""
+        self._stops.append(stop)
+
     @contextlib.contextmanager
     def watch(self, kind: str, resource_version: str, *, buffer: int = BUFFER) -> Iterator[Watch]:
         """The changes of ``kind`` after ``resource_version`` (``""``/``"0"``: an

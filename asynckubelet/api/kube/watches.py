@@ -206,6 +206,10 @@ def table_of(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return rows.namespace_table([body])
     if kind == "Event":
         return rows.event_table([body])
+    if kind == "Endpoints":
+        return rows.endpoints_table([body])
+    if kind == "EndpointSlice":
+        return rows.endpointslice_table([body])
     meta = body.get("metadata") or {}
     obj = StoredObject(
         kind=kind,
@@ -218,9 +222,17 @@ def table_of(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def watch_objects(
-    request: web.Request, kind: str, resource: str, *, namespaced: bool
+    request: web.Request,
+    kind: str,
+    resource: str,
+    *,
+    namespaced: bool,
+    api_version: str | None = None,
+    convert: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
 ) -> web.StreamResponse:
-    """``GET ...?watch=1`` of a kind of the object store or of Events."""
+    """``GET ...?watch=1`` of a kind of the object store, of Events or of the kinds
+    derived from them; ``convert`` turns a kept body into the group version served
+    (``api_version``), and selectors apply to what it gives."""
     history = request.app[OBJECTS_KEY]
     namespace = request.match_info.get("namespace")
     labels = label_selector(request)
@@ -243,24 +255,31 @@ async def watch_objects(
             return False
         return not terms or match(dict(body))
 
+    def served(body: Mapping[str, Any]) -> dict[str, Any]:
+        body = shown(kind, body)
+        return convert(body) if convert is not None else body
+
     def render(change: ObjectChange) -> Event | None:
-        now_body = shown(kind, change.body)
-        before = None if change.previous is None else shown(kind, change.previous)
+        now_body = served(change.body)
+        before = None if change.previous is None else served(change.previous)
         kind_of_event = event_type(
             change.type, was=selects(before), now=change.type != "DELETED" and selects(now_body)
         )
         if kind_of_event is None:
             return None
-        body = with_version(now_body, change.version)
-        return kind_of_event, (
-            _versioned_table(table_of(kind, body), change.version) if as_table else body
-        )
+        if as_table:
+            kept = with_version(shown(kind, change.body), change.version)
+            return kind_of_event, _versioned_table(table_of(kind, kept), change.version)
+        return kind_of_event, with_version(now_body, change.version)
+
+    def bookmark() -> dict[str, Any]:
+        body = bookmark_of(kind, history.versions.value)
+        if api_version is not None:
+            body["apiVersion"] = api_version
+        return body
 
     return await serve_watch(
-        request,
-        history.watch(kind, since(request)),
-        render,
-        bookmark=lambda: bookmark_of(kind, history.versions.value),
+        request, history.watch(kind, since(request)), render, bookmark=bookmark
     )
 
 

@@ -1,16 +1,16 @@
-"""Writes of the Kubernetes API: create, update, patch, server-side apply and delete.
+"""Writes of the Kubernetes API: create, update, patch and server-side apply.
 
 Every write goes through the node's one admission (:func:`~asynckubelet.api.apply.
-admit_and_apply`, what ``asynckubelet apply`` uses) and every delete through its one
-delete (:func:`~asynckubelet.api.apply.delete_one`); this module only speaks the API
-server's verbs over them: ``POST`` (``409 AlreadyExists``, ``generateName``), ``PUT``
+admit_and_apply`, what ``asynckubelet apply`` uses); this module only speaks the API
+server's verbs over it: ``POST`` (``409 AlreadyExists``, ``generateName``), ``PUT``
 (``409 Conflict`` on a stale ``resourceVersion``), ``PATCH`` in the four types
-(:mod:`~asynckubelet.api.kube.patches`), ``DELETE`` of one object or a collection
-(``gracePeriodSeconds``, ``propagationPolicy``), ``dryRun=All`` and
-``fieldValidation``. A ``status`` sent is ignored, as the API server ignores it
-outside the ``status`` subresource. Server-side apply stores the applied object whole
-(no field-level merging between managers) and answers it with one ``managedFields``
-entry for its manager.
+(:mod:`~asynckubelet.api.kube.patches`), ``dryRun=All`` and ``fieldValidation``.
+Deletes are :mod:`~asynckubelet.api.kube.deletes`' and the ``scale`` subresource
+:mod:`~asynckubelet.api.kube.scales`'. A ``status`` sent is ignored, as the API server
+ignores it outside the ``status`` subresource. Every write keeps ``metadata.managedFields`` as the
+API server does (:mod:`~asynckubelet.api.kube.ownership`): a create, update or patch as
+its field manager's ``Update``, a server-side apply merged into the live object by field
+ownership, with conflicts.
 """
 
 from __future__ import annotations
@@ -21,22 +21,22 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import yaml
 from aiohttp import web
 
 from asynckubelet.api import apply as writes
 from asynckubelet.api.answers import not_found, served_pod, status
 from asynckubelet.api.endpoints import NODE_KEY
-from asynckubelet.api.kube import patches, protobuf
+from asynckubelet.api.kube import ownership, patches, protobuf
 from asynckubelet.api.kube.discovery import Served
 from asynckubelet.api.kube.pods import HISTORY_KEY
+from asynckubelet.api.kube.watchcache import STORED_KINDS
+from asynckubelet.api.kube.watches import OBJECTS_KEY
 from asynckubelet.kubectl import pods as pod_printing
 from asynckubelet.kubectl import times
 from asynckubelet.manifests import decoding, defaults, strict
 from asynckubelet.manifests import kinds as kind_table
-from asynckubelet.manifests.selectors import parse_label_selector, selector_matches
-from asynckubelet.node.kubelet import API_SOURCE, Kubelet
+from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import SERVER_FIELDS, secret_summary
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -44,10 +44,6 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 """The API server's request size limit."""
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """What ``generateName`` appends (upstream's ``utilrand.String`` alphabet), 5 of them."""
-PROPAGATION = ("Foreground", "Background", "Orphan")
-FOREGROUND_SECONDS = 300
-"""How long a ``Foreground`` delete waits for the dependent pods to be gone before it
-answers (the owner is gone once they are, as the garbage collector's finalizer orders)."""
 
 
 class Refused(Exception):
@@ -58,27 +54,27 @@ class Refused(Exception):
         self.response = response
 
 
-def _refuse(code: int, reason: str, message: str, **details: Any) -> Refused:
+def refuse(code: int, reason: str, message: str, **details: Any) -> Refused:
     return Refused(status(code, reason, message, **details))
 
 
-def _json(body: Any, code: int = 200, warnings: list[str] | None = None) -> web.Response:
+def answer_json(body: Any, code: int = 200, warnings: list[str] | None = None) -> web.Response:
     response = web.json_response(body, status=code)
     for text in warnings or []:
         response.headers.add("Warning", f"299 - {json.dumps(text)}")
     return response
 
 
-async def _read(request: web.Request, *, yaml_ok: bool = False) -> Any:
+async def read_body(request: web.Request, *, yaml_ok: bool = False) -> Any:
     raw = await request.content.read(MAX_BODY_BYTES + 1)
     if len(raw) > MAX_BODY_BYTES:
-        raise _refuse(413, "RequestEntityTooLarge", "the request body is too large")
+        raise refuse(413, "RequestEntityTooLarge", "the request body is too large")
     if request.content_type == protobuf.PROTOBUF:
         try:
             return protobuf.decode(raw)
         except (ValueError, UnicodeDecodeError) as e:
             message = f"the protobuf body of the request was not read: {e}; send application/json"
-            raise _refuse(415, "UnsupportedMediaType", message) from None
+            raise refuse(415, "UnsupportedMediaType", message) from None
     try:
         text = raw.decode()
         if not yaml_ok:
@@ -86,27 +82,27 @@ async def _read(request: web.Request, *, yaml_ok: bool = False) -> Any:
         documents = list(decoding.load_documents(text))
     except (ValueError, UnicodeDecodeError, RecursionError, yaml.YAMLError) as e:
         message = f"the body of the request was in an unknown format: {e}"
-        raise _refuse(400, "BadRequest", message) from None
+        raise refuse(400, "BadRequest", message) from None
     if len(documents) != 1:
-        raise _refuse(400, "BadRequest", "the apply configuration must be one YAML document")
+        raise refuse(400, "BadRequest", "the apply configuration must be one YAML document")
     return documents[0]
 
 
-def _what(served: Served) -> str:
+def what(served: Served) -> str:
     return f"{served.name}.{served.group}" if served.group else served.name
 
 
-def _dry_run(request: web.Request) -> bool:
+def is_dry_run(request: web.Request) -> bool:
     values = request.query.getall("dryRun", [])
     for value in values:
         if value != "All":
-            raise _refuse(
+            raise refuse(
                 400, "BadRequest", f'dryRun: Unsupported value: "{value}": supported values: "All"'
             )
     return bool(values)
 
 
-def _namespace(request: web.Request, served: Served) -> str:
+def namespace_of(request: web.Request, served: Served) -> str:
     return request.match_info.get("namespace", "default") if served.namespaced else ""
 
 
@@ -117,7 +113,7 @@ def current(
     if served.kind == "Pod":
         record = node.status.find(ns, name)
         if record is None:
-            applied = _stored_form(node, served, ns, name)
+            applied = stored_form(node, served, ns, name)
             if applied is not None:
                 applied["metadata"]["resourceVersion"] = str(app[HISTORY_KEY].version)
                 applied.setdefault("status", pod_printing.pending_status(applied))
@@ -126,10 +122,23 @@ def current(
         version = app[HISTORY_KEY].version_of(record.uid, record.version)
         body.setdefault("metadata", {})["resourceVersion"] = str(version)
         return body
-    return _stored_form(node, served, ns, name)
+    found = stored_form(node, served, ns, name)
+    if found is not None:
+        versioned(app, served.kind, found)
+    return found
 
 
-def _stored_form(node: Kubelet, served: Served, ns: str, name: str) -> dict[str, Any] | None:
+def versioned(app: web.Application, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` (an object of a kind the store keeps) with the resourceVersion of its last
+    change."""
+    meta = body.setdefault("metadata", {})
+    if kind in STORED_KINDS:
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        meta["resourceVersion"] = str(app[OBJECTS_KEY].version_of(kind, key))
+    return body
+
+
+def stored_form(node: Kubelet, served: Served, ns: str, name: str) -> dict[str, Any] | None:
     """The object a patch applies to: as stored (a pod's spec as applied, no status)."""
     stored = node.objects.get(served.kind, ns or None, name)
     return copy.deepcopy(dict(stored.body)) if stored is not None else None
@@ -141,12 +150,12 @@ def _checked(
     """``body`` as the kind ``served`` in ``ns`` named ``name`` (from the path), unknown
     fields handled as ``fieldValidation`` asks; the warnings to send."""
     if not isinstance(body, dict):
-        raise _refuse(400, "BadRequest", "the body of the request must be an object")
+        raise refuse(400, "BadRequest", "the body of the request must be an object")
     info = kind_table.KINDS[served.kind]
     body.setdefault("apiVersion", info.api_version)
     body.setdefault("kind", served.kind)
     if body.get("kind") != served.kind or body.get("apiVersion") != info.api_version:
-        raise _refuse(
+        raise refuse(
             400,
             "BadRequest",
             f"the API version in the data ({body.get('apiVersion')}) does not match the "
@@ -154,11 +163,11 @@ def _checked(
         )
     meta = body.setdefault("metadata", {})
     if not isinstance(meta, dict):
-        raise _refuse(400, "BadRequest", "metadata must be an object")
+        raise refuse(400, "BadRequest", "metadata must be an object")
     if served.namespaced:
         given = meta.get("namespace")
         if given and given != ns:
-            raise _refuse(
+            raise refuse(
                 400,
                 "BadRequest",
                 "the namespace of the provided object does not match the namespace sent on "
@@ -166,7 +175,7 @@ def _checked(
             )
         meta["namespace"] = ns
     if name is not None and meta.get("name") and meta["name"] != name:
-        raise _refuse(
+        raise refuse(
             400,
             "BadRequest",
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})",
@@ -185,7 +194,7 @@ def _validated_fields(body: dict[str, Any], served: Served, mode: str) -> list[s
     """``fieldValidation``: unknown fields refused (``Strict``, kubectl's default), or
     dropped and warned of (``Warn``: the warnings) or not (``Ignore``)."""
     if mode not in ("Strict", "Warn", "Ignore"):
-        raise _refuse(
+        raise refuse(
             400,
             "BadRequest",
             f'fieldValidation: Unsupported value: "{mode}": supported values: '
@@ -194,7 +203,7 @@ def _validated_fields(body: dict[str, Any], served: Served, mode: str) -> list[s
     unknown = list(strict.check_document(body, kind_table.KINDS[served.kind].model).unknown)
     words = [f"unknown field {json.dumps(p)}" for p in unknown]
     if unknown and mode == "Strict":
-        raise _refuse(400, "BadRequest", "strict decoding error: " + ", ".join(words))
+        raise refuse(400, "BadRequest", "strict decoding error: " + ", ".join(words))
     for path in unknown:
         _drop_path(body, path)
     return words if mode == "Warn" else []
@@ -277,12 +286,32 @@ def _api_cause(cause: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _answer(
+def answered(
     request: web.Request, served: Served, body: dict[str, Any], *, dry_run: bool
 ) -> dict[str, Any]:
-    """The object written as a read answers it (a Secret without its values)."""
-    found = body if dry_run else _written(request, served, body)
+    """The object written as a read answers it (a Secret without its values); with
+    ``dry_run``, as it would be: what the server keeps of the live one (its UID,
+    creation time, resourceVersion, generation and status) on what was sent."""
+    found = _would_be(request, served, body) if dry_run else _written(request, served, body)
     return secret_summary(found) if served.kind == "Secret" else found
+
+
+def _would_be(request: web.Request, served: Served, body: dict[str, Any]) -> dict[str, Any]:
+    meta = body.get("metadata") or {}
+    node = request.app[NODE_KEY]
+    live = current(
+        node, request.app, served, str(meta.get("namespace") or ""), meta.get("name", "")
+    )
+    if live is None:
+        return body
+    shown = copy.deepcopy(body)
+    kept = live.get("metadata") or {}
+    for key in ("uid", "creationTimestamp", "resourceVersion", "generation"):
+        if key in kept:
+            shown.setdefault("metadata", {})[key] = kept[key]
+    if "status" in live:
+        shown["status"] = live["status"]
+    return shown
 
 
 def _written(request: web.Request, served: Served, body: dict[str, Any]) -> dict[str, Any]:
@@ -290,7 +319,7 @@ def _written(request: web.Request, served: Served, body: dict[str, Any]) -> dict
     meta = body["metadata"]
     ns, name = meta.get("namespace", ""), meta["name"]
     found = current(node, request.app, served, ns, name)
-    stored = _stored_form(node, served, ns, name)
+    stored = stored_form(node, served, ns, name)
     if found is None or stored is None:
         return found or body
     if served.kind == "Pod":
@@ -309,15 +338,17 @@ def create(served: Served) -> Handler:
     async def handler(request: web.Request) -> web.StreamResponse:
         try:
             node = request.app[NODE_KEY]
-            dry = _dry_run(request)
-            ns = _namespace(request, served)
-            body, warned = _checked(await _read(request), served, request, ns=ns, name=None)
+            dry = is_dry_run(request)
+            ns = namespace_of(request, served)
+            given = await read_body(request)
+            owners = ownership.requested(given)
+            body, warned = _checked(given, served, request, ns=ns, name=None)
             meta = body["metadata"]
             if not meta.get("name") and meta.get("generateName"):
                 suffix = "".join(secrets.choice(NAME_CHARS) for _ in range(5))
                 meta["name"] = f"{meta['generateName']}{suffix}"
             if not meta.get("name"):
-                raise _refuse(
+                raise refuse(
                     422,
                     "Invalid",
                     f'{served.kind}.{served.version} "" is invalid: metadata.name: Required '
@@ -327,23 +358,26 @@ def create(served: Served) -> Handler:
             if node.objects.get(served.kind, ns or None, name) is not None or (
                 served.kind == "Pod" and node.status.find(ns, name) is not None
             ):
-                raise _refuse(
+                raise refuse(
                     409,
                     "AlreadyExists",
-                    f'{_what(served)} "{name}" already exists',
+                    f'{what(served)} "{name}" already exists',
                     name=name,
                     group=served.group,
                     kind=served.name,
                 )
+            meta["managedFields"] = ownership.updated(
+                None, body, now=_now(), owners=owners, **_writer(request, served)
+            )
             await _store(request, served, body, dry_run=dry)
-            return _json(_answer(request, served, body, dry_run=dry), 201, warned)
+            return answer_json(answered(request, served, body, dry_run=dry), 201, warned)
         except Refused as e:
             return e.response
 
     return handler
 
 
-async def _replace(
+async def replace(
     request: web.Request,
     served: Served,
     body: Any,
@@ -351,24 +385,35 @@ async def _replace(
     name: str,
     created_ok: bool = False,
     managed: list[dict[str, Any]] | None = None,
+    subresource: str = "",
 ) -> web.Response:
     """``body`` stored over the object ``name`` (created with ``created_ok``), with the
-    ``managed`` fields entries, if any."""
+    ``managed`` fields entries (by default, those of an ``Update`` by the request's
+    field manager, through ``subresource`` if any)."""
     node = request.app[NODE_KEY]
-    dry = _dry_run(request)
-    ns = _namespace(request, served)
+    dry = is_dry_run(request)
+    ns = namespace_of(request, served)
+    owners = ownership.requested(body)
     body, warned = _checked(body, served, request, ns=ns, name=name)
-    if managed:
-        body["metadata"]["managedFields"] = managed
     old = current(node, request.app, served, ns, name)
     if old is None and not created_ok:
-        return not_found(_what(served), name)
+        return not_found(what(served), name)
     stored = node.objects.get(served.kind, ns or None, name)
+    if managed is None:
+        managed = ownership.updated(
+            None if stored is None else stored.body,
+            body,
+            now=_now(),
+            subresource=subresource,
+            owners=owners,
+            **_writer(request, served),
+        )
+    body["metadata"]["managedFields"] = managed
     if served.kind == "Pod" and old is not None and stored is None:
-        raise _refuse(
+        raise refuse(
             409,
             "Conflict",
-            f'Operation cannot be fulfilled on {_what(served)} "{name}": the object is '
+            f'Operation cannot be fulfilled on {what(served)} "{name}": the object is '
             "being deleted",
             name=name,
             kind=served.name,
@@ -376,10 +421,10 @@ async def _replace(
     given = str(body["metadata"].get("resourceVersion") or "")
     have = str(((old or {}).get("metadata") or {}).get("resourceVersion") or "")
     if given and have and given != have:
-        raise _refuse(
+        raise refuse(
             409,
             "Conflict",
-            f'Operation cannot be fulfilled on {_what(served)} "{name}": the object has been '
+            f'Operation cannot be fulfilled on {what(served)} "{name}": the object has been '
             "modified; please apply your changes to the latest version and try again",
             name=name,
             group=served.group,
@@ -388,7 +433,8 @@ async def _replace(
     if served.kind == "Pod" and stored is not None:
         _check_pod_update(stored.body.get("spec"), body.get("spec"), name)
     await _store(request, served, body, dry_run=dry)
-    return _json(_answer(request, served, body, dry_run=dry), 201 if old is None else 200, warned)
+    code = 201 if old is None else 200
+    return answer_json(answered(request, served, body, dry_run=dry), code, warned)
 
 
 POD_UPDATABLE = (
@@ -425,7 +471,7 @@ def _check_pod_update(old: Any, new: Any, name: str) -> None:
     if cleared[0] == cleared[1] and tolerations_kept:
         return
     message = "Forbidden: pod updates may not change fields other than " + ",".join(POD_UPDATABLE)
-    raise _refuse(
+    raise refuse(
         422,
         "Invalid",
         f'Pod "{name}" is invalid: spec: {message}',
@@ -438,8 +484,8 @@ def _check_pod_update(old: Any, new: Any, name: str) -> None:
 def update(served: Served) -> Handler:
     async def handler(request: web.Request) -> web.StreamResponse:
         try:
-            body = await _read(request)
-            return await _replace(request, served, body, name=request.match_info["name"])
+            body = await read_body(request)
+            return await replace(request, served, body, name=request.match_info["name"])
         except Refused as e:
             return e.response
 
@@ -451,28 +497,32 @@ def patch(served: Served) -> Handler:
         try:
             node = request.app[NODE_KEY]
             name = request.match_info["name"]
-            ns = _namespace(request, served)
+            ns = namespace_of(request, served)
             kind = request.content_type
             if kind == patches.APPLY_PATCH:
                 return await _server_side_apply(request, served, name=name)
             if kind not in (patches.JSON_PATCH, patches.MERGE_PATCH, patches.STRATEGIC_PATCH):
-                raise _refuse(
+                raise refuse(
                     415,
                     "UnsupportedMediaType",
                     f"the body of the request was in an unknown format - accepted media types "
                     f"include: {patches.JSON_PATCH}, {patches.MERGE_PATCH}, "
                     f"{patches.STRATEGIC_PATCH}, {patches.APPLY_PATCH}",
                 )
-            original = _stored_form(node, served, ns, name)
-            if original is None:
-                return not_found(_what(served), name)
-            body = await _read(request)
+            body = await read_body(request)
+            original = stored_form(node, served, ns, name)
+            live = current(node, request.app, served, ns, name)
+            if original is None or live is None:
+                return not_found(what(served), name)
+            version = (live.get("metadata") or {}).get("resourceVersion")
+            if version:
+                original.setdefault("metadata", {})["resourceVersion"] = version
             try:
                 changed = patches.patched(original, body, kind)
             except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
                 code = 422 if kind == patches.JSON_PATCH else 400
-                raise _refuse(code, "BadRequest", str(e)) from None
-            return await _replace(request, served, changed, name=name)
+                raise refuse(code, "BadRequest", str(e)) from None
+            return await replace(request, served, changed, name=name)
         except Refused as e:
             return e.response
 
@@ -480,239 +530,80 @@ def patch(served: Served) -> Handler:
 
 
 async def _server_side_apply(request: web.Request, served: Served, *, name: str) -> web.Response:
-    """The applied configuration stored whole, with one ``managedFields`` entry (its
-    manager's, naming no fields: there is no field ownership)."""
-    manager = request.query.get("fieldManager", "")
-    if not manager:
-        raise _refuse(
-            400,
-            "BadRequest",
-            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
-            "required for apply patch",
-        )
-    body = await _read(request, yaml_ok=True)
-    entry = {
-        "manager": manager,
-        "operation": "Apply",
-        "apiVersion": kind_table.KINDS[served.kind].api_version,
-        "time": times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {},
-    }
-    return await _replace(request, served, body, name=name, created_ok=True, managed=[entry])
-
-
-# -- delete ---------------------------------------------------------------------------------
-
-
-async def _options(request: web.Request) -> tuple[float | None, str]:
-    """``gracePeriodSeconds`` and ``propagationPolicy`` from the query or the body's
-    ``DeleteOptions``."""
-    raw = await request.content.read(MAX_BODY_BYTES + 1) if request.can_read_body else b""
-    options: Any = {}
-    if raw.strip():
-        try:
-            options = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise _refuse(400, "BadRequest", "the DeleteOptions body is not JSON") from None
-    if not isinstance(options, dict):
-        raise _refuse(400, "BadRequest", "the DeleteOptions body must be an object")
-    grace: Any = options.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds"))
-    policy = str(options.get("propagationPolicy") or request.query.get("propagationPolicy") or "")
-    if policy and policy not in PROPAGATION:
-        raise _refuse(
-            400,
-            "BadRequest",
-            f'propagationPolicy: Unsupported value: "{policy}": supported values: '
-            '"Foreground", "Background", "Orphan"',
-        )
-    if grace is None:
-        return None, policy
-    try:
-        seconds = int(grace)
-    except (TypeError, ValueError):
-        raise _refuse(400, "BadRequest", f'gracePeriodSeconds: Invalid value: "{grace}"') from None
-    return float(max(seconds, 0)), policy
-
-
-async def _delete(
-    request: web.Request, served: Served, ns: str, name: str, *, grace: float | None, policy: str
-) -> dict[str, Any] | None:
-    """Delete one object; what it was (with ``deletionTimestamp`` for a pod still
-    stopping), None when there was none."""
+    """The applied configuration merged into the live object by field ownership
+    (:mod:`~asynckubelet.api.kube.ownership`); ``409 Conflict`` naming each field another
+    manager owns that it would change, unless ``force=true``."""
+    writer = _writer(request, served)
     node = request.app[NODE_KEY]
-    found = current(node, request.app, served, ns, name)
-    if found is None:
-        return None
-    if _dry_run(request):
-        return _answer(request, served, found, dry_run=True)
-    if policy == "Orphan" and served.kind != "Pod":
-        node.objects.remove(served.kind, ns or None, name)
-    else:
-        result = {"kind": served.kind, "namespace": ns, "name": name, "status": "notfound"}
-        pods = await writes.delete_one(request.app, node, result, grace=grace)
-        if policy == "Foreground" and served.kind != "Pod":
-            with anyio.move_on_after(FOREGROUND_SECONDS):
-                for pod in pods:
-                    await node.wait(pod["namespace"], pod["name"], "Deleted")
-    if served.kind == "Pod":
-        after = current(node, request.app, served, ns, name)
-        if after is not None:
-            meta = after.setdefault("metadata", {})
-            meta.setdefault("deletionTimestamp", times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ"))
-            spec_grace = (after.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-            meta.setdefault(
-                "deletionGracePeriodSeconds", int(grace) if grace is not None else spec_grace
-            )
-            return after
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "details": {
-            "name": name,
-            "group": served.group,
-            "kind": served.name,
-            "uid": (found.get("metadata") or {}).get("uid", ""),
-        },
-    }
+    ns = namespace_of(request, served)
+    given = await read_body(request, yaml_ok=True)
+    sent = copy.deepcopy(given)
+    checked, _ = _checked(given, served, request, ns=ns, name=name)
+    config = _only_sent(checked, sent)
+    config["apiVersion"], config["kind"] = checked["apiVersion"], checked["kind"]
+    meta = config.setdefault("metadata", {})
+    for key in ("name", "namespace"):
+        if key in checked["metadata"]:
+            meta[key] = checked["metadata"][key]
+    live = stored_form(node, served, ns, name)
+    if live is not None:
+        live.pop("status", None)
+    kubectls_annotation = not kind_table.KINDS[served.kind].controlled
+    allowed = ownership.last_applied_fields(live, served.kind, writer["manager"])
+    try:
+        merged, managed = ownership.applied(
+            live,
+            config,
+            now=_now(),
+            force=request.query.get("force", "") in ("true", "1"),
+            allowed=allowed if kubectls_annotation else frozenset(),
+            **writer,
+        )
+    except ownership.Conflicts as e:
+        raise refuse(409, "Conflict", e.message(), causes=e.causes()) from None
+    return await replace(request, served, merged, name=name, created_ok=True, managed=managed)
 
 
-def delete(served: Served) -> Handler:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        try:
-            name = request.match_info["name"]
-            grace, policy = await _options(request)
-            answer = await _delete(
-                request, served, _namespace(request, served), name, grace=grace, policy=policy
-            )
-            if answer is None:
-                return not_found(_what(served), name)
-            return _json(answer)
-        except Refused as e:
-            return e.response
-
-    return handler
+def _only_sent(checked: Any, sent: Any) -> Any:
+    """``checked`` (a configuration as the strict decoder left it: unknown fields dropped,
+    a required field absent filled with its zero value) with only the fields ``sent``
+    named: an apply configuration names only the fields its manager owns."""
+    if isinstance(checked, dict) and isinstance(sent, dict):
+        return {k: _only_sent(v, sent[k]) for k, v in checked.items() if k in sent}
+    if isinstance(checked, list) and isinstance(sent, list) and len(checked) == len(sent):
+        return [_only_sent(c, s) for c, s in zip(checked, sent, strict=True)]
+    return checked
 
 
-def delete_collection(served: Served) -> Handler:
-    """``DELETE`` of a list: each object the ``labelSelector`` selects, answered as a list."""
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        try:
-            node = request.app[NODE_KEY]
-            grace, policy = await _options(request)
-            try:
-                selector = parse_label_selector(request.query.get("labelSelector", ""))
-            except ValueError as e:
-                raise _refuse(400, "BadRequest", str(e)) from None
-            ns = request.match_info.get("namespace")
-            deleted = []
-            for obj in node.objects.list(served.kind, ns):
-                if obj.source != API_SOURCE or not selector_matches(selector, obj.labels):
-                    continue
-                found = current(node, request.app, served, obj.namespace, obj.name)
-                gone = await _delete(
-                    request, served, obj.namespace, obj.name, grace=grace, policy=policy
-                )
-                if gone is not None and found is not None:
-                    deleted.append(_answer(request, served, found, dry_run=True))
-            info = kind_table.KINDS[served.kind]
-            version = str(request.app[HISTORY_KEY].version)
-            return _json(
-                {
-                    "kind": f"{served.kind}List",
-                    "apiVersion": info.api_version,
-                    "metadata": {"resourceVersion": version},
-                    "items": deleted,
-                }
-            )
-        except Refused as e:
-            return e.response
-
-    return handler
+OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+"""The options kind of each write method, as a refusal of its options names it."""
 
 
-# -- the scale subresource ------------------------------------------------------------------
-
-
-def _scale_of(body: dict[str, Any]) -> dict[str, Any]:
-    """A Deployment's, ReplicaSet's or StatefulSet's ``autoscaling/v1`` ``Scale``."""
-    meta = body.get("metadata") or {}
-    spec = body.get("spec") or {}
-    labels = ((spec.get("selector") or {}).get("matchLabels")) or {}
-    return {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            k: meta[k]
-            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if k in meta
-        },
-        "spec": {"replicas": int(spec.get("replicas", 1))},
-        "status": {
-            "replicas": int((body.get("status") or {}).get("replicas") or 0),
-            "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
-        },
-    }
-
-
-def scale(served: Served) -> Handler:
-    """``GET``, ``PUT`` and ``PATCH`` of ``.../{name}/scale``: the replicas read from and
-    written to the object (through the node's admission, as any update)."""
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        try:
-            node = request.app[NODE_KEY]
-            name = request.match_info["name"]
-            ns = _namespace(request, served)
-            stored = _stored_form(node, served, ns, name)
-            if stored is None:
-                return not_found(_what(served), name)
-            if request.method == "GET":
-                return _json(_scale_of(stored))
-            body = await _read(request)
-            if request.method == "PATCH":
-                try:
-                    body = patches.patched(_scale_of(stored), body, request.content_type)
-                except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
-                    raise _refuse(400, "BadRequest", str(e)) from None
-            replicas = ((body or {}).get("spec") or {}).get("replicas")
-            if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-                raise _refuse(
-                    422,
-                    "Invalid",
-                    f'Scale.autoscaling "{name}" is invalid: spec.replicas: Invalid value: '
-                    f"{json.dumps(replicas)}: must be greater than or equal to 0",
-                )
-            stored.setdefault("spec", {})["replicas"] = replicas
-            stored.pop("status", None)
-            response = await _replace(request, served, stored, name=name)
-            if response.status != 200:
-                return response
-            return _json(_scale_of(json.loads(response.text or "{}")))
-        except Refused as e:
-            return e.response
-
-    return handler
-
-
-def add_routes(router: web.UrlDispatcher, served: Served, base: str) -> None:
-    """The write verbs of ``served`` under ``base`` (``/api/v1``, ``/apis/apps/v1``)."""
-    if served.kind not in kind_table.KINDS or served.name in ("nodes", "events"):
-        return
-    listing = (
-        f"{base}/namespaces/{{namespace}}/{served.name}"
-        if served.namespaced
-        else (f"{base}/{served.name}")
+def _writer(request: web.Request, served: Served) -> dict[str, str]:
+    """Who writes (the request's field manager), of which kind and in which version;
+    ``422`` for a ``fieldManager`` or ``force`` the API server refuses."""
+    causes = ownership.option_errors(
+        request.query,
+        apply=request.content_type == patches.APPLY_PATCH,
+        patch=request.method == "PATCH",
     )
-    router.add_post(listing, create(served))
-    router.add_delete(listing, delete_collection(served))
-    one = f"{listing}/{{name}}"
-    router.add_put(one, update(served))
-    router.add_patch(one, patch(served))
-    router.add_delete(one, delete(served))
-    if any(sub == "scale" for sub, _, _ in served.subresources):
-        for method in ("GET", "PUT", "PATCH"):
-            router.add_route(method, f"{one}/scale", scale(served))
+    if causes:
+        words = [f"{c['field']}: {c['message']}" for c in causes]
+        raise refuse(
+            422,
+            "Invalid",
+            f'{OPTIONS.get(request.method, "PatchOptions")}.meta.k8s.io "" is invalid: '
+            + (words[0] if len(words) == 1 else "[" + ", ".join(words) + "]"),
+            group="meta.k8s.io",
+            kind=OPTIONS.get(request.method, "PatchOptions"),
+            causes=causes,
+        )
+    return {
+        "kind": served.kind,
+        "manager": ownership.manager_of(request.query, request.headers.get("User-Agent", "")),
+        "api_version": kind_table.KINDS[served.kind].api_version,
+    }
+
+
+def _now() -> str:
+    return times.now_utc().strftime("%Y-%m-%dT%H:%M:%SZ")

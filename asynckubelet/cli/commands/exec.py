@@ -30,9 +30,13 @@ from asynckubelet.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from asynckubelet.api.execclient import StreamSession
     from asynckubelet.api.protocol import ExecTarget
     from asynckubelet.docker import DockerAPI
     from asynckubelet.docker.execs import ExecSession
+
+    Session = ExecSession | StreamSession
+    """A running command: on the engine, or behind the pod's ``exec`` subresource."""
 
 
 @output.command(not_found_as="BadRequest")
@@ -91,6 +95,9 @@ async def _exec(request: _Request, target: ExecTarget) -> int:
     from asynckubelet import errors
     from asynckubelet.api.inprocess import node_runtime
 
+    if target.socket is not None:
+        return await _through_api(request, target.socket, container=target.container)
+
     async with node_runtime(node_name=target.node_name, docker_host=target.docker_host) as rm:
         cid = target.container_id
         info = await rm.docker.inspect_container(cid)
@@ -106,43 +113,67 @@ async def _exec(request: _Request, target: ExecTarget) -> int:
         return result.exit_code
 
 
+async def _through_api(request: _Request, socket: str, *, container: str) -> int:
+    """The command through the pod's ``exec`` subresource on the daemon's socket."""
+    from asynckubelet.api.execclient import exec_stream
+
+    async with exec_stream(
+        socket,
+        request.namespace,
+        request.name,
+        container=container,
+        command=request.command,
+        stdin=request.stdin,
+        tty=request.tty,
+    ) as session:
+        if request.stdin or request.tty:
+            return await _attached(session, request)
+        await _pump_out(session)
+        return await session.exit_code()
+
+
 async def _interactive(docker: DockerAPI, container_id: str, request: _Request) -> int:
+    """Attach the terminal to the command on the engine."""
+    from asynckubelet.docker.execs import exec_session
+
+    async with exec_session(
+        docker, container_id, request.command, stdin=request.stdin, tty=request.tty
+    ) as session:
+        return await _attached(session, request)
+
+
+async def _attached(session: Session, request: _Request) -> int:
     """Attach the terminal to the command: input, output, window size, raw mode."""
     import termios
     import tty as tty_mod
 
-    from asynckubelet.docker.execs import exec_session
-
     raw = request.tty and sys.stdin.isatty()
     saved = termios.tcgetattr(sys.stdin.fileno()) if raw else None
-    async with exec_session(
-        docker, container_id, request.command, stdin=request.stdin, tty=request.tty
-    ) as session:
-        if request.tty:
-            await _resize(session)
-        if raw:
-            tty_mod.setraw(sys.stdin.fileno(), termios.TCSANOW)
-        try:
-            async with anyio.create_task_group() as tg:
-                if request.stdin:
-                    tg.start_soon(_pump_in, session)
-                if request.tty:
-                    tg.start_soon(_follow_window_size, session)
-                tg.start_soon(_until_exited, session, tg.cancel_scope)
-                await _pump_out(session)
-                tg.cancel_scope.cancel()
-        finally:
-            if saved is not None:
-                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
-        return await session.exit_code()
+    if request.tty:
+        await _resize(session)
+    if raw:
+        tty_mod.setraw(sys.stdin.fileno(), termios.TCSANOW)
+    try:
+        async with anyio.create_task_group() as tg:
+            if request.stdin:
+                tg.start_soon(_pump_in, session)
+            if request.tty:
+                tg.start_soon(_follow_window_size, session)
+            tg.start_soon(_until_exited, session, tg.cancel_scope)
+            await _pump_out(session)
+            tg.cancel_scope.cancel()
+    finally:
+        if saved is not None:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+    return await session.exit_code()
 
 
-async def _resize(session: ExecSession) -> None:
+async def _resize(session: Session) -> None:
     size = shutil.get_terminal_size()
     await session.resize(rows=size.lines, columns=size.columns)
 
 
-async def _follow_window_size(session: ExecSession) -> None:
+async def _follow_window_size(session: Session) -> None:
     import signal
 
     with anyio.open_signal_receiver(signal.SIGWINCH) as signals:
@@ -150,7 +181,7 @@ async def _follow_window_size(session: ExecSession) -> None:
             await _resize(session)
 
 
-async def _pump_in(session: ExecSession) -> None:
+async def _pump_in(session: Session) -> None:
     fd = sys.stdin.fileno()
     # A regular file cannot be polled; it is read at once, never blocking. Some devices
     # (``/dev/null``) cannot be polled either: the event loop refuses them, and they are
@@ -173,14 +204,14 @@ async def _pump_in(session: ExecSession) -> None:
         await session.write(data)
 
 
-async def _pump_out(session: ExecSession) -> None:
+async def _pump_out(session: Session) -> None:
     while (chunk := await session.read()) is not None:
         target = sys.stderr.buffer if chunk[0] == 2 else sys.stdout.buffer
         target.write(chunk[1])
         target.flush()
 
 
-async def _until_exited(session: ExecSession, scope: anyio.CancelScope) -> None:
+async def _until_exited(session: Session, scope: anyio.CancelScope) -> None:
     # Docker may keep an attached stream open after the command ended.
     while await session.running():  # noqa: ASYNC110
         await anyio.sleep(0.2)

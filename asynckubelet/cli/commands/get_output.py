@@ -259,6 +259,8 @@ def watch(
                 reason = str(body.get("reason") or "")
                 raise errors.DaemonError(str(body.get("message") or "watch failed"), reason=reason)
             if kind == "BOOKMARK":
+                if started:
+                    continue
                 if initial:
                     rows = [row for part in initial for row in part.get("rows") or []]
                     _write(render({**initial[0], "rows": rows}, header=not headed, **layout))

@@ -92,6 +92,7 @@ def serve(
     """
 
     from asynckubelet.api.server import check_listen, parse_listen
+    from asynckubelet.cli import instance
     from asynckubelet.cli.nodeconfig import kubelet_config, network_config
     from asynckubelet.cli.provision import ensure_engine
     from asynckubelet.cluster.host import default_node_ip
@@ -143,7 +144,12 @@ def serve(
             kubelet = dataclasses.replace(kubelet, node_name=kubelet.node_name.lower())
             serve_cluster(kubelet, node, cluster, http)
             return
-        services = ServicesConfig(ranges=ranges, dns_server=dns_server, dns_upstreams=upstreams)
+        services = ServicesConfig(
+            ranges=ranges,
+            dns_server=dns_server,
+            dns_upstreams=upstreams,
+            instances_root=instance.instances_root(),
+        )
         run_async(_serve, kubelet, network_config(node), services, http, kube_api)
 
 

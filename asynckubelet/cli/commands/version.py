@@ -19,7 +19,7 @@ def version(*, node: NodeRef, log: LogOptions) -> None:
     if client is None:
         return
     try:
-        server = str(client.node().get("version") or "")
+        server = client.version()
     except DaemonError:
         return
     shown = f"v{server.removeprefix('v')}" if server else "unknown"
