@@ -153,14 +153,14 @@ def test_errors_in_list_items_name_the_item() -> None:
 
 
 def test_an_unsupported_kind_names_file_document_and_kind() -> None:
-    text = POD + "---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\n"
+    text = POD + "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: d}\n"
     report = inspect_manifests_text(text, source_name="app.yaml", node_name="n")
     assert [(e.source, str(e)) for e in report.errors] == [
         (
             "app.yaml[1]",
-            'kind: Unsupported value: "DaemonSet": supported values: '
-            '"ConfigMap", "Deployment", "Job", "List", "Namespace", "Pod", "ReplicaSet", '
-            '"Secret", "Service", "ServiceAccount", "StatefulSet"',
+            'kind: Unsupported value: "Ingress": supported values: '
+            '"ConfigMap", "CronJob", "DaemonSet", "Deployment", "Job", "List", "Namespace", '
+            '"Pod", "ReplicaSet", "Secret", "Service", "ServiceAccount", "StatefulSet"',
         )
     ]
 

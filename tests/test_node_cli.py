@@ -109,7 +109,7 @@ def test_apply_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
             "give `delete KIND NAME` (pod, configmap, secret, deployment, job...) or "
             "`delete -f FILE`",
         ),
-        (("delete", "daemonset", "x"), 'doesn\'t have a resource type "daemonset"'),
+        (("delete", "ingress", "x"), 'doesn\'t have a resource type "ingress"'),
         (("serve", "--listen", "nowhere"), "--listen must be HOST:PORT"),
         (("serve", "--listen", "0.0.0.0:10255"), "--allow-remote"),
         (("serve", "--log-format", "xml"), "--log-format must be text or json"),

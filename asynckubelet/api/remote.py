@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from asynckubelet.api.protocol import ExecTarget, PodLogOptions
 
 
-OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "CronJob")
 """Kinds whose objects own pods (:data:`asynckubelet.workloads.controller.OWNER_KINDS`)."""
 
 
@@ -174,15 +174,16 @@ class RemoteNode:
 
     def _pods_of(self, kind: str, namespace: str, name: str) -> builtins.list[dict[str, str]]:
         """The pods that go with the object: all of a namespace's; those a workload
-        controls, through its ReplicaSets, and those it controlled still stopping."""
+        controls, through its ReplicaSets or Jobs, and those it controlled still stopping."""
         if kind == "Namespace":
             chosen = self.client.pods(name)
         elif kind in OWNER_KINDS:
             owners = {self._uid(kind, namespace, name)} - {""}
-            if owners and kind == "Deployment":
-                for replicas in self.client.objects("replicasets", namespace):
-                    if _controller(replicas) in owners:
-                        owners.add(str(replicas["metadata"].get("uid") or ""))
+            between = {"Deployment": "replicasets", "CronJob": "jobs"}.get(kind)
+            if owners and between is not None:
+                for child in self.client.objects(between, namespace):
+                    if _controller(child) in owners:
+                        owners.add(str(child["metadata"].get("uid") or ""))
             pods = self.client.pods(namespace) if owners else []
             chosen = [p for p in pods if _controller(p) in owners]
         else:

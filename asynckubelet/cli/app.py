@@ -68,8 +68,8 @@ TREE: dict[str, Command | Group] = {
         "apply",
         "Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps "
         "every object: Pods, ConfigMaps, Secrets, Namespaces, Services, Deployments, "
-        "ReplicaSets, StatefulSets, Jobs. -f takes files and folders (-R: with their "
-        "sub-folders), - for stdin; -k a kustomization.",
+        "ReplicaSets, StatefulSets, Jobs, DaemonSets, CronJobs. -f takes files and folders "
+        "(-R: with their sub-folders), - for stdin; -k a kustomization.",
     ),
     "delete": Command(
         "delete",
@@ -83,8 +83,9 @@ TREE: dict[str, Command | Group] = {
         "get",
         "get",
         "List pods, configmaps, secrets, services, endpoints, deployments, replicasets, "
-        "statefulsets, jobs, events, namespaces or all as `kubectl get` does (asking the node "
-        "daemon); -l selects by label; -w then prints every change of the pods.",
+        "statefulsets, jobs, daemonsets, cronjobs, events, namespaces or all as `kubectl get` "
+        "does (asking the node daemon); -l selects by label; -w then prints every change of "
+        "the pods.",
     ),
     "describe": Command(
         "describe",

@@ -69,7 +69,15 @@ def require_daemon(node: NodeRef, *, verb: str) -> NodeClient:
     return client
 
 
-WORKLOAD_TYPES = ("deployments", "replicasets", "statefulsets", "jobs", "services")
+WORKLOAD_TYPES = (
+    "deployments",
+    "replicasets",
+    "statefulsets",
+    "jobs",
+    "daemonsets",
+    "cronjobs",
+    "services",
+)
 """What ``logs`` and ``exec`` take as ``TYPE/NAME`` beside pods: their pods' selector."""
 
 

@@ -235,11 +235,38 @@ JOB_COLUMNS = (
     ("Images", 1),
     ("Selector", 1),
 )
+DAEMONSET_COLUMNS = (
+    ("Name", 0),
+    ("Desired", 0),
+    ("Current", 0),
+    ("Ready", 0),
+    ("Up-to-date", 0),
+    ("Available", 0),
+    ("Node Selector", 0),
+    ("Age", 0),
+    ("Containers", 1),
+    ("Images", 1),
+    ("Selector", 1),
+)
+CRONJOB_COLUMNS = (
+    ("Name", 0),
+    ("Schedule", 0),
+    ("Timezone", 0),
+    ("Suspend", 0),
+    ("Active", 0),
+    ("Last Schedule", 0),
+    ("Age", 0),
+    ("Containers", 1),
+    ("Images", 1),
+    ("Selector", 1),
+)
 WORKLOAD_COLUMNS = {
     "Deployment": DEPLOYMENT_COLUMNS,
     "ReplicaSet": REPLICASET_COLUMNS,
     "StatefulSet": STATEFULSET_COLUMNS,
     "Job": JOB_COLUMNS,
+    "DaemonSet": DAEMONSET_COLUMNS,
+    "CronJob": CRONJOB_COLUMNS,
 }
 """kubectl's ``get`` columns of each workload kind (``printDeployment``, ``printJob``...)."""
 
@@ -323,6 +350,10 @@ def workload_row(obj: StoredObject, *, now: datetime) -> list[str]:
         ]
     if obj.kind == "StatefulSet":
         return [obj.name, f"{_n(status.get('readyReplicas'))}/{desired}", shown_age, names, images]
+    if obj.kind == "DaemonSet":
+        return _daemonset_row(obj.name, spec, status, shown_age, (names, images, selector))
+    if obj.kind == "CronJob":
+        return _cronjob_row(obj.name, spec, status, shown_age, now)
     succeeded = _n(status.get("succeeded"))
     if spec.get("completions") is not None:
         completions = f"{succeeded}/{_n(spec.get('completions'))}"
@@ -344,4 +375,51 @@ def workload_row(obj: StoredObject, *, now: datetime) -> list[str]:
         names,
         images,
         selector,
+    ]
+
+
+def _daemonset_row(
+    name: str,
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    shown_age: str,
+    wide: tuple[str, str, str],
+) -> list[str]:
+    """``printDaemonSet``."""
+    node_selector = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector")
+    counts = (
+        "desiredNumberScheduled",
+        "currentNumberScheduled",
+        "numberReady",
+        "updatedNumberScheduled",
+        "numberAvailable",
+    )
+    return [
+        name,
+        *(str(_n(status.get(key))) for key in counts),
+        selector_text(node_selector),
+        shown_age,
+        *wide,
+    ]
+
+
+def _cronjob_row(
+    name: str, spec: Mapping[str, Any], status: Mapping[str, Any], shown_age: str, now: datetime
+) -> list[str]:
+    """``printCronJob``."""
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    template = {"spec": {"template": job_spec.get("template") or {}}}
+    names, images = _containers(template)
+    last = parse_time(status.get("lastScheduleTime"))
+    return [
+        name,
+        str(spec.get("schedule") or ""),
+        str(spec.get("timeZone") or "<none>"),
+        "True" if spec.get("suspend") else "False",
+        str(len(status.get("active") or [])),
+        age(last, now=now) if last is not None else "<none>",
+        shown_age,
+        names,
+        images,
+        format_label_selector(job_spec.get("selector")),
     ]

@@ -66,6 +66,8 @@ RESOURCES = (
     Resource("ReplicaSet", "replicasets", "replicaset", "apps", ("rs",)),
     Resource("StatefulSet", "statefulsets", "statefulset", "apps", ("sts",)),
     Resource("Job", "jobs", "job", "batch"),
+    Resource("DaemonSet", "daemonsets", "daemonset", "apps", ("ds",)),
+    Resource("CronJob", "cronjobs", "cronjob", "batch", ("cj",)),
 )
 _BY_PLURAL = {r.plural: r for r in RESOURCES}
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lightkube.models.apps_v1 import Deployment, ReplicaSet, StatefulSet
-from lightkube.models.batch_v1 import Job
+from lightkube.models.apps_v1 import DaemonSet, Deployment, ReplicaSet, StatefulSet
+from lightkube.models.batch_v1 import CronJob, Job
 from lightkube.models.core_v1 import (
     ConfigMap,
     Namespace,
@@ -29,7 +29,7 @@ from lightkube.models.core_v1 import (
 )
 
 from asynckubelet.errors import FieldError
-from asynckubelet.manifests import jobs, workloads
+from asynckubelet.manifests import daemons, jobs, workloads
 from asynckubelet.manifests.objectmeta import validate_object_meta
 
 __all__ = [
@@ -163,6 +163,33 @@ _TABLE = (
         controlled=True,
         template_path="spec.template",
     ),
+    KindInfo(
+        "DaemonSet",
+        "apps/v1",
+        DaemonSet,
+        "daemonset",
+        "daemonsets",
+        ("ds",),
+        default=daemons.default_daemonset,
+        validate=daemons.validate_daemonset,
+        validate_update=daemons.validate_daemonset_update,
+        controlled=True,
+        template_path="spec.template",
+        nullable=("spec.selector",),
+    ),
+    KindInfo(
+        "CronJob",
+        "batch/v1",
+        CronJob,
+        "cronjob",
+        "cronjobs",
+        ("cj",),
+        default=daemons.default_cronjob,
+        validate=daemons.validate_cronjob,
+        validate_update=daemons.validate_cronjob_update,
+        controlled=True,
+        template_path="spec.jobTemplate.spec.template",
+    ),
 )
 
 KINDS: dict[str, KindInfo] = {k.kind: k for k in _TABLE}
@@ -193,5 +220,8 @@ def kind_of_resource(name: str) -> str | None:
 def pod_template(obj: Any) -> PodTemplateSpec | None:
     """The pod template of a typed workload object (None for kinds without one)."""
     spec = getattr(obj, "spec", None)
+    job_template = getattr(spec, "jobTemplate", None)
+    if job_template is not None:
+        spec = getattr(job_template, "spec", None)
     template = getattr(spec, "template", None)
     return template if isinstance(template, PodTemplateSpec) else None

@@ -313,11 +313,15 @@ class _Loader:
             return
         template = kinds.pod_template(obj)
         if template is not None:
+            # The daemon controller itself matches the node and its taints.
+            daemon = found.kind == "DaemonSet"
             for warning in honour.unhonoured_fields(
                 _template_pod(obj, template),
                 node_name=self.node_name,
-                node_labels=self.node_labels,
+                node_labels=self.node_labels or daemon,
             ):
+                if daemon and warning.field == "spec.tolerations":
+                    continue
                 path = f"{found.template_path}.{warning.field}"
                 self._warn(FieldError(path, warning.reason, warning.detail), source, prefix)
         errors = found.validate(obj, absent=absent) if found.validate is not None else []

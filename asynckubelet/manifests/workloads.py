@@ -173,7 +173,7 @@ def _selected_template(
     if policy != "Always":
         errs.append(not_supported(f"{path}.template.spec.restartPolicy", policy, ("Always",)))
     if template.spec.activeDeadlineSeconds is not None:
-        kind = "StatefulSet" if workload == "statefulset" else "ReplicaSet"
+        kind = {"statefulset": "StatefulSet", "daemonset": "DaemonSet"}.get(workload, "ReplicaSet")
         errs.append(
             forbidden(
                 f"{path}.template.spec.activeDeadlineSeconds",

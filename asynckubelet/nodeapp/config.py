@@ -151,7 +151,8 @@ class NodeConfig:
     "loopback")``: no pod network, pods get no IP (their own loopback only), and nothing
     is made on the host."""
     controllers: bool = True
-    """Run the workload controllers (Deployment, ReplicaSet, StatefulSet, Job)."""
+    """Run the workload controllers (Deployment, ReplicaSet, StatefulSet, Job, DaemonSet,
+    CronJob)."""
     services: ServicesConfig | None = None
     """Run Services and the cluster DNS; None: Services are stored but not served."""
     local_api: bool = False

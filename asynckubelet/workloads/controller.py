@@ -1,5 +1,6 @@
-"""The node's controllers: Deployments, ReplicaSets, StatefulSets and Jobs kept in step
-with their pods, and what their owners left behind removed.
+"""The node's controllers: Deployments, ReplicaSets, StatefulSets, Jobs and DaemonSets
+kept in step with their pods, CronJobs with their Jobs, and what their owners left behind
+removed.
 
 A cluster's controller manager watches the API server; here the objects are in the
 node's store and the pods' statuses in its status manager, so one loop reconciles every
@@ -7,14 +8,16 @@ workload whenever either changes (and again when a decision needs time to pass: 
 become available, a Job's back-off, a deadline). It is level-triggered: each pass reads
 the whole state, asks the pure decision functions (:mod:`~asynckubelet.workloads.
 deployment`, :mod:`~asynckubelet.workloads.replicaset`, :mod:`~asynckubelet.workloads.
-statefulset`, :mod:`~asynckubelet.workloads.job`) what to do, and does it, so a missed
+statefulset`, :mod:`~asynckubelet.workloads.job`, :mod:`~asynckubelet.workloads.daemonset`,
+:mod:`~asynckubelet.workloads.cronjob`) what to do, and does it, so a missed
 wake-up, a restart or a crash in the middle only delays what the next pass does anyway.
 
 The pods it makes are handed to the node as any source's (:meth:`~asynckubelet.node.
 kubelet.Kubelet.want`, source :data:`WORKLOADS_SOURCE`) and run by the same pod workers
 and ``sync_pod``; they and the ReplicaSets carry a controller owner reference, and the
 garbage collector removes objects whose owner is gone (a deleted Deployment takes its
-ReplicaSets, and they their pods).
+ReplicaSets, and they their pods; a deleted CronJob its Jobs). The controllers' clock is
+given (``clock=``), so a test can move a CronJob's time on.
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ from lightkube.models.core_v1 import Pod
 
 from asynckubelet import errors
 from asynckubelet._logging import logger
+from asynckubelet.manifests import jobs as job_manifests
 from asynckubelet.manifests import kinds
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.objects import StoredObject
 from asynckubelet.node.status_manager import PodRecord
+from asynckubelet.workloads import cronjob as crons
+from asynckubelet.workloads import daemonset as daemons
 from asynckubelet.workloads import deployment as deploy
 from asynckubelet.workloads import job as jobs
 from asynckubelet.workloads import replicaset as rsets
@@ -51,13 +57,15 @@ __all__ = ["WORKLOADS_SOURCE", "Controllers"]
 
 WORKLOADS_SOURCE = "workloads"
 """The node source of the pods and ReplicaSets the controllers make."""
-OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "CronJob")
 """Kinds whose objects own others (the garbage collector follows only these)."""
 COMPONENTS = {
     "Deployment": "deployment-controller",
     "ReplicaSet": "replicaset-controller",
     "StatefulSet": "statefulset-controller",
     "Job": "job-controller",
+    "DaemonSet": "daemonset-controller",
+    "CronJob": "cronjob-controller",
 }
 
 
@@ -129,8 +137,12 @@ class Controllers:
             requeues.append(await self._replicaset(obj, owned, now) or -1)
         for obj in self._live("StatefulSet"):
             requeues.append(await self._statefulset(obj, owned, now) or -1)
+        for obj in self._live("CronJob"):
+            requeues.append(await self._cronjob(obj, now) or -1)
         for obj in self._live("Job"):
             requeues.append(await self._job(obj, owned, now) or -1)
+        for obj in self._live("DaemonSet"):
+            requeues.append(await self._daemonset(obj, owned, now) or -1)
         await self._collect_garbage()
         waits = [r for r in requeues if r > 0]
         return min(waits) if waits else None
@@ -371,13 +383,63 @@ class Controllers:
             meta.pop("finalizers", None)
         self.node.objects.put_object(body, source=pod.source)
 
+    # -- DaemonSets ------------------------------------------------------------------------------
+
+    def _this_node(self) -> daemons.NodeView:
+        info = self.node.admitter.node
+        labels = daemons.node_labels(info.name, info.labels)
+        return daemons.NodeView(name=info.name, labels=labels, taints=info.taints)
+
+    async def _daemonset(
+        self, obj: StoredObject, owned: Mapping[str, list[PodView]], now: datetime
+    ) -> float | None:
+        spec = obj.body.get("spec") or {}
+        node = self._this_node()
+        plan = daemons.reconcile_daemonset(obj.body, owned.get(obj.uid, []), node, now)
+        await self._delete_pods(obj, plan.delete)
+        if plan.create:
+            template = copy.deepcopy(dict(spec.get("template") or {}))
+            pod_spec = template.setdefault("spec", {})
+            pod_spec["tolerations"] = daemons.daemon_tolerations(pod_spec)
+            pod_spec["affinity"] = daemons.daemon_affinity(pod_spec.get("affinity"), node.name)
+            name = generate_name(f"{obj.name}-")
+            labels = {
+                daemons.REVISION_HASH: daemons.revision_hash(obj.body),
+                daemons.TEMPLATE_GENERATION: str(obj.body["metadata"].get("generation") or 1),
+            }
+            self._make_pods(obj, template, [name], {name: {"labels": labels}})
+        self._write(obj, plan.status)
+        return plan.requeue_after
+
+    # -- CronJobs -------------------------------------------------------------------------------
+
+    async def _cronjob(self, obj: StoredObject, now: datetime) -> float | None:
+        children = [
+            j.body
+            for j in self.node.objects.list("Job", obj.namespace)
+            if (owner := controller_of(j.body.get("metadata"))) is not None and owner.uid == obj.uid
+        ]
+        plan = crons.reconcile_cronjob(obj.body, children, now)
+        for name in plan.delete:
+            self.node.objects.remove("Job", obj.namespace, name)
+        if plan.create is not None:
+            job_manifests.default_job(plan.create)
+            stored = self.node.objects.put_object(plan.create, source=WORKLOADS_SOURCE)
+            for ref in plan.status.get("active") or []:
+                if ref.get("name") == stored.name:
+                    ref["uid"] = stored.uid
+        for type_, reason, message in plan.events:
+            self._event(obj, type_, reason, message)
+        self._write(obj, plan.status)
+        return plan.requeue_after
+
     # -- garbage collection ---------------------------------------------------------------------
 
     async def _collect_garbage(self) -> None:
         """Remove the ReplicaSets and pods whose controller owner is gone (background
         propagation: the owner went first, its dependents follow)."""
         alive = {o.uid for kind in OWNER_KINDS for o in self.node.objects.list(kind)}
-        for kind in ("ReplicaSet", "Pod"):
+        for kind in ("Job", "ReplicaSet", "Pod"):
             for obj in self.node.objects.list(kind):
                 owner = controller_of(obj.body.get("metadata"))
                 if owner is None or owner.kind not in OWNER_KINDS or owner.uid in alive:
@@ -390,7 +452,7 @@ class Controllers:
                 else:
                     self.node.objects.remove(kind, obj.namespace, obj.name)
                     alive.discard(obj.uid)
-            if kind == "ReplicaSet":
+            if kind != "Pod":
                 alive = {o.uid for k in OWNER_KINDS for o in self.node.objects.list(k)}
 
 

@@ -6,8 +6,10 @@ controller saw the latest spec, every replica is updated and available, no old o
 left); it fails when its progress deadline passed. A Job is ready when ``Complete`` and
 fails when ``Failed``, with the controller's reason. A StatefulSet is ready when every
 replica is ready and of the update revision, a ReplicaSet when every replica is
-available. :data:`CHECKS` holds one pure function per kind over the object as stored
-(a kind without one is ready once stored), so another kind adds its own.
+available, a DaemonSet when its pod is updated and available (a CronJob, which makes
+nothing until its schedule says so, is ready once stored). :data:`CHECKS` holds one
+pure function per kind over the object as stored (a kind without one is ready once
+stored), so another kind adds its own.
 """
 
 from __future__ import annotations
@@ -111,7 +113,36 @@ def replicaset(body: Mapping[str, Any]) -> Readiness:
     return Readiness("ready", f"{available} replicas available")
 
 
+def daemonset(body: Mapping[str, Any]) -> Readiness:
+    """``kubectl rollout status`` of a DaemonSet (``DaemonSetStatusViewer``)."""
+    spec, status = body.get("spec") or {}, body.get("status") or {}
+    name = (body.get("metadata") or {}).get("name")
+    if ((spec.get("updateStrategy") or {}).get("type") or "RollingUpdate") != "RollingUpdate":
+        return Readiness(
+            "ready", "rollout status is only available for RollingUpdate strategy type"
+        )
+    if not _observed(body):
+        return Readiness("waiting", "Waiting for daemon set spec update to be observed...")
+    desired = _n(status.get("desiredNumberScheduled"))
+    updated = _n(status.get("updatedNumberScheduled"))
+    available = _n(status.get("numberAvailable"))
+    if updated < desired:
+        return Readiness(
+            "waiting",
+            f'Waiting for daemon set "{name}" rollout to finish: {updated} out of {desired} '
+            "new pods have been updated...",
+        )
+    if available < desired:
+        return Readiness(
+            "waiting",
+            f'Waiting for daemon set "{name}" rollout to finish: {available} of {desired} '
+            "updated pods are available...",
+        )
+    return Readiness("ready", f'daemon set "{name}" successfully rolled out')
+
+
 CHECKS: dict[str, Callable[[Mapping[str, Any]], Readiness]] = {
+    "DaemonSet": daemonset,
     "Deployment": deployment,
     "Job": job,
     "StatefulSet": statefulset,

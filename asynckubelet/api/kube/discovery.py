@@ -107,6 +107,10 @@ SERVED: tuple[Served, ...] = (
     Served("events", "event", "Event", "events.k8s.io", short_names=("ev",)),
     Served("jobs", "job", "Job", "batch", categories=("all",)),
     Served("endpointslices", "endpointslice", "EndpointSlice", "discovery.k8s.io"),
+    Served(
+        "daemonsets", "daemonset", "DaemonSet", "apps", short_names=("ds",), categories=("all",)
+    ),
+    Served("cronjobs", "cronjob", "CronJob", "batch", short_names=("cj",), categories=("all",)),
 )
 """Every resource served, the core group's first, then the groups' in :data:`GROUPS`."""
 SUBRESOURCE_GROUPS = {"TokenRequest": ("authentication.k8s.io", "v1")}

@@ -70,6 +70,7 @@ MERGE_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("core_v1.ServiceStatus", "conditions"): ("type",),
     ("apps_v1.DeploymentStatus", "conditions"): ("type",),
     ("apps_v1.ReplicaSetStatus", "conditions"): ("type",),
+    ("apps_v1.DaemonSetStatus", "conditions"): ("type",),
     ("apps_v1.StatefulSetStatus", "conditions"): ("type",),
     ("batch_v1.JobStatus", "conditions"): ("type",),
     ("meta_v1.ObjectMeta", "ownerReferences"): ("uid",),

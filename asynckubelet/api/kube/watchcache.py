@@ -40,6 +40,8 @@ STORED_KINDS = (
     "ReplicaSet",
     "StatefulSet",
     "Job",
+    "DaemonSet",
+    "CronJob",
 )
 """The kinds served from the object store (pods are served from their statuses)."""
 

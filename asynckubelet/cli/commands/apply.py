@@ -131,8 +131,8 @@ def apply(
 ) -> None:
     """Hand manifests to the node daemon (`asynckubelet serve`), which admits and keeps
     every object: Pods, ConfigMaps, Secrets, Namespaces, Services, Deployments,
-    ReplicaSets, StatefulSets, Jobs. -f takes files and folders (-R: with their
-    sub-folders), - for stdin; -k a kustomization.
+    ReplicaSets, StatefulSets, Jobs, DaemonSets, CronJobs. -f takes files and folders (-R:
+    with their sub-folders), - for stdin; -k a kustomization.
 
     Re-applying unchanged files changes nothing; an edited Deployment rolls out (its
     maxSurge and maxUnavailable honoured), an edited pod restarts only the containers

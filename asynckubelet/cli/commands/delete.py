@@ -67,8 +67,8 @@ def delete(
     the files or folders hold; -R: their sub-folders too); pods gracefully, waiting until
     they are gone (exit 1 naming those still there after --timeout).
 
-    A Deployment, ReplicaSet, StatefulSet or Job takes the ReplicaSets and pods it
-    controls with it; --wait=false returns without waiting for the pods."""
+    A Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or CronJob takes the Jobs,
+    ReplicaSets and pods it controls with it; --wait=false returns without waiting for the pods."""
     waiting = _flag_bool(wait, "--wait")
     if now:
         if grace_period is not None:

@@ -57,8 +57,9 @@ def get(
     log: LogOptions,
 ) -> None:
     """List pods, configmaps, secrets, services, endpoints, deployments, replicasets,
-    statefulsets, jobs, events, namespaces or all as `kubectl get` does (asking the node
-    daemon); -l selects by label; -w then prints every change of the pods."""
+    statefulsets, jobs, daemonsets, cronjobs, events, namespaces or all as `kubectl get`
+    does (asking the node daemon); -l selects by label; -w then prints every change of the
+    pods."""
     options = {
         "namespace": namespace,
         "all_namespaces": all_namespaces,

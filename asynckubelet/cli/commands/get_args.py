@@ -35,10 +35,21 @@ LISTED = (
     "replicasets",
     "statefulsets",
     "jobs",
+    "daemonsets",
+    "cronjobs",
     "namespaces",
 )
 """What ``get`` lists (kubectl's names, short names and ``.group`` forms of these)."""
-ALL = ("pods", "services", "deployments", "replicasets", "statefulsets", "jobs")
+ALL = (
+    "pods",
+    "services",
+    "daemonsets",
+    "deployments",
+    "replicasets",
+    "statefulsets",
+    "cronjobs",
+    "jobs",
+)
 """What ``get all`` lists, in kubectl's order (those this node keeps)."""
 RESOURCES = {
     name: r.plural

@@ -107,7 +107,7 @@ async def _until_finished(kubelet: Kubelet, manifests: Manifests) -> int:
     forever = any(
         p.spec is not None and p.spec.restartPolicy == "Always" for p in manifests.pods
     ) or any(
-        kind in ("Deployment", "ReplicaSet", "StatefulSet")
+        kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "CronJob")
         for kind in (getattr(o, "kind", "") for o in manifests.objects)
     )
     while True:

@@ -293,8 +293,8 @@ WaitOpt = Annotated[
     typer.Option(
         "--wait",
         metavar="",
-        help="Wait until pods are Ready or Succeeded, Deployments and StatefulSets rolled "
-        "out, Jobs complete.",
+        help="Wait until pods are Ready or Succeeded, Deployments, StatefulSets and "
+        "DaemonSets rolled out, Jobs complete.",
     ),
 ]
 WaitTimeoutOpt = Annotated[

@@ -463,7 +463,7 @@ KindArg = Annotated[
         metavar="TYPE[/NAME]",
         help="The resource type: pods (po), configmaps (cm), secrets, services (svc), "
         "endpoints (ep), deployments (deploy), replicasets (rs), statefulsets (sts), jobs, "
-        "events (ev), namespaces (ns), or all.",
+        "daemonsets (ds), cronjobs (cj), events (ev), namespaces (ns), or all.",
     ),
 ]
 DescribeKindArg = Annotated[
@@ -477,8 +477,8 @@ DeleteKindArg = Annotated[
     str | None,
     typer.Argument(
         metavar="TYPE[/NAME]",
-        help="`pod`, `configmap`, `secret`, `deployment`, `replicaset`, `statefulset`, `job` "
-        "or `namespace`, followed by the name (or `pod/NAME`...).",
+        help="`pod`, `configmap`, `secret`, `deployment`, `replicaset`, `statefulset`, `job`, "
+        "`daemonset`, `cronjob` or `namespace`, followed by the name (or `pod/NAME`...).",
     ),
 ]
 PodNameArg = Annotated[str, typer.Argument(metavar="POD", help="The pod's name.")]
