@@ -361,3 +361,24 @@ def test_the_run_time_configuration_takes_the_limit_of_parallel_starts() -> None
 
     assert NodeOptions(max_parallel_starts=5).runtime_config().max_parallel_starts == 5
     assert NodeOptions().runtime_config().max_parallel_starts == default_parallel_starts()
+
+
+def test_given_node_labels_sit_over_the_kubelets_own_so_an_os_selector_matches() -> None:
+    """A node given ``--node-labels`` checks nodeSelectors as the kubelet does, against its
+    registered labels: the given ones over ``kubernetes.io/hostname``, ``os`` and ``arch``
+    (a DaemonSet's ``kubernetes.io/os: linux`` pod is admitted, not refused)."""
+    from lightkube.models.core_v1 import Container, Pod, PodSpec
+
+    from asynckubelet.node.admission import matches_node_selector
+
+    info = NodeOptions(node_name="n1", node_labels="team=a,kubernetes.io/hostname=x").node_info()
+    assert info.labels is not None
+    assert info.labels["team"] == "a"
+    assert info.labels["kubernetes.io/hostname"] == "x"
+    assert info.labels["kubernetes.io/os"] == "linux"
+    assert info.labels["kubernetes.io/arch"]
+    linux = Pod(
+        spec=PodSpec(containers=[Container(name="a")], nodeSelector={"kubernetes.io/os": "linux"})
+    )
+    assert matches_node_selector(linux, info.labels, "n1")
+    assert NodeOptions(node_name="n1").node_info().labels is None

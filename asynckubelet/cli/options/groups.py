@@ -273,7 +273,16 @@ class NodeOptions:
             if self.max_pods < 1:
                 raise UsageError(f"--max-pods must be at least 1, not {self.max_pods}")
             resources = dc.replace(resources, pods=self.max_pods)
-        return NodeInfo(name=self.node_name or _hostname(), allocatable=resources, labels=labels)
+        name = self.node_name or _hostname()
+        if labels is not None:
+            # The kubelet's own labels (hostname, os, arch) are the node's too, under the
+            # given ones, as on a registered Node: a nodeSelector on kubernetes.io/os
+            # matches.
+            from asynckubelet.cluster.host import go_arch
+            from asynckubelet.cluster.nodestatus import default_labels
+
+            labels = {**default_labels(name, arch=go_arch()), **labels}
+        return NodeInfo(name=name, allocatable=resources, labels=labels)
 
     @property
     def level(self) -> Level:
