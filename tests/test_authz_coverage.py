@@ -43,6 +43,8 @@ KUBELET_API: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/pods"): ("get", "proxy"),
     ("GET", "/pods/"): ("get", "proxy"),
     ("GET", "/containerLogs/{namespace}/{pod}/{container}"): ("get", "proxy"),
+    ("GET", "/metrics/resource"): ("get", "metrics"),
+    ("GET", "/stats/summary"): ("get", "stats"),
     ("GET", "/exec/{namespace}/{pod}/{container}"): ("create", "proxy"),
     ("POST", "/exec/{namespace}/{pod}/{container}"): ("create", "proxy"),
     ("GET", "/exec/{namespace}/{pod}/{uid}/{container}"): ("create", "proxy"),
@@ -132,9 +134,7 @@ def test_the_unauthenticated_endpoint_serves_health_and_metrics_only() -> None:
 
 def _kube_routes(served: Served) -> list[tuple[str, str]]:
     this = this_node(served.node, runtime_version="docker://1", kubelet_version="v1.33.0")
-    app = create_app(
-        served.node, client_fingerprint=b"", this=this, server_address="127.0.0.1:1"
-    )
+    app = create_app(served.node, client_fingerprint=b"", this=this, server_address="127.0.0.1:1")
     return sorted(set(_routes(app)))
 
 

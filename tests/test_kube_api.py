@@ -125,6 +125,7 @@ async def test_kubectls_discovery_request_gets_the_aggregated_form(served: Serve
         "events.k8s.io",
         "batch",
         "discovery.k8s.io",
+        "metrics.k8s.io",
     ]
     _, _, core = await served.request("/api", accept=KUBECTL_DISCOVERY)
     [group] = core["items"]
@@ -157,6 +158,7 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
         "events.k8s.io",
         "batch",
         "discovery.k8s.io",
+        "metrics.k8s.io",
     ]
     _, _, apps = await served.request("/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} == {

@@ -213,7 +213,13 @@ def test_a_core_event_in_the_events_group_shape() -> None:
 
 
 def test_discovery_names_the_new_groups_and_the_tokens_kind() -> None:
-    assert discovery.GROUPS == ("apps", "events.k8s.io", "batch", "discovery.k8s.io")
+    assert discovery.GROUPS == (
+        "apps",
+        "events.k8s.io",
+        "batch",
+        "discovery.k8s.io",
+        "metrics.k8s.io",
+    )
     legacy = discovery.resource_list("v1")
     assert legacy is not None
     token = next(r for r in legacy["resources"] if r["name"] == "serviceaccounts/token")

@@ -26,6 +26,7 @@ AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryLi
 """The content type of aggregated discovery, as the API server sends it."""
 READ = ("get", "list")
 WATCH = ("get", "list", "watch")
+METRICS = "metrics.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,8 @@ SERVED: tuple[Served, ...] = (
     Served("events", "event", "Event", "events.k8s.io", short_names=("ev",)),
     Served("jobs", "job", "Job", "batch", categories=("all",)),
     Served("endpointslices", "endpointslice", "EndpointSlice", "discovery.k8s.io"),
+    Served("nodes", "", "NodeMetrics", METRICS, "v1beta1", namespaced=False, verbs=READ),
+    Served("pods", "", "PodMetrics", METRICS, "v1beta1", verbs=READ),
 )
 """Every resource served, the core group's first, then the groups' in :data:`GROUPS`."""
 SUBRESOURCE_GROUPS = {"TokenRequest": ("authentication.k8s.io", "v1")}
@@ -127,7 +130,7 @@ SERVED = tuple(
     else s
     for s in SERVED
 )
-GROUPS = ("apps", "events.k8s.io", "batch", "discovery.k8s.io")
+GROUPS = ("apps", "events.k8s.io", "batch", "discovery.k8s.io", METRICS)
 """The named groups, in the API server's order."""
 
 
@@ -173,7 +176,8 @@ def api_versions(server_address: str) -> dict[str, Any]:
 
 def api_group(group: str) -> dict[str, Any]:
     """``/apis/<group>``: one named group."""
-    version = {"groupVersion": f"{group}/v1", "version": "v1"}
+    served = _version(group)
+    version = {"groupVersion": f"{group}/{served}", "version": served}
     return {
         "kind": "APIGroup",
         "apiVersion": "v1",
@@ -282,13 +286,18 @@ def _group_discovery(group: str) -> dict[str, Any]:
         }
         resources.append(_drop_empty(resource, keep=("verbs",)))
     metadata = {"name": group} if group else {}
-    version = {"version": "v1", "resources": resources, "freshness": "Current"}
+    version = {"version": _version(group), "resources": resources, "freshness": "Current"}
     return {"metadata": {**metadata, "creationTimestamp": None}, "versions": [version]}
 
 
 def _sub_kind(group: str, version: str, kind: str) -> dict[str, str]:
     group, version = SUBRESOURCE_GROUPS.get(kind, (group, version))
     return {"group": group, "version": version, "kind": kind}
+
+
+def _version(group: str) -> str:
+    """The one version served of ``group``."""
+    return next((s.version for s in SERVED if s.group == group), "v1")
 
 
 def _drop_empty(body: Mapping[str, Any], *, keep: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -300,6 +309,7 @@ __all__ = [
     "AGGREGATED",
     "GROUPS",
     "KUBERNETES_VERSION",
+    "METRICS",
     "SERVED",
     "Served",
     "aggregated",
