@@ -20,6 +20,7 @@ from asynckubelet import errors
 from asynckubelet.api.answers import label_selector, not_found, selected
 from asynckubelet.api.endpoints import NODE_KEY
 from asynckubelet.api.rows import pod_labels
+from asynckubelet.docker.engine import is_local_daemon
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.usage import (
     ContainerUsage,
@@ -39,9 +40,15 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 async def node_usage(node: Kubelet, *, rates: bool = True) -> NodeUsage:
     """The node's usage now; an engine that does not answer is 503 with its reason."""
     try:
-        return await read_usage(node.runtime.docker, node_name=node.node_name, rates=rates)
+        return await read_usage(
+            node.runtime.docker, node_name=node.node_name, rates=rates, local=_local(node)
+        )
     except errors.AsyncKubeletError as e:
         raise web.HTTPServiceUnavailable(text=f"reading the engine's stats failed: {e}\n") from e
+
+
+def _local(node: Kubelet) -> bool:
+    return is_local_daemon(node.runtime.docker.url)
 
 
 # -- metrics.k8s.io -------------------------------------------------------------------------
@@ -319,7 +326,7 @@ async def metrics_resource(request: web.Request) -> web.Response:
     node = request.app[NODE_KEY]
     try:
         usage: NodeUsage | None = await read_usage(
-            node.runtime.docker, node_name=node.node_name, rates=False
+            node.runtime.docker, node_name=node.node_name, rates=False, local=_local(node)
         )
     except errors.AsyncKubeletError:
         usage = None

@@ -14,6 +14,10 @@ samples while nobody asks: the node's idle cost is nil, a read of rates costs ab
 second of waiting (all containers concurrently). Cumulative counters alone (the
 Prometheus endpoint) are read ``one-shot``, at once.
 
+A local engine answers empty counters for containers whose network namespace it did not
+make (the pod containers of the bridge and CNI backends): those are read from their
+cgroup files (:mod:`~asynckubelet.node.cgroupstats`), two samples a second apart.
+
 The node's figures are the sums of its pods': the engine reports no host-wide counters,
 and a remote engine's host is not this one.
 """
@@ -24,12 +28,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from asynckubelet import errors
 from asynckubelet.docker import DockerAPI
+from asynckubelet.node import cgroupstats
 from asynckubelet.runtime import naming
 
 MAX_CONCURRENT_READS = 16
@@ -246,10 +252,19 @@ class NodeUsage:
 
 
 async def read_usage(
-    docker: DockerAPI, *, node_name: str, rates: bool = True, now: float | None = None
+    docker: DockerAPI,
+    *,
+    node_name: str,
+    rates: bool = True,
+    local: bool = False,
+    cgroup_root: Path = cgroupstats.CGROUP_ROOT,
+    interval: float = 1.0,
+    now: float | None = None,
 ) -> NodeUsage:
     """The running containers of ``node_name``'s pods, read concurrently from the engine;
-    ``rates`` waits for the engine's second sample (CPU rates), else one sample each. A
+    ``rates`` waits for a second sample (CPU rates), else one sample each. A ``local``
+    engine's container it answers empty counters for is read from its cgroup files
+    (:mod:`~asynckubelet.node.cgroupstats`, two samples ``interval`` seconds apart). A
     container that stops meanwhile is left out; an engine that does not answer raises."""
     rows = await docker.list_containers(
         labels={naming.LABEL_NODE: node_name, naming.LABEL_TYPE: naming.TYPE_CONTAINER},
@@ -259,18 +274,34 @@ async def read_usage(
     found: dict[str, list[ContainerUsage]] = {}
     owners: dict[str, tuple[str, str]] = {}
 
+    async def from_files(container_id: str) -> dict[str, Any] | None:
+        pid = ((await docker.inspect_container(container_id)).get("State") or {}).get("Pid")
+        if not isinstance(pid, int) or pid <= 0:
+            return None
+        first = cgroupstats.read_sample(pid, now=_now(), root=cgroup_root)
+        if first is None or not rates:
+            return first
+        await anyio.sleep(interval)
+        second = cgroupstats.read_sample(pid, now=_now(), root=cgroup_root)
+        return cgroupstats.with_earlier(second, first) if second is not None else None
+
     async def read(row: Mapping[str, Any]) -> None:
         labels = row.get("Labels") or {}
         uid = labels.get(naming.LABEL_POD_UID, "")
         name = labels.get(naming.LABEL_CONTAINER_NAME, "")
+        container_id = str(row.get("Id", ""))
         if not uid or not name:
             return
         async with limiter:
             try:
-                stats = await docker.container_stats(str(row.get("Id", "")), one_shot=not rates)
+                stats: dict[str, Any] | None = await docker.container_stats(
+                    container_id, one_shot=not rates
+                )
+                if local and stats is not None and parse_time(stats.get("read")) is None:
+                    stats = await from_files(container_id)
             except errors.NotFound:
                 return
-        if not stats.get("cpu_stats") and not stats.get("memory_stats"):
+        if stats is None or parse_time(stats.get("read")) is None:
             return
         created = row.get("Created")
         start = float(created) if isinstance(created, int) else 0.0
