@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from asynckubelet.node import cgroupstats, usage
+from asynckubelet.runtime import naming
+from asynckubelet.testing import FakeDocker
 
 
 def test_proc_cgroup_lines_name_each_controllers_path() -> None:
@@ -77,3 +79,50 @@ def test_a_cgroup_path_leaving_the_mount_is_not_read(tmp_path: Path, path: str) 
 
 def test_a_process_that_is_gone_has_no_sample(tmp_path: Path) -> None:
     assert cgroupstats.read_sample(42, now=0.0, root=tmp_path, proc=tmp_path) is None
+
+
+def _pod_container(docker: FakeDocker) -> str:
+    labels = {
+        naming.LABEL_NODE: "n1",
+        naming.LABEL_TYPE: naming.TYPE_CONTAINER,
+        naming.LABEL_POD_NAME: "web",
+        naming.LABEL_POD_NAMESPACE: "default",
+        naming.LABEL_POD_UID: "u1",
+        naming.LABEL_CONTAINER_NAME: "app",
+    }
+    return docker.add_container(labels=labels, state="running").id
+
+
+EMPTY = {"read": "0001-01-01T00:00:00Z", "cpu_stats": {}, "memory_stats": {}}
+
+
+@pytest.mark.anyio
+async def test_a_local_engines_empty_answer_is_replaced_by_the_cgroup_files(
+    tmp_path: Path,
+) -> None:
+    docker = FakeDocker()
+    cid = _pod_container(docker)
+    docker.stats[cid] = EMPTY
+    pid = docker.containers[cid].pid
+    (tmp_path / "proc" / str(pid)).mkdir(parents=True)
+    (tmp_path / "proc" / str(pid) / "cgroup").write_text("0::/pod/c1\n")
+    _v2_tree(tmp_path / "cgroup", "/pod/c1")
+    found = await usage.read_usage(
+        docker,
+        node_name="n1",
+        local=True,
+        cgroup_root=tmp_path / "cgroup",
+        proc=tmp_path / "proc",
+        interval=0.0,
+    )
+    (pod,) = found.pods
+    assert pod.working_set_bytes == 8 * 2**20
+    assert pod.cpu_seconds == 2.5
+
+
+@pytest.mark.anyio
+async def test_a_remote_engines_empty_answer_leaves_the_container_out() -> None:
+    docker = FakeDocker(url="tcp://engine:2376")
+    docker.stats[_pod_container(docker)] = EMPTY
+    found = await usage.read_usage(docker, node_name="n1", local=False)
+    assert found.pods == ()

@@ -251,6 +251,42 @@ class NodeUsage:
 # -- reading --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _StatsReader:
+    """One container's stats: from the engine, or from its cgroup files (``local``)."""
+
+    docker: DockerAPI
+    rates: bool
+    local: bool
+    root: Path
+    proc: Path
+    interval: float
+
+    async def stats(self, container_id: str) -> dict[str, Any] | None:
+        if not self.local:
+            return await self.docker.container_stats(container_id, one_shot=not self.rates)
+        # One sample at once first: when it is empty, the files are read instead of
+        # waiting a second for the engine's second empty sample.
+        probe = await self.docker.container_stats(container_id, one_shot=True)
+        if parse_time(probe.get("read")) is None:
+            return await self.from_files(container_id)
+        if self.rates and cpu_rate(probe) is None:
+            return await self.docker.container_stats(container_id)
+        return probe
+
+    async def from_files(self, container_id: str) -> dict[str, Any] | None:
+        inspected = await self.docker.inspect_container(container_id)
+        pid = (inspected.get("State") or {}).get("Pid")
+        if not isinstance(pid, int) or pid <= 0:
+            return None
+        first = cgroupstats.read_sample(pid, now=_now(), root=self.root, proc=self.proc)
+        if first is None or not self.rates:
+            return first
+        await anyio.sleep(self.interval)
+        second = cgroupstats.read_sample(pid, now=_now(), root=self.root, proc=self.proc)
+        return cgroupstats.with_earlier(second, first) if second is not None else None
+
+
 async def read_usage(
     docker: DockerAPI,
     *,
@@ -258,6 +294,7 @@ async def read_usage(
     rates: bool = True,
     local: bool = False,
     cgroup_root: Path = cgroupstats.CGROUP_ROOT,
+    proc: Path = Path("/proc"),
     interval: float = 1.0,
     now: float | None = None,
 ) -> NodeUsage:
@@ -274,16 +311,9 @@ async def read_usage(
     found: dict[str, list[ContainerUsage]] = {}
     owners: dict[str, tuple[str, str]] = {}
 
-    async def from_files(container_id: str) -> dict[str, Any] | None:
-        pid = ((await docker.inspect_container(container_id)).get("State") or {}).get("Pid")
-        if not isinstance(pid, int) or pid <= 0:
-            return None
-        first = cgroupstats.read_sample(pid, now=_now(), root=cgroup_root)
-        if first is None or not rates:
-            return first
-        await anyio.sleep(interval)
-        second = cgroupstats.read_sample(pid, now=_now(), root=cgroup_root)
-        return cgroupstats.with_earlier(second, first) if second is not None else None
+    reader = _StatsReader(
+        docker, rates=rates, local=local, root=cgroup_root, proc=proc, interval=interval
+    )
 
     async def read(row: Mapping[str, Any]) -> None:
         labels = row.get("Labels") or {}
@@ -294,11 +324,7 @@ async def read_usage(
             return
         async with limiter:
             try:
-                stats: dict[str, Any] | None = await docker.container_stats(
-                    container_id, one_shot=not rates
-                )
-                if local and stats is not None and parse_time(stats.get("read")) is None:
-                    stats = await from_files(container_id)
+                stats = await reader.stats(container_id)
             except errors.NotFound:
                 return
         if stats is None or parse_time(stats.get("read")) is None:
