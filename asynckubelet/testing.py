@@ -131,6 +131,13 @@ class FakeContainer:
             Names=[f"/{self.name}"],
             Image=str(self.config.get("Image", "")),
             ImageID=self.image_id,
+            Created=int(
+                datetime.strptime(self.created[:19], "%Y-%m-%dT%H:%M:%S")
+                .replace(tzinfo=UTC)
+                .timestamp()
+            )
+            if self.created != _ZERO_TIME
+            else 0,
             State=self.status,
             Status=self.status,
             Labels=self.labels,
@@ -194,6 +201,8 @@ class FakeDocker(DockerAPI):
         ``line 2``... for ever, a turn for the other tasks after each (a backlog no reader
         gets to the end of)."""
         self.loaded: list[bytes] = []
+        self.stats: dict[str, dict[str, Any]] = {}
+        """What ``container_stats`` answers per container id (else counters at zero)."""
         self._open_streams: dict[str, int] = {}
         self._failures: list[_Failure] = []
         self._holds: dict[tuple[str, str | None], anyio.Event] = {}
@@ -454,6 +463,14 @@ class FakeDocker(DockerAPI):
         if container.status != "exited":
             await self._exits.setdefault(container.id, anyio.Event()).wait()
         return container.exit_code
+
+    async def container_stats(self, container_id: str, *, one_shot: bool = False) -> dict[str, Any]:
+        await self._enter("container_stats", container_id)
+        self._container(container_id)
+        return dict(
+            self.stats.get(container_id)
+            or {"read": _stamp(self._ticks), "cpu_stats": {}, "memory_stats": {}}
+        )
 
     async def logs(
         self,

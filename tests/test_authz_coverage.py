@@ -42,6 +42,8 @@ KUBELET_API: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/pods"): ("get", "proxy"),
     ("GET", "/pods/"): ("get", "proxy"),
     ("GET", "/containerLogs/{namespace}/{pod}/{container}"): ("get", "proxy"),
+    ("GET", "/metrics/resource"): ("get", "metrics"),
+    ("GET", "/stats/summary"): ("get", "stats"),
     ("GET", "/exec/{namespace}/{pod}/{container}"): ("create", "proxy"),
     ("POST", "/exec/{namespace}/{pod}/{container}"): ("create", "proxy"),
     ("GET", "/exec/{namespace}/{pod}/{uid}/{container}"): ("create", "proxy"),

@@ -126,6 +126,7 @@ async def test_kubectls_discovery_request_gets_the_aggregated_form(served: Serve
         "events.k8s.io",
         "batch",
         "discovery.k8s.io",
+        "metrics.k8s.io",
         "local.asynckubelet",
     ]
     own = body["items"][-1]["versions"][0]["resources"]
@@ -163,6 +164,7 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
         "events.k8s.io",
         "batch",
         "discovery.k8s.io",
+        "metrics.k8s.io",
         "local.asynckubelet",
     ]
     _, _, own = await served.request("/apis/local.asynckubelet/v1")
@@ -172,6 +174,7 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
     _, _, apps = await served.request("/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} == {
         "daemonsets",
+        "daemonsets/status",
         "deployments",
         "deployments/scale",
         "deployments/status",

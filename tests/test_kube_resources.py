@@ -218,6 +218,7 @@ def test_discovery_names_the_new_groups_and_the_tokens_kind() -> None:
         "events.k8s.io",
         "batch",
         "discovery.k8s.io",
+        "metrics.k8s.io",
         "local.asynckubelet",
     )
     legacy = discovery.resource_list("v1")

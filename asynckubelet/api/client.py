@@ -380,6 +380,26 @@ class NodeClient:
             return dict(self._json("GET", f"/api/v1/namespaces/{quote(name)}"))
         return dict(self._json("GET", self._item(namespace, plural, name)))
 
+    def metrics(
+        self, plural: str, namespace: str | None = None, *, selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        """``metrics.k8s.io`` ``NodeMetrics`` (``nodes``) or ``PodMetrics`` (``pods``, of
+        one namespace or of all); the daemon reads the engine's two samples, about a
+        second."""
+        base = "/apis/metrics.k8s.io/v1beta1"
+        if plural == "nodes":
+            path = f"{base}/nodes"
+        elif namespace is None:
+            path = f"{base}/pods"
+        else:
+            path = f"{base}/namespaces/{quote(namespace)}/pods"
+        return list(self._json("GET", path + _query({"labelSelector": selector}))["items"])
+
+    def allocatable(self, node: str) -> dict[str, str]:
+        """The Node's ``status.allocatable`` (``{"cpu": "2", "memory": "..."}``)."""
+        found = self._json("GET", f"/api/v1/nodes/{quote(node)}")
+        return dict((found.get("status") or {}).get("allocatable") or {})
+
     def watch(
         self,
         namespace: str | None,

@@ -119,6 +119,20 @@ TREE: dict[str, Command | Group] = {
         "Print the path of the node's kubeconfig (written by `serve`); --merge adds its "
         "context to ~/.kube/config.",
     ),
+    "top": Group(
+        "CPU and memory in use, read by the node daemon from the engine's stats, as "
+        "`kubectl top` prints them.",
+        {
+            "pods": Command(
+                "top",
+                "pods",
+                "CPU (cores) and memory (bytes) of the pods (--containers: of each container).",
+            ),
+            "nodes": Command(
+                "top", "nodes", "CPU (cores, % of allocatable) and memory (bytes, %) of the node."
+            ),
+        },
+    ),
     "version": Command(
         "version",
         "version",

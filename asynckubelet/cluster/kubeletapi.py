@@ -23,13 +23,16 @@ certificate. So the server speaks HTTPS:
   anything: any node's or user's certificate signed by the cluster CA.
 
 The read-only endpoints are those of :mod:`asynckubelet.api.endpoints` (``/healthz``, ``/pods``,
-``/containerLogs`` with the kubelet's query parameters); exec and port forwarding are SPDY
+``/containerLogs`` with the kubelet's query parameters) and the resource metrics of
+:mod:`asynckubelet.api.resourcemetrics` (``/metrics/resource``, ``/stats/summary``, what
+metrics-server scrapes); exec and port forwarding are SPDY
 or WebSocket sessions (:mod:`asynckubelet.api.upgrades`, shared with the node's Kubernetes
 API). ``/attach`` and ``/run`` are not served.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +44,7 @@ from aiohttp import web
 
 from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
-from asynckubelet.api import endpoints, streaming, upgrades
+from asynckubelet.api import endpoints, resourcemetrics, streaming, upgrades
 from asynckubelet.cluster.kubeletauth import (
     AUTHORIZATION_MODES,
     AuthorizationMode,
@@ -185,7 +188,10 @@ def create_app(
     app[NODE_NAME_KEY] = node_name
     app[AUTHORIZER_KEY] = authorizer
     app[TOKENS_KEY] = tokens
+    app[resourcemetrics.START_TIME_KEY] = time.time()
     app.router.add_get("/healthz", endpoints.healthz)
+    app.router.add_get("/metrics/resource", resourcemetrics.metrics_resource)
+    app.router.add_get("/stats/summary", resourcemetrics.stats_summary)
     app.router.add_get("/pods", endpoints.pods)
     app.router.add_get("/pods/", endpoints.pods)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", endpoints.container_logs)

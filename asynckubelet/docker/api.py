@@ -81,6 +81,13 @@ class DockerAPI(Protocol):
 
     async def wait_container(self, container_id: str) -> int: ...
 
+    async def container_stats(self, container_id: str, *, one_shot: bool = False) -> dict[str, Any]:
+        """``GET /containers/{id}/stats?stream=false``: the container's cgroup counters
+        (``cpu_stats``, ``memory_stats``, ``read``). Without ``one_shot`` the engine also
+        fills ``precpu_stats`` with its previous sample (about a second earlier, so the
+        call takes that long); with it, one sample at once."""
+        ...
+
     def logs(
         self,
         container_id: str,

@@ -219,6 +219,17 @@ class DockerClient(EngineConnection):
 
         return await self._call(f"wait container {container_id[:12]}", wait)
 
+    async def container_stats(self, container_id: str, *, one_shot: bool = False) -> dict[str, Any]:
+        params = {"stream": "false", "one-shot": "true" if one_shot else "false"}
+
+        async def stats(d: aiodocker.Docker) -> dict[str, Any]:
+            answer = await d._query_json(
+                f"containers/{container_id}/stats", method="GET", params=params
+            )
+            return dict(answer) if isinstance(answer, dict) else {}
+
+        return await self._call(f"read the stats of container {container_id[:12]}", stats)
+
     async def logs(
         self,
         container_id: str,

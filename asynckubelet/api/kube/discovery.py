@@ -27,6 +27,7 @@ AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryLi
 """The content type of aggregated discovery, as the API server sends it."""
 READ = ("get", "list")
 WATCH = ("get", "list", "watch")
+METRICS = "metrics.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ SERVED: tuple[Served, ...] = (
         "daemonsets", "daemonset", "DaemonSet", "apps", short_names=("ds",), categories=("all",)
     ),
     Served("cronjobs", "cronjob", "CronJob", "batch", short_names=("cj",), categories=("all",)),
+    Served("nodes", "", "NodeMetrics", METRICS, "v1beta1", namespaced=False, verbs=READ),
+    Served("pods", "", "PodMetrics", METRICS, "v1beta1", verbs=READ),
 )
 """Every resource served, the core group's first, then the groups' in :data:`GROUPS`."""
 SUBRESOURCE_GROUPS = {"TokenRequest": ("authentication.k8s.io", "v1")}
@@ -119,7 +122,7 @@ WRITE = ("create", "delete", "deletecollection", "patch", "update")
 WRITTEN = frozenset(kind_table.KINDS)
 """The kinds written through the node's admission (:mod:`~asynckubelet.api.kube.writes`)."""
 SCALED = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
-CONTROLLED = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job"})
+CONTROLLED = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"})
 """The kinds whose ``status`` the node's controllers write: a client reads it (``get``)."""
 SERVED = tuple(
     replace(
@@ -143,7 +146,7 @@ OWN: tuple[Served, ...] = (
 ``spec`` and comes back with each object's verdict in its ``status``, all of them applied
 or none (:func:`asynckubelet.api.apply.apply`). Nothing is kept: there is nothing to get,
 list or watch."""
-GROUPS = ("apps", "events.k8s.io", "batch", "discovery.k8s.io", API_GROUP)
+GROUPS = ("apps", "events.k8s.io", "batch", "discovery.k8s.io", METRICS, API_GROUP)
 """The named groups, in the API server's order, the node's own last."""
 
 
@@ -189,7 +192,8 @@ def api_versions(server_address: str) -> dict[str, Any]:
 
 def api_group(group: str) -> dict[str, Any]:
     """``/apis/<group>``: one named group."""
-    version = {"groupVersion": f"{group}/v1", "version": "v1"}
+    served = _version(group)
+    version = {"groupVersion": f"{group}/{served}", "version": served}
     return {
         "kind": "APIGroup",
         "apiVersion": "v1",
@@ -298,13 +302,18 @@ def _group_discovery(group: str) -> dict[str, Any]:
         }
         resources.append(_drop_empty(resource, keep=("verbs",)))
     metadata = {"name": group} if group else {}
-    version = {"version": "v1", "resources": resources, "freshness": "Current"}
+    version = {"version": _version(group), "resources": resources, "freshness": "Current"}
     return {"metadata": {**metadata, "creationTimestamp": None}, "versions": [version]}
 
 
 def _sub_kind(group: str, version: str, kind: str) -> dict[str, str]:
     group, version = SUBRESOURCE_GROUPS.get(kind, (group, version))
     return {"group": group, "version": version, "kind": kind}
+
+
+def _version(group: str) -> str:
+    """The one version served of ``group``."""
+    return next((s.version for s in SERVED if s.group == group), "v1")
 
 
 def _drop_empty(body: Mapping[str, Any], *, keep: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -317,6 +326,7 @@ __all__ = [
     "CONTROLLED",
     "GROUPS",
     "KUBERNETES_VERSION",
+    "METRICS",
     "OWN",
     "SERVED",
     "Served",

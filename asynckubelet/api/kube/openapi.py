@@ -203,6 +203,8 @@ def _module_of(served: discovery.Served) -> str:
 def _build(*, v3: bool, group_version: str | None) -> dict[str, dict[str, Any]]:
     builder = _Builder(v3=v3)
     for served in discovery.SERVED:
+        if served.group == discovery.METRICS:
+            continue
         if group_version is not None and served.group_version != group_version:
             continue
         module = _module_of(served)
@@ -221,6 +223,8 @@ def _operations(*, v3: bool, group_version: str | None) -> dict[str, Any]:
     ref = "#/components/schemas/" if v3 else "#/definitions/"
     paths: dict[str, Any] = {}
     for served in discovery.SERVED:
+        if served.group == discovery.METRICS:
+            continue
         if group_version is not None and served.group_version != group_version:
             continue
         module = _module_of(served)
@@ -268,6 +272,8 @@ def _paths() -> dict[str, str]:
     """Each group version's document path, as the v3 index names it."""
     found: dict[str, str] = {}
     for served in discovery.SERVED:
+        if served.group == discovery.METRICS:
+            continue
         gv = served.group_version
         found[gv] = "api/v1" if gv == "v1" else f"apis/{gv}"
     return found

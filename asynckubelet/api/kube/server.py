@@ -46,7 +46,7 @@ from aiohttp.typedefs import Middleware
 
 from asynckubelet import errors, httpbounds
 from asynckubelet._logging import logger
-from asynckubelet.api import objects, podlog
+from asynckubelet.api import objects, podlog, resourcemetrics
 from asynckubelet.api.answers import (
     MAX_REQUEST_BYTES,
     SERVICES_KEY,
@@ -325,7 +325,10 @@ def create_app(
     r.add_get("/apis/{group}", group)
     r.add_get("/apis/{group}/{version}", group_version)
     openapi.add_routes(r)
+    resourcemetrics.add_routes(r)
     for served in discovery.SERVED:
+        if served.group == discovery.METRICS:
+            continue
         base = f"/apis/{served.group_version}" if served.group else "/api/v1"
         listing, one = _handlers(served)
         listing = lists.listed(served, listing)

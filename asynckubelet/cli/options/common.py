@@ -511,6 +511,16 @@ ReportFormatOpt = Annotated[
 ]
 WatchOpt = Annotated[bool, _option(get_args.WATCH)]
 NoHeadersOpt = Annotated[bool, _option(get_args.NO_HEADERS)]
+TopContainersOpt = Annotated[
+    bool,
+    typer.Option(
+        "--containers", metavar="", help="Each container of the pods, a row each (POD, NAME)."
+    ),
+]
+TopSortByOpt = Annotated[
+    str | None,
+    typer.Option("--sort-by", metavar="FIELD", help="Sort the rows by FIELD: cpu or memory."),
+]
 LabelSelectorOpt = Annotated[str | None, _option(get_args.SELECTOR)]
 ShowLabelsOpt = Annotated[bool, _option(get_args.SHOW_LABELS)]
 PodFormatOpt = Annotated[str | None, _option(get_args.OUTPUT)]
