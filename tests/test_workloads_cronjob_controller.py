@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from apply_helpers import post_apply
 from daemon_helpers import IMAGES
 from remote_helpers import delete_remotely
 
@@ -97,10 +98,8 @@ async def cluster(
 
 
 async def apply(client: Client, text: str) -> list[str]:
-    files = [{"source": "f.yaml", "manifest": text}]
-    response = await client.post(f"{LOCAL}/apply", json={"files": files})
-    body = await response.json()
-    assert response.status == 200, body
+    code, body = await post_apply(client, text)
+    assert code == 201, body
     return [f"{i['resource']}/{i['name']} {i['verdict']}" for i in body["items"]]
 
 
