@@ -43,6 +43,7 @@ from asynckubelet.docker.types import (
     ContainerSummary,
     Event,
     ExecResult,
+    HostConfig,
     ImageInspect,
     LogLine,
     PullProgress,
@@ -414,6 +415,12 @@ class FakeDocker(DockerAPI):
         if self._container(container_id).status != "running":
             raise errors.Conflict(f"Container {container_id} is not running")
         self.exit(container_id, exit_code=128 + _SIGNALS.get(signal, 9))
+
+    async def update_container(self, container_id: str, resources: HostConfig) -> None:
+        """The cgroup settings land in the container's ``HostConfig``, as inspect shows."""
+        await self._enter("update_container", container_id)
+        config = self._container(container_id).config
+        config["HostConfig"] = {**(config.get("HostConfig") or {}), **resources}
 
     async def remove_container(
         self, container_id: str, *, force: bool = True, missing_ok: bool = True

@@ -21,6 +21,7 @@ from asynckubelet.docker.types import (
     ContainerSummary,
     Event,
     ExecResult,
+    HostConfig,
     ImageInspect,
     LogLine,
     PullProgress,
@@ -61,6 +62,10 @@ class DockerAPI(Protocol):
         ...
 
     async def kill_container(self, container_id: str, *, signal: str = "SIGKILL") -> None: ...
+
+    async def update_container(self, container_id: str, resources: HostConfig) -> None:
+        """Change a container's CPU and memory cgroup settings while it runs."""
+        ...
 
     async def remove_container(
         self, container_id: str, *, force: bool = True, missing_ok: bool = True

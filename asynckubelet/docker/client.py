@@ -32,6 +32,7 @@ from asynckubelet.docker.types import (
     ContainerSummary,
     Event,
     ExecResult,
+    HostConfig,
     ImageInspect,
     LogLine,
     PullProgress,
@@ -162,6 +163,17 @@ class DockerClient(EngineConnection):
             await d.containers.container(container_id).kill(signal=signal)
 
         await self._call(f"kill container {container_id[:12]}", kill)
+
+    async def update_container(self, container_id: str, resources: HostConfig) -> None:
+        async def update(d: aiodocker.Docker) -> None:
+            await d._query_json(
+                f"containers/{container_id}/update",
+                "POST",
+                data=json.dumps(dict(resources)),
+                headers={"Content-Type": "application/json"},
+            )
+
+        await self._call(f"update container {container_id[:12]}", update)
 
     async def remove_container(
         self, container_id: str, *, force: bool = True, missing_ok: bool = True

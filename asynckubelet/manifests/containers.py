@@ -48,6 +48,10 @@ from asynckubelet.manifests.messages import (
 from asynckubelet.manifests.objectmeta import _names
 from asynckubelet.manifests.probes import _NEGATIVE, _validate_lifecycle, _validate_probe
 from asynckubelet.manifests.quantity import Quantity
+from asynckubelet.manifests.resizepolicy import (
+    validate_init_resize_policy,
+    validate_resize_policy,
+)
 from asynckubelet.manifests.securitycontext import _validate_security_context
 from asynckubelet.manifests.volumes import _quantity, validate_local_descending_path
 
@@ -118,6 +122,7 @@ def _validate_containers(
                 )
             )
         _validate_restart_rules(ctr, path, errs, restart_all=restart_all)
+        validate_resize_policy(ctr.resizePolicy, f"{path}.resizePolicy", spec.restartPolicy, errs)
     _host_port_conflicts(containers, "spec.containers", 0, errs)
 
 
@@ -197,6 +202,13 @@ def _validate_init_containers(
                     )
                 )
             restartable = ctr.restartPolicy == "Always"
+        validate_init_resize_policy(
+            ctr.resizePolicy,
+            f"{path}.resizePolicy",
+            spec.restartPolicy,
+            errs,
+            restartable=restartable,
+        )
         if restartable and ctr.restartPolicyRules and not restart_all:
             errs.append(
                 forbidden(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from asynckubelet.manifests.podresources import default_pod_requests
+from asynckubelet.manifests.resizepolicy import default_resize_policy
 
 __all__ = [
     "default_configmap",
@@ -71,6 +72,8 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
         for ctr in spec.get(key) or ():
             _default_container(ctr, host_network=host_network)
             _default_requests_from_limits(ctr)
+            if key == "containers":
+                default_resize_policy(ctr)
     default_pod_requests(spec)
     for ctr in spec.get("ephemeralContainers") or ():
         _default_container(ctr, host_network=False)

@@ -21,6 +21,7 @@ from lightkube.models.core_v1 import Pod, PodSpec
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import ignored
+from asynckubelet.manifests.resizepolicy import only_defaulted
 from asynckubelet.manifests.volumes import VOLUME_TYPES
 
 __all__ = [
@@ -202,6 +203,7 @@ def _unhonoured_container_fields(spec: PodSpec) -> list[FieldError]:
                 ignored(f"spec.{kind}[{i}].{field}", why)
                 for field, why in _CONTAINER_FIELDS
                 if getattr(ctr, field, None) not in (None, [], {}, "")
+                and not (field == "resizePolicy" and only_defaulted(ctr))
             )
     return warnings
 

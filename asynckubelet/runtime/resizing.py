@@ -1,0 +1,84 @@
+"""A running container's new CPU and memory as the engine's update call takes them, and
+what carrying a resize out takes (``computePodResizeAction`` for one container).
+
+The same mapping as at create (:func:`host_config_resources`: shares from requests.cpu, a
+CFS quota over a 100 ms period from limits.cpu, the memory limit from limits.memory), with
+the swap limit set beside the memory limit, as the engine refuses a memory limit above the
+swap limit it set at create (twice the first memory limit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from asynckubelet.docker.api import DockerAPI
+from asynckubelet.docker.types import HostConfig
+from asynckubelet.runtime.resources import host_config_resources
+
+
+def update_resources(container: Any) -> HostConfig:
+    """The body of the engine's ``POST /containers/{id}/update`` for the container's
+    resources."""
+    body = host_config_resources(container)
+    memory = body.get("Memory")
+    if memory is not None:
+        body["MemorySwap"] = 2 * memory
+    return body
+
+
+class ResizeError(Exception):
+    """A resize the node will not carry out now; the message is the one the pod's
+    ``PodResizeInProgress`` condition reports with reason ``Error``."""
+
+
+@dataclass(frozen=True)
+class ResizeAction:
+    """What carrying a container's resized resources out takes."""
+
+    resized: frozenset[str] = frozenset()
+    """The resources (``cpu``, ``memory``) whose engine settings differ from the spec."""
+    restart: bool = False
+    """A resized resource's policy is ``RestartContainer``: the container is restarted with
+    its new resources, and not updated in place."""
+    update: HostConfig = field(default_factory=lambda: HostConfig())
+    """The body of the engine's update call (empty when nothing is updated in place)."""
+
+
+def resize_action(
+    container: Any, actual: HostConfig, *, memory_usage: int | None = None
+) -> ResizeAction:
+    """``computePodResizeAction`` for one running container: its spec's resources against
+    the engine's ``HostConfig`` (``actual``). A lowered memory limit below the container's
+    ``memory_usage`` (bytes) is refused, as the kubelet refuses it."""
+    wanted = update_resources(container)
+    resized: set[str] = set()
+    if wanted.get("CpuShares") != actual.get("CpuShares") or (wanted.get("CpuQuota") or 0) != (
+        actual.get("CpuQuota") or 0
+    ):
+        resized.add("cpu")
+    if (wanted.get("Memory") or 0) != (actual.get("Memory") or 0):
+        resized.add("memory")
+    if not resized:
+        return ResizeAction()
+    policies = {p.resourceName: p.restartPolicy for p in container.resizePolicy or ()}
+    if any(policies.get(name, "NotRequired") == "RestartContainer" for name in resized):
+        return ResizeAction(resized=frozenset(resized), restart=True)
+    memory = wanted.get("Memory")
+    usage = memory_usage if memory_usage is not None else 0
+    if "memory" in resized and memory is not None and memory < usage:
+        raise ResizeError(
+            f'attempting to set container "{container.name}" memory limit ({memory}) '
+            f"below current usage ({usage})"
+        )
+    return ResizeAction(resized=frozenset(resized), update=wanted)
+
+
+async def carry_out(docker: DockerAPI, container_id: str, action: ResizeAction) -> bool:
+    """Update the container in place when ``action`` says so; ``False`` when it is to be
+    restarted instead (the caller's sync kills and starts it)."""
+    if action.restart:
+        return False
+    if action.update:
+        await docker.update_container(container_id, action.update)
+    return True
