@@ -121,7 +121,16 @@ def no_engine_start(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_serve_in_cluster_mode_prints_one_error_line_and_exits_2(tmp_path: Path) -> None:
     missing = tmp_path / "gone.kubeconfig"
     code, _, err = invoke(
-        tmp_path, "serve", "--kubeconfig", str(missing), "--node-name", "n1", "--nice", "0"
+        tmp_path,
+        "serve",
+        "--kubeconfig",
+        str(missing),
+        "--node-name",
+        "n1",
+        "--nice",
+        "0",
+        "--listen",
+        "127.0.0.1:0",
     )
     assert code == 2
     assert err.strip().splitlines() == [f"error: kubeconfig {missing}: no such file"]

@@ -355,3 +355,31 @@ async def test_a_job_without_retries_fails_when_its_pod_fails(
     await until(lambda: bool(failed()))
     assert failed() == ["BackoffLimitExceeded"]
     assert len(named(node, "migrate-")) == 1
+
+
+def default_accounts(node: Kubelet) -> dict[str, str]:
+    """Namespace -> the source of its ``default`` ServiceAccount."""
+    return {
+        o.namespace: o.source for o in node.objects.list("ServiceAccount") if o.name == "default"
+    }
+
+
+async def test_every_namespace_gets_a_default_service_account_that_goes_with_it(
+    cluster: tuple[Client, Kubelet, FakeDocker],
+) -> None:
+    """As the service-account controller keeps them: ``default`` at once, a new
+    namespace's when it is made, again when deleted, and gone with its namespace; one a
+    client applied stays the client's."""
+    client, node, _ = cluster
+    await until(lambda: default_accounts(node) == {"default": WORKLOADS_SOURCE})
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    assert (await apply(client, namespace))[0] == 201
+    await until(lambda: "team" in default_accounts(node))
+    node.objects.remove("ServiceAccount", "team", "default")
+    await until(lambda: "team" in default_accounts(node))
+    own = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default}\n"
+    assert (await apply(client, own))[0] == 201
+    assert default_accounts(node)["default"] == API_SOURCE
+    node.objects.remove("Namespace", None, "team")
+    await until(lambda: "team" not in default_accounts(node))
+    assert default_accounts(node) == {"default": API_SOURCE}

@@ -1,6 +1,7 @@
 """The node's controllers: Deployments, ReplicaSets, StatefulSets, Jobs and DaemonSets
 kept in step with their pods, CronJobs with their Jobs, and what their owners left behind
-removed.
+removed, and every namespace's ``default`` ServiceAccount made
+(:mod:`~asynckubelet.workloads.serviceaccounts`).
 
 A cluster's controller manager watches the API server; here the objects are in the
 node's store and the pods' statuses in its status manager, so one loop reconciles every
@@ -44,6 +45,7 @@ from asynckubelet.workloads import daemonset as daemons
 from asynckubelet.workloads import deployment as deploy
 from asynckubelet.workloads import job as jobs
 from asynckubelet.workloads import replicaset as rsets
+from asynckubelet.workloads import serviceaccounts as accounts
 from asynckubelet.workloads import statefulset as sets
 from asynckubelet.workloads.pods import (
     PodView,
@@ -144,6 +146,7 @@ class Controllers:
         for obj in self._live("DaemonSet"):
             requeues.append(await self._daemonset(obj, owned, now) or -1)
         await self._collect_garbage()
+        self._service_accounts()
         waits = [r for r in requeues if r > 0]
         return min(waits) if waits else None
 
@@ -454,6 +457,25 @@ class Controllers:
                     alive.discard(obj.uid)
             if kind != "Pod":
                 alive = {o.uid for k in OWNER_KINDS for o in self.node.objects.list(k)}
+
+    def _service_accounts(self) -> None:
+        """Every namespace's ``default`` ServiceAccount made, and the made ones of
+        namespaces gone removed (:mod:`~asynckubelet.workloads.serviceaccounts`)."""
+        store = self.node.objects
+        namespaces = [
+            o.name
+            for o in store.list("Namespace")
+            if not accounts.terminating(o.body.get("metadata") or {})
+        ]
+        stored = [
+            (o.namespace, o.name, o.source == WORKLOADS_SOURCE)
+            for o in store.list("ServiceAccount")
+        ]
+        decided = accounts.decide(namespaces, stored)
+        for made in decided.make:
+            store.put_object(made, source=WORKLOADS_SOURCE)
+        for namespace in decided.remove:
+            store.remove("ServiceAccount", namespace, accounts.NAME)
 
 
 def _match_labels(body: Mapping[str, Any]) -> dict[str, str]:
