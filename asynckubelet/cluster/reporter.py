@@ -2,22 +2,28 @@
 
 The node's status manager tells of every change; the reporter keeps, per pod, what the
 node wants the API server to show and what the API server shows
-(:class:`~asynckubelet.cluster.podstatus.PodStatusState`), and one loop sends the patches
-that are needed, in order of change, each retried a few times when the server does not
-answer and then again at the next round (every ``resync`` seconds, as the kubelet's
-status manager syncs all pods every 10 s). A pod the API server no longer has (404) or
-that is a newer pod of the same name (the UID precondition fails, 409) is dropped.
+(:class:`~asynckubelet.cluster.podstatus.PodStatusState`). As the kubelet's status
+manager, it holds one pending status per pod, the latest: changes that come while the
+pod's patch waits or is on its way are sent together in the next one. One loop sends the
+patches that are needed as soon as a change comes, in order of change, at most
+``writers`` at once and never two of one pod at once (a burst of pods turning Ready is
+not written one round trip after another); each is retried a few times when the server
+does not answer and then again at the next round (every ``resync`` seconds, as the
+kubelet's status manager syncs all pods every 10 s). A pod the API server no longer has
+(404) or that is a newer pod of the same name (the UID precondition fails, 409) is
+dropped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import errors
+from asynckubelet import _trace, errors
 from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI
 from asynckubelet.cluster.podstatus import PodStatusState, owned
@@ -25,6 +31,8 @@ from asynckubelet.cluster.retry import call
 from asynckubelet.node.status_manager import PodRecord, StatusManager
 
 RESYNC = 10.0
+WRITERS = 5
+"""Status patches in flight at once (each of its own pod)."""
 
 
 class PodStatusReporter:
@@ -35,6 +43,7 @@ class PodStatusReporter:
         api: ClusterAPI,
         *,
         resync: float = RESYNC,
+        writers: int = WRITERS,
         on_patched: Callable[[str, PodStatus], None] | None = None,
     ) -> None:
         self.api = api
@@ -43,6 +52,9 @@ class PodStatusReporter:
         self.states: dict[str, PodStatusState] = {}
         self._dirty: dict[str, None] = {}
         self._wake = anyio.Event()
+        self._slots = anyio.Semaphore(writers)
+        self._sending: set[str] = set()
+        self._stalled = False
         self.patches = 0
 
     def attach(self, status: StatusManager) -> Callable[[], None]:
@@ -103,19 +115,40 @@ class PodStatusReporter:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        task_status.started()
-        while True:
-            with anyio.move_on_after(self.resync):
-                await self._wake.wait()
-            self._wake = anyio.Event()
-            for uid, state in self.states.items():
-                if uid not in self._dirty and state.patch_needed():
-                    self._dirty[uid] = None
-            while self._dirty:
-                uid = next(iter(self._dirty))
-                del self._dirty[uid]
-                if not await self.flush(uid):
-                    break
+        async with anyio.create_task_group() as tg:
+            task_status.started()
+            while True:
+                with anyio.move_on_after(self.resync):
+                    await self._wake.wait()
+                self._wake = anyio.Event()
+                for uid, state in self.states.items():
+                    idle = uid not in self._dirty and uid not in self._sending
+                    if idle and state.patch_needed():
+                        self._dirty[uid] = None
+                self._stalled = False
+                for uid in list(self._dirty):
+                    if self._stalled:
+                        break
+                    if uid in self._sending:
+                        continue
+                    await self._slots.acquire()
+                    if uid not in self._dirty or uid in self._sending:
+                        self._slots.release()
+                        continue
+                    del self._dirty[uid]
+                    self._sending.add(uid)
+                    tg.start_soon(self._send, uid)
+
+    async def _send(self, uid: str) -> None:
+        try:
+            if not await self.flush(uid):
+                self._stalled = True
+                return
+        finally:
+            self._sending.discard(uid)
+            self._slots.release()
+        if uid in self._dirty:
+            self._wake.set()
 
     async def flush(self, uid: str) -> bool:
         """Send the pod's status now if it needs to be; False when the server did not
@@ -144,6 +177,8 @@ class PodStatusReporter:
             self._dirty[uid] = None
             return False
         self.patches += 1
+        if _trace.enabled() and _ready(wanted):
+            _trace.mark("ready reported", uid)
         if self.states.get(uid) is state:
             state.patched(answer.status, sent=wanted)
             if state.patch_needed():
@@ -153,4 +188,9 @@ class PodStatusReporter:
         return True
 
 
-__all__ = ["RESYNC", "PodStatusReporter"]
+def _ready(status: dict[str, Any] | None) -> bool:
+    conditions = (status or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+__all__ = ["RESYNC", "WRITERS", "PodStatusReporter"]

@@ -37,7 +37,7 @@ import anyio
 import anyio.abc
 from lightkube.models.core_v1 import Pod, PodStatus
 
-from asynckubelet import errors
+from asynckubelet import _trace, errors
 from asynckubelet._logging import logger
 from asynckubelet.cluster.api import ClusterAPI
 from asynckubelet.cluster.objects import ObjectCache, pod_object_refs
@@ -163,6 +163,10 @@ class ApiPodSource:
     def on_change(self, pods: Mapping[str, Pod], changed: set[str]) -> None:
         """The reflector's callback: remember, and let :meth:`run` act."""
         self._pods = pods
+        if _trace.enabled():
+            for uid in changed - self.tracked.keys() - self._dirty:
+                if uid in pods:
+                    _trace.mark("bound", uid)
         self._dirty |= changed
         self._wake.set()
 
