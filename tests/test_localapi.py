@@ -338,6 +338,29 @@ async def test_deleting_a_namespace_deletes_everything_in_it(
     assert not any(node.objects.list(k) for k in ("Namespace", "ConfigMap", "Pod"))
 
 
+async def test_a_file_holding_a_namespace_and_its_objects_deletes_them_all(
+    served: tuple[Client, Kubelet],
+) -> None:
+    """``delete -f`` of a file whose Namespace comes first: every object is ``deleted``,
+    in the file's order (the namespace goes last, so its objects are still there)."""
+    client, node = served
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    inside = CONFIG.replace("VALUE", "fast").replace(
+        "{name: settings}", "{name: settings, namespace: team}"
+    )
+    assert (await apply(client, namespace, inside))[0] == 201
+    objects = [
+        {"kind": "Namespace", "name": "team"},
+        {"kind": "ConfigMap", "namespace": "team", "name": "settings"},
+    ]
+    items = await delete_remotely(client, objects, timeout=30)
+    assert [(i["kind"], i["status"]) for i in items] == [
+        ("Namespace", "deleted"),
+        ("ConfigMap", "deleted"),
+    ]
+    assert not any(node.objects.list(k) for k in ("Namespace", "ConfigMap"))
+
+
 TEAM = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
 
 

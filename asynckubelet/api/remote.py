@@ -144,7 +144,13 @@ class RemoteNode:
 
         results: builtins.list[dict[str, str]] = []
         waiting: builtins.list[dict[str, str]] = []
-        for ref in objects:
+        # Namespaces last: the node removes a namespace's objects with it, so an object of
+        # the same set deleted after its namespace would be NotFound (kubectl's, deleted
+        # while the namespace terminates, is "deleted"). The answer keeps the given order.
+        order = sorted(range(len(objects)), key=lambda i: objects[i].get("kind") == "Namespace")
+        answered: dict[int, dict[str, str]] = {}
+        for i in order:
+            ref = objects[i]
             kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
             namespace = "" if kind == "Namespace" else str(ref.get("namespace") or "default")
             found = resources.lookup(kind)
@@ -153,7 +159,7 @@ class RemoteNode:
                     f'the server doesn\'t have a resource type "{kind}"', reason="BadRequest"
                 )
             result = {"kind": kind, "namespace": namespace, "name": name, "status": "notfound"}
-            results.append(result)
+            answered[i] = result
             pods = [] if kind == "Pod" else self._pods_of(kind, namespace, name)
             deleted = self.client.delete_object(
                 found.plural, namespace, name, grace_period=grace_period
@@ -161,6 +167,7 @@ class RemoteNode:
             if deleted:
                 result["status"] = "deleted"
             waiting += [result] if kind == "Pod" and deleted else pods
+        results = [answered[i] for i in range(len(objects))]
         if not wait:
             return results
         keys = {(p["namespace"], p["name"]) for p in waiting}
