@@ -36,6 +36,7 @@ import typer
 
 from asynckubelet.cli.client import as_pod, node_api, read_files
 from asynckubelet.cli.options import (
+    BuildOpt,
     ConfigTimeoutOpt,
     LogOptions,
     MaxRestartsOpt,
@@ -126,6 +127,7 @@ def apply(
     timeout: WaitTimeoutOpt = 300.0,
     config_timeout: ConfigTimeoutOpt = 30.0,
     max_restarts: MaxRestartsOpt = DEFAULT_MAX_RESTARTS,
+    build: BuildOpt = False,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
@@ -143,7 +145,8 @@ def apply(
     exist or whose registry name does not resolve, a container still in
     CreateContainerConfigError after --config-timeout or crash-looping past
     --max-restarts; while it waits it names the pod and container that hold each object
-    back, and why.
+    back, and why. --build first builds each image whose build context is known and
+    applies the objects with their containers on the built image IDs.
     """
     check_max_restarts(max_restarts)
     _check_choices(
@@ -153,6 +156,11 @@ def apply(
     if namespace is not None:
         texts = [(source, _in_namespace(text, namespace)) for source, text in texts]
     with node_api(node, needs="apply") as api:
+        if build:
+            from asynckubelet.cli.building import build_texts
+
+            engine = node.docker_host or str(api.node().get("docker_host") or "") or None
+            texts = build_texts(texts, docker_host=engine)
         _apply(
             api,
             texts,
