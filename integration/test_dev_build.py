@@ -6,7 +6,13 @@ rolling a Deployment onto the new image ID."""
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
 import textwrap
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +20,7 @@ import anyio
 import pytest
 
 from asynckubelet.docker import DockerClient
-from integration.harness import BUSYBOX_IMAGE, Engine
+from integration.harness import BUSYBOX_IMAGE, Engine, free_port
 from integration.run_helpers import run_pod
 from integration.serve_helpers import Daemon, serve_daemon
 
@@ -196,3 +202,81 @@ def test_a_rebuild_rolls_the_deployment_onto_the_new_image(
     again = node.cli("apply", "--build", "-f", str(manifest))
     assert again.returncode == 0, again.stderr
     assert "deployment.apps/web unchanged" in again.stdout
+
+
+REPO = Path(__file__).resolve().parent.parent
+WALKTHROUGH = "<!-- dev walkthrough: integration/test_dev_build.py -->\n```sh\n"
+
+
+def _walkthrough() -> list[tuple[str, str]]:
+    """The README's walkthrough: each command and the comment after it."""
+    text = (REPO / "README.md").read_text()
+    block = text.split(WALKTHROUGH, 1)[1].split("\n```\n", 1)[0]
+    steps = []
+    for line in block.splitlines():
+        command, _, comment = line.partition("  #")
+        steps.append((command.strip(), comment.strip()))
+    return steps
+
+
+def test_the_readme_walkthrough_builds_serves_and_rebuilds_a_change(
+    node: Daemon, tmp_path: Path
+) -> None:
+    """Each line of the walkthrough run as written, in a copy of ``examples/dev`` and on a
+    free local port: what ``curl`` shows is the comment after it."""
+    port = free_port()
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    cwd = tmp_path
+    background: list[subprocess.Popen[str]] = []
+    served: list[str] = []
+    try:
+        for command, comment in _walkthrough():
+            words = shlex.split(command.replace("8080:", f"{port}:").rstrip("&"))
+            if words[0] == "cd":
+                cwd = cwd / words[1]
+            elif words[0] == "asynckubelet" and command.endswith("&"):
+                process = subprocess.Popen(
+                    [sys.executable, "-m", *words],
+                    cwd=cwd,
+                    env=node.env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                background.append(process)
+                assert process.stdout is not None
+                first = process.stdout.readline()
+                assert first == f"Forwarding from 127.0.0.1:{port} -> 8080\n", first
+            elif words[0] == "asynckubelet":
+                done = subprocess.run(
+                    [sys.executable, "-m", *words],
+                    cwd=cwd,
+                    env=node.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=180,
+                    check=False,
+                )
+                assert done.returncode == 0, command + done.stderr + node.log()
+            elif words[0] == "curl":
+                url = words[1].replace(":8080/", f":{port}/")
+                assert url.startswith("http://127.0.0.1:")
+                with urllib.request.urlopen(url, timeout=30) as answer:
+                    body = answer.read().decode()
+                assert comment in body, (command, body)
+                served.append(comment)
+            elif words[0] == "kill":
+                process = background.pop()
+                process.send_signal(signal.SIGINT)
+                _, err = process.communicate(timeout=30)
+                assert process.returncode == 0, err
+            else:
+                subprocess.run(words, cwd=cwd, check=True, timeout=30)
+    finally:
+        for process in background:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=30)
+    assert served == [
+        "<h1>Hello from web, version 1</h1>",
+        "<h1>Hello from web, version 2</h1>",
+    ]

@@ -10,13 +10,15 @@ Deployment rolls, a pod restarts), never hidden behind a tag that already ran.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from asynckubelet.cli.output import err, escape, fail
 
 if TYPE_CHECKING:
+    from asynckubelet.docker import DockerClient
     from asynckubelet.images.contexts import BuildContext
     from asynckubelet.manifests import Manifests
 
@@ -119,6 +121,30 @@ def find_contexts(specs: Iterable[Spec], base: Path) -> dict[str, BuildContext]:
     return found
 
 
+_FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.IGNORECASE | re.MULTILINE)
+
+
+def _bases(context: BuildContext) -> list[str]:
+    """The images the context's Dockerfile starts ``FROM`` (its first 1 MiB read)."""
+    with (context.context / context.dockerfile).open("rb") as handle:
+        text = handle.read(1 << 20).decode(errors="replace")
+    return _FROM.findall(text)
+
+
+async def _make_local_base(
+    docker: DockerClient, ref: str, line: Callable[[str, str], None]
+) -> None:
+    """Make one of the project's own images (busybox...) a Dockerfile starts from, when
+    the engine lacks it: no registry is asked for it."""
+    from asynckubelet.images.build import local_image
+
+    local = local_image(ref)
+    if local is None or await docker.image_exists(ref):
+        return
+    line(ref, f"building from {local.source}")
+    await local.build(docker)
+
+
 def _shown(path: Path) -> str:
     """``path`` relative to the working directory when under it, else absolute."""
     relative = os.path.relpath(path)
@@ -139,9 +165,13 @@ def build_images(
 
     shown = {image: _shown(c.context) for image, c in contexts.items()}
 
+    bases = sorted({base for c in contexts.values() for base in _bases(c)})
+
     async def go() -> dict[str, str]:
         built: dict[str, str] = {}
         async with DockerClient(url=docker_host) as docker:
+            for base in bases:
+                await _make_local_base(docker, base, line)
             for image, context in contexts.items():
                 line(image, f"building {shown[image]}")
                 data = context_tar(context.context)
