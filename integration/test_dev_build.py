@@ -280,3 +280,61 @@ def test_the_readme_walkthrough_builds_serves_and_rebuilds_a_change(
         "<h1>Hello from web, version 1</h1>",
         "<h1>Hello from web, version 2</h1>",
     ]
+
+
+def _until(process: subprocess.Popen[str], wanted: str, seen: list[str]) -> str:
+    """The next output line holding ``wanted`` (the lines read kept in ``seen``)."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        seen.append(line)
+        if wanted in line:
+            return line
+    raise AssertionError(f"{wanted!r} never came: {''.join(seen)}")
+
+
+def test_apply_watch_rebuilds_a_change_and_survives_a_broken_manifest(
+    node: Daemon, tmp_path: Path, docker_engine: Engine
+) -> None:
+    shutil.copytree(REPO / "examples" / "dev", tmp_path / "dev")
+    manifest = tmp_path / "dev" / "web.yaml"
+    page = tmp_path / "dev" / "web" / "www" / "index.html"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "asynckubelet", "apply", "--build", "--watch", "--wait",
+         "-f", str(manifest)],
+        env=node.env,
+        cwd=tmp_path / "dev",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    seen: list[str] = []
+    try:
+        _until(process, "deployment.apps/web created", seen)
+        _until(process, "watching for changes", seen)
+        first = _pod_images(node)
+
+        page.write_text(page.read_text().replace("version 1", "version 2"))
+        assert _until(process, "changed: applying", seen) == (
+            "web/www/index.html changed: applying\n"
+        )
+        _until(process, "deployment.apps/web configured", seen)
+        _until(process, "watching for changes", seen)
+        second = _pod_images(node)
+        assert second != first
+
+        good = manifest.read_text()
+        manifest.write_text(good + "---\nkind: Deployment\napiVersion: apps/v1\nspec: [\n")
+        assert _until(process, "changed: applying", seen) == "web.yaml changed: applying\n"
+        assert _until(process, "error:", seen).startswith("error: ")
+        _until(process, "watching for changes", seen)
+
+        manifest.write_text(good)
+        _until(process, "changed: applying", seen)
+        _until(process, "deployment.apps/web unchanged", seen)
+        _until(process, "watching for changes", seen)
+        assert process.poll() is None
+        assert _pod_images(node) == second
+    finally:
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, "".join(seen) + rest

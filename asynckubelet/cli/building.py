@@ -235,9 +235,12 @@ def _text_base(source: str) -> Path:
     return Path.cwd().resolve()
 
 
-def build_texts(texts: list[tuple[str, str]], *, docker_host: str | None) -> list[tuple[str, str]]:
+def build_texts(
+    texts: list[tuple[str, str]], *, docker_host: str | None, watched: set[Path] | None = None
+) -> list[tuple[str, str]]:
     """``apply --build``: build what the texts name (each file's contexts beside it) and
-    return the texts with their containers pinned to the built image IDs."""
+    return the texts with their containers pinned to the built image IDs; ``watched``
+    receives the context directories found (before any is built)."""
     import yaml
 
     parsed: list[list[Any]] = []
@@ -254,6 +257,8 @@ def build_texts(texts: list[tuple[str, str]], *, docker_host: str | None) -> lis
             contexts[image] = context
     if not contexts:
         raise fail("--build: no image of the manifests has a build context")
+    if watched is not None:
+        watched.update(c.context for c in contexts.values())
     built = build_images(contexts, docker_host=docker_host)
     pinned: list[tuple[str, str]] = []
     for (source, text), documents in zip(texts, parsed, strict=True):

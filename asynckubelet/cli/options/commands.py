@@ -29,6 +29,15 @@ BuildOpt = Annotated[
         "and run the pods on the built image.",
     ),
 ]
+DevWatchOpt = Annotated[
+    bool,
+    typer.Option(
+        "--watch",
+        metavar="",
+        help="Apply again on each change of the files (and, with --build, rebuild on each "
+        "change of a build context), until Ctrl-C.",
+    ),
+]
 GracePeriodOpt = Annotated[
     float | None,
     typer.Option(
