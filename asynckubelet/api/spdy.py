@@ -351,12 +351,32 @@ class Session:
         self.window = window
         self.streams: dict[int, Stream] = {}
         self.last_stream_id = 0
+        self.next_stream_id = 1
+        """The ID of the next stream this side opens (as a client: odd)."""
         self.gone_away = False
         self.closed = anyio.Event()
 
     async def _write(self, data: bytes) -> None:
         async with self._lock:
             await self._raw_write(data)
+
+    async def open_stream(self, headers: Mapping[str, str]) -> Stream:
+        """Open a stream from this side (the client's end of the session): ``SYN_STREAM``
+        with ``headers``; what the peer sends on it is read from the stream."""
+        async with self._lock:
+            stream_id = self.next_stream_id
+            self.next_stream_id += 2
+            send, receive = anyio.create_memory_object_stream[bytes](16)
+            stream = Stream(
+                session=self,
+                id=stream_id,
+                headers={k.lower(): [v] for k, v in headers.items()},
+                _send=send,
+                _receive=receive,
+            )
+            self.streams[stream_id] = stream
+            await self._raw_write(syn_stream(self._compressor, stream_id, dict(headers)))
+        return stream
 
     async def _consumed(self, stream: Stream, size: int) -> None:
         stream.consumed += size

@@ -102,6 +102,12 @@ TREE: dict[str, Command | Group] = {
     "exec": Command(
         "exec", "exec_", "Run a command in a pod's container; exits with the command's exit code."
     ),
+    "port-forward": Command(
+        "port_forward",
+        "port_forward",
+        "Forward local ports to a pod's: pod/NAME, svc/NAME (its targetPort) or deploy/NAME "
+        "(its first Running pod), as `kubectl port-forward`; Ctrl-C ends it.",
+    ),
     "doctor": Command(
         "doctor",
         "doctor",

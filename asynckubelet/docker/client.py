@@ -44,6 +44,30 @@ MAX_LOAD_ERROR_CHARS = 2048
 """Characters of the engine's refusal of an archive kept."""
 
 
+def _build_lines(raw: bytes, *, tag: str, step: str) -> list[tuple[str, str]]:
+    """One message of the build stream as ``(kind, text)`` items; a reported failure is an
+    :class:`~asynckubelet.errors.ImageBuildError` naming ``step``, the last step begun."""
+    if not raw.strip():
+        return []
+    item = json.loads(raw)
+    if "error" in item or "errorDetail" in item:
+        detail = item.get("errorDetail", {}).get("message") or item.get("error")
+        where = f" at {step}" if step else ""
+        raise errors.ImageBuildError(
+            f'failed to build image "{tag}"{where}: {str(detail).strip()}', image=tag
+        )
+    found: list[tuple[str, str]] = []
+    aux = item.get("aux")
+    if isinstance(aux, dict) and aux.get("ID"):
+        found.append(("id", str(aux["ID"])))
+    for line in str(item.get("stream") or "").splitlines():
+        if line.startswith("Step "):
+            found.append(("step", line.strip()))
+        elif line.strip():
+            found.append(("output", line.rstrip()))
+    return found
+
+
 def _load_report(line: bytes, lines: list[str]) -> None:
     """One JSON line of an image load's answer into ``lines``; its error raised."""
     if not line.strip() or len(lines) >= MAX_LOAD_REPORT_LINES:
@@ -405,6 +429,56 @@ class DockerClient(EngineConnection):
                     yield PullProgress.from_json(item)
         except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
             raise map_error(e, what=f"pull image {ref}", address=self._address) from e
+
+    async def build_image(
+        self,
+        context: bytes,
+        *,
+        tag: str,
+        dockerfile: str,
+        target: str = "",
+        args: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[tuple[str, str]]:
+        """Build ``context`` (a tar) with the engine's classic builder and its cache, tagged
+        ``tag``: yields ``("step", line)`` for each ``Step N/M`` line, ``("output", line)``
+        for the rest, and ``("id", image_id)`` last. A failure the daemon reports is an
+        :class:`~asynckubelet.errors.ImageBuildError` naming the step it failed at."""
+        params = {"t": tag, "dockerfile": dockerfile, "rm": "1", "forcerm": "1"}
+        if target:
+            params["target"] = target
+        if args:
+            params["buildargs"] = json.dumps(dict(args))
+        docker = self._connect()
+        step = ""
+        image_id = ""
+        try:
+            async with _streaming(
+                docker,
+                "build",
+                "POST",
+                params=params,
+                data=context,
+                headers={"Content-Type": "application/x-tar"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+            ) as response:
+                async for raw in response.content:
+                    for kind, text in _build_lines(raw, tag=tag, step=step):
+                        if kind == "step":
+                            step = text
+                        if kind == "id":
+                            image_id = text
+                        else:
+                            yield (kind, text)
+        except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
+            mapped = map_error(e, what=f"build image {tag}", address=self._address)
+            if isinstance(mapped, errors.RuntimeUnavailable):
+                raise mapped from e
+            raise errors.ImageBuildError(
+                f'failed to build image "{tag}": {getattr(e, "message", e)}', image=tag
+            ) from e
+        if not image_id:
+            image_id = (await self.inspect_image(tag)).get("Id", "")
+        yield ("id", image_id)
 
     async def pull_image(
         self,

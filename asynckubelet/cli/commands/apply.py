@@ -30,13 +30,16 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from asynckubelet.cli.client import as_pod, node_api, read_files
 from asynckubelet.cli.options import (
+    BuildOpt,
     ConfigTimeoutOpt,
+    DevWatchOpt,
     LogOptions,
     MaxRestartsOpt,
     NodeRef,
@@ -126,6 +129,8 @@ def apply(
     timeout: WaitTimeoutOpt = 300.0,
     config_timeout: ConfigTimeoutOpt = 30.0,
     max_restarts: MaxRestartsOpt = DEFAULT_MAX_RESTARTS,
+    build: BuildOpt = False,
+    watch: DevWatchOpt = False,
     node: NodeRef,
     log: LogOptions,
 ) -> None:
@@ -143,28 +148,37 @@ def apply(
     exist or whose registry name does not resolve, a container still in
     CreateContainerConfigError after --config-timeout or crash-looping past
     --max-restarts; while it waits it names the pod and container that hold each object
-    back, and why.
+    back, and why. --build first builds each image whose build context is known and
+    applies the objects with their containers on the built image IDs. --watch applies
+    again (and rebuilds) on each change of the files and build contexts, until Ctrl-C.
     """
     check_max_restarts(max_restarts)
     _check_choices(
         files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
     )
-    texts = _texts(files, kustomize, recursive=recursive)
-    if namespace is not None:
-        texts = [(source, _in_namespace(text, namespace)) for source, text in texts]
+    contexts: set[Path] = set()
+
+    def once(api: NodeAPI) -> None:
+        texts = _texts(files, kustomize, recursive=recursive)
+        if namespace is not None:
+            texts = [(source, _in_namespace(text, namespace)) for source, text in texts]
+        if build:
+            from asynckubelet.cli.building import build_texts
+
+            engine = node.docker_host or str(api.node().get("docker_host") or "") or None
+            texts = build_texts(texts, docker_host=engine, watched=contexts)
+        _apply(api, texts, node=node, prune=prune, selector=selector, prune_all=prune_all,
+               wait=wait, timeout=timeout, config_timeout=config_timeout,
+               max_restarts=max_restarts)  # fmt: skip
+
     with node_api(node, needs="apply") as api:
-        _apply(
-            api,
-            texts,
-            node=node,
-            prune=prune,
-            selector=selector,
-            prune_all=prune_all,
-            wait=wait,
-            timeout=timeout,
-            config_timeout=config_timeout,
-            max_restarts=max_restarts,
-        )
+        if not watch:
+            once(api)
+            return
+        from asynckubelet.cli.devwatch import watch as follow
+
+        follow(lambda: [*map(Path, files or [kustomize or "."]), *contexts], lambda: once(api))
+        raise typer.Exit(128 + 2)
 
 
 def _apply(

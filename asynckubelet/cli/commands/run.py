@@ -37,6 +37,7 @@ import typer
 
 from asynckubelet.cli.client import as_pod, check_paths, find_daemon
 from asynckubelet.cli.options import (
+    BuildOpt,
     ColorOpt,
     ConfigTimeoutOpt,
     FilesArg,
@@ -94,6 +95,7 @@ def run(
     files: FilesArg,
     *,
     keep: KeepOpt = False,
+    build: BuildOpt = False,
     grace_period: GracePeriodOpt = None,
     lenient: LenientOpt = False,
     color: ColorOpt = True,
@@ -124,6 +126,11 @@ def run(
     if daemon is not None:
         node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
     loaded = _load(files, lenient=lenient, node=node, workloads=True)
+    if build:
+        from asynckubelet.cli.building import build_typed
+
+        ensure_engine(node.docker_host)
+        build_typed(loaded, files, docker_host=node.docker_host)
     if loaded.objects:
         _run_workloads(loaded, node, color=color, grace_period=grace_period)
     config = _kubelet_config(node, owner=f"run-{secrets.token_hex(4)}")

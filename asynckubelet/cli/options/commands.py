@@ -19,6 +19,25 @@ if TYPE_CHECKING:
 KeepOpt = Annotated[
     bool, typer.Option("--keep", metavar="", help="Keep the pod's containers at exit.")
 ]
+BuildOpt = Annotated[
+    bool,
+    typer.Option(
+        "--build",
+        metavar="",
+        help="Build each image whose build context is known (a directory named after the "
+        "image beside the manifests, or a build.asynckubelet.dev/CONTAINER annotation) "
+        "and run the pods on the built image.",
+    ),
+]
+DevWatchOpt = Annotated[
+    bool,
+    typer.Option(
+        "--watch",
+        metavar="",
+        help="Apply again on each change of the files (and, with --build, rebuild on each "
+        "change of a build context), until Ctrl-C.",
+    ),
+]
 GracePeriodOpt = Annotated[
     float | None,
     typer.Option(
