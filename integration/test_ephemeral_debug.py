@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,36 +60,22 @@ def kubectl(request: pytest.FixtureRequest, node: Daemon, tmp_path: Path) -> Kub
     return Kubectl(found, node, home=tmp_path / "home")
 
 
-def _debug(kubectl: Kubectl, *args: str, command: str = "read go; ps") -> tuple[str, str]:
-    """``kubectl debug -i`` into the target pod running ``sh -c command`` (which waits
-    for a line on its stdin: it runs once kubectl has attached); kubectl's output and the
-    debug container's name."""
+def _with_input_open(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` run with ``go`` on its stdin, which stays open, as a user's terminal does,
+    until the command has run (the debug command waits for that line: it runs once the
+    client has attached)."""
     with subprocess.Popen(
-        [
-            kubectl.binary,
-            "debug",
-            TARGET,
-            "-i",
-            f"--image={BUSYBOX_IMAGE}",
-            "--image-pull-policy=Never",
-            "--profile=legacy",
-            *args,
-            "--",
-            "sh",
-            "-c",
-            command,
-        ],
+        argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=kubectl.env,
+        env=env,
     ) as process:
         assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
         try:
-            # Stdin stays open, as a user's terminal does, until the command has run.
             process.stdin.write("go\n")
             process.stdin.flush()
             stdout = process.stdout.read()
@@ -98,12 +85,36 @@ def _debug(kubectl: Kubectl, *args: str, command: str = "read go; ps") -> tuple[
         finally:
             if process.poll() is None:
                 process.kill()
-    done = subprocess.CompletedProcess(process.args, code, stdout, stderr)
+    return subprocess.CompletedProcess(argv, code, stdout, stderr)
+
+
+def _named(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode == 0, done.stderr
     said = done.stdout + done.stderr
     named = re.search(r"Defaulting debug container name to (debugger-[a-z0-9]+)\.", said)
     assert named is not None, said
-    return done.stdout, named.group(1)
+    return named.group(1)
+
+
+def _debug(kubectl: Kubectl, *args: str, command: str = "read go; ps") -> tuple[str, str]:
+    """``kubectl debug -i`` into the target pod running ``sh -c command``; kubectl's output
+    and the debug container's name."""
+    argv = [
+        kubectl.binary,
+        "debug",
+        TARGET,
+        "-i",
+        f"--image={BUSYBOX_IMAGE}",
+        "--image-pull-policy=Never",
+        "--profile=legacy",
+        *args,
+        "--",
+        "sh",
+        "-c",
+        command,
+    ]
+    done = _with_input_open(argv, kubectl.env)
+    return done.stdout, _named(done)
 
 
 def test_kubectl_debug_with_a_target_sees_the_targets_processes(kubectl: Kubectl) -> None:
@@ -146,3 +157,51 @@ def test_changing_an_existing_ephemeral_container_is_refused(
         f"spec.ephemeralContainers.{first['name']}: Forbidden: existing ephemeral containers "
         "may not be changed"
     ) in done.stderr
+
+
+def test_asynckubelet_debug_attaches_to_a_debugger_in_the_targets_namespaces(
+    node: Daemon,
+) -> None:
+    argv = [
+        sys.executable,
+        "-m",
+        "asynckubelet",
+        "debug",
+        TARGET,
+        "-i",
+        "--image",
+        BUSYBOX_IMAGE,
+        "--image-pull-policy",
+        "Never",
+        "--target",
+        "app",
+        "--",
+        "sh",
+        "-c",
+        "read go; ps",
+    ]
+    done = _with_input_open(argv, node.env)
+    name = _named(done)
+    assert f"sleep {MARK}" in done.stdout
+    assert 'Targeting container "app".' in done.stdout
+    pod = json.loads(node.cli("get", "pod", TARGET, "-o", "json").stdout)
+    statuses = {s["name"]: s for s in pod["status"]["ephemeralContainerStatuses"]}
+    assert statuses[name]["restartCount"] == 0
+
+
+def test_asynckubelet_debug_without_i_only_adds_the_container(node: Daemon) -> None:
+    done = node.cli(
+        "debug", TARGET, "--image", BUSYBOX_IMAGE, "-c", f"added-{SUFFIX}", "--", "sleep", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Defaulting" not in done.stdout
+    pod = json.loads(node.cli("get", "pod", TARGET, "-o", "json").stdout)
+    assert f"added-{SUFFIX}" in [c["name"] for c in pod["spec"]["ephemeralContainers"]]
+    again = node.cli("debug", TARGET, "--image", BUSYBOX_IMAGE, "-c", f"added-{SUFFIX}")
+    assert again.returncode != 0
+    said = again.stderr + again.stdout
+    duplicate = (
+        rf'The Pod "{TARGET}" is invalid: '
+        rf'spec\.ephemeralContainers\[\d+\]\.name: Duplicate value: "added-{SUFFIX}"'
+    )
+    assert re.search(duplicate, said), said

@@ -102,6 +102,12 @@ TREE: dict[str, Command | Group] = {
     "exec": Command(
         "exec", "exec_", "Run a command in a pod's container; exits with the command's exit code."
     ),
+    "debug": Command(
+        "debug",
+        "debug",
+        "Add an ephemeral container to a running pod, as `kubectl debug POD --image IMAGE`: "
+        "--target shares a container's processes; with -i (and -t) attach to it.",
+    ),
     "doctor": Command(
         "doctor",
         "doctor",
