@@ -292,3 +292,26 @@ async def test_a_failed_sync_reason_the_api_server_still_shows_is_cleared_once_t
         await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
         await anyio.sleep(0.5)
         assert (shown()["phase"], shown()["reason"]) == ("Running", None)
+
+
+async def test_an_ephemeral_container_the_api_server_added_runs_and_is_reported() -> None:
+    async with harness() as h:
+        h.bind(api_pod("web", U("web")))
+        await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
+        debugger = {"name": "debugger", "image": BUSYBOX, "targetContainerName": "c"}
+        h.bind(api_pod("web", U("web"), ephemeralContainers=[debugger]))
+
+        def reported() -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = []
+            for status in h.patches("web"):
+                found = status.get("ephemeralContainerStatuses") or found
+            return found
+
+        await h.until(lambda: any("running" in s["state"] for s in reported()))
+        (status,) = reported()
+        assert (status["name"], status["ready"], status["restartCount"]) == ("debugger", False, 0)
+        assert status["containerID"].startswith("docker://")
+        shown: dict[str, Any] = {}
+        for patch in h.patches("web"):
+            shown.update(patch)
+        assert [c["name"] for c in shown["containerStatuses"]] == ["c"]

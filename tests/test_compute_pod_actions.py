@@ -23,9 +23,9 @@ the table as the kubelet's ``verifyActions`` clears them, and are tested separat
 a sandbox whose kubelet case carries no network status is given an IP, because a Docker
 sandbox always reports one (empty when missing) and the IP check would otherwise fire.
 
-Skipped, because they test what a Docker node does not do: every case of
-``TestComputePodActionsWithInitAndEphemeralContainers`` (and its legacy twin: ephemeral
-containers), ``TestComputePodActionsForPodResize`` and the other in-place resize tests
+Ephemeral containers (``TestComputePodActionsWithInitAndEphemeralContainers``) are tested
+in ``test_ephemeral_actions``. Skipped, because they test what a Docker node does not do:
+``TestComputePodActionsForPodResize`` and the other in-place resize tests
 (``ContainersToUpdate``), and the user-namespace cases of ``TestNamespacesForPod``.
 """
 

@@ -284,7 +284,7 @@ async def test_an_endpoints_watch_of_a_node_without_services_ends_at_its_timeout
     assert found == []
 
 
-# -- pods/status and ephemeral containers ---------------------------------------------------
+# -- pods/status and nodes/status -----------------------------------------------------------
 
 
 async def test_a_pods_status_subresource_is_the_pod(served: Served) -> None:
@@ -302,15 +302,6 @@ async def test_the_nodes_status_subresource_is_the_node(served: Served) -> None:
     assert body["status"]["conditions"]
     code, _, body = await served.request("/api/v1/nodes/other/status")
     assert (code, body["message"]) == (404, 'nodes "other" not found')
-
-
-async def test_adding_an_ephemeral_container_is_refused_not_faked(served: Served) -> None:
-    await served.node.apply([pod("web")])
-    code, _, body = await served.request(
-        "/api/v1/namespaces/default/pods/web/ephemeralcontainers", method="PATCH"
-    )
-    assert (code, body["reason"]) == (422, "Invalid")
-    assert "spec.ephemeralContainers: Forbidden" in body["message"]
 
 
 # -- TokenRequest ----------------------------------------------------------------------------

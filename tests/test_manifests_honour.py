@@ -33,7 +33,6 @@ WARNED_SPEC_VALUES: dict[str, Any] = {
     "schedulingGroup": {"podGroupName": "gang"},
     "evictionResponders": [{"name": "example.com/drain", "priority": 1}],
     "hostnameOverride": "other-name",
-    "ephemeralContainers": [{"name": "debug", "image": "busybox:1"}],
     "schedulerName": "my-scheduler",
     "nodeName": "another-node",
     "automountServiceAccountToken": True,

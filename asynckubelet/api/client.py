@@ -346,6 +346,18 @@ class NodeClient:
     def pod(self, namespace: str, name: str) -> dict[str, Any]:
         return dict(self._json("GET", self._item(namespace, "pods", name)))
 
+    def add_ephemeral_container(
+        self, namespace: str, name: str, container: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The pod once ``container`` is added to its ephemeral containers (an update of
+        its ``ephemeralcontainers`` subresource, refused when the pod changed since it was
+        read, or when the node refuses the container)."""
+        pod = self.pod(namespace, name)
+        spec = pod.setdefault("spec", {})
+        spec["ephemeralContainers"] = [*(spec.get("ephemeralContainers") or []), dict(container)]
+        path = self._item(namespace, "pods", name) + "/ephemeralcontainers"
+        return dict(self._json("PUT", path, body=pod))
+
     def table(
         self,
         plural: str,

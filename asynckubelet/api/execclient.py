@@ -1,4 +1,5 @@
-"""``exec`` from the command line through the pod's ``exec`` subresource.
+"""``exec`` and ``attach`` from the command line through the pod's ``exec`` and ``attach``
+subresources.
 
 With a daemon running, ``asynckubelet exec`` asks the node's Kubernetes API on the state
 dir's socket, as ``kubectl exec`` asks an API server: a WebSocket upgrade of ``GET
@@ -108,20 +109,57 @@ async def exec_stream(
 ) -> AsyncIterator[StreamSession]:
     """``command`` running in the pod's ``container``, through the daemon listening on
     ``socket_path``; with ``tty`` its output is one stream (stdout), as a terminal's is."""
-    query = [("container", container), *(("command", c) for c in command), ("stdout", "true")]
+    query = [("container", container), *(("command", c) for c in command)]
+    async with _stream(
+        socket_path, namespace, name, "exec", query, stdin=stdin, tty=tty
+    ) as session:
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def attach_stream(
+    socket_path: str | os.PathLike[str],
+    namespace: str,
+    name: str,
+    *,
+    container: str,
+    stdin: bool,
+    tty: bool,
+) -> AsyncIterator[StreamSession]:
+    """The main process of the pod's ``container``, attached through the pod's ``attach``
+    subresource (its outcome is the process's exit)."""
+    query = [("container", container)]
+    async with _stream(
+        socket_path, namespace, name, "attach", query, stdin=stdin, tty=tty
+    ) as session:
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def _stream(
+    socket_path: str | os.PathLike[str],
+    namespace: str,
+    name: str,
+    subresource: str,
+    query: list[tuple[str, str]],
+    *,
+    stdin: bool,
+    tty: bool,
+) -> AsyncIterator[StreamSession]:
+    query = [*query, ("stdout", "true")]
     query += [("stderr", "true")] if not tty else [("tty", "true")]
     query += [("stdin", "true")] if stdin else []
-    url = f"http://localhost/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/exec"
+    url = f"http://localhost/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/{subresource}"
     connector = aiohttp.UnixConnector(path=os.fspath(socket_path))
     async with aiohttp.ClientSession(connector=connector) as http:
         try:
             ws = await http.ws_connect(url, params=query, protocols=(V5,), max_msg_size=0)
         except aiohttp.WSServerHandshakeError as e:
-            raise errors.DaemonError(f"the node refused the exec: {e.message}") from None
+            raise errors.DaemonError(f"the node refused the {subresource}: {e.message}") from None
         except aiohttp.ClientError as e:
             raise errors.DaemonError(f"cannot reach the node daemon at {socket_path}: {e}") from e
         async with ws:
             yield StreamSession(ws)
 
 
-__all__ = ["StreamSession", "exec_stream"]
+__all__ = ["StreamSession", "attach_stream", "exec_stream"]

@@ -99,7 +99,11 @@ class RemoteNode:
         chosen, _ = default_container(pod, container)
         status = pod.status
         statuses = (
-            [*(status.containerStatuses or []), *(status.initContainerStatuses or [])]
+            [
+                *(status.containerStatuses or []),
+                *(status.initContainerStatuses or []),
+                *(status.ephemeralContainerStatuses or []),
+            ]
             if status is not None
             else []
         )

@@ -108,6 +108,12 @@ TREE: dict[str, Command | Group] = {
         "Forward local ports to a pod's: pod/NAME, svc/NAME (its targetPort) or deploy/NAME "
         "(its first Running pod), as `kubectl port-forward`; Ctrl-C ends it.",
     ),
+    "debug": Command(
+        "debug",
+        "debug",
+        "Add an ephemeral container to a running pod, as `kubectl debug POD --image IMAGE`: "
+        "--target shares a container's processes; with -i (and -t) attach to it.",
+    ),
     "doctor": Command(
         "doctor",
         "doctor",

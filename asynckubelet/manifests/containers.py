@@ -263,7 +263,9 @@ def _validate_ephemeral_containers(
             "restartPolicy",
             "restartPolicyRules",
         ):
-            if getattr(ec, field):
+            value = getattr(ec, field)
+            # An empty object (kubectl debug sends ``resources: {}``) is Go's zero value.
+            if value and (not hasattr(value, "to_dict") or value.to_dict()):
                 errs.append(forbidden(f"{path}.{field}", _EPHEMERAL_FORBIDDEN))
         for mi, mount in enumerate(ec.volumeMounts or []):
             for field in ("subPath", "subPathExpr"):

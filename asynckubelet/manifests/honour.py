@@ -60,7 +60,6 @@ _SPEC_FIELDS: tuple[tuple[str, str], ...] = (
     ("overhead", "no RuntimeClass accounts for pod overhead"),
     ("resourceClaims", "there is no dynamic resource allocation"),
     ("schedulingGroup", f"{_NO_SCHEDULER}, and no group is placed together"),
-    ("ephemeralContainers", "ephemeral containers are not started by this node"),
     ("evictionResponders", f"{_NO_API} to send eviction requests to respond to"),
     (
         "hostnameOverride",
@@ -79,6 +78,7 @@ HONOURED_SPEC_FIELDS = frozenset(
     {
         "containers",
         "initContainers",
+        "ephemeralContainers",
         "volumes",
         "restartPolicy",
         "terminationGracePeriodSeconds",

@@ -179,9 +179,10 @@ def default_container(pod: Pod, container: str | None) -> tuple[str, str]:
     spec = pod.spec or PodSpec(containers=[])
     names = [c.name for c in spec.containers]
     inits = [c.name for c in spec.initContainers or []]
+    ephemeral = [c.name for c in spec.ephemeralContainers or []]
     if container:
-        if container not in names and container not in inits:
-            choices = " ".join(names + inits)
+        if container not in names and container not in inits and container not in ephemeral:
+            choices = " ".join(names + inits + ephemeral)
             raise errors.ContainerNotValid(
                 f"container {container} is not valid for pod {name}: choose one of: [{choices}]"
             )
@@ -214,6 +215,8 @@ def _due_for_restart(pod: Pod, runtime: PodRuntimeStatus, newest: ContainerStatu
     shows it as ``lastState`` under a waiting state (``CrashLoopBackOff``...)."""
     if newest.state not in (ContainerState.EXITED, ContainerState.UNKNOWN):
         return False
+    if ctr.container_type(pod, newest.name) == "ephemeral":
+        return False  # never restarted
     spec, is_init = _spec_of(pod, newest.name)
     if is_init and newest.state is ContainerState.EXITED and newest.exit_code == 0:
         return False

@@ -146,6 +146,19 @@ def generate(
         restarting=restarting,
     )
 
+    ephemeral = actions.ephemeral_containers(pod)
+    if ephemeral:
+        status.ephemeralContainerStatuses = convert_container_statuses(
+            pod,
+            runtime,
+            previous=list(old.ephemeralContainerStatuses or []),
+            containers=ephemeral,
+            has_init=has_init,
+            is_init=True,
+            waiting_reasons=waiting_reasons,
+            restarting=restarting,
+        )
+
     start = _set_phase(status, spec, old=old, api=api, pod_is_terminal=pod_is_terminal, now=now)
     set_probe_fields(spec, status, readiness=readiness, started=started)
     status.conditions = _conditions(pod, runtime, status, old=old, api=api, now=now)

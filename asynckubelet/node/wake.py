@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from lightkube.models.core_v1 import Container, Pod, PodStatus
 
+from asynckubelet.runtime import actions
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.types import ContainerState, ContainerStatus, PodRuntimeStatus
@@ -78,9 +79,14 @@ def next_wake(
     spec = pod.spec
     uid = ctr.pod_identity(pod)[2]
     due: list[float] = []
-    specs = {c.name: c for c in [*(spec.initContainers or []), *spec.containers]}
+    ephemeral = actions.ephemeral_containers(pod)
+    specs = {c.name: c for c in [*(spec.initContainers or []), *spec.containers, *ephemeral]}
     reasons: dict[str, str] = {}
-    for cs in [*(status.initContainerStatuses or []), *(status.containerStatuses or [])]:
+    for cs in [
+        *(status.initContainerStatuses or []),
+        *(status.containerStatuses or []),
+        *(status.ephemeralContainerStatuses or []),
+    ]:
         if cs.state is not None and cs.state.waiting is not None:
             reasons[cs.name] = cs.state.waiting.reason or ""
     shown = dict(reasons)

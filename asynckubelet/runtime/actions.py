@@ -25,8 +25,10 @@ too: the caller says whether the pod is restarting in place (``should_all_contai
 the kubelet's ``ShouldAllContainersRestart``), and the actions then only remove every
 container, keeping the sandbox, as ``getContainersToReset`` does.
 
-Not carried over, because a Docker node has no use for them yet: in-place resize
-(``ContainersToUpdate``) and ephemeral containers.
+Ephemeral containers (``EphemeralContainersToStart``) are started once, whenever the pod
+keeps its sandbox, even before it is initialized; they are never restarted and never
+killed for a probe. Not carried over, because a Docker node has no use for it yet: in-place
+resize (``ContainersToUpdate``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from lightkube.models.core_v1 import Container, ContainerRestartRule, Pod, PodSpec, PodStatus
 
@@ -125,6 +127,8 @@ class PodActions:
     """Indexes into ``spec.initContainers`` to start, in spec order."""
     containers_to_start: tuple[int, ...] = ()
     """Indexes into ``spec.containers`` to start."""
+    ephemeral_containers_to_start: tuple[int, ...] = ()
+    """Indexes into ``spec.ephemeralContainers`` to start (each once: never restarted)."""
     containers_to_kill: Mapping[str, ContainerToKill] = field(
         default_factory=lambda: MappingProxyType({})
     )
@@ -144,6 +148,7 @@ class PodActions:
             or self.create_sandbox
             or self.init_containers_to_start
             or self.containers_to_start
+            or self.ephemeral_containers_to_start
             or self.containers_to_kill
             or self.containers_to_reset
         )
@@ -393,6 +398,16 @@ def _containers(pod: Pod) -> list[Container]:
     return list(_spec(pod).containers or [])
 
 
+def ephemeral_containers(pod: Pod) -> list[Container]:
+    """The pod's ephemeral containers as containers (without ``targetContainerName``), in
+    spec order."""
+    found = []
+    for ec in _spec(pod).ephemeralContainers or []:
+        body = {k: v for k, v in ec.to_dict().items() if k != "targetContainerName"}
+        found.append(cast(Container, Container.from_dict(body)))
+    return found
+
+
 def _init_containers(pod: Pod) -> list[Container]:
     return list(_spec(pod).initContainers or [])
 
@@ -439,6 +454,7 @@ class _Plan:
     attempt: int = 0
     init_to_start: list[int] = field(default_factory=list)
     to_start: list[int] = field(default_factory=list)
+    ephemeral_to_start: list[int] = field(default_factory=list)
     to_kill: dict[str, ContainerToKill] = field(default_factory=dict)
     reason: str = ""
 
@@ -455,6 +471,7 @@ class _Plan:
             next_init_container_to_start=next_init,
             init_containers_to_start=tuple(self.init_to_start),
             containers_to_start=tuple(self.to_start),
+            ephemeral_containers_to_start=() if self.kill_pod else tuple(self.ephemeral_to_start),
             containers_to_kill=MappingProxyType(dict(self.to_kill)),
             reason=self.reason,
         )
@@ -473,6 +490,12 @@ class _Plan:
         if sandbox.changed:
             self.decide_new_sandbox(pod)
             return
+        # Ephemeral containers may start before the pod is initialized.
+        self.ephemeral_to_start = [
+            i
+            for i, c in enumerate(ephemeral_containers(pod))
+            if self.status.find_container(c.name) is None
+        ]
         initialized = self.decide_init_containers(pod)
         if self.kill_pod or not initialized:
             return

@@ -30,10 +30,13 @@ def pod_identity(pod: Pod) -> tuple[str, str, str]:
 
 
 def container_type(pod: Pod, name: str) -> str:
-    """``init``, ``sidecar`` or ``regular``."""
+    """``init``, ``sidecar``, ``ephemeral`` or ``regular``."""
     for c in (pod.spec.initContainers if pod.spec else None) or []:
         if c.name == name:
             return "sidecar" if c.restartPolicy == "Always" else "init"
+    for ec in (pod.spec.ephemeralContainers if pod.spec else None) or []:
+        if ec.name == name:
+            return "ephemeral"
     return "regular"
 
 

@@ -31,6 +31,7 @@ from asynckubelet.runtime.actions import (
     KILL_REASON_STARTUP_PROBE,
     ContainerToKill,
     PodActions,
+    ephemeral_containers,
 )
 from asynckubelet.runtime.deps import RuntimeDeps
 from asynckubelet.runtime.dnsfiles import node_resolver, read_pod_files, write_pod_files
@@ -110,29 +111,40 @@ class PodSync:
         init = self.spec.initContainers or []
         to_start = [init[i] for i in actions.init_containers_to_start] if init else []
         app = [self.spec.containers[i] for i in actions.containers_to_start]
+        ephemeral = [
+            ephemeral_containers(self.pod)[i] for i in actions.ephemeral_containers_to_start
+        ]
         volumes_ready = await self._setup_volumes()
-        if not (actions.create_sandbox or to_start or app) or not volumes_ready:
+        if not (actions.create_sandbox or to_start or app or ephemeral) or not volumes_ready:
             return
         async with anyio.create_task_group() as tg:
-            for container in to_start + app:
+            for container in ephemeral + to_start + app:
                 self._prefetch(tg, container)
             try:
-                await self._run(to_start, app)
+                await self._run(to_start, app, ephemeral)
             finally:
                 tg.cancel_scope.cancel()
 
-    async def _run(self, init: list[Container], app: list[Container]) -> None:
+    async def _run(
+        self, init: list[Container], app: list[Container], ephemeral: list[Container]
+    ) -> None:
         try:
-            await self._run_in_order(init, app)
+            await self._run_in_order(init, app, ephemeral)
         finally:
             self.deps.starts.unclaim(self.status.uid)
 
-    async def _run_in_order(self, init: list[Container], app: list[Container]) -> None:
+    async def _run_in_order(
+        self, init: list[Container], app: list[Container], ephemeral: list[Container]
+    ) -> None:
         if self.actions.create_sandbox:
             created = await self._create_sandbox(self.actions.attempt)
             if created is None:
                 return
             self.sandbox_id = created
+        # Ephemeral containers start first, so that one can debug a pod whose init
+        # containers fail (the kubelet's order).
+        for container in ephemeral:
+            await self._start_ephemeral(container)
         for container in init:
             ok = await self._start(container, init=True)
             if not ok and container.restartPolicy != "Always":
@@ -405,7 +417,29 @@ class PodSync:
 
     # -- containers -----------------------------------------------------------------------
 
-    async def _start(self, container: Container, init: bool) -> bool:
+    async def _start_ephemeral(self, container: Container) -> bool:
+        """An ephemeral container, in the pod's network and IPC namespaces and, when it
+        names a target, that running container's process namespace."""
+        target = next(
+            (
+                ec.targetContainerName
+                for ec in self.spec.ephemeralContainers or []
+                if ec.name == container.name
+            ),
+            None,
+        )
+        if not target:
+            return await self._start(container, init=False)
+        found = self.status.find_container(target)
+        if found is None or found.state is not ContainerState.RUNNING:
+            step = self.result.add(SyncAction.START_CONTAINER, container.name)
+            step.fail(
+                SyncError.CREATE_CONTAINER_CONFIG, f"unable to find target container {target}"
+            )
+            return False
+        return await self._start(container, init=False, pid_of=found.id)
+
+    async def _start(self, container: Container, init: bool, pid_of: str = "") -> bool:
         action = SyncAction.INIT_CONTAINER if init else SyncAction.START_CONTAINER
         step = self.result.add(action, container.name)
         check = backoff_mod.should_back_off(
@@ -430,6 +464,8 @@ class PodSync:
             step.fail(SyncError.CREATE_CONTAINER_CONFIG, str(e))
             self.event("Warning", "Failed", f"Error: {e}", container.name)
             return False
+        if pid_of:
+            host["PidMode"] = f"container:{pid_of}"
         cgroup_parent = await self.deps.engine.cgroup_parent(self.pod)
         if cgroup_parent is not None:
             host["CgroupParent"] = cgroup_parent

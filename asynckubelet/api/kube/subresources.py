@@ -4,9 +4,8 @@ Node, as ``GET`` of it answers).
 
 ``GET .../pods/NAME/status`` is the pod, as from the API server (``kubectl get pod NAME
 --subresource=status``); its writes are :mod:`~asynckubelet.api.kube.podstatus`'s.
-Ephemeral containers are not started by this node: their subresource reads the pod, and
-a change of it is refused as the API server refuses a field it does not allow (``422
-Invalid``, the field named), never answered as done.
+``GET .../pods/NAME/ephemeralcontainers`` is the pod too; its writes are
+:mod:`~asynckubelet.api.kube.ephemeral`'s.
 
 ``POST .../serviceaccounts/NAME/token`` is the API server's ``TokenRequest``: a token of
 the service account, signed by the node's service-account key
@@ -29,7 +28,7 @@ from aiohttp import web
 
 from asynckubelet.api.answers import not_found, status
 from asynckubelet.api.endpoints import NODE_KEY
-from asynckubelet.api.kube import podstatus, protowire
+from asynckubelet.api.kube import ephemeral, podstatus, protowire
 from asynckubelet.api.kube.pods import get_node, get_pod
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.tokens import TokenIssuer, TokenRequest
@@ -73,15 +72,6 @@ def issuer_of(node: Kubelet) -> TokenIssuer:
 async def pod_status(request: web.Request) -> web.Response:
     """``GET pods/NAME/status`` and ``GET pods/NAME/ephemeralcontainers``: the pod."""
     return await get_pod(request)
-
-
-async def refuse_ephemeral(request: web.Request) -> web.Response:
-    name = request.match_info["name"]
-    message = (
-        f'Pod "{name}" is invalid: spec.ephemeralContainers: Forbidden: '
-        "ephemeral containers are not started by this node"
-    )
-    return status(422, "Invalid", message, name=name, kind="Pod")
 
 
 # -- tokens ----------------------------------------------------------------------------------
@@ -253,8 +243,8 @@ def add_routes(app: web.Application, node: Kubelet) -> None:
     router.add_put(f"{pod}/status", podstatus.replace_status)
     router.add_patch(f"{pod}/status", podstatus.patch_status)
     router.add_get(f"{pod}/ephemeralcontainers", pod_status)
-    router.add_put(f"{pod}/ephemeralcontainers", refuse_ephemeral)
-    router.add_patch(f"{pod}/ephemeralcontainers", refuse_ephemeral)
+    router.add_put(f"{pod}/ephemeralcontainers", ephemeral.replace_ephemeral)
+    router.add_patch(f"{pod}/ephemeralcontainers", ephemeral.patch_ephemeral)
     router.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", create_token)
     router.add_get("/api/v1/nodes/{name}/status", get_node)
 

@@ -256,7 +256,7 @@ def _reworded(response: web.Response, served: Served, name: str) -> web.Response
     body["message"] = f'{served.kind} "{name}" is invalid: ' + (
         "[" + ", ".join(parts) + "]" if len(parts) > 1 else "".join(parts)
     )
-    body["details"]["causes"] = [_api_cause(c) for c in causes]
+    body["details"]["causes"] = [api_cause(c) for c in causes]
     body.setdefault("details", {}).update(name=name, kind=served.kind, group=served.group)
     return web.json_response(body, status=422)
 
@@ -274,7 +274,7 @@ _CAUSE_TYPES = {
 }
 
 
-def _api_cause(cause: dict[str, Any]) -> dict[str, Any]:
+def api_cause(cause: dict[str, Any]) -> dict[str, Any]:
     """A cause as the API server sends it: its type (``FieldValueForbidden``) and its
     message with the type's words first (``Forbidden: ...``), which kubectl prints."""
     reason = str(cause.get("reason") or "")
@@ -355,6 +355,23 @@ def create(served: Served) -> Handler:
                     "value: name or generateName is required",
                 )
             name = meta["name"]
+            spec = body.get("spec")
+            if served.kind == "Pod" and isinstance(spec, dict) and spec.get("ephemeralContainers"):
+                detail = "Forbidden: cannot be set on create"
+                raise refuse(
+                    422,
+                    "Invalid",
+                    f'Pod "{name}" is invalid: spec.ephemeralContainers: {detail}',
+                    name=name,
+                    kind="Pod",
+                    causes=[
+                        {
+                            "reason": "FieldValueForbidden",
+                            "message": detail,
+                            "field": "spec.ephemeralContainers",
+                        }
+                    ],
+                )
             if node.objects.get(served.kind, ns or None, name) is not None or (
                 served.kind == "Pod" and node.status.find(ns, name) is not None
             ):
@@ -430,7 +447,7 @@ async def replace(
             group=served.group,
             kind=served.name,
         )
-    if served.kind == "Pod" and stored is not None:
+    if served.kind == "Pod" and stored is not None and subresource != "ephemeralcontainers":
         _check_pod_update(stored.body.get("spec"), body.get("spec"), name)
     await _store(request, served, body, dry_run=dry)
     code = 201 if old is None else 200

@@ -127,7 +127,7 @@ async def _through_api(request: _Request, socket: str, *, container: str) -> int
         tty=request.tty,
     ) as session:
         if request.stdin or request.tty:
-            return await _attached(session, request)
+            return await attached(session, stdin=request.stdin, tty=request.tty)
         await _pump_out(session)
         return await session.exit_code()
 
@@ -139,25 +139,26 @@ async def _interactive(docker: DockerAPI, container_id: str, request: _Request) 
     async with exec_session(
         docker, container_id, request.command, stdin=request.stdin, tty=request.tty
     ) as session:
-        return await _attached(session, request)
+        return await attached(session, stdin=request.stdin, tty=request.tty)
 
 
-async def _attached(session: Session, request: _Request) -> int:
-    """Attach the terminal to the command: input, output, window size, raw mode."""
+async def attached(session: Session, *, stdin: bool, tty: bool) -> int:
+    """Attach the terminal to the command (or the attached process): input, output,
+    window size, raw mode; its exit code."""
     import termios
     import tty as tty_mod
 
-    raw = request.tty and sys.stdin.isatty()
+    raw = tty and sys.stdin.isatty()
     saved = termios.tcgetattr(sys.stdin.fileno()) if raw else None
-    if request.tty:
+    if tty:
         await _resize(session)
     if raw:
         tty_mod.setraw(sys.stdin.fileno(), termios.TCSANOW)
     try:
         async with anyio.create_task_group() as tg:
-            if request.stdin:
+            if stdin:
                 tg.start_soon(_pump_in, session)
-            if request.tty:
+            if tty:
                 tg.start_soon(_follow_window_size, session)
             tg.start_soon(_until_exited, session, tg.cancel_scope)
             await _pump_out(session)
