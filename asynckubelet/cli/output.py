@@ -398,6 +398,23 @@ def exit_on_signals() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """Around work that ends on Ctrl-C by ``KeyboardInterrupt``: SIGINT and SIGTERM raise
+    it, whatever the process inherited (a shell's background job, and so many CI runners,
+    start it with SIGINT ignored, where Python's own handler is never installed)."""
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 async def stopped_by_signal(function: Callable[[*Ts], Awaitable[object]], *args: *Ts) -> int | None:
     """Run ``function`` until it returns or SIGINT/SIGTERM arrives; that signal's number,
     else None. The signal cancels the function through its task group's scope, which anyio

@@ -176,8 +176,10 @@ def apply(
             once(api)
             return
         from asynckubelet.cli.devwatch import watch as follow
+        from asynckubelet.cli.output import interrupt_on_signals
 
-        follow(lambda: [*map(Path, files or [kustomize or "."]), *contexts], lambda: once(api))
+        with interrupt_on_signals():
+            follow(lambda: [*map(Path, files or [kustomize or "."]), *contexts], lambda: once(api))
         raise typer.Exit(128 + 2)
 
 
