@@ -204,7 +204,7 @@ def port_forward(
     """Forward local ports to a pod's: pod/NAME, svc/NAME (its targetPort) or deploy/NAME
     (its first Running pod), as `kubectl port-forward`; Ctrl-C ends it."""
     from asynckubelet.cli.client import node_api
-    from asynckubelet.cli.output import interrupt_on_signals, run_async
+    from asynckubelet.cli.output import run_async, stopped_by_signal
 
     specs = parse_ports(ports)
     addresses = [a.strip() for given in address or ["localhost"] for a in given.split(",")]
@@ -218,8 +218,8 @@ def port_forward(
 
         socket = node.state / SOCKET_NAME
         name = pod["metadata"]["name"]
-        with contextlib.suppress(KeyboardInterrupt), interrupt_on_signals():
-            run_async(_forward_all, str(socket), namespace, name, pairs, addresses)
+        # Ctrl-C (or SIGTERM) cancels the forwarding and ends it with 0, as kubectl's.
+        run_async(stopped_by_signal, _forward_all, str(socket), namespace, name, pairs, addresses)
 
 
 def _hosts(addresses: Sequence[str]) -> list[tuple[str, bool]]:
