@@ -62,6 +62,27 @@ def test_a_cgroup_reads_as_the_engines_stats(tmp_path: Path, version: str) -> No
     assert found.timestamp == 1796605200.0
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_inside_a_container_the_cgroup_is_found_below_the_mounts_root(
+    tmp_path: Path, version: str
+) -> None:
+    """A node in Docker-in-Docker: ``/proc/<pid>/cgroup`` names the whole path
+    (``/docker/OUTER/docker/c1``), the mount shows the outer container's part only."""
+    proc = tmp_path / "proc" / "42"
+    proc.mkdir(parents=True)
+    root = tmp_path / "cgroup"
+    if version == "v1":
+        whole = "/docker/outer/docker/c1"
+        (proc / "cgroup").write_text(f"4:memory:{whole}\n2:cpu,cpuacct:{whole}\n")
+        _v1_tree(root, "/docker/c1")
+    else:
+        (proc / "cgroup").write_text("0::/docker/outer/docker/c1\n")
+        _v2_tree(root, "/docker/c1")
+    sample = cgroupstats.read_sample(42, now=1796605200.0, root=root, proc=tmp_path / "proc")
+    assert sample is not None
+    assert usage.container_usage("c", sample, start_time=0.0).cpu_seconds == 2.5
+
+
 def test_two_samples_give_the_rate_between_them() -> None:
     first = {"read": "2026-12-07T01:00:00Z", "cpu_stats": {"cpu_usage": {"total_usage": 10**9}}}
     second = {

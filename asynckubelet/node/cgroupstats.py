@@ -46,6 +46,19 @@ def _under(root: Path, mount: str, path: str) -> Path | None:
     return full if full == base or base in full.parents else None
 
 
+def _located(root: Path, mount: str, path: str) -> Path | None:
+    """The directory of cgroup ``path`` under ``root/mount``. Inside a container (a node
+    in Docker-in-Docker) the mount shows only that container's part of the tree, while
+    ``/proc/<pid>/cgroup`` names the whole path: the longest end of the path that is a
+    directory there is the cgroup. None when ``path`` would leave the mount."""
+    parts = [part for part in path.split("/") if part]
+    for start in range(len(parts)):
+        found = _under(root, mount, "/".join(parts[start:]))
+        if found is not None and found.is_dir():
+            return found
+    return _under(root, mount, path)
+
+
 def _read(path: Path) -> str:
     with open(path, "rb") as f:
         return f.read(MAX_FILE_BYTES).decode("ascii", "replace")
@@ -64,10 +77,10 @@ def _v1(root: Path, paths: Mapping[str, str]) -> tuple[int, int, dict[str, int]]
     cpu_dir = memory_dir = None
     for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu"):
         if (root / mount).is_dir():
-            cpu_dir = _under(root, mount, paths["cpuacct"])
+            cpu_dir = _located(root, mount, paths["cpuacct"])
             break
     if "memory" in paths:
-        memory_dir = _under(root, "memory", paths["memory"])
+        memory_dir = _located(root, "memory", paths["memory"])
     if cpu_dir is None or memory_dir is None:
         return None
     cpu = int(_read(cpu_dir / "cpuacct.usage").strip() or 0)
@@ -76,7 +89,7 @@ def _v1(root: Path, paths: Mapping[str, str]) -> tuple[int, int, dict[str, int]]
 
 
 def _v2(root: Path, path: str) -> tuple[int, int, dict[str, int]] | None:
-    directory = _under(root, "", path)
+    directory = _located(root, "", path)
     if directory is None:
         return None
     cpu = _stat_lines(_read(directory / "cpu.stat")).get("usage_usec", 0) * 1000
