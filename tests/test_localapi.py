@@ -385,6 +385,51 @@ async def test_a_deleted_namespace_takes_nothing_new_until_its_pods_are_gone(
     assert (await apply(client, TEAM, plain("other", "team")))[0] == 201
 
 
+def stubborn_app(node: Kubelet) -> Any:
+    """The container ``app`` of the node's one pod, made to ignore its stop signal."""
+    docker = node.runtime.docker
+    assert isinstance(docker, FakeDocker)
+    (app,) = [
+        c for c in docker.containers.values() if c.labels.get(naming.LABEL_CONTAINER_NAME) == "app"
+    ]
+    app.ignores_stop_signal = True
+    return app
+
+
+async def test_a_second_delete_with_a_shorter_grace_period_cuts_the_stop_short(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    assert (await apply(client, plain("web")))[0] == 201
+    await node.wait("default", "web", "Running", timeout=10)
+    app = stubborn_app(node)
+    assert await node.delete("default", "web", grace_period=3600, wait=False)
+    pod = await (await client.get("/api/v1/namespaces/default/pods/web")).json()
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == 3600
+    assert await node.delete("default", "web", grace_period=1, wait=False)
+    pod = await (await client.get("/api/v1/namespaces/default/pods/web")).json()
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == 1
+    with anyio.fail_after(30):
+        await node.wait("default", "web", "Deleted", timeout=30)
+    assert app.exit_code == 137
+
+
+async def test_a_second_delete_with_a_longer_grace_period_leaves_the_shorter_one(
+    served: tuple[Client, Kubelet],
+) -> None:
+    client, node = served
+    assert (await apply(client, plain("web")))[0] == 201
+    await node.wait("default", "web", "Running", timeout=10)
+    app = stubborn_app(node)
+    assert await node.delete("default", "web", grace_period=1, wait=False)
+    assert await node.delete("default", "web", grace_period=3600, wait=False)
+    pod = await (await client.get("/api/v1/namespaces/default/pods/web")).json()
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == 1
+    with anyio.fail_after(30):
+        await node.wait("default", "web", "Deleted", timeout=30)
+    assert app.exit_code == 137
+
+
 async def test_deleting_a_namespace_waits_until_its_pods_are_gone(
     served: tuple[Client, Kubelet],
 ) -> None:

@@ -612,22 +612,16 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
             return None
         if not entry.deleting:
             entry.deleting = True
-            pod = copy.deepcopy(entry.worker.pod)
-            if pod.metadata is not None:
-                pod.metadata.deletionTimestamp = datetime.now(UTC)
-                pod.metadata.deletionGracePeriodSeconds = (
-                    int(grace_period) if grace_period is not None else None
-                )
-            record = self.status.get(uid)
-            if record is not None:
-                self.status.set(pod, record.status)
+            self.status.show_deleted(entry.worker.pod, grace_period, at=datetime.now(UTC))
             entry.worker.options.grace_period = grace_period
             entry.worker.options.keep = False
             entry.worker.termination = Termination(
                 report_stopped=True, static=is_static_source(entry.source)
             )
         elif grace_period is not None:
-            entry.worker.options.grace_period = grace_period
+            entry.worker.shorten_grace_period(grace_period)
+            if (record := self.status.get(uid)) is not None:
+                self.status.show_deleted(record.pod, entry.worker.options.grace_period)
         entry.replacement = None
         entry.stop.set()
         for members in self._sources.values():

@@ -27,6 +27,7 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import cast
 
@@ -166,6 +167,16 @@ class StatusManager:
         self._store(uid, record)
         self._notify(record, uid)
         return record
+
+    def show_deleted(self, pod: Pod, grace: float | None, *, at: datetime | None = None) -> None:
+        """A recorded pod's status shows its deletion: since when (``at``, unless shown
+        already) and the grace period in force."""
+        pod = copy.deepcopy(pod)
+        if pod.metadata is not None:
+            pod.metadata.deletionTimestamp = at or pod.metadata.deletionTimestamp
+            pod.metadata.deletionGracePeriodSeconds = int(grace) if grace is not None else None
+        if (record := self._records.get(ctr.pod_identity(pod)[2])) is not None:
+            self.set(pod, record.status)
 
     def remove(self, uid: str) -> None:
         if self._records.pop(uid, None) is None:

@@ -33,6 +33,7 @@ from asynckubelet.runtime.types import (
 
 if TYPE_CHECKING:
     from asynckubelet.docker import ContainerSummary
+    from asynckubelet.docker.api import DockerAPI
 
 MINIMUM_GRACE_PERIOD = 2
 """Seconds: the kubelet's ``minimumGracePeriodInSeconds``."""
@@ -156,6 +157,27 @@ async def kill_pod(
         for sandbox in status.sandboxes:
             await _stop_sandbox(deps, sandbox.id, result)
     return result
+
+
+async def cut_short(docker: DockerAPI, status: PodRuntimeStatus, *, grace_period: float) -> None:
+    """Stop the pod's running containers again with a shorter grace period (at least
+    :data:`MINIMUM_GRACE_PERIOD`), while a stop with a longer one is under way: a second
+    delete with a shorter grace period cuts the first short, as the kubelet cancels the
+    sync under way and stops the pod again. The stop under way ends with them."""
+    grace = max(grace_period, MINIMUM_GRACE_PERIOD)
+
+    async def stop(container_id: str) -> None:
+        try:
+            await docker.stop_container(container_id, grace_period=grace)
+        except errors.NotFound:
+            pass
+        except errors.DockerError as e:
+            logger.warning("stopping container {} again failed: {}", container_id[:12], e)
+
+    async with anyio.create_task_group() as tg:
+        for c in status.containers:
+            if c.state is ContainerState.RUNNING:
+                tg.start_soon(stop, c.id)
 
 
 def _sidecar_order(pod: Pod | None) -> dict[str, int]:
@@ -295,6 +317,7 @@ def dead_instances_to_remove(status: PodRuntimeStatus) -> list[str]:
 __all__ = [
     "DEFAULT_GRACE_PERIOD",
     "MINIMUM_GRACE_PERIOD",
+    "cut_short",
     "dead_instances_to_remove",
     "garbage_collect",
     "grace_period_of",
