@@ -98,6 +98,21 @@ class Unix:
 Address = TCP | Unix
 
 
+async def read_body(request: web.BaseRequest, limit: int) -> bytes:
+    """The request's body, read until it ends or passes ``limit`` bytes: a body longer
+    than ``limit`` comes back ``limit + 1`` bytes long, the rest unread. (One ``read`` of
+    the stream answers with what has arrived so far, a part of a body sent in pieces.)"""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = await request.content.read(limit + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def text_refusal(code: int, reason: str, message: str) -> web.StreamResponse:
     return web.Response(status=code, text=f"{message}\n")
 
@@ -525,6 +540,7 @@ __all__ = [
     "Runner",
     "Site",
     "Unix",
+    "read_body",
     "text_refusal",
     "too_large",
 ]

@@ -26,6 +26,7 @@ LONG = 60.0
 """A header timeout no test waits for."""
 WAIT = 10.0
 """How long a test waits for what it expects before it fails (never what it asserts)."""
+PIECES_LIMIT = 64
 REQUEST = b"GET /hello HTTP/1.1\r\nHost: test\r\n\r\n"
 HOLDING = web.AppKey("holding", list[web.Request])
 BOTH_HELD = web.AppKey("both_held", anyio.Event)
@@ -43,6 +44,12 @@ def application() -> web.Application:
 
     async def echo(request: web.Request) -> web.Response:
         return web.Response(body=await request.read())
+
+    async def bounded(request: web.Request) -> web.Response:
+        body = await httpbounds.read_body(request, PIECES_LIMIT)
+        if len(body) > PIECES_LIMIT:
+            return web.Response(status=413, text=f"over {PIECES_LIMIT}")
+        return web.Response(body=body)
 
     async def hold(request: web.Request) -> web.Response:
         request.app[HOLDING].append(request)
@@ -69,6 +76,7 @@ def application() -> web.Application:
 
     app.router.add_route("*", "/hello", hello)
     app.router.add_post("/echo", echo)
+    app.router.add_post("/bounded", bounded)
     app.router.add_get("/hold", hold)
     app.router.add_get("/ticks", ticks)
     app.router.add_get("/ws", websocket)
@@ -293,6 +301,35 @@ async def test_an_upgraded_websocket_outlives_the_header_timeout_a_stalled_clien
             await anyio.sleep(SHORT.header_timeout)
             await ws.send_str(word)
             assert await ws.receive_str(timeout=WAIT) == f"echo {word}"
+
+
+def post_bounded(length: int) -> bytes:
+    return (
+        b"POST /bounded HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n" % length
+    )
+
+
+async def test_a_body_sent_in_pieces_is_read_whole(serve: Serve) -> None:
+    port = await serve(application(), httpbounds.Limits(header_timeout=LONG))
+    pieces = [b'{"data": ', b'"a string cut in two', b' by the network"}']
+    stream = await connect(port, post_bounded(sum(map(len, pieces))))
+    for piece in pieces:
+        await anyio.sleep(0.2)
+        await stream.send(piece)
+    received = await until_closed(stream)
+    assert received.startswith(b"HTTP/1.1 200 ")
+    assert received.endswith(b"".join(pieces))
+
+
+async def test_a_body_past_the_limit_is_read_no_further_than_one_byte_over(serve: Serve) -> None:
+    port = await serve(application(), httpbounds.Limits(header_timeout=LONG))
+    stream = await connect(port, post_bounded(PIECES_LIMIT * 4) + b"x" * PIECES_LIMIT)
+    await anyio.sleep(0.2)
+    await stream.send(b"y" * PIECES_LIMIT)
+    received = await answer(stream, f"over {PIECES_LIMIT}".encode())
+    assert received.startswith(b"HTTP/1.1 413 ")
+    await stream.aclose()
 
 
 def test_limits_that_bound_nothing_are_refused() -> None:

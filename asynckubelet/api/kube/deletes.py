@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from asynckubelet import httpbounds
 from asynckubelet._logging import logger
 from asynckubelet.api import apply as writes
 from asynckubelet.api.answers import not_found
@@ -145,7 +146,7 @@ def _orphan(node: Kubelet, owner: StoredObject) -> None:
 async def _options(request: web.Request) -> tuple[float | None, str]:
     """``gracePeriodSeconds`` and ``propagationPolicy`` from the query or the body's
     ``DeleteOptions``."""
-    raw = await request.content.read(MAX_BODY_BYTES + 1) if request.can_read_body else b""
+    raw = await httpbounds.read_body(request, MAX_BODY_BYTES) if request.can_read_body else b""
     options: Any = {}
     if raw.strip():
         try:

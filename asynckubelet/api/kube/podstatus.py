@@ -18,6 +18,7 @@ from typing import Any, cast
 from aiohttp import web
 from lightkube.models.core_v1 import PodCondition
 
+from asynckubelet import httpbounds
 from asynckubelet.api.answers import not_found, served_pod, status
 from asynckubelet.api.endpoints import NODE_KEY
 from asynckubelet.api.kube import patches
@@ -52,7 +53,7 @@ def _current(request: web.Request, name: str) -> tuple[str, dict[str, Any]] | No
 
 
 async def _read(request: web.Request) -> Any:
-    raw = await request.content.read(MAX_BODY_BYTES + 1)
+    raw = await httpbounds.read_body(request, MAX_BODY_BYTES)
     if len(raw) > MAX_BODY_BYTES:
         raise Refused(status(413, "RequestEntityTooLarge", "the request body is too large"))
     try:

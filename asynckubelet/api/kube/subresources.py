@@ -26,6 +26,7 @@ from typing import Any
 import anyio.to_thread
 from aiohttp import web
 
+from asynckubelet import httpbounds
 from asynckubelet.api.answers import not_found, status
 from asynckubelet.api.endpoints import NODE_KEY
 from asynckubelet.api.kube import ephemeral, podstatus, protowire
@@ -90,7 +91,7 @@ def _bad(message: str) -> Refused:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
-    raw = await request.content.read(MAX_BODY_BYTES + 1)
+    raw = await httpbounds.read_body(request, MAX_BODY_BYTES)
     if len(raw) > MAX_BODY_BYTES:
         raise Refused(status(413, "RequestEntityTooLarge", "the request body is too large"))
     try:

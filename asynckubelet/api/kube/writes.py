@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from asynckubelet import httpbounds
 from asynckubelet.api import apply as writes
 from asynckubelet.api.answers import not_found, served_pod, status
 from asynckubelet.api.endpoints import NODE_KEY
@@ -66,7 +67,7 @@ def answer_json(body: Any, code: int = 200, warnings: list[str] | None = None) -
 
 
 async def read_body(request: web.Request, *, yaml_ok: bool = False) -> Any:
-    raw = await request.content.read(MAX_BODY_BYTES + 1)
+    raw = await httpbounds.read_body(request, MAX_BODY_BYTES)
     if len(raw) > MAX_BODY_BYTES:
         raise refuse(413, "RequestEntityTooLarge", "the request body is too large")
     if request.content_type == protobuf.PROTOBUF:
