@@ -145,6 +145,20 @@ spec:
 """
 
 
+def unique(prefix: str) -> str:
+    """``prefix`` and six random hex digits: a name no other test of a shared node has."""
+    return f"{prefix}{uuid.uuid4().hex[:6]}"
+
+
+def api_daemon(tmp: Path, docker_engine: Engine, *args: str) -> Iterator[Daemon]:
+    """A ``serve`` of a node of its own, its state under ``tmp``, serving the Kubernetes
+    API on a free loopback port (``args`` added to its command line)."""
+    name = f"akltest-{uuid.uuid4().hex[:10]}"
+    yield from serve_daemon(
+        tmp, docker_engine, name, "--api-listen", f"127.0.0.1:{free_port()}", *args
+    )
+
+
 @pytest.fixture(scope="module")
 def node(
     tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
@@ -152,9 +166,7 @@ def node(
     """One ``serve`` for the module, with a pod ``web`` running and a ConfigMap, a
     Deployment and a Service applied."""
     tmp = tmp_path_factory.mktemp("kubeapi")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    api = ("--api-listen", f"127.0.0.1:{free_port()}")
-    for daemon in serve_daemon(tmp, docker_engine, name, *api):
+    for daemon in api_daemon(tmp, docker_engine):
         web = manifest(tmp, "web.yaml", LONG.replace("NAME", "web"))
         assert daemon.cli("apply", "-f", web).returncode == 0
         objects = manifest(tmp, "objects.yaml", OBJECTS)
@@ -177,8 +189,10 @@ __all__ = [
     "PYPI_KUBECTL",
     "SYSTEM_KUBECTL",
     "Kubectl",
+    "api_daemon",
     "kubectl",
     "node",
     "seen_until",
     "streaming",
+    "unique",
 ]

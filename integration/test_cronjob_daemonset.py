@@ -10,16 +10,15 @@ import calendar
 import json
 import re
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from integration.harness import BUSYBOX_IMAGE, Engine, free_port
-from integration.kubectl_helpers import Kubectl, kubectl
-from integration.serve_helpers import Daemon, manifest, serve_daemon
+from integration.harness import BUSYBOX_IMAGE, Engine
+from integration.kubectl_helpers import Kubectl, api_daemon, kubectl, unique
+from integration.serve_helpers import Daemon, manifest
 
 __all__ = ["kubectl"]
 """The fixture this module takes from its helpers, run against this module's node."""
@@ -75,12 +74,7 @@ def node(
     tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
 ) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("daemons")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    yield from serve_daemon(tmp, docker_engine, name, "--api-listen", f"127.0.0.1:{free_port()}")
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}{uuid.uuid4().hex[:6]}"
+    yield from api_daemon(tmp, docker_engine)
 
 
 def _file(tmp_path: Path, template: str, name: str, **values: str) -> str:
@@ -117,7 +111,7 @@ def _eventually(check: Callable[[], bool], *, timeout: float = 120) -> None:
 def test_a_daemonset_runs_one_pod_here_and_a_template_change_rolls_it(
     node: Daemon, kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    name = _unique("ds")
+    name = unique("ds")
     path = _file(tmp_path, DAEMONSET, name, VERSION_VALUE="1")
     done = node.cli("apply", "-f", path, "--wait", "--timeout", "120", timeout=180)
     assert done.returncode == 0, done.stderr + node.log()
@@ -179,7 +173,7 @@ def test_a_daemonset_runs_one_pod_here_and_a_template_change_rolls_it(
 def test_a_daemonset_whose_node_selector_the_node_lacks_runs_nothing(
     node: Daemon, kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    name = _unique("dx")
+    name = unique("dx")
     applied = kubectl.ok("apply", "-f", _file(tmp_path, ELSEWHERE, name))
     assert applied.strip() == f"daemonset.apps/{name} created"
 
@@ -196,7 +190,7 @@ def test_a_daemonset_whose_node_selector_the_node_lacks_runs_nothing(
 def test_a_cronjob_makes_its_job_at_the_minute_and_delete_takes_jobs_and_pods(
     node: Daemon, kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    name = _unique("cj")
+    name = unique("cj")
     path = _file(tmp_path, CRONJOB, name)
     done = node.cli("apply", "-f", path, "--wait", "--timeout", "10")
     assert done.returncode == 0, done.stderr + node.log()

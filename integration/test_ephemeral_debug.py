@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from integration.harness import BUSYBOX_IMAGE, Engine, free_port
-from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL, Kubectl
-from integration.serve_helpers import Daemon, manifest, serve_daemon, wait_running
+from integration.harness import BUSYBOX_IMAGE, Engine
+from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL, Kubectl, api_daemon
+from integration.serve_helpers import Daemon, manifest, wait_running
 
 SUFFIX = uuid.uuid4().hex[:6]
 TARGET = f"target-{SUFFIX}"
@@ -43,9 +43,7 @@ def node(
 ) -> Iterator[Daemon]:
     """One ``serve`` with a pod whose only process is ``sleep MARK``."""
     tmp = tmp_path_factory.mktemp("ephemeral")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    api = ("--api-listen", f"127.0.0.1:{free_port()}")
-    for daemon in serve_daemon(tmp, docker_engine, name, *api):
+    for daemon in api_daemon(tmp, docker_engine):
         applied = daemon.cli("apply", "-f", manifest(tmp, "pod.yaml", POD))
         assert applied.returncode == 0, applied.stderr
         wait_running(daemon, TARGET)

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from integration.harness import BUSYBOX_IMAGE, Engine, free_port
-from integration.kubectl_helpers import OBJECTS, Kubectl, kubectl
-from integration.serve_helpers import Daemon, manifest, serve_daemon
+from integration.harness import BUSYBOX_IMAGE, Engine
+from integration.kubectl_helpers import OBJECTS, Kubectl, api_daemon, kubectl
+from integration.serve_helpers import Daemon, manifest
 
 __all__ = ["kubectl"]
 """The fixture this module takes from its helpers, run against this module's node."""
@@ -72,9 +72,7 @@ def node(
     """One ``serve`` with two pods whose output the tests read (one restarted once) and
     a Deployment behind a Service."""
     tmp = tmp_path_factory.mktemp("kubeclients")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    api = ("--api-listen", f"127.0.0.1:{free_port()}")
-    for daemon in serve_daemon(tmp, docker_engine, name, *api):
+    for daemon in api_daemon(tmp, docker_engine):
         for file, text in (("talkers.yaml", TALKERS), ("objects.yaml", OBJECTS)):
             applied = daemon.cli("apply", "-f", manifest(tmp, file, text))
             assert applied.returncode == 0, applied.stderr

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from integration.harness import Engine, free_port
-from integration.kubectl_helpers import Kubectl, kubectl
-from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon
+from integration.harness import Engine
+from integration.kubectl_helpers import Kubectl, api_daemon, kubectl, unique
+from integration.serve_helpers import LONG, Daemon, manifest
 
 __all__ = ["kubectl"]
 """The fixture this module takes from its helpers, run against this module's node."""
@@ -47,14 +46,7 @@ spec:
 def node(
     tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
 ) -> Iterator[Daemon]:
-    tmp = tmp_path_factory.mktemp("kuberollout")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    api = ("--api-listen", f"127.0.0.1:{free_port()}")
-    yield from serve_daemon(tmp, docker_engine, name, *api)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}{uuid.uuid4().hex[:6]}"
+    yield from api_daemon(tmp_path_factory.mktemp("kuberollout"), docker_engine)
 
 
 def eventually(check: Callable[[], bool], *, timeout: float = 90) -> None:

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from integration.harness import Engine, free_port
-from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL
+from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL, api_daemon
 from integration.kubectl_helpers import Kubectl as BaseKubectl
-from integration.serve_helpers import LONG, Daemon, manifest, serve_daemon, wait_running
+from integration.serve_helpers import LONG, Daemon, manifest, wait_running
 
 SUFFIX = uuid.uuid4().hex[:6]
 SHELL = f"sh-{SUFFIX}"
@@ -101,9 +101,7 @@ def node(
 ) -> Iterator[Daemon]:
     """One ``serve`` with a shell pod, a pod printing ticks and one serving HTTP."""
     tmp = tmp_path_factory.mktemp("kubestreams")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    api = ("--api-listen", f"127.0.0.1:{free_port()}")
-    for daemon in serve_daemon(tmp, docker_engine, name, *api):
+    for daemon in api_daemon(tmp, docker_engine):
         shell = manifest(tmp, "shell.yaml", LONG.replace("NAME", SHELL))
         assert daemon.cli("apply", "-f", shell).returncode == 0
         applied = daemon.cli("apply", "-f", manifest(tmp, "pods.yaml", PODS))

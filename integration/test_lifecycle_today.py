@@ -22,10 +22,10 @@ import pytest
 from lightkube.models.core_v1 import PodStatus
 
 from asynckubelet.docker import DockerClient
-from integration.harness import BUSYBOX_IMAGE, TEST_IMAGE_PREFIX, Engine, free_port
-from integration.kubectl_helpers import Kubectl, kubectl
+from integration.harness import BUSYBOX_IMAGE, TEST_IMAGE_PREFIX, Engine
+from integration.kubectl_helpers import Kubectl, api_daemon, kubectl
 from integration.run_helpers import node_containers, run_pod, write_manifest
-from integration.serve_helpers import Daemon, manifest, serve_daemon, wait_running
+from integration.serve_helpers import Daemon, manifest, wait_running
 from integration.spec_helpers import run_manifest
 
 __all__ = ["kubectl"]
@@ -287,8 +287,7 @@ def node(
     tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
 ) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("lifecycle")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    yield from serve_daemon(tmp, docker_engine, name, "--api-listen", f"127.0.0.1:{free_port()}")
+    yield from api_daemon(tmp, docker_engine)
 
 
 def test_kubectl_shows_todays_lifecycle_fields_and_conditions(

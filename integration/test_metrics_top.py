@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from integration.cluster_fixtures import Agent, Cluster, agents, cluster, namespace, wait_for
-from integration.harness import Engine, free_port
-from integration.kubectl_helpers import Kubectl, kubectl
-from integration.serve_helpers import Daemon, manifest, serve_daemon, wait_running
+from integration.harness import Engine
+from integration.kubectl_helpers import Kubectl, api_daemon, kubectl
+from integration.serve_helpers import Daemon, manifest, wait_running
 
 __all__ = ["agents", "cluster", "kubectl", "namespace", "node"]
 """The fixtures this module takes from its helpers."""
@@ -55,9 +54,7 @@ def node(
 ) -> Iterator[Daemon]:
     """One ``serve`` for the module with the pods ``burn`` and ``hold`` running."""
     tmp = tmp_path_factory.mktemp("metrics")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    api = ("--api-listen", f"127.0.0.1:{free_port()}")
-    for daemon in serve_daemon(tmp, docker_engine, name, *api):
+    for daemon in api_daemon(tmp, docker_engine):
         applied = daemon.cli(
             "apply", "-f", manifest(tmp, "pods.yaml", PODS.replace("FILL", json.dumps(FILL)))
         )

@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +25,8 @@ import pytest
 from asynckubelet.docker import DockerClient
 from asynckubelet.images import build as image_build
 from integration.harness import Engine, free_port
-from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL
-from integration.serve_helpers import Daemon, serve_daemon
+from integration.kubectl_helpers import PYPI_KUBECTL, SYSTEM_KUBECTL, api_daemon
+from integration.serve_helpers import Daemon
 
 REPO = Path(__file__).resolve().parent.parent
 GUIDE = REPO / "docs" / "kubernetes-api.md"
@@ -87,9 +86,7 @@ def node(
 
     anyio.run(local_images)
     tmp = tmp_path_factory.mktemp("readmekubectl")
-    name = f"akltest-{uuid.uuid4().hex[:10]}"
-    api = ("--api-listen", f"127.0.0.1:{free_port()}")
-    yield from serve_daemon(tmp, docker_engine, name, "--pod-security", "privileged", *api)
+    yield from api_daemon(tmp, docker_engine, "--pod-security", "privileged")
 
 
 @pytest.fixture(params=["system", "pypi"])
