@@ -17,6 +17,7 @@ from test_kube_write import CONFIGMAPS, DEPLOYMENTS, call, configmap, deployment
 
 from asynckubelet.api.kube.server import serve_kube_api
 from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
+from asynckubelet.runtime import naming
 from asynckubelet.testing import FakeDocker
 
 pytestmark = pytest.mark.anyio
@@ -191,6 +192,49 @@ async def test_a_foreground_delete_is_seen_modified_then_deleted(api: Served) ->
     assert all(e["object"]["metadata"]["deletionTimestamp"] for e in events)
     code, _, _ = await call(api, "GET", f"{DEPLOYMENTS}/x")
     assert code == 404
+
+
+def owned_by(body: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+    meta = owner["metadata"]
+    reference = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "controller": True}
+    body["metadata"]["ownerReferences"] = [{**reference, "name": meta["name"], "uid": meta["uid"]}]
+    return body
+
+
+async def test_a_foreground_delete_waits_for_a_rollouts_old_pods_still_stopping(
+    api: Served,
+) -> None:
+    node, docker = api.node, api.node.runtime.docker
+    assert isinstance(docker, FakeDocker)
+    code, owner, _ = await call(api, "POST", DEPLOYMENTS, deployment("x"))
+    assert code == 201, owner
+    rs = owned_by(deployment("x-1"), owner)
+    rs["kind"] = "ReplicaSet"
+    code, rs, _ = await call(api, "POST", "/apis/apps/v1/namespaces/default/replicasets", rs)
+    assert code == 201, rs
+    old = owned_by(deployment("x-1-old")["spec"]["template"], rs)
+    old = {"apiVersion": "v1", "kind": "Pod", **old}
+    old["metadata"]["name"] = "x-1-old"
+    code, made, _ = await call(api, "POST", "/api/v1/namespaces/default/pods", old)
+    assert code == 201, made
+    await node.wait("default", "x-1-old", "Running", timeout=10)
+    (app,) = [c for c in docker.containers.values() if c.labels.get(naming.LABEL_CONTAINER_NAME)]
+    app.ignores_stop_signal = True
+    path = "/api/v1/namespaces/default/pods/x-1-old?gracePeriodSeconds=3600"
+    code, _, _ = await call(api, "DELETE", path)
+    assert code == 200
+    assert node.objects.get("Pod", "default", "x-1-old") is None
+
+    code, _, _ = await call(api, "DELETE", f"{DEPLOYMENTS}/x?propagationPolicy=Foreground")
+
+    assert code == 200
+    await anyio.sleep(0.5)
+    assert node.objects.get("Deployment", "default", "x") is not None
+    docker.exit(app.id, exit_code=0)
+    with anyio.fail_after(10):
+        while node.objects.get("Deployment", "default", "x") is not None:  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+    assert node.status.find("default", "x-1-old") is None
 
 
 async def test_an_orphan_delete_leaves_dependents_without_the_reference(api: Served) -> None:

@@ -418,11 +418,11 @@ async def delete_one(
             await node.delete(obj.namespace, obj.name, grace_period=grace, wait=False)
             pods.append({"kind": "Pod", "namespace": obj.namespace, "name": obj.name})
     if stored is not None and stored.kind in OWNER_KINDS:
-        pods += _stopping(node, {o.uid for o in (stored, *found)}, pods)
+        pods += stopping(node, {o.uid for o in (stored, *found)}, pods)
     return pods
 
 
-def _stopping(
+def stopping(
     node: Kubelet, owners: set[str], counted: list[dict[str, str]]
 ) -> list[dict[str, str]]:
     """The pods of ``owners`` deleted earlier (a rollout's old ones) that the node is

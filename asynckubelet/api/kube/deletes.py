@@ -84,11 +84,14 @@ async def _collect(node: Kubelet, owner: StoredObject, grace: float | None) -> N
     deleted and waited for until the node has stopped them, then its other dependents and
     the owner itself removed."""
     found = writes.dependents(node, owner)
-    pods = [o for o in found if o.kind == "Pod"]
+    pods = [{"namespace": o.namespace, "name": o.name} for o in found if o.kind == "Pod"]
+    # A rollout's old pods, deleted before and still stopping, are waited for too.
+    owners = {owner.uid, *(o.uid for o in found)}
+    waited = pods + writes.stopping(node, owners, pods)
     for pod in pods:
-        await node.delete(pod.namespace, pod.name, grace_period=grace, wait=False)
-    for pod in pods:
-        while node.status.find(pod.namespace, pod.name) is not None:
+        await node.delete(pod["namespace"], pod["name"], grace_period=grace, wait=False)
+    for pod in waited:
+        while node.status.find(pod["namespace"], pod["name"]) is not None:
             await node.status.changed()
     for obj in found:
         if obj.kind != "Pod":
