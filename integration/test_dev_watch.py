@@ -1,7 +1,8 @@
 """``--watch`` with watch rules on a real engine: a source synced into the running
 container without a restart (and served), ``sync+restart`` restarting the same container,
 a rule leading out of its build context refused naming it, and ``run --watch`` handing a
-changed manifest to its node and leaving nothing behind on Ctrl-C."""
+changed manifest to its node, syncing a source into its pod, and leaving nothing behind
+on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -234,6 +235,50 @@ def test_run_watch_applies_a_changed_manifest_and_ctrl_c_leaves_nothing(
         _until(process, "error:", seen)
         _until(process, "watching for changes", seen)
         assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, "".join(seen) + rest
+    assert node_containers(docker_engine, node_name) == []
+
+
+def test_run_watch_syncs_a_source_into_its_running_pod(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    name = f"{node_name}-runsync"
+    (tmp_path / name / "site").mkdir(parents=True)
+    (tmp_path / name / "Dockerfile").write_text(f"FROM {BUSYBOX_IMAGE}\nCOPY site /site\n")
+    (tmp_path / name / "site" / "page").write_text("one\n")
+    rule = "- {action: sync, path: site, target: /site}"
+    (tmp_path / "pod.yaml").write_text(
+        POD.format(
+            annotations=json.dumps({"watch.asynckubelet.dev/app": rule}),
+            image=f"{name}:dev",
+            word="started",
+        )
+    )
+    process = subprocess.Popen(
+        run_command("pod.yaml", "--build", "--watch", node=node_name),
+        cwd=tmp_path,
+        env=run_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    seen: list[str] = []
+    try:
+        _until(process, "watching for changes", seen)
+        if "watched/app | started\n" not in seen:
+            _until(process, "watched/app | started", seen)
+        (before,) = [c["Id"] for c in node_containers(docker_engine, node_name)
+                     if c.get("State") == "running" and "_app_" in c["Names"][0]]  # fmt: skip
+        (tmp_path / name / "site" / "page").write_text("two\n")
+        assert _until(process, "changed:", seen) == (
+            f"{name}/site/page changed: app: synced to 1 container\n"
+        )
+        assert _exec(docker_engine, before, "cat", "/site/page") == "two\n"
+        assert "watched/app | started\n" in seen
+        assert seen.count("watched/app | started\n") == 1
     finally:
         process.send_signal(signal.SIGINT)
         rest, _ = process.communicate(timeout=60)

@@ -41,3 +41,29 @@ def test_symlinks_are_not_followed_and_the_look_is_bounded(
     monkeypatch.setattr(devwatch, "MAX_WATCHED", 3)
     assert len(devwatch.snapshot([tmp_path / "ctx"])) == 3
     assert devwatch.snapshot([tmp_path / "missing"]) == {}
+
+
+@pytest.mark.parametrize(("synced", "applies"), [(True, 1), (False, 2)])
+def test_a_change_is_offered_to_the_sync_first_and_applied_when_it_declines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synced: bool, applies: int
+) -> None:
+    source = tmp_path / "a.txt"
+    source.write_text("1")
+    applied: list[int] = []
+    offered: list[list[str]] = []
+    sleeps = iter([lambda: source.write_text("22"), lambda: None])
+
+    def sleep(_seconds: float) -> None:
+        step = next(sleeps, None)
+        if step is None:
+            raise KeyboardInterrupt
+        step()
+
+    def sync(files: list[str]) -> bool:
+        offered.append(files)
+        return synced
+
+    monkeypatch.setattr(devwatch.time, "sleep", sleep)
+    devwatch.watch(lambda: [source], lambda: applied.append(1), sync=sync)
+    assert offered == [[str(source)]]
+    assert len(applied) == applies

@@ -136,6 +136,8 @@ def test_a_sync_refuses_links_and_files_outside_the_context(tmp_path: Path) -> N
     files = [(ctx / "www" / "index.html", "/a"), (ctx / "Dockerfile", "/b")]
     with pytest.raises(ImageBuildError, match="more than 1 files"):
         watchrules.sync_tar(files, context=ctx, max_files=1)
+    with pytest.raises(ImageBuildError, match="cannot be synced to '/'"):
+        watchrules.sync_tar([(ctx / "www" / "index.html", "/")], context=ctx)
     with pytest.raises(ImageBuildError, match="more than 4 bytes"):
         watchrules.sync_tar([(ctx / "www" / "index.html", "/a")], context=ctx, max_bytes=4)
 

@@ -216,6 +216,8 @@ def sync_tar(
                 total += info.st_size
                 if total > max_bytes:
                     raise ImageBuildError(f"a sync of more than {max_bytes} bytes")
+                if not target.strip("/"):
+                    raise ImageBuildError(f"{str(file)!r}: a file cannot be synced to '/'")
                 entry = tarfile.TarInfo(target.lstrip("/"))
                 entry.size = info.st_size
                 entry.mode = stat.S_IMODE(info.st_mode)
