@@ -3,6 +3,7 @@ walked without following symlinks, the look bounded."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -51,19 +52,20 @@ def test_a_change_is_offered_to_the_sync_first_and_applied_when_it_declines(
     source.write_text("1")
     applied: list[int] = []
     offered: list[list[str]] = []
-    sleeps = iter([lambda: source.write_text("22"), lambda: None])
+    sleeps: list[float] = []
 
-    def sleep(_seconds: float) -> None:
-        step = next(sleeps, None)
-        if step is None:
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 1:
+            source.write_text("22")
+        elif len(sleeps) > 2:
             raise KeyboardInterrupt
-        step()
 
     def sync(files: list[str]) -> bool:
         offered.append(files)
         return synced
 
-    monkeypatch.setattr(devwatch.time, "sleep", sleep)
+    monkeypatch.setattr(time, "sleep", sleep)
     devwatch.watch(lambda: [source], lambda: applied.append(1), sync=sync)
     assert offered == [[str(source)]]
     assert len(applied) == applies
