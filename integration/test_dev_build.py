@@ -297,7 +297,7 @@ def test_apply_watch_rebuilds_a_change_and_survives_a_broken_manifest(
 ) -> None:
     shutil.copytree(REPO / "examples" / "dev", tmp_path / "dev")
     manifest = tmp_path / "dev" / "web.yaml"
-    page = tmp_path / "dev" / "web" / "www" / "index.html"
+    dockerfile = tmp_path / "dev" / "web" / "Dockerfile"
     process = subprocess.Popen(
         [sys.executable, "-m", "asynckubelet", "apply", "--build", "--watch", "--wait",
          "-f", str(manifest)],
@@ -313,10 +313,8 @@ def test_apply_watch_rebuilds_a_change_and_survives_a_broken_manifest(
         _until(process, "watching for changes", seen)
         first = _pod_images(node)
 
-        page.write_text(page.read_text().replace("version 1", "version 2"))
-        assert _until(process, "changed: applying", seen) == (
-            "web/www/index.html changed: applying\n"
-        )
+        dockerfile.write_text(dockerfile.read_text() + "ENV VERSION=2\n")
+        assert _until(process, "changed: applying", seen) == "web/Dockerfile changed: applying\n"
         _until(process, "deployment.apps/web configured", seen)
         _until(process, "watching for changes", seen)
         second = _pod_images(node)

@@ -3,6 +3,7 @@ walked without following symlinks, the look bounded."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,30 @@ def test_symlinks_are_not_followed_and_the_look_is_bounded(
     monkeypatch.setattr(devwatch, "MAX_WATCHED", 3)
     assert len(devwatch.snapshot([tmp_path / "ctx"])) == 3
     assert devwatch.snapshot([tmp_path / "missing"]) == {}
+
+
+@pytest.mark.parametrize(("synced", "applies"), [(True, 1), (False, 2)])
+def test_a_change_is_offered_to_the_sync_first_and_applied_when_it_declines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synced: bool, applies: int
+) -> None:
+    source = tmp_path / "a.txt"
+    source.write_text("1")
+    applied: list[int] = []
+    offered: list[list[str]] = []
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 1:
+            source.write_text("22")
+        elif len(sleeps) > 2:
+            raise KeyboardInterrupt
+
+    def sync(files: list[str]) -> bool:
+        offered.append(files)
+        return synced
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    devwatch.watch(lambda: [source], lambda: applied.append(1), sync=sync)
+    assert offered == [[str(source)]]
+    assert len(applied) == applies

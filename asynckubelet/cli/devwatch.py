@@ -4,7 +4,8 @@ Files are polled by their modification time and size (no watcher library: a poll
 few hundred files costs well under a millisecond), every ``INTERVAL`` seconds; a change
 is applied once the files stay still for ``DEBOUNCE`` seconds, with one status line
 naming the file that changed. An error (a broken manifest, a failing build step) is shown
-and the watch goes on; Ctrl-C ends it.
+and the watch goes on; Ctrl-C ends it. With watch rules (:mod:`asynckubelet.cli.devsync`) a change
+of a source file may be synced into the running containers instead of applied.
 """
 
 from __future__ import annotations
@@ -85,9 +86,12 @@ def watch(
     *,
     interval: float = INTERVAL,
     debounce: float = DEBOUNCE,
+    sync: Callable[[list[str]], bool] | None = None,
 ) -> None:
     """Apply ``once`` now and after each change of the files ``paths`` names (asked anew
-    after each apply: an edited manifest may name other contexts). Returns on Ctrl-C."""
+    after each apply: an edited manifest may name other contexts). ``sync`` is offered
+    each change first: True when it dealt with it (its own status line shown), False
+    when the change is to be applied. Returns on Ctrl-C."""
     try:
         _applied(once)
         seen = snapshot(paths())
@@ -104,6 +108,9 @@ def watch(
                     break
                 now = settled
             files = changed(seen, now)
+            if sync is not None and sync(files):
+                seen = now
+                continue
             first = os.path.relpath(files[0]) if files else "?"
             more = f" (and {len(files) - 1} more)" if len(files) > 1 else ""
             err.print(f"{escape(first)}{more} changed: applying", highlight=False)

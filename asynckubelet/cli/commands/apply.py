@@ -150,13 +150,18 @@ def apply(
     --max-restarts; while it waits it names the pod and container that hold each object
     back, and why. --build first builds each image whose build context is known and
     applies the objects with their containers on the built image IDs. --watch applies
-    again (and rebuilds) on each change of the files and build contexts, until Ctrl-C.
+    again (and rebuilds) on each change of the files and build contexts, until Ctrl-C;
+    with --build, a container's watch rules (annotation watch.asynckubelet.dev/NAME) sync
+    changed sources into its running containers instead.
     """
     check_max_restarts(max_restarts)
     _check_choices(
         files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
     )
     contexts: set[Path] = set()
+    from asynckubelet.cli.devsync import WatchState
+
+    rules = WatchState()
 
     def once(api: NodeAPI) -> None:
         texts = _texts(files, kustomize, recursive=recursive)
@@ -166,6 +171,8 @@ def apply(
             from asynckubelet.cli.building import build_texts
 
             engine = node.docker_host or str(api.node().get("docker_host") or "") or None
+            if watch:
+                rules.read(texts, docker_host=engine)
             texts = build_texts(texts, docker_host=engine, watched=contexts)
         _apply(api, texts, node=node, prune=prune, selector=selector, prune_all=prune_all,
                wait=wait, timeout=timeout, config_timeout=config_timeout,
@@ -179,7 +186,11 @@ def apply(
         from asynckubelet.cli.output import interrupt_on_signals
 
         with interrupt_on_signals():
-            follow(lambda: [*map(Path, files or [kustomize or "."]), *contexts], lambda: once(api))
+            follow(
+                lambda: [*map(Path, files or [kustomize or "."]), *contexts],
+                lambda: once(api),
+                sync=rules.sync,
+            )
         raise typer.Exit(128 + 2)
 
 

@@ -27,7 +27,7 @@ import functools
 import math
 import secrets
 import signal
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ from asynckubelet.cli.options import (
     BuildOpt,
     ColorOpt,
     ConfigTimeoutOpt,
+    DevWatchOpt,
     FilesArg,
     GracePeriodOpt,
     KeepOpt,
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
 
     from asynckubelet.api.client import NodeClient
+    from asynckubelet.cli.devsync import WatchState
     from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.docker import DockerAPI
     from asynckubelet.manifests import Manifests
@@ -96,6 +98,7 @@ def run(
     *,
     keep: KeepOpt = False,
     build: BuildOpt = False,
+    watch: DevWatchOpt = False,
     grace_period: GracePeriodOpt = None,
     lenient: LenientOpt = False,
     color: ColorOpt = True,
@@ -115,7 +118,9 @@ def run(
     ConfigMap, a container crash-looping past --max-restarts) ends the run with its
     reason, exit 1. The pods' containers are removed at
     exit unless --keep is given. A Docker engine and the project's images are set up when
-    missing, each announced in one line.
+    missing, each announced in one line. --watch keeps the pods running until
+    SIGINT/SIGTERM and hands them to the node again on each change of FILES (with --build:
+    rebuilt, or synced as their watch rules say).
     """
     from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.cli.provision import ensure_engine
@@ -125,7 +130,8 @@ def run(
     daemon = find_daemon(NodeRef(state_dir=state_dir))
     if daemon is not None:
         node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
-    loaded = _load(files, lenient=lenient, node=node, workloads=True)
+    loaded = _load(files, lenient=lenient, node=node, workloads=not watch)
+    rules = _watch_rules(loaded, files, node=node, build=build) if watch else None
     if build:
         from asynckubelet.cli.building import build_typed
 
@@ -151,6 +157,10 @@ def run(
         max_restarts=max_restarts,
     )
     session.renderer = PodRenderer(color=color and is_terminal(out), final_at_end=True)
+    if rules is not None:
+        session.watcher = functools.partial(
+            _watch, files=files, state=rules, build=build, lenient=lenient, node=node
+        )
     out.on_closed = session.stdout_closed
     with session.pulls:
         outcomes = run_async(session.run, manifests)
@@ -167,6 +177,24 @@ def run(
             err.print(f"[red]{escape(failure.line(name))}[/red]")
         raise typer.Exit(1)
     raise typer.Exit(next((c for c in codes if c), 0))
+
+
+def _watch_rules(
+    loaded: Manifests, files: list[str], *, node: NodeOptions, build: bool
+) -> WatchState:
+    """``--watch``'s rules, read (with ``--build``) before the images are built and pinned;
+    a file holding workloads refused."""
+    from asynckubelet.cli.devsync import WatchState
+
+    if loaded.objects:
+        raise fail(
+            "--watch follows the files' Pods; a Deployment or other workload is followed "
+            "by `apply --watch` on `asynckubelet serve`"
+        )
+    rules = WatchState()
+    if build:
+        rules.read_typed(loaded, files, docker_host=node.docker_host)
+    return rules
 
 
 def _kubelet_config(node: NodeOptions, *, owner: str) -> KubeletConfig:
@@ -379,6 +407,8 @@ class _Session:
     killing: bool = False
     """A second signal came: the pods are killed at once."""
     watches: dict[str, FailureWatch] = dataclasses.field(default_factory=dict)
+    watcher: Callable[..., Awaitable[None]] | None = None
+    """``--watch``: follows the files until cancelled (see :func:`_watch`)."""
 
     async def run(self, manifests: Manifests) -> list[PodOutcome]:
         from asynckubelet import errors
@@ -418,6 +448,8 @@ class _Session:
                         )
                     async with anyio.create_task_group() as waiting:
                         waiting.start_soon(_cancel_on, stop, waiting.cancel_scope)
+                        if self.watcher is not None and not self.refused:
+                            await self.watcher(self, kubelet)
                         await kubelet.wait_ended(uids)
                         waiting.cancel_scope.cancel()
             except errors.RuntimeUnavailable as e:
@@ -445,6 +477,11 @@ class _Session:
         )
         failure = watch.observe(status, now=anyio.current_time())
         if failure is None or self.stop is None or self.stop.is_set():
+            return
+        if self.watcher is not None:
+            if (name, failure) not in self.failures:
+                err.print(f"[red]{escape(failure.line(name))}[/red]")
+                self.failures.append((name, failure))
             return
         self.failures.append((name, failure))
         self.stop.set()
@@ -490,6 +527,40 @@ class _Session:
                 self.kubelet.kill_now()
             # Signals stay taken until the run ends: a third is not Python's KeyboardInterrupt.
             await anyio.sleep_forever()
+
+
+async def _watch(
+    session: _Session,
+    kubelet: Kubelet,
+    *,
+    files: list[str],
+    state: WatchState,
+    build: bool,
+    lenient: bool,
+    node: NodeOptions,
+) -> None:
+    """``--watch``: the files followed; a change loaded (built) again and admitted as the
+    run's first pods were (see :mod:`asynckubelet.cli.runwatch`)."""
+    from asynckubelet.cli.building import build_typed
+    from asynckubelet.cli.runwatch import follow
+
+    def reload() -> Manifests:
+        again = _load(files, lenient=lenient, node=node)
+        if build:
+            state.read_typed(again, files, docker_host=node.docker_host)
+            build_typed(again, files, docker_host=node.docker_host)
+        return _owned(again, node_name=session.config.node_name, owner=session.config.owner)
+
+    async def admit(manifests: Manifests) -> list[tuple[Pod, Rejection]]:
+        return await kubelet.admit_all(
+            dataclasses.replace(manifests, services=()),
+            running=session.running,
+            source=RUN_SOURCE,
+            keep=session.keep,
+            grace_period=session.grace_period,
+        )
+
+    await follow(files=files, state=state, reload=reload, admit=admit)
 
 
 async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:

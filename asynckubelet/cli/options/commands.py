@@ -34,8 +34,8 @@ DevWatchOpt = Annotated[
     typer.Option(
         "--watch",
         metavar="",
-        help="Apply again on each change of the files (and, with --build, rebuild on each "
-        "change of a build context), until Ctrl-C.",
+        help="Apply again on each change of the files (and, with --build, sync or rebuild "
+        "each change of a build context as its watch rules say), until Ctrl-C.",
     ),
 ]
 GracePeriodOpt = Annotated[

@@ -1,0 +1,286 @@
+"""``--watch`` with watch rules on a real engine: a source synced into the running
+container without a restart (and served), ``sync+restart`` restarting the same container,
+a rule leading out of its build context refused naming it, and ``run --watch`` handing a
+changed manifest to its node, syncing a source into its pod, and leaving nothing behind
+on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from asynckubelet.docker import DockerClient
+from integration.harness import BUSYBOX_IMAGE, Engine
+from integration.run_helpers import node_containers, run_command, run_env, run_pod
+from integration.serve_helpers import Daemon, serve_daemon
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def node(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> Iterator[Daemon]:
+    yield from serve_daemon(tmp_path, docker_engine, node_name)
+
+
+def _until(process: subprocess.Popen[str], wanted: str, seen: list[str]) -> str:
+    """The next output line holding ``wanted`` (the lines read kept in ``seen``)."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        seen.append(line)
+        if wanted in line:
+            return line
+    raise AssertionError(f"{wanted!r} never came: {''.join(seen)}")
+
+
+def _exec(engine: Engine, container_id: str, *cmd: str) -> str:
+    async def go() -> str:
+        async with DockerClient(url=engine.url) as client:
+            return (await client.exec_run(container_id, list(cmd), timeout=30)).output
+
+    return anyio.run(go)
+
+
+def _started_at(engine: Engine, container_id: str) -> str:
+    async def go() -> str:
+        async with DockerClient(url=engine.url) as client:
+            return str((await client.inspect_container(container_id))["State"]["StartedAt"])
+
+    return anyio.run(go)
+
+
+def _restart_counts(node: Daemon) -> list[int]:
+    listed = node.cli("get", "pods", "-o", "json")
+    assert listed.returncode == 0, listed.stderr
+    return [
+        s["restartCount"]
+        for pod in json.loads(listed.stdout)["items"]
+        if not pod["metadata"].get("deletionTimestamp")
+        for s in pod["status"].get("containerStatuses") or []
+    ]
+
+
+def _watch(node: Daemon, manifest: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "asynckubelet", "apply", "--build", "--watch", "--wait",
+         "-f", str(manifest)],
+        env=node.env,
+        cwd=manifest.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+
+
+def _end(process: subprocess.Popen[str], seen: list[str]) -> None:
+    process.send_signal(signal.SIGINT)
+    rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, "".join(seen) + rest
+
+
+def test_a_sync_rule_copies_the_source_without_a_restart_and_it_is_served(
+    node: Daemon, tmp_path: Path, docker_engine: Engine
+) -> None:
+    shutil.copytree(REPO / "examples" / "dev", tmp_path / "dev")
+    page = tmp_path / "dev" / "web" / "www" / "index.html"
+    process = _watch(node, tmp_path / "dev" / "web.yaml")
+    seen: list[str] = []
+    try:
+        _until(process, "deployment.apps/web created", seen)
+        _until(process, "watching for changes", seen)
+        (before,) = node.containers()
+        page.write_text(page.read_text().replace("version 1", "version 2"))
+        assert _until(process, "changed:", seen) == (
+            "web/www/index.html changed: web: synced to 1 container\n"
+        )
+        (swap := tmp_path / "dev" / "web" / "www" / "index.html.swp").write_text("x")
+        assert _until(process, "changed:", seen) == (
+            "web/www/index.html.swp changed: no rule syncs it\n"
+        )
+        assert list(node.containers()) == [before]
+        assert "version 2" in _exec(docker_engine, before, "cat", "/www/index.html")
+        served = _exec(docker_engine, before, "wget", "-qO-", "http://127.0.0.1:8080/")
+        assert "<h1>Hello from web, version 2</h1>" in served
+        assert "No such file" in _exec(docker_engine, before, "ls", "/www/index.html.swp")
+        assert _restart_counts(node) == [0]
+        assert swap.exists()
+    finally:
+        _end(process, seen)
+
+
+SYNC_RESTART = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: conf}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: conf}}}}
+  template:
+    metadata:
+      labels: {{app: conf}}
+      annotations:
+        watch.asynckubelet.dev/app: |
+          - action: sync+restart
+            path: conf
+            target: /etc/app
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: app
+        image: {image}
+        command: [sh, -c, "cat /etc/app/setting; trap 'exit 0' TERM; while sleep 0.2; do :; done"]
+"""
+
+
+def test_sync_restart_copies_then_restarts_the_same_container(
+    node: Daemon, tmp_path: Path, docker_engine: Engine
+) -> None:
+    name = f"{node.node_name}-conf"
+    context = tmp_path / "app" / name
+    (context / "conf").mkdir(parents=True)
+    (context / "Dockerfile").write_text(f"FROM {BUSYBOX_IMAGE}\nCOPY conf /etc/app\n")
+    (context / "conf" / "setting").write_text("one\n")
+    manifest = tmp_path / "app" / "conf.yaml"
+    manifest.write_text(SYNC_RESTART.format(image=f"localhost/{name}:dev"))
+    process = _watch(node, manifest)
+    seen: list[str] = []
+    try:
+        _until(process, "deployment.apps/conf created", seen)
+        _until(process, "watching for changes", seen)
+        (before,) = node.containers()
+        started = _started_at(docker_engine, before)
+        (context / "conf" / "setting").write_text("two\n")
+        assert _until(process, "changed:", seen) == (
+            f"{name}/conf/setting changed: app: synced to and restarted 1 container\n"
+        )
+        assert list(node.containers()) == [before]
+        assert _started_at(docker_engine, before) != started
+        assert _exec(docker_engine, before, "cat", "/etc/app/setting") == "two\n"
+    finally:
+        _end(process, seen)
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: watched
+  annotations: {annotations}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: {image}
+    command: [sh, -c, "echo $WORD; trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+    env: [{{name: WORD, value: {word}}}]
+"""
+
+
+def test_a_rule_leading_out_of_its_context_is_refused_naming_it(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    name = f"{node_name}-esc"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "Dockerfile").write_text(f"FROM {BUSYBOX_IMAGE}\n")
+    (tmp_path / name / "secrets").symlink_to("/etc")
+    for path, message in [
+        ("../..", "path '../..' must not hold '..'"),
+        ("secrets", "path 'secrets' leads outside the build context"),
+    ]:
+        rule = f"- {{action: sync, path: {path}, target: /x}}"
+        annotations = json.dumps({"watch.asynckubelet.dev/app": rule})
+        manifest = tmp_path / "pod.yaml"
+        manifest.write_text(POD.format(annotations=annotations, image=f"{name}:dev", word="a"))
+        done = run_pod(manifest, "--build", "--watch", node=node_name)
+        assert done.returncode == 1
+        assert f"error: annotation watch.asynckubelet.dev/app rule 1: {message}" in done.stderr
+        assert "Step" not in done.stderr
+        assert node_containers(docker_engine, node_name) == []
+
+
+def test_run_watch_applies_a_changed_manifest_and_ctrl_c_leaves_nothing(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(POD.format(annotations="{}", image=BUSYBOX_IMAGE, word="first"))
+    process = subprocess.Popen(
+        run_command("pod.yaml", "--watch", node=node_name),
+        cwd=tmp_path,
+        env=run_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # As a shell's background job: SIGINT ignored until the watch takes it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    seen: list[str] = []
+    try:
+        _until(process, "watching for changes", seen)
+        if "watched/app | first\n" not in seen:
+            _until(process, "watched/app | first", seen)
+        manifest.write_text(textwrap.dedent(manifest.read_text()).replace("first", "second"))
+        assert _until(process, "changed:", seen) == "pod.yaml changed: applying\n"
+        _until(process, "watched/app | second", seen)
+        manifest.write_text("kind: Pod\nspec: [\n")
+        _until(process, "error:", seen)
+        _until(process, "watching for changes", seen)
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, "".join(seen) + rest
+    assert node_containers(docker_engine, node_name) == []
+
+
+def test_run_watch_syncs_a_source_into_its_running_pod(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    name = f"{node_name}-runsync"
+    (tmp_path / name / "site").mkdir(parents=True)
+    (tmp_path / name / "Dockerfile").write_text(f"FROM {BUSYBOX_IMAGE}\nCOPY site /site\n")
+    (tmp_path / name / "site" / "page").write_text("one\n")
+    rule = "- {action: sync, path: site, target: /site}"
+    (tmp_path / "pod.yaml").write_text(
+        POD.format(
+            annotations=json.dumps({"watch.asynckubelet.dev/app": rule}),
+            image=f"{name}:dev",
+            word="started",
+        )
+    )
+    process = subprocess.Popen(
+        run_command("pod.yaml", "--build", "--watch", node=node_name),
+        cwd=tmp_path,
+        env=run_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    seen: list[str] = []
+    try:
+        _until(process, "watching for changes", seen)
+        if "watched/app | started\n" not in seen:
+            _until(process, "watched/app | started", seen)
+        (before,) = [c["Id"] for c in node_containers(docker_engine, node_name)
+                     if c.get("State") == "running" and "_app_" in c["Names"][0]]  # fmt: skip
+        (tmp_path / name / "site" / "page").write_text("two\n")
+        assert _until(process, "changed:", seen) == (
+            f"{name}/site/page changed: app: synced to 1 container\n"
+        )
+        assert _exec(docker_engine, before, "cat", "/site/page") == "two\n"
+        assert "watched/app | started\n" in seen
+        assert seen.count("watched/app | started\n") == 1
+    finally:
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, "".join(seen) + rest
+    assert node_containers(docker_engine, node_name) == []
