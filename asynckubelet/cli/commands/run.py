@@ -37,7 +37,9 @@ import typer
 
 from asynckubelet.cli.client import as_pod, check_paths, find_daemon
 from asynckubelet.cli.options import (
+    BuildArgOpt,
     BuildOpt,
+    BuildTargetOpt,
     ColorOpt,
     ConfigTimeoutOpt,
     FilesArg,
@@ -96,6 +98,8 @@ def run(
     *,
     keep: KeepOpt = False,
     build: BuildOpt = False,
+    build_arg: BuildArgOpt = None,
+    target: BuildTargetOpt = None,
     grace_period: GracePeriodOpt = None,
     lenient: LenientOpt = False,
     color: ColorOpt = True,
@@ -115,13 +119,17 @@ def run(
     ConfigMap, a container crash-looping past --max-restarts) ends the run with its
     reason, exit 1. The pods' containers are removed at
     exit unless --keep is given. A Docker engine and the project's images are set up when
-    missing, each announced in one line.
+    missing, each announced in one line. --build first builds each image whose build
+    context is known (--build-arg and --target as docker build's) and runs the pods on
+    the built image IDs.
     """
+    from asynckubelet.cli.building import build_options
     from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.cli.provision import ensure_engine
 
     node.check(pod_security_code=1)
     check_max_restarts(max_restarts)
+    options = build_options(build, build_arg, target)
     daemon = find_daemon(NodeRef(state_dir=state_dir))
     if daemon is not None:
         node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
@@ -130,7 +138,7 @@ def run(
         from asynckubelet.cli.building import build_typed
 
         ensure_engine(node.docker_host)
-        build_typed(loaded, files, docker_host=node.docker_host)
+        build_typed(loaded, files, docker_host=node.docker_host, options=options)
     if loaded.objects:
         _run_workloads(loaded, node, color=color, grace_period=grace_period)
     config = _kubelet_config(node, owner=f"run-{secrets.token_hex(4)}")
