@@ -410,3 +410,25 @@ def test_the_engine_refusing_a_missing_target_is_one_clear_error(
     assert message.startswith(f'failed to build image "{tag}"')
     assert "prd" in message
     assert "\n" not in message
+
+
+def test_apply_builds_with_the_build_arg_and_target_flags(
+    node: Daemon, tmp_path: Path, docker_engine: Engine
+) -> None:
+    tag = f"localhost/{node.node_name}-applied:dev"
+    _write(tmp_path / f"{node.node_name}-applied" / "Dockerfile", STAGES)
+    manifest = _write(
+        tmp_path / "pod.yaml",
+        POD.replace("restartPolicy: Never", "restartPolicy: Always").format(
+            name="applied", annotations="{}", image=tag
+        )
+        + '    command: ["sh", "-c", "cat /out; exec sleep 3600"]\n',
+    )
+    done = node.cli(
+        "apply", "--build", "--build-arg", "WORD", "--target", "prod", "--wait",
+        "-f", str(manifest),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + node.log()
+    logs = node.cli("logs", "applied")
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout == "word=unset stage=prod\n"
