@@ -336,3 +336,97 @@ def test_apply_watch_rebuilds_a_change_and_survives_a_broken_manifest(
         process.send_signal(signal.SIGINT)
         rest, _ = process.communicate(timeout=60)
     assert process.returncode == 130, "".join(seen) + rest
+
+
+STAGES = f"""
+FROM {BUSYBOX_IMAGE} AS base
+ARG WORD=unset
+RUN echo "word=$WORD stage=base" > /out
+FROM base AS dev
+RUN sed -i 's/stage=base/stage=dev/' /out
+FROM base AS prod
+RUN sed -i 's/stage=base/stage=prod/' /out
+"""
+
+
+def test_run_builds_with_the_build_arg_and_target_flags(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    tag = f"localhost/{node_name}-staged:dev"
+    _write(tmp_path / f"{node_name}-staged" / "Dockerfile", STAGES)
+    annotation = json.dumps({"build.asynckubelet.dev/app": f"context={node_name}-staged,"
+                             "target=prod,arg.WORD=annotated"})  # fmt: skip
+    manifest = _write(
+        tmp_path / "pod.yaml",
+        POD.format(name="staged", annotations=annotation, image=tag)
+        + '    command: ["cat", "/out"]\n',
+    )
+    done = run_pod(
+        manifest, "--build", "--build-arg", "WORD=from the flag & more", "--target", "dev",
+        node=node_name,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "staged/app | word=from the flag & more stage=dev" in done.stdout
+    assert "stage=prod" not in done.stdout
+
+
+def test_a_target_the_dockerfile_lacks_is_one_error_naming_the_flag(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    tag = f"localhost/{node_name}-notarget:dev"
+    _write(tmp_path / f"{node_name}-notarget" / "Dockerfile", STAGES)
+    manifest = _write(tmp_path / "pod.yaml", POD.format(name="nt", annotations="{}", image=tag))
+    done = run_pod(manifest, "--build", "--target", "prd", node=node_name)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: --target (image {tag}): target 'prd' is not a stage of Dockerfile "
+        "(stages: base, dev, prod)"
+    ]
+    assert "Step" not in done.stderr
+
+
+def test_the_engine_refusing_a_missing_target_is_one_clear_error(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    from asynckubelet.errors import ImageBuildError
+    from asynckubelet.images.contexts import context_tar
+
+    tag = f"localhost/{node_name}-engine-target:dev"
+    _write(tmp_path / "ctx" / "Dockerfile", STAGES)
+
+    async def go() -> None:
+        async with DockerClient(url=docker_engine.url) as client:
+            async for _ in client.build_image(
+                context_tar(tmp_path / "ctx"), tag=tag, dockerfile="Dockerfile", target="prd"
+            ):
+                pass
+
+    with pytest.raises(ImageBuildError) as caught:
+        anyio.run(go)
+    message = str(caught.value)
+    assert message.startswith(f'failed to build image "{tag}"')
+    assert "prd" in message
+    assert "\n" not in message
+
+
+def test_apply_builds_with_the_build_arg_and_target_flags(
+    node: Daemon, tmp_path: Path, docker_engine: Engine
+) -> None:
+    tag = f"localhost/{node.node_name}-applied:dev"
+    _write(tmp_path / f"{node.node_name}-applied" / "Dockerfile", STAGES)
+    manifest = _write(
+        tmp_path / "pod.yaml",
+        POD.replace("restartPolicy: Never", "restartPolicy: Always").format(
+            name="applied", annotations="{}", image=tag
+        )
+        + '    command: ["sh", "-c", "cat /out; exec sleep 3600"]\n',
+    )
+    done = node.cli(
+        "apply", "--build", "--build-arg", "WORD", "--target", "prod", "--wait",
+        "-f", str(manifest),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + node.log()
+    logs = node.cli("logs", "applied")
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout == "word=unset stage=prod\n"

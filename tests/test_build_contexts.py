@@ -17,6 +17,7 @@ from asynckubelet.images.contexts import (
     find_context,
     parse_annotation,
     repository_dir,
+    stages,
 )
 
 
@@ -25,7 +26,9 @@ def _tree(base: Path) -> Path:
     (base / "manifests" / "web" / "Dockerfile").write_text("FROM scratch\n")
     (base / "manifests" / "app").mkdir()
     (base / "manifests" / "app" / "Containerfile").write_text("FROM scratch\n")
-    (base / "manifests" / "app" / "build.Dockerfile").write_text("FROM scratch\n")
+    (base / "manifests" / "app" / "build.Dockerfile").write_text(
+        "FROM scratch AS base\nFROM base AS dev\n"
+    )
     (base / "outside").mkdir()
     (base / "outside" / "Dockerfile").write_text("FROM scratch\n")
     return base / "manifests"
@@ -106,6 +109,15 @@ def test_an_annotation_for_another_container_is_not_used(tmp_path: Path) -> None
         ("context=app,context=web", "given twice"),
         ("context=app,network=host", "unknown key 'network'"),
         ("context=app,arg.1X=y", "not a build argument name"),
+        ("context=app,arg.A-B=y", "not a build argument name"),
+        ("context=app,arg.=y", "not a build argument name"),
+        ("context=app,arg.A=1,arg.A=2", "arg.A given twice"),
+        ("context=app,arg.A=" + "x" * (32 * 1024 + 1), "longer than 32768 characters"),
+        ("context=app,arg.A=a\0b", "holds a NUL character"),
+        ("context=app,dockerfile=build.Dockerfile,target=prod", "is not a stage of"),
+        ("context=app,target=dev", r"is not a stage of Containerfile \(stages: none\)"),
+        ("context=app,dockerfile=build.Dockerfile,target=dev&x=1", "is not a stage name"),
+        ("context=app,dockerfile=build.Dockerfile,target=-dev", "is not a stage name"),
         ("dockerfile=Dockerfile", "context=PATH is required"),
         ("context", "is not KEY=VALUE"),
         ("context=nothere", "is not a directory"),
@@ -186,3 +198,27 @@ def test_documents_are_pinned_to_the_built_ids_with_a_pull_policy() -> None:
     assert template["containers"][0] == {"name": "b", "image": "nginx"}
     job = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]  # type: ignore[index]
     assert job["containers"][0]["image"] == "sha256:abc"
+
+
+def test_the_stages_of_a_dockerfile_are_its_from_as_names(tmp_path: Path) -> None:
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(
+        "# FROM x AS comment\n"
+        "FROM busybox AS base\n"
+        "from --platform=linux/amd64 busybox as Builder\r\n"
+        "FROM base \\\n  AS dev\n"
+        "FROM base\n"
+        "RUN echo FROM y AS z\n"
+    )
+    assert stages(dockerfile) == ["base", "Builder", "dev"]
+
+
+def test_an_annotation_target_the_dockerfile_declares_is_taken(tmp_path: Path) -> None:
+    base = _tree(tmp_path)
+    found = parse_annotation(
+        "context=app,dockerfile=build.Dockerfile,target=base",
+        image="x:1",
+        base=base,
+        field_name="annotation A",
+    )
+    assert found.target == "base"

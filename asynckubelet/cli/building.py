@@ -5,13 +5,19 @@ is built once through the engine's build API, its steps shown as pulls are shown
 ``IMAGE: Step N/M : ...`` line each), and every container naming it is pinned to the built
 image ID with ``imagePullPolicy: IfNotPresent``: a rebuild changes the pod's spec (a
 Deployment rolls, a pod restarts), never hidden behind a tag that already ran.
+
+``--build-arg KEY=VALUE`` (``KEY`` alone: its value from the environment, left out when
+unset, as ``docker build`` does) and ``--target STAGE`` apply to every image built, over
+what an annotation gives; each is checked before anything is built.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +28,15 @@ if TYPE_CHECKING:
     from asynckubelet.images.contexts import BuildContext
     from asynckubelet.manifests import Manifests
 
-__all__ = ["build_images", "manifest_base", "pin_dicts", "pin_manifests", "specs_of_dicts"]
+__all__ = [
+    "BuildOptions",
+    "build_images",
+    "build_options",
+    "manifest_base",
+    "pin_dicts",
+    "pin_manifests",
+    "specs_of_dicts",
+]
 
 Spec = tuple[Mapping[str, str], list[Any]]
 """A pod (or pod template)'s annotations and its containers (init containers included)."""
@@ -90,6 +104,67 @@ def specs_of_dicts(documents: Iterable[Any]) -> Iterator[Spec]:
             if isinstance(c, dict)
         ]
         yield dict(annotations or {}), containers
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The command line's build arguments and target, over each context's own."""
+
+    args: Mapping[str, str] = field(default_factory=dict)
+    target: str = ""
+
+
+def build_options(
+    build: bool,
+    build_args: Sequence[str] | None,
+    target: str | None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> BuildOptions:
+    """``--build-arg`` and ``--target`` checked: a malformed argument or target is an error
+    naming the flag and the value given, and either needs ``--build``."""
+    from asynckubelet import errors
+    from asynckubelet.images.contexts import check_arg
+
+    if not build and (build_args or target is not None):
+        raise fail("--build-arg and --target need --build")
+    env = os.environ if environ is None else environ
+    args: dict[str, str] = {}
+    for given in build_args or []:
+        key, sep, value = given.partition("=")
+        from_env = not sep
+        if from_env:
+            value = env.get(key, "")
+        shown = given if len(given) <= 64 else given[:61] + "..."
+        try:
+            check_arg(key, value, field_name=f"--build-arg {shown!r}")
+        except errors.ImageBuildError as e:
+            raise fail(str(e)) from None
+        if not from_env or key in env:
+            args[key] = value
+    if target is not None and not target:
+        raise fail("--target: give a stage name")
+    return BuildOptions(args, target or "")
+
+
+def _with_options(contexts: dict[str, BuildContext], options: BuildOptions | None) -> None:
+    """Each context with the command line's arguments and target over its own, the target
+    checked against its Dockerfile's stages."""
+    from asynckubelet import errors
+    from asynckubelet.images.contexts import check_target
+
+    if options is None:
+        return
+    for image, context in list(contexts.items()):
+        changed = dataclasses.replace(
+            context, args={**context.args, **options.args}, target=options.target or context.target
+        )
+        if options.target:
+            try:
+                check_target(changed, options.target, field_name=f"--target (image {image})")
+            except errors.ImageBuildError as e:
+                raise fail(str(e)) from None
+        contexts[image] = changed
 
 
 def _name_image(container: Any) -> tuple[str, str]:
@@ -220,11 +295,18 @@ def pin_dicts(documents: Iterable[Any], built: Mapping[str, str]) -> None:
         _pin(containers, built)
 
 
-def build_typed(manifests: Manifests, files: Sequence[str], *, docker_host: str | None) -> None:
+def build_typed(
+    manifests: Manifests,
+    files: Sequence[str],
+    *,
+    docker_host: str | None,
+    options: BuildOptions | None = None,
+) -> None:
     """``run --build``: build what the loaded manifests name and pin their containers."""
     contexts = find_contexts(_typed_specs(manifests), manifest_base(files))
     if not contexts:
         raise fail("--build: no image of the manifests has a build context")
+    _with_options(contexts, options)
     pin_manifests(manifests, build_images(contexts, docker_host=docker_host))
 
 
@@ -236,7 +318,11 @@ def _text_base(source: str) -> Path:
 
 
 def build_texts(
-    texts: list[tuple[str, str]], *, docker_host: str | None, watched: set[Path] | None = None
+    texts: list[tuple[str, str]],
+    *,
+    docker_host: str | None,
+    watched: set[Path] | None = None,
+    options: BuildOptions | None = None,
 ) -> list[tuple[str, str]]:
     """``apply --build``: build what the texts name (each file's contexts beside it) and
     return the texts with their containers pinned to the built image IDs; ``watched``
@@ -259,6 +345,7 @@ def build_texts(
         raise fail("--build: no image of the manifests has a build context")
     if watched is not None:
         watched.update(c.context for c in contexts.values())
+    _with_options(contexts, options)
     built = build_images(contexts, docker_host=docker_host)
     pinned: list[tuple[str, str]] = []
     for (source, text), documents in zip(texts, parsed, strict=True):

@@ -4,7 +4,8 @@ An image's context is found two ways, the annotation first:
 
 - the annotation ``build.asynckubelet.dev/<container>`` on a pod (or a workload's pod
   template): ``context=PATH[,dockerfile=PATH][,target=T][,arg.NAME=VALUE...]``, with
-  ``PATH`` relative to the manifest's directory;
+  ``PATH`` relative to the manifest's directory, ``T`` a stage the Dockerfile declares
+  and each ``NAME`` an identifier (a value holds no comma);
 - podman's convention: a directory beside the manifests named after the image's
   repository's last part (image ``web:dev`` or ``localhost/web:dev``: ``./web/``) holding
   a ``Containerfile`` or ``Dockerfile``.
@@ -28,12 +29,16 @@ from asynckubelet.errors import ImageBuildError
 
 __all__ = [
     "ANNOTATION_PREFIX",
+    "MAX_ARG_VALUE",
     "MAX_CONTEXT_BYTES",
     "MAX_CONTEXT_ENTRIES",
     "BuildContext",
+    "check_arg",
+    "check_target",
     "context_tar",
     "find_context",
     "parse_annotation",
+    "stages",
 ]
 
 ANNOTATION_PREFIX = "build.asynckubelet.dev/"
@@ -42,8 +47,16 @@ MAX_CONTEXT_BYTES = 256 * 1024 * 1024
 """The most file bytes a build context may hold."""
 MAX_CONTEXT_ENTRIES = 50_000
 """The most files and directories a build context may hold."""
+MAX_ARG_VALUE = 32 * 1024
+"""The most characters a build argument's value may hold."""
 DOCKERFILES = ("Containerfile", "Dockerfile")
-_ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_TARGET = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,127}")
+_STAGE = re.compile(
+    r"^[ \t]*FROM[ \t]+(?:--\S+[ \t]+)*\S+[ \t]+AS[ \t]+(\S+)[ \t\r]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_CONTINUED = re.compile(r"\\[ \t]*\r?\n")
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,46 @@ def _dockerfile(context: Path, given: str | None, *, field_name: str) -> str:
     return resolved.relative_to(context).as_posix()
 
 
+def check_arg(name: str, value: str, *, field_name: str) -> None:
+    """Refuse a build argument whose name is not an identifier or whose value holds a NUL
+    or is longer than ``MAX_ARG_VALUE``; the error names ``field_name``."""
+    if not _ARG_NAME.fullmatch(name):
+        raise ImageBuildError(
+            f"{field_name}: {name!r} is not a build argument name (letters, digits and _, "
+            "not starting with a digit)"
+        )
+    if "\0" in value:
+        raise ImageBuildError(f"{field_name}: build argument {name} holds a NUL character")
+    if len(value) > MAX_ARG_VALUE:
+        raise ImageBuildError(
+            f"{field_name}: build argument {name} is longer than {MAX_ARG_VALUE} characters"
+        )
+
+
+def stages(dockerfile: Path) -> list[str]:
+    """The stage names a Dockerfile declares (``FROM IMAGE AS NAME``), its first 1 MiB read."""
+    with dockerfile.open("rb") as handle:
+        text = handle.read(1 << 20).decode(errors="replace")
+    return _STAGE.findall(_CONTINUED.sub(" ", text))
+
+
+def check_target(context: BuildContext, target: str, *, field_name: str) -> None:
+    """Refuse a target that is not a stage name or that the context's Dockerfile lacks; the
+    error names ``field_name`` and the stages there are."""
+    if not _TARGET.fullmatch(target):
+        raise ImageBuildError(
+            f"{field_name}: target {target!r} is not a stage name (a letter, then letters, "
+            "digits, '_', '.', '-')"
+        )
+    declared = stages(context.context / context.dockerfile)
+    if target.lower() not in (name.lower() for name in declared):
+        there = ", ".join(declared) if declared else "none"
+        raise ImageBuildError(
+            f"{field_name}: target {target!r} is not a stage of {context.dockerfile} "
+            f"(stages: {there})"
+        )
+
+
 def parse_annotation(value: str, *, image: str, base: Path, field_name: str) -> BuildContext:
     """The context an annotation's value names; ``base`` is the manifest's directory."""
     items: dict[str, str] = {}
@@ -95,8 +148,9 @@ def parse_annotation(value: str, *, image: str, base: Path, field_name: str) -> 
             raise ImageBuildError(f"{field_name}: {part!r} is not KEY=VALUE")
         if key.startswith("arg."):
             name = key[4:]
-            if not _ARG_NAME.fullmatch(name):
-                raise ImageBuildError(f"{field_name}: {name!r} is not a build argument name")
+            check_arg(name, val, field_name=field_name)
+            if name in args:
+                raise ImageBuildError(f"{field_name}: arg.{name} given twice")
             args[name] = val
         elif key in ("context", "dockerfile", "target"):
             if key in items:
@@ -115,7 +169,10 @@ def parse_annotation(value: str, *, image: str, base: Path, field_name: str) -> 
     if not context.is_dir():
         raise ImageBuildError(f"{field_name}: context {given!r} is not a directory")
     dockerfile = _dockerfile(context, items.get("dockerfile"), field_name=field_name)
-    return BuildContext(image, context, dockerfile, items.get("target", ""), args)
+    found = BuildContext(image, context, dockerfile, items.get("target", ""), args)
+    if found.target:
+        check_target(found, found.target, field_name=field_name)
+    return found
 
 
 def repository_dir(image: str) -> str:

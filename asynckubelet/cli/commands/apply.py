@@ -37,7 +37,9 @@ import typer
 
 from asynckubelet.cli.client import as_pod, node_api, read_files
 from asynckubelet.cli.options import (
+    BuildArgOpt,
     BuildOpt,
+    BuildTargetOpt,
     ConfigTimeoutOpt,
     DevWatchOpt,
     LogOptions,
@@ -130,6 +132,8 @@ def apply(
     config_timeout: ConfigTimeoutOpt = 30.0,
     max_restarts: MaxRestartsOpt = DEFAULT_MAX_RESTARTS,
     build: BuildOpt = False,
+    build_arg: BuildArgOpt = None,
+    target: BuildTargetOpt = None,
     watch: DevWatchOpt = False,
     node: NodeRef,
     log: LogOptions,
@@ -149,15 +153,19 @@ def apply(
     CreateContainerConfigError after --config-timeout or crash-looping past
     --max-restarts; while it waits it names the pod and container that hold each object
     back, and why. --build first builds each image whose build context is known and
-    applies the objects with their containers on the built image IDs. --watch applies
-    again (and rebuilds) on each change of the files and build contexts, until Ctrl-C;
-    with --build, a container's watch rules (annotation watch.asynckubelet.dev/NAME) sync
-    changed sources into its running containers instead.
+    applies the objects with their containers on the built image IDs (--build-arg and
+    --target as docker build's). --watch applies again (and rebuilds) on each change of
+    the files and build contexts, until Ctrl-C; with --build, a container's watch rules
+    (annotation watch.asynckubelet.dev/NAME) sync changed sources into its running
+    containers instead.
     """
     check_max_restarts(max_restarts)
     _check_choices(
         files=files, kustomize=kustomize, prune=prune, selector=selector, prune_all=prune_all
     )
+    from asynckubelet.cli.building import build_options
+
+    options = build_options(build, build_arg, target)
     contexts: set[Path] = set()
     from asynckubelet.cli.devsync import WatchState
 
@@ -173,7 +181,7 @@ def apply(
             engine = node.docker_host or str(api.node().get("docker_host") or "") or None
             if watch:
                 rules.read(texts, docker_host=engine)
-            texts = build_texts(texts, docker_host=engine, watched=contexts)
+            texts = build_texts(texts, docker_host=engine, watched=contexts, options=options)
         _apply(api, texts, node=node, prune=prune, selector=selector, prune_all=prune_all,
                wait=wait, timeout=timeout, config_timeout=config_timeout,
                max_restarts=max_restarts)  # fmt: skip

@@ -37,7 +37,9 @@ import typer
 
 from asynckubelet.cli.client import as_pod, check_paths, find_daemon
 from asynckubelet.cli.options import (
+    BuildArgOpt,
     BuildOpt,
+    BuildTargetOpt,
     ColorOpt,
     ConfigTimeoutOpt,
     DevWatchOpt,
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from lightkube.models.core_v1 import Pod, PodStatus
 
     from asynckubelet.api.client import NodeClient
+    from asynckubelet.cli.building import BuildOptions
     from asynckubelet.cli.devsync import WatchState
     from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.docker import DockerAPI
@@ -98,6 +101,8 @@ def run(
     *,
     keep: KeepOpt = False,
     build: BuildOpt = False,
+    build_arg: BuildArgOpt = None,
+    target: BuildTargetOpt = None,
     watch: DevWatchOpt = False,
     grace_period: GracePeriodOpt = None,
     lenient: LenientOpt = False,
@@ -118,15 +123,19 @@ def run(
     ConfigMap, a container crash-looping past --max-restarts) ends the run with its
     reason, exit 1. The pods' containers are removed at
     exit unless --keep is given. A Docker engine and the project's images are set up when
-    missing, each announced in one line. --watch keeps the pods running until
-    SIGINT/SIGTERM and hands them to the node again on each change of FILES (with --build:
-    rebuilt, or synced as their watch rules say).
+    missing, each announced in one line. --build first builds each image whose build
+    context is known (--build-arg and --target as docker build's) and runs the pods on
+    the built image IDs. --watch keeps the pods running until SIGINT/SIGTERM and hands
+    them to the node again on each change of FILES (with --build: rebuilt, or synced as
+    their watch rules say).
     """
+    from asynckubelet.cli.building import build_options
     from asynckubelet.cli.progress import PullDisplay
     from asynckubelet.cli.provision import ensure_engine
 
     node.check(pod_security_code=1)
     check_max_restarts(max_restarts)
+    options = build_options(build, build_arg, target)
     daemon = find_daemon(NodeRef(state_dir=state_dir))
     if daemon is not None:
         node = _daemon_defaults(node, daemon.node(), given=_given(ctx))
@@ -136,7 +145,7 @@ def run(
         from asynckubelet.cli.building import build_typed
 
         ensure_engine(node.docker_host)
-        build_typed(loaded, files, docker_host=node.docker_host)
+        build_typed(loaded, files, docker_host=node.docker_host, options=options)
     if loaded.objects:
         _run_workloads(loaded, node, color=color, grace_period=grace_period)
     config = _kubelet_config(node, owner=f"run-{secrets.token_hex(4)}")
@@ -159,7 +168,13 @@ def run(
     session.renderer = PodRenderer(color=color and is_terminal(out), final_at_end=True)
     if rules is not None:
         session.watcher = functools.partial(
-            _watch, files=files, state=rules, build=build, lenient=lenient, node=node
+            _watch,
+            files=files,
+            state=rules,
+            build=build,
+            options=options,
+            lenient=lenient,
+            node=node,
         )
     out.on_closed = session.stdout_closed
     with session.pulls:
@@ -536,6 +551,7 @@ async def _watch(
     files: list[str],
     state: WatchState,
     build: bool,
+    options: BuildOptions | None,
     lenient: bool,
     node: NodeOptions,
 ) -> None:
@@ -548,7 +564,7 @@ async def _watch(
         again = _load(files, lenient=lenient, node=node)
         if build:
             state.read_typed(again, files, docker_host=node.docker_host)
-            build_typed(again, files, docker_host=node.docker_host)
+            build_typed(again, files, docker_host=node.docker_host, options=options)
         return _owned(again, node_name=session.config.node_name, owner=session.config.owner)
 
     async def admit(manifests: Manifests) -> list[tuple[Pod, Rejection]]:

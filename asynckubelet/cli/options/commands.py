@@ -29,6 +29,24 @@ BuildOpt = Annotated[
         "and run the pods on the built image.",
     ),
 ]
+BuildArgOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--build-arg",
+        metavar="KEY=VALUE",
+        help="With --build: a build argument for every image built (repeatable; KEY alone "
+        "takes its value from the environment), over the annotation's arg.KEY.",
+    ),
+]
+BuildTargetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--target",
+        metavar="STAGE",
+        help="With --build: the Dockerfile stage to build, for every image built, over the "
+        "annotation's target.",
+    ),
+]
 DevWatchOpt = Annotated[
     bool,
     typer.Option(
