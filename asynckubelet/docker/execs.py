@@ -111,12 +111,26 @@ async def exec_session(
             await stream.close()
 
 
+ATTACH_DRAIN = 0.5
+"""Seconds an attach to a process that had ended by the time it was made still reads."""
+
+
 class AttachSession(ExecSession):
     """An attach to a container's main process; its terminal is the container's."""
 
     def __init__(self, container: aiodocker.containers.DockerContainer, stream: Any) -> None:
         super().__init__(None, stream)
         self._container = container
+        self.ended = False
+        """The process had ended when the attach was made: the engine would hold such an
+        attach open until the container starts again, so its output ends at once."""
+
+    async def read(self) -> tuple[int, bytes] | None:
+        if not self.ended:
+            return await super().read()
+        with anyio.move_on_after(ATTACH_DRAIN):
+            return await super().read()
+        return None
 
     async def resize(self, *, rows: int, columns: int) -> None:
         with suppress(aiodocker.DockerError):
@@ -138,8 +152,16 @@ async def attach_session(
         await stream.__aenter__()
     except (aiodocker.DockerError, aiohttp.ClientError, OSError) as e:
         raise map_error(e, what=f"attach to container {container_id[:12]}") from e
+    session = AttachSession(container, stream)
     try:
-        yield AttachSession(container, stream)
+        # A process that ended between the caller's look and the attach (an ephemeral
+        # container running `true`) leaves an attach the engine never ends.
+        info = await container.show()
+        session.ended = not (info.get("State") or {}).get("Running")
+    except (aiodocker.DockerError, aiohttp.ClientError, OSError):
+        session.ended = True
+    try:
+        yield session
     finally:
         with anyio.CancelScope(shield=True):
             await stream.close()
