@@ -122,7 +122,7 @@ def test_a_resize_not_yet_applied_is_in_progress_with_the_engine_settings_report
     (cs,) = status.containerStatuses or []
     assert cs.allocatedResources == {"cpu": "500m", "memory": "1Gi"}
     assert cs.resources == ResourceRequirements(
-        requests={"cpu": "100m", "memory": "1Gi"}, limits={"cpu": "100m", "memory": "536870912"}
+        requests={"cpu": "100m", "memory": "1Gi"}, limits={"cpu": "100m", "memory": "512Mi"}
     )
     progress = (status.conditions or [])[0]
     assert (progress.type, progress.status, progress.reason) == (

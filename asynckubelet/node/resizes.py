@@ -154,6 +154,15 @@ def _quantity_millis(millis: int) -> str:
     return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
 
 
+def _quantity_bytes(value: int) -> str:
+    """Bytes as a binary-SI quantity (``96Mi``), as the kubelet reports them."""
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        unit = 1024 ** ("KMGTPE".index(suffix[0]) + 1)
+        if value and value % unit == 0:
+            return f"{value // unit}{suffix}"
+    return str(value)
+
+
 def applied_resources(
     allocated: ResourceRequirements | None, actual: rt.ContainerResources | None
 ) -> ResourceRequirements | None:
@@ -169,7 +178,7 @@ def applied_resources(
             period = actual.cpu_period or 100_000
             limits["cpu"] = _quantity_millis(actual.cpu_quota * 1000 // period)
         if "memory" in limits and actual.memory and actual.memory != wanted.get("Memory"):
-            limits["memory"] = str(actual.memory)
+            limits["memory"] = _quantity_bytes(actual.memory)
         if "cpu" in requests and actual.cpu_shares != wanted.get("CpuShares"):
             requests["cpu"] = _quantity_millis(-(-actual.cpu_shares * 1000 // 1024))
     return ResourceRequirements(requests=requests or None, limits=limits or None)

@@ -384,9 +384,13 @@ class PodWorker:
                         return
                     await self._idle(None)
                     continue
-                resized_before = result.resized
+                before = result
                 result = await self._sync(runtime, status)
-                if result.containers_reset or (result.resized and not resized_before):
+                if (
+                    result.containers_reset
+                    or (result.resized and not before.resized)
+                    or (result.resize_error and not before.resize_error)
+                ):
                     self.wake.set()
                     continue
                 await self.rm.garbage_collect(runtime)
