@@ -74,7 +74,8 @@ def started(node: Daemon, tmp_path: Path, *, restart_a: str = "NotRequired") -> 
 
 
 def pod_of(kubectl: Kubectl, name: str) -> dict[str, Any]:
-    return json.loads(kubectl.ok("get", "pod", name, "-o", "json"))
+    found: dict[str, Any] = json.loads(kubectl.ok("get", "pod", name, "-o", "json"))
+    return found
 
 
 def until(kubectl: Kubectl, name: str, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
@@ -203,3 +204,62 @@ def test_a_change_of_the_qos_class_is_refused_in_the_api_server_words(
         "change as a result of resizing"
     ) in done.stderr
     assert pod_of(kubectl, name)["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m"
+
+
+FILLED = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: BUSYBOX
+    command:
+    - sh
+    - -c
+    - >-
+      x=$(head -c 40000000 /dev/zero | tr '\\0' a) && touch /tmp/filled &&
+      trap 'exit 0' TERM; while true; do sleep 0.2; done
+    resources:
+      requests: {cpu: 100m, memory: 96Mi}
+      limits: {cpu: 100m, memory: 96Mi}
+"""
+
+
+def test_a_memory_limit_below_the_usage_is_not_applied_and_is_reported_as_an_error(
+    kubectl: Kubectl, node: Daemon, docker_engine: Engine, tmp_path: Path
+) -> None:
+    name = f"rs{uuid.uuid4().hex[:6]}"
+    applied = node.cli(
+        "apply", "-f", manifest(tmp_path, f"{name}.yaml", FILLED.replace("NAME", name))
+    )
+    assert applied.returncode == 0, applied.stderr
+    wait_running(node, name)
+    deadline = time.monotonic() + 60
+    while kubectl("exec", name, "--", "test", "-e", "/tmp/filled").returncode != 0:
+        assert time.monotonic() < deadline, "the container did not fill its memory"
+        time.sleep(0.3)
+    before = statuses(pod_of(kubectl, name))["c"]
+    small = {"cpu": "100m", "memory": "16Mi"}
+    patch = {
+        "spec": {"containers": [{"name": "c", "resources": {"requests": small, "limits": small}}]}
+    }
+    done = kubectl("patch", "pod", name, "--subresource", "resize", "-p", json.dumps(patch))
+    assert done.returncode == 0, done.stderr
+
+    def failed(pod: dict[str, Any]) -> bool:
+        return conditions(pod).get("PodResizeInProgress", {}).get("reason") == "Error"
+
+    pod = until(kubectl, name, failed)
+    message = conditions(pod)["PodResizeInProgress"]["message"]
+    # The node's own check (the engine's stats) or the engine's refusal, whichever sees
+    # the usage first; both name the limit and the usage.
+    assert str(16 * 2**20) in message
+    assert "current usage" in message
+    after = statuses(pod)["c"]
+    assert after["containerID"] == before["containerID"]
+    assert after["restartCount"] == 0
+    assert after["allocatedResources"] == small
+    assert after["resources"]["limits"]["memory"] == "96Mi"
+    assert host_config(docker_engine, after["containerID"])["Memory"] == 96 * 2**20
