@@ -24,9 +24,10 @@ a sandbox whose kubelet case carries no network status is given an IP, because a
 sandbox always reports one (empty when missing) and the IP check would otherwise fire.
 
 Ephemeral containers (``TestComputePodActionsWithInitAndEphemeralContainers``) are tested
-in ``test_ephemeral_actions``. Skipped, because they test what a Docker node does not do:
-``TestComputePodActionsForPodResize`` and the other in-place resize tests
-(``ContainersToUpdate``), and the user-namespace cases of ``TestNamespacesForPod``.
+in ``test_ephemeral_actions``, the in-place resize cases
+(``TestComputePodActionsForPodResize``: update in place, restart for ``RestartContainer``)
+in ``test_resize_actions``. Skipped, because they test what a Docker node does not do: the
+user-namespace cases of ``TestNamespacesForPod``.
 """
 
 from __future__ import annotations

@@ -150,6 +150,7 @@ async def test_kubectls_discovery_request_gets_the_aggregated_form(served: Serve
     assert [s["subresource"] for s in pods["subresources"]] == [
         "ephemeralcontainers",
         "log",
+        "resize",
         "status",
     ]
 

@@ -38,7 +38,6 @@ WARNED_SPEC_VALUES: dict[str, Any] = {
     "automountServiceAccountToken": True,
 }
 WARNED_CONTAINER_VALUES: dict[str, Any] = {
-    "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
     "volumeDevices": [{"name": "disk", "devicePath": "/dev/xvda"}],
 }
 

@@ -21,7 +21,6 @@ from lightkube.models.core_v1 import Pod, PodSpec
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import ignored
-from asynckubelet.manifests.resizepolicy import only_defaulted
 from asynckubelet.manifests.volumes import VOLUME_TYPES
 
 __all__ = [
@@ -67,10 +66,6 @@ _SPEC_FIELDS: tuple[tuple[str, str], ...] = (
     ),
 )
 _CONTAINER_FIELDS: tuple[tuple[str, str], ...] = (
-    (
-        "resizePolicy",
-        "resources are not resized in place: a changed container spec restarts the container",
-    ),
     ("volumeDevices", "raw block devices are not supported by this node"),
 )
 
@@ -112,6 +107,7 @@ WARNED_SPEC_FIELDS = frozenset(
 """Pod spec fields that get a warning whenever their value asks for something not done."""
 HONOURED_CONTAINER_FIELDS = frozenset(
     {
+        "resizePolicy",
         "name",
         "image",
         "imagePullPolicy",
@@ -203,7 +199,6 @@ def _unhonoured_container_fields(spec: PodSpec) -> list[FieldError]:
                 ignored(f"spec.{kind}[{i}].{field}", why)
                 for field, why in _CONTAINER_FIELDS
                 if getattr(ctr, field, None) not in (None, [], {}, "")
-                and not (field == "resizePolicy" and only_defaulted(ctr))
             )
     return warnings
 

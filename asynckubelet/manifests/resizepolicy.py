@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lightkube.models.core_v1 import Container, ContainerResizePolicy
+from lightkube.models.core_v1 import ContainerResizePolicy
 
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.messages import (
@@ -95,13 +95,3 @@ def _shown(policies: Sequence[ContainerResizePolicy]) -> GoValue:
         for p in policies
     )
     return GoValue(f"[]core.ContainerResizePolicy{{{items}}}")
-
-
-def only_defaulted(ctr: Container) -> bool:
-    """Whether the container's ``resizePolicy`` is exactly what :func:`default_resize_policy`
-    gives a container with its resources and no policy of its own."""
-    resources = ctr.resources
-    named = {**(resources.requests or {}), **(resources.limits or {})} if resources else {}
-    expected = [(name, "NotRequired") for name in RESIZE_RESOURCES if name in named]
-    found = [(p.resourceName, p.restartPolicy) for p in ctr.resizePolicy or ()]
-    return bool(found) and found == expected

@@ -71,6 +71,7 @@ from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.podoptions import PodOptions
 from asynckubelet.node.reads import PodReads
+from asynckubelet.node.resizes import Allocations
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
 from asynckubelet.node.runoptions import PodOutcome
 from asynckubelet.node.status import KUBELET_CONDITIONS, TERMINAL_PHASES, rejected_status
@@ -199,6 +200,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
         self.engine_ports = EnginePorts(
             self.runtime.docker, node_name=self.config.node_name, owner=self.config.owner
         )
+        self.resizes = Allocations()
         self.admitter = NodeAdmitter(
             node=self.config.node
             or NodeInfo(name=self.config.node_name, allocatable=host_resources()),
@@ -478,6 +480,8 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
         entry.source = source
         entry.worker.options.contexts.update(options.contexts)
         entry.worker.options.pull_secrets.update(options.pull_secrets)
+        others = [p for p in self._admitted() if ctr.pod_identity(p)[2] != uid]
+        pod = self.resizes.take(uid, entry.worker, pod, node=self.admitter.node, others=others)
         if (entry.worker.pod.spec, entry.worker.pod.metadata) != (pod.spec, pod.metadata):
             logger.bind(pod=f"{ns}/{name}").info("pod spec changed; syncing to the new spec")
             entry.worker.update(pod)
@@ -589,6 +593,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
         finally:
             if self._entries.get(uid) is entry:
                 del self._entries[uid]
+                self.resizes.forget(uid)
             if entry.worker.removed:
                 self._maybe_on_docker.discard(uid)
             self._outcomes[uid] = entry.worker.outcome

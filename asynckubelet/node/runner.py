@@ -37,6 +37,7 @@ from lightkube.models.core_v1 import Pod, PodStatus
 from asynckubelet import _trace, errors
 from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
+from asynckubelet.node import resizes
 from asynckubelet.node.pleg import OUTDATING_ACTIONS
 from asynckubelet.node.podsyncer import PodSyncer
 from asynckubelet.node.prober import Prober, has_probes
@@ -155,6 +156,11 @@ class PodWorker:
         )
         self._next_eviction = 0.0
         self._failure_pause = 0.0
+        self.resize_pending: resizes.Pending | None = None
+        """Why the node has not taken the pod's last resize on (set by the node)."""
+        self.desired: Pod | None = None
+        """The pod as its source wants it while a resize is pending (``pod`` then keeps the
+        allocated resources); the status is reported for it."""
         self.log_drain = LOG_DRAIN
         """Seconds the log followers may still read once a stopped pod is stopped and
         removed (:data:`LOG_DRAIN`); a pod that ended by itself has all of its output read."""
@@ -358,6 +364,15 @@ class PodWorker:
                     now=datetime.now(UTC),
                     host_ips=self.host_ips,
                 )
+                resizes.apply(
+                    status,
+                    self.pod,
+                    runtime,
+                    pending=self.resize_pending,
+                    error=result.resize_error,
+                    previous=previous,
+                    now=datetime.now(UTC),
+                )
                 if status.phase not in TERMINAL_PHASES:
                     await self._evict_if_over_limit(status, runtime)
                 if status.phase in TERMINAL_PHASES:
@@ -372,8 +387,13 @@ class PodWorker:
                         return
                     await self._idle(None)
                     continue
+                before = result
                 result = await self._sync(runtime, status)
-                if result.containers_reset:
+                if (
+                    result.containers_reset
+                    or (result.resized and not before.resized)
+                    or (result.resize_error and not before.resize_error)
+                ):
                     self.wake.set()
                     continue
                 await self.rm.garbage_collect(runtime)
@@ -404,7 +424,7 @@ class PodWorker:
     def _report(self, status: PodStatus) -> None:
         self.outcome.status = status
         if self.on_status is not None:
-            self.on_status(self.pod, status)
+            self.on_status(self.desired or self.pod, status)
 
     async def _sync(self, runtime: PodRuntimeStatus, status: PodStatus) -> PodSyncResult:
         """One ``sync_pod`` toward the spec, with the pod's context, pull secrets, back-offs

@@ -71,6 +71,8 @@ KUBELET_CONDITIONS = frozenset(
         CONTAINERS_READY,
         POD_SCHEDULED,
         ALL_CONTAINERS_RESTARTING,
+        "PodResizePending",
+        "PodResizeInProgress",
     }
 )
 

@@ -27,8 +27,10 @@ container, keeping the sandbox, as ``getContainersToReset`` does.
 
 Ephemeral containers (``EphemeralContainersToStart``) are started once, whenever the pod
 keeps its sandbox, even before it is initialized; they are never restarted and never
-killed for a probe. Not carried over, because a Docker node has no use for it yet: in-place
-resize (``ContainersToUpdate``).
+killed for a probe. In-place resize (``computePodResizeAction``) is decided per running
+container that keeps running (:func:`~asynckubelet.runtime.resizing.container_resize`):
+a ``RestartContainer`` resource restarts it, any other change updates it in place
+(``containers_to_update``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ from typing import NamedTuple, cast
 
 from lightkube.models.core_v1 import Container, ContainerRestartRule, Pod, PodSpec, PodStatus
 
-from asynckubelet.runtime import naming
+from asynckubelet.runtime import naming, resizing
+from asynckubelet.runtime.podactions import ContainerToKill as ContainerToKill
+from asynckubelet.runtime.podactions import ContainerToReset as ContainerToReset
+from asynckubelet.runtime.podactions import ContainerToUpdate as ContainerToUpdate
+from asynckubelet.runtime.podactions import PodActions as PodActions
 from asynckubelet.runtime.probes import ProbeResult
 from asynckubelet.runtime.types import (
     ContainerState,
@@ -69,89 +75,6 @@ ALL_CONTAINERS_RESTARTING = "AllContainersRestarting"
 """The pod condition that is True while a ``RestartAllContainers`` restart is under way."""
 
 _NO_PROBES: Mapping[str, ProbeResult] = MappingProxyType({})
-
-
-@dataclass(frozen=True)
-class ContainerToKill:
-    """One container instance a sync must stop, with the kubelet's words for why."""
-
-    container_id: str
-    """Docker container id of the instance."""
-    name: str
-    """The container's name in the pod spec."""
-    reason: str
-    """``StartupProbe``, ``LivenessProbe``, ``Unknown`` or ``""`` (spec changed)."""
-    message: str
-    """For the ``Killing`` event: ``Container app failed liveness probe, will be restarted``."""
-
-
-@dataclass(frozen=True)
-class ContainerToReset:
-    """One instance a restart in place removes (the kubelet's ``containerToRemoveInfo``)."""
-
-    container_id: str
-    """Docker container id of the instance."""
-    name: str
-    """The container's name in the pod spec."""
-    init: bool
-    """True for an instance of an init container (sidecars included)."""
-    kill: bool
-    """Stop it first (it is not exited); never with ``preStop``, as the kubelet does."""
-    restart_count: int
-    """The instance's restart count; the container's next instance takes one more."""
-
-
-@dataclass(frozen=True)
-class PodActions:
-    """The kubelet's ``podActions``: everything one sync of a pod must do, in order.
-
-    ``sync_pod`` carries these out as the kubelet does: kill the pod if ``kill_pod``; kill
-    ``containers_to_kill``; create the sandbox (attempt ``attempt``) if ``create_sandbox``,
-    else use ``sandbox_id``; start ``init_containers_to_start`` in order; start
-    ``containers_to_start``. When ``containers_to_reset`` is not empty (a restart in place)
-    nothing else is set: stop the listed instances that are still running and remove every
-    listed instance, in order, keeping the sandbox, its IP and the pod's volumes.
-    """
-
-    kill_pod: bool = False
-    """Stop every running container and the sandbox."""
-    create_sandbox: bool = False
-    """Create a new sandbox; when the pod also has init containers they restart from the first."""
-    sandbox_id: str = ""
-    """The existing (newest) sandbox, where containers start when none is created."""
-    attempt: int = 0
-    """Attempt number of the sandbox to create (newest attempt + 1; 0 for the first)."""
-    next_init_container_to_start: str | None = None
-    """Name of the init container to start next, for pods without restartable init containers."""
-    init_containers_to_start: tuple[int, ...] = ()
-    """Indexes into ``spec.initContainers`` to start, in spec order."""
-    containers_to_start: tuple[int, ...] = ()
-    """Indexes into ``spec.containers`` to start."""
-    ephemeral_containers_to_start: tuple[int, ...] = ()
-    """Indexes into ``spec.ephemeralContainers`` to start (each once: never restarted)."""
-    containers_to_kill: Mapping[str, ContainerToKill] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
-    """Docker container id -> what to kill and why."""
-    reason: str = ""
-    """Why the sandbox is (re)created or the pod killed; ``""`` when neither happens."""
-    containers_to_reset: tuple[ContainerToReset, ...] = ()
-    """Every instance of every container, in removal order: the containers whose exit did not
-    ask for the restart first, then those whose exit did (so an interrupted reset is taken up
-    again from what is left)."""
-
-    @property
-    def is_noop(self) -> bool:
-        """True when a sync has nothing to do."""
-        return not (
-            self.kill_pod
-            or self.create_sandbox
-            or self.init_containers_to_start
-            or self.containers_to_start
-            or self.ephemeral_containers_to_start
-            or self.containers_to_kill
-            or self.containers_to_reset
-        )
 
 
 class SandboxChange(NamedTuple):
@@ -456,6 +379,7 @@ class _Plan:
     to_start: list[int] = field(default_factory=list)
     ephemeral_to_start: list[int] = field(default_factory=list)
     to_kill: dict[str, ContainerToKill] = field(default_factory=dict)
+    to_update: list[ContainerToUpdate] = field(default_factory=list)
     reason: str = ""
 
     def freeze(self, pod: Pod) -> PodActions:
@@ -474,6 +398,7 @@ class _Plan:
             ephemeral_containers_to_start=() if self.kill_pod else tuple(self.ephemeral_to_start),
             containers_to_kill=MappingProxyType(dict(self.to_kill)),
             reason=self.reason,
+            containers_to_update=() if self.kill_pod else tuple(self.to_update),
         )
 
     def kill(self, cs: ContainerStatus, *, reason: str, message: str) -> None:
@@ -669,7 +594,13 @@ class _Plan:
             elif self.startup.get(cs.id) is ProbeResult.FAILURE:
                 message = f"Container {c.name} failed startup probe"
                 reason = KILL_REASON_STARTUP_PROBE
+            elif (resize := resizing.container_resize(c, cs)).restart:
+                self.to_start.append(idx)
+                self.kill(cs, reason="", message=resizing.RESTART_MESSAGE.format(name=c.name))
+                continue
             else:
+                if resize.update:
+                    self.to_update.append(resizing.to_update(cs, resize))
                 keep += 1
                 continue
             if restart:

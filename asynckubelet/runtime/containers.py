@@ -17,7 +17,13 @@ from lightkube.models.core_v1 import Container, Pod
 from asynckubelet.docker.types import ContainerConfig, ContainerInspect, HostConfig
 from asynckubelet.runtime import naming, security
 from asynckubelet.runtime.env import Environment
-from asynckubelet.runtime.types import ContainerState, ContainerStatus, SandboxState, SandboxStatus
+from asynckubelet.runtime.types import (
+    ContainerResources,
+    ContainerState,
+    ContainerStatus,
+    SandboxState,
+    SandboxStatus,
+)
 
 _ZERO_TIME = "0001-01-01T00:00:00Z"
 
@@ -193,6 +199,18 @@ def container_status_from_inspect(info: ContainerInspect, *, image_id: str = "")
         restart_count=int(labels.get(naming.LABEL_RESTART_COUNT, "0") or 0),
         sandbox_id=labels.get(naming.LABEL_SANDBOX_ID, ""),
         stop_signal=info.get("Config", {}).get("StopSignal") or "",
+        resources=_resources(info.get("HostConfig")),
+    )
+
+
+def _resources(host: Any) -> ContainerResources | None:
+    if not isinstance(host, Mapping) or "CpuShares" not in host:
+        return None
+    return ContainerResources(
+        cpu_shares=int(host.get("CpuShares") or 0),
+        cpu_quota=int(host.get("CpuQuota") or 0),
+        cpu_period=int(host.get("CpuPeriod") or 0),
+        memory=int(host.get("Memory") or 0),
     )
 
 

@@ -106,6 +106,10 @@ def pod_labels(*, node: str, pod: str, namespace: str, uid: str, owner: str = ""
     return labels
 
 
+HASH_EXCLUDED = ("resources", "resizePolicy")
+"""Container fields a resize changes without a new container, so outside its hash."""
+
+
 def _canonical(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _canonical(v) for k, v in sorted(value.items()) if v is not None}
@@ -117,9 +121,12 @@ def _canonical(value: Any) -> Any:
 def hash_container(container: Any) -> str:
     """A stable hash of a container spec (lightkube ``Container`` or plain dict).
 
-    Changes to the spec change the hash; key order and unset (None) fields do not.
-    Like the kubelet's ``HashContainer`` it is a short hex digest stored as a label.
+    Changes to the spec change the hash; key order and unset (None) fields do not, nor
+    do its ``resources`` and ``resizePolicy``, which a resize changes in place (the
+    kubelet's ``HashContainer`` leaves them out too). A short hex digest stored as a label.
     """
     data = container.to_dict() if hasattr(container, "to_dict") else container
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in HASH_EXCLUDED}
     blob = json.dumps(_canonical(data), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -15,6 +15,10 @@ from typing import Any
 from asynckubelet.docker.api import DockerAPI
 from asynckubelet.docker.types import HostConfig
 from asynckubelet.runtime.resources import host_config_resources
+from asynckubelet.runtime.types import ContainerResources, ContainerStatus
+
+RESTART_MESSAGE = "Container {name} resize requires restart"
+"""The ``Killing`` message of a container restarted for a ``RestartContainer`` resize."""
 
 
 def update_resources(container: Any) -> HostConfig:
@@ -72,6 +76,52 @@ def resize_action(
             f"below current usage ({usage})"
         )
     return ResizeAction(resized=frozenset(resized), update=wanted)
+
+
+def engine_host_config(resources: ContainerResources) -> HostConfig:
+    """The engine's settings as the ``HostConfig`` entries :func:`update_resources` sets."""
+    host: HostConfig = {"CpuShares": resources.cpu_shares}
+    if resources.cpu_quota:
+        host["CpuQuota"] = resources.cpu_quota
+        host["CpuPeriod"] = resources.cpu_period
+    if resources.memory:
+        host["Memory"] = resources.memory
+    return host
+
+
+@dataclass(frozen=True)
+class ContainerToUpdate:
+    """A running container whose CPU and memory are updated in place (the kubelet's
+    ``containerToUpdateInfo``)."""
+
+    container_id: str
+    name: str
+    action: ResizeAction
+    lowers_memory: bool = False
+    """The memory limit goes down: the container's usage is checked against it first."""
+
+
+def container_resize(container: Any, status: ContainerStatus) -> ResizeAction:
+    """What resizing a running instance to its container's resources takes; nothing when
+    the engine's settings of it are not known."""
+    if status.resources is None:
+        return ResizeAction()
+    return resize_action(container, engine_host_config(status.resources))
+
+
+def to_update(status: ContainerStatus, action: ResizeAction) -> ContainerToUpdate:
+    """The in-place update of a running instance."""
+    memory = action.update.get("Memory") or 0
+    current = status.resources.memory if status.resources is not None else 0
+    lowers = "memory" in action.resized and (not current or memory < current)
+    return ContainerToUpdate(status.id, status.name, action, lowers)
+
+
+async def memory_usage(docker: DockerAPI, container_id: str) -> int | None:
+    """The container's memory usage in bytes, as the engine's stats report it."""
+    stats = await docker.container_stats(container_id, one_shot=True)
+    usage = (stats.get("memory_stats") or {}).get("usage")
+    return int(usage) if isinstance(usage, int) else None
 
 
 async def carry_out(docker: DockerAPI, container_id: str, action: ResizeAction) -> bool:

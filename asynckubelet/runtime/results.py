@@ -63,6 +63,12 @@ class PodSyncResult:
     containers_reset: bool = False
     """The sync removed every container of the pod for a restart in place (the caller
     syncs again at once, to start them anew)."""
+    resized: bool = False
+    """The sync changed a running container's CPU or memory in place (the caller reads the
+    pod again at once, to report it)."""
+    resize_error: str = ""
+    """Why an in-place resize failed (the message of ``PodResizeInProgress``, reason
+    ``Error``); '' when none did."""
 
     def add(self, action: SyncAction, target: str) -> SyncResult:
         result = SyncResult(action, target)

@@ -24,7 +24,7 @@ from asynckubelet import _trace, errors
 from asynckubelet.docker import ContainerConfig, HostConfig
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
-from asynckubelet.runtime import hooks, naming, security
+from asynckubelet.runtime import hooks, naming, resizing, security
 from asynckubelet.runtime.actions import (
     KILL_REASON_LIVENESS_PROBE,
     KILL_REASON_RESTART_ALL_CONTAINERS,
@@ -108,6 +108,7 @@ class PodSync:
                 await self._purge_init_containers()
         else:
             await self._kill_unwanted()
+            await self._resize()
         init = self.spec.initContainers or []
         to_start = [init[i] for i in actions.init_containers_to_start] if init else []
         app = [self.spec.containers[i] for i in actions.containers_to_start]
@@ -220,6 +221,29 @@ class PodSync:
                 if status is None:
                     continue
                 tg.start_soon(self._kill_one, status, self._probe_grace(info, grace), info.message)
+
+    async def _resize(self) -> None:
+        """``doPodResizeAction``: each container's new CPU and memory through the engine's
+        update call, a lowered memory limit only above the container's usage; a failure is
+        the pod's ``PodResizeInProgress`` error."""
+        docker = self.deps.docker
+        for update in self.actions.containers_to_update:
+            try:
+                usage = None
+                if update.lowers_memory:
+                    usage = await resizing.memory_usage(docker, update.container_id)
+                limit = update.action.update.get("Memory")
+                if usage is not None and limit is not None and limit < usage:
+                    raise resizing.ResizeError(
+                        f'attempting to set container "{update.name}" memory limit ({limit}) '
+                        f"below current usage ({usage})"
+                    )
+                await resizing.carry_out(docker, update.container_id, update.action)
+                self.result.resized = True
+            except (resizing.ResizeError, errors.AsyncKubeletError) as e:
+                self.result.resize_error = str(e)
+            finally:
+                self.deps.cache.forget(update.container_id)
 
     def _probe_grace(self, info: ContainerToKill, grace: float) -> float:
         """A probe's own ``terminationGracePeriodSeconds`` when it is why the kill happens."""

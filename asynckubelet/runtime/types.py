@@ -55,11 +55,27 @@ class ContainerStatus:
     stop_signal: str = ""
     """The signal a stop sends: the spec's ``stopSignal``, else the image's ``STOPSIGNAL``
     (the engine's ``Config.StopSignal``); '' when neither names one (SIGTERM)."""
+    resources: ContainerResources | None = None
+    """The engine's CPU and memory settings of the instance; None when not known."""
 
     @property
     def container_id(self) -> str:
         """The Kubernetes ``containerID`` form: ``docker://<id>``."""
         return f"docker://{self.id}"
+
+
+@dataclass(frozen=True)
+class ContainerResources:
+    """The CPU and memory settings the engine holds for a container (its ``HostConfig``):
+    what a resize compares the spec with and what ``status.containerStatuses[].resources``
+    reports."""
+
+    cpu_shares: int = 0
+    cpu_quota: int = 0
+    """0: no CPU limit."""
+    cpu_period: int = 0
+    memory: int = 0
+    """The memory limit in bytes; 0: none."""
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ SERVED: tuple[Served, ...] = (
         subresources=(
             ("ephemeralcontainers", "Pod", ("get", "patch", "update")),
             ("log", "Pod", ("get",)),
+            ("resize", "Pod", ("get", "patch", "update")),
             ("status", "Pod", ("get", "patch", "update")),
         ),
     ),

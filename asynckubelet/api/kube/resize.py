@@ -5,18 +5,44 @@ limits of the regular containers and the sidecars (``restartPolicy: Always`` ini
 containers), in the same order and under the same names; it removes no request or limit
 it had; the pod's QoS class stays what it was; pods with pod-level resources and static
 (mirror) pods are not resized.
+
+``PUT`` and ``PATCH`` (JSON, merge and strategic merge) of ``pods/NAME/resize`` keep, of
+what is sent, only the ``resources`` and ``resizePolicy`` of the containers (the API
+server's ``dropNonResizeUpdates``: any other change is dropped, unless containers were
+added, removed, renamed or reordered, which validation refuses), validate the pod that
+makes with :func:`validate_pod_resize` (``422 Invalid`` in the API server's words) and
+store it through the same path as an update; the node carries the resize out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
+from aiohttp import web
 from lightkube.models.core_v1 import Container, Pod, ResourceRequirements
 
+from asynckubelet.api.answers import not_found, status
+from asynckubelet.api.endpoints import NODE_KEY
+from asynckubelet.api.kube import patches
+from asynckubelet.api.kube.discovery import SERVED
+from asynckubelet.api.kube.writes import (
+    Refused,
+    api_cause,
+    current,
+    read_body,
+    refuse,
+    replace,
+    stored_form,
+)
 from asynckubelet.errors import FieldError
+from asynckubelet.manifests.defaults import default_pod_spec
 from asynckubelet.manifests.messages import forbidden, invalid
 from asynckubelet.runtime.qos import qos_class
 
+SUBRESOURCE = "resize"
+PODS = next(s for s in SERVED if s.kind == "Pod")
 RESIZABLE = ("cpu", "memory")
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _RENAMED = "containers may not be renamed or reordered on resize"
@@ -103,3 +129,108 @@ def _without_cpu_memory(pod: Pod) -> dict[str, object]:
             else:
                 ctr.pop("resources", None)
     return spec
+
+
+def resize_update(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """``dropNonResizeUpdates``: the stored pod with the ``resources`` and ``resizePolicy``
+    of the containers ``sent`` names, in the same places; ``sent``'s spec as it is when its
+    containers are not the stored ones (validation refuses it then)."""
+    pod = copy.deepcopy(dict(stored))
+    spec = pod.setdefault("spec", {})
+    sent_spec = sent.get("spec")
+    if not isinstance(sent_spec, Mapping):
+        return pod
+    for kind in ("containers", "initContainers"):
+        new, old = sent_spec.get(kind) or [], spec.get(kind) or []
+        if not isinstance(new, list) or not all(isinstance(c, Mapping) for c in new):
+            raise refuse(400, "BadRequest", f"spec.{kind}: must be a list of containers")
+        if len(new) != len(old) or any(
+            n.get("name") != o.get("name") for n, o in zip(new, old, strict=True)
+        ):
+            pod["spec"] = copy.deepcopy(dict(sent_spec))
+            return pod
+        for n, o in zip(new, old, strict=True):
+            for key in ("resources", "resizePolicy"):
+                if n.get(key) is None:
+                    o.pop(key, None)
+                else:
+                    o[key] = copy.deepcopy(n[key])
+    default_pod_spec(spec)
+    return pod
+
+
+def _invalid(name: str, errors: list[FieldError]) -> Refused:
+    parts = [str(e) for e in errors]
+    message = f'Pod "{name}" is invalid: ' + (
+        "[" + ", ".join(parts) + "]" if len(parts) > 1 else parts[0]
+    )
+    causes = [
+        api_cause({"reason": e.reason, "message": e.detail, "field": e.field}) for e in errors
+    ]
+    return refuse(422, "Invalid", message, name=name, kind="Pod", causes=causes)
+
+
+async def _store(request: web.Request, name: str, sent: Any) -> web.Response:
+    node = request.app[NODE_KEY]
+    ns = request.match_info["namespace"]
+    stored = stored_form(node, PODS, ns, name)
+    if stored is None or current(node, request.app, PODS, ns, name) is None:
+        return not_found("pods", name)
+    if not isinstance(sent, dict) or sent.get("kind", "Pod") != "Pod":
+        raise refuse(400, "BadRequest", "the body of the request must be a Pod")
+    meta = sent.get("metadata") or {}
+    if not isinstance(meta, dict) or meta.get("name", name) != name:
+        given = meta.get("name") if isinstance(meta, dict) else None
+        message = f"the name of the object ({given}) does not match the name on the URL ({name})"
+        raise refuse(400, "BadRequest", message)
+    new = resize_update(sent, stored)
+    try:
+        new_pod = cast(Pod, Pod.from_dict(new))
+        old_pod = cast(Pod, Pod.from_dict(stored))
+    except (TypeError, ValueError, AttributeError) as e:
+        raise refuse(400, "BadRequest", f"the body of the request is not a Pod: {e}") from None
+    errors = validate_pod_resize(new_pod, old_pod)
+    if errors:
+        raise _invalid(name, errors)
+    new.setdefault("metadata", {})["resourceVersion"] = str(meta.get("resourceVersion") or "")
+    return await replace(request, PODS, new, name=name, subresource=SUBRESOURCE)
+
+
+async def replace_resize(request: web.Request) -> web.Response:
+    """``PUT pods/NAME/resize``."""
+    try:
+        return await _store(request, request.match_info["name"], await read_body(request))
+    except Refused as e:
+        return e.response
+
+
+async def patch_resize(request: web.Request) -> web.Response:
+    """``PATCH pods/NAME/resize``."""
+    name = request.match_info["name"]
+    kind = request.content_type
+    accepted = (patches.JSON_PATCH, patches.MERGE_PATCH, patches.STRATEGIC_PATCH)
+    if kind not in accepted:
+        message = (
+            "the body of the request was in an unknown format - accepted media types include: "
+            + ", ".join(accepted)
+        )
+        return status(415, "UnsupportedMediaType", message)
+    try:
+        node = request.app[NODE_KEY]
+        ns = request.match_info["namespace"]
+        original = stored_form(node, PODS, ns, name)
+        live = current(node, request.app, PODS, ns, name)
+        if original is None or live is None:
+            return not_found("pods", name)
+        version = (live.get("metadata") or {}).get("resourceVersion")
+        if version:
+            original.setdefault("metadata", {})["resourceVersion"] = version
+        patch = await read_body(request)
+        try:
+            changed = patches.patched(original, patch, kind)
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
+            code = 422 if kind == patches.JSON_PATCH else 400
+            return status(code, "BadRequest", str(e))
+        return await _store(request, name, changed)
+    except Refused as e:
+        return e.response

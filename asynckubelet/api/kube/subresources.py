@@ -5,7 +5,8 @@ Node, as ``GET`` of it answers).
 ``GET .../pods/NAME/status`` is the pod, as from the API server (``kubectl get pod NAME
 --subresource=status``); its writes are :mod:`~asynckubelet.api.kube.podstatus`'s.
 ``GET .../pods/NAME/ephemeralcontainers`` is the pod too; its writes are
-:mod:`~asynckubelet.api.kube.ephemeral`'s.
+:mod:`~asynckubelet.api.kube.ephemeral`'s. So is ``GET .../pods/NAME/resize``; its writes
+are :mod:`~asynckubelet.api.kube.resize`'s.
 
 ``POST .../serviceaccounts/NAME/token`` is the API server's ``TokenRequest``: a token of
 the service account, signed by the node's service-account key
@@ -29,7 +30,7 @@ from aiohttp import web
 from asynckubelet import httpbounds
 from asynckubelet.api.answers import not_found, status
 from asynckubelet.api.endpoints import NODE_KEY
-from asynckubelet.api.kube import ephemeral, podstatus, protowire
+from asynckubelet.api.kube import ephemeral, podstatus, protowire, resize
 from asynckubelet.api.kube.pods import get_node, get_pod
 from asynckubelet.node.kubelet import Kubelet
 from asynckubelet.node.tokens import TokenIssuer, TokenRequest
@@ -246,6 +247,9 @@ def add_routes(app: web.Application, node: Kubelet) -> None:
     router.add_get(f"{pod}/ephemeralcontainers", pod_status)
     router.add_put(f"{pod}/ephemeralcontainers", ephemeral.replace_ephemeral)
     router.add_patch(f"{pod}/ephemeralcontainers", ephemeral.patch_ephemeral)
+    router.add_get(f"{pod}/resize", pod_status)
+    router.add_put(f"{pod}/resize", resize.replace_resize)
+    router.add_patch(f"{pod}/resize", resize.patch_resize)
     router.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", create_token)
     router.add_get("/api/v1/nodes/{name}/status", get_node)
 

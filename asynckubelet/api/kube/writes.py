@@ -448,7 +448,15 @@ async def replace(
             group=served.group,
             kind=served.name,
         )
-    if served.kind == "Pod" and stored is not None and subresource != "ephemeralcontainers":
+    if (
+        served.kind == "Pod"
+        and stored is not None
+        and subresource
+        not in (
+            "ephemeralcontainers",
+            "resize",
+        )
+    ):
         _check_pod_update(stored.body.get("spec"), body.get("spec"), name)
     await _store(request, served, body, dry_run=dry)
     code = 201 if old is None else 200
