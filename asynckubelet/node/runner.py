@@ -38,6 +38,7 @@ from asynckubelet import _trace, errors
 from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
 from asynckubelet.node import resizes
+from asynckubelet.node.grace import GracePeriod
 from asynckubelet.node.pleg import OUTDATING_ACTIONS
 from asynckubelet.node.podsyncer import PodSyncer
 from asynckubelet.node.prober import Prober, has_probes
@@ -76,7 +77,6 @@ from asynckubelet.runtime import actions, naming
 from asynckubelet.runtime import backoff as backoff_mod
 from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.env import PodContext
-from asynckubelet.runtime.kill import cut_short, grace_period_of
 from asynckubelet.runtime.results import PodSyncResult
 from asynckubelet.runtime.types import ContainerState, PodRuntimeStatus, SandboxState
 
@@ -168,8 +168,7 @@ class PodWorker:
         self._followers_deadline = math.inf
         self._no_new_followers = anyio.Event()
         self._silenced = False
-        self._hurried = anyio.Event()
-        """Set when a shorter grace period is given while the pod stops."""
+        self._grace = GracePeriod()
         self._ended: PodRuntimeStatus | None = None
         """What Docker held of the pod when its worker saw it end by itself, nothing of it
         running."""
@@ -610,7 +609,7 @@ class PodWorker:
                 with anyio.move_on_after(STOP_HOOK_TIMEOUT):
                     await self.before_stop(self.pod)
             if running or (sandbox_up and self.options.keep):
-                await self._kill(runtime)
+                await self._grace.kill(self.rm, self.pod, runtime, self.options)
                 if self.termination.report_stopped:
                     runtime = await self.rm.get_pod_status(
                         uid=self.uid, name=self.name, namespace=self.namespace
@@ -633,25 +632,7 @@ class PodWorker:
     def shorten_grace_period(self, grace_period: float) -> None:
         """A later delete's grace period: when shorter than the one in force, it is the
         pod's from now on, and a stop under way is cut short with it."""
-        if grace_period >= grace_period_of(self.pod, self.options.grace_period):
-            return
-        self.options.grace_period = grace_period
-        self._hurried.set()
-
-    async def _kill(self, runtime: PodRuntimeStatus) -> None:
-        """Stop the pod within its grace period, or within a shorter one given meanwhile."""
-        async with anyio.create_task_group() as tg:
-
-            async def cut_short_when_hurried() -> None:
-                while True:
-                    await self._hurried.wait()
-                    self._hurried = anyio.Event()
-                    grace = grace_period_of(self.pod, self.options.grace_period)
-                    await cut_short(self.rm.docker, runtime, grace_period=grace)
-
-            tg.start_soon(cut_short_when_hurried)
-            await self.rm.kill_pod(self.pod, runtime, grace_period=self.options.grace_period)
-            tg.cancel_scope.cancel()
+        self._grace.shorten(self.pod, self.options, grace_period)
 
     def _report_stopped(self, runtime: PodRuntimeStatus) -> None:
         """The status of the stopped pod, ``runtime`` read after its containers stopped."""
