@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -427,6 +428,9 @@ def test_apply_builds_with_the_build_arg_and_target_flags(
         "-f", str(manifest),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr + node.log()
-    logs = node.cli("logs", "applied")
+    # Running is reported when the process starts, before its first line is read.
+    deadline = time.monotonic() + 30
+    while (logs := node.cli("logs", "applied")).stdout == "" and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert logs.returncode == 0, logs.stderr
     assert logs.stdout == "word=unset stage=prod\n"
