@@ -2,6 +2,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from integration.harness import (
+    built_images_removed,
     docker,
     docker_engine,
     node_instance,
@@ -9,7 +10,14 @@ from integration.harness import (
     test_images,
 )
 
-__all__ = ["docker", "docker_engine", "node_instance", "node_name", "test_images"]
+__all__ = [
+    "built_images_removed",
+    "docker",
+    "docker_engine",
+    "node_instance",
+    "node_name",
+    "test_images",
+]
 
 
 import pytest

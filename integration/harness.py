@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -301,3 +302,34 @@ async def docker(
         finally:
             with anyio.CancelScope(shield=True):
                 await remove_owned(client, node_name)
+
+
+BUILT_TAG = re.compile(r"^(localhost/)?akltest-[0-9a-f]{8,}-")
+"""The repository of an image a test builds: its node's name (``akltest-…``) first."""
+
+
+def _tags(engine: Engine) -> set[str]:
+    listed = subprocess.run(
+        ["docker", "-H", engine.url, "images", "--format", "{{.Repository}}:{{.Tag}}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return {t for t in listed.stdout.split() if BUILT_TAG.match(t)}
+
+
+@pytest.fixture(scope="module")
+def built_images_removed(docker_engine: Engine) -> Iterator[None]:
+    """The images a module's tests build (tagged with their nodes' names) removed when the
+    module ends: an engine the tests share with others keeps none of them."""
+    before = _tags(docker_engine)
+    yield
+    made = sorted(_tags(docker_engine) - before)
+    if made:
+        subprocess.run(
+            ["docker", "-H", docker_engine.url, "rmi", "--force", *made],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )

@@ -38,6 +38,8 @@ spec:
     image: {image}
 """
 
+pytestmark = pytest.mark.usefixtures("built_images_removed")
+
 
 def _write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,8 @@ from integration.serve_helpers import Daemon, serve_daemon
 
 REPO = Path(__file__).resolve().parent.parent
 
+pytestmark = pytest.mark.usefixtures("built_images_removed")
+
 
 @pytest.fixture
 def node(
