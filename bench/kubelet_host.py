@@ -185,15 +185,15 @@ def kubelet_command(
     api_qps: int,
 ) -> list[str]:
     """The kubelet's command line: dockershim on ``docker_url``, CNI from ``root/cni``,
-    every state path under ``root``, serving on loopback only; what this machine needs
-    (no per-QoS cgroups, no node allocatable enforcement, its own oom_score_adj left at 0)
-    and nothing else changed from upstream's defaults but the API QPS (burst twice it, as
-    the defaults 5 and 10)."""
+    every state path under ``root``, its API on loopback only (its Node's address is the
+    host's: 1.20 refuses a loopback ``--node-ip``; the bench never dials it); what this
+    machine needs (no per-QoS cgroups, no node allocatable enforcement, its own
+    oom_score_adj left at 0) and nothing else changed from upstream's defaults but the API
+    QPS (burst twice it, as the defaults 5 and 10)."""
     return [
         str(kubelet),
         f"--kubeconfig={kubeconfig}",
         f"--hostname-override={node}",
-        "--node-ip=127.0.0.1",
         "--address=127.0.0.1",
         f"--port={port}",
         "--read-only-port=0",

@@ -61,7 +61,7 @@ from cluster_node import (
 from kubelet_host import HostTrace, cni_config, kubelet_command
 
 from asynckubelet.docker import DockerClient
-from asynckubelet.docker.engine import Dockerd
+from asynckubelet.docker.engine import Dockerd, unmount_below
 from asynckubelet.images import build as image_build
 
 KUBELET = "kubelet"
@@ -437,6 +437,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         run.daemon.start()
         anyio.run(_images, run.daemon.url, args.image, args.pause)
+        # The control plane and kubectl are all the nodes need of the cluster cache.
+        os.environ.setdefault("ASYNCKUBELET_CLUSTER_PROGRAMS", "control-plane")
         run.cluster = Cluster(root, f"vsk-unused-{suffix}")
         for which in args.nodes:
             if which == KUBELET:
@@ -448,6 +450,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if run.cluster is not None:
             run.cluster.down()
         run.daemon.stop(remove=True)
+        unmount_below(root)
         shutil.rmtree(root, ignore_errors=True)
     labels = {KUBELET: "kubelet (dockershim)", AGENT: "asynckubelet"}
     if kubelet is not None:
