@@ -49,3 +49,32 @@ def test_slow_clients_refuses_a_count_that_measures_nothing(argument: list[str],
     )
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == f"slow_clients.py: error: {said}"
+
+
+@pytest.mark.parametrize(
+    ("argument", "said"),
+    [
+        (["--pods", "0"], "argument --pods: must be at least 1, not 0"),
+        (["--idle", "0"], "argument --idle: must be above 0, not 0"),
+        (["--kubelet-api-qps", "0"], "argument --kubelet-api-qps: must be at least 1, not 0"),
+        (
+            ["--nodes", "kubelet,kubelet"],
+            "argument --nodes: must name kubelet and/or asynckubelet, each once, "
+            "not 'kubelet,kubelet'",
+        ),
+        (
+            ["--nodes", "cri-o"],
+            "argument --nodes: must name kubelet and/or asynckubelet, each once, not 'cri-o'",
+        ),
+    ],
+)
+def test_vs_kubelet_refuses_arguments_that_measure_nothing(argument: list[str], said: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "vs_kubelet.py"), *argument],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"vs_kubelet.py: error: {said}"

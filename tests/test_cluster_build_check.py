@@ -121,3 +121,15 @@ def test_an_unknown_version_asks_for_it_without_updating_apt(tmp_path: Path, stu
 def test_other_arguments_are_a_usage_error(tmp_path: Path, stubs: Path) -> None:
     done = subprocess.run([str(BUILD), "--print"], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr.strip()) == (2, "usage: build.sh [--check]")
+
+
+def test_the_kubelet_alone_is_checked_when_only_it_is_wanted(tmp_path: Path, stubs: Path) -> None:
+    cache = tmp_path / "cache" / VERSION
+    missing = _check(tmp_path, stubs, programs="kubelet")
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines() == [f"build.sh: kubelet missing from {cache}"]
+
+    _executable(cache / "kubelet")
+    done = _check(tmp_path, stubs, programs="kubelet")
+    assert (done.returncode, done.stdout.strip()) == (0, str(cache))
+    assert _calls(tmp_path) == ""

@@ -46,10 +46,13 @@ cache_root="${AKL_CLUSTER_CACHE:-/var/cache/asynckubelet/cluster}"
 programs=(kube-apiserver kube-controller-manager kube-scheduler e2e.test agnhost nonewprivs kubectl)
 # ASYNCKUBELET_CLUSTER_PROGRAMS=control-plane builds only what the cluster node tests run
 # (the control plane and kubectl), not the node e2e programs (about 9 minutes less cold).
+# ASYNCKUBELET_CLUSTER_PROGRAMS=kubelet builds only the upstream kubelet (with dockershim),
+# which bench/vs_kubelet.py runs beside the agent; see kubelet_machine_patch below.
 case "${ASYNCKUBELET_CLUSTER_PROGRAMS:-all}" in
     all) ;;
     control-plane) programs=(kube-apiserver kube-controller-manager kube-scheduler kubectl) ;;
-    *) echo "build.sh: ASYNCKUBELET_CLUSTER_PROGRAMS must be all or control-plane" >&2; exit 2 ;;
+    kubelet) programs=(kubelet) ;;
+    *) echo "build.sh: ASYNCKUBELET_CLUSTER_PROGRAMS must be all, control-plane or kubelet" >&2; exit 2 ;;
 esac
 wanted() {
     local p
@@ -161,7 +164,7 @@ work="$(mktemp -d "$scratch_parent/akl-cluster-build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 # kubectl comes from the binary package, not from the tree.
-if [ ! -x "$cache/kubectl" ]; then
+if wanted kubectl && [ ! -x "$cache/kubectl" ]; then
     log "kubectl from kubernetes-client $version"
     (cd "$work" && apt-get download -q "kubernetes-client=$version" >&2) || {
         apt_update
@@ -172,6 +175,24 @@ if [ ! -x "$cache/kubectl" ]; then
     mv "$cache/.kubectl.tmp" "$cache/kubectl"
     rm -rf "$work/kubectl-deb" "$work"/kubernetes-client_*.deb
 fi
+
+# The kubelet's dockershim gives every sandbox OomScoreAdj -998, and a kernel (or a container)
+# that withholds CAP_SYS_RESOURCE refuses any negative oom_score_adj, so no pod would start.
+# On such a machine the sandbox's value becomes 0; elsewhere the tree is built as it is. The
+# change made (a unified diff, empty when none) goes to the cache as kubelet.patch.
+kubelet_machine_patch() {
+    local tree="$1" rel=pkg/kubelet/dockershim/docker_sandbox.go
+    if sh -c 'echo -998 >/proc/self/oom_score_adj' 2>/dev/null; then
+        log "kubelet: this machine accepts a negative oom_score_adj; no patch"
+        return 0
+    fi
+    log "kubelet: this machine refuses a negative oom_score_adj; sandboxes get 0 ($rel)"
+    grep -q '^\s*defaultSandboxOOMAdj int = -998$' "$tree/$rel" \
+        || die "$rel does not set defaultSandboxOOMAdj as expected"
+    cp "$tree/$rel" "$work/docker_sandbox.go.orig"
+    sed -i 's/^\(\s*defaultSandboxOOMAdj int = \)-998$/\10/' "$tree/$rel"
+    (cd "$tree" && diff -u --label "a/$rel" --label "b/$rel" "$work/docker_sandbox.go.orig" "$rel") || true
+}
 
 need_tree=""
 for p in "${programs[@]}"; do
@@ -252,6 +273,11 @@ if [ -n "$need_tree" ]; then
     build e2e.test test/e2e/e2e.test
     build agnhost test/images/agnhost CGO_ENABLED=0
     build nonewprivs test/images/nonewprivs CGO_ENABLED=0
+    if wanted kubelet && [ ! -x "$cache/kubelet" ]; then
+        kubelet_machine_patch "$tree" >"$cache/.kubelet.patch.tmp"
+        mv "$cache/.kubelet.patch.tmp" "$cache/kubelet.patch"
+        build kubelet cmd/kubelet
+    fi
 fi
 
 if wanted e2e.test && [ ! -s "$cache/nodeconformance-specs.txt" ]; then
