@@ -212,3 +212,50 @@ async def test_hostile_build_args_and_target_stay_one_parameter_each(tmp_path: P
     assert query["dockerfile"] == ["Dockerfile"]
     assert query["t"] == ["web:dev"]
     assert json.loads(query["buildargs"][0]) == hostile
+
+
+def _engine_receiving(bodies: list[bytes]) -> Any:
+    """An engine answering ``/build`` with the built image's ID, keeping each build's body
+    (the context as the client sent it) and answering every other request ``{}``."""
+
+    def answer(conn: Any, head: bytes, rest: bytes) -> None:
+        line = head.split(b"\r\n", 1)[0].decode()
+        if "/build?" in line:
+            fields = dict(h.split(b":", 1) for h in head.split(b"\r\n")[1:] if b":" in h)
+            size = int({k.strip().lower(): v for k, v in fields.items()}[b"content-length"])
+            while len(rest) < size:
+                rest += conn.recv(65536)
+            bodies.append(rest[:size])
+            body = b'{"aux":{"ID":"sha256:' + b"3" * 64 + b'"}}\r\n'
+        elif " /_ping" in line:
+            body = b"OK"
+        elif "/version" in line:
+            body = b'{"ApiVersion": "1.41", "Version": "20.10.24"}'
+        else:
+            body = b"{}"
+        head_out = [
+            "HTTP/1.1 200 OK",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+            "Api-Version: 1.41",
+        ]
+        conn.sendall(("\r\n".join(head_out) + "\r\n\r\n").encode() + body)
+
+    return answer
+
+
+def test_the_context_is_sent_to_an_engine_that_cannot_see_it(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, "context=src")
+    (tmp_path / "src" / "index.html").write_text("built from the context\n")
+    bodies: list[bytes] = []
+    with unix_server(tmp_path / "remote.sock", _engine_receiving(bodies)) as path:
+        loaded = load_manifests([str(manifest)])
+        build_typed(loaded, [str(manifest)], docker_host=f"unix://{path}")
+    with tarfile.open(fileobj=io.BytesIO(bodies[0])) as tar:
+        sent = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+    assert sent["Dockerfile"].decode() == DOCKERFILE
+    assert sent["index.html"] == b"built from the context\n"
+    (pod,) = loaded.pods
+    assert pod.spec is not None
+    assert pod.spec.containers[0].image == "sha256:" + "3" * 64
