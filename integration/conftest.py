@@ -9,6 +9,7 @@ from integration.harness import (
     node_name,
     test_images,
 )
+from integration.remote_helpers import remote_daemon, remote_node
 
 __all__ = [
     "built_images_removed",
@@ -16,6 +17,8 @@ __all__ = [
     "docker_engine",
     "node_instance",
     "node_name",
+    "remote_daemon",
+    "remote_node",
     "test_images",
 ]
 

@@ -57,9 +57,11 @@ SECONDS: dict[str, float] = {
     "test_node_dockerd_restart.py": 3,
     "test_node_kubelet.py": 8,
     "test_readme.py": 14,
-    # Marker dind throughout: it starts DinD containers itself, so inside DinD it is
-    # deselected and only collected (it runs in the host's integration run).
+    # Marker dind throughout: they start DinD containers themselves, so inside DinD they
+    # are deselected and only collected (they run in the host's integration run).
+    "test_remote_build.py": 1,
     "test_remote_daemon.py": 1,
+    "test_remote_probes.py": 1,
     "test_restart_all_containers.py": 2,
     "test_run_cli.py": 12,
     "test_run_ends.py": 34,
