@@ -2,7 +2,8 @@
 engine: ``kubectl patch --subresource resize`` changes a running container's CPU and
 memory without a restart, restarts only the container whose policy asks for it, leaves
 everything as it was when the node cannot fit the new size (``PodResizePending``,
-``Infeasible``) and is refused in the API server's words when it changes the QoS class."""
+``Infeasible``), takes a ``Deferred`` resize on once a pod leaving makes room, and is
+refused in the API server's words when it changes the QoS class."""
 
 from __future__ import annotations
 
@@ -190,6 +191,73 @@ def test_a_resize_beyond_the_node_is_infeasible_and_changes_nothing(
     assert after["a"]["allocatedResources"] == {"cpu": "100m", "memory": "64Mi"}
     assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1000"
     assert host_config(docker_engine, after["a"]["containerID"])["CpuQuota"] == 10_000
+
+
+HOG = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: hog
+    image: BUSYBOX
+    command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+    resources:
+      requests: {cpu: CPU}
+"""
+
+
+def cpu_millis(quantity: str) -> int:
+    return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
+
+
+@pytest.fixture
+def own_node(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str]
+) -> Iterator[Daemon]:
+    """A node of its own: nothing else on it asks for CPU."""
+    name = f"akltest-{uuid.uuid4().hex[:10]}"
+    api = ("--api-listen", f"127.0.0.1:{free_port()}")
+    yield from serve_daemon(tmp_path, docker_engine, name, *api)
+
+
+def test_a_deferred_resize_is_carried_out_once_a_pod_leaving_makes_room(
+    own_node: Daemon, docker_engine: Engine, tmp_path: Path
+) -> None:
+    if not os.access(PYPI_KUBECTL, os.X_OK):
+        pytest.skip(f"no kubectl at {PYPI_KUBECTL}")
+    kubectl = Kubectl(PYPI_KUBECTL, own_node, home=tmp_path / "home")
+    (found,) = json.loads(kubectl.ok("get", "nodes", "-o", "json"))["items"]
+    allocatable = cpu_millis(found["status"]["allocatable"]["cpu"])
+    name = started(own_node, tmp_path)
+    hog = HOG.replace("NAME", "hog").replace("CPU", f"{allocatable - 300}m")
+    applied = own_node.cli("apply", "-f", manifest(tmp_path, "hog.yaml", hog))
+    assert applied.returncode == 0, applied.stderr
+    wait_running(own_node, "hog")
+    before = statuses(pod_of(kubectl, name))
+    done = resize(kubectl, name, "a", "300m", "64Mi")
+    assert done.returncode == 0, done.stderr
+    pod = until(kubectl, name, lambda p: "PodResizePending" in conditions(p))
+    pending = conditions(pod)["PodResizePending"]
+    assert (pending["status"], pending["reason"]) == ("True", "Deferred")
+    assert pending["message"] == (
+        f"Node didn't have enough resource: cpu, requested: 400, used: {allocatable - 300}, "
+        f"capacity: {allocatable}"
+    )
+    assert limits(pod, "a") == {"cpu": "100m", "memory": "64Mi"}
+    kubectl.ok("delete", "pod", "hog", "--wait=false")
+    wanted = {"cpu": "300m", "memory": "64Mi"}
+    pod = until(
+        kubectl,
+        name,
+        lambda p: limits(p, "a") == wanted and "PodResizePending" not in conditions(p),
+    )
+    after = statuses(pod)
+    assert after["a"]["containerID"] == before["a"]["containerID"]
+    assert after["a"]["restartCount"] == 0
+    assert after["a"]["allocatedResources"] == wanted
+    assert host_config(docker_engine, after["a"]["containerID"])["CpuQuota"] == 30_000
 
 
 def test_a_change_of_the_qos_class_is_refused_in_the_api_server_words(

@@ -71,6 +71,7 @@ from asynckubelet.node.objects import ObjectStore
 from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.podoptions import PodOptions
 from asynckubelet.node.reads import PodReads
+from asynckubelet.node.resizer import Resizer
 from asynckubelet.node.resizes import Allocations
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
 from asynckubelet.node.runoptions import PodOutcome
@@ -98,7 +99,7 @@ def _events_file(state: Path) -> Path:
     return access.StateDir(state).events
 
 
-class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
+class Kubelet(PodReads, Housekeeping, PodOptions, Foreground, Resizer):
     """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``; ``output``
     is where its pods' output and statuses are shown (a foreground run's terminal)."""
 
@@ -480,13 +481,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
         entry.source = source
         entry.worker.options.contexts.update(options.contexts)
         entry.worker.options.pull_secrets.update(options.pull_secrets)
-        others = [p for p in self._admitted() if ctr.pod_identity(p)[2] != uid]
-        pod = self.resizes.take(uid, entry.worker, pod, node=self.admitter.node, others=others)
-        if (entry.worker.pod.spec, entry.worker.pod.metadata) != (pod.spec, pod.metadata):
-            logger.bind(pod=f"{ns}/{name}").info("pod spec changed; syncing to the new spec")
-            entry.worker.update(pod)
-        else:
-            entry.worker.poke()
+        self._resize(uid, entry, pod)
 
     def _admit(self, pod: Pod) -> bool:
         """The kubelet's admission of a pod new to the node, over the pods it runs; a pod
@@ -594,6 +589,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
             if self._entries.get(uid) is entry:
                 del self._entries[uid]
                 self.resizes.forget(uid)
+                self._retry_deferred()
             if entry.worker.removed:
                 self._maybe_on_docker.discard(uid)
             self._outcomes[uid] = entry.worker.outcome
@@ -665,10 +661,12 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
         entry = self._entries.get(uid)
         if entry is None:
             return
-        if entry.deleting:
-            record = self.status.get(uid)
-            if record is not None:
-                pod = record.pod
+        record = self.status.get(uid)
+        if entry.deleting and record is not None:
+            pod = record.pod
+        ended = status.phase in TERMINAL_PHASES and (
+            record is None or record.status.phase not in TERMINAL_PHASES
+        )
         if uid not in self._started and status.phase in ("Running", "Succeeded"):
             self._started.add(uid)
             _trace.mark("running", uid)
@@ -677,6 +675,8 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground):
         self.startup.status(uid, pod, status)
         if self.output.statuses is not None:
             self.output.statuses(pod, status)
+        if ended:
+            self._retry_deferred()
 
     def _runtime_event(
         self, pod: Pod, *, type: str, reason: str, message: str, container: str | None = None

@@ -146,6 +146,10 @@ class Allocations:
     def forget(self, uid: str) -> None:
         self.pending.pop(uid, None)
 
+    def deferred(self) -> list[str]:
+        """The pods whose resize is ``Deferred``, in the order they were first pending."""
+        return [uid for uid, pending in self.pending.items() if pending.reason == DEFERRED]
+
 
 # -- status ----------------------------------------------------------------------------------
 
