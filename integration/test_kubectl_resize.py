@@ -12,6 +12,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +259,36 @@ def test_a_deferred_resize_is_carried_out_once_a_pod_leaving_makes_room(
     assert after["a"]["restartCount"] == 0
     assert after["a"]["allocatedResources"] == wanted
     assert host_config(docker_engine, after["a"]["containerID"])["CpuQuota"] == 30_000
+
+
+def test_a_restarted_node_keeps_the_allocated_resources_of_a_pending_resize(
+    own_node: Daemon, docker_engine: Engine, tmp_path: Path
+) -> None:
+    if not os.access(PYPI_KUBECTL, os.X_OK):
+        pytest.skip(f"no kubectl at {PYPI_KUBECTL}")
+    kubectl = Kubectl(PYPI_KUBECTL, own_node, home=tmp_path / "home")
+    name = started(own_node, tmp_path)
+    done = resize(kubectl, name, "a", "1000", "64Mi")
+    assert done.returncode == 0, done.stderr
+    before = until(kubectl, name, lambda p: "PodResizePending" in conditions(p))
+    time.sleep(1.1)
+    restarted = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    own_node.stop()
+    own_node.start()
+
+    def reported(pod: dict[str, Any]) -> bool:
+        found = conditions(pod)
+        again = found.get("PodResizePending", {}).get("lastProbeTime") or ""
+        return again >= restarted or "PodResizeInProgress" in found
+
+    pod = until(kubectl, name, reported)
+    assert "PodResizeInProgress" not in conditions(pod), conditions(pod)
+    assert conditions(pod)["PodResizePending"]["reason"] == "Infeasible"
+    after = statuses(pod)["a"]
+    assert after["containerID"] == statuses(before)["a"]["containerID"]
+    assert after["allocatedResources"] == {"cpu": "100m", "memory": "64Mi"}
+    assert limits(pod, "a") == {"cpu": "100m", "memory": "64Mi"}
+    assert host_config(docker_engine, after["containerID"])["CpuQuota"] == 10_000
 
 
 def test_a_change_of_the_qos_class_is_refused_in_the_api_server_words(

@@ -16,6 +16,7 @@ from asynckubelet.node.admission import NodeInfo, NodeResources
 from asynckubelet.node.resizes import (
     Allocations,
     Pending,
+    allocated_of,
     applied_resources,
     apply,
     check,
@@ -166,3 +167,41 @@ def test_a_pending_resize_is_reported_with_its_reason_and_message() -> None:
 def test_a_container_without_resources_reports_none() -> None:
     assert applied_resources(None, APPLIED) is None
     assert applied_resources(ResourceRequirements(), APPLIED) is None
+
+
+def _saved(cpu: str, memory: str, *, allocated: bool = True) -> Pod:
+    """A status file's pod whose container ``app`` had ``cpu``/``memory`` allocated."""
+    both = {"cpu": cpu, "memory": memory}
+    saved = pod("3", "1Gi")
+    saved.status = PodStatus(
+        containerStatuses=[
+            ApiContainerStatus(
+                name="app",
+                image="busybox",
+                imageID="",
+                ready=True,
+                restartCount=0,
+                allocatedResources=dict(both) if allocated else None,
+                resources=ResourceRequirements(requests=dict(both), limits=dict(both)),
+            )
+        ]
+    )
+    return saved
+
+
+def test_a_restarted_node_starts_from_the_allocation_its_status_file_recorded() -> None:
+    wanted = pod("3", "1Gi")
+    started = allocated_of(wanted, _saved("500m", "512Mi"))
+    assert started is not None
+    assert started.spec is not None
+    assert started.spec.containers[0].resources == ResourceRequirements(
+        requests={"cpu": "500m", "memory": "512Mi"}, limits={"cpu": "500m", "memory": "512Mi"}
+    )
+    assert wanted.spec is not None
+    assert wanted.spec.containers[0].resources.limits == {"cpu": "3", "memory": "1Gi"}  # type: ignore[union-attr]
+
+
+def test_an_allocation_equal_to_the_spec_or_not_recorded_changes_nothing() -> None:
+    assert allocated_of(pod("3", "1Gi"), _saved("3", "1Gi")) is None
+    assert allocated_of(pod("3", "1Gi"), _saved("500m", "512Mi", allocated=False)) is None
+    assert allocated_of(pod("3", "1Gi"), pod("1", "1Gi")) is None

@@ -72,7 +72,7 @@ from asynckubelet.node.pleg import PLEG
 from asynckubelet.node.podoptions import PodOptions
 from asynckubelet.node.reads import PodReads
 from asynckubelet.node.resizer import Resizer
-from asynckubelet.node.resizes import Allocations
+from asynckubelet.node.resizes import Allocations, allocated_of
 from asynckubelet.node.runner import PodWorker, RunOptions, StopHook
 from asynckubelet.node.runoptions import PodOutcome
 from asynckubelet.node.status import KUBELET_CONDITIONS, TERMINAL_PHASES, rejected_status
@@ -488,7 +488,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground, Resizer):
         refused gets a ``Failed`` status, the reason as a Warning event, and no worker."""
         name, ns, uid = ctr.pod_identity(pod)
         rejection = self.admitter.admit(
-            pod, admitted=self._admitted(), running=uid in self._on_docker
+            self._allocated(pod), admitted=self._admitted(), running=uid in self._on_docker
         )
         if rejection is None:
             self._forget_rejected(uid)
@@ -548,9 +548,10 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground, Resizer):
         self.startup.seen(
             uid, started_before=pod.status is not None and pod.status.startTime is not None
         )
+        allocated = allocated_of(pod, saved) if saved is not None else None
         worker = PodWorker(
             self.runtime,
-            pod,
+            allocated or pod,
             policy=self.worker_policy,
             on_status=self._on_status,
             on_log=self.output.logs,
@@ -571,6 +572,8 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground, Resizer):
             seen=time.monotonic(),
         )
         self._entries[uid] = entry
+        if allocated is not None:
+            self._give(uid, entry, pod)
         _trace.mark("admitted", uid)
         self._tg.start_soon(self._run_worker, uid, entry, name=f"pod {ns}/{name}")
         if self._killing:

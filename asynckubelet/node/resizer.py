@@ -6,6 +6,10 @@ and is pending. A ``Deferred`` resize (one that does not fit beside the other po
 again, as the kubelet's allocation manager retries pending resizes, whenever room may have
 been made: a pod left the node, a pod ended (``Succeeded`` or ``Failed``), or another pod's
 resize was taken on (a pod made smaller). They are tried in the order they were deferred.
+
+A restarted node starts from the allocation its pods' status files recorded: it admits a
+pod it runs already by the resources allocated to it, and a resize still pending stays
+pending rather than being carried out unchecked.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from lightkube.models.core_v1 import Pod
 from asynckubelet._logging import logger
 from asynckubelet.node.admission import NodeAdmitter
 from asynckubelet.node.foreground import WorkerEntry
-from asynckubelet.node.resizes import Allocations, is_resize
+from asynckubelet.node.resizes import Allocations, allocated_of, is_resize
 from asynckubelet.runtime import containers as ctr
 
 
@@ -25,9 +29,17 @@ class Resizer:
     admitter: NodeAdmitter
     resizes: Allocations
     _entries: dict[str, WorkerEntry]
+    _saved: dict[str, Pod]
 
     def _admitted(self) -> list[Pod]:
         raise NotImplementedError
+
+    def _allocated(self, pod: Pod) -> Pod:
+        """``pod`` with the resources the node had allocated to it before it restarted
+        (:func:`~asynckubelet.node.resizes.allocated_of`): what admission counts, as the
+        kubelet admits a pod it runs already by its checkpointed allocation."""
+        saved = self._saved.get(ctr.pod_identity(pod)[2])
+        return (allocated_of(pod, saved) if saved is not None else None) or pod
 
     def _give(self, uid: str, entry: WorkerEntry, wanted: Pod) -> bool:
         """Give ``entry``'s worker the pod ``wanted``, or ``wanted`` with the resources it

@@ -77,6 +77,30 @@ def with_resources_of(pod: Pod, allocated: Pod) -> Pod:
     return out
 
 
+def allocated_of(pod: Pod, saved: Pod) -> Pod | None:
+    """``pod`` with the resources the node had allocated to its containers when it last
+    wrote ``saved``, its status file (the requests from ``allocatedResources``, the limits
+    from ``resources``): where a restarted node starts from, as the kubelet starts from its
+    checkpoint of allocated resources. None when they are ``pod``'s own or not known."""
+    statuses = {
+        s.name: s
+        for s in [
+            *((saved.status.containerStatuses or []) if saved.status else []),
+            *((saved.status.initContainerStatuses or []) if saved.status else []),
+        ]
+    }
+    out = copy.deepcopy(pod)
+    for ctr in _containers(out):
+        status = statuses.get(ctr.name)
+        if status is None or status.resources is None or status.allocatedResources is None:
+            continue
+        ctr.resources = ResourceRequirements(
+            requests=dict(status.allocatedResources) or None,
+            limits=dict(status.resources.limits or {}) or None,
+        )
+    return out if is_resize(pod, out) else None
+
+
 def check(pod: Pod, *, node: NodeInfo, others: Iterable[Pod]) -> Pending | None:
     """None when the node takes the resized ``pod`` on beside ``others``, else why not, in
     the kubelet's words."""
