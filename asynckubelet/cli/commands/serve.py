@@ -85,7 +85,8 @@ def serve(
 
     It serves the Kubernetes API on --api-listen (TLS, its own CA) and writes
     <state-dir>/kubeconfig for it: `export KUBECONFIG=$(asynckubelet kubeconfig)`, then
-    kubectl get pods. Reads are served; writes are refused (405) for now.
+    kubectl get, apply, edit, delete, logs, exec, port-forward, debug and top work against
+    it (docs/kubernetes-api.md).
 
     With --kubeconfig the node also joins that cluster: it registers its Node, runs the
     pods bound to it and serves the kubelet API (kubectl logs, exec, port-forward).
