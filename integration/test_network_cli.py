@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from asynckubelet.cli.commands.reset import DELETE_HINT
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from integration.harness import BUSYBOX_IMAGE, PAUSE_IMAGE, Engine
 
@@ -210,6 +211,7 @@ def test_reset_refuses_while_a_pod_holds_an_address_then_removes_the_node_networ
         assert refused.returncode == 1
         assert refused.stderr.strip() == (
             f"error: bridge {network.bridge} is in use by pods default/holder: delete them first"
+            + DELETE_HINT
         )
         assert Path("/sys/class/net", network.bridge).exists()
         assert any(line.startswith("-A INPUT -j AKL-LNET-") for line in firewall_lines())

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 import typer
 
-from asynckubelet.cli.commands.reset import NAMED_AT_MOST, _in_use, _remove_docker_network
+from asynckubelet.cli.commands.reset import (
+    DELETE_HINT,
+    NAMED_AT_MOST,
+    _in_use,
+    _remove_docker_network,
+)
 from asynckubelet.docker.labels import LABEL_NODE
 from asynckubelet.network.dockernet import DockerNetworkPlugin
 from asynckubelet.runtime import naming
@@ -24,7 +29,7 @@ async def test_the_pods_holding_addresses_are_named_by_namespace_and_name() -> N
     docker = FakeDocker()
     sandboxes = [_sandbox(docker, "web"), _sandbox(docker, "db", "shop")]
     assert await _in_use(docker, "bridge akl0", sandboxes) == (
-        "bridge akl0 is in use by pods default/web, shop/db: delete them first"
+        "bridge akl0 is in use by pods default/web, shop/db: delete them first" + DELETE_HINT
     )
 
 
@@ -33,6 +38,7 @@ async def test_a_sandbox_the_engine_does_not_know_is_named_by_its_id() -> None:
     gone = "f" * 64
     assert await _in_use(docker, "bridge akl0", [_sandbox(docker, "web"), gone]) == (
         f"bridge akl0 is in use by pods default/web, sandbox {'f' * 12}: delete them first"
+        + DELETE_HINT
     )
 
 
@@ -41,7 +47,7 @@ async def test_past_the_first_few_the_rest_are_counted() -> None:
     sandboxes = [_sandbox(docker, f"p{i}") for i in range(NAMED_AT_MOST + 3)]
     named = ", ".join(f"default/p{i}" for i in range(NAMED_AT_MOST))
     assert await _in_use(docker, "bridge akl0", sandboxes) == (
-        f"bridge akl0 is in use by pods {named} and 3 more: delete them first"
+        f"bridge akl0 is in use by pods {named} and 3 more: delete them first" + DELETE_HINT
     )
 
 
@@ -66,7 +72,7 @@ async def test_a_docker_network_with_a_sandbox_on_it_stays_and_its_pod_is_named(
     with pytest.raises(typer.TyperException) as raised:
         await _remove_docker_network(docker, _plugin(docker))
     assert str(raised.value) == (
-        "Docker network akl-n1 is in use by pods default/web: delete them first"
+        "Docker network akl-n1 is in use by pods default/web: delete them first" + DELETE_HINT
     )
     assert "akl-n1" in docker.networks
 

@@ -149,6 +149,12 @@ async def _remove_cni_guard(docker: DockerAPI, plugin: CNIPlugin) -> str:
     return f"removed the loopback guard of bridge {bridge} (its CNI plugins keep the rest)"
 
 
+DELETE_HINT = (
+    " (end the `asynckubelet run` that started them, or `asynckubelet delete pod NAME` while"
+    " their node runs)"
+)
+
+
 async def _in_use(docker: DockerAPI, what: str, sandboxes: list[str]) -> str:
     """``bridge akl0 is in use by pods default/web, default/db: delete them first``."""
     from asynckubelet import errors
@@ -165,4 +171,4 @@ async def _in_use(docker: DockerAPI, what: str, sandboxes: list[str]) -> str:
         names.append(f"{namespace}/{name}" if name and namespace else f"sandbox {sid[:12]}")
     more = len(sandboxes) - len(names)
     listed = ", ".join(names) + (f" and {more} more" if more > 0 else "")
-    return f"{what} is in use by pods {listed}: delete them first"
+    return f"{what} is in use by pods {listed}: delete them first{DELETE_HINT}"
