@@ -18,6 +18,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from daemon_helpers import IMAGES
 from localapi_helpers import Client, apply, plain, serving
+from polling import until
 from remote_helpers import delete_remotely
 
 from asynckubelet import errors
@@ -210,9 +211,7 @@ async def test_a_mounted_configmap_volume_gets_the_new_data(
     mode = volumes.volume_dir(pod.metadata.uid or "", "configMap", "cfg") / "mode"  # type: ignore[attr-defined]
     assert mode.read_text() == "fast"
     await apply(client, CONFIG.replace("VALUE", "slow"))
-    with anyio.fail_after(10):
-        while mode.read_text() != "slow":  # noqa: ASYNC110
-            await anyio.sleep(0.05)
+    await until(lambda: mode.read_text() == "slow", interval=0.05)
 
 
 async def test_the_server_prints_the_pod_table_kubectl_asks_for(
