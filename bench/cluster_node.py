@@ -311,6 +311,17 @@ def follow(
                 done.set()
 
 
+def node_is_ready(cluster: Cluster, node: str) -> bool:
+    """Whether ``node``'s ``Ready`` condition is ``True`` (False while kubectl fails)."""
+    try:
+        out = cluster.kubectl(
+            "get", "node", node, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'
+        )  # fmt: skip
+    except subprocess.CalledProcessError:
+        return False
+    return out == "True"
+
+
 def watch_pods(
     cluster: Cluster,
     ns: str,
@@ -379,14 +390,7 @@ def main(pods: int, idle: float) -> None:
         def ready() -> bool:
             if agent is not None and agent.poll() is not None:
                 raise SystemExit(f"the agent exited:\n{log.read_text()[-2000:]}")
-            try:
-                out = cluster.kubectl(
-                    "get", "node", node, "-o",
-                    'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-                )  # fmt: skip
-            except subprocess.CalledProcessError:
-                return False
-            return out == "True"
+            return node_is_ready(cluster, node)
 
         wait(f"node {node} Ready", ready)
         ns = f"bench-{suffix}"

@@ -52,6 +52,7 @@ from cluster_node import (
     cpu_seconds,
     free_cidr,
     free_port,
+    node_is_ready,
     percentile,
     remove_network,
     rss_mb,
@@ -229,14 +230,8 @@ class Run:
         def ready() -> bool:
             if process.poll() is not None:
                 raise SystemExit(f"node {node} exited:\n{log.read_text()[-3000:]}")
-            try:
-                out = self.kubectl(
-                    "get", "node", node, "-o",
-                    'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-                )  # fmt: skip
-            except subprocess.CalledProcessError:
-                return False
-            return out == "True"
+            assert self.cluster is not None
+            return node_is_ready(self.cluster, node)
 
         wait(f"node {node} Ready", ready, timeout=240)
 
