@@ -160,6 +160,19 @@ def free_ports(count: int) -> int:
     raise SystemExit("no free ports in 30000-32767")
 
 
+def stop_node(process: subprocess.Popen[bytes] | None, bridge: str, cidr: str) -> None:
+    """``serve`` stopped (SIGTERM, killed after 60 s) and its bridge and pod range
+    removed."""
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    remove_node_network(bridge, cidr, firewall="nftables")
+
+
 class Asynckubelet:
     name = "asynckubelet"
 
@@ -242,14 +255,7 @@ class Asynckubelet:
         return self.cidr.rsplit(".", 1)[0] + ".1"
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        remove_node_network(self.bridge, self.cidr, firewall="nftables")
+        stop_node(self.process, self.bridge, self.cidr)
 
 
 class Compose:

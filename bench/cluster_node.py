@@ -311,6 +311,38 @@ def follow(
                 done.set()
 
 
+def node_is_ready(cluster: Cluster, node: str) -> bool:
+    """Whether ``node``'s ``Ready`` condition is ``True`` (False while kubectl fails)."""
+    try:
+        out = cluster.kubectl(
+            "get", "node", node, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'
+        )  # fmt: skip
+    except subprocess.CalledProcessError:
+        return False
+    return out == "True"
+
+
+def watch_pods(
+    cluster: Cluster,
+    ns: str,
+    pods: int,
+    running: dict[str, float],
+    ready: dict[str, float],
+    done: threading.Event,
+) -> subprocess.Popen[str]:
+    """``kubectl get pods --watch`` of ``ns``, followed (:func:`follow`) on a thread."""
+    watch = subprocess.Popen(
+        [str(cluster.bin / "kubectl"), "--kubeconfig", str(cluster.dir / "admin.kubeconfig"),
+         "get", "pods", "-n", ns, "--watch", "-o",
+         'jsonpath={.metadata.name} {.status.phase} '
+         '{.status.conditions[?(@.type=="Ready")].status}{"\\n"}'],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    threading.Thread(target=follow, args=(watch, pods, running, ready, done), daemon=True).start()
+    return watch
+
+
 def wait(what: str, check: object, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -358,14 +390,7 @@ def main(pods: int, idle: float) -> None:
         def ready() -> bool:
             if agent is not None and agent.poll() is not None:
                 raise SystemExit(f"the agent exited:\n{log.read_text()[-2000:]}")
-            try:
-                out = cluster.kubectl(
-                    "get", "node", node, "-o",
-                    'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-                )  # fmt: skip
-            except subprocess.CalledProcessError:
-                return False
-            return out == "True"
+            return node_is_ready(cluster, node)
 
         wait(f"node {node} Ready", ready)
         ns = f"bench-{suffix}"
@@ -382,19 +407,8 @@ def main(pods: int, idle: float) -> None:
 
         running: dict[str, float] = {}
         ready_at: dict[str, float] = {}
-        watch = subprocess.Popen(
-            [str(cluster.bin / "kubectl"), "--kubeconfig", str(cluster.dir / "admin.kubeconfig"),
-             "get", "pods", "-n", ns, "--watch", "-o",
-             'jsonpath={.metadata.name} {.status.phase} '
-             '{.status.conditions[?(@.type=="Ready")].status}{"\\n"}'],
-            stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
         all_running = threading.Event()
-
-        threading.Thread(
-            target=follow, args=(watch, pods, running, ready_at, all_running), daemon=True
-        ).start()
+        watch = watch_pods(cluster, ns, pods, running, ready_at, all_running)
         time.sleep(1.0)
         offset = time.time() - time.monotonic()
         t0 = time.monotonic()

@@ -52,8 +52,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from app_up import BUSYBOX, PAUSE, free_port, run
-from nodenet import free_cidr, private_bridge, remove_node_network
+from app_up import BUSYBOX, PAUSE, free_port, run, stop_node
+from nodenet import free_cidr, private_bridge
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "dev"
@@ -155,14 +155,7 @@ class Node:
         return f"http://{json.loads(out.stdout)['spec']['clusterIP']}/"
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        remove_node_network(self.bridge, self.cidr, firewall="nftables")
+        stop_node(self.process, self.bridge, self.cidr)
 
 
 class Mode:

@@ -50,13 +50,14 @@ from cluster_node import (
     SCRIPTS,
     Cluster,
     cpu_seconds,
-    follow,
     free_cidr,
     free_port,
+    node_is_ready,
     percentile,
     remove_network,
     rss_mb,
     wait,
+    watch_pods,
 )
 from kubelet_host import HostTrace, cni_config, kubelet_command
 
@@ -229,14 +230,8 @@ class Run:
         def ready() -> bool:
             if process.poll() is not None:
                 raise SystemExit(f"node {node} exited:\n{log.read_text()[-3000:]}")
-            try:
-                out = self.kubectl(
-                    "get", "node", node, "-o",
-                    'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-                )  # fmt: skip
-            except subprocess.CalledProcessError:
-                return False
-            return out == "True"
+            assert self.cluster is not None
+            return node_is_ready(self.cluster, node)
 
         wait(f"node {node} Ready", ready, timeout=240)
 
@@ -270,19 +265,8 @@ class Run:
         manifest = "\n---\n".join(POD.format(i=i, image=self.args.image) for i in range(pods))
         running: dict[str, float] = {}
         ready_at: dict[str, float] = {}
-        watch = subprocess.Popen(
-            [str(self.cluster.bin / "kubectl"), "--kubeconfig",
-             str(self.cluster.dir / "admin.kubeconfig"),
-             "get", "pods", "-n", ns, "--watch", "-o",
-             'jsonpath={.metadata.name} {.status.phase} '
-             '{.status.conditions[?(@.type=="Ready")].status}{"\\n"}'],
-            stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
         all_ready = threading.Event()
-        threading.Thread(
-            target=follow, args=(watch, pods, running, ready_at, all_ready), daemon=True
-        ).start()
+        watch = watch_pods(self.cluster, ns, pods, running, ready_at, all_ready)
         try:
             time.sleep(1.0)
             t0 = time.monotonic()

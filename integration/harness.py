@@ -32,8 +32,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -257,6 +258,15 @@ def held_connections(client: DockerClient) -> int:
     connector = client._connect().session.connector
     assert connector is not None
     return len(connector._acquired)
+
+
+def eventually(check: Callable[[], bool], *, timeout: float, every: float = 0.3) -> None:
+    """Once ``check()`` holds, looked at every ``every`` seconds; fails naming ``check``
+    (its docstring, or itself) after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"never came true: {check.__doc__ or check}"
+        time.sleep(every)
 
 
 def free_port() -> int:

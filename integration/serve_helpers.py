@@ -360,3 +360,27 @@ def wait_running(node: Daemon, name: str) -> list[str]:
             return row
         time.sleep(0.3)
     raise AssertionError(f"pod {name} not Running: {row} {node.log()}")
+
+
+def apply_watch(node: Daemon, manifest: Path) -> subprocess.Popen[str]:
+    """``apply --build --watch --wait -f manifest`` against ``node``, from the manifest's
+    folder, its output and errors read as one text stream."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "asynckubelet", "apply", "--build", "--watch", "--wait",
+         "-f", str(manifest)],
+        env=node.env,
+        cwd=manifest.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+
+
+def next_line(process: subprocess.Popen[str], wanted: str, seen: list[str]) -> str:
+    """The next output line holding ``wanted`` (the lines read kept in ``seen``)."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        seen.append(line)
+        if wanted in line:
+            return line
+    raise AssertionError(f"{wanted!r} never came: {''.join(seen)}")

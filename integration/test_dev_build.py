@@ -23,7 +23,7 @@ import pytest
 from asynckubelet.docker import DockerClient
 from integration.harness import BUSYBOX_IMAGE, Engine, free_port
 from integration.run_helpers import run_pod
-from integration.serve_helpers import Daemon, serve_daemon
+from integration.serve_helpers import Daemon, apply_watch, next_line, serve_daemon
 
 POD = """
 apiVersion: v1
@@ -285,54 +285,36 @@ def test_the_readme_walkthrough_builds_serves_and_rebuilds_a_change(
     ]
 
 
-def _until(process: subprocess.Popen[str], wanted: str, seen: list[str]) -> str:
-    """The next output line holding ``wanted`` (the lines read kept in ``seen``)."""
-    assert process.stdout is not None
-    for line in process.stdout:
-        seen.append(line)
-        if wanted in line:
-            return line
-    raise AssertionError(f"{wanted!r} never came: {''.join(seen)}")
-
-
 def test_apply_watch_rebuilds_a_change_and_survives_a_broken_manifest(
     node: Daemon, tmp_path: Path, docker_engine: Engine
 ) -> None:
     shutil.copytree(REPO / "examples" / "dev", tmp_path / "dev")
     manifest = tmp_path / "dev" / "web.yaml"
     dockerfile = tmp_path / "dev" / "web" / "Dockerfile"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "asynckubelet", "apply", "--build", "--watch", "--wait",
-         "-f", str(manifest)],
-        env=node.env,
-        cwd=tmp_path / "dev",
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )  # fmt: skip
+    process = apply_watch(node, manifest)
     seen: list[str] = []
     try:
-        _until(process, "deployment.apps/web created", seen)
-        _until(process, "watching for changes", seen)
+        next_line(process, "deployment.apps/web created", seen)
+        next_line(process, "watching for changes", seen)
         first = _pod_images(node)
 
         dockerfile.write_text(dockerfile.read_text() + "ENV VERSION=2\n")
-        assert _until(process, "changed: applying", seen) == "web/Dockerfile changed: applying\n"
-        _until(process, "deployment.apps/web configured", seen)
-        _until(process, "watching for changes", seen)
+        assert next_line(process, "changed: applying", seen) == "web/Dockerfile changed: applying\n"
+        next_line(process, "deployment.apps/web configured", seen)
+        next_line(process, "watching for changes", seen)
         second = _pod_images(node)
         assert second != first
 
         good = manifest.read_text()
         manifest.write_text(good + "---\nkind: Deployment\napiVersion: apps/v1\nspec: [\n")
-        assert _until(process, "changed: applying", seen) == "web.yaml changed: applying\n"
-        assert _until(process, "error:", seen).startswith("error: ")
-        _until(process, "watching for changes", seen)
+        assert next_line(process, "changed: applying", seen) == "web.yaml changed: applying\n"
+        assert next_line(process, "error:", seen).startswith("error: ")
+        next_line(process, "watching for changes", seen)
 
         manifest.write_text(good)
-        _until(process, "changed: applying", seen)
-        _until(process, "deployment.apps/web unchanged", seen)
-        _until(process, "watching for changes", seen)
+        next_line(process, "changed: applying", seen)
+        next_line(process, "deployment.apps/web unchanged", seen)
+        next_line(process, "watching for changes", seen)
         assert process.poll() is None
         assert _pod_images(node) == second
     finally:

@@ -10,7 +10,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 from asynckubelet.docker import DockerClient
 from integration.harness import BUSYBOX_IMAGE, Engine
 from integration.run_helpers import node_containers, run_command, run_env, run_pod
-from integration.serve_helpers import Daemon, serve_daemon
+from integration.serve_helpers import Daemon, apply_watch, next_line, serve_daemon
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,16 +32,6 @@ def node(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> Iterator[Daemon]:
     yield from serve_daemon(tmp_path, docker_engine, node_name)
-
-
-def _until(process: subprocess.Popen[str], wanted: str, seen: list[str]) -> str:
-    """The next output line holding ``wanted`` (the lines read kept in ``seen``)."""
-    assert process.stdout is not None
-    for line in process.stdout:
-        seen.append(line)
-        if wanted in line:
-            return line
-    raise AssertionError(f"{wanted!r} never came: {''.join(seen)}")
 
 
 def _exec(engine: Engine, container_id: str, *cmd: str) -> str:
@@ -72,18 +61,6 @@ def _restart_counts(node: Daemon) -> list[int]:
     ]
 
 
-def _watch(node: Daemon, manifest: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "asynckubelet", "apply", "--build", "--watch", "--wait",
-         "-f", str(manifest)],
-        env=node.env,
-        cwd=manifest.parent,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )  # fmt: skip
-
-
 def _end(process: subprocess.Popen[str], seen: list[str]) -> None:
     process.send_signal(signal.SIGINT)
     rest, _ = process.communicate(timeout=60)
@@ -95,18 +72,18 @@ def test_a_sync_rule_copies_the_source_without_a_restart_and_it_is_served(
 ) -> None:
     shutil.copytree(REPO / "examples" / "dev", tmp_path / "dev")
     page = tmp_path / "dev" / "web" / "www" / "index.html"
-    process = _watch(node, tmp_path / "dev" / "web.yaml")
+    process = apply_watch(node, tmp_path / "dev" / "web.yaml")
     seen: list[str] = []
     try:
-        _until(process, "deployment.apps/web created", seen)
-        _until(process, "watching for changes", seen)
+        next_line(process, "deployment.apps/web created", seen)
+        next_line(process, "watching for changes", seen)
         (before,) = node.containers()
         page.write_text(page.read_text().replace("version 1", "version 2"))
-        assert _until(process, "changed:", seen) == (
+        assert next_line(process, "changed:", seen) == (
             "web/www/index.html changed: web: synced to 1 container\n"
         )
         (swap := tmp_path / "dev" / "web" / "www" / "index.html.swp").write_text("x")
-        assert _until(process, "changed:", seen) == (
+        assert next_line(process, "changed:", seen) == (
             "web/www/index.html.swp changed: no rule syncs it\n"
         )
         assert list(node.containers()) == [before]
@@ -154,15 +131,15 @@ def test_sync_restart_copies_then_restarts_the_same_container(
     (context / "conf" / "setting").write_text("one\n")
     manifest = tmp_path / "app" / "conf.yaml"
     manifest.write_text(SYNC_RESTART.format(image=f"localhost/{name}:dev"))
-    process = _watch(node, manifest)
+    process = apply_watch(node, manifest)
     seen: list[str] = []
     try:
-        _until(process, "deployment.apps/conf created", seen)
-        _until(process, "watching for changes", seen)
+        next_line(process, "deployment.apps/conf created", seen)
+        next_line(process, "watching for changes", seen)
         (before,) = node.containers()
         started = _started_at(docker_engine, before)
         (context / "conf" / "setting").write_text("two\n")
-        assert _until(process, "changed:", seen) == (
+        assert next_line(process, "changed:", seen) == (
             f"{name}/conf/setting changed: app: synced to and restarted 1 container\n"
         )
         assert list(node.containers()) == [before]
@@ -227,15 +204,15 @@ def test_run_watch_applies_a_changed_manifest_and_ctrl_c_leaves_nothing(
     )
     seen: list[str] = []
     try:
-        _until(process, "watching for changes", seen)
+        next_line(process, "watching for changes", seen)
         if "watched/app | first\n" not in seen:
-            _until(process, "watched/app | first", seen)
+            next_line(process, "watched/app | first", seen)
         manifest.write_text(textwrap.dedent(manifest.read_text()).replace("first", "second"))
-        assert _until(process, "changed:", seen) == "pod.yaml changed: applying\n"
-        _until(process, "watched/app | second", seen)
+        assert next_line(process, "changed:", seen) == "pod.yaml changed: applying\n"
+        next_line(process, "watched/app | second", seen)
         manifest.write_text("kind: Pod\nspec: [\n")
-        _until(process, "error:", seen)
-        _until(process, "watching for changes", seen)
+        next_line(process, "error:", seen)
+        next_line(process, "watching for changes", seen)
         assert process.poll() is None
     finally:
         process.send_signal(signal.SIGINT)
@@ -269,13 +246,13 @@ def test_run_watch_syncs_a_source_into_its_running_pod(
     )
     seen: list[str] = []
     try:
-        _until(process, "watching for changes", seen)
+        next_line(process, "watching for changes", seen)
         if "watched/app | started\n" not in seen:
-            _until(process, "watched/app | started", seen)
+            next_line(process, "watched/app | started", seen)
         (before,) = [c["Id"] for c in node_containers(docker_engine, node_name)
                      if c.get("State") == "running" and "_app_" in c["Names"][0]]  # fmt: skip
         (tmp_path / name / "site" / "page").write_text("two\n")
-        assert _until(process, "changed:", seen) == (
+        assert next_line(process, "changed:", seen) == (
             f"{name}/site/page changed: app: synced to 1 container\n"
         )
         assert _exec(docker_engine, before, "cat", "/site/page") == "two\n"

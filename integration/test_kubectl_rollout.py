@@ -8,13 +8,12 @@ machine's and PyPI's)."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from integration.harness import Engine
+from integration.harness import Engine, eventually
 from integration.kubectl_helpers import Kubectl, api_daemon, kubectl, unique
 from integration.serve_helpers import LONG, Daemon, manifest
 
@@ -47,13 +46,6 @@ def node(
     tmp_path_factory: pytest.TempPathFactory, docker_engine: Engine, test_images: dict[str, str]
 ) -> Iterator[Daemon]:
     yield from api_daemon(tmp_path_factory.mktemp("kuberollout"), docker_engine)
-
-
-def eventually(check: Callable[[], bool], *, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"never came true: {check.__doc__}"
-        time.sleep(0.3)
 
 
 def rolled_out(kubectl: Kubectl, name: str) -> None:
@@ -104,7 +96,7 @@ def test_rollout_restart_rolls_every_pod_and_status_waits_for_it(
         now = pods_of(kubectl, name)
         return len(now) == 2 and not set(now) & set(before)
 
-    eventually(replaced)
+    eventually(replaced, timeout=90)
     template = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))["spec"]["template"]
     assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
     assert history(kubectl, name) == [["1", "first"], ["2", "first"]]
@@ -128,16 +120,16 @@ def test_rollout_undo_takes_the_old_replicaset_back_under_a_new_revision(
     kubectl.ok("patch", "deploy", name, "-p", json.dumps(change))
     kubectl.ok("annotate", "deploy", name, "kubernetes.io/change-cause=second", "--overwrite")
     rolled_out(kubectl, name)
-    eventually(lambda: history(kubectl, name) == [["1", "first"], ["2", "second"]])
+    eventually(lambda: history(kubectl, name) == [["1", "first"], ["2", "second"]], timeout=90)
     assert set(pods_of(kubectl, name).values()) != first
 
     undone = kubectl("rollout", "undo", f"deploy/{name}")
     assert undone.returncode == 0, undone.stderr
     assert undone.stdout.strip() == f"deployment.apps/{name} rolled back"
     rolled_out(kubectl, name)
-    eventually(lambda: set(pods_of(kubectl, name).values()) == first)
+    eventually(lambda: set(pods_of(kubectl, name).values()) == first, timeout=90)
     # kubectl's undo gives the Deployment the old revision's annotations back.
-    eventually(lambda: history(kubectl, name) == [["2", "second"], ["3", "first"]])
+    eventually(lambda: history(kubectl, name) == [["2", "second"], ["3", "first"]], timeout=90)
     assert len(template_hashes(kubectl, name)) == 2
     annotations = json.loads(kubectl.ok("get", "deploy", name, "-o", "json"))["metadata"][
         "annotations"
@@ -147,7 +139,7 @@ def test_rollout_undo_takes_the_old_replicaset_back_under_a_new_revision(
     back = kubectl("rollout", "undo", f"deploy/{name}", "--to-revision=2")
     assert back.returncode == 0, back.stderr
     rolled_out(kubectl, name)
-    eventually(lambda: set(pods_of(kubectl, name).values()) != first)
+    eventually(lambda: set(pods_of(kubectl, name).values()) != first, timeout=90)
     missing = kubectl("rollout", "undo", f"deploy/{name}", "--to-revision=9")
     assert missing.returncode == 1
     assert "error: unable to find specified revision 9 in history" in missing.stderr

@@ -42,7 +42,7 @@ from asynckubelet.images import build as image_build
 from asynckubelet.network.bridge import BridgeConfig, BridgePlugin
 from asynckubelet.node import daemon
 from asynckubelet.runtime import naming
-from integration.harness import Engine, free_port, remove_owned
+from integration.harness import Engine, eventually, free_port, remove_owned
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -264,15 +264,6 @@ def test_every_file_of_the_walkthrough_is_in_examples() -> None:
                 assert (REPO / word).exists(), command
 
 
-def wait_for(check: object, *, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {check}")
-
-
 def test_a_newcomer_gets_a_web_pod_with_a_secret_an_ip_and_a_host_port(
     newcomer: Newcomer, tmp_path: Path
 ) -> None:
@@ -310,7 +301,7 @@ def test_a_newcomer_gets_a_web_pod_with_a_secret_an_ip_and_a_host_port(
         lines = newcomer.sh("asynckubelet get pod web-copy").stdout.splitlines()
         return len(lines) == 2 and lines[1].split()[2] == "NodePorts"
 
-    wait_for(refused)
+    eventually(refused, timeout=60)
     assert not containers_of(newcomer, "web-copy")
 
     beside = newcomer.sh("asynckubelet run examples/hello.yaml", timeout=120)

@@ -84,6 +84,43 @@ async def served_node(tmp_path: Path) -> AsyncIterator[Served]:
         tg.cancel_scope.cancel()
 
 
+@contextlib.asynccontextmanager
+async def served_with_pod(tmp_path: Path, body: dict[str, Any]) -> AsyncIterator[Served]:
+    """:func:`served_node` with the pod ``body`` created in its ``default`` namespace."""
+    async with served_node(tmp_path) as found:
+        code, answer = await call(found, "POST", "/api/v1/namespaces/default/pods", body)
+        assert code == 201, answer
+        yield found
+
+
+async def call(
+    api: Served, method: str, path: str, body: Any = None, *, kind: str = "application/json"
+) -> tuple[int, dict[str, Any]]:
+    """The status and JSON answer of ``method path`` with ``body`` as JSON of type ``kind``."""
+    data = None if body is None else json.dumps(body)
+    code, answer, _ = await answered(api, method, path, data, kind=kind)
+    return code, answer
+
+
+async def answered(
+    api: Served, method: str, path: str, data: str | None, *, kind: str
+) -> tuple[int, dict[str, Any], list[str]]:
+    """The status, JSON answer and ``Warning`` headers of ``method path`` sending ``data`` as
+    ``kind``."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(
+            method,
+            api.api.url + path,
+            ssl=api.admin(),
+            data=data,
+            headers={"Content-Type": kind, "Accept": "application/json"},
+        ) as response,
+    ):
+        text = await response.text()
+        return response.status, json.loads(text), response.headers.getall("Warning", [])
+
+
 def pod(name: str, **labels: str) -> Pod:
     return Pod(
         apiVersion="v1",
@@ -106,4 +143,13 @@ async def watch_lines(served: Served, path: str, count: int) -> list[dict[str, A
     return found
 
 
-__all__ = ["Served", "pod", "served", "served_node", "watch_lines"]
+__all__ = [
+    "Served",
+    "answered",
+    "call",
+    "pod",
+    "served",
+    "served_node",
+    "served_with_pod",
+    "watch_lines",
+]

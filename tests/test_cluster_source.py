@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,6 +13,7 @@ import anyio
 import pytest
 from fake_cluster import FakeCluster, pod
 from lightkube.models.core_v1 import Pod, PodStatus
+from polling import until
 
 from asynckubelet.cluster.events import EventReporter, Involved
 from asynckubelet.cluster.objects import ObjectCache, ObjectRef, pod_object_refs
@@ -58,11 +59,6 @@ class Harness:
 
     def patches(self, name: str) -> list[dict[str, Any]]:
         return [dict(p["status"]) for n, p in self.api.status_patches if n == name]
-
-    async def until(self, check: Callable[[], bool], timeout: float = 10) -> None:
-        with anyio.fail_after(timeout):
-            while not check():  # noqa: ASYNC110
-                await anyio.sleep(0.02)
 
 
 def api_pod(name: str, uid: str, **spec: Any) -> Pod:
@@ -120,7 +116,7 @@ async def test_a_bound_pod_runs_and_its_status_reaches_the_api_with_the_uid_as_p
 ):
     async with harness() as h:
         h.bind(api_pod("web", U("web")))
-        await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
+        await until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
         patch = next(p for n, p in h.api.status_patches if n == "web")
         assert patch["metadata"] == {"uid": U("web")}
         shown: dict[str, Any] = {}
@@ -133,7 +129,7 @@ async def test_a_bound_pod_runs_and_its_status_reaches_the_api_with_the_uid_as_p
 async def test_a_pod_that_fails_validation_fails_with_the_field_error_and_nothing_runs() -> None:
     async with harness() as h:
         h.bind(api_pod("bad", U("bad"), containers=[{"name": "c", "image": ""}]))
-        await h.until(lambda: bool(h.patches("bad")))
+        await until(lambda: bool(h.patches("bad")))
         status = h.patches("bad")[-1]
         assert status["phase"] == "Failed"
         assert status["reason"] == "FailedValidation"
@@ -146,7 +142,7 @@ async def test_a_pod_over_the_nodes_cpu_is_rejected_in_the_kubelets_words() -> N
     async with harness(cpu_millis=1000) as h:
         big = [{"name": "c", "image": BUSYBOX, "resources": {"requests": {"cpu": "2"}}}]
         h.bind(api_pod("big", U("big"), containers=big))
-        await h.until(lambda: bool(h.patches("big")))
+        await until(lambda: bool(h.patches("big")))
         status = h.patches("big")[-1]
         assert (status["phase"], status["reason"]) == ("Failed", "OutOfcpu")
         assert status["message"] == (
@@ -160,14 +156,14 @@ async def test_a_deleted_pod_is_stopped_then_deleted_for_good_with_grace_zero_an
     async with harness() as h:
         web = api_pod("web", U("web"), terminationGracePeriodSeconds=3)
         h.bind(web)
-        await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
+        await until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
         deleting = cast(Pod, Pod.from_dict(web.to_dict()))
         assert deleting.metadata is not None
         deleting.metadata.deletionTimestamp = datetime.now(UTC)
         deleting.metadata.deletionGracePeriodSeconds = 3
         deleting.metadata.resourceVersion = "2"
         h.bind(deleting)
-        await h.until(lambda: ("delete_pod", ("web", U("web"), 0)) in h.api.calls)
+        await until(lambda: ("delete_pod", ("web", U("web"), 0)) in h.api.calls)
         assert not h.kubelet.has_pod(U("web"))
         assert not [c for c in h.docker.containers.values() if c.status == "running"]
 
@@ -175,9 +171,9 @@ async def test_a_deleted_pod_is_stopped_then_deleted_for_good_with_grace_zero_an
 async def test_a_pod_removed_from_the_api_is_stopped() -> None:
     async with harness() as h:
         h.bind(api_pod("web", U("web"), terminationGracePeriodSeconds=1))
-        await h.until(lambda: h.kubelet.has_pod(U("web")))
+        await until(lambda: h.kubelet.has_pod(U("web")))
         h.remove(U("web"))
-        await h.until(lambda: not h.kubelet.has_pod(U("web")))
+        await until(lambda: not h.kubelet.has_pod(U("web")))
         assert ("delete_pod", ("web", U("web"), 0)) not in h.api.calls
 
 
@@ -289,7 +285,7 @@ async def test_a_failed_sync_reason_the_api_server_still_shows_is_cleared_once_t
                 merged.update(status)
             return merged
 
-        await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
+        await until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
         await anyio.sleep(0.5)
         assert (shown()["phase"], shown()["reason"]) == ("Running", None)
 
@@ -297,7 +293,7 @@ async def test_a_failed_sync_reason_the_api_server_still_shows_is_cleared_once_t
 async def test_an_ephemeral_container_the_api_server_added_runs_and_is_reported() -> None:
     async with harness() as h:
         h.bind(api_pod("web", U("web")))
-        await h.until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
+        await until(lambda: any(s.get("phase") == "Running" for s in h.patches("web")))
         debugger = {"name": "debugger", "image": BUSYBOX, "targetContainerName": "c"}
         h.bind(api_pod("web", U("web"), ephemeralContainers=[debugger]))
 
@@ -307,7 +303,7 @@ async def test_an_ephemeral_container_the_api_server_added_runs_and_is_reported(
                 found = status.get("ephemeralContainerStatuses") or found
             return found
 
-        await h.until(lambda: any("running" in s["state"] for s in reported()))
+        await until(lambda: any("running" in s["state"] for s in reported()))
         (status,) = reported()
         assert (status["name"], status["ready"], status["restartCount"]) == ("debugger", False, 0)
         assert status["containerID"].startswith("docker://")

@@ -3,7 +3,7 @@ in order of change, a bounded number at once, a failed one sent again."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -11,6 +11,7 @@ import anyio
 import pytest
 from fake_cluster import FakeCluster, pod
 from lightkube.models.core_v1 import Pod, PodCondition, PodStatus
+from polling import until
 
 from asynckubelet import errors
 from asynckubelet.cluster.reporter import PodStatusReporter
@@ -55,12 +56,6 @@ class GatedCluster(FakeCluster):
         self.gate = anyio.Event()
 
 
-async def until(condition: Callable[[], bool]) -> None:
-    with anyio.fail_after(10):
-        while not condition():  # noqa: ASYNC110
-            await anyio.sleep(0.001)
-
-
 @asynccontextmanager
 async def running(reporter: PodStatusReporter) -> AsyncIterator[None]:
     async with anyio.create_task_group() as tg:
@@ -81,8 +76,8 @@ async def test_changes_before_the_write_are_sent_as_one_patch_of_the_latest() ->
     for ready in ("False", "True", "False", "True"):
         reporter.want("a", status(ready))
     async with running(reporter):
-        await until(lambda: reporter.patches == 1)
-        await until(lambda: not reporter._sending)
+        await until(lambda: reporter.patches == 1, interval=0.001)
+        await until(lambda: not reporter._sending, interval=0.001)
     assert [(name, ready_of(p)) for name, p in api.status_patches] == [("a", "True")]
 
 
@@ -92,13 +87,13 @@ async def test_changes_while_a_patch_is_on_its_way_follow_in_one_patch_of_the_la
     tracked(reporter, "a")
     async with running(reporter):
         reporter.want("a", status("False"))
-        await until(lambda: api.in_flight == 1)
+        await until(lambda: api.in_flight == 1, interval=0.001)
         reporter.want("a", status("True", ip="10.244.0.6"))
         reporter.want("a", status("True", ip="10.244.0.7"))
         api.let_through()
-        await until(lambda: reporter.patches == 1 and api.in_flight == 1)
+        await until(lambda: reporter.patches == 1 and api.in_flight == 1, interval=0.001)
         api.let_through()
-        await until(lambda: reporter.patches == 2)
+        await until(lambda: reporter.patches == 2, interval=0.001)
         assert not reporter.states["a"].patch_needed()
     assert [(name, ready_of(p)) for name, p in api.status_patches] == [
         ("a", "False"),
@@ -116,13 +111,13 @@ async def test_pods_are_written_in_order_of_change_at_most_writers_at_once() -> 
     for name in names:
         reporter.want(name, status("True"))
     async with running(reporter):
-        await until(lambda: api.in_flight == 2)
+        await until(lambda: api.in_flight == 2, interval=0.001)
         assert api.started == ["d", "b"]
         api.let_through()
-        await until(lambda: reporter.patches == 2 and api.in_flight == 2)
+        await until(lambda: reporter.patches == 2 and api.in_flight == 2, interval=0.001)
         assert api.started == names
         api.let_through()
-        await until(lambda: reporter.patches == 4)
+        await until(lambda: reporter.patches == 4, interval=0.001)
     assert [name for name, _ in api.status_patches] == names
     assert api.most_in_flight == 2
 
@@ -135,7 +130,7 @@ async def test_a_write_the_server_did_not_take_is_sent_again_at_the_next_round()
     reporter.want("a", status("True"))
     reporter.want("b", status("True"))
     async with running(reporter):
-        await until(lambda: reporter.patches == 2)
+        await until(lambda: reporter.patches == 2, interval=0.001)
     assert [c for c in api.calls if c[0] == "patch_pod_status"] == [
         ("patch_pod_status", "a"),
         ("patch_pod_status", "b"),

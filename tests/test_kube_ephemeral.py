@@ -3,15 +3,13 @@ handed to the pod's worker, changes refused as the API server refuses them."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import anyio
 import pytest
-from kube_helpers import Served, served_node
+from kube_helpers import Served, call, served_with_pod
 
 from asynckubelet.api.kube import patches
 
@@ -24,33 +22,14 @@ DEBUGGER = {"name": "debugger-x1", "image": "busybox:1.35", "stdin": True, "tty"
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Served]:
-    async with served_node(tmp_path) as found:
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "web"},
-            "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]},
-        }
-        code, _ = await call(found, "POST", PODS, pod)
-        assert code == 201
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web"},
+        "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]},
+    }
+    async with served_with_pod(tmp_path, pod) as found:
         yield found
-
-
-async def call(
-    api: Served, method: str, path: str, body: Any = None, *, kind: str = "application/json"
-) -> tuple[int, dict[str, Any]]:
-    data = None if body is None else json.dumps(body)
-    async with (
-        aiohttp.ClientSession() as session,
-        session.request(
-            method,
-            api.api.url + path,
-            ssl=api.admin(),
-            data=data,
-            headers={"Content-Type": kind, "Accept": "application/json"},
-        ) as response,
-    ):
-        return response.status, json.loads(await response.text())
 
 
 async def _add(api: Served, container: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -13,6 +13,7 @@ import anyio
 import pytest
 from daemon_helpers import IMAGES
 from kube_helpers import Served, served_node, watch_lines
+from polling import until
 from test_kube_write import CONFIGMAPS, DEPLOYMENTS, call, configmap, deployment
 
 from asynckubelet.api.kube.server import serve_kube_api
@@ -231,9 +232,7 @@ async def test_a_foreground_delete_waits_for_a_rollouts_old_pods_still_stopping(
     await anyio.sleep(0.5)
     assert node.objects.get("Deployment", "default", "x") is not None
     docker.exit(app.id, exit_code=0)
-    with anyio.fail_after(10):
-        while node.objects.get("Deployment", "default", "x") is not None:  # noqa: ASYNC110
-            await anyio.sleep(0.05)
+    await until(lambda: node.objects.get("Deployment", "default", "x") is None, interval=0.05)
     assert node.status.find("default", "x-1-old") is None
 
 

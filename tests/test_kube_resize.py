@@ -3,15 +3,13 @@ lets them change (``dropNonResizeUpdates``, ``ValidatePodResize``), refusals in 
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import anyio
 import pytest
-from kube_helpers import Served, served_node
+from kube_helpers import Served, call, served_with_pod
 
 from asynckubelet.api.kube import patches
 
@@ -24,41 +22,22 @@ LIMITS = {"cpu": "100m", "memory": "32Mi"}
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Served]:
-    async with served_node(tmp_path) as found:
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "web"},
-            "spec": {
-                "containers": [
-                    {
-                        "name": "app",
-                        "image": "busybox:1.35",
-                        "resources": {"requests": dict(LIMITS), "limits": dict(LIMITS)},
-                    }
-                ]
-            },
-        }
-        code, body = await call(found, "POST", PODS, pod)
-        assert code == 201, body
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "busybox:1.35",
+                    "resources": {"requests": dict(LIMITS), "limits": dict(LIMITS)},
+                }
+            ]
+        },
+    }
+    async with served_with_pod(tmp_path, pod) as found:
         yield found
-
-
-async def call(
-    api: Served, method: str, path: str, body: Any = None, *, kind: str = "application/json"
-) -> tuple[int, dict[str, Any]]:
-    data = None if body is None else json.dumps(body)
-    async with (
-        aiohttp.ClientSession() as session,
-        session.request(
-            method,
-            api.api.url + path,
-            ssl=api.admin(),
-            data=data,
-            headers={"Content-Type": kind, "Accept": "application/json"},
-        ) as response,
-    ):
-        return response.status, json.loads(await response.text())
 
 
 def _resources(cpu: str, memory: str, **more: str) -> dict[str, Any]:

@@ -534,3 +534,20 @@ async def test_a_status_write_is_checked_as_the_api_server_checks_it(served: Ser
         "application/merge-patch+json",
     )
     assert (code, body["message"]) == (404, 'pods "nope" not found')
+
+
+@pytest.mark.parametrize(
+    ("patch", "content_type", "code", "reason"),
+    [
+        ({}, "text/plain", 415, "UnsupportedMediaType"),
+        ([{"op": "remove", "path": "/nope"}], "application/json-patch+json", 422, "BadRequest"),
+        ([1], "application/strategic-merge-patch+json", 400, "BadRequest"),
+    ],
+)
+async def test_a_status_patch_of_an_unknown_type_or_that_does_not_apply_is_refused(
+    served: Served, patch: Any, content_type: str, code: int, reason: str
+) -> None:
+    await served.node.apply([pod("web")])
+    path = "/api/v1/namespaces/default/pods/web/status"
+    found, body = await _send(served, "PATCH", path, patch, content_type)
+    assert (found, body["reason"]) == (code, reason)

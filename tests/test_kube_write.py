@@ -10,7 +10,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from kube_helpers import Served, served_node
+from kube_helpers import Served, answered, served_node
 
 from asynckubelet.api.kube import patches
 
@@ -37,18 +37,7 @@ async def call(
     content_type: str = "application/json",
 ) -> tuple[int, dict[str, Any], list[str]]:
     data = None if body is None else (body if isinstance(body, str) else json.dumps(body))
-    async with (
-        aiohttp.ClientSession() as session,
-        session.request(
-            method,
-            api.api.url + path,
-            ssl=api.admin(),
-            data=data,
-            headers={"Content-Type": content_type, "Accept": "application/json"},
-        ) as response,
-    ):
-        text = await response.text()
-        return response.status, json.loads(text), response.headers.getall("Warning", [])
+    return await answered(api, method, path, data, kind=content_type)
 
 
 def configmap(name: str, **data: str) -> dict[str, Any]:

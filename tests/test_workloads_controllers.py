@@ -5,7 +5,7 @@ prune, and cascading deletion."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from apply_helpers import post_apply
 from daemon_helpers import IMAGES
 from lightkube.models.core_v1 import Pod
+from polling import until
 from remote_helpers import delete_remotely
 
 from asynckubelet.api.localapi import create_local_app
@@ -103,12 +104,6 @@ async def apply(
 
 def verdicts(body: dict[str, Any]) -> list[str]:
     return [f"{i['resource']}/{i['name']} {i['verdict']}" for i in body["items"]]
-
-
-async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    with anyio.fail_after(timeout):
-        while not check():  # noqa: ASYNC110 - the store and the statuses, polled
-            await anyio.sleep(0.02)
 
 
 def name_of(pod: Pod) -> str:

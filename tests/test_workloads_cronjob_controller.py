@@ -5,7 +5,7 @@ made with its labels and rolled on a template change."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from apply_helpers import post_apply
 from daemon_helpers import IMAGES
+from polling import until
 from remote_helpers import delete_remotely
 
 from asynckubelet.api.localapi import create_local_app
@@ -101,12 +102,6 @@ async def apply(client: Client, text: str) -> list[str]:
     code, body = await post_apply(client, text)
     assert code == 201, body
     return [f"{i['resource']}/{i['name']} {i['verdict']}" for i in body["items"]]
-
-
-async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    with anyio.fail_after(timeout):
-        while not check():  # noqa: ASYNC110 - the store and the statuses, polled
-            await anyio.sleep(0.02)
 
 
 def pods(node: Kubelet, prefix: str) -> list[Any]:

@@ -21,18 +21,14 @@ from lightkube.models.core_v1 import PodCondition
 from asynckubelet import httpbounds
 from asynckubelet.api.answers import not_found, served_pod, status
 from asynckubelet.api.endpoints import NODE_KEY
-from asynckubelet.api.kube import patches
 from asynckubelet.api.kube.pods import HISTORY_KEY
+from asynckubelet.api.kube.podwrites import patch_type
+from asynckubelet.api.kube.writes import Refused, apply_patch
 from asynckubelet.kubectl import pods as pod_printing
 from asynckubelet.node.status import KUBELET_CONDITIONS
 
 MAX_BODY_BYTES = 1 << 20
 STATUSES = ("False", "True", "Unknown")
-
-
-class Refused(Exception):
-    def __init__(self, response: web.Response) -> None:
-        self.response = response
 
 
 def _invalid(name: str, field: str, detail: str) -> Refused:
@@ -138,25 +134,13 @@ async def replace_status(request: web.Request) -> web.Response:
 async def patch_status(request: web.Request) -> web.Response:
     """``PATCH pods/NAME/status``."""
     name = request.match_info["name"]
-    kind = request.content_type
-    accepted = (patches.JSON_PATCH, patches.MERGE_PATCH, patches.STRATEGIC_PATCH)
-    if kind not in accepted:
-        message = (
-            "the body of the request was in an unknown format - accepted media types include: "
-            + ", ".join(accepted)
-        )
-        return status(415, "UnsupportedMediaType", message)
     try:
+        kind = patch_type(request)
         found = _current(request, name)
         if found is None:
             return not_found("pods", name)
         uid, old = found
-        patch = await _read(request)
-        try:
-            changed = patches.patched(json.loads(json.dumps(old)), patch, kind)
-        except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
-            code = 422 if kind == patches.JSON_PATCH else 400
-            return status(code, "BadRequest", str(e))
+        changed = apply_patch(json.loads(json.dumps(old)), await _read(request), kind)
         return _store(request, name, uid, old, changed)
     except Refused as e:
         return e.response

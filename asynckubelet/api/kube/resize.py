@@ -23,26 +23,14 @@ from typing import Any, cast
 from aiohttp import web
 from lightkube.models.core_v1 import Container, Pod, ResourceRequirements
 
-from asynckubelet.api.answers import not_found, status
-from asynckubelet.api.endpoints import NODE_KEY
-from asynckubelet.api.kube import patches
-from asynckubelet.api.kube.discovery import SERVED
-from asynckubelet.api.kube.writes import (
-    Refused,
-    api_cause,
-    current,
-    read_body,
-    refuse,
-    replace,
-    stored_form,
-)
+from asynckubelet.api.kube.podwrites import invalid_pod, subresource_patch, subresource_put
+from asynckubelet.api.kube.writes import refuse
 from asynckubelet.errors import FieldError
 from asynckubelet.manifests.defaults import default_pod_spec
 from asynckubelet.manifests.messages import forbidden, invalid
 from asynckubelet.runtime.qos import qos_class
 
 SUBRESOURCE = "resize"
-PODS = next(s for s in SERVED if s.kind == "Pod")
 RESIZABLE = ("cpu", "memory")
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _RENAMED = "containers may not be renamed or reordered on resize"
@@ -159,30 +147,7 @@ def resize_update(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[st
     return pod
 
 
-def _invalid(name: str, errors: list[FieldError]) -> Refused:
-    parts = [str(e) for e in errors]
-    message = f'Pod "{name}" is invalid: ' + (
-        "[" + ", ".join(parts) + "]" if len(parts) > 1 else parts[0]
-    )
-    causes = [
-        api_cause({"reason": e.reason, "message": e.detail, "field": e.field}) for e in errors
-    ]
-    return refuse(422, "Invalid", message, name=name, kind="Pod", causes=causes)
-
-
-async def _store(request: web.Request, name: str, sent: Any) -> web.Response:
-    node = request.app[NODE_KEY]
-    ns = request.match_info["namespace"]
-    stored = stored_form(node, PODS, ns, name)
-    if stored is None or current(node, request.app, PODS, ns, name) is None:
-        return not_found("pods", name)
-    if not isinstance(sent, dict) or sent.get("kind", "Pod") != "Pod":
-        raise refuse(400, "BadRequest", "the body of the request must be a Pod")
-    meta = sent.get("metadata") or {}
-    if not isinstance(meta, dict) or meta.get("name", name) != name:
-        given = meta.get("name") if isinstance(meta, dict) else None
-        message = f"the name of the object ({given}) does not match the name on the URL ({name})"
-        raise refuse(400, "BadRequest", message)
+def _resized(name: str, sent: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
     new = resize_update(sent, stored)
     try:
         new_pod = cast(Pod, Pod.from_dict(new))
@@ -191,46 +156,15 @@ async def _store(request: web.Request, name: str, sent: Any) -> web.Response:
         raise refuse(400, "BadRequest", f"the body of the request is not a Pod: {e}") from None
     errors = validate_pod_resize(new_pod, old_pod)
     if errors:
-        raise _invalid(name, errors)
-    new.setdefault("metadata", {})["resourceVersion"] = str(meta.get("resourceVersion") or "")
-    return await replace(request, PODS, new, name=name, subresource=SUBRESOURCE)
+        raise invalid_pod(name, errors)
+    return new
 
 
 async def replace_resize(request: web.Request) -> web.Response:
     """``PUT pods/NAME/resize``."""
-    try:
-        return await _store(request, request.match_info["name"], await read_body(request))
-    except Refused as e:
-        return e.response
+    return await subresource_put(request, SUBRESOURCE, _resized)
 
 
 async def patch_resize(request: web.Request) -> web.Response:
     """``PATCH pods/NAME/resize``."""
-    name = request.match_info["name"]
-    kind = request.content_type
-    accepted = (patches.JSON_PATCH, patches.MERGE_PATCH, patches.STRATEGIC_PATCH)
-    if kind not in accepted:
-        message = (
-            "the body of the request was in an unknown format - accepted media types include: "
-            + ", ".join(accepted)
-        )
-        return status(415, "UnsupportedMediaType", message)
-    try:
-        node = request.app[NODE_KEY]
-        ns = request.match_info["namespace"]
-        original = stored_form(node, PODS, ns, name)
-        live = current(node, request.app, PODS, ns, name)
-        if original is None or live is None:
-            return not_found("pods", name)
-        version = (live.get("metadata") or {}).get("resourceVersion")
-        if version:
-            original.setdefault("metadata", {})["resourceVersion"] = version
-        patch = await read_body(request)
-        try:
-            changed = patches.patched(original, patch, kind)
-        except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
-            code = 422 if kind == patches.JSON_PATCH else 400
-            return status(code, "BadRequest", str(e))
-        return await _store(request, name, changed)
-    except Refused as e:
-        return e.response
+    return await subresource_patch(request, SUBRESOURCE, _resized)

@@ -145,6 +145,31 @@ def stored_form(node: Kubelet, served: Served, ns: str, name: str) -> dict[str, 
     return copy.deepcopy(dict(stored.body)) if stored is not None else None
 
 
+def patch_base(
+    node: Kubelet, app: web.Application, served: Served, ns: str, name: str
+) -> dict[str, Any] | None:
+    """The stored form a patch applies to, with the live object's resourceVersion; None
+    when either is gone."""
+    original = stored_form(node, served, ns, name)
+    live = current(node, app, served, ns, name)
+    if original is None or live is None:
+        return None
+    version = (live.get("metadata") or {}).get("resourceVersion")
+    if version:
+        original.setdefault("metadata", {})["resourceVersion"] = version
+    return original
+
+
+def apply_patch(original: Any, patch: Any, kind: str) -> Any:
+    """``patch`` of type ``kind`` applied to ``original``; one that does not apply is
+    refused, ``422`` for a JSON patch and ``400`` for the others."""
+    try:
+        return patches.patched(original, patch, kind)
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
+        code = 422 if kind == patches.JSON_PATCH else 400
+        raise refuse(code, "BadRequest", str(e)) from None
+
+
 def _checked(
     body: Any, served: Served, request: web.Request, *, ns: str, name: str | None
 ) -> tuple[dict[str, Any], list[str]]:
@@ -536,19 +561,10 @@ def patch(served: Served) -> Handler:
                     f"{patches.STRATEGIC_PATCH}, {patches.APPLY_PATCH}",
                 )
             body = await read_body(request)
-            original = stored_form(node, served, ns, name)
-            live = current(node, request.app, served, ns, name)
-            if original is None or live is None:
+            original = patch_base(node, request.app, served, ns, name)
+            if original is None:
                 return not_found(what(served), name)
-            version = (live.get("metadata") or {}).get("resourceVersion")
-            if version:
-                original.setdefault("metadata", {})["resourceVersion"] = version
-            try:
-                changed = patches.patched(original, body, kind)
-            except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
-                code = 422 if kind == patches.JSON_PATCH else 400
-                raise refuse(code, "BadRequest", str(e)) from None
-            return await replace(request, served, changed, name=name)
+            return await replace(request, served, apply_patch(original, body, kind), name=name)
         except Refused as e:
             return e.response
 
