@@ -172,7 +172,8 @@ def test_names_in_type_slash_name_form_share_their_type() -> None:
         (
             lambda: get_args.single("pods", None, {"output": "table"}),
             'unable to match a printer suitable for the output format "table", '
-            "allowed formats are: json,name,wide,yaml",
+            "allowed formats are: custom-columns,custom-columns-file,json,jsonpath,"
+            "jsonpath-as-json,jsonpath-file,name,wide,yaml",
         ),
         (
             lambda: get_args.single("nodes/x", None, {}),

@@ -102,7 +102,8 @@ FAILURES = [
         1,
         [
             'error: unable to match a printer suitable for the output format "bogus", allowed '
-            "formats are: json,name,wide,yaml"
+            "formats are: custom-columns,custom-columns-file,json,jsonpath,jsonpath-as-json,"
+            "jsonpath-file,name,wide,yaml"
         ],
     ),
     (("get", "foo"), 1, ['error: the server doesn\'t have a resource type "foo"']),

@@ -99,7 +99,8 @@ def test_apply_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
         (
             ("get", "pods", "-o", "table"),
             'unable to match a printer suitable for the output format "table", allowed '
-            "formats are: json,name,wide,yaml",
+            "formats are: custom-columns,custom-columns-file,json,jsonpath,jsonpath-as-json,"
+            "jsonpath-file,name,wide,yaml",
         ),
         (("get", "nodes"), 'doesn\'t have a resource type "nodes"'),
         (("describe", "node", "x"), 'doesn\'t have a resource type "node"'),

@@ -1,6 +1,7 @@
 """``asynckubelet get pods|configmaps|secrets|events|namespaces...``: kubectl's tables,
-or the v1 objects as YAML, JSON or names; ``-l`` selects by label, ``--show-labels`` adds
-a LABELS column.
+or the v1 objects as YAML, JSON, names or through kubectl's templates (``-o jsonpath=``,
+``-o custom-columns=``: :mod:`~asynckubelet.cli.commands.get_printers`); ``-l`` selects
+by label, ``--show-labels`` adds a LABELS column.
 
 The node API selects and prints the table (kubectl's server-side printing) and this
 command only lays it out: with a daemon running, the daemon does, so the command imports
@@ -12,13 +13,15 @@ printed.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from asynckubelet.cli.client import node_api, require_daemon
-from asynckubelet.cli.commands import get_args
+from asynckubelet.cli.commands import get_args, get_printers
 from asynckubelet.cli.commands.get_output import print_items, print_table, show
 from asynckubelet.cli.options import (
     AllNamespacesOpt,
+    AllowMissingTemplateKeysOpt,
     KindArg,
     LabelSelectorOpt,
     LogOptions,
@@ -33,6 +36,8 @@ from asynckubelet.cli.options import (
 from asynckubelet.cli.output import command, err, exit_on_signals, fail
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from asynckubelet.api.protocol import NodeAPI
 
 
@@ -53,6 +58,9 @@ def get(
     no_headers: NoHeadersOpt = get_args.NO_HEADERS.default,
     selector: LabelSelectorOpt = get_args.SELECTOR.default,
     show_labels: ShowLabelsOpt = get_args.SHOW_LABELS.default,
+    allow_missing_template_keys: AllowMissingTemplateKeysOpt = (
+        get_args.ALLOW_MISSING_TEMPLATE_KEYS.default
+    ),
     node: NodeRef,
     log: LogOptions,
 ) -> None:
@@ -68,8 +76,10 @@ def get(
         "no_headers": no_headers,
         "selector": selector,
         "show_labels": show_labels,
+        "allow_missing_template_keys": allow_missing_template_keys,
     }
     try:
+        get_args.check_template_keys(options)
         kind, names = get_args.same_type(kind, names or [], selector=selector)
         if len(names) > 1:
             _get_named(kind, names, options, node=node)
@@ -86,8 +96,18 @@ def get(
     with (
         exit_on_signals(),
         node_api(node, doing=doing, needs="get --watch" if watch else None) as api,
+        _refused(),
     ):
         show(api, request)
+
+
+@contextlib.contextmanager
+def _refused() -> Iterator[None]:
+    """A template that fails on the objects ends the command with kubectl's message."""
+    try:
+        yield
+    except get_args.Refused as e:
+        raise fail(str(e).removesuffix("\n")) from None
 
 
 def _get_named(kind: str, names: list[str], options: dict[str, Any], *, node: NodeRef) -> None:
@@ -102,7 +122,9 @@ def _get_named(kind: str, names: list[str], options: dict[str, Any], *, node: No
         headers = not options["no_headers"]
         print_table(table, where=namespace, wide=output == "wide", headers=headers)
     elif found:
-        print_items(found, plural, output=output, single=False)
+        with _refused():
+            printer = get_printers.for_options(options)
+            print_items(found, plural, output=output, single=False, printer=printer)
     for message in missing:
         err.print(f"Error from server (NotFound): {message}", markup=False, highlight=False)
     if missing:
@@ -173,5 +195,5 @@ def _get_several(kinds: str, name: str | None, options: dict[str, Any], *, node:
         "watch": False,
         "plurals": plurals,
     }
-    with exit_on_signals(), node_api(node, doing="reading the objects it kept") as api:
+    with exit_on_signals(), node_api(node, doing="reading the objects it kept") as api, _refused():
         show(api, request)

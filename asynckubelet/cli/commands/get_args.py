@@ -133,7 +133,17 @@ OUTPUT = Flag(
     "-o",
     dest="output",
     metavar="FORMAT",
-    help="Output format: wide (more columns), yaml, json or name (kind/name).",
+    help="Output format: wide (more columns), yaml, json, name (kind/name), "
+    "jsonpath=TEMPLATE, jsonpath-file=FILE, jsonpath-as-json=TEMPLATE, "
+    "custom-columns=HEADER:.path,... or custom-columns-file=FILE (kubectl's templates).",
+)
+ALLOW_MISSING_TEMPLATE_KEYS = Flag(
+    "--allow-missing-template-keys",
+    dest="allow_missing_template_keys",
+    metavar="BOOL",
+    default="true",
+    help="With a jsonpath output, a field or map key the template names but an object "
+    "lacks prints nothing (the default); =false makes it an error.",
 )
 WATCH = Flag(
     "--watch",
@@ -206,6 +216,7 @@ FLAGS = (
     NO_HEADERS,
     SELECTOR,
     SHOW_LABELS,
+    ALLOW_MISSING_TEMPLATE_KEYS,
     STATE_DIR,
     NODE_NAME,
     DOCKER_HOST,
@@ -230,6 +241,8 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     words = iter(argv[1:])
     for word in words:
         flag = _BY_NAME.get(word)
+        if flag is not None and flag.metavar == "BOOL":
+            return None
         if flag is not None and not flag.takes_value:
             found[flag.dest] = True
         elif flag is not None:
@@ -303,6 +316,7 @@ def single(kind: str, name: str | None, options: dict[str, Any]) -> dict[str, An
     if "/" in kind and name is None:
         name = kind.split("/", 1)[1]
     check_output(options.get("output"))
+    check_template_keys(options)
     if name is not None and options.get("all_namespaces"):
         raise Refused("a resource cannot be retrieved by name across all namespaces")
     if plural == "all" and name is not None:
@@ -320,12 +334,28 @@ def plural_of(kind: str, *, shown: str | None = None) -> str:
 
 
 def check_output(output: str | None) -> None:
-    """kubectl's error for an output format ``get`` has no printer for."""
-    if output not in OUTPUTS:
+    """kubectl's error for an output format ``get`` has no printer for, or for a template
+    (``jsonpath=...``, ``custom-columns=...``) it would not take."""
+    if output in OUTPUTS:
+        return
+    from asynckubelet.cli.commands import get_printers
+
+    if get_printers.split(output) is None:
+        allowed = sorted([*filter(None, OUTPUTS), *get_printers.FORMATS])
         raise Refused(
             f'unable to match a printer suitable for the output format "{output}", '
-            f"allowed formats are: {','.join(sorted(filter(None, OUTPUTS)))}"
+            f"allowed formats are: {','.join(allowed)}"
         )
+    get_printers.printer(output)
+
+
+def check_template_keys(options: dict[str, Any]) -> None:
+    """kubectl's error for an ``--allow-missing-template-keys`` that is not a boolean."""
+    from asynckubelet.cli.commands import get_printers
+
+    get_printers.parse_bool(
+        options.get("allow_missing_template_keys", "true"), ALLOW_MISSING_TEMPLATE_KEYS.names[0]
+    )
 
 
 def all_plurals() -> list[str]:
@@ -342,6 +372,7 @@ __all__ = [
     "Refused",
     "all_plurals",
     "check_output",
+    "check_template_keys",
     "parse",
     "plain",
     "plural_of",

@@ -1,6 +1,7 @@
-"""What ``get`` prints: kubectl's tables laid out, the objects as YAML, JSON or names, a
-watch's rows as they come; and a plain ``get`` served whole through a running daemon
-(:func:`through_daemon`), before the command-line framework loads.
+"""What ``get`` prints: kubectl's tables laid out, the objects as YAML, JSON, names or
+through kubectl's templates, a watch's rows as they come; and a plain ``get`` served
+whole through a running daemon (:func:`through_daemon`), before the command-line
+framework loads.
 
 A plain ``get`` (:func:`asynckubelet.cli.commands.get_args.plain`) through the daemon is
 one request on a unix socket and a table the daemon printed: milliseconds, where loading
@@ -23,6 +24,7 @@ from asynckubelet.cli.commands.get_args import (
     KINDS,
     SINGULAR,
     STATE_DIR,
+    Refused,
     all_plurals,
     plain,
 )
@@ -30,9 +32,12 @@ from asynckubelet.kubectl import resources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from asynckubelet.api.protocol import NodeAPI
+
+    Printer = Callable[[Any], str]
 
 
 def through_daemon(argv: list[str]) -> int | None:
@@ -60,6 +65,10 @@ def through_daemon(argv: list[str]) -> int | None:
     api = RemoteNode(NodeClient(path))
     try:
         show(api, options)
+    except Refused as e:
+        message = str(e)
+        sys.stderr.write(f"error: {message}" + ("" if message.endswith("\n") else "\n"))
+        return 1
     except errors.DaemonError as e:
         if e.reason:
             sys.stderr.write(f"Error from server ({e.reason}): {e}\n")
@@ -110,10 +119,13 @@ def selector_error(plural: str, selector: str, message: str) -> str:
 
 
 def _show(api: NodeAPI, options: dict[str, Any], selector: str | None) -> None:
+    from asynckubelet.cli.commands.get_printers import for_options
+
     plural, name, output = options["plural"], options["name"], options["output"]
     where = None if options["all_namespaces"] else options["namespace"]
     headers = not options.get("no_headers")
     labels = bool(options.get("show_labels"))
+    printer = for_options(options)
     if options.get("watch"):
         watch(
             api,
@@ -124,6 +136,7 @@ def _show(api: NodeAPI, options: dict[str, Any], selector: str | None) -> None:
             headers=headers,
             selector=selector,
             show_labels=labels,
+            printer=printer,
         )
         return
     if plural == "all":
@@ -135,6 +148,7 @@ def _show(api: NodeAPI, options: dict[str, Any], selector: str | None) -> None:
             plurals=options.get("plurals"),
             selector=selector,
             show_labels=labels,
+            printer=printer,
         )
         return
     if plural in CLUSTER_SCOPED:
@@ -153,10 +167,10 @@ def _show(api: NodeAPI, options: dict[str, Any], selector: str | None) -> None:
     if name is not None:
         namespace = options["namespace"]
         one = api.get(plural, namespace, name)
-        print_items([one], plural, output=output, single=True)
+        print_items([one], plural, output=output, single=True, printer=printer)
         return
     items = api.list(plural, where, selector=selector)
-    print_items(items, plural, output=output, single=False)
+    print_items(items, plural, output=output, single=False, printer=printer)
 
 
 def show_all(
@@ -168,9 +182,10 @@ def show_all(
     plurals: list[str] | None = None,
     selector: str | None = None,
     show_labels: bool = False,
+    printer: Printer | None = None,
 ) -> None:
     """``get all`` (or ``get TYPE,TYPE...``: ``plurals``): a table per kind that has
-    objects, names as ``kind.group/name``."""
+    objects, names as ``kind.group/name``; with a template ``printer``, one List."""
     from asynckubelet.kubectl.tables import render
 
     shown_plurals = plurals if plurals is not None else all_plurals()
@@ -187,7 +202,8 @@ def show_all(
                 meta = item.get("metadata") or {}
                 sys.stdout.write(f"{SINGULAR[plural]}/{meta.get('name', '')}\n")
             return
-        print_items([item for _, item in found], "all", output=output, single=False)
+        items = [item for _, item in found]
+        print_items(items, "all", output=output, single=False, printer=printer)
         return
     blocks = []
     for plural in shown_plurals:
@@ -227,6 +243,7 @@ def watch(
     headers: bool = True,
     selector: str | None = None,
     show_labels: bool = False,
+    printer: Printer | None = None,
 ) -> None:
     """``get -w``: the pods there now, then each change as the daemon reports it, until
     interrupted. As kubectl prints a watch: the first rows as one table, the header
@@ -267,7 +284,9 @@ def watch(
                     headed = True
                 started = True
             elif not table:
-                print_items([body], plural, output=output, single=True, separator=True)
+                print_items(
+                    [body], plural, output=output, single=True, separator=True, printer=printer
+                )
                 sys.stdout.flush()
             elif not started:
                 initial.append(body)
@@ -318,9 +337,11 @@ def print_items(
     output: str | None,
     single: bool,
     separator: bool = False,
+    printer: Printer | None = None,
 ) -> None:
-    """The objects as YAML, JSON or ``kind/name`` lines; a Secret never with its values.
-    With ``separator`` a YAML document starts with ``---`` (one of a stream)."""
+    """The objects as YAML, JSON, ``kind/name`` lines or through a template ``printer``
+    (the object when ``single``, else their List); a Secret never with its values. With
+    ``separator`` a YAML document starts with ``---`` (one of a stream)."""
     for item in items:
         if plural in KINDS:
             item.setdefault("apiVersion", _api_version(plural))
@@ -333,7 +354,9 @@ def print_items(
             sys.stdout.write(f"{SINGULAR[plural]}/{(item.get('metadata') or {}).get('name', '')}\n")
         return
     document: dict[str, Any] = items[0] if single else as_list(items)
-    if output == "json":
+    if printer is not None:
+        sys.stdout.write(printer(document))
+    elif output == "json":
         sys.stdout.write(json.dumps(document, indent=4) + "\n")
     else:
         sys.stdout.write(("---\n" if separator else "") + kubectl_yaml(document))

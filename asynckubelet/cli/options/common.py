@@ -524,3 +524,4 @@ TopSortByOpt = Annotated[
 LabelSelectorOpt = Annotated[str | None, _option(get_args.SELECTOR)]
 ShowLabelsOpt = Annotated[bool, _option(get_args.SHOW_LABELS)]
 PodFormatOpt = Annotated[str | None, _option(get_args.OUTPUT)]
+AllowMissingTemplateKeysOpt = Annotated[str, _option(get_args.ALLOW_MISSING_TEMPLATE_KEYS)]
