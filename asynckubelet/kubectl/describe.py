@@ -199,17 +199,25 @@ def _state_lines(label: str, state: object, pad: int) -> list[str]:
     return lines
 
 
-def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # noqa: C901  (mirrors kubectl describeContainers)
+def _container_lines(  # noqa: C901  (mirrors kubectl describeContainers)
+    c: Container, cs: ContainerStatus | None, *, template: bool = False
+) -> list[str]:
+    """One container's block; in a ``template`` (a workload's ``Pod Template``) its name
+    one space further in, no status lines (kubectl has no status to show there), and a tab
+    between each label and its value for the page's tab writer to align."""
     pad = 16
-    lines = [f"  {c.name}:"]
+    lines = [f"   {c.name}:" if template else f"  {c.name}:"]
 
     def field(name: str, value: object) -> None:
-        lines.append(f"    {(name + ':').ljust(pad)}{value}")
+        lines.append(
+            f"    {name}:\t{value}" if template else f"    {(name + ':').ljust(pad)}{value}"
+        )
 
     if cs is not None and cs.containerID:
         field("Container ID", cs.containerID)
     field("Image", c.image or "")
-    field("Image ID", (cs.imageID if cs else "") or "")
+    if not template:
+        field("Image ID", (cs.imageID if cs else "") or "")
     ports = [f"{p.containerPort}/{p.protocol or 'TCP'}" for p in c.ports or []]
     field("Ports" if len(ports) > 1 else "Port", ", ".join(ports) or "<none>")
     host_ports = [f"{p.hostPort or 0}/{p.protocol or 'TCP'}" for p in c.ports or []]
@@ -218,15 +226,8 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
         if parts:
             lines.append(f"    {title}:")
             lines += [f"      {line}" for part in parts for line in part.split("\n")]
-    lines += _state_lines("State", cs.state if cs else None, pad)
-    if (
-        cs is not None
-        and cs.lastState is not None
-        and (cs.lastState.terminated or cs.lastState.running or cs.lastState.waiting)
-    ):
-        lines += _state_lines("Last State", cs.lastState, pad)
-    field("Ready", "True" if cs is not None and cs.ready else "False")
-    field("Restart Count", cs.restartCount if cs is not None else 0)
+    if not template:
+        lines += _status_lines(cs, pad)
     resources = c.resources
     for title, values in (
         ("Limits", resources.limits if resources else None),
@@ -235,7 +236,12 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
         if values:
             lines.append(f"    {title}:")
             width = max(len(k) for k in values) + 3
-            lines += [f"      {(k + ':').ljust(width)}{values[k]}" for k in sorted(values)]
+            lines += [
+                f"      {k}:\t{values[k]}"
+                if template
+                else f"      {(k + ':').ljust(width)}{values[k]}"
+                for k in sorted(values)
+            ]
     for title, probe in (
         ("Liveness", c.livenessProbe),
         ("Readiness", c.readinessProbe),
@@ -262,7 +268,7 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
                     shown = "<set from a reference>"
             else:
                 shown = env.value or ""
-            lines.append(f"      {env.name}:  {shown}")
+            lines.append(f"      {env.name}:{chr(9) if template else '  '}{shown}")
     else:
         field("Environment", "<none>")
     mounts = [
@@ -274,6 +280,19 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
         lines += [f"      {m}" for m in mounts]
     else:
         field("Mounts", "<none>")
+    return lines
+
+
+def _status_lines(cs: ContainerStatus | None, pad: int) -> list[str]:
+    lines = _state_lines("State", cs.state if cs else None, pad)
+    if (
+        cs is not None
+        and cs.lastState is not None
+        and (cs.lastState.terminated or cs.lastState.running or cs.lastState.waiting)
+    ):
+        lines += _state_lines("Last State", cs.lastState, pad)
+    lines.append(f"    {'Ready:'.ljust(pad)}{'True' if cs is not None and cs.ready else 'False'}")
+    lines.append(f"    {'Restart Count:'.ljust(pad)}{cs.restartCount if cs is not None else 0}")
     return lines
 
 
@@ -380,12 +399,13 @@ def _condition_lines(conditions: Sequence[PodCondition]) -> list[str]:
     ]
 
 
-def _volume_lines(spec: PodSpec) -> list[str]:
+def _volume_lines(spec: PodSpec, *, template: bool = False) -> list[str]:
     """kubectl's ``describeVolumes``: per volume its name, then its source's fields, each
-    volume's labels aligned among themselves (as its tab writer aligns them)."""
-    lines = ["Volumes:"]
+    volume's labels aligned among themselves (as its tab writer aligns them); in a
+    ``template`` the title two spaces in and each name one space further."""
+    lines = ["  Volumes:" if template else "Volumes:"]
     for v in spec.volumes or []:
-        lines.append(f"  {v.name}:")
+        lines.append(f"   {v.name}:" if template else f"  {v.name}:")
         fields = _volume_fields(v)
         if fields is None:
             lines.append("  <unknown>")
