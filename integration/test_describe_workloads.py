@@ -1,4 +1,4 @@
-"""``asynckubelet describe`` of a Job, a ReplicaSet and a StatefulSet on a real engine,
+"""``asynckubelet describe`` of a Job, ReplicaSet, StatefulSet and Deployment on a real engine,
 through ``serve``: line for line the page real kubectl prints of the same objects (up to
 the events, whose ages move between the two asks), and kubectl's NotFound for a name the
 node does not have."""
@@ -115,7 +115,7 @@ def _same_page(ours: list[str], theirs: list[str]) -> None:
     assert ours[start:] == theirs[theirs.index("Pod Template:") :]
 
 
-def test_describe_shows_a_job_replicaset_and_statefulset_as_kubectl_describes_them(
+def test_describe_shows_a_job_replicaset_statefulset_and_deployment_as_kubectl_does(
     node: Daemon, kubectl: Kubectl, tmp_path: Path
 ) -> None:
     name = unique("dw")
@@ -145,7 +145,13 @@ def test_describe_shows_a_job_replicaset_and_statefulset_as_kubectl_describes_th
         for r in _get(node, "replicasets")["items"]
         if r["metadata"]["name"].startswith(f"{name}-web-")
     ]
-    for kind, object_name in (("job", f"{name}-once"), ("rs", rs), ("sts", f"{name}-db")):
+    described = (
+        ("job", f"{name}-once"),
+        ("rs", rs),
+        ("sts", f"{name}-db"),
+        ("deploy", f"{name}-web"),
+    )
+    for kind, object_name in described:
         ours = node.cli("describe", kind, object_name)
         assert ours.returncode == 0, ours.stderr
         _same_page(_page(ours.stdout), _page(kubectl.ok("describe", kind, object_name)))
@@ -156,7 +162,12 @@ def test_describe_shows_a_job_replicaset_and_statefulset_as_kubectl_describes_th
 
 @pytest.mark.parametrize(
     ("kind", "resource"),
-    [("job", "jobs.batch"), ("rs", "replicasets.apps"), ("sts", "statefulsets.apps")],
+    [
+        ("job", "jobs.batch"),
+        ("rs", "replicasets.apps"),
+        ("sts", "statefulsets.apps"),
+        ("deploy", "deployments.apps"),
+    ],
 )
 def test_describe_of_an_unknown_name_is_kubectls_not_found(
     node: Daemon, kubectl: Kubectl, kind: str, resource: str

@@ -1,5 +1,5 @@
-"""``asynckubelet describe cronjob|daemonset|job|replicaset|statefulset``: the page of the
-object the node API serves (through the daemon, or without one from the objects the node
+"""``asynckubelet describe cronjob|daemonset|deployment|job|replicaset|statefulset``: the
+page of the object the node API serves (through the daemon, or without one from the objects the node
 kept), every one of the namespace without a name, and kubectl's NotFound naming the kind
 and name."""
 
@@ -117,6 +117,7 @@ def test_describe_cronjobs_without_a_name_shows_every_one_of_the_namespace(
         ("job", "jobs.batch"),
         ("rs", "replicasets.apps"),
         ("sts", "statefulsets.apps"),
+        ("deploy", "deployments.apps"),
     ],
 )
 def test_describe_of_an_unknown_name_is_kubectls_not_found(

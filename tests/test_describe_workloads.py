@@ -1,7 +1,8 @@
-"""``describe cronjob``, ``daemonset``, ``job``, ``replicaset`` and ``statefulset`` lay out
-kubectl's fields in kubectl's order, aligned as its tab writer aligns them, with the pod
-template as kubectl shows a template (no container status), the pods a controller controls
-counted by phase, and an object's terminal escapes shown harmless."""
+"""``describe cronjob``, ``daemonset``, ``deployment``, ``job``, ``replicaset`` and
+``statefulset`` lay out kubectl's fields in kubectl's order, aligned as its tab writer
+aligns them (a run of tabbed lines shares one width, even across the pod template's last
+lines), with the pod template as kubectl shows a template (no container status), the pods
+a controller controls counted by phase, and an object's terminal escapes shown harmless."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 import pytest
 
 from asynckubelet.kubectl.describe_workloads import (
+    deployment_replicasets,
     describe_cronjob,
     describe_daemonset,
+    describe_deployment,
     describe_job,
     describe_replicaset,
     describe_statefulset,
@@ -513,4 +516,76 @@ def test_a_statefulset_shows_its_policies_and_volume_claim_templates() -> None:
         "  Annotations:   <none>",
         "  Capacity:      1Gi",
         "  Access Modes:  [ReadWriteOnce]",
+    ]
+
+
+def _replicaset(name: str, created: str, image: str, *, owner: str = "u-deploy") -> dict[str, Any]:
+    template = _template()
+    template["metadata"]["labels"]["pod-template-hash"] = name.rpartition("-")[2]
+    template["spec"]["containers"][0]["image"] = image
+    return {
+        "metadata": {
+            "name": name,
+            "creationTimestamp": created,
+            "ownerReferences": [{"kind": "Deployment", "uid": owner, "controller": True}],
+        },
+        "spec": {"replicas": 1, "template": template},
+        "status": {"replicas": 1},
+    }
+
+
+def _deployment() -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "web",
+            "namespace": "default",
+            "uid": "u-deploy",
+            "creationTimestamp": "2026-01-01T10:00:00Z",
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+            },
+            "template": _template(),
+        },
+        "status": {"replicas": 1, "updatedReplicas": 1, "availableReplicas": 1},
+    }
+
+
+def test_a_deployments_new_replicaset_is_the_oldest_with_its_template_hash_aside() -> None:
+    older = _replicaset("web-aaa", "2026-01-01T10:00:00Z", "nginx")
+    same = _replicaset("web-bbb", "2026-01-01T11:00:00Z", "nginx")
+    other = _replicaset("web-ccc", "2026-01-01T09:00:00Z", "nginx:old")
+    stranger = _replicaset("web-ddd", "2026-01-01T08:00:00Z", "nginx", owner="u-other")
+    old, new = deployment_replicasets(_deployment(), [same, stranger, other, older])
+    assert new is older
+    assert old == [other, same]
+    assert deployment_replicasets(_deployment(), [other]) == ([other], None)
+
+
+def test_a_deployment_shows_kubectls_fields_and_its_replicasets() -> None:
+    sets = [
+        _replicaset("web-aaa", "2026-01-01T10:00:00Z", "nginx"),
+        _replicaset("web-ccc", "2026-01-01T09:00:00Z", "nginx:old"),
+    ]
+    lines = describe_deployment(_deployment(), sets, now=NOW).splitlines()
+    assert lines[:10] == [
+        "Name:                   web",
+        "Namespace:              default",
+        "CreationTimestamp:      Thu, 01 Jan 2026 10:00:00 +0000",
+        "Labels:                 <none>",
+        "Annotations:            <none>",
+        "Selector:               app=web",
+        "Replicas:               1 desired | 1 updated | 1 total | 1 available | 0 unavailable",
+        "StrategyType:           RollingUpdate",
+        "MinReadySeconds:        0",
+        "RollingUpdateStrategy:  25% max unavailable, 25% max surge",
+    ]
+    assert lines[-3:] == [
+        "OldReplicaSets:    web-ccc (1/1 replicas created)",
+        "NewReplicaSet:     web-aaa (1/1 replicas created)",
+        "Events:            <none>",
     ]

@@ -90,9 +90,9 @@ TREE: dict[str, Command | Group] = {
     "describe": Command(
         "describe",
         "describe",
-        "Show a pod, service, cronjob, daemonset, job, replicaset or statefulset as `kubectl "
-        "describe` does, its events at the bottom; without a NAME, every one of that type in "
-        "the namespace.",
+        "Show a pod, service, cronjob, daemonset, deployment, job, replicaset or statefulset as "
+        "`kubectl describe` does, its events at the bottom; without a NAME, every one of that "
+        "type in the namespace.",
     ),
     "logs": Command(
         "logs",

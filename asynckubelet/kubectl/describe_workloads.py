@@ -1,5 +1,5 @@
-"""kubectl's ``describe`` pages of the workloads: CronJob, DaemonSet, Job, ReplicaSet and
-StatefulSet.
+"""kubectl's ``describe`` pages of the workloads: CronJob, DaemonSet, Deployment, Job,
+ReplicaSet and StatefulSet.
 
 kubectl writes these pages through a tab writer: a label and its value are two cells, and
 the labels of consecutive lines that all have one are padded to the longest of them plus
@@ -453,9 +453,115 @@ def _claim_templates(claims: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+_HASH_LABEL = "pod-template-hash"
+
+
+def _pruned(value: Any) -> Any:
+    """``value`` without empty maps, lists and nulls, as the API's semantic equality
+    treats an empty field and a missing one alike."""
+    if isinstance(value, Mapping):
+        kept = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
+def _unhashed(template: Mapping[str, Any]) -> Any:
+    meta = dict(template.get("metadata") or {})
+    meta["labels"] = {k: v for k, v in (meta.get("labels") or {}).items() if k != _HASH_LABEL}
+    return _pruned({**template, "metadata": meta})
+
+
+def deployment_replicasets(
+    deployment: Mapping[str, Any], replicasets: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], Mapping[str, Any] | None]:
+    """kubectl's old and new ReplicaSets of a Deployment: among those it controls, the new
+    one is the oldest whose pod template is the Deployment's (its ``pod-template-hash``
+    label aside), every other is old; ordered by creation time, then name."""
+    uid = (deployment.get("metadata") or {}).get("uid")
+    owned = sorted(
+        (
+            rs
+            for rs in replicasets
+            if any(
+                o.get("controller") and o.get("uid") == uid
+                for o in (rs.get("metadata") or {}).get("ownerReferences") or []
+            )
+        ),
+        key=lambda rs: (
+            str((rs.get("metadata") or {}).get("creationTimestamp") or ""),
+            str((rs.get("metadata") or {}).get("name") or ""),
+        ),
+    )
+    wanted = _unhashed((deployment.get("spec") or {}).get("template") or {})
+    new = next(
+        (rs for rs in owned if _unhashed((rs.get("spec") or {}).get("template") or {}) == wanted),
+        None,
+    )
+    return [rs for rs in owned if rs is not new], new
+
+
+def _replicasets_text(replicasets: Sequence[Mapping[str, Any]]) -> str:
+    """``printReplicaSetsByLabels``: ``name (current/desired replicas created)``."""
+    shown = []
+    for rs in replicasets:
+        desired = (rs.get("spec") or {}).get("replicas")
+        current = (rs.get("status") or {}).get("replicas") or 0
+        name = (rs.get("metadata") or {}).get("name")
+        shown.append(f"{name} ({current}/{1 if desired is None else desired} replicas created)")
+    return ", ".join(shown) or "<none>"
+
+
+def describe_deployment(
+    body: Mapping[str, Any],
+    replicasets: Sequence[Mapping[str, Any]] = (),
+    events: Sequence[PodEvent] = (),
+    *,
+    now: datetime | None = None,
+) -> str:
+    """``kubectl describe deployment``: replicas, strategy, the pod template, conditions,
+    its old and new ReplicaSets (among ``replicasets``), then its events."""
+    meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
+    status = body.get("status") or {}
+    replicas = spec.get("replicas")
+    strategy = spec.get("strategy") or {}
+    lines = [
+        f"Name:\t{meta.get('name') or ''}",
+        f"Namespace:\t{meta.get('namespace') or 'default'}",
+        f"CreationTimestamp:\t{_when(meta.get('creationTimestamp'))}",
+        *_labels("Labels", meta.get("labels")),
+        *_annotations("Annotations", meta.get("annotations")),
+        f"Selector:\t{label_selector(spec.get('selector'))}",
+        f"Replicas:\t{1 if replicas is None else replicas} desired | "
+        f"{status.get('updatedReplicas') or 0} updated | {status.get('replicas') or 0} total | "
+        f"{status.get('availableReplicas') or 0} available | "
+        f"{status.get('unavailableReplicas') or 0} unavailable",
+        f"StrategyType:\t{strategy.get('type') or ''}",
+        f"MinReadySeconds:\t{spec.get('minReadySeconds') or 0}",
+    ]
+    rolling = strategy.get("rollingUpdate")
+    if rolling is not None:
+        lines.append(
+            f"RollingUpdateStrategy:\t{rolling.get('maxUnavailable', 0)} max unavailable, "
+            f"{rolling.get('maxSurge', 0)} max surge"
+        )
+    lines += pod_template_lines(spec.get("template") or {})
+    lines += _conditions(status)
+    old, new = deployment_replicasets(body, replicasets)
+    if old or new is not None:
+        lines.append(f"OldReplicaSets:\t{_replicasets_text(old)}")
+        lines.append(f"NewReplicaSet:\t{_replicasets_text([new] if new is not None else [])}")
+    lines += _events(events, now)
+    return _page(lines)
+
+
 __all__ = [
+    "deployment_replicasets",
     "describe_cronjob",
     "describe_daemonset",
+    "describe_deployment",
     "describe_job",
     "describe_replicaset",
     "describe_statefulset",

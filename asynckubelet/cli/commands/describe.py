@@ -32,8 +32,8 @@ def describe(
     node: NodeRef,
     log: LogOptions,
 ) -> None:
-    """Show a pod, service, cronjob, daemonset, job, replicaset or statefulset as `kubectl
-    describe` does, its events at the bottom; without a NAME, every one of that type in the
+    """Show a pod, service, cronjob, daemonset, deployment, job, replicaset or statefulset as
+    `kubectl describe` does, its events at the bottom; without a NAME, every one of that type in the
     namespace."""
     if "/" in kind:
         if name is not None:
@@ -102,7 +102,7 @@ def _service_text(name: str, *, namespace: str, api: NodeAPI) -> str:
     return describe_service(body, endpoints, events)
 
 
-WORKLOAD_KINDS = ("cronjobs", "daemonsets", "jobs", "replicasets", "statefulsets")
+WORKLOAD_KINDS = ("cronjobs", "daemonsets", "deployments", "jobs", "replicasets", "statefulsets")
 """The workload kinds ``describe`` shows, by their plural (any kubectl name of them works)."""
 
 
@@ -135,6 +135,10 @@ def _workload_texts(plural: str, name: str | None, *, namespace: str, api: NodeA
             texts.append(pages.describe_cronjob(body, events))
         elif plural == "jobs":
             texts.append(pages.describe_job(body, events))
+        elif plural == "deployments":
+            selector = pages.label_selector((body.get("spec") or {}).get("selector"))
+            sets = api.list("replicasets", namespace, selector=selector or None)
+            texts.append(pages.describe_deployment(body, sets, events))
         else:
             selector = format_label_selector((body.get("spec") or {}).get("selector"))
             pods = api.list("pods", namespace, selector=selector) if selector != "<none>" else []

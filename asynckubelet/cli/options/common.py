@@ -471,7 +471,7 @@ DescribeKindArg = Annotated[
     typer.Argument(
         metavar="TYPE[/NAME]",
         help="pods (pod, po), services (service, svc), cronjobs (cronjob, cj), "
-        "daemonsets (daemonset, ds), jobs (job), replicasets (replicaset, rs) or "
+        "daemonsets (daemonset, ds), deployments (deploy), jobs (job), replicasets (rs) or "
         "statefulsets (statefulset, sts); TYPE/NAME names one.",
     ),
 ]
