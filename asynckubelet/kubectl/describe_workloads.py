@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from lightkube.models.core_v1 import PodTemplateSpec
 
-from asynckubelet.kubectl.describe import _container_lines, _event_lines, _volume_lines, _when
+from asynckubelet.kubectl.describe import container_lines, event_lines, rfc1123z, volume_lines
 from asynckubelet.kubectl.objects import format_label_selector
 from asynckubelet.kubectl.times import now_utc
 from asynckubelet.node.events import PodEvent, age
@@ -128,13 +128,13 @@ def pod_template_lines(template: Mapping[str, Any] | None) -> list[str]:
     if pod_spec is not None and pod_spec.initContainers:
         lines.append("  Init Containers:")
         for c in pod_spec.initContainers:
-            lines += _container_lines(c, None, template=True)
+            lines += container_lines(c, None, template=True)
     containers = pod_spec.containers if pod_spec is not None else []
     lines.append("  Containers:" if containers else "  Containers: <none>")
     for c in containers:
-        lines += _container_lines(c, None, template=True)
+        lines += container_lines(c, None, template=True)
     if pod_spec is not None and pod_spec.volumes:
-        lines += _volume_lines(pod_spec, template=True)
+        lines += volume_lines(pod_spec, template=True)
     else:
         lines.append("  Volumes:\t<none>")
     if spec.get("priorityClassName"):
@@ -147,7 +147,7 @@ def pod_template_lines(template: Mapping[str, Any] | None) -> list[str]:
 def _events(events: Sequence[PodEvent], now: datetime | None) -> list[str]:
     if not events:
         return ["Events:\t<none>"]
-    return _event_lines(events, now=now or now_utc())
+    return event_lines(events, now=now or now_utc())
 
 
 def _set(value: object, unit: str = "") -> str:
@@ -229,7 +229,7 @@ def describe_cronjob(
         lines.append(f"Active Deadline Seconds:\t{job['activeDeadlineSeconds']}s")
     lines += pod_template_lines(job.get("template") or {})
     last = status.get("lastScheduleTime")
-    lines.append(f"Last Schedule Time:\t{_when(last) if last else '<unset>'}")
+    lines.append(f"Last Schedule Time:\t{rfc1123z(last) if last else '<unset>'}")
     active = [str(ref.get("name") or "") for ref in status.get("active") or []]
     lines.append(f"Active Jobs:\t{', '.join(active) or '<none>'}")
     lines += _events(events, now)
@@ -319,9 +319,9 @@ def describe_job(
         parse_time(status.get("completionTime")),
     )
     if started is not None:
-        lines.append(f"Start Time:\t{_when(started)}")
+        lines.append(f"Start Time:\t{rfc1123z(started)}")
     if completed is not None:
-        lines.append(f"Completed At:\t{_when(completed)}")
+        lines.append(f"Completed At:\t{rfc1123z(completed)}")
     if started is not None and completed is not None:
         lines.append(f"Duration:\t{age(started, now=completed)}")
     if spec.get("activeDeadlineSeconds") is not None:
@@ -394,7 +394,7 @@ def describe_statefulset(
     lines = [
         f"Name:\t{meta.get('name') or ''}",
         f"Namespace:\t{meta.get('namespace') or 'default'}",
-        f"CreationTimestamp:\t{_when(meta.get('creationTimestamp'))}",
+        f"CreationTimestamp:\t{rfc1123z(meta.get('creationTimestamp'))}",
         f"Selector:\t{label_selector(spec.get('selector'))}",
         *_labels("Labels", meta.get("labels")),
         *_annotations("Annotations", meta.get("annotations")),
@@ -530,7 +530,7 @@ def describe_deployment(
     lines = [
         f"Name:\t{meta.get('name') or ''}",
         f"Namespace:\t{meta.get('namespace') or 'default'}",
-        f"CreationTimestamp:\t{_when(meta.get('creationTimestamp'))}",
+        f"CreationTimestamp:\t{rfc1123z(meta.get('creationTimestamp'))}",
         *_labels("Labels", meta.get("labels")),
         *_annotations("Annotations", meta.get("annotations")),
         f"Selector:\t{label_selector(spec.get('selector'))}",
