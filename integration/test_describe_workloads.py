@@ -6,14 +6,13 @@ node does not have."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from integration.harness import BUSYBOX_IMAGE, Engine
+from integration.harness import BUSYBOX_IMAGE, Engine, eventually
 from integration.kubectl_helpers import Kubectl, api_daemon, kubectl, unique
 from integration.serve_helpers import Daemon, manifest
 
@@ -80,13 +79,6 @@ def _get(node: Daemon, *args: str) -> dict[str, Any]:
     return found
 
 
-def _eventually(check: Callable[[], bool], *, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"never came true: {check.__doc__}"
-        time.sleep(0.5)
-
-
 def _page(text: str) -> list[str]:
     """A describe page's lines up to its events."""
     lines = text.splitlines()
@@ -139,7 +131,7 @@ def test_describe_shows_a_job_replicaset_statefulset_and_deployment_as_kubectl_d
             and (sets[0].get("status") or {}).get("availableReplicas") == 1
         )
 
-    _eventually(settled)
+    eventually(settled, timeout=120)
     (rs,) = [
         r["metadata"]["name"]
         for r in _get(node, "replicasets")["items"]
