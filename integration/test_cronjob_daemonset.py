@@ -2,7 +2,9 @@
 a DaemonSet's pod runs on the node with the daemon controller's name, labels and owner,
 a template change rolls it (``rollout status`` waits for it), a node selector the node
 does not match runs nothing; a CronJob makes its Job at the scheduled minute, named and
-annotated as upstream's controller names them, and deleting it takes its Jobs and pods."""
+annotated as upstream's controller names them, and deleting it takes its Jobs and pods;
+``asynckubelet describe`` prints kubectl's page of each, and kubectl's NotFound for a name
+the node does not have."""
 
 from __future__ import annotations
 
@@ -251,3 +253,83 @@ def test_a_cronjob_makes_its_job_at_the_minute_and_delete_takes_jobs_and_pods(
         return not left and not pods
 
     _eventually(cascaded)
+
+
+SUSPENDED = """
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: NAME, labels: {team: ops}, annotations: {note: nightly}}
+spec:
+  schedule: "0 3 * * *"
+  suspend: true
+  startingDeadlineSeconds: 30
+  successfulJobsHistoryLimit: 2
+  jobTemplate:
+    spec:
+      parallelism: 1
+      template:
+        metadata: {labels: {app: NAME}}
+        spec:
+          restartPolicy: Never
+          containers: [{name: nightly, image: BUSYBOX, command: [echo, nightly]}]
+"""
+
+
+def _page(text: str) -> list[str]:
+    """A describe page's lines up to its events (whose ages move between two asks)."""
+    lines = text.splitlines()
+    return lines[: next(i for i, line in enumerate(lines) if line.startswith("Events:"))]
+
+
+def test_describe_shows_a_daemonset_and_a_cronjob_as_kubectl_describes_them(
+    node: Daemon, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    """Line for line the page kubectl prints, up to the events (whose ages move between
+    the two asks); a kubectl that prints no CronJob ``Time Zone`` line (1.32) is matched
+    without it."""
+    ds, cj = unique("dd"), unique("dc")
+    done = node.cli("apply", "-f", _file(tmp_path, DAEMONSET, ds, VERSION_VALUE="1"), "--wait")
+    assert done.returncode == 0, done.stderr + node.log()
+    assert node.cli("apply", "-f", _file(tmp_path, SUSPENDED, cj)).returncode == 0
+
+    def settled() -> bool:
+        """the DaemonSet's pod is up and every counter of its status says so"""
+        status = _get(node, "daemonsets", ds).get("status") or {}
+        keys = ("currentNumberScheduled", "updatedNumberScheduled", "numberAvailable")
+        return [status.get(k) for k in keys] == [1, 1, 1] and bool(_pods(node, ds))
+
+    _eventually(settled)
+    (pod,) = _pods(node, ds)
+    ours = node.cli("describe", "ds", ds)
+    assert ours.returncode == 0, ours.stderr
+    assert _page(ours.stdout) == _page(kubectl.ok("describe", "ds", ds))
+    assert re.search(r"Pods Status:\s+1 Running / 0 Waiting", ours.stdout), ours.stdout
+    created = f"Created pod: {pod['metadata']['name']}"
+    assert re.search(r"SuccessfulCreate\s+.*" + created, ours.stdout), ours.stdout
+
+    ours = node.cli("describe", f"cronjob/{cj}")
+    assert ours.returncode == 0, ours.stderr
+    theirs = _page(kubectl.ok("describe", "cronjob", cj))
+    page = _page(ours.stdout)
+    if not any(line.startswith("Time Zone:") for line in theirs):
+        page = [line for line in page if not line.startswith("Time Zone:")]
+    assert page == theirs
+    assert re.search(r"Suspend:\s+True\n", ours.stdout), ours.stdout
+    assert re.search(r"Starting Deadline Seconds:\s+30s\n", ours.stdout), ours.stdout
+    assert kubectl("delete", "ds", ds, "--timeout=60s", timeout=90).returncode == 0
+    assert kubectl("delete", "cronjob", cj, "--timeout=60s", timeout=90).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "resource"), [("cj", "cronjobs.batch"), ("ds", "daemonsets.apps")]
+)
+def test_describe_of_an_unknown_cronjob_or_daemonset_is_kubectls_not_found(
+    node: Daemon, kubectl: Kubectl, kind: str, resource: str
+) -> None:
+    ours = node.cli("describe", kind, "no-such-one")
+    theirs = kubectl("describe", kind, "no-such-one")
+    assert (ours.returncode, ours.stdout) == (1, "")
+    assert (
+        ours.stderr.strip() == f'Error from server (NotFound): {resource} "no-such-one" not found'
+    )
+    assert ours.stderr.strip() == theirs.stderr.strip()

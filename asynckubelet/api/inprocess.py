@@ -460,7 +460,12 @@ def _kind(resource: str) -> str:
 
 
 def _not_found(resource: str, name: str) -> errors.DaemonError:
-    return errors.DaemonError(f'{resource} "{name}" not found', status=404, reason="NotFound")
+    """kubectl's NotFound, naming the resource with its group (``cronjobs.batch``)."""
+    from asynckubelet.kubectl.resources import by_plural
+
+    known = by_plural(resource)
+    shown = known.qualified_plural if known is not None else resource
+    return errors.DaemonError(f'{shown} "{name}" not found', status=404, reason="NotFound")
 
 
 def _selector(resource: str, selector: str | None) -> dict[str, Any] | None:

@@ -90,8 +90,9 @@ TREE: dict[str, Command | Group] = {
     "describe": Command(
         "describe",
         "describe",
-        "Show a pod (or a service) as `kubectl describe` does, a pod's events at the bottom; "
-        "without a NAME, every pod (or service) of the namespace.",
+        "Show a pod, service, cronjob, daemonset, deployment, job, replicaset or statefulset as "
+        "`kubectl describe` does, its events at the bottom; without a NAME, every one of that "
+        "type in the namespace.",
     ),
     "logs": Command(
         "logs",

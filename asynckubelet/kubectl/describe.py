@@ -1,4 +1,5 @@
-"""kubectl's ``describe pod`` and ``describe service`` pages, and a probe as they show it.
+"""kubectl's ``describe pod`` and ``describe service`` pages, and a probe as they show it;
+the container, volume and event blocks the workload pages share.
 
 The same sections in the same order, with the same padding, so people find things where
 kubectl habit looks for them. Pure functions of the objects and their events: the command
@@ -96,7 +97,7 @@ def describe_service(
     if spec.get("internalTrafficPolicy"):
         lines.append(_field("Internal Traffic Policy", spec["internalTrafficPolicy"]))
     if events:
-        lines += _event_lines(events, now=now or now_utc())
+        lines += event_lines(events, now=now or now_utc())
     else:
         lines.append(_field("Events", "<none>"))
     return "\n".join(lines)
@@ -153,7 +154,8 @@ def _port_addresses(endpoints: Mapping[str, Any], name: str, protocol: str) -> l
     return found
 
 
-def _when(value: datetime | str | None) -> str:
+def rfc1123z(value: datetime | str | None) -> str:
+    """A time as kubectl's pages show it (Go's ``RFC1123Z``); empty for none."""
     t = parse_time(value)
     return t.strftime("%a, %d %b %Y %H:%M:%S %z") if t is not None else ""
 
@@ -177,7 +179,7 @@ def _state_lines(label: str, state: object, pad: int) -> list[str]:
     head = f"    {(label + ':').ljust(pad)}"
     if running is not None:
         lines.append(head + "Running")
-        field("Started", _when(running.startedAt))
+        field("Started", rfc1123z(running.startedAt))
     elif terminated is not None:
         lines.append(head + "Terminated")
         field("Reason", terminated.reason or "")
@@ -186,8 +188,8 @@ def _state_lines(label: str, state: object, pad: int) -> list[str]:
         field("Exit Code", terminated.exitCode)
         if terminated.signal:
             field("Signal", terminated.signal)
-        field("Started", _when(terminated.startedAt))
-        field("Finished", _when(terminated.finishedAt))
+        field("Started", rfc1123z(terminated.startedAt))
+        field("Finished", rfc1123z(terminated.finishedAt))
     elif waiting is not None:
         lines.append(head + "Waiting")
         if waiting.reason:
@@ -199,17 +201,25 @@ def _state_lines(label: str, state: object, pad: int) -> list[str]:
     return lines
 
 
-def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # noqa: C901  (mirrors kubectl describeContainers)
+def container_lines(  # noqa: C901  (mirrors kubectl describeContainers)
+    c: Container, cs: ContainerStatus | None, *, template: bool = False
+) -> list[str]:
+    """One container's block; in a ``template`` (a workload's ``Pod Template``) its name
+    one space further in, no status lines (kubectl has no status to show there), and a tab
+    between each label and its value for the page's tab writer to align."""
     pad = 16
-    lines = [f"  {c.name}:"]
+    lines = [f"   {c.name}:" if template else f"  {c.name}:"]
 
     def field(name: str, value: object) -> None:
-        lines.append(f"    {(name + ':').ljust(pad)}{value}")
+        lines.append(
+            f"    {name}:\t{value}" if template else f"    {(name + ':').ljust(pad)}{value}"
+        )
 
     if cs is not None and cs.containerID:
         field("Container ID", cs.containerID)
     field("Image", c.image or "")
-    field("Image ID", (cs.imageID if cs else "") or "")
+    if not template:
+        field("Image ID", (cs.imageID if cs else "") or "")
     ports = [f"{p.containerPort}/{p.protocol or 'TCP'}" for p in c.ports or []]
     field("Ports" if len(ports) > 1 else "Port", ", ".join(ports) or "<none>")
     host_ports = [f"{p.hostPort or 0}/{p.protocol or 'TCP'}" for p in c.ports or []]
@@ -218,15 +228,8 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
         if parts:
             lines.append(f"    {title}:")
             lines += [f"      {line}" for part in parts for line in part.split("\n")]
-    lines += _state_lines("State", cs.state if cs else None, pad)
-    if (
-        cs is not None
-        and cs.lastState is not None
-        and (cs.lastState.terminated or cs.lastState.running or cs.lastState.waiting)
-    ):
-        lines += _state_lines("Last State", cs.lastState, pad)
-    field("Ready", "True" if cs is not None and cs.ready else "False")
-    field("Restart Count", cs.restartCount if cs is not None else 0)
+    if not template:
+        lines += _status_lines(cs, pad)
     resources = c.resources
     for title, values in (
         ("Limits", resources.limits if resources else None),
@@ -235,7 +238,12 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
         if values:
             lines.append(f"    {title}:")
             width = max(len(k) for k in values) + 3
-            lines += [f"      {(k + ':').ljust(width)}{values[k]}" for k in sorted(values)]
+            lines += [
+                f"      {k}:\t{values[k]}"
+                if template
+                else f"      {(k + ':').ljust(width)}{values[k]}"
+                for k in sorted(values)
+            ]
     for title, probe in (
         ("Liveness", c.livenessProbe),
         ("Readiness", c.readinessProbe),
@@ -262,7 +270,7 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
                     shown = "<set from a reference>"
             else:
                 shown = env.value or ""
-            lines.append(f"      {env.name}:  {shown}")
+            lines.append(f"      {env.name}:{chr(9) if template else '  '}{shown}")
     else:
         field("Environment", "<none>")
     mounts = [
@@ -277,7 +285,21 @@ def _container_lines(c: Container, cs: ContainerStatus | None) -> list[str]:  # 
     return lines
 
 
-def _event_lines(events: Sequence[PodEvent], *, now: datetime) -> list[str]:
+def _status_lines(cs: ContainerStatus | None, pad: int) -> list[str]:
+    lines = _state_lines("State", cs.state if cs else None, pad)
+    if (
+        cs is not None
+        and cs.lastState is not None
+        and (cs.lastState.terminated or cs.lastState.running or cs.lastState.waiting)
+    ):
+        lines += _state_lines("Last State", cs.lastState, pad)
+    lines.append(f"    {'Ready:'.ljust(pad)}{'True' if cs is not None and cs.ready else 'False'}")
+    lines.append(f"    {'Restart Count:'.ljust(pad)}{cs.restartCount if cs is not None else 0}")
+    return lines
+
+
+def event_lines(events: Sequence[PodEvent], *, now: datetime) -> list[str]:
+    """kubectl's ``Events:`` section: a table of the events, repeats counted."""
     if not events:
         return ["Events:            <none>"]
     rows = [
@@ -314,7 +336,7 @@ def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: d
         field("Node", "<none>" if bound is None else f"{bound}/{host_ip}" if host_ip else bound),
     ]
     if status is not None and status.startTime is not None:
-        lines.append(field("Start Time", _when(status.startTime)))
+        lines.append(field("Start Time", rfc1123z(status.startTime)))
     lines += [
         field("Labels", "\n".join(_map(meta.labels if meta else None, pad))),
         field("Annotations", "\n".join(_map(meta.annotations if meta else None, pad))),
@@ -352,12 +374,12 @@ def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: d
     if spec.initContainers:
         lines.append("Init Containers:")
         for c in spec.initContainers:
-            lines += _container_lines(c, init_statuses.get(c.name))
+            lines += container_lines(c, init_statuses.get(c.name))
     lines.append("Containers:")
     for c in spec.containers:
-        lines += _container_lines(c, statuses.get(c.name))
+        lines += container_lines(c, statuses.get(c.name))
     lines += _condition_lines((status.conditions if status else None) or [])
-    lines += _volume_lines(spec) if spec.volumes else [field("Volumes", "<none>")]
+    lines += volume_lines(spec) if spec.volumes else [field("Volumes", "<none>")]
     lines.append(field("QoS Class", (status.qosClass if status else None) or "BestEffort"))
     lines.append(field("Node-Selectors", "\n".join(_map(spec.nodeSelector, pad))))
     tolerations = [
@@ -365,7 +387,7 @@ def describe_pod(pod: Pod, events: Sequence[PodEvent], *, node_name: str, now: d
         for t in spec.tolerations or []
     ]
     lines.append(field("Tolerations", ("\n" + " " * pad).join(tolerations) or "<none>"))
-    lines += _event_lines(events, now=now)
+    lines += event_lines(events, now=now)
     return "\n".join(lines)
 
 
@@ -380,12 +402,13 @@ def _condition_lines(conditions: Sequence[PodCondition]) -> list[str]:
     ]
 
 
-def _volume_lines(spec: PodSpec) -> list[str]:
+def volume_lines(spec: PodSpec, *, template: bool = False) -> list[str]:
     """kubectl's ``describeVolumes``: per volume its name, then its source's fields, each
-    volume's labels aligned among themselves (as its tab writer aligns them)."""
-    lines = ["Volumes:"]
+    volume's labels aligned among themselves (as its tab writer aligns them); in a
+    ``template`` the title two spaces in and each name one space further."""
+    lines = ["  Volumes:" if template else "Volumes:"]
     for v in spec.volumes or []:
-        lines.append(f"  {v.name}:")
+        lines.append(f"   {v.name}:" if template else f"  {v.name}:")
         fields = _volume_fields(v)
         if fields is None:
             lines.append("  <unknown>")
@@ -479,4 +502,12 @@ def _is_zero_quantity(quantity: str) -> bool:
     return re.fullmatch(r"[+]?0*(\.0*)?([a-zA-Z]*)", str(quantity)) is not None
 
 
-__all__ = ["describe_pod", "describe_probe", "describe_service"]
+__all__ = [
+    "container_lines",
+    "describe_pod",
+    "describe_probe",
+    "describe_service",
+    "event_lines",
+    "rfc1123z",
+    "volume_lines",
+]

@@ -470,7 +470,9 @@ DescribeKindArg = Annotated[
     str,
     typer.Argument(
         metavar="TYPE[/NAME]",
-        help="pods (pod, po) or services (service, svc); TYPE/NAME names one.",
+        help="pods (pod, po), services (service, svc), cronjobs (cronjob, cj), "
+        "daemonsets (daemonset, ds), deployments (deploy), jobs (job), replicasets (rs) or "
+        "statefulsets (statefulset, sts); TYPE/NAME names one.",
     ),
 ]
 DeleteKindArg = Annotated[
