@@ -145,3 +145,28 @@ def test_without_a_daemon_describe_reads_the_kept_objects_and_names_what_is_miss
     code, _, err = invoke(state, "describe", "cronjob", "gone")
     assert code == 1
     assert err.splitlines()[-1] == 'Error from server (NotFound): cronjobs.batch "gone" not found'
+
+
+HOSTILE = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: sly
+  annotations: {note: "\\e[2J\\e]0;owned\\a\\rfake line"}
+spec:
+  containers: [{name: app, image: busybox:1.35}]
+"""
+
+
+def test_a_pod_page_shows_terminal_escapes_harmless(state: Path, tmp_path: Path) -> None:
+    with running_daemon(state, node_name="n1", pod_security="privileged"):
+        path = tmp_path / "sly.yaml"
+        path.write_text(HOSTILE)
+        code, _, err = invoke(state, "apply", "-f", str(path))
+        assert code == 0, err
+        code, out, err = invoke(state, "describe", "pod", "sly")
+    assert code == 0, err
+    assert "\x1b" not in out
+    assert "\r" not in out
+    assert "^[[2J" in out
+    assert "\\rfake line" in out

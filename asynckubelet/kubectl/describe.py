@@ -33,6 +33,13 @@ from asynckubelet.node.printpod import parse_time, pod_spec
 from asynckubelet.runtime import containers as ctr
 
 
+def harmless(text: str) -> str:
+    """``text`` safe to print on a terminal, as kubectl shows an object's text: an escape
+    character as ``^[`` and a carriage return as ``\\r``, so nothing a manifest or a
+    container wrote can move the cursor or rewrite what is shown."""
+    return text.replace("\x1b", "^[").replace("\r", "\\r")
+
+
 def describe_probe(probe: Probe) -> str:
     """A probe as ``kubectl describe`` shows it: ``http-get http://:8080/healthz delay=3s
     timeout=1s period=3s #success=1 #failure=3``."""
@@ -508,6 +515,7 @@ __all__ = [
     "describe_probe",
     "describe_service",
     "event_lines",
+    "harmless",
     "rfc1123z",
     "volume_lines",
 ]

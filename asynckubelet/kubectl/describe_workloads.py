@@ -18,7 +18,13 @@ from typing import Any, cast
 
 from lightkube.models.core_v1 import PodTemplateSpec
 
-from asynckubelet.kubectl.describe import container_lines, event_lines, rfc1123z, volume_lines
+from asynckubelet.kubectl.describe import (
+    container_lines,
+    event_lines,
+    harmless,
+    rfc1123z,
+    volume_lines,
+)
 from asynckubelet.kubectl.objects import format_label_selector
 from asynckubelet.kubectl.times import now_utc
 from asynckubelet.node.events import PodEvent, age
@@ -29,7 +35,7 @@ _MAX_ANNOTATION = 140
 
 
 def _page(lines: Sequence[str]) -> str:
-    return "\n".join(tabbed([line.replace("\x1b", "^[").replace("\r", "\\r") for line in lines]))
+    return "\n".join(tabbed([harmless(line) for line in lines]))
 
 
 def tabbed(lines: Sequence[str], *, padding: int = 2) -> list[str]:

@@ -53,7 +53,9 @@ def describe(
     if not texts:
         err.print(f"No resources found in {namespace} namespace.", highlight=False)
         return
-    print("\n\n\n".join(texts))
+    from asynckubelet.kubectl.describe import harmless
+
+    print(harmless("\n\n\n".join(texts)))
 
 
 def _pod_texts(name: str | None, *, namespace: str, node: NodeRef) -> list[str]:
