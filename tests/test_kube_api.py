@@ -174,6 +174,7 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
     ]
     _, _, apps = await served.request("/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} == {
+        "controllerrevisions",
         "daemonsets",
         "daemonsets/status",
         "deployments",

@@ -227,9 +227,9 @@ def test_a_huge_exponent_within_bounds_is_accepted_and_printed_back() -> None:
 
 def test_a_structure_where_a_name_belongs_is_shown_by_its_type_only() -> None:
     assert errors("apiVersion: v1\nkind: {secret: [1, 2, 3]}\n") == [
-        'kind: Unsupported value: <dict>: supported values: "ConfigMap", "CronJob", '
-        '"DaemonSet", "Deployment", "Job", "List", "Namespace", "Pod", "ReplicaSet", "Secret", '
-        '"Service", "ServiceAccount", "StatefulSet"'
+        'kind: Unsupported value: <dict>: supported values: "ConfigMap", "ControllerRevision", '
+        '"CronJob", "DaemonSet", "Deployment", "Job", "List", "Namespace", "Pod", "ReplicaSet", '
+        '"Secret", "Service", "ServiceAccount", "StatefulSet"'
     ]
 
 

@@ -159,8 +159,9 @@ def test_an_unsupported_kind_names_file_document_and_kind() -> None:
         (
             "app.yaml[1]",
             'kind: Unsupported value: "Ingress": supported values: '
-            '"ConfigMap", "CronJob", "DaemonSet", "Deployment", "Job", "List", "Namespace", '
-            '"Pod", "ReplicaSet", "Secret", "Service", "ServiceAccount", "StatefulSet"',
+            '"ConfigMap", "ControllerRevision", "CronJob", "DaemonSet", "Deployment", "Job", '
+            '"List", "Namespace", "Pod", "ReplicaSet", "Secret", "Service", "ServiceAccount", '
+            '"StatefulSet"',
         )
     ]
 

@@ -448,7 +448,7 @@ def dependents(node: Kubelet, owner: StoredObject) -> list[StoredObject]:
         return []
     found: list[StoredObject] = []
     owners = {owner.uid}
-    for kind in ("Job", "ReplicaSet", "Pod"):
+    for kind in ("Job", "ReplicaSet", "ControllerRevision", "Pod"):
         for obj in node.objects.list(kind, owner.namespace):
             controller = controller_of(obj.body.get("metadata"))
             if controller is not None and controller.uid in owners:

@@ -50,6 +50,11 @@ def object_table(kind: str, objects: Iterable[StoredObject]) -> dict[str, Any]:
     if kind == "Service":
         found = [(object_printing.service_row(o.body, now=now), _stored_meta(o)) for o in objects]
         return tables.table(object_printing.SERVICE_COLUMNS, found)
+    if kind == "ControllerRevision":
+        found = [
+            (object_printing.controllerrevision_row(o, now=now), _stored_meta(o)) for o in objects
+        ]
+        return tables.table(object_printing.CONTROLLERREVISION_COLUMNS, found)
     columns = (
         object_printing.SECRET_COLUMNS if kind == "Secret" else object_printing.CONFIGMAP_COLUMNS
     )

@@ -1,6 +1,7 @@
 """kubectl's ``get`` rows for the kinds other than pods: ConfigMaps and Secrets (a count of
-keys, never a value), Events, Namespaces, Services and Endpoints, and the workloads
-(Deployment, ReplicaSet, StatefulSet, Job), each with kubectl's columns and priorities.
+keys, never a value), Events, Namespaces, Services and Endpoints, ControllerRevisions and
+the workloads (Deployment, ReplicaSet, StatefulSet, Job), each with kubectl's columns and
+priorities.
 """
 
 from __future__ import annotations
@@ -26,6 +27,26 @@ def object_row(obj: StoredObject, *, now: datetime) -> list[str]:
     if obj.kind == "Secret":
         return [obj.name, str(obj.body.get("type") or "Opaque"), count, shown_age]
     return [obj.name, count, shown_age]
+
+
+CONTROLLERREVISION_COLUMNS = (("Name", 0), ("Controller", 0), ("Revision", 0), ("Age", 0))
+
+
+def controllerrevision_row(obj: StoredObject, *, now: datetime) -> list[str]:
+    """``printControllerRevision``: the controller as ``kind.group/name``."""
+    since = obj.created()
+    shown_age = age(since, now=now) if since is not None else "<unknown>"
+    controller = "<none>"
+    for ref in (obj.body.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            kind = str(ref.get("kind") or "").lower()
+            controller = (
+                f"{kind}.{group}/{ref.get('name')}" if group else f"{kind}/{ref.get('name')}"
+            )
+            break
+    revision = obj.body.get("revision")
+    return [obj.name, controller, str(revision if isinstance(revision, int) else 0), shown_age]
 
 
 EVENT_COLUMNS = (

@@ -68,6 +68,7 @@ RESOURCES = (
     Resource("Job", "jobs", "job", "batch"),
     Resource("DaemonSet", "daemonsets", "daemonset", "apps", ("ds",)),
     Resource("CronJob", "cronjobs", "cronjob", "batch", ("cj",)),
+    Resource("ControllerRevision", "controllerrevisions", "controllerrevision", "apps"),
 )
 _BY_PLURAL = {r.plural: r for r in RESOURCES}
 

@@ -16,7 +16,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lightkube.models.apps_v1 import DaemonSet, Deployment, ReplicaSet, StatefulSet
+from lightkube.models.apps_v1 import (
+    ControllerRevision,
+    DaemonSet,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+)
 from lightkube.models.batch_v1 import CronJob, Job
 from lightkube.models.core_v1 import (
     ConfigMap,
@@ -29,7 +35,7 @@ from lightkube.models.core_v1 import (
 )
 
 from asynckubelet.errors import FieldError
-from asynckubelet.manifests import daemons, jobs, workloads
+from asynckubelet.manifests import daemons, jobs, revisions, workloads
 from asynckubelet.manifests.objectmeta import validate_object_meta
 
 __all__ = [
@@ -189,6 +195,16 @@ _TABLE = (
         validate_update=daemons.validate_cronjob_update,
         controlled=True,
         template_path="spec.jobTemplate.spec.template",
+    ),
+    KindInfo(
+        "ControllerRevision",
+        "apps/v1",
+        ControllerRevision,
+        "controllerrevision",
+        "controllerrevisions",
+        default=revisions.default_controllerrevision,
+        validate=revisions.validate_controllerrevision,
+        validate_update=revisions.validate_controllerrevision_update,
     ),
 )
 

@@ -43,8 +43,9 @@ _QUANTITY_MAPS = frozenset(
     }
 )
 _FREE_FORM = frozenset({"FieldsV1", "RawExtension", "JSON"})
-_FREE_FORM_FIELDS = frozenset({("ManagedFieldsEntry", "fieldsV1")})
-"""Free-form fields the models type as a bare ``Dict`` (upstream's ``FieldsV1``)."""
+_FREE_FORM_FIELDS = frozenset({("ManagedFieldsEntry", "fieldsV1"), ("ControllerRevision", "data")})
+"""Free-form fields the models type as a bare ``Dict`` (upstream's ``FieldsV1`` and
+``RawExtension``)."""
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 

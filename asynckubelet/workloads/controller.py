@@ -17,8 +17,9 @@ The pods it makes are handed to the node as any source's (:meth:`~asynckubelet.n
 kubelet.Kubelet.want`, source :data:`WORKLOADS_SOURCE`) and run by the same pod workers
 and ``sync_pod``; they and the ReplicaSets carry a controller owner reference, and the
 garbage collector removes objects whose owner is gone (a deleted Deployment takes its
-ReplicaSets, and they their pods; a deleted CronJob its Jobs). The controllers' clock is
-given (``clock=``), so a test can move a CronJob's time on.
+ReplicaSets, and they their pods; a deleted CronJob its Jobs; a deleted DaemonSet or
+StatefulSet its ControllerRevisions, :mod:`~asynckubelet.workloads.revisions`). The
+controllers' clock is given (``clock=``), so a test can move a CronJob's time on.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from asynckubelet.workloads import daemonset as daemons
 from asynckubelet.workloads import deployment as deploy
 from asynckubelet.workloads import job as jobs
 from asynckubelet.workloads import replicaset as rsets
+from asynckubelet.workloads import revisions as history
 from asynckubelet.workloads import serviceaccounts as accounts
 from asynckubelet.workloads import statefulset as sets
 from asynckubelet.workloads.pods import (
@@ -312,7 +314,14 @@ class Controllers:
         self, obj: StoredObject, owned: Mapping[str, list[PodView]], now: datetime
     ) -> float | None:
         spec = obj.body.get("spec") or {}
-        plan = sets.reconcile_statefulset(obj.body, owned.get(obj.uid, []), now)
+        pods = owned.get(obj.uid, [])
+        revisions = self._revisions(obj, pods)
+        body = _with_status(
+            obj.body,
+            currentRevision=revisions.current,
+            collisionCount=revisions.collision_count,
+        )
+        plan = sets.reconcile_statefulset(body, pods, now, revision=revisions.update)
         await self._delete_pods(obj, plan.delete)
         if plan.create:
             revision = str(plan.status.get("updateRevision") or "")
@@ -398,7 +407,11 @@ class Controllers:
     ) -> float | None:
         spec = obj.body.get("spec") or {}
         node = self._this_node()
-        plan = daemons.reconcile_daemonset(obj.body, owned.get(obj.uid, []), node, now)
+        pods = owned.get(obj.uid, [])
+        revisions = self._revisions(obj, pods)
+        body = _with_status(obj.body, collisionCount=revisions.collision_count)
+        current = revisions.update_hash
+        plan = daemons.reconcile_daemonset(body, pods, node, now, current=current)
         await self._delete_pods(obj, plan.delete)
         if plan.create:
             template = copy.deepcopy(dict(spec.get("template") or {}))
@@ -407,12 +420,31 @@ class Controllers:
             pod_spec["affinity"] = daemons.daemon_affinity(pod_spec.get("affinity"), node.name)
             name = generate_name(f"{obj.name}-")
             labels = {
-                daemons.REVISION_HASH: daemons.revision_hash(obj.body),
+                daemons.REVISION_HASH: current,
                 daemons.TEMPLATE_GENERATION: str(obj.body["metadata"].get("generation") or 1),
             }
             self._make_pods(obj, template, [name], {name: {"labels": labels}})
         self._write(obj, plan.status)
         return plan.requeue_after
+
+    # -- revisions -------------------------------------------------------------------------------
+
+    def _revisions(self, obj: StoredObject, pods: Sequence[PodView]) -> history.RevisionPlan:
+        """The owner's ControllerRevisions brought in step with its template
+        (:mod:`~asynckubelet.workloads.revisions`); what the pass goes on with."""
+        store = self.node.objects
+        stored = [history.Stored(r.body) for r in store.list(history.KIND, obj.namespace)]
+        live = {p.labels.get(history.REVISION_HASH) or "" for p in pods} - {""}
+        plan = history.plan_revisions(obj.body, stored, kind=obj.kind, live=live)
+        if plan.create is not None:
+            store.put_object(plan.create, source=WORKLOADS_SOURCE)
+        for name, number in plan.renumber.items():
+            found = store.get(history.KIND, obj.namespace, name)
+            if found is not None:
+                store.put_object({**found.body, "revision": number}, source=found.source)
+        for name in plan.delete:
+            store.remove(history.KIND, obj.namespace, name)
+        return plan
 
     # -- CronJobs -------------------------------------------------------------------------------
 
@@ -439,10 +471,10 @@ class Controllers:
     # -- garbage collection ---------------------------------------------------------------------
 
     async def _collect_garbage(self) -> None:
-        """Remove the ReplicaSets and pods whose controller owner is gone (background
-        propagation: the owner went first, its dependents follow)."""
+        """Remove the ReplicaSets, ControllerRevisions and pods whose controller owner is
+        gone (background propagation: the owner went first, its dependents follow)."""
         alive = {o.uid for kind in OWNER_KINDS for o in self.node.objects.list(kind)}
-        for kind in ("Job", "ReplicaSet", "Pod"):
+        for kind in ("Job", "ReplicaSet", history.KIND, "Pod"):
             for obj in self.node.objects.list(kind):
                 owner = controller_of(obj.body.get("metadata"))
                 if owner is None or owner.kind not in OWNER_KINDS or owner.uid in alive:
@@ -476,6 +508,15 @@ class Controllers:
             store.put_object(made, source=WORKLOADS_SOURCE)
         for namespace in decided.remove:
             store.remove("ServiceAccount", namespace, accounts.NAME)
+
+
+def _with_status(body: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+    """``body`` with these status fields (those given as None left as they are)."""
+    status = {
+        **dict(body.get("status") or {}),
+        **{k: v for k, v in fields.items() if v is not None},
+    }
+    return {**body, "status": status}
 
 
 def _match_labels(body: Mapping[str, Any]) -> dict[str, str]:

@@ -4,8 +4,9 @@ is, as a pure function of a DaemonSet, its pods and the node.
 The node should run the daemon pod when the template's node selector and required node
 affinity match the node's labels and every ``NoSchedule``/``NoExecute`` taint is tolerated
 (by the template's tolerations and those the controller adds to every daemon pod). Its pod
-is named ``<daemonset>-<5 random characters>`` and labelled with the template's
-``controller-revision-hash`` and the ``pod-template-generation``. A template change rolls
+is named ``<daemonset>-<5 random characters>`` and labelled with the
+``controller-revision-hash`` of the template's revision (:mod:`~asynckubelet.workloads.
+revisions` keeps them) and the ``pod-template-generation``. A template change rolls
 the pod: with ``RollingUpdate`` (``maxUnavailable`` at least one, on one node) the old pod
 is deleted and the new one made once it is gone; with a ``maxSurge`` the new pod is made
 first and the old one deleted once the new is available; with ``OnDelete`` a new pod comes
@@ -146,13 +147,19 @@ def should_run(template: Mapping[str, Any], node: NodeView) -> bool:
 
 
 def reconcile_daemonset(
-    daemonset: Mapping[str, Any], pods: Sequence[PodView], node: NodeView, now: datetime
+    daemonset: Mapping[str, Any],
+    pods: Sequence[PodView],
+    node: NodeView,
+    now: datetime,
+    *,
+    current: str | None = None,
 ) -> DaemonSetPlan:
-    """``syncDaemonSet`` (``manage`` and ``rollingUpdate``) for the one node."""
+    """``syncDaemonSet`` (``manage`` and ``rollingUpdate``) for the one node; ``current``
+    is the hash of the current revision (by default its template's hash)."""
     plan = DaemonSetPlan()
     spec = dict(daemonset.get("spec") or {})
     template = dict(spec.get("template") or {})
-    current = revision_hash(daemonset)
+    current = current or revision_hash(daemonset)
     wanted = should_run(template, node)
     live = [p for p in pods if not p.deleting and not p.terminal]
     failed = [p for p in pods if p.phase == "Failed" and not p.deleting]

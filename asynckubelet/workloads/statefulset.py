@@ -8,9 +8,10 @@ made only once every pod before it runs and is ready, pods beyond ``replicas`` g
 the highest ordinal down, one at a time, and a failed pod is deleted and made again;
 ``Parallel`` does all of this at once. A ``RollingUpdate`` replaces the pods of an older
 revision from the highest ordinal down to ``partition``, one at a time, each once the
-others are ready; ``OnDelete`` leaves that to whoever deletes them. Revisions are named
-from the template's hash; they are not kept as ``ControllerRevision`` objects, so there
-is no rollback to an earlier one.
+others are ready; ``OnDelete`` leaves that to whoever deletes them. The update revision
+is the ``ControllerRevision`` of the template (:mod:`~asynckubelet.workloads.revisions`
+keeps them), named from the template's hash; ``status.currentRevision`` moves to it once
+every pod runs it and is ready.
 """
 
 from __future__ import annotations
@@ -70,9 +71,14 @@ def _running_ready(pod: PodView) -> bool:
 
 
 def reconcile_statefulset(
-    statefulset: Mapping[str, Any], pods: Sequence[PodView], now: datetime
+    statefulset: Mapping[str, Any],
+    pods: Sequence[PodView],
+    now: datetime,
+    *,
+    revision: str | None = None,
 ) -> StatefulSetPlan:
-    """``updateStatefulSet`` for one StatefulSet and the pods it owns."""
+    """``updateStatefulSet`` for one StatefulSet and the pods it owns; ``revision`` names
+    its update revision (by default the one its template's hash names)."""
     plan = StatefulSetPlan()
     spec = dict(statefulset.get("spec") or {})
     name = str(statefulset["metadata"]["name"])
@@ -84,7 +90,7 @@ def reconcile_statefulset(
     strategy = spec.get("updateStrategy") or {}
     rolling = (strategy.get("type") or "RollingUpdate") == "RollingUpdate"
     partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
-    revision = update_revision(statefulset)
+    revision = revision or update_revision(statefulset)
 
     by_ordinal = _members(name, pods)
     condemned = sorted((o for o in by_ordinal if o not in wanted), reverse=True)
@@ -223,8 +229,8 @@ def _status(
         "currentRevision": current_revision,
         "updateRevision": revision,
     }
-    if status_in.get("collisionCount") is not None:
-        plan.status["collisionCount"] = status_in["collisionCount"]
+    collision = status_in.get("collisionCount")
+    plan.status["collisionCount"] = collision if isinstance(collision, int) else 0
     if min_ready > 0:
         for pod in existing:
             since = pod.ready_since

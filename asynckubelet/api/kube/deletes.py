@@ -132,7 +132,7 @@ async def cancel_collections(app: web.Application) -> None:
 
 def _orphan(node: Kubelet, owner: StoredObject) -> None:
     """The owner's dependents without their reference to it (``Orphan``)."""
-    for kind in ("Job", "ReplicaSet", "Pod"):
+    for kind in ("Job", "ReplicaSet", "ControllerRevision", "Pod"):
         for obj in node.objects.list(kind, owner.namespace):
             refs = (obj.body.get("metadata") or {}).get("ownerReferences") or []
             kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") == owner.uid)]

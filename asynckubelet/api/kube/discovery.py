@@ -113,6 +113,7 @@ SERVED: tuple[Served, ...] = (
         "daemonsets", "daemonset", "DaemonSet", "apps", short_names=("ds",), categories=("all",)
     ),
     Served("cronjobs", "cronjob", "CronJob", "batch", short_names=("cj",), categories=("all",)),
+    Served("controllerrevisions", "controllerrevision", "ControllerRevision", "apps"),
     Served("nodes", "", "NodeMetrics", METRICS, "v1beta1", namespaced=False, verbs=READ),
     Served("pods", "", "PodMetrics", METRICS, "v1beta1", verbs=READ),
 )

@@ -42,6 +42,7 @@ STORED_KINDS = (
     "Job",
     "DaemonSet",
     "CronJob",
+    "ControllerRevision",
 )
 """The kinds served from the object store (pods are served from their statuses)."""
 
