@@ -62,7 +62,9 @@ class RecordingFirewall:
 
     async def until_endpoints(self, count: int) -> None:
         with anyio.fail_after(10):
-            while not self.synced or len(self.synced[-1][0].endpoints) != count:
+            while (
+                not self.synced or not self.synced[-1] or len(self.synced[-1][0].endpoints) != count
+            ):
                 await self._synced.wait()
 
 

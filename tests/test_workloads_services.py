@@ -478,6 +478,33 @@ async def test_a_deleted_pod_leaves_the_rules_before_its_containers_are_stopped(
     assert at_stop == [1]
 
 
+@pytest.mark.anyio
+async def test_endpoints_are_shown_only_once_the_rules_that_follow_them_are_in(
+    node: tuple[Client, Kubelet, ServiceController, RecordingFirewall],
+) -> None:
+    """Whoever sees an endpoint leave (the API, the DNS, a waiter) finds its traffic gone:
+    each change of the endpoints is shown after the packet filter took the rules."""
+    client, kubelet, controller, firewall = node
+    firewall.delay = 0.3
+    seen: list[tuple[int, int]] = []
+
+    def shown() -> None:
+        found = controller.endpoints("default", "web")
+        rules = firewall.synced[-1] if firewall.synced else []
+        if found is not None and rules:
+            seen.append((len(found.ready), len(rules[0].endpoints)))
+
+    controller.subscribe(shown)
+    code, _ = await apply(client, WEB, POD.replace("NAME", "a"), POD.replace("NAME", "b"))
+    assert code == 201
+    await firewall.until_endpoints(2)
+    await kubelet.delete("default", "a")
+    await firewall.until_endpoints(1)
+    assert (2, 2) in seen
+    assert (1, 1) in seen
+    assert [(shown, programmed) for shown, programmed in seen if shown != programmed] == []
+
+
 class RefusingOnceFirewall(RecordingFirewall):
     def __init__(self) -> None:
         super().__init__()
