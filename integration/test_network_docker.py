@@ -210,17 +210,23 @@ async def test_an_agent_killed_during_pod_setup_leaks_nothing_after_restart(
     for trial in range(10):
         spec = {"backend": "docker", "node": node_name, "manifest": str(manifest)}
         await kill_setup_worker_after(spec, delay=rng.uniform(0, 0.3))
-        async with RuntimeManager(
-            RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE),
-            docker=docker,
-            network=plugin,
-        ) as again:
-            for uid in await again.list_pod_uids():
-                status = await again.get_pod_status(uid=uid, name="killed", namespace="default")
-                await again.kill_pod(None, status, grace_period=0)
-                await again.remove_pod(uid=uid)
-        assert await docker.list_containers(labels={naming.LABEL_NODE: node_name}) == [], (
-            f"trial {trial}"
-        )
-        info = await docker.inspect_network(plugin.network)
-        assert info["Containers"] == {}, f"trial {trial}"
+        # A request the killed agent had sent may still be carried out by the engine (a
+        # sandbox created after the new agent listed): the new agent's housekeeping removes
+        # what it sees later, as the node's does when its PLEG sees a container nobody wants.
+        deadline = anyio.current_time() + 60
+        while True:
+            async with RuntimeManager(
+                RuntimeConfig(node_name=node_name, pause_image=PAUSE_IMAGE),
+                docker=docker,
+                network=plugin,
+            ) as again:
+                for uid in await again.list_pod_uids():
+                    status = await again.get_pod_status(uid=uid, name="killed", namespace="default")
+                    await again.kill_pod(None, status, grace_period=0)
+                    await again.remove_pod(uid=uid)
+            left = await docker.list_containers(labels={naming.LABEL_NODE: node_name})
+            attached = (await docker.inspect_network(plugin.network))["Containers"]
+            if not left and not attached:
+                break
+            assert anyio.current_time() < deadline, f"trial {trial}: {left} {attached}"
+            await anyio.sleep(1)
