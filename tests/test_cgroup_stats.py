@@ -147,3 +147,100 @@ async def test_a_remote_engines_empty_answer_leaves_the_container_out() -> None:
     docker.stats[_pod_container(docker)] = EMPTY
     found = await usage.read_usage(docker, node_name="n1", local=False)
     assert found.pods == ()
+
+
+def _host_v1(root: Path) -> None:
+    (root / "cpu,cpuacct").mkdir(parents=True)
+    (root / "memory").mkdir()
+    (root / "cpu,cpuacct" / "cpuacct.usage").write_text("90000000000\n")
+    (root / "memory" / "memory.usage_in_bytes").write_text(f"{3 * 2**30}\n")
+    (root / "memory" / "memory.stat").write_text(
+        f"total_rss {2**30}\ntotal_inactive_file {2**30}\n"
+    )
+
+
+def _host_v2(root: Path, proc: Path) -> None:
+    root.mkdir(parents=True)
+    (root / "cgroup.controllers").write_text("cpu memory\n")
+    (root / "cpu.stat").write_text("usage_usec 90000000\n")
+    (root / "memory.stat").write_text(f"anon {2**30}\ninactive_file {2**30}\n")
+    proc.mkdir(parents=True)
+    (proc / "meminfo").write_text(
+        "MemTotal:       25165824 kB\nMemFree:        22020096 kB\n"
+        "Inactive(file):  1048576 kB\nAnonPages:       1048576 kB\n"
+    )
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_hosts_root_cgroup_reads_as_the_kubelets_node_figures(
+    tmp_path: Path, version: str
+) -> None:
+    """The machine's figures, as cAdvisor reads the root: on v2 the root has no
+    ``memory.current`` and its usage is what the kernel does not hold free."""
+    root, proc = tmp_path / "cgroup", tmp_path / "proc"
+    if version == "v1":
+        _host_v1(root)
+    else:
+        _host_v2(root, proc)
+    sample = cgroupstats.read_host(now=1796605200.0, root=root, proc=proc)
+    assert sample is not None
+    found = usage.container_usage("", sample, start_time=0.0)
+    assert found.cpu_seconds == 90.0
+    assert found.usage_bytes == 3 * 2**30
+    assert found.working_set_bytes == 2 * 2**30
+    assert found.rss_bytes == 2**30
+
+
+def test_a_node_in_a_container_reports_its_containers_cgroup(tmp_path: Path) -> None:
+    """The root of a cgroup namespace that is not the machine's has ``memory.current``:
+    that is the node's usage, not the machine's ``/proc/meminfo``."""
+    root, proc = tmp_path / "cgroup", tmp_path / "proc"
+    _host_v2(root, proc)
+    (root / "memory.current").write_text(f"{2**29}\n")
+    sample = cgroupstats.read_host(now=0.0, root=root, proc=proc)
+    assert sample is not None
+    assert usage.container_usage("", sample, start_time=0.0).usage_bytes == 2**29
+
+
+def test_a_root_that_cannot_be_read_has_no_sample(tmp_path: Path) -> None:
+    assert cgroupstats.read_host(now=0.0, root=tmp_path / "none", proc=tmp_path) is None
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "cgroup.controllers").write_text("")
+    assert cgroupstats.read_host(now=0.0, root=tmp_path / "v2", proc=tmp_path) is None
+
+
+@pytest.mark.anyio
+async def test_a_local_nodes_own_figures_are_the_hosts_and_a_remote_ones_its_pods_sums(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "cgroup"
+    _host_v1(root)
+    docker = FakeDocker()
+    cid = _pod_container(docker)
+    docker.stats[cid] = {
+        "read": "2026-12-07T01:00:01Z",
+        "preread": "2026-12-07T01:00:00Z",
+        "cpu_stats": {"cpu_usage": {"total_usage": 2 * 10**9}},
+        "precpu_stats": {"cpu_usage": {"total_usage": 10**9}},
+        "memory_stats": {"usage": 2**20, "stats": {}},
+    }
+
+    async def read(*, local: bool) -> usage.NodeUsage:
+        return await usage.read_usage(
+            docker,
+            node_name="n1",
+            local=local,
+            cgroup_root=root,
+            proc=tmp_path / "proc",
+            interval=0.05,
+        )
+
+    remote = await read(local=False)
+    assert (remote.working_set_bytes, remote.nano_cores) == (2**20, 10**9)
+    found = await read(local=True)
+    assert found.host is not None
+    assert found.working_set_bytes == 2 * 2**30
+    assert found.usage_bytes == 3 * 2**30
+    assert found.cpu_seconds == 90.0
+    assert found.nano_cores == 0  # the fake host's counter stands still between samples
+    assert found.pods[0].working_set_bytes == 2**20

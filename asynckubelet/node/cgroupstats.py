@@ -9,7 +9,8 @@ itself (the sandbox is ``NetworkDisabled``). Such an engine is local, so its con
 cgroups are on this machine: this module reads them (``/proc/<pid>/cgroup`` names the
 container's cgroup; cgroup v1 ``cpuacct.usage``, ``memory.usage_in_bytes``,
 ``memory.stat``; v2 ``cpu.stat``, ``memory.current``, ``memory.stat``), every read
-bounded and every path kept under the cgroup mount.
+bounded and every path kept under the cgroup mount. :func:`read_host` reads the root the
+node sees the same way: the node's own figures, as the kubelet reports its root cgroup's.
 """
 
 from __future__ import annotations
@@ -113,8 +114,65 @@ def read_sample(
             counters = None
     except (OSError, ValueError):
         return None
-    if counters is None:
+    return None if counters is None else _sample(counters, now=now)
+
+
+def _meminfo(proc: Path) -> dict[str, int]:
+    """``/proc/meminfo`` in bytes, by field."""
+    found: dict[str, int] = {}
+    for line in _read(proc / "meminfo").splitlines():
+        key, _, rest = line.partition(":")
+        words = rest.split()
+        if words and words[0].isdigit():
+            found[key] = int(words[0]) * (1024 if words[1:] == ["kB"] else 1)
+    return found
+
+
+def _host_v1(root: Path) -> tuple[int, int, dict[str, int]] | None:
+    cpu_dir = next(
+        (root / m for m in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu") if (root / m).is_dir()),
+        None,
+    )
+    memory_dir = root / "memory"
+    if cpu_dir is None or not memory_dir.is_dir():
         return None
+    cpu = int(_read(cpu_dir / "cpuacct.usage").strip() or 0)
+    usage = int(_read(memory_dir / "memory.usage_in_bytes").strip() or 0)
+    return cpu, usage, _stat_lines(_read(memory_dir / "memory.stat"))
+
+
+def _host_v2(root: Path, proc: Path) -> tuple[int, int, dict[str, int]]:
+    cpu = _stat_lines(_read(root / "cpu.stat")).get("usage_usec", 0) * 1000
+    stats = _stat_lines(_read(root / "memory.stat")) if (root / "memory.stat").is_file() else {}
+    if (root / "memory.current").is_file():
+        # The root of a cgroup namespace that is not the machine's (a node in a container).
+        return cpu, int(_read(root / "memory.current").strip() or 0), stats
+    # The machine's root cgroup has no memory.current: its usage is what the kernel does
+    # not hold free, as runc reads it for the root.
+    info = _meminfo(proc)
+    usage = max(info.get("MemTotal", 0) - info.get("MemFree", 0), 0)
+    stats.setdefault("inactive_file", info.get("Inactive(file)", 0))
+    stats.setdefault("anon", info.get("AnonPages", 0))
+    return cpu, usage, stats
+
+
+def read_host(
+    *, now: float, root: Path = CGROUP_ROOT, proc: Path = Path("/proc")
+) -> dict[str, Any] | None:
+    """The counters of the cgroup root the node sees (the machine's, or its container's
+    when it runs in one) as a stats answer, what the kubelet reports as the node's: CPU
+    time, memory usage and its ``memory.stat``; None when they cannot be read."""
+    try:
+        if (root / "cgroup.controllers").is_file():
+            counters: tuple[int, int, dict[str, int]] | None = _host_v2(root, proc)
+        else:
+            counters = _host_v1(root)
+    except (OSError, ValueError):
+        return None
+    return None if counters is None else _sample(counters, now=now)
+
+
+def _sample(counters: tuple[int, int, dict[str, int]], *, now: float) -> dict[str, Any]:
     cpu, usage, stats = counters
     return {
         "read": datetime.fromtimestamp(now, UTC).isoformat().replace("+00:00", "Z"),
@@ -132,4 +190,4 @@ def with_earlier(sample: Mapping[str, Any], earlier: Mapping[str, Any]) -> dict[
     return {**sample, "precpu_stats": earlier["cpu_stats"], "preread": earlier["read"]}
 
 
-__all__ = ["CGROUP_ROOT", "cgroup_paths", "read_sample", "with_earlier"]
+__all__ = ["CGROUP_ROOT", "cgroup_paths", "read_host", "read_sample", "with_earlier"]

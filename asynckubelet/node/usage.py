@@ -18,8 +18,11 @@ A local engine answers empty counters for containers whose network namespace it 
 make (the pod containers of the bridge and CNI backends): those are read from their
 cgroup files (:mod:`~asynckubelet.node.cgroupstats`), two samples a second apart.
 
-The node's figures are the sums of its pods': the engine reports no host-wide counters,
-and a remote engine's host is not this one.
+The node's own figures are the kubelet's: those of the cgroup root, the whole machine
+(or the container the node runs in), read from the files when the engine is local, so
+``kubectl top nodes`` shows what the machine uses, the pods and everything else. A remote
+engine's host is not this one and reports no host-wide counters: its node's figures are
+the sums of its pods'.
 """
 
 from __future__ import annotations
@@ -216,35 +219,49 @@ class PodUsage:
 
 @dataclass(frozen=True)
 class NodeUsage:
-    """The node's pods, and their sums, at ``timestamp``."""
+    """The node's pods at ``timestamp``, and the node's own figures: its ``host``'s (the
+    cgroup root it sees) when it was read, else the sums of its pods'."""
 
     node_name: str
     timestamp: float
     pods: tuple[PodUsage, ...]
+    host: ContainerUsage | None = None
 
     @property
     def cpu_seconds(self) -> float:
+        if self.host is not None:
+            return self.host.cpu_seconds
         return sum(p.cpu_seconds for p in self.pods)
 
     @property
     def nano_cores(self) -> int | None:
+        if self.host is not None:
+            return self.host.nano_cores
         return _sum_rates([c for p in self.pods for c in p.containers])
 
     @property
     def window(self) -> float | None:
+        if self.host is not None:
+            return self.host.window
         windows = [p.window for p in self.pods if p.window is not None]
         return max(windows) if windows else None
 
     @property
     def usage_bytes(self) -> int:
+        if self.host is not None:
+            return self.host.usage_bytes
         return sum(p.usage_bytes for p in self.pods)
 
     @property
     def working_set_bytes(self) -> int:
+        if self.host is not None:
+            return self.host.working_set_bytes
         return sum(p.working_set_bytes for p in self.pods)
 
     @property
     def rss_bytes(self) -> int:
+        if self.host is not None:
+            return self.host.rss_bytes
         return sum(p.rss_bytes for p in self.pods)
 
 
@@ -302,7 +319,9 @@ async def read_usage(
     ``rates`` waits for a second sample (CPU rates), else one sample each. A ``local``
     engine's container it answers empty counters for is read from its cgroup files
     (:mod:`~asynckubelet.node.cgroupstats`, two samples ``interval`` seconds apart). A
-    container that stops meanwhile is left out; an engine that does not answer raises."""
+    container that stops meanwhile is left out; an engine that does not answer raises.
+    The node's own figures are then the cgroup root's this machine shows
+    (:func:`~asynckubelet.node.cgroupstats.read_host`), sampled alongside."""
     rows = await docker.list_containers(
         labels={naming.LABEL_NODE: node_name, naming.LABEL_TYPE: naming.TYPE_CONTAINER},
         all=False,
@@ -337,7 +356,20 @@ async def read_usage(
         )
         found.setdefault(uid, []).append(container_usage(name, stats, start_time=start))
 
+    host: list[ContainerUsage] = []
+
+    async def read_host() -> None:
+        first = cgroupstats.read_host(now=_now(), root=cgroup_root, proc=proc)
+        if first is not None and rates:
+            await anyio.sleep(interval)
+            second = cgroupstats.read_host(now=_now(), root=cgroup_root, proc=proc)
+            first = cgroupstats.with_earlier(second, first) if second is not None else None
+        if first is not None:
+            host.append(container_usage("", first, start_time=0.0))
+
     async with anyio.create_task_group() as tg:
+        if local:
+            tg.start_soon(read_host)
         for row in rows:
             tg.start_soon(read, row)
     pods = tuple(
@@ -351,7 +383,9 @@ async def read_usage(
     )
     pods = tuple(sorted(pods, key=lambda p: (p.namespace, p.name)))
     stamp = max((p.timestamp for p in pods), default=now if now is not None else _now())
-    return NodeUsage(node_name=node_name, timestamp=stamp, pods=pods)
+    return NodeUsage(
+        node_name=node_name, timestamp=stamp, pods=pods, host=host[0] if host else None
+    )
 
 
 def _now() -> float:
