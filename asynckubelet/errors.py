@@ -28,7 +28,8 @@ and never by library::
      ├── PodError                      a pod-level failure (unknown pod, terminated, ...)
      │    ├── PodNotFound              no such pod on the node (also a NotFound): the API
      │    │                            server's ``pods "web" not found``
-     │    └── ContainerNotValid        a container the pod does not have (also a NotFound)
+     │    ├── ContainerNotValid        a container the pod does not have (also a NotFound)
+     │    └── PodConflict              not running, or being stopped (also a Conflict)
      ├── ResyncNeeded                  a watch fell behind and ended: list again, then
      │                                 watch anew (the API server's 410 Gone)
      ├── DaemonError                   the node daemon (``serve``) cannot be reached, or
@@ -87,6 +88,7 @@ __all__ = [
     "ManifestError",
     "NetworkError",
     "NotFound",
+    "PodConflict",
     "PodError",
     "PodNotFound",
     "ResyncNeeded",
@@ -256,6 +258,14 @@ class ContainerNotValid(PodError, NotFound):
 
     def __init__(self, message: str) -> None:
         NotFound.__init__(self, message)
+
+
+class PodConflict(PodError, Conflict):
+    """The pod or its container is not in a state for what was asked (not running, being
+    stopped): the API server's ``Conflict``."""
+
+    def __init__(self, message: str) -> None:
+        Conflict.__init__(self, message)
 
 
 class ResyncNeeded(AsyncKubeletError):

@@ -131,7 +131,8 @@ async def test_kubectls_discovery_request_gets_the_aggregated_form(served: Serve
     ]
     own = body["items"][-1]["versions"][0]["resources"]
     assert [(r["resource"], r["scope"], r["verbs"]) for r in own] == [
-        ("applies", "Cluster", ["create"])
+        ("applies", "Cluster", ["create"]),
+        ("restarts", "Cluster", ["create"]),
     ]
     _, _, core = await served.request("/api", accept=KUBECTL_DISCOVERY)
     [group] = core["items"]
@@ -170,7 +171,8 @@ async def test_a_plain_json_client_gets_legacy_discovery(served: Served) -> None
     ]
     _, _, own = await served.request("/apis/local.asynckubelet/v1")
     assert [(r["name"], r["kind"], r["verbs"]) for r in own["resources"]] == [
-        ("applies", "Apply", ["create"])
+        ("applies", "Apply", ["create"]),
+        ("restarts", "Restart", ["create"]),
     ]
     _, _, apps = await served.request("/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} == {

@@ -508,6 +508,25 @@ class NodeClient:
             raise errors.DaemonError("the node daemon answered an Apply without its status")
         return found
 
+    def restart(
+        self, namespace: str, name: str, containers: Sequence[str], *, grace_period: int
+    ) -> list[str]:
+        """Restart the pod's ``containers`` in place (a ``Restart``): their IDs, in the
+        order asked."""
+        spec = {
+            "namespace": namespace,
+            "pod": name,
+            "containers": list(containers),
+            "gracePeriodSeconds": grace_period,
+        }
+        body = {"apiVersion": f"{API_GROUP}/v1", "kind": "Restart", "spec": spec}
+        answer = self._json("POST", f"{LOCAL}/restarts", body=body)
+        found = answer.get("status") if isinstance(answer, dict) else None
+        restarted = found.get("containers") if isinstance(found, dict) else None
+        if not isinstance(restarted, list):
+            raise errors.DaemonError("the node daemon answered a Restart without its status")
+        return [str(c.get("containerID") or "").removeprefix("docker://") for c in restarted]
+
     def delete_object(
         self, plural: str, namespace: str, name: str, *, grace_period: float | None = None
     ) -> bool:

@@ -313,6 +313,11 @@ class InProcessNode:
     ) -> dict[str, Any]:
         raise daemon_needed(self.state, "apply")
 
+    def restart(
+        self, namespace: str, name: str, containers: Sequence[str], *, grace_period: int
+    ) -> builtins.list[str]:
+        raise daemon_needed(self.state, "a restart in place")
+
     def delete(
         self,
         objects: Sequence[Mapping[str, str]],

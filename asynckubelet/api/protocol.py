@@ -117,6 +117,14 @@ class NodeAPI(Protocol):
         refusal naming every field error and nothing applied. Only a running node admits."""
         ...
 
+    def restart(
+        self, namespace: str, name: str, containers: Sequence[str], *, grace_period: int
+    ) -> builtins.list[str]:
+        """Restart the pod's ``containers`` in place: each stopped (SIGKILL after
+        ``grace_period`` seconds) and started again by the pod's worker, the same container
+        with its files. Their IDs, in the order asked. Only a running node restarts."""
+        ...
+
     def delete(
         self,
         objects: Sequence[Mapping[str, str]],

@@ -131,6 +131,11 @@ class RemoteNode:
     ) -> dict[str, Any]:
         return self.client.apply(files, prune_selector=prune_selector, prune_all=prune_all)
 
+    def restart(
+        self, namespace: str, name: str, containers: Sequence[str], *, grace_period: int
+    ) -> builtins.list[str]:
+        return self.client.restart(namespace, name, containers, grace_period=grace_period)
+
     def delete(
         self,
         objects: Sequence[Mapping[str, str]],

@@ -61,6 +61,7 @@ from asynckubelet.node.engine_ports import EnginePorts
 from asynckubelet.node.events import EventRecorder
 from asynckubelet.node.foreground import Foreground, PodOutput, WorkerEntry
 from asynckubelet.node.housekeeping import Housekeeping
+from asynckubelet.node.inplace import Restarter
 from asynckubelet.node.metrics import (
     LoopLagMonitor,
     NodeMetrics,
@@ -99,7 +100,7 @@ def _events_file(state: Path) -> Path:
     return access.StateDir(state).events
 
 
-class Kubelet(PodReads, Housekeeping, PodOptions, Foreground, Resizer):
+class Kubelet(PodReads, Housekeeping, PodOptions, Foreground, Resizer, Restarter):
     """The node agent. ``async with Kubelet(KubeletConfig(...)) as node: ...``; ``output``
     is where its pods' output and statuses are shown (a foreground run's terminal)."""
 

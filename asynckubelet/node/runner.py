@@ -13,7 +13,8 @@ when something is due without a change to report it (:func:`next_wake`: a back-o
 expires, a container still waiting, the active deadline, an emptyDir size check, a token
 refresh); a pod that runs as it should costs nothing until Docker, a probe or its source
 says something changed. Each container instance gets a log follower as soon as it is
-seen, so no output is lost, not even a crashed attempt's. A pod that ends by itself has
+seen, so no output is lost, not even a crashed attempt's
+(:mod:`~asynckubelet.node.logfollowers`). A pod that ends by itself has
 all of its output shown; a pod stopped from outside (a signal, a failure) has its output
 shown while its containers stop, and what they left unread for at most :data:`LOG_DRAIN`
 seconds after; output nobody reads any more (a closed stdout) is not followed at all. A
@@ -28,7 +29,6 @@ import copy
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -39,6 +39,8 @@ from asynckubelet._logging import logger
 from asynckubelet.docker import LogLine
 from asynckubelet.node import resizes
 from asynckubelet.node.grace import GracePeriod
+from asynckubelet.node.inplace import InPlaceRestarts
+from asynckubelet.node.logfollowers import LogFollowers
 from asynckubelet.node.pleg import OUTDATING_ACTIONS
 from asynckubelet.node.podsyncer import PodSyncer
 from asynckubelet.node.prober import Prober, has_probes
@@ -99,7 +101,7 @@ they are stopped and removed (a container that printed fast may leave millions o
 unread); then they are cancelled."""
 
 
-class PodWorker:
+class PodWorker(LogFollowers):
     """Drives one pod through ``Syncing``, ``Terminating`` and ``Terminated``
     (:mod:`~asynckubelet.node.worker_state`) until it ends or ``stop`` is set; ``rm`` is
     its syncer, ``policy`` the node's way of running its workers, :attr:`termination`
@@ -172,6 +174,8 @@ class PodWorker:
         self._ended: PodRuntimeStatus | None = None
         """What Docker held of the pod when its worker saw it end by itself, nothing of it
         running."""
+        self.restarts = InPlaceRestarts()
+        """Containers to restart before the next look (:mod:`~asynckubelet.node.inplace`)."""
 
     def _to(self, event: WorkerEvent) -> WorkerState:
         self.state = transition(self.state, event)
@@ -260,6 +264,7 @@ class PodWorker:
                     self.stop_following(within=None)
                     await _first_set(followers_done, stop)
             finally:
+                self.restarts.close(f'pod "{self.name}" is being stopped')
                 with anyio.CancelScope(shield=True):
                     await self._finish(stop)
             self.stop_following(within=self.log_drain)
@@ -270,48 +275,6 @@ class PodWorker:
     async def _stop_following_on(self, event: anyio.Event) -> None:
         await event.wait()
         self.stop_following()
-
-    def stop_following(self, *, within: float | None = 0.0) -> None:
-        """No new log follower starts, and those following end when their containers'
-        output ends or ``within`` seconds from now, whichever comes first (None: no bound;
-        0: at once, and ``on_log`` is not called again: nobody reads the output any more).
-        A later call never extends an earlier bound."""
-        self._no_new_followers.set()
-        if within is None:
-            return
-        if within <= 0:
-            self._silenced = True
-        self._followers_deadline = min(
-            self._followers_deadline, anyio.current_time() + max(within, 0.0)
-        )
-        if self._logs is not None:
-            self._bound_followers(self._logs)
-
-    def _unread(self) -> bool:
-        """Nobody reads the pod's output any more."""
-        return self._silenced or (self.output_closed is not None and self.output_closed.is_set())
-
-    def _bound_followers(self, logs: anyio.abc.TaskGroup) -> None:
-        if self._silenced:
-            logs.cancel_scope.cancel()
-        else:
-            logs.cancel_scope.deadline = min(logs.cancel_scope.deadline, self._followers_deadline)
-
-    async def _host_followers(
-        self,
-        done: anyio.Event,
-        *,
-        task_status: anyio.abc.TaskStatus[anyio.abc.TaskGroup] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """The log followers' task group, handed to :meth:`run`; open for new followers
-        until :meth:`stop_following`, then ``done`` once each has ended (or was cut)."""
-        try:
-            async with anyio.create_task_group() as logs:
-                self._bound_followers(logs)
-                task_status.started(logs)
-                await self._no_new_followers.wait()
-        finally:
-            done.set()
 
     async def _on_terminal(self, status: PodStatus, runtime: PodRuntimeStatus) -> bool:
         """The pod's phase is terminal: the worker is ``Terminating``. A pod past its
@@ -341,6 +304,10 @@ class PodWorker:
         while not stop.is_set():
             self.wake = anyio.Event()
             try:
+                for restarted in await self.restarts.carry_out(
+                    self.rm, uid=self.uid, name=self.name, namespace=self.namespace
+                ):
+                    self._follow_again(restarted, logs)
                 runtime = await self._look()
                 if (
                     is_scheduling_gated(self.pod)
@@ -531,29 +498,6 @@ class PodWorker:
         await stop.wait()
         self.poke()
 
-    def _follow_new(self, runtime: PodRuntimeStatus, tg: anyio.abc.TaskGroup) -> None:
-        for c in runtime.containers:
-            if c.state is not ContainerState.CREATED:
-                self._follow_from(c.id, c.name, tg)
-
-    def _follow_from(self, container_id: str, container: str, tg: anyio.abc.TaskGroup) -> None:
-        if self.on_log is None or container_id in self.followed or self._no_new_followers.is_set():
-            return
-        self.followed.add(container_id)
-        tg.start_soon(self._follow, container_id, container, name=f"logs {self.name}/{container}")
-
-    async def _follow(self, container_id: str, container: str) -> None:
-        assert self.on_log is not None  # noqa: S101  (type narrowing: followed only when a log sink is set)
-        try:
-            async for line in self.rm.docker.logs(container_id, follow=True):
-                if self._unread():
-                    return
-                self.on_log(self.pod, container, line)
-        except errors.NotFound:
-            pass
-        except errors.DockerError as e:
-            logger.warning("logs of {}/{} ended: {}", self.name, container, e)
-
     async def _watch_events(self) -> None:
         filters = {
             "type": ["container"],
@@ -576,17 +520,6 @@ class PodWorker:
                 logger.debug("event stream for {} lost ({}); reconnecting", self.name, e)
             await anyio.sleep(delay)
             delay = min(delay * 2, 5.0)
-
-    def _follow_started(self, actor: dict[str, Any]) -> None:
-        """Follow a container's output from its start event, without waiting for the next
-        status read, so that its first line is shown as soon as it is printed."""
-        labels = actor.get("Attributes") or {}
-        container_id = str(actor.get("ID") or "")
-        name = labels.get(naming.LABEL_CONTAINER_NAME)
-        if labels.get(naming.LABEL_TYPE) != naming.TYPE_CONTAINER or not (container_id and name):
-            return
-        if self._logs is not None:
-            self._follow_from(container_id, name, self._logs)
 
     async def _finish(self, stop: anyio.Event) -> None:
         """``Terminating``: stop the pod if it is still running (with

@@ -142,12 +142,14 @@ SERVED = tuple(
 )
 OWN: tuple[Served, ...] = (
     Served("applies", "apply", "Apply", API_GROUP, namespaced=False, verbs=("create",)),
+    Served("restarts", "restart", "Restart", API_GROUP, namespaced=False, verbs=("create",)),
 )
-"""The node's own group: ``applies``, created as the API server's reviews are
-(``TokenReview``, ``SelfSubjectAccessReview``): an ``Apply`` holds manifest files in its
-``spec`` and comes back with each object's verdict in its ``status``, all of them applied
-or none (:func:`asynckubelet.api.apply.apply`). Nothing is kept: there is nothing to get,
-list or watch."""
+"""The node's own group: ``applies`` and ``restarts``, created as the API server's reviews
+are (``TokenReview``, ``SelfSubjectAccessReview``): an ``Apply`` holds manifest files in
+its ``spec`` and comes back with each object's verdict in its ``status``, all of them
+applied or none (:func:`asynckubelet.api.apply.apply`); a ``Restart`` names a pod's
+containers to restart in place (:func:`asynckubelet.api.restarts.restart`). Nothing is
+kept: there is nothing to get, list or watch."""
 GROUPS = ("apps", "events.k8s.io", "batch", "discovery.k8s.io", METRICS, API_GROUP)
 """The named groups, in the API server's order, the node's own last."""
 

@@ -86,6 +86,7 @@ from asynckubelet.api.kube.pods import (
     not_allowed,
 )
 from asynckubelet.api.kube.watches import OBJECTS_KEY
+from asynckubelet.api.restarts import restart as restart_containers
 from asynckubelet.api.rows import event_table
 from asynckubelet.kubectl import times
 from asynckubelet.kubectl.objects import event_seen
@@ -342,8 +343,9 @@ def create_app(
             r.add_get(f"{base}/{served.name}/{{name}}", one)
         verbs.add_routes(r, served, base)
     r.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", podlog.pod_log)
-    for own in discovery.OWN:
-        r.add_post(f"/apis/{own.group_version}/{own.name}", apply_files)
+    own = {"applies": apply_files, "restarts": restart_containers}
+    for served in discovery.OWN:
+        r.add_post(f"/apis/{served.group_version}/{served.name}", own[served.name])
     subresources.add_routes(app, node)
     streams.add_routes(r)
     return app
