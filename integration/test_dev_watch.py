@@ -17,7 +17,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from asynckubelet.docker import DockerClient
+from asynckubelet.docker import ContainerConfig, DockerClient
+from asynckubelet.runtime import naming
 from integration.harness import BUSYBOX_IMAGE, Engine
 from integration.run_helpers import node_containers, run_command, run_env, run_pod
 from integration.serve_helpers import Daemon, apply_watch, next_line, serve_daemon
@@ -121,43 +122,81 @@ spec:
 """
 
 
-RESTART_RACE = (
-    "sync+restart restarts the container through the engine, outside the node: a node that "
-    "syncs the pod between the stop and the start makes a replacement container"
-)
+def _decoy(engine: Engine, image: str, *, node_name: str) -> str:
+    """A running container of ``image`` labelled as the container ``app`` of a pod of the
+    node ``node_name`` (another node on the same engine)."""
+    labels = {
+        naming.LABEL_NODE: node_name,
+        naming.LABEL_TYPE: naming.TYPE_CONTAINER,
+        naming.LABEL_POD_NAME: "conf",
+        naming.LABEL_POD_NAMESPACE: "default",
+        naming.LABEL_POD_UID: f"decoy-{node_name}",
+        naming.LABEL_CONTAINER_NAME: "app",
+    }
+    command = ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+    config: ContainerConfig = {"Image": image, "Cmd": command, "Labels": labels}
+
+    async def go() -> str:
+        async with DockerClient(url=engine.url) as client:
+            cid = await client.create_container(config, name=f"{node_name}-decoy")
+            await client.start_container(cid)
+            return cid
+
+    return anyio.run(go)
 
 
-def test_sync_restart_copies_then_restarts_the_same_container(
+def _remove(engine: Engine, container_id: str) -> None:
+    async def go() -> None:
+        async with DockerClient(url=engine.url) as client:
+            await client.remove_container(container_id, force=True)
+
+    anyio.run(go)
+
+
+def test_sync_restart_copies_then_the_node_restarts_the_same_container(
     node: Daemon, tmp_path: Path, docker_engine: Engine
 ) -> None:
+    """The node restarts the container in place (none of its syncs sees it stopped, so no
+    replacement is made); a container of another node on the same engine, of the same image
+    and container name, is left alone."""
     name = f"{node.node_name}-conf"
     context = tmp_path / "app" / name
     (context / "conf").mkdir(parents=True)
     (context / "Dockerfile").write_text(f"FROM {BUSYBOX_IMAGE}\nCOPY conf /etc/app\n")
     (context / "conf" / "setting").write_text("one\n")
     manifest = tmp_path / "app" / "conf.yaml"
-    manifest.write_text(SYNC_RESTART.format(image=f"localhost/{name}:dev"))
+    image = f"localhost/{name}:dev"
+    manifest.write_text(SYNC_RESTART.format(image=image))
     process = apply_watch(node, manifest)
     seen: list[str] = []
+    decoy = ""
     try:
         next_line(process, "deployment.apps/conf created", seen)
         next_line(process, "watching for changes", seen)
+        decoy = _decoy(docker_engine, image, node_name=f"{node.node_name}-other")
         (before,) = node.containers()
         started = _started_at(docker_engine, before)
-        (context / "conf" / "setting").write_text("two\n")
-        assert next_line(process, "changed:", seen) == (
-            f"{name}/conf/setting changed: app: synced to and restarted 1 container\n"
-        )
+        decoy_started = _started_at(docker_engine, decoy)
+        for word in ("two", "three"):
+            (context / "conf" / "setting").write_text(f"{word}\n")
+            assert next_line(process, "changed:", seen) == (
+                f"{name}/conf/setting changed: app: synced to and restarted 1 container\n"
+            )
+            assert _exec(docker_engine, before, "cat", "/etc/app/setting") == f"{word}\n"
+            assert list(node.containers()) == [before]
         assert _started_at(docker_engine, before) != started
-        assert _exec(docker_engine, before, "cat", "/etc/app/setting") == "two\n"
-        running = list(node.containers())
-        if before in running and len(running) > 1:
-            # The engine's restart stops the container and starts it again; a node that
-            # looks in between sees it exited and starts a replacement, as a kubelet does.
-            pytest.xfail(RESTART_RACE)
-        assert running == [before]
+        assert _restart_counts(node) == [0]
+        listed = json.loads(node.cli("get", "pods", "-o", "json").stdout)["items"]
+        (pod,) = [p["metadata"]["name"] for p in listed]
+        logs = node.cli("logs", pod)
+        assert logs.returncode == 0, logs.stderr
+        assert logs.stdout.splitlines()[-1] == "three"
+        assert _exec(docker_engine, decoy, "cat", "/etc/app/setting") == "one\n"
+        assert _started_at(docker_engine, decoy) == decoy_started
     finally:
         _end(process, seen)
+        if decoy:
+            _remove(docker_engine, decoy)
 
 
 POD = """
@@ -232,6 +271,27 @@ def test_run_watch_applies_a_changed_manifest_and_ctrl_c_leaves_nothing(
     assert node_containers(docker_engine, node_name) == []
 
 
+def _run_build_watch(tmp_path: Path, node_name: str) -> subprocess.Popen[str]:
+    """``run pod.yaml --build --watch`` in ``tmp_path``, its output merged and read."""
+    return subprocess.Popen(
+        run_command("pod.yaml", "--build", "--watch", node=node_name),
+        cwd=tmp_path,
+        env=run_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _running_apps(engine: Engine, node_name: str) -> list[str]:
+    """The IDs of the node's running containers named ``app``."""
+    return [
+        c["Id"]
+        for c in node_containers(engine, node_name)
+        if c.get("State") == "running" and "_app_" in c["Names"][0]
+    ]
+
+
 def test_run_watch_syncs_a_source_into_its_running_pod(
     tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
 ) -> None:
@@ -247,21 +307,13 @@ def test_run_watch_syncs_a_source_into_its_running_pod(
             word="started",
         )
     )
-    process = subprocess.Popen(
-        run_command("pod.yaml", "--build", "--watch", node=node_name),
-        cwd=tmp_path,
-        env=run_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process = _run_build_watch(tmp_path, node_name)
     seen: list[str] = []
     try:
         next_line(process, "watching for changes", seen)
         if "watched/app | started\n" not in seen:
             next_line(process, "watched/app | started", seen)
-        (before,) = [c["Id"] for c in node_containers(docker_engine, node_name)
-                     if c.get("State") == "running" and "_app_" in c["Names"][0]]  # fmt: skip
+        (before,) = _running_apps(docker_engine, node_name)
         (tmp_path / name / "site" / "page").write_text("two\n")
         assert next_line(process, "changed:", seen) == (
             f"{name}/site/page changed: app: synced to 1 container\n"
@@ -269,6 +321,51 @@ def test_run_watch_syncs_a_source_into_its_running_pod(
         assert _exec(docker_engine, before, "cat", "/site/page") == "two\n"
         assert "watched/app | started\n" in seen
         assert seen.count("watched/app | started\n") == 1
+    finally:
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, "".join(seen) + rest
+    assert node_containers(docker_engine, node_name) == []
+
+
+RUN_RESTART = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: conf
+  annotations:
+    watch.asynckubelet.dev/app: "- {{action: sync+restart, path: site, target: /site}}"
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: {image}
+    command: [sh, -c, "cat /site/page; trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+"""
+
+
+def test_run_watch_sync_restart_restarts_the_same_container_and_shows_its_new_output(
+    tmp_path: Path, docker_engine: Engine, test_images: dict[str, str], node_name: str
+) -> None:
+    name = f"{node_name}-runrestart"
+    (tmp_path / name / "site").mkdir(parents=True)
+    (tmp_path / name / "Dockerfile").write_text(f"FROM {BUSYBOX_IMAGE}\nCOPY site /site\n")
+    (tmp_path / name / "site" / "page").write_text("one\n")
+    (tmp_path / "pod.yaml").write_text(RUN_RESTART.format(image=f"{name}:dev"))
+    process = _run_build_watch(tmp_path, node_name)
+    seen: list[str] = []
+    try:
+        next_line(process, "watching for changes", seen)
+        if "conf/app | one\n" not in seen:
+            next_line(process, "conf/app | one", seen)
+        (before,) = _running_apps(docker_engine, node_name)
+        (tmp_path / name / "site" / "page").write_text("two\n")
+        assert next_line(process, "changed:", seen) == (
+            f"{name}/site/page changed: app: synced to and restarted 1 container\n"
+        )
+        next_line(process, "conf/app | two", seen)
+        assert _running_apps(docker_engine, node_name) == [before]
+        assert seen.count("conf/app | one\n") == 1
     finally:
         process.send_signal(signal.SIGINT)
         rest, _ = process.communicate(timeout=60)

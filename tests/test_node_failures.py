@@ -414,6 +414,7 @@ def test_a_crash_loop_without_max_restarts_never_ends_the_wait() -> None:
 
 
 def test_the_commands_default_max_restarts_is_the_librarys() -> None:
-    from asynckubelet.cli.commands import apply, run
+    from asynckubelet.cli import applywait
+    from asynckubelet.cli.commands import run
 
-    assert apply.DEFAULT_MAX_RESTARTS == run.DEFAULT_MAX_RESTARTS == DEFAULT_MAX_RESTARTS
+    assert applywait.DEFAULT_MAX_RESTARTS == run.DEFAULT_MAX_RESTARTS == DEFAULT_MAX_RESTARTS

@@ -124,7 +124,7 @@ def _owned(uid: str, *, owner: str, revision: str | None) -> dict[str, object]:
 
 
 def test_a_rollouts_wait_counts_the_current_replicasets_pods_only() -> None:
-    from asynckubelet.cli.commands.apply import _owner_chain
+    from asynckubelet.cli.applywait import _owner_chain
 
     key = ("Deployment", "default", "shop")
     deployment = {

@@ -3,14 +3,15 @@
 The rules come from the manifests (:mod:`asynckubelet.images.watchrules`); each change the
 watch sees is planned here: a changed manifest, a ``rebuild`` rule or a context without
 rules applies (and builds) again; files held by ``sync`` rules are copied into every
-running container of their rule's container name on the image's current build, one status
-line per change, and ``sync+restart`` restarts those containers after the copy.
+running container of the node of their rule's container name on the image's current build,
+one status line per change, and ``sync+restart`` has the node restart those containers in
+place after the copy.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,9 +24,18 @@ if TYPE_CHECKING:
     from asynckubelet.images.watchrules import WatchRule
     from asynckubelet.manifests import Manifests
 
-__all__ = ["Plan", "Syncer", "WatchState", "plan", "rules_of_specs", "rules_of_texts"]
+__all__ = [
+    "Plan",
+    "Restart",
+    "Syncer",
+    "Target",
+    "WatchState",
+    "plan",
+    "rules_of_specs",
+    "rules_of_texts",
+]
 
-RESTART_GRACE = 2.0
+RESTART_GRACE = 2
 """Seconds a ``sync+restart`` container gets to stop before it is killed."""
 
 
@@ -138,14 +148,35 @@ def plan(files: Iterable[str], rules: Sequence[WatchRule], contexts: Iterable[Pa
     return result
 
 
+Restart = Callable[[str, str, list[str], int], Awaitable[list[str]]]
+"""Restarts a pod's containers in place through its node: ``(namespace, pod, containers,
+grace period) -> their IDs`` (the node's worker stops and starts each one: no sync of the
+pod sees it stopped, see :mod:`asynckubelet.node.inplace`)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A running container a rule syncs into."""
+
+    container_id: str
+    namespace: str
+    pod: str
+
+
 @dataclass
 class Syncer:
-    """Carries out a plan's syncs on the engine at ``docker_host``."""
+    """Carries out a plan's syncs on the engine at ``docker_host``, in the containers of
+    the node ``node_name`` (of its pods marked ``owner``); ``restart`` is that node's."""
 
     docker_host: str | None
+    node_name: str
+    restart: Restart | None = None
+    owner: str = ""
+    """The owner mark of the node's pods (a ``run``'s; none for ``serve``'s)."""
 
-    async def containers(self, docker: DockerClient, *, container: str, image: str) -> list[str]:
-        """The running containers named ``container`` on the image ``image`` names now."""
+    async def containers(self, docker: DockerClient, *, container: str, image: str) -> list[Target]:
+        """The node's running containers named ``container`` on the image ``image`` names
+        now."""
         from asynckubelet.runtime import naming
 
         image_id = str((await docker.inspect_image(image)).get("Id") or "")
@@ -153,28 +184,43 @@ class Syncer:
             labels={
                 naming.LABEL_TYPE: naming.TYPE_CONTAINER,
                 naming.LABEL_CONTAINER_NAME: container,
+                naming.LABEL_NODE: self.node_name,
             },
             all=False,
         )
-        return sorted(str(r["Id"]) for r in rows if image_id and r.get("ImageID") == image_id)
+        found = [
+            Target(
+                container_id=str(r["Id"]),
+                namespace=str((r.get("Labels") or {}).get(naming.LABEL_POD_NAMESPACE) or ""),
+                pod=str((r.get("Labels") or {}).get(naming.LABEL_POD_NAME) or ""),
+            )
+            for r in rows
+            if image_id
+            and r.get("ImageID") == image_id
+            and (r.get("Labels") or {}).get(naming.LABEL_OWNER, "") == self.owner
+        ]
+        return sorted(found, key=lambda t: (t.namespace, t.pod, t.container_id))
 
     async def sync(self, result: Plan) -> list[str]:
         """Every sync of the plan; one description per rule (``web: 2 files to 1
         container``)."""
+        from asynckubelet import errors
         from asynckubelet.docker import DockerClient
-        from asynckubelet.docker.archive import put_archive, restart_container
+        from asynckubelet.docker.archive import put_archive
         from asynckubelet.images.watchrules import sync_tar
 
         done = []
         async with DockerClient(url=self.docker_host) as docker:
             for (container, image, action), files in result.syncs.items():
                 data = sync_tar(files, context=result.contexts[(container, image, action)])
-                ids = await self.containers(docker, container=container, image=image)
-                for container_id in ids:
-                    await put_archive(docker, container_id, path="/", data=data)
+                targets = await self.containers(docker, container=container, image=image)
+                for target in targets:
+                    await put_archive(docker, target.container_id, path="/", data=data)
                     if action == "sync+restart":
-                        await restart_container(docker, container_id, grace_period=RESTART_GRACE)
-                count = f"{len(ids)} container{'' if len(ids) == 1 else 's'}"
+                        if self.restart is None:
+                            raise errors.DaemonError("a restart in place needs the node")
+                        await self.restart(target.namespace, target.pod, [container], RESTART_GRACE)
+                count = f"{len(targets)} container{'' if len(targets) == 1 else 's'}"
                 what = "synced to and restarted" if action == "sync+restart" else "synced to"
                 done.append(f"{container}: {what} {count}")
         return done
@@ -195,6 +241,12 @@ class WatchState:
     docker_host: str | None = None
     rules: list[WatchRule] = field(default_factory=list)
     contexts: set[Path] = field(default_factory=set)
+    node_name: str = ""
+    """The node whose containers the rules sync into."""
+    restart: Restart | None = None
+    """That node's restart in place (``sync+restart``)."""
+    owner: str = ""
+    """The owner mark of that node's pods (a ``run``'s)."""
 
     def read(self, texts: Sequence[tuple[str, str]], *, docker_host: str | None) -> None:
         """The rules of ``texts``, kept for the changes to come (refused: a clear error,
@@ -228,7 +280,8 @@ class WatchState:
             show(files, "no rule syncs it")
             return
         try:
-            done = await Syncer(self.docker_host).sync(result)
+            syncer = Syncer(self.docker_host, self.node_name, self.restart, self.owner)
+            done = await syncer.sync(result)
         except errors.AsyncKubeletError as e:
             show(files, f"sync failed: {e}", error=True)
             return

@@ -1,17 +1,14 @@
-"""Files copied into a running container and the container restarted in place: what a
-development sync does (``docker cp`` and ``docker restart``), through the engine's archive
-API, so it works against a remote engine too."""
+"""Files copied into a running container: what a development sync does (``docker cp``),
+through the engine's archive API, so it works against a remote engine too. The container is
+restarted by its node, not here (:mod:`asynckubelet.node.inplace`)."""
 
 from __future__ import annotations
 
-import math
-
 import aiodocker
-import aiohttp
 
 from asynckubelet.docker.client import DockerClient
 
-__all__ = ["put_archive", "restart_container"]
+__all__ = ["put_archive"]
 
 
 async def put_archive(client: DockerClient, container_id: str, *, path: str, data: bytes) -> None:
@@ -29,18 +26,3 @@ async def put_archive(client: DockerClient, container_id: str, *, path: str, dat
             pass
 
     await client._call(f"copy files into container {container_id[:12]}", put, retry=False)
-
-
-async def restart_container(
-    client: DockerClient, container_id: str, *, grace_period: float
-) -> None:
-    """Stop the container (SIGKILL after ``grace_period`` seconds) and start it again: the
-    same container, its filesystem kept."""
-    seconds = max(0, math.ceil(grace_period))
-
-    async def restart(d: aiodocker.Docker) -> None:
-        await d.containers.container(container_id).restart(
-            t=seconds, timeout=aiohttp.ClientTimeout(total=seconds + 30)
-        )
-
-    await client._call(f"restart container {container_id[:12]}", restart, retry=False)

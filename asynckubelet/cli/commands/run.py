@@ -576,6 +576,14 @@ async def _watch(
             grace_period=session.grace_period,
         )
 
+    async def restart(namespace: str, pod: str, containers: list[str], grace: int) -> list[str]:
+        return await kubelet.restart_in_place(namespace, pod, containers, grace_period=grace)
+
+    state.node_name, state.owner, state.restart = (
+        session.config.node_name,
+        session.config.owner,
+        restart,
+    )
     await follow(files=files, state=state, reload=reload, admit=admit)
 
 
