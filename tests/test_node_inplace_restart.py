@@ -83,6 +83,11 @@ async def test_the_same_container_is_restarted_and_no_sync_sees_it_stopped(
     assert docker.containers[before["app"]].started_at != started
     assert docker.targets("stop_container").count(before["side"]) == 0
     assert docker.count("create_container") == created
+    events = [(e.reason, e.message) for e in kubelet.list_events(name="web")]
+    assert events[-2:] == [
+        ("Killing", "Stopping container app to restart it in place"),
+        ("Started", "Started container app"),
+    ]
 
 
 async def test_what_cannot_be_restarted_is_refused_naming_it(

@@ -9,7 +9,8 @@ and, as the kubelet would, starts a replacement. Here the worker does the restar
 at the start of one of its iterations, so no sync of the pod sees the container stopped
 (:meth:`InPlaceRestarts.carry_out`). The container keeps its ID and restart count (it is
 not a new container as the kubelet's restarts make), its stop signal gets the grace
-period asked for, then SIGKILL, and no hook runs.
+period asked for, then SIGKILL, and no hook runs; the pod's events say what happened
+(``Killing``: ``Stopping container app to restart it in place``, then ``Started``).
 
 :meth:`Restarter.restart_in_place` is the node's entry: the pod by namespace and name, its
 containers by name. A pod the node does not run is ``pods "x" not found``, a container the
@@ -31,6 +32,8 @@ from asynckubelet.runtime import containers as ctr
 from asynckubelet.runtime.types import ContainerState
 
 if TYPE_CHECKING:
+    from lightkube.models.core_v1 import Pod
+
     from asynckubelet.node.foreground import WorkerEntry
     from asynckubelet.node.podsyncer import PodSyncer
 
@@ -84,11 +87,11 @@ class InPlaceRestarts:
             request.error = errors.PodConflict(why)
             request.done.set()
 
-    async def carry_out(
-        self, rm: PodSyncer, *, uid: str, name: str, namespace: str
-    ) -> list[Restarted]:
+    async def carry_out(self, rm: PodSyncer, pod: Pod) -> list[Restarted]:
         """Every pending restart, each container stopped (its stop signal, SIGKILL after
-        the grace period) and started again; the containers restarted."""
+        the grace period) and started again, with the kubelet's ``Killing`` and ``Started``
+        events; the containers restarted."""
+        name, namespace, uid = ctr.pod_identity(pod)
         done: list[Restarted] = []
         while self._pending:
             request = self._pending.pop(0)
@@ -107,11 +110,25 @@ class InPlaceRestarts:
                         )
                     ids.append(running[-1])
                 for container, container_id in zip(request.containers, ids, strict=True):
+                    rm.events(
+                        pod,
+                        type="Normal",
+                        reason="Killing",
+                        message=f"Stopping container {container} to restart it in place",
+                        container=container,
+                    )
                     await rm.docker.stop_container(container_id, grace_period=request.grace_period)
                     stopped = await rm.docker.inspect_container(container_id)
                     ended = ctr.parse_time((stopped.get("State") or {}).get("FinishedAt"))
                     await rm.docker.start_container(container_id)
                     rm.forget(container_id)
+                    rm.events(
+                        pod,
+                        type="Normal",
+                        reason="Started",
+                        message=f"Started container {container}",
+                        container=container,
+                    )
                     logger.bind(pod=f"{namespace}/{name}").info(
                         "container {} restarted in place", container
                     )

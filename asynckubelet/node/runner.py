@@ -304,9 +304,7 @@ class PodWorker(LogFollowers):
         while not stop.is_set():
             self.wake = anyio.Event()
             try:
-                for restarted in await self.restarts.carry_out(
-                    self.rm, uid=self.uid, name=self.name, namespace=self.namespace
-                ):
+                for restarted in await self.restarts.carry_out(self.rm, self.pod):
                     self._follow_again(restarted, logs)
                 runtime = await self._look()
                 if (
