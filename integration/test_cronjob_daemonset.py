@@ -323,18 +323,3 @@ def test_describe_shows_a_daemonset_and_a_cronjob_as_kubectl_describes_them(
     assert re.search(r"Starting Deadline Seconds:\s+30s\n", ours.stdout), ours.stdout
     assert kubectl("delete", "ds", ds, "--timeout=60s", timeout=90).returncode == 0
     assert kubectl("delete", "cronjob", cj, "--timeout=60s", timeout=90).returncode == 0
-
-
-@pytest.mark.parametrize(
-    ("kind", "resource"), [("cj", "cronjobs.batch"), ("ds", "daemonsets.apps")]
-)
-def test_describe_of_an_unknown_cronjob_or_daemonset_is_kubectls_not_found(
-    node: Daemon, kubectl: Kubectl, kind: str, resource: str
-) -> None:
-    ours = node.cli("describe", kind, "no-such-one")
-    theirs = kubectl("describe", kind, "no-such-one")
-    assert (ours.returncode, ours.stdout) == (1, "")
-    assert (
-        ours.stderr.strip() == f'Error from server (NotFound): {resource} "no-such-one" not found'
-    )
-    assert ours.stderr.strip() == theirs.stderr.strip()

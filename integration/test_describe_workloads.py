@@ -155,6 +155,8 @@ def test_describe_shows_a_job_replicaset_statefulset_and_deployment_as_kubectl_d
 @pytest.mark.parametrize(
     ("kind", "resource"),
     [
+        ("cj", "cronjobs.batch"),
+        ("ds", "daemonsets.apps"),
         ("job", "jobs.batch"),
         ("rs", "replicasets.apps"),
         ("sts", "statefulsets.apps"),

@@ -11,19 +11,17 @@ from typing import Any
 
 import anyio
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from apply_helpers import post_apply
-from daemon_helpers import IMAGES
+from controller_helpers import controllers_node
 from lightkube.models.core_v1 import Pod
 from polling import until
 from remote_helpers import delete_remotely
 
-from asynckubelet.api.localapi import create_local_app
-from asynckubelet.node.kubelet import API_SOURCE, Kubelet, KubeletConfig
-from asynckubelet.node.objects import OBJECTS_DIR, ObjectStore
+from asynckubelet.node.kubelet import API_SOURCE, Kubelet
 from asynckubelet.runtime import naming
 from asynckubelet.testing import FakeDocker
-from asynckubelet.workloads import WORKLOADS_SOURCE, Controllers
+from asynckubelet.workloads import WORKLOADS_SOURCE
 
 pytestmark = pytest.mark.anyio
 
@@ -75,25 +73,8 @@ def deployment(replicas: int = 2, image: str = "busybox:1.35") -> str:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet, FakeDocker]]:
-    state = tmp_path / "state"
-    config = KubeletConfig(
-        node_name="n1", state_dir=state, housekeeping_period=3600, resync_period=0.1
-    )
-    objects = ObjectStore(
-        directory=state / OBJECTS_DIR,
-        persistent_source=API_SOURCE,
-        also_persistent=(WORKLOADS_SOURCE,),
-    )
-    docker = FakeDocker(images=(*IMAGES, "busybox:2"))
-    node = Kubelet(config, docker=docker, objects=objects)
-    async with (
-        node,
-        TestClient(TestServer(create_local_app(node, uids=()))) as client,
-        anyio.create_task_group() as tg,
-    ):
-        await tg.start(Controllers(node).run)
+    async with controllers_node(tmp_path) as (client, node, docker):
         yield client, node, docker
-        tg.cancel_scope.cancel()
 
 
 async def apply(

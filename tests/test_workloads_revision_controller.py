@@ -15,6 +15,7 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from apply_helpers import post_apply
+from controller_helpers import controllers_node
 from daemon_helpers import IMAGES
 from polling import until
 
@@ -60,25 +61,8 @@ def workload(kind: str, image: str = "busybox:1.35") -> str:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, Kubelet]]:
-    state = tmp_path / "state"
-    config = KubeletConfig(
-        node_name="n1", state_dir=state, housekeeping_period=3600, resync_period=0.1
-    )
-    objects = ObjectStore(
-        directory=state / OBJECTS_DIR,
-        persistent_source=API_SOURCE,
-        also_persistent=(WORKLOADS_SOURCE,),
-    )
-    docker = FakeDocker(images=(*IMAGES, "busybox:2"))
-    node = Kubelet(config, docker=docker, objects=objects)
-    async with (
-        node,
-        TestClient(TestServer(create_local_app(node, uids=()))) as client,
-        anyio.create_task_group() as tg,
-    ):
-        await tg.start(Controllers(node).run)
+    async with controllers_node(tmp_path) as (client, node, _docker):
         yield client, node
-        tg.cancel_scope.cancel()
 
 
 def revisions(node: Kubelet) -> list[dict[str, Any]]:
