@@ -33,7 +33,8 @@ def _stats(cpu: int, precpu: int, memory: int) -> dict[str, Any]:
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[Client]:
-    docker = FakeDocker()
+    # A remote engine: a local one's node figures are this machine's (the cgroup root).
+    docker = FakeDocker(url="tcp://engine:2376")
     for pod, namespace in (("web", "default"), ("db", "data")):
         labels = {
             naming.LABEL_NODE: "n1",
@@ -69,7 +70,7 @@ async def test_every_namespace_is_listed_without_one(served: Client) -> None:
     ]
 
 
-async def test_the_node_is_the_sum_of_its_pods(served: Client) -> None:
+async def test_a_remote_engines_node_is_the_sum_of_its_pods(served: Client) -> None:
     body = await (await served.get(f"{BASE}/nodes/n1")).json()
     assert body["kind"] == "NodeMetrics"
     assert body["usage"] == {"cpu": "1", "memory": "128Mi"}
