@@ -188,17 +188,16 @@ class Syncer:
             },
             all=False,
         )
-        found = [
-            Target(
-                container_id=str(r["Id"]),
-                namespace=str((r.get("Labels") or {}).get(naming.LABEL_POD_NAMESPACE) or ""),
-                pod=str((r.get("Labels") or {}).get(naming.LABEL_POD_NAME) or ""),
-            )
-            for r in rows
-            if image_id
-            and r.get("ImageID") == image_id
-            and (r.get("Labels") or {}).get(naming.LABEL_OWNER, "") == self.owner
-        ]
+        found = []
+        for row in rows:
+            labels = row.get("Labels") or {}
+            if not image_id or row.get("ImageID") != image_id:
+                continue
+            if labels.get(naming.LABEL_OWNER, "") != self.owner:
+                continue
+            namespace = str(labels.get(naming.LABEL_POD_NAMESPACE) or "")
+            pod = str(labels.get(naming.LABEL_POD_NAME) or "")
+            found.append(Target(container_id=str(row["Id"]), namespace=namespace, pod=pod))
         return sorted(found, key=lambda t: (t.namespace, t.pod, t.container_id))
 
     async def sync(self, result: Plan) -> list[str]:

@@ -49,6 +49,7 @@ from asynckubelet.docker import DockerAPI
 from asynckubelet.docker.engine import is_local_daemon, resolve_docker_url
 from asynckubelet.manifests import Manifests, load_manifests_text
 from asynckubelet.network import NetworkPlugin, StartingPlugin
+from asynckubelet.node.access import StateDir
 from asynckubelet.node.admission import (
     NodeAdmitter,
     NodeInfo,
@@ -92,12 +93,6 @@ API_SOURCE = "api"
 STATE_DIR_MODE = 0o750
 """A state dir the node makes: closed to other local users (it holds pod specs, events,
 volumes with Secrets and the token signing key)."""
-
-
-def _events_file(state: Path) -> Path:
-    from asynckubelet.node import access
-
-    return access.StateDir(state).events
 
 
 class Kubelet(PodReads, Housekeeping, PodOptions, Foreground, Resizer, Restarter):
@@ -145,7 +140,7 @@ class Kubelet(PodReads, Housekeeping, PodOptions, Foreground, Resizer, Restarter
                 service_account_issuer=self.config.service_account_issuer,
             )
         self.recorder = EventRecorder(
-            path=_events_file(state) if state is not None else None,
+            path=StateDir(state).events if state is not None else None,
             node_name=self.config.node_name,
         )
         self.status = StatusManager(state_dir=state)
