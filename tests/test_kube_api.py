@@ -85,6 +85,16 @@ async def test_a_request_without_a_client_certificate_is_unauthorized(served: Se
     assert (code, body) == (401, UNAUTHORIZED)
 
 
+@pytest.mark.parametrize(
+    "path", ["/apis/local.asynckubelet/v1/restarts", "/apis/local.asynckubelet/v1/applies"]
+)
+async def test_the_nodes_own_writes_without_a_client_certificate_are_unauthorized(
+    served: Served, path: str
+) -> None:
+    code, _, body = await served.request(path, method="POST", context=served.context())
+    assert (code, body) == (401, UNAUTHORIZED)
+
+
 async def test_a_certificate_of_another_ca_fails_the_handshake(
     served: Served, tmp_path: Path
 ) -> None:
