@@ -108,15 +108,42 @@ node_kubeconfig() {
         "$dir/pki/nodes/$name.crt" "$dir/pki/nodes/$name.key"
 }
 
+# alive PID: the process runs (it exists and is not a zombie).
+alive() {
+    local state
+    state="$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null)" || return 1
+    [ -n "$state" ] && [ "$state" != Z ]
+}
+
 # The pid in DIR/run/NAME.pid when that process is alive, is not a zombie and was started
 # for DIR (its command line names files in DIR); nothing otherwise.
 cluster_pid() {
-    local dir="$1" name="$2" pid state
+    local dir="$1" name="$2" pid
     [ -f "$dir/run/$name.pid" ] || return 1
     pid="$(cat "$dir/run/$name.pid")"
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-    state="$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$pid/stat" 2>/dev/null)" || return 1
-    [ -n "$state" ] && [ "$state" != Z ] || return 1
-    tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$dir/" || return 1
+    alive "$pid" || return 1
+    grep -qzF -- "$dir/" "/proc/$pid/cmdline" 2>/dev/null || return 1
     echo "$pid"
+}
+
+# start_process DIR NAME PROGRAM [ARG...]: PROGRAM in a session of its own (it outlives the
+# script and is not hit by a terminal's Ctrl-C), its output in DIR/logs/NAME.log, its pid in
+# DIR/run/NAME.pid. The pid is recorded once the child runs PROGRAM itself: before, it is
+# this shell and then setsid (whose command line names DIR/ too), and while setsid execs
+# PROGRAM, /proc/PID/cmdline reads empty, which cluster_pid must never be shown.
+start_process() {
+    local dir="$1" name="$2" pid tries=0 program
+    shift 2
+    program="$(readlink -f "$1")"
+    setsid "$@" </dev/null >"$dir/logs/$name.log" 2>&1 &
+    pid="$!"
+    until [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$program" ] &&
+        grep -qzF -- "$dir/" "/proc/$pid/cmdline" 2>/dev/null; do
+        alive "$pid" || break
+        tries=$((tries + 1))
+        [ "$tries" -lt 1000 ] || break
+        sleep 0.01
+    done
+    echo "$pid" >"$dir/run/$name.pid"
 }

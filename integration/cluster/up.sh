@@ -183,23 +183,7 @@ write_kubeconfig "$pki/kube-scheduler.kubeconfig" "$server" "$pki/ca.crt" \
 node_kubeconfig "$dir" "$node_name" "$dir/nodes/$node_name.kubeconfig"
 cp -p "$dir/nodes/$node_name.kubeconfig" "$dir/node.kubeconfig"
 
-# setsid: the control plane outlives this script and is not hit by a terminal's Ctrl-C.
-# The pid is recorded once the child has exec'd the program (its command line names
-# $dir/, which cluster_pid checks): until then /proc shows this script's command line,
-# and a loaded machine can take a while to get there.
-start() {
-    local name="$1" pid tries=0
-    shift
-    setsid "$@" </dev/null >"$dir/logs/$name.log" 2>&1 &
-    pid="$!"
-    until tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$dir/"; do
-        kill -0 "$pid" 2>/dev/null || break
-        tries=$((tries + 1))
-        [ "$tries" -lt 500 ] || break
-        sleep 0.01
-    done
-    echo "$pid" >"$dir/run/$name.pid"
-}
+start() { start_process "$dir" "$@"; }
 
 # wait_for NAME DESCRIPTION COMMAND...: until COMMAND succeeds, while NAME's process lives.
 wait_for() {
