@@ -153,10 +153,12 @@ def _built_control_plane(unavailable: Callable[[str], NoReturn]) -> str:
 
 
 def _why_up_failed(stderr: str) -> str:
-    """up.sh's own last lines (its reason among them), then the end of the logs it showed."""
-    lines = stderr.strip().splitlines()
-    own = [line for line in lines if line.startswith("up.sh: ")][-4:]
-    return "\n".join([*own, "...", *lines[-40:]])
+    """The end of what up.sh said before it showed the logs (its reason, or the shell's
+    error under ``set -e``), then the end of the logs it showed."""
+    said, marker, logs = stderr.strip().partition("--- last lines of")
+    own = said.strip().splitlines()[-6:]
+    shown = (marker + logs).splitlines()[-40:]
+    return "\n".join([*own, "...", *shown] if shown else own)
 
 
 @pytest.fixture(scope="session")
