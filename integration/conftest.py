@@ -10,6 +10,7 @@ from integration.harness import (
     test_images,
 )
 from integration.remote_helpers import remote_daemon, remote_node
+from integration.timing import pytest_report_teststatus
 
 __all__ = [
     "built_images_removed",
@@ -17,6 +18,7 @@ __all__ = [
     "docker_engine",
     "node_instance",
     "node_name",
+    "pytest_report_teststatus",
     "remote_daemon",
     "remote_node",
     "test_images",

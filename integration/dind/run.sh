@@ -87,6 +87,7 @@ docker run --name "$name" --rm --network "$name" "${flags[@]}" \
     -e PYTHONPATH=/src -e PYTHONDONTWRITEBYTECODE=1 -e HYPOTHESIS_STORAGE_DIRECTORY=/work/hypothesis \
     -e ASYNCKUBELET_REQUIRE_DOCKER=1 -e TMPDIR=/work "${cluster_env[@]}" \
     -w /src "$image" \
-    python3 -m pytest -p no:cacheprovider -v -o console_output_style=times --durations=20 --basetemp=/work/pytest "$@" || status=$?
+    python3 -m pytest -p no:cacheprovider -v -n "${ASYNCKUBELET_TEST_WORKERS:-2}" --dist loadfile \
+    --durations=20 --basetemp=/work/pytest "$@" || status=$?
 echo "run.sh: tests inside DinD took $((SECONDS - t1))s, exit $status" >&2
 exit "$status"
