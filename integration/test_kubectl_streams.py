@@ -89,10 +89,18 @@ class Kubectl(BaseKubectl):
     transport = "websocket"
 
     def served_over_its_transport(self, line: str) -> bool:
-        """Whether the node's log has ``line`` with the transport this kubectl was set to."""
+        """Whether the node's log has ``line`` with the transport this kubectl was set to,
+        within a few seconds: the node logs a stream once it has ended, which may be just
+        after the client has its exit code and is gone."""
         exec_words, forward_words = PROTOCOLS[self.transport]
         words = forward_words if line.startswith("port forwarding") else exec_words
-        return any(line in seen and words in seen for seen in self.node.log().splitlines())
+        deadline = time.monotonic() + 10
+        while True:
+            if any(line in seen and words in seen for seen in self.node.log().splitlines()):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")

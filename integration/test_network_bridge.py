@@ -316,11 +316,18 @@ async def test_teardown_is_idempotent_and_needs_only_the_sandbox_id(
     assert await plugin.get_pod_network_status(sandbox_id=sandbox) is not None
 
 
+async def _a_host_network() -> str:
+    """A network the host routes to on the interface of its default route: the machine's
+    own, not a bridge another test or test session makes and removes meanwhile."""
+    routes = json.loads((await anyio.run_process(["ip", "-4", "-j", "route"])).stdout)
+    default = next(r["dev"] for r in routes if r["dst"] == "default")
+    return str(next(r["dst"] for r in routes if "/" in r["dst"] and r.get("dev") == default))
+
+
 async def test_a_pod_cidr_overlapping_a_host_route_is_refused(
     docker: DockerClient, node_name: str, tmp_path: Path
 ) -> None:
-    route = (await anyio.run_process(["ip", "-4", "route"])).stdout.decode()
-    host_net = next(line.split()[0] for line in route.splitlines() if "/" in line.split()[0])
+    host_net = await _a_host_network()
     made = BridgePlugin(
         BridgeConfig(bridge=bridge_name(node_name), pod_cidr=host_net, state_dir=tmp_path)
     )
