@@ -170,8 +170,24 @@ async def attached(session: Session, *, stdin: bool, tty: bool) -> int:
 
 
 async def _resize(session: Session) -> None:
-    size = shutil.get_terminal_size()
-    await session.resize(rows=size.lines, columns=size.columns)
+    rows, columns = terminal_size()
+    await session.resize(rows=rows, columns=columns)
+
+
+def terminal_size() -> tuple[int, int]:
+    """``(rows, columns)`` of the terminal the command is attached to, as kubectl reads it:
+    the terminal's own size (stdout's, else stdin's). ``COLUMNS`` and ``LINES`` count only
+    without one: they say how wide to print here (a tool that starts this command may set
+    them), not how large the remote command's terminal is."""
+    for stream in (sys.stdout, sys.stdin):
+        try:
+            size = os.get_terminal_size(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            continue
+        if size.lines > 0 and size.columns > 0:
+            return size.lines, size.columns
+    fallback = shutil.get_terminal_size()
+    return fallback.lines, fallback.columns
 
 
 async def _follow_window_size(session: Session) -> None:
