@@ -17,6 +17,7 @@ the engine's certificate must name the address it is reached at.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -25,7 +26,7 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,15 +234,54 @@ def tls_handshake_error(endpoint: Endpoint, *, timeout: float = 5.0) -> ssl.SSLE
 _CONTAINERD_NAMESPACE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 
 
+START_LOCK = Path("/run/asynckubelet/dockerd-start.lock")
+"""Held while one of our dockerds starts, until it answers. Two dockerds starting at once on
+one host race on the host's firewall chains (both run ``iptables -t nat -N DOCKER``), and
+one exits with "Chain already exists": two nodes' engines, or two test sessions', start
+one after the other."""
+
+
+@contextlib.contextmanager
+def start_lock(path: Path, *, timeout: float) -> Iterator[None]:
+    """``path`` locked (``flock``) for this process, waiting up to ``timeout`` seconds for
+    another holder; the lock goes with the process if it dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise errors.RuntimeUnavailable(
+                        f"another Docker engine of ours has been starting for {timeout:g}s "
+                        f"(lock {path})"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
 class Dockerd:
     """A dockerd of our own, with its own socket and directories and no default bridge.
 
     ``name`` is its containerd namespace, kept apart from any other daemon's containers;
     containerd only takes letters and digits joined by single ``.``, ``_`` or ``-``, and
     refuses any other name only when the first container starts, so it is checked here.
+    It starts while holding :data:`START_LOCK` (``lock``), so no two of ours start at once.
     """
 
-    def __init__(self, *, root: Path, socket_path: Path | None = None, name: str = "akl") -> None:
+    def __init__(
+        self,
+        *,
+        root: Path,
+        socket_path: Path | None = None,
+        name: str = "akl",
+        lock: Path = START_LOCK,
+    ) -> None:
         if len(name) > 68 or not _CONTAINERD_NAMESPACE.match(name):
             raise ValueError(
                 f"dockerd name {name!r} is not a valid containerd namespace: letters and "
@@ -254,6 +294,7 @@ class Dockerd:
         self.log = root / "dockerd.log"
         self.pidfile = root / "dockerd.pid"
         self.name = name
+        self.lock = lock
         self.process: subprocess.Popen[bytes] | None = None
 
     def args(self) -> list[str]:
@@ -278,6 +319,10 @@ class Dockerd:
             raise errors.RuntimeUnavailable("starting a Docker engine needs root")
         self.root.mkdir(parents=True, exist_ok=True)
         self.socket.parent.mkdir(parents=True, exist_ok=True)
+        with start_lock(self.lock, timeout=timeout):
+            self._start(timeout)
+
+    def _start(self, timeout: float) -> None:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(  # noqa: S603  (argv list, no shell: dockerd and our flags)
                 self.args(),
